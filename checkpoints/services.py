@@ -1,0 +1,110 @@
+"""Checkpoint services: writing checkpoints and loading them with checksum verification."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+
+from checkpoints.models import Checkpoint
+from tasks.agent_state import SCHEMA_VERSION, AgentState
+from tasks.canonical import canonical_bytes, sha256_hex
+from tasks.services import event_record
+
+
+class CheckpointCorrupted(Exception):
+    pass
+
+
+class NoValidCheckpoint(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class LoadedCheckpoint:
+    checkpoint: Checkpoint
+    state: AgentState
+    snapshot: dict[str, Any] | None
+
+
+def checkpoint_encode(*, state: AgentState, snapshot: dict | None) -> tuple[bytes, str, int]:
+    """-> (compressed payload, sha256 of the canonical bytes, canonical size)."""
+    raw = canonical_bytes({"state": state.model_dump(mode="json"), "snapshot": snapshot})
+    return zlib.compress(raw, 1), sha256_hex(raw), len(raw)
+
+
+def checkpoint_build(
+    *, task_id: Any, seq: int, state: AgentState, level: str, trigger: str,
+    snapshot: dict | None = None, parent_id: Any = None,
+) -> Checkpoint:
+    """An unsaved checkpoint; the caller inserts it inside its own (fenced) transaction."""
+    payload, checksum, size = checkpoint_encode(state=state, snapshot=snapshot)
+    return Checkpoint(
+        task_id=task_id, seq=seq, parent_id=parent_id, level=level, trigger=trigger,
+        step_index=state.step_index, schema_version=SCHEMA_VERSION, payload=payload,
+        checksum=checksum, size_bytes=size, created_at=timezone.now(),
+    )
+
+
+def checkpoint_decode(checkpoint: Checkpoint) -> LoadedCheckpoint:
+    """Verify the checksum and parse the payload; raises CheckpointCorrupted."""
+    try:
+        raw = zlib.decompress(bytes(checkpoint.payload))
+    except zlib.error as exc:
+        raise CheckpointCorrupted(f"checkpoint {checkpoint.id}: payload unreadable ({exc})") from None
+    if sha256_hex(raw) != checkpoint.checksum:
+        raise CheckpointCorrupted(f"checkpoint {checkpoint.id} (seq {checkpoint.seq}): checksum mismatch")
+    try:
+        data = json.loads(raw)
+        state = AgentState.model_validate(data["state"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointCorrupted(f"checkpoint {checkpoint.id}: invalid payload ({exc})") from None
+    return LoadedCheckpoint(checkpoint=checkpoint, state=state, snapshot=data.get("snapshot"))
+
+
+def checkpoint_verify(checkpoint: Checkpoint) -> bool:
+    try:
+        checkpoint_decode(checkpoint)
+    except CheckpointCorrupted:
+        return False
+    return True
+
+
+def checkpoint_load_latest_valid(*, task_id: Any, head_id: Any = None) -> LoadedCheckpoint | None:
+    """The head checkpoint if it verifies; otherwise the newest valid non-superseded one,
+    recording a `checkpoint_corrupted` event for every checkpoint skipped. None when the task
+    has no checkpoint yet; NoValidCheckpoint when it has some but none verifies."""
+    candidates = list(
+        Checkpoint.objects.filter(task_id=task_id, superseded=False).order_by("-seq")
+    )
+    if head_id is not None:
+        head = next((c for c in candidates if c.id == head_id), None)
+        if head is None:
+            head = Checkpoint.objects.filter(id=head_id).first()
+        if head is not None:
+            candidates = [head] + [c for c in candidates if c.id != head.id]
+    if not candidates:
+        return None
+    for checkpoint in candidates:
+        try:
+            loaded = checkpoint_decode(checkpoint)
+        except CheckpointCorrupted as exc:
+            event_record(
+                task_id=task_id, type="checkpoint_corrupted",
+                payload={"checkpoint_id": str(checkpoint.id), "seq": checkpoint.seq,
+                         "error": str(exc)},
+                step_index=checkpoint.step_index,
+            )
+            continue
+        return loaded
+    raise NoValidCheckpoint(f"task {task_id}: no checkpoint passes checksum verification")
+
+
+def checkpoint_next_seq(*, task_id: Any) -> int:
+    last = Checkpoint.objects.filter(task_id=task_id).order_by("-seq").values_list(
+        "seq", flat=True
+    ).first()
+    return (last or 0) + 1

@@ -1,0 +1,163 @@
+"""`harness.yaml`: the policies (checkpoint triggers, review rules, retry, timeouts, context,
+retention), validated by pydantic once at start-up. A bad file fails loudly, naming the key."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+def parse_duration(value: object) -> float:
+    """`90`, `"90s"`, `"15m"`, `"4h"` -> seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"not a duration: {value!r} (use e.g. 30s, 15m, 4h)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+CheckpointEvent = Literal[
+    "task_start",
+    "after_model",
+    "after_planning_step",
+    "after_step",
+    "before_tool",
+    "before_write_operation",
+    "before_external_call",
+    "before_review",
+    "on_retryable_error",
+]
+
+
+class CheckpointTrigger(_Strict):
+    event: CheckpointEvent
+    level: Literal["task", "step", "tool"]
+    max_retries: int | None = Field(default=None, ge=0)
+
+
+class ReviewRuleConfig(_Strict):
+    name: str = Field(min_length=1, max_length=100)
+    tool: str | None = None
+    risk: Literal["read", "write", "external", "destructive"] | None = None
+    path_glob: str | None = None
+    command_regex: str | None = None
+    url_host: str | None = None
+    action: Literal["allow", "review", "deny"]
+    reason: str = ""
+    expires_after: float | None = None
+    on_expiry: Literal["reject", "fail_task"] = "reject"
+    approvals_required: int = Field(default=1, ge=1, le=5)
+    forbid_creator: bool = False
+
+    @field_validator("expires_after", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float | None:
+        return None if value is None else parse_duration(value)
+
+    @field_validator("command_regex")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression: {exc}") from None
+        return value
+
+
+class RetryConfig(_Strict):
+    initial_s: float = Field(default=1.0, gt=0)
+    factor: float = Field(default=2.0, ge=1)
+    max_s: float = Field(default=60.0, gt=0)
+    jitter: Literal["none", "full", "equal"] = "full"
+    max_attempts: int = Field(default=5, ge=1, le=100)
+
+
+class TimeoutConfig(_Strict):
+    session_s: float = Field(default=3600, gt=0)
+    turn_s: float = Field(default=300, gt=0)
+    tool_s: float = Field(default=60, gt=0)
+
+
+class ContextConfig(_Strict):
+    recent_history_window: int = Field(default=20, ge=2)
+    summary_interval: int = Field(default=8, ge=1)
+    hard_facts_keep: bool = True
+    system_prompt_max_chars: int = Field(default=8000, ge=200)
+
+
+class RetentionConfig(_Strict):
+    keep_last_per_task: int = Field(default=50, ge=1)
+    keep_levels: list[Literal["task", "step", "tool"]] = ["task", "step"]
+
+
+DEFAULT_TRIGGERS = [
+    CheckpointTrigger(event="task_start", level="task"),
+    CheckpointTrigger(event="after_model", level="step"),
+    CheckpointTrigger(event="before_write_operation", level="tool"),
+    CheckpointTrigger(event="before_external_call", level="tool"),
+    CheckpointTrigger(event="before_review", level="tool"),
+    CheckpointTrigger(event="after_step", level="step"),
+    CheckpointTrigger(event="on_retryable_error", level="step", max_retries=3),
+]
+
+
+class HarnessConfig(_Strict):
+    checkpoint_triggers: list[CheckpointTrigger] = DEFAULT_TRIGGERS
+    review_rules: list[ReviewRuleConfig] = []
+    retry: RetryConfig = RetryConfig()
+    timeouts: TimeoutConfig = TimeoutConfig()
+    context: ContextConfig = ContextConfig()
+    retention: RetentionConfig = RetentionConfig()
+    review_webhook_url: str | None = None
+    max_concurrent_tasks: int | None = Field(default=None, ge=1)
+
+    def trigger(self, event: str) -> CheckpointTrigger | None:
+        """The configured trigger for a loop boundary, or None when it is switched off."""
+        for item in self.checkpoint_triggers:
+            if item.event == event:
+                return item
+        return None
+
+
+def _describe(error: ValidationError, source: Path) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for item in error.errors():
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        lines.append(f"  {key}: {item['msg']}")
+    return "\n".join(lines)
+
+
+def load_config(path: Path) -> HarnessConfig:
+    if not path.exists():
+        return HarnessConfig()
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ImproperlyConfigured(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ImproperlyConfigured(f"{path}: the top level must be a mapping of keys")
+    try:
+        return HarnessConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ImproperlyConfigured(_describe(exc, path)) from None
+
+
+@functools.cache
+def harness_config() -> HarnessConfig:
+    return load_config(Path(settings.HARNESS_CONFIG_FILE))

@@ -1,0 +1,125 @@
+"""The one settings module. Production differs from development only by environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from harness_site.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("HARNESS_DATA_DIR", str(BASE_DIR / ".data")))
+
+SECRET_KEY = env_str("SECRET_KEY", "dev-only-insecure-key-set-SECRET_KEY-in-production")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_rq",
+    "tasks",
+    "checkpoints",
+    "review",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "harness_site.urls"
+WSGI_APPLICATION = "harness_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "harness_site.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------------
+# SQLite (WAL, IMMEDIATE transactions so writers queue instead of failing) when DATABASE_URL
+# is unset; PostgreSQL in production and in the test suite.
+_default_sqlite = f"sqlite:///{DATA_DIR / 'harness.sqlite3'}"
+DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL", _default_sqlite))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+else:
+    DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis / RQ ---------------------------------------------------------------------------
+# Unset REDIS_URL means the embedded Redis that `harness up` starts on this unix socket.
+REDIS_URL = env_str("REDIS_URL", f"unix://{DATA_DIR / 'redis.sock'}")
+HARNESS_QUEUES = ("high", "default", "low")
+RQ_QUEUES = {name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": -1} for name in HARNESS_QUEUES}
+# A job enqueued inside a transaction is sent to Redis only once that transaction commits.
+RQ = {"COMMIT_MODE": "on_db_commit"}
+RQ_SHOW_ADMIN_LINK = True
+
+# --- Harness ------------------------------------------------------------------------------
+HARNESS_CONFIG_FILE = Path(env_str("HARNESS_CONFIG", str(BASE_DIR / "harness.yaml")))
+HARNESS_WORKSPACE_ROOT = Path(env_str("HARNESS_WORKSPACE_ROOT", str(DATA_DIR / "workspaces")))
+HARNESS_ENABLE_TEST_TOOLS = env_bool("HARNESS_ENABLE_TEST_TOOLS", False)
+HARNESS_LEDGER_DIR = Path(env_str("HARNESS_LEDGER_DIR", str(DATA_DIR / "ledger")))
+# Dotted module paths whose @tool-decorated functions join the registry at start-up.
+HARNESS_TOOL_MODULES = env_list("HARNESS_TOOL_MODULES", [])
+HARNESS_HTTP_ALLOWLIST = env_list("HARNESS_HTTP_ALLOWLIST", [])
+HARNESS_HEARTBEAT_S = env_float("HARNESS_HEARTBEAT_S", 5.0)
+HARNESS_MODEL = env_str("HARNESS_MODEL", "")
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
+HARNESS_BASE_URL = env_str("HARNESS_BASE_URL", "http://127.0.0.1:8000")
+
+# --- Auth, i18n, static --------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+WHITENOISE_USE_FINDERS = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,66 @@
+"""AgentState: everything needed to continue a task, stored in checkpoints (never pickled).
+
+Resuming re-enters a well-defined phase: `model` (next is a model call) or `tools` (the model's
+calls in `pending` are being executed, `next_call` is the first not yet finished)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class _State(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProposedCall(_State):
+    call_id: str
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    # Set when the model's output for this call could not be parsed into arguments.
+    raw_error: str | None = None
+
+
+class Message(_State):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    calls: list[ProposedCall] | None = None
+    call_id: str | None = None
+    name: str | None = None
+
+
+class ErrorInfo(_State):
+    error_class: str
+    message: str
+    step_index: int | None = None
+    call_id: str | None = None
+
+
+class Budget(_State):
+    steps: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    invalid_calls: int = 0
+
+
+class AgentState(_State):
+    schema_version: int = SCHEMA_VERSION
+    messages: list[Message] = Field(default_factory=list)
+    summary: str = ""
+    hard_facts: list[str] = Field(default_factory=list)
+    turn_index: int = 0
+    step_index: int = 0
+    phase: Literal["model", "tools", "done"] = "model"
+    pending: list[ProposedCall] = Field(default_factory=list)
+    next_call: int = 0
+    # Incremented by every rollback, so calls proposed on a new branch get fresh call_ids.
+    branch: int = 0
+    budget: Budget = Field(default_factory=Budget)
+    last_error: ErrorInfo | None = None
+    final: str | None = None
+
+    def new_call_id(self, index: int) -> str:
+        return f"{self.branch}.{self.turn_index}.{index}"

@@ -1,0 +1,183 @@
+"""`/api/v1/tasks…` endpoints. Thin: parse, call one service or selector, shape the output."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema
+from ninja.errors import HttpError
+from ninja.pagination import PageNumberPagination, paginate
+
+from checkpoints.models import Checkpoint
+from checkpoints.services import checkpoint_verify
+from tasks import selectors, services
+from tasks.models import Task
+from tasks.spec import TaskSpec
+from tasks.states import IllegalTransition, TransitionConflict
+
+router = Router(tags=["tasks"])
+
+
+class ErrorOut(Schema):
+    detail: str
+    errors: list[dict[str, str]] | None = None
+
+
+class TaskOut(Schema):
+    id: UUID
+    title: str
+    goal: str
+    status: str
+    priority: str
+    current_step: int
+    steps_used: int
+    tokens_used: int
+    seconds_used: float
+    result: str
+    error_class: str
+    error_message: str
+    created_by: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+    heartbeat_at: datetime | None
+    worker_id: str
+    attempt: int
+    redispatch_count: int
+    retry_count: int
+    rollback_count: int
+    retry_at: datetime | None
+    cancel_requested: bool
+    head_checkpoint: UUID | None
+    spec: dict[str, Any]
+
+    @staticmethod
+    def resolve_created_by(obj: Task) -> str | None:
+        return obj.created_by.get_username() if obj.created_by_id else None
+
+    @staticmethod
+    def resolve_head_checkpoint(obj: Task) -> UUID | None:
+        return obj.head_checkpoint_id
+
+
+class CheckpointOut(Schema):
+    id: UUID
+    name: str
+    seq: int
+    parent_id: UUID | None
+    level: str
+    trigger: str
+    step_index: int
+    created_at: datetime
+    size_bytes: int
+    checksum: str
+    checksum_ok: bool
+    superseded: bool
+
+    @staticmethod
+    def resolve_checksum_ok(obj: Checkpoint) -> bool:
+        return checkpoint_verify(obj)
+
+
+class EventOut(Schema):
+    seq: int
+    type: str
+    step_index: int | None
+    actor: str
+    payload: dict[str, Any]
+    created_at: datetime
+
+
+class ToolCallOut(Schema):
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    risk: str
+    status: str
+    step_index: int
+    attempts: int
+    attempt_log: list[dict[str, Any]]
+    result: Any = None
+    error_class: str
+    error_message: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: float | None
+
+
+class ListFilters(Schema):
+    status: str | None = None
+    q: str | None = None
+
+
+class CancelIn(Schema):
+    reason: str = ""
+
+
+def _conflict(exc: Exception) -> HttpError:
+    return HttpError(409, str(exc))
+
+
+def _require_operator(request: HttpRequest) -> None:
+    if not selectors.user_can_operate(request.user):
+        raise HttpError(403, "only operators may do this")
+
+
+@router.post("tasks", response={201: TaskOut, 422: ErrorOut})
+def task_create(request: HttpRequest, spec: TaskSpec):
+    try:
+        task = services.task_create(spec=spec, user=request.user)
+    except services.SpecError as exc:
+        return 422, {"detail": "invalid task spec",
+                     "errors": [{"field": exc.field, "message": exc.message}]}
+    return 201, task
+
+
+@router.get("tasks", response=list[TaskOut])
+@paginate(PageNumberPagination, page_size=50)
+def task_list(request: HttpRequest, filters: Query[ListFilters]):
+    return selectors.tasks_list(status=filters.status, q=filters.q)
+
+
+@router.get("tasks/{task_id}", response=TaskOut)
+def task_get(request: HttpRequest, task_id: str):
+    return selectors.access_task(request.user, task_id)
+
+
+@router.get("tasks/{task_id}/checkpoints", response=list[CheckpointOut])
+def task_checkpoints(request: HttpRequest, task_id: str):
+    task = selectors.access_task(request.user, task_id)
+    return Checkpoint.objects.filter(task=task).order_by("seq")
+
+
+@router.get("tasks/{task_id}/events", response=list[EventOut])
+def task_events(request: HttpRequest, task_id: str, after: int | None = None):
+    task = selectors.access_task(request.user, task_id)
+    return [
+        {"seq": e.id, "type": e.type, "step_index": e.step_index, "actor": e.actor,
+         "payload": e.payload, "created_at": e.created_at}
+        for e in selectors.task_events(task=task, after=after)
+    ]
+
+
+@router.get("tasks/{task_id}/tool-calls", response=list[ToolCallOut])
+def task_tool_calls(request: HttpRequest, task_id: str):
+    task = selectors.access_task(request.user, task_id)
+    return selectors.task_tool_calls(task=task)
+
+
+@router.post("tasks/{task_id}/cancel", response={200: TaskOut, 403: ErrorOut, 409: ErrorOut})
+def task_cancel(request: HttpRequest, task_id: str, body: CancelIn | None = None):
+    task = selectors.access_task(request.user, task_id)
+    _require_operator(request)
+    try:
+        return 200, services.task_cancel(
+            task_id=task.id, user=request.user, reason=body.reason if body else ""
+        )
+    except (TransitionConflict, IllegalTransition) as exc:
+        raise _conflict(exc) from None

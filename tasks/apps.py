@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+
+
+class TasksConfig(AppConfig):
+    name = "tasks"
+    verbose_name = "Tasks"
+
+    def ready(self) -> None:
+        # Fail start-up (web, workers, CLI) on a bad harness.yaml, naming the bad key.
+        from harness_site.config import harness_config
+
+        harness_config()

@@ -1,0 +1,182 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from tasks.states import TaskStatus
+
+
+class Priority(models.TextChoices):
+    HIGH = "high"
+    DEFAULT = "default"
+    LOW = "low"
+
+
+class Task(models.Model):
+    """One agent run. Workers and web requests both write this row: workers only through
+    lease-fenced conditional UPDATEs (`lease_epoch`), web requests under select_for_update()."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    title = models.CharField(max_length=200)
+    goal = models.TextField()
+    spec = models.JSONField()
+    status = models.CharField(
+        max_length=20, choices=TaskStatus.choices, default=TaskStatus.PENDING, db_index=True
+    )
+    priority = models.CharField(max_length=10, choices=Priority.choices, default=Priority.DEFAULT)
+    current_step = models.PositiveIntegerField(default=0)
+
+    steps_used = models.PositiveIntegerField(default=0)
+    tokens_used = models.PositiveBigIntegerField(default=0)
+    seconds_used = models.FloatField(default=0.0)
+    # Seconds the task has spent paused for a human; they do not count against the session.
+    review_wait_s = models.FloatField(default=0.0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+
+    result = models.TextField(blank=True, default="")
+    error_class = models.CharField(max_length=50, blank=True, default="", db_index=True)
+    error_message = models.TextField(blank=True, default="")
+
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="tasks",
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    worker_id = models.CharField(max_length=200, blank=True, default="")
+    # Fencing token: incremented on every acquisition; every worker write is conditional on it.
+    lease_epoch = models.PositiveIntegerField(default=0)
+    attempt = models.PositiveIntegerField(default=0)
+    redispatch_count = models.PositiveIntegerField(default=0)
+    retry_count = models.PositiveIntegerField(default=0)
+    rollback_count = models.PositiveIntegerField(default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    rq_job_id = models.CharField(max_length=100, blank=True, default="")
+
+    head_checkpoint = models.ForeignKey(
+        "checkpoints.Checkpoint", null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="task_status_created"),
+            models.Index(fields=["status", "heartbeat_at"], name="task_status_heartbeat"),
+            models.Index(fields=["error_class", "-finished_at"], name="task_error_finished"),
+        ]
+        permissions = [("operate_task", "Can cancel, retry, resume and roll back tasks")]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        from tasks.states import TERMINAL
+
+        return self.status in TERMINAL
+
+    @property
+    def workspace_path(self):
+        return settings.HARNESS_WORKSPACE_ROOT / str(self.id)
+
+
+class TaskEvent(models.Model):
+    """The immutable frame log. `id` is the global, monotonic sequence; per task, ordering by
+    id is the order in which the events happened."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    type = models.CharField(max_length=50)
+    payload = models.JSONField(default=dict)
+    step_index = models.IntegerField(null=True, blank=True)
+    actor = models.CharField(max_length=150, blank=True, default="")
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["task", "id"], name="event_task_seq"),
+            models.Index(fields=["type", "created_at"], name="event_type_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}#{self.id} {self.type}"
+
+    @property
+    def seq(self) -> int:
+        return self.id
+
+
+class ToolCallStatus(models.TextChoices):
+    PROPOSED = "proposed"
+    AWAITING_REVIEW = "awaiting_review"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    DENIED = "denied"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    UNKNOWN_OUTCOME = "unknown_outcome"
+
+
+class ToolCall(models.Model):
+    """The idempotency ledger: one row per (task, call_id), the intent recorded before a side
+    effect runs and the outcome after it."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="tool_calls")
+    call_id = models.CharField(max_length=100)
+    tool = models.CharField(max_length=100, db_index=True)
+    arguments = models.JSONField(default=dict)
+    # sha256 of the canonical arguments that may execute (set on approval; checked before running).
+    arguments_hash = models.CharField(max_length=64, blank=True, default="")
+    risk = models.CharField(max_length=20, default="read")
+    status = models.CharField(
+        max_length=20, choices=ToolCallStatus.choices, default=ToolCallStatus.PROPOSED
+    )
+    step_index = models.PositiveIntegerField(default=0)
+    result = models.JSONField(null=True, blank=True)
+    error_class = models.CharField(max_length=50, blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    attempts = models.PositiveIntegerField(default=0)
+    # One entry per attempt: {n, started_at, finished_at, status, error_class, error_message}.
+    attempt_log = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "call_id"], name="toolcall_task_callid"),
+        ]
+        indexes = [
+            models.Index(fields=["tool", "status", "created_at"], name="toolcall_tool_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.call_id} {self.tool} ({self.status})"
+
+
+class ApiToken(models.Model):
+    """A bearer token for the REST API. Only its sha256 is stored; the token is shown once."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, default="")
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"

@@ -1,0 +1,283 @@
+"""Task services: the only code that writes tasks, their events and API tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from tasks.models import ApiToken, Task, TaskEvent
+from tasks.spec import TaskSpec
+from tasks.states import (
+    TERMINAL,
+    IllegalTransition,
+    LeaseLost,
+    TaskStatus,
+    TransitionConflict,
+    can_transition,
+)
+from tasks.tools.registry import UnknownTool, registry
+
+
+class SpecError(ValueError):
+    """A TaskSpec that parses but cannot run; `field` names the offending field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+# --- events ---------------------------------------------------------------------------------
+
+
+def event_build(
+    *, task_id: Any, type: str, payload: dict | None = None, step_index: int | None = None,
+    actor: str = "", at: datetime | None = None,
+) -> TaskEvent:
+    return TaskEvent(
+        task_id=task_id, type=type, payload=payload or {}, step_index=step_index, actor=actor,
+        created_at=at or timezone.now(),
+    )
+
+
+def event_record(
+    *, task_id: Any, type: str, payload: dict | None = None, step_index: int | None = None,
+    actor: str = "",
+) -> TaskEvent:
+    event = event_build(
+        task_id=task_id, type=type, payload=payload, step_index=step_index, actor=actor
+    )
+    event.save(force_insert=True)
+    return event
+
+
+def events_record(events: Iterable[TaskEvent]) -> None:
+    TaskEvent.objects.bulk_create(list(events))
+
+
+# --- the state machine ----------------------------------------------------------------------
+
+
+def task_transition(
+    *,
+    task_id: Any,
+    to: str,
+    reason: str = "",
+    actor: str = "",
+    expect_epoch: int | None = None,
+    expect_from: Iterable[str] | None = None,
+    fields: dict[str, Any] | None = None,
+    payload: dict[str, Any] | None = None,
+) -> Task:
+    """The one function that changes a task's status.
+
+    Locks the row, checks the transition table (and, for workers, the lease epoch), applies a
+    conditional UPDATE on the status it read and records an immutable `status` event, all in
+    one transaction. Raises IllegalTransition, TransitionConflict or LeaseLost."""
+    with transaction.atomic():
+        # Lock contract: the task row is locked first, before any checkpoint/review row.
+        task = Task.objects.select_for_update().get(id=task_id)
+        frm = task.status
+        if expect_epoch is not None and task.lease_epoch != expect_epoch:
+            raise LeaseLost(f"task {task_id}: lease epoch {expect_epoch} is stale")
+        if expect_from is not None and frm not in set(expect_from):
+            raise TransitionConflict(f"task {task_id} is {frm}, expected {sorted(expect_from)}")
+        if not can_transition(frm, to):
+            raise IllegalTransition(frm, to)
+        now = timezone.now()
+        updates: dict[str, Any] = {"status": to, "updated_at": now, **(fields or {})}
+        if to in TERMINAL:
+            updates.setdefault("finished_at", now)
+            updates.setdefault("cancel_requested", False)
+        if to == TaskStatus.RUNNING and task.started_at is None:
+            updates.setdefault("started_at", now)
+        if to == TaskStatus.QUEUED:
+            updates.setdefault("finished_at", None)
+        if Task.objects.filter(id=task_id, status=frm).update(**updates) != 1:
+            raise TransitionConflict(f"task {task_id} changed while transitioning")
+        event_record(
+            task_id=task_id,
+            type="status",
+            payload={"from": frm, "to": to, "reason": reason, **(payload or {})},
+            step_index=task.current_step,
+            actor=actor,
+        )
+        for key, value in updates.items():
+            setattr(task, key, value)
+        return task
+
+
+def _queue_name(priority: str) -> str:
+    return priority if priority in ("high", "default", "low") else "default"
+
+
+def task_enqueue(*, task: Task) -> None:
+    """Put `run_task` on the task's priority queue once the surrounding transaction commits."""
+    import django_rq
+
+    from tasks.jobs import run_task
+
+    task_id = str(task.id)
+    queue_name = _queue_name(task.priority)
+
+    def send() -> None:
+        job = django_rq.get_queue(queue_name).enqueue(
+            run_task, task_id, job_timeout=-1, result_ttl=600, failure_ttl=7 * 86400,
+            description=f"run_task {task_id}",
+        )
+        Task.objects.filter(id=task_id).update(rq_job_id=job.id)
+
+    transaction.on_commit(send)
+
+
+# --- creating and controlling tasks ----------------------------------------------------------
+
+
+def task_spec_check(spec: TaskSpec) -> None:
+    """Checks that need the registry or the config, beyond the pydantic schema."""
+    from harness_site.config import harness_config
+
+    for index, name in enumerate(spec.tools):
+        try:
+            registry.get(name)
+        except UnknownTool:
+            known = ", ".join(registry.names())
+            raise SpecError(f"tools.{index}", f"unknown tool {name!r}; known: {known}") from None
+    if spec.model.kind == "scripted":
+        allowed = set(spec.tools)
+        for t_index, turn in enumerate(spec.model.script):
+            names = [turn.call] if turn.call else [c.call for c in turn.calls or []]
+            for name in names:
+                if name and name not in allowed:
+                    # A scripted model may deliberately call a tool it was not given (to test
+                    # the harness's refusal), but never one that does not exist at all.
+                    try:
+                        registry.get(name)
+                    except UnknownTool:
+                        raise SpecError(
+                            f"model.script.{t_index}", f"unknown tool {name!r}"
+                        ) from None
+    timeouts = harness_config().timeouts
+    session = spec.budget.session_timeout_s or timeouts.session_s
+    turn = spec.budget.turn_timeout_s or timeouts.turn_s
+    tool_s = spec.budget.tool_timeout_s or timeouts.tool_s
+    if not tool_s < turn < session:
+        raise SpecError(
+            "budget",
+            f"timeouts must satisfy tool < turn < session (got tool={tool_s}s, "
+            f"turn={turn}s, session={session}s)",
+        )
+
+
+def task_create(*, spec: TaskSpec, user: AbstractBaseUser | None, enqueue: bool = True) -> Task:
+    """Validate, store and (after commit) enqueue a task. Durable before acknowledged."""
+    task_spec_check(spec)
+    with transaction.atomic():
+        task = Task.objects.create(
+            title=spec.title,
+            goal=spec.goal,
+            spec=spec.model_dump(mode="json", exclude_none=True),
+            priority=spec.priority,
+            created_by=user if user is not None and user.is_authenticated else None,
+        )
+        actor = user.get_username() if user is not None and user.is_authenticated else ""
+        event_record(task_id=task.id, type="created", payload={"title": spec.title}, actor=actor)
+        if enqueue:
+            task = task_transition(task_id=task.id, to=TaskStatus.QUEUED, reason="created",
+                                   actor=actor)
+            task_enqueue(task=task)
+    return task
+
+
+def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Task:
+    """Cancel now when no worker holds the task; otherwise ask the worker to stop at its next
+    boundary (it also stops a running tool)."""
+    actor = user.get_username()
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(id=task_id)
+        if task.status in TERMINAL:
+            raise TransitionConflict(f"task is already {task.status}")
+        if task.status == TaskStatus.RUNNING:
+            Task.objects.filter(id=task_id).update(cancel_requested=True)
+            event_record(task_id=task_id, type="cancel_requested",
+                         payload={"reason": reason}, actor=actor)
+            task.cancel_requested = True
+            return task
+        task = task_transition(
+            task_id=task_id, to=TaskStatus.CANCELED, reason=reason or "canceled by operator",
+            actor=actor, fields={"error_class": "canceled", "error_message": reason},
+        )
+        _close_open_reviews(task_id=task_id, actor=actor)
+        return task
+
+
+def _close_open_reviews(*, task_id: Any, actor: str) -> None:
+    from review.models import ReviewRequest, ReviewStatus
+
+    ReviewRequest.objects.filter(task_id=task_id, status=ReviewStatus.PENDING).update(
+        status=ReviewStatus.CANCELED, decided_at=timezone.now(), comment=f"task canceled by {actor}"
+    )
+
+
+# --- worker leases --------------------------------------------------------------------------
+
+
+def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
+    """Atomically take a queued task for this worker, bumping the lease epoch (the fencing
+    token). Returns None when the task is not queued (a duplicate job, or already taken)."""
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Task.objects.filter(id=task_id, status=TaskStatus.QUEUED).update(
+            status=TaskStatus.RUNNING,
+            lease_epoch=F("lease_epoch") + 1,
+            attempt=F("attempt") + 1,
+            worker_id=worker_id,
+            heartbeat_at=now,
+            updated_at=now,
+        )
+        if updated != 1:
+            return None
+        task = Task.objects.get(id=task_id)
+        if task.started_at is None:
+            Task.objects.filter(id=task_id).update(started_at=now)
+            task.started_at = now
+        event_record(
+            task_id=task_id, type="status",
+            payload={"from": TaskStatus.QUEUED, "to": TaskStatus.RUNNING, "reason": "acquired",
+                     "worker": worker_id, "epoch": task.lease_epoch},
+            step_index=task.current_step,
+        )
+    return task
+
+
+def task_fence(*, task_id: Any, epoch: int, **fields: Any) -> None:
+    """Inside a transaction: prove this worker still holds the lease (and lock the row),
+    updating heartbeat and any given fields. Raises LeaseLost so the transaction rolls back."""
+    now = timezone.now()
+    updated = Task.objects.filter(
+        id=task_id, lease_epoch=epoch, status=TaskStatus.RUNNING
+    ).update(heartbeat_at=now, updated_at=now, **fields)
+    if updated != 1:
+        raise LeaseLost(f"task {task_id}: lease epoch {epoch} lost")
+
+
+# --- API tokens -----------------------------------------------------------------------------
+
+
+def api_token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def api_token_create(*, user: AbstractBaseUser, name: str = "") -> str:
+    token = "hk_" + secrets.token_urlsafe(32)
+    ApiToken.objects.create(user=user, name=name, token_hash=api_token_hash(token),
+                            prefix=token[:10])
+    return token

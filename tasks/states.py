@@ -1,0 +1,60 @@
+"""The task state machine: the states and the one table of allowed transitions.
+
+Only `tasks.services.task_transition` changes a task's status, and it consults this table.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class TaskStatus(models.TextChoices):
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    WAITING_REVIEW = "waiting_review"
+    RETRY_WAIT = "retry_wait"
+    STALLED = "stalled"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+S = TaskStatus
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    S.PENDING: frozenset({S.QUEUED, S.CANCELED}),
+    S.QUEUED: frozenset({S.RUNNING, S.CANCELED, S.FAILED}),
+    S.RUNNING: frozenset(
+        {S.SUCCEEDED, S.FAILED, S.CANCELED, S.WAITING_REVIEW, S.RETRY_WAIT, S.STALLED, S.QUEUED}
+    ),
+    S.WAITING_REVIEW: frozenset({S.QUEUED, S.CANCELED, S.FAILED}),
+    S.RETRY_WAIT: frozenset({S.QUEUED, S.CANCELED, S.FAILED}),
+    S.STALLED: frozenset({S.QUEUED, S.FAILED, S.CANCELED}),
+    # Terminal states are left only by an operator's explicit recovery (retry / rollback).
+    S.SUCCEEDED: frozenset({S.QUEUED}),
+    S.FAILED: frozenset({S.QUEUED}),
+    S.CANCELED: frozenset({S.QUEUED}),
+}
+
+TERMINAL = frozenset({S.SUCCEEDED, S.FAILED, S.CANCELED})
+ACTIVE = frozenset({S.QUEUED, S.RUNNING, S.RETRY_WAIT, S.STALLED})
+
+
+def can_transition(frm: str, to: str) -> bool:
+    return to in TRANSITIONS.get(frm, frozenset())
+
+
+class IllegalTransition(Exception):
+    def __init__(self, frm: str, to: str) -> None:
+        super().__init__(f"illegal task transition {frm} -> {to}")
+        self.frm = frm
+        self.to = to
+
+
+class TransitionConflict(Exception):
+    """The task was changed by someone else between reading and writing it."""
+
+
+class LeaseLost(Exception):
+    """This worker's lease epoch is stale: another worker owns the task now. Stop at once."""

@@ -1,0 +1,190 @@
+"""The built-in tools (DESIGN §6). Every path is confined to the task's workspace."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tasks.tools.registry import PermanentToolError, ToolContext, tool
+from tasks.tools.workspace import relative_name, resolve_in_workspace
+
+MAX_READ_BYTES = 256 * 1024
+MAX_WRITE_BYTES = 10 * 1024 * 1024
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PathArgs(_Args):
+    path: str = Field(description="file path relative to the workspace")
+
+
+class ReadFileArgs(PathArgs):
+    max_bytes: int = Field(default=64 * 1024, ge=1, le=MAX_READ_BYTES)
+
+
+class ListFilesArgs(_Args):
+    path: str = Field(default=".", description="folder relative to the workspace")
+    recursive: bool = True
+    limit: int = Field(default=500, ge=1, le=10_000)
+
+
+class SearchTextArgs(_Args):
+    pattern: str = Field(min_length=1, max_length=1000, description="a regular expression")
+    path: str = "."
+    max_matches: int = Field(default=100, ge=1, le=2000)
+
+
+class WriteFileArgs(PathArgs):
+    content: str = Field(max_length=MAX_WRITE_BYTES)
+
+
+class AppendFileArgs(PathArgs):
+    content: str = Field(max_length=MAX_WRITE_BYTES)
+
+
+def _read_text(ctx: ToolContext, path: str) -> str | None:
+    target = resolve_in_workspace(ctx.workspace, path)
+    if not target.is_file():
+        return None
+    return target.read_text(errors="replace")
+
+
+def _diff(path: str, before: str | None, after: str | None) -> str:
+    lines = difflib.unified_diff(
+        (before or "").splitlines(keepends=True),
+        (after or "").splitlines(keepends=True),
+        fromfile=f"a/{path}" if before is not None else "/dev/null",
+        tofile=f"b/{path}" if after is not None else "/dev/null",
+    )
+    return "".join(lines) or "(no change)"
+
+
+def _write_preview(ctx: ToolContext, args: WriteFileArgs) -> str:
+    return _diff(args.path, _read_text(ctx, args.path), args.content)
+
+
+def _append_preview(ctx: ToolContext, args: AppendFileArgs) -> str:
+    before = _read_text(ctx, args.path)
+    return _diff(args.path, before, (before or "") + args.content)
+
+
+def _delete_preview(ctx: ToolContext, args: PathArgs) -> str:
+    return _diff(args.path, _read_text(ctx, args.path), None)
+
+
+def _walk(root, start, recursive: bool):
+    if start.is_file():
+        yield start
+        return
+    for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            yield start.__class__(dirpath) / name
+        if not recursive:
+            break
+
+
+@tool(risk="read", timeout_s=10)
+def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict:
+    """Read a text file from the workspace."""
+    target = resolve_in_workspace(ctx.workspace, args.path)
+    if not target.is_file():
+        raise PermanentToolError(f"{args.path}: no such file")
+    with open(target, "rb") as fh:
+        data = fh.read(args.max_bytes + 1)
+    truncated = len(data) > args.max_bytes
+    return {
+        "path": args.path,
+        "content": data[: args.max_bytes].decode("utf-8", errors="replace"),
+        "truncated": truncated,
+    }
+
+
+@tool(risk="read", timeout_s=10)
+def list_files(ctx: ToolContext, args: ListFilesArgs) -> dict:
+    """List files in a workspace folder with their sizes."""
+    start = resolve_in_workspace(ctx.workspace, args.path, allow_root=True)
+    if not start.exists():
+        raise PermanentToolError(f"{args.path}: no such folder")
+    files = []
+    for path in _walk(ctx.workspace, start, args.recursive):
+        if path.is_symlink():
+            continue
+        files.append({"path": relative_name(ctx.workspace, path), "size": path.stat().st_size})
+        if len(files) >= args.limit:
+            break
+    return {"files": files, "truncated": len(files) >= args.limit}
+
+
+@tool(risk="read", timeout_s=20)
+def search_text(ctx: ToolContext, args: SearchTextArgs) -> dict:
+    """Search workspace text files for a regular expression; returns path, line and text."""
+    try:
+        pattern = re.compile(args.pattern)
+    except re.error as exc:
+        raise PermanentToolError(f"invalid regular expression: {exc}") from None
+    start = resolve_in_workspace(ctx.workspace, args.path, allow_root=True)
+    matches = []
+    for path in _walk(ctx.workspace, start, True):
+        if path.is_symlink() or path.stat().st_size > MAX_READ_BYTES:
+            continue
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            if pattern.search(line):
+                matches.append({"path": relative_name(ctx.workspace, path), "line": number,
+                                "text": line[:300]})
+                if len(matches) >= args.max_matches:
+                    return {"matches": matches, "truncated": True}
+    return {"matches": matches, "truncated": False}
+
+
+@tool(risk="write", side_effect=True, idempotent=True, timeout_s=20, preview=_write_preview)
+def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict:
+    """Create or replace a text file in the workspace."""
+    target = resolve_in_workspace(ctx.workspace, args.path)
+    if target.is_dir():
+        raise PermanentToolError(f"{args.path} is a folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = args.content.encode("utf-8")
+    tmp = target.with_name(f".{target.name}.harness-tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, target)
+    return {"path": args.path, "bytes": len(data)}
+
+
+@tool(risk="write", side_effect=True, idempotent=False, timeout_s=20, preview=_append_preview)
+def append_file(ctx: ToolContext, args: AppendFileArgs) -> dict:
+    """Append text to a file in the workspace (creating it if missing)."""
+    target = resolve_in_workspace(ctx.workspace, args.path)
+    if target.is_dir():
+        raise PermanentToolError(f"{args.path} is a folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "ab") as fh:
+        fh.write(args.content.encode("utf-8"))
+    return {"path": args.path, "size": target.stat().st_size}
+
+
+@tool(risk="destructive", side_effect=True, idempotent=True, timeout_s=20,
+      preview=_delete_preview)
+def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
+    """Delete a file from the workspace."""
+    target = resolve_in_workspace(ctx.workspace, args.path)
+    if target.is_dir():
+        raise PermanentToolError(f"{args.path} is a folder; only files can be deleted")
+    existed = target.exists()
+    if existed:
+        target.unlink()
+    return {"path": args.path, "deleted": existed}
+
+
+# run_command and http_request live in their own modules; importing them registers them.
+# (run_command: tasks.tools.sandbox; http_request: tasks.tools.http — imported below once present)

@@ -1,0 +1,196 @@
+"""The tool registry. A tool is a function taking (ToolContext, a pydantic argument model) and
+returning a JSON-able result; its risk, side-effect and idempotency flags and its timeout are
+declared with the `@tool` decorator. Teams register their own tools the same way, from modules
+named in `HARNESS_TOOL_MODULES`, without touching harness code:
+
+    from pydantic import BaseModel
+    from tasks.tools import tool, ToolContext
+
+    class TicketArgs(BaseModel):
+        title: str
+
+    @tool(risk="external", side_effect=True, idempotent=True, timeout_s=20)
+    def create_ticket(ctx: ToolContext, args: TicketArgs) -> dict:
+        '''Open a ticket in the tracker.'''
+        return tracker.create(args.title, idempotency_key=ctx.call_id)
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_type_hints
+
+from pydantic import BaseModel
+
+Risk = Literal["read", "write", "external", "destructive"]
+RecoveryStrategy = Literal["rollback", "retry", "forward"]
+
+_DEFAULT_STRATEGY: dict[str, RecoveryStrategy] = {
+    "read": "retry",
+    "write": "rollback",
+    "destructive": "rollback",
+    "external": "retry",
+}
+
+
+class ToolError(Exception):
+    """A tool's own failure. `error_class` classifies it for retry decisions:
+    `transient` (worth retrying: timeouts, rate limits, connection errors, 5xx) or
+    `permanent` (bad arguments, 4xx, the tool's own refusal)."""
+
+    error_class = "permanent"
+
+    def __init__(self, message: str, *, error_class: str | None = None,
+                 retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        if error_class is not None:
+            self.error_class = error_class
+        self.retry_after_s = retry_after_s
+
+
+class TransientToolError(ToolError):
+    error_class = "transient"
+
+
+class PermanentToolError(ToolError):
+    error_class = "permanent"
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may know about: its workspace, its idempotency key and deadline."""
+
+    task_id: str
+    call_id: str
+    workspace: Path
+    timeout_s: float
+    # Set by the harness when the call must stop (cancel, lease lost, timeout).
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.task_id}:{self.call_id}"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    func: Callable[[ToolContext, Any], Any]
+    args_model: type[BaseModel]
+    description: str
+    risk: Risk
+    side_effect: bool
+    idempotent: bool
+    timeout_s: float
+    recovery: RecoveryStrategy
+    test_only: bool = False
+    preview: Callable[[ToolContext, Any], str] | None = None
+
+    def json_schema(self) -> dict[str, Any]:
+        return self.args_model.model_json_schema()
+
+
+class UnknownTool(KeyError):
+    pass
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolSpec] = {}
+        self._lock = threading.Lock()
+
+    def register(self, spec: ToolSpec) -> ToolSpec:
+        with self._lock:
+            existing = self._tools.get(spec.name)
+            if existing is not None and existing.func is not spec.func:
+                raise ValueError(f"a tool named {spec.name!r} is already registered")
+            self._tools[spec.name] = spec
+        return spec
+
+    def get(self, name: str) -> ToolSpec:
+        load_tool_modules()
+        spec = self._tools.get(name)
+        if spec is None or (spec.test_only and not _test_tools_enabled()):
+            raise UnknownTool(name)
+        return spec
+
+    def names(self) -> list[str]:
+        load_tool_modules()
+        enabled = _test_tools_enabled()
+        return sorted(n for n, s in self._tools.items() if enabled or not s.test_only)
+
+
+registry = ToolRegistry()
+
+
+def _test_tools_enabled() -> bool:
+    from django.conf import settings
+
+    return bool(settings.HARNESS_ENABLE_TEST_TOOLS)
+
+
+def tool(
+    *,
+    name: str | None = None,
+    risk: Risk = "read",
+    side_effect: bool = False,
+    idempotent: bool = True,
+    timeout_s: float = 30.0,
+    recovery: RecoveryStrategy | None = None,
+    test_only: bool = False,
+    preview: Callable[[ToolContext, Any], str] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register `func(ctx, args)` as a tool. The argument model is read from the type hint of
+    the second parameter; the docstring becomes the description the model sees."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        params = list(inspect.signature(func).parameters)
+        if len(params) != 2:
+            raise TypeError(f"tool {func.__name__}: expected (ctx: ToolContext, args: Model)")
+        hints = get_type_hints(func)
+        args_model = hints.get(params[1])
+        if not (inspect.isclass(args_model) and issubclass(args_model, BaseModel)):
+            raise TypeError(f"tool {func.__name__}: the args parameter must be a pydantic model")
+        registry.register(
+            ToolSpec(
+                name=name or func.__name__,
+                func=func,
+                args_model=args_model,
+                description=inspect.cleandoc(func.__doc__ or "").strip(),
+                risk=risk,
+                side_effect=side_effect,
+                idempotent=idempotent,
+                timeout_s=timeout_s,
+                recovery=recovery or _DEFAULT_STRATEGY[risk],
+                test_only=test_only,
+                preview=preview,
+            )
+        )
+        return func
+
+    return decorate
+
+
+_loaded = False
+_load_lock = threading.Lock()
+
+
+def load_tool_modules() -> None:
+    """Import the built-in tools, the test tools and every module in HARNESS_TOOL_MODULES."""
+    global _loaded
+    if _loaded:
+        return
+    with _load_lock:
+        if _loaded:
+            return
+        from django.conf import settings
+
+        for module in ["tasks.tools.builtin", "tasks.tools.testing",
+                       *settings.HARNESS_TOOL_MODULES]:
+            importlib.import_module(module)
+        _loaded = True
