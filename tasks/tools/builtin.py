@@ -187,4 +187,4 @@ def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
 
 
 # run_command and http_request live in their own modules; importing them registers them.
-# (run_command: tasks.tools.sandbox; http_request: tasks.tools.http — imported below once present)
+from tasks.tools import http, sandbox  # noqa: E402,F401
