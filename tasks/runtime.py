@@ -1,0 +1,700 @@
+"""The agent loop, run inside an RQ job (`tasks.jobs.run_task`).
+
+    acquire (lease epoch) -> load head checkpoint (verified) or start -> loop:
+        boundary checks (cancel, budgets, session timeout)
+        model turn -> checkpoint `after_model`
+        for each proposed call: validate -> policy (allow / review / deny)
+            -> checkpoint before side effects -> execute (call_id = idempotency key, timeout)
+            -> observation
+        checkpoint `after_step`
+
+Every write is fenced by the lease epoch (`tasks.services.task_fence`): a worker presumed dead
+and replaced fails its next write and stops before running another side effect. A review, a
+retry wait, success, failure or cancel ends the job; no worker waits for a human.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+from pydantic import ValidationError
+
+from checkpoints.services import (
+    NoValidCheckpoint,
+    checkpoint_build,
+    checkpoint_load_latest_valid,
+    checkpoint_next_seq,
+)
+from harness_site.config import harness_config
+from tasks import services
+from tasks.agent_state import AgentState, ErrorInfo, Message, ProposedCall
+from tasks.canonical import canonical_hash
+from tasks.llm import ModelDecision, ModelError, model_for_spec
+from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
+from tasks.spec import TaskSpec
+from tasks.states import LeaseLost, TaskStatus
+from tasks.tools.registry import ToolContext, ToolError, ToolSpec, UnknownTool, registry
+
+log = logging.getLogger(__name__)
+
+OBSERVATION_MAX_CHARS = 4000
+
+
+class StopRun(Exception):
+    """Ends the run with a terminal outcome."""
+
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.message = message
+
+
+class Paused(Exception):
+    """The task moved to waiting_review (or retry_wait); the job ends."""
+
+
+def worker_identity() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def compact_feedback(*, what: str, expected: str, check: str) -> str:
+    """Feedback to the model: at most three short lines."""
+    return "\n".join(
+        line[:300] for line in (f"Error: {what}", f"Expected: {expected}", f"Check: {check}")
+    )
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    parts = []
+    for item in exc.errors()[:3]:
+        loc = ".".join(str(p) for p in item["loc"]) or "arguments"
+        parts.append(f"{loc}: {item['msg']}")
+    more = len(exc.errors()) - 3
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _schema_hint(tool: ToolSpec) -> str:
+    schema = tool.json_schema()
+    props = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    fields = [f"{name}{'' if name in required else '?'}: {p.get('type', 'any')}"
+              for name, p in props.items()]
+    return "{" + ", ".join(fields) + "}"
+
+
+def _observation(result: Any) -> str:
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False,
+                                                             default=str)
+    if len(text) > OBSERVATION_MAX_CHARS:
+        text = text[:OBSERVATION_MAX_CHARS] + f"… [truncated {len(text) - OBSERVATION_MAX_CHARS} chars]"
+    return text
+
+
+# --- the heartbeat watchdog -----------------------------------------------------------------
+
+
+class Watchdog(threading.Thread):
+    """Heartbeats the task every few seconds from its own DB connection, even while a long
+    tool call runs, and notices a cancel request or a lost lease: it then sets `stop`, which
+    running tools poll, so a cancel also stops the running tool."""
+
+    def __init__(self, *, task_id: Any, epoch: int, interval_s: float) -> None:
+        super().__init__(daemon=True, name=f"heartbeat-{task_id}")
+        self.task_id = task_id
+        self.epoch = epoch
+        self.interval_s = interval_s
+        self.stop = threading.Event()
+        self.cancel_requested = threading.Event()
+        self.lease_lost = threading.Event()
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self._done.wait(self.interval_s):
+                now = timezone.now()
+                updated = Task.objects.filter(
+                    id=self.task_id, lease_epoch=self.epoch, status=TaskStatus.RUNNING
+                ).update(heartbeat_at=now)
+                if updated != 1:
+                    self.lease_lost.set()
+                    self.stop.set()
+                    return
+                if Task.objects.filter(id=self.task_id, cancel_requested=True).exists():
+                    self.cancel_requested.set()
+                    self.stop.set()
+        except Exception:  # the loop's own fenced writes will notice a broken database
+            log.exception("heartbeat for task %s failed", self.task_id)
+        finally:
+            connection.close()
+
+    def finish(self) -> None:
+        self._done.set()
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ToolOutcome:
+    status: str
+    observation: str
+    result: Any = None
+    error_class: str = ""
+    error_message: str = ""
+
+
+class TaskRun:
+    def __init__(self, task: Task, worker_id: str) -> None:
+        self.task = task
+        self.task_id = task.id
+        self.epoch = task.lease_epoch
+        self.worker_id = worker_id
+        self.spec = TaskSpec.model_validate(task.spec)
+        self.config = harness_config()
+        timeouts = self.config.timeouts
+        budget = self.spec.budget
+        self.session_s = budget.session_timeout_s or timeouts.session_s
+        self.turn_s = budget.turn_timeout_s or timeouts.turn_s
+        self.tool_s = budget.tool_timeout_s or timeouts.tool_s
+        self.model = model_for_spec(self.spec.model)
+        self.workspace = task.workspace_path
+        self.pending_events: list[TaskEvent] = []
+        self.state = AgentState()
+        self.head_id: Any = task.head_checkpoint_id
+        self.seq = checkpoint_next_seq(task_id=task.id)
+        self.run_started = time.monotonic()
+        self.seconds_before = task.seconds_used
+        self.watchdog = Watchdog(task_id=task.id, epoch=self.epoch,
+                                 interval_s=settings.HARNESS_HEARTBEAT_S)
+
+    # -- bookkeeping ---------------------------------------------------------------------
+
+    def event(self, type: str, payload: dict | None = None) -> None:
+        self.pending_events.append(services.event_build(
+            task_id=self.task_id, type=type, payload=payload, step_index=self.state.step_index,
+        ))
+
+    def elapsed(self) -> float:
+        return self.seconds_before + (time.monotonic() - self.run_started)
+
+    def _usage_fields(self) -> dict[str, Any]:
+        return {
+            "current_step": self.state.step_index,
+            "steps_used": self.state.budget.steps,
+            "tokens_used": self.state.budget.tokens,
+            "seconds_used": self.elapsed(),
+        }
+
+    def commit(self, *, trigger: str | None, extra: list[Any] | None = None,
+               fields: dict[str, Any] | None = None) -> None:
+        """One durable write: [checkpoint] + task row (fenced) + pending events (+ extra rows),
+        in one transaction. `trigger` None, or a trigger switched off in harness.yaml, writes
+        no checkpoint."""
+        configured = self.config.trigger(trigger) if trigger else None
+        checkpoint = None
+        if configured is not None:
+            checkpoint = checkpoint_build(
+                task_id=self.task_id, seq=self.seq, state=self.state, level=configured.level,
+                trigger=trigger, snapshot=self.capture_snapshot(), parent_id=self.head_id,
+            )
+        update = {**self._usage_fields(), **(fields or {})}
+        if checkpoint is not None:
+            update["head_checkpoint_id"] = checkpoint.id
+        with transaction.atomic():
+            # Lock contract: the fenced UPDATE locks the task row first, then we insert.
+            services.task_fence(task_id=self.task_id, epoch=self.epoch, **update)
+            if checkpoint is not None:
+                checkpoint.save(force_insert=True)
+            for row in extra or ():
+                row.save()
+            if self.pending_events:
+                services.events_record(self.pending_events)
+        self.pending_events = []
+        if checkpoint is not None:
+            self.seq += 1
+            self.head_id = checkpoint.id
+
+    def capture_snapshot(self) -> dict | None:
+        """The workspace manifest stored with a checkpoint (see checkpoints.snapshots)."""
+        try:
+            from checkpoints.snapshots import snapshot_capture
+        except ImportError:
+            return None
+        return snapshot_capture(task_id=self.task_id, workspace=self.workspace)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def execute(self) -> str:
+        self.watchdog.start()
+        try:
+            self.start()
+            while True:
+                self.boundary_checks()
+                if self.state.phase == "model":
+                    self.model_turn()
+                elif self.state.phase == "tools":
+                    self.run_tools()
+                if self.state.phase == "done":
+                    self.finish_success()
+                    return "succeeded"
+        except Paused:
+            return "paused"
+        except LeaseLost as exc:
+            log.warning("task %s: %s; stopping without further writes", self.task_id, exc)
+            return "lease_lost"
+        except StopRun as stop:
+            return self.finish_stopped(stop)
+        except Exception as exc:  # a bug or an infrastructure failure: fail loudly, keep state
+            log.exception("task %s crashed", self.task_id)
+            return self.finish_stopped(StopRun("internal_error", f"{type(exc).__name__}: {exc}"))
+        finally:
+            self.watchdog.finish()
+
+    def start(self) -> None:
+        try:
+            loaded = checkpoint_load_latest_valid(task_id=self.task_id, head_id=self.head_id)
+        except NoValidCheckpoint as exc:
+            raise StopRun("checkpoint_corrupted", str(exc)) from None
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        if loaded is None:
+            self.state = self.initial_state()
+            self.materialise_spec_files()
+            self.event("task_started", {"worker": self.worker_id, "epoch": self.epoch})
+            self.commit(trigger="task_start")
+            return
+        self.state = loaded.state
+        if loaded.checkpoint.id != self.head_id:
+            self.event("checkpoint_fallback", {"checkpoint_id": str(loaded.checkpoint.id),
+                                               "seq": loaded.checkpoint.seq})
+            self.head_id = loaded.checkpoint.id
+        self.restore_workspace(loaded)
+        self.event("resumed", {"worker": self.worker_id, "epoch": self.epoch,
+                               "checkpoint_id": str(loaded.checkpoint.id),
+                               "seq": loaded.checkpoint.seq, "phase": self.state.phase})
+        self.commit(trigger=None, fields={"head_checkpoint_id": self.head_id})
+
+    def initial_state(self) -> AgentState:
+        tools = ", ".join(self.spec.tools) or "none"
+        system = self.spec.system_prompt or (
+            "You are an agent working inside a sandboxed workspace. Use the tools to reach the "
+            f"goal, then give a final answer. Available tools: {tools}."
+        )
+        return AgentState(messages=[
+            Message(role="system", content=system[: self.config.context.system_prompt_max_chars]),
+            Message(role="user", content=self.spec.goal),
+        ])
+
+    def materialise_spec_files(self) -> None:
+        from tasks.tools.workspace import resolve_in_workspace
+
+        for rel, content in self.spec.workspace.files.items():
+            target = resolve_in_workspace(self.workspace, rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+
+    def restore_workspace(self, loaded: Any) -> None:
+        """Rebuild the workspace from the checkpoint's snapshot when it is missing here
+        (another machine, a wiped disk)."""
+        if loaded.snapshot is None:
+            return
+        try:
+            from checkpoints.snapshots import snapshot_materialise_if_missing
+        except ImportError:
+            return
+        if snapshot_materialise_if_missing(workspace=self.workspace, manifest=loaded.snapshot):
+            self.event("workspace_materialised", {"checkpoint_id": str(loaded.checkpoint.id)})
+
+    def boundary_checks(self) -> None:
+        if self.watchdog.lease_lost.is_set():
+            raise LeaseLost("heartbeat found the lease taken")
+        if self.watchdog.cancel_requested.is_set() or Task.objects.filter(
+            id=self.task_id, cancel_requested=True
+        ).exists():
+            raise StopRun("canceled", "canceled by operator")
+        if self.elapsed() > self.session_s:
+            raise StopRun("timeout", f"session timeout: {self.session_s:g}s exceeded "
+                                     "(layer: session)")
+        budget = self.spec.budget
+        if self.state.phase == "model" and self.state.budget.steps >= budget.max_steps:
+            raise StopRun("budget_exceeded", f"max_steps={budget.max_steps} reached")
+        if self.state.budget.tokens > budget.max_tokens:
+            raise StopRun("budget_exceeded",
+                          f"max_tokens={budget.max_tokens} exceeded ({self.state.budget.tokens})")
+
+    # -- the model turn ------------------------------------------------------------------
+
+    def allowed_tools(self) -> list[ToolSpec]:
+        out = []
+        for name in self.spec.tools:
+            try:
+                out.append(registry.get(name))
+            except UnknownTool:
+                continue
+        return out
+
+    def model_turn(self) -> None:
+        started = time.monotonic()
+        try:
+            decision: ModelDecision = self.model.decide(
+                state=self.state, tools=self.allowed_tools(), timeout_s=self.turn_s
+            )
+        except ModelError as exc:
+            self.on_model_error(exc)
+            return
+        duration_ms = (time.monotonic() - started) * 1000
+        state = self.state
+        state.budget.tokens += decision.tokens
+        calls = [
+            ProposedCall(call_id=state.new_call_id(i), tool=c.tool, args=c.args,
+                         raw_error=c.raw_error)
+            for i, c in enumerate(decision.calls)
+        ]
+        state.messages.append(Message(role="assistant", content=decision.text, calls=calls or None))
+        state.turn_index += 1
+        state.last_error = None
+        if decision.final is not None and not calls:
+            state.final = decision.final
+            state.phase = "done"
+        else:
+            state.pending = calls
+            state.next_call = 0
+            state.phase = "tools"
+        self.event("model_decision", {
+            "turn": state.turn_index, "model": decision.model or self.model.name,
+            "calls": [{"call_id": c.call_id, "tool": c.tool, "args": c.args} for c in calls],
+            "final": decision.final, "text": decision.text[:2000],
+            "prompt_tokens": decision.prompt_tokens,
+            "completion_tokens": decision.completion_tokens, "duration_ms": round(duration_ms, 3),
+        })
+        self.commit(trigger="after_model")
+
+    def on_model_error(self, exc: ModelError) -> None:
+        self.event("model_error", {"error_class": exc.error_class, "message": str(exc)[:2000],
+                                   "status": exc.status})
+        raise StopRun("model_error" if exc.error_class == "permanent" else exc.error_class,
+                      str(exc))
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def run_tools(self) -> None:
+        state = self.state
+        while state.next_call < len(state.pending):
+            call = state.pending[state.next_call]
+            outcome = self.run_call(call)
+            state.messages.append(Message(role="tool", content=outcome.observation,
+                                          call_id=call.call_id, name=call.tool))
+            state.next_call += 1
+            self.boundary_checks_between_calls()
+        state.step_index += 1
+        state.budget.steps += 1
+        state.pending = []
+        state.next_call = 0
+        state.phase = "model"
+        self.event("step_finished", {"step": state.step_index})
+        self.commit(trigger="after_step")
+
+    def boundary_checks_between_calls(self) -> None:
+        if self.watchdog.lease_lost.is_set():
+            raise LeaseLost("heartbeat found the lease taken")
+        if self.watchdog.cancel_requested.is_set():
+            raise StopRun("canceled", "canceled by operator")
+
+    def ledger_row(self, call: ProposedCall, tool: ToolSpec | None) -> tuple[ToolCall, bool]:
+        row = ToolCall.objects.filter(task_id=self.task_id, call_id=call.call_id).first()
+        if row is not None:
+            if row.arguments != call.args and not row.arguments_hash:
+                raise StopRun("internal_error",
+                              f"call_id {call.call_id} reused with different arguments")
+            return row, False
+        row = ToolCall(
+            task_id=self.task_id, call_id=call.call_id, tool=call.tool, arguments=call.args,
+            risk=tool.risk if tool else "read", step_index=self.state.step_index,
+            status=ToolCallStatus.PROPOSED,
+        )
+        return row, True
+
+    def run_call(self, call: ProposedCall) -> ToolOutcome:
+        try:
+            tool = registry.get(call.tool) if call.tool in self.spec.tools else None
+        except UnknownTool:
+            tool = None
+        row, is_new = self.ledger_row(call, tool)
+        if not is_new:
+            replay = self.replay_outcome(row)
+            if replay is not None:
+                return replay
+        if tool is None:
+            return self.refuse(row, call, error_class="invalid_call", what=(
+                f"tool {call.tool!r} is not available to this task"),
+                expected=f"one of: {', '.join(self.spec.tools) or '(no tools)'}",
+                check="call an available tool or give a final answer")
+        if call.raw_error:
+            return self.refuse(row, call, error_class="invalid_arguments",
+                               what=f"could not parse arguments for {tool.name}: {call.raw_error}",
+                               expected=_schema_hint(tool),
+                               check=f"send valid JSON arguments for {tool.name}")
+        args_source = row.arguments if row.status == ToolCallStatus.APPROVED else call.args
+        try:
+            args = tool.args_model.model_validate(args_source)
+        except ValidationError as exc:
+            return self.refuse(row, call, error_class="invalid_arguments",
+                               what=f"invalid arguments for {tool.name} ({_validation_summary(exc)})",
+                               expected=_schema_hint(tool),
+                               check=f"fix the arguments and call {tool.name} again")
+        if row.status == ToolCallStatus.APPROVED:
+            if canonical_hash(row.arguments) != row.arguments_hash:
+                raise StopRun("internal_error",
+                              f"call {call.call_id}: approved arguments changed after approval")
+            return self.execute_call(row, tool, args)
+        return self.gate_and_execute(row, tool, args)
+
+    def replay_outcome(self, row: ToolCall) -> ToolOutcome | None:
+        """A call already settled in the ledger returns its stored outcome, never re-runs."""
+        if row.status == ToolCallStatus.SUCCEEDED:
+            self.event("tool_replayed", {"call_id": row.call_id, "tool": row.tool})
+            return ToolOutcome(status=row.status, observation=_observation(row.result),
+                               result=row.result)
+        if row.status in (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT,
+                          ToolCallStatus.DENIED, ToolCallStatus.REJECTED):
+            message = (row.result or {}).get("observation") if isinstance(row.result, dict) else None
+            return ToolOutcome(status=row.status, observation=message or row.error_message,
+                               error_class=row.error_class, error_message=row.error_message)
+        if row.status == ToolCallStatus.RUNNING:
+            return self.on_interrupted_call(row)
+        return None
+
+    def on_interrupted_call(self, row: ToolCall) -> ToolOutcome | None:
+        """The ledger says this call was running when its worker stopped. An idempotent tool
+        runs again with the same call_id; a non-idempotent one is never blindly re-run."""
+        try:
+            tool = registry.get(row.tool)
+        except UnknownTool:
+            tool = None
+        if tool is not None and tool.idempotent:
+            self.event("tool_rerun_idempotent", {"call_id": row.call_id, "tool": row.tool})
+            return None
+        raise StopRun("unknown_outcome",
+                      f"call {row.call_id} ({row.tool}) was running when its worker stopped; "
+                      "its outcome is unknown and it is not idempotent")
+
+    def refuse(self, row: ToolCall, call: ProposedCall, *, error_class: str, what: str,
+               expected: str, check: str, status: str = ToolCallStatus.FAILED) -> ToolOutcome:
+        feedback = compact_feedback(what=what, expected=expected, check=check)
+        self.state.budget.invalid_calls += error_class in ("invalid_arguments", "invalid_call")
+        row.status = status
+        row.error_class = error_class
+        row.error_message = what
+        row.result = {"observation": feedback}
+        row.finished_at = timezone.now()
+        self.event("tool_refused", {"call_id": call.call_id, "tool": call.tool,
+                                    "error_class": error_class, "feedback": feedback})
+        self.commit(trigger=None, extra=[row])
+        return ToolOutcome(status=status, observation=feedback, error_class=error_class,
+                           error_message=what)
+
+    def gate_and_execute(self, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
+        from review import policy
+
+        decision = policy.evaluate(tool=tool, args=row.arguments, spec=self.task.spec)
+        if decision.action == "deny":
+            return self.refuse(
+                row, ProposedCall(call_id=row.call_id, tool=row.tool, args=row.arguments),
+                error_class="denied", status=ToolCallStatus.DENIED,
+                what=f"{tool.name} was denied by policy: {decision.reason}",
+                expected="a call the policy allows",
+                check="choose a safer action or explain in the final answer why it is needed",
+            )
+        if decision.action == "review":
+            self.pause_for_review(row, tool, args, decision)
+        return self.execute_call(row, tool, args)
+
+    def pause_for_review(self, row: ToolCall, tool: ToolSpec, args: Any, decision: Any) -> None:
+        from review.services import review_request_open
+
+        ctx = self.tool_context(row)
+        preview = ""
+        if tool.preview is not None:
+            try:
+                preview = tool.preview(ctx, args)
+            except Exception as exc:  # a preview must never block the pause
+                preview = f"(preview unavailable: {exc})"
+        else:
+            preview = json.dumps(row.arguments, indent=2, ensure_ascii=False)
+        row.status = ToolCallStatus.AWAITING_REVIEW
+        self.event("review_requested", {"call_id": row.call_id, "tool": tool.name,
+                                        "rules": decision.rules, "reason": decision.reason})
+        configured = self.config.trigger("before_review")
+        checkpoint = None
+        if configured is not None:
+            checkpoint = checkpoint_build(
+                task_id=self.task_id, seq=self.seq, state=self.state, level=configured.level,
+                trigger="before_review", snapshot=self.capture_snapshot(), parent_id=self.head_id,
+            )
+        with transaction.atomic():
+            fields = self._usage_fields()
+            if checkpoint is not None:
+                fields["head_checkpoint_id"] = checkpoint.id
+            services.task_fence(task_id=self.task_id, epoch=self.epoch, **fields)
+            if checkpoint is not None:
+                checkpoint.save(force_insert=True)
+            row.save()
+            review_request_open(tool_call=row, checkpoint_id=checkpoint.id if checkpoint else None,
+                                decision=decision, preview=preview)
+            services.events_record(self.pending_events)
+            services.task_transition(task_id=self.task_id, to=TaskStatus.WAITING_REVIEW,
+                                     expect_epoch=self.epoch, reason=f"review: {tool.name}",
+                                     fields={"worker_id": ""})
+        self.pending_events = []
+        raise Paused()
+
+    def tool_context(self, row: ToolCall) -> ToolContext:
+        tool_timeout = self.tool_s
+        return ToolContext(task_id=str(self.task_id), call_id=row.call_id,
+                           workspace=self.workspace, timeout_s=tool_timeout,
+                           stop=self.watchdog.stop)
+
+    def execute_call(self, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
+        timeout_s = min(tool.timeout_s, self.tool_s)
+        ctx = self.tool_context(row)
+        ctx.timeout_s = timeout_s
+        now = timezone.now()
+        row.status = ToolCallStatus.RUNNING
+        row.attempts += 1
+        row.started_at = now
+        self.event("tool_started", {"call_id": row.call_id, "tool": tool.name,
+                                    "attempt": row.attempts, "args": row.arguments})
+        if tool.side_effect:
+            # The intent is durable (with a checkpoint) before the side effect starts.
+            trigger = ("before_external_call" if tool.risk == "external"
+                       else "before_write_operation")
+            self.commit(trigger=trigger, extra=[row])
+        outcome = self.invoke(tool, ctx, args)
+        finished = timezone.now()
+        row.status = outcome.status
+        row.result = outcome.result if outcome.status == ToolCallStatus.SUCCEEDED else {
+            "observation": outcome.observation}
+        row.error_class = outcome.error_class
+        row.error_message = outcome.error_message
+        row.finished_at = finished
+        row.duration_ms = (finished - row.started_at).total_seconds() * 1000
+        row.attempt_log = [*row.attempt_log, {
+            "n": row.attempts, "started_at": row.started_at.isoformat(),
+            "finished_at": finished.isoformat(), "status": outcome.status,
+            "error_class": outcome.error_class, "error_message": outcome.error_message[:500],
+        }]
+        self.event("tool_finished", {"call_id": row.call_id, "tool": tool.name,
+                                     "status": outcome.status, "attempt": row.attempts,
+                                     "duration_ms": round(row.duration_ms, 3),
+                                     "error_class": outcome.error_class})
+        self.commit(trigger=None, extra=[row])
+        if outcome.error_class == "canceled":
+            raise StopRun("canceled", "canceled by operator")
+        return outcome
+
+    def invoke(self, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome:
+        """Run the tool in a helper thread so the timeout holds even for tools that ignore
+        it; on timeout `ctx.stop` is set (cooperating tools stop, subprocesses are killed) and
+        the call is abandoned: its late result is never recorded."""
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["result"] = tool.func(ctx, args)
+            except BaseException as exc:  # handed back to the loop thread
+                box["error"] = exc
+            finally:
+                close_old_connections()
+
+        thread = threading.Thread(target=target, daemon=True, name=f"tool-{ctx.call_id}")
+        thread.start()
+        thread.join(ctx.timeout_s)
+        if thread.is_alive():
+            ctx.stop.set()
+            thread.join(1.0)
+            if not self.watchdog.cancel_requested.is_set():
+                self.watchdog.stop.clear()
+            message = f"{tool.name} exceeded its {ctx.timeout_s:g}s timeout (layer: tool)"
+            return ToolOutcome(status=ToolCallStatus.TIMED_OUT, error_class="timeout",
+                               error_message=message,
+                               observation=compact_feedback(
+                                   what=message, expected=f"{tool.name} to finish in time",
+                                   check="use smaller inputs or a different approach"))
+        if "error" in box:
+            exc = box["error"]
+            if isinstance(exc, ToolError):
+                error_class = exc.error_class
+                status = (ToolCallStatus.TIMED_OUT if error_class == "timeout"
+                          else ToolCallStatus.FAILED)
+                return ToolOutcome(status=status, error_class=error_class,
+                                   error_message=str(exc),
+                                   observation=compact_feedback(
+                                       what=f"{tool.name} failed: {exc}",
+                                       expected=f"{tool.name} to succeed",
+                                       check="read the error and adjust the arguments"))
+            log.exception("tool %s raised", tool.name, exc_info=exc)
+            return ToolOutcome(status=ToolCallStatus.FAILED, error_class="tool_crashed",
+                               error_message=f"{type(exc).__name__}: {exc}",
+                               observation=compact_feedback(
+                                   what=f"{tool.name} crashed: {type(exc).__name__}: {exc}",
+                                   expected=f"{tool.name} to succeed",
+                                   check="try different arguments or another tool"))
+        result = box.get("result")
+        if hasattr(result, "model_dump"):
+            result = result.model_dump(mode="json")
+        try:
+            json.dumps(result)
+        except (TypeError, ValueError):
+            result = {"value": str(result)}
+        return ToolOutcome(status=ToolCallStatus.SUCCEEDED, observation=_observation(result),
+                           result=result)
+
+    # -- endings -------------------------------------------------------------------------
+
+    def finish_success(self) -> None:
+        self.event("task_finished", {"result": (self.state.final or "")[:2000]})
+        self.commit(trigger=None)
+        with transaction.atomic():
+            services.events_record(self.pending_events)
+            services.task_transition(
+                task_id=self.task_id, to=TaskStatus.SUCCEEDED, expect_epoch=self.epoch,
+                reason="final answer", fields={"result": self.state.final or "",
+                                               **self._usage_fields()},
+            )
+        self.pending_events = []
+
+    def finish_stopped(self, stop: StopRun) -> str:
+        to = TaskStatus.CANCELED if stop.error_class == "canceled" else TaskStatus.FAILED
+        self.state.last_error = ErrorInfo(error_class=stop.error_class, message=stop.message[:2000],
+                                          step_index=self.state.step_index)
+        self.event("task_stopped", {"error_class": stop.error_class, "message": stop.message[:2000]})
+        try:
+            trigger = "after_step" if stop.error_class in ("timeout", "budget_exceeded") else None
+            self.commit(trigger=trigger)
+            services.task_transition(
+                task_id=self.task_id, to=to, expect_epoch=self.epoch, reason=stop.message[:500],
+                fields={"error_class": stop.error_class, "error_message": stop.message[:5000],
+                        **self._usage_fields()},
+            )
+        except LeaseLost:
+            return "lease_lost"
+        return str(to)
+
+
+def task_run(*, task_id: Any) -> str:
+    """Run a queued task until it finishes, pauses or fails. A duplicate job exits untouched."""
+    worker_id = worker_identity()
+    task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+    if task is None:
+        log.info("task %s is not queued; nothing to do", task_id)
+        return "skipped"
+    return TaskRun(task, worker_id).execute()
