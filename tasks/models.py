@@ -180,3 +180,27 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+
+class AuditEntry(models.Model):
+    """Every operator action (decide, edit, cancel, retry, rollback, resume, requeue), with
+    actor, reason and before/after. Append-only."""
+
+    at = models.DateTimeField(db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.SET_NULL, related_name="+")
+    actor_name = models.CharField(max_length=150)
+    action = models.CharField(max_length=50, db_index=True)
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="audit_entries")
+    target = models.CharField(max_length=200, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at"]
+        indexes = [models.Index(fields=["action", "-at"], name="audit_action_at")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.target}"

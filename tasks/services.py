@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from tasks.models import ApiToken, Task, TaskEvent
+from tasks.models import ApiToken, AuditEntry, Task, TaskEvent
 from tasks.spec import TaskSpec
 from tasks.states import (
     TERMINAL,
@@ -61,6 +61,23 @@ def event_record(
 
 def events_record(events: Iterable[TaskEvent]) -> None:
     TaskEvent.objects.bulk_create(list(events))
+
+
+# --- audit ---------------------------------------------------------------------------------
+
+
+def audit_record(
+    *, user: AbstractBaseUser | None, action: str, task_id: Any = None, target: str = "",
+    reason: str = "", before: Any = None, after: Any = None,
+) -> AuditEntry:
+    """Record an operator action; call it inside the transaction that performs the action."""
+    authenticated = user is not None and user.is_authenticated
+    return AuditEntry.objects.create(
+        at=timezone.now(), actor=user if authenticated else None,
+        actor_name=user.get_username() if authenticated else "system", action=action,
+        task_id=task_id, target=target or (str(task_id) if task_id else ""), reason=reason,
+        before=before, after=after,
+    )
 
 
 # --- the state machine ----------------------------------------------------------------------
@@ -209,13 +226,18 @@ def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Ta
             Task.objects.filter(id=task_id).update(cancel_requested=True)
             event_record(task_id=task_id, type="cancel_requested",
                          payload={"reason": reason}, actor=actor)
+            audit_record(user=user, action="cancel", task_id=task_id, reason=reason,
+                         before={"status": task.status}, after={"cancel_requested": True})
             task.cancel_requested = True
             return task
+        before = {"status": task.status}
         task = task_transition(
             task_id=task_id, to=TaskStatus.CANCELED, reason=reason or "canceled by operator",
             actor=actor, fields={"error_class": "canceled", "error_message": reason},
         )
         _close_open_reviews(task_id=task_id, actor=actor)
+        audit_record(user=user, action="cancel", task_id=task_id, reason=reason,
+                     before=before, after={"status": task.status})
         return task
 
 
