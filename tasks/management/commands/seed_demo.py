@@ -1,0 +1,80 @@
+"""`manage.py seed_demo`: a few scripted tasks that show the harness at work — one that
+finishes, two that pause for a human decision. Idempotent: does nothing once demo tasks exist."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from tasks.models import Task
+from tasks.services import task_create
+from tasks.spec import TaskSpec
+
+DEMO_PREFIX = "Demo: "
+
+DEMO_SPECS: list[dict] = [
+    {
+        "title": DEMO_PREFIX + "write release notes",
+        "goal": "Read the changelog and write release notes for version 1.2.",
+        "tools": ["read_file", "list_files", "write_file", "append_file"],
+        "workspace": {"files": {
+            "CHANGELOG.md": "## 1.2\n- faster checkpoints\n- review queue filters\n",
+        }},
+        "model": {"kind": "scripted", "script": [
+            {"call": "list_files", "args": {}},
+            {"call": "read_file", "args": {"path": "CHANGELOG.md"}},
+            {"call": "write_file", "args": {
+                "path": "notes/RELEASE-1.2.md",
+                "content": "# Release 1.2\n\n- Faster checkpoints.\n- Review queue filters.\n",
+            }},
+            {"call": "append_file", "args": {"path": "notes/index.md",
+                                             "content": "- [1.2](RELEASE-1.2.md)\n"}},
+            {"final": "Release notes written to notes/RELEASE-1.2.md."},
+        ]},
+    },
+    {
+        "title": DEMO_PREFIX + "clean up old logs",
+        "goal": "Delete the stale log file; keep everything else.",
+        "tools": ["list_files", "delete_file"],
+        "workspace": {"files": {"logs/old.log": "stale\n" * 20, "README.txt": "keep me\n"}},
+        "model": {"kind": "scripted", "script": [
+            {"call": "list_files", "args": {"path": "logs"}},
+            # Destructive: the `destructive` review rule pauses the task here.
+            {"call": "delete_file", "args": {"path": "logs/old.log"}},
+            {"final": "Deleted logs/old.log."},
+        ]},
+    },
+    {
+        "title": DEMO_PREFIX + "raise the worker limit",
+        "goal": "Set max_workers to 8 in service.conf.",
+        "priority": "high",
+        "tools": ["read_file", "write_file"],
+        "workspace": {"files": {"service.conf": "max_workers = 4\nlog_level = info\n"}},
+        "model": {"kind": "scripted", "script": [
+            {"call": "read_file", "args": {"path": "service.conf"}},
+            # A *.conf file: the `protected-config` review rule pauses the task here.
+            {"call": "write_file", "args": {"path": "service.conf",
+                                            "content": "max_workers = 8\nlog_level = info\n"}},
+            {"final": "service.conf now allows 8 workers."},
+        ]},
+    },
+]
+
+
+class Command(BaseCommand):
+    help = "Create a few scripted demo tasks (skipped when demo tasks already exist)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--username", default="admin",
+                            help="the user the demo tasks are created by (default: admin)")
+
+    def handle(self, *args, username: str, **options) -> None:
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            raise CommandError(f"no user {username!r}; create it first")
+        if Task.objects.filter(title__startswith=DEMO_PREFIX).exists():
+            self.stdout.write("demo tasks already exist; nothing to do")
+            return
+        for raw in DEMO_SPECS:
+            task = task_create(spec=TaskSpec.model_validate(raw), user=user)
+            self.stdout.write(f"created demo task {task.id}: {task.title}")
