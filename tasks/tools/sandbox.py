@@ -112,17 +112,45 @@ class _Capture(threading.Thread):
         return text
 
 
-def _kill_group(pgid: int) -> None:
-    """SIGTERM the command's process group, then SIGKILL whatever is left after a grace."""
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs. Zombies do not count: an orphaned job's
+    zombie waits for PID 1 to reap it, which may be slow in a container, and it would make
+    `killpg(pgid, 0)` report the group alive for the whole grace period."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the command's process group, then SIGKILL whatever is left after a grace. The
+    group id is the shell's pid (its own session); the shell is reaped here as it dies so its
+    zombie does not keep the group looking alive."""
+    pgid = proc.pid
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + KILL_GRACE_S
     while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
+        proc.poll()
+        if not _group_alive(pgid):
             return
         time.sleep(POLL_S)
     try:
@@ -170,8 +198,13 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
         stderr.start()
         outcome = "exited"
         deadline = started + timeout_s
-        while proc.poll() is None:
-            if ctx.stop.wait(POLL_S):
+        while True:
+            try:
+                proc.wait(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if ctx.stop.is_set():
                 outcome = "canceled"
                 break
             if time.monotonic() >= deadline:
@@ -179,7 +212,7 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
                 break
         # The session's pgid is the shell's pid. Kill the group even after a normal exit:
         # background jobs must not outlive the call (nor hold the output pipes open).
-        _kill_group(proc.pid)
+        _kill_group(proc)
         proc.wait()
         for capture in (stdout, stderr):
             # A process that left the group (its own setsid) may still hold a pipe; stop

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from tasks.tools import PermanentToolError, ToolContext, ToolError, registry
+
+
+def is_running(pid: int) -> bool:
+    """Whether `pid` is a live process. An orphan's zombie counts as gone: the sandbox killed it
+    and only its reaping (by whatever PID 1 is here) is left."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_for_pid_file(path: Path) -> int:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        time.sleep(0.02)
+    raise AssertionError(f"{path} was never written")
+
+
+def test_output_and_non_zero_exit_are_a_normal_result(call):
+    result = call("run_command", {"command": "echo out; echo err >&2; exit 7"})
+
+    assert result["exit_code"] == 7
+    assert result["stdout"] == "out\n"
+    assert result["stderr"] == "err\n"
+    assert result["truncated"] is False
+    assert result["duration_ms"] >= 0
+
+
+def test_runs_in_the_workspace(call, workspace):
+    result = call("run_command", {"command": "pwd; echo made > made.txt; echo $HOME"})
+
+    assert result["stdout"].splitlines() == [str(workspace.resolve())] * 2
+    assert (workspace / "made.txt").read_text() == "made\n"
+
+
+def test_environment_is_scrubbed(call, monkeypatch):
+    monkeypatch.setenv("HARNESS_TEST_SECRET", "hunter2")
+
+    result = call("run_command", {"command": 'env; echo "secret=${HARNESS_TEST_SECRET:-unset}"'})
+
+    assert "hunter2" not in result["stdout"]
+    assert "secret=unset" in result["stdout"]
+    names = {line.split("=", 1)[0] for line in result["stdout"].splitlines() if "=" in line}
+    assert names - {"secret"} <= {"PATH", "HOME", "LANG", "TMPDIR", "PWD", "SHLVL", "_"}
+
+
+def test_tmpdir_is_outside_the_workspace_and_removed_afterwards(call, workspace):
+    result = call("run_command", {"command": 'echo scratch > "$TMPDIR/x"; echo "$TMPDIR"'})
+
+    tmpdir = Path(result["stdout"].strip())
+    assert workspace.resolve() not in tmpdir.parents
+    assert not tmpdir.exists()
+    assert list(workspace.iterdir()) == []
+
+
+def test_resource_limits_apply_and_subshells_still_fork(call):
+    result = call("run_command", {
+        "command": "ulimit -n; ulimit -v; ulimit -f; (echo forked) | cat; sh -c 'echo nested'",
+        "timeout_s": 5,
+    })
+
+    assert result["stdout"].splitlines() == ["256", str(1024 * 1024), str(100 * 1024 * 2),
+                                             "forked", "nested"]
+
+
+def test_memory_limit_stops_a_large_allocation(call):
+    result = call("run_command", {"command": "python3 -c 'bytearray(2 * 1024**3)'"})
+
+    assert result["exit_code"] != 0
+    assert "MemoryError" in result["stderr"]
+
+
+def test_large_output_is_truncated(call):
+    result = call("run_command", {"command": "yes | head -c 200000"})
+
+    assert result["truncated"] is True
+    assert result["stdout"].startswith("y\ny\n")
+    assert result["stdout"].endswith(f"[truncated: {200000 - 64 * 1024} more bytes]")
+    assert len(result["stdout"]) < 64 * 1024 + 100
+
+
+def test_timeout_kills_the_whole_process_group(call, workspace):
+    started = time.monotonic()
+
+    with pytest.raises(ToolError) as excinfo:
+        call("run_command", {"command": "sleep 60 & echo $! > child.pid; wait", "timeout_s": 1})
+
+    assert excinfo.value.error_class == "timeout"
+    assert str(excinfo.value) == "command timed out after 1s"
+    assert time.monotonic() - started < 5
+    assert not is_running(wait_for_pid_file(workspace / "child.pid"))
+
+
+def test_processes_ignoring_sigterm_are_killed_after_the_grace(call, workspace):
+    started = time.monotonic()
+
+    with pytest.raises(ToolError, match="timed out"):
+        call("run_command", {"command": "trap '' TERM; sleep 60 & echo $! > child.pid; wait",
+                             "timeout_s": 0.5})
+
+    assert time.monotonic() - started < 5
+    assert not is_running(wait_for_pid_file(workspace / "child.pid"))
+
+
+def test_background_jobs_do_not_outlive_a_finished_command(call, workspace):
+    started = time.monotonic()
+
+    result = call("run_command", {"command": "sleep 60 & echo $! > child.pid; echo done"})
+
+    assert result["stdout"] == "done\n"
+    assert time.monotonic() - started < 5
+    assert not is_running(wait_for_pid_file(workspace / "child.pid"))
+
+
+def test_stop_event_stops_the_command_promptly(call, ctx, workspace):
+    threading.Timer(0.3, ctx.stop.set).start()
+    started = time.monotonic()
+
+    with pytest.raises(ToolError) as excinfo:
+        call("run_command", {"command": "sleep 60 & echo $! > child.pid; wait"})
+
+    assert excinfo.value.error_class == "canceled"
+    assert str(excinfo.value) == "command stopped: task canceled"
+    assert time.monotonic() - started < 3
+    assert not is_running(wait_for_pid_file(workspace / "child.pid"))
+
+
+def test_the_context_timeout_caps_the_requested_timeout(call, workspace):
+    short = ToolContext(task_id="t", call_id="c", workspace=workspace, timeout_s=0.5)
+
+    with pytest.raises(ToolError, match="timed out after 0.5s"):
+        call("run_command", {"command": "sleep 30", "timeout_s": 60}, context=short)
+
+
+def test_a_missing_workspace_is_a_permanent_error(call, tmp_path):
+    gone = ToolContext(task_id="t", call_id="c", workspace=tmp_path / "nope", timeout_s=5)
+
+    with pytest.raises(PermanentToolError, match="workspace does not exist"):
+        call("run_command", {"command": "true"}, context=gone)
+
+
+@pytest.mark.parametrize("arguments", [
+    {},
+    {"command": ""},
+    {"command": "x" * 10_001},
+    {"command": "true", "timeout_s": 61},
+    {"command": "true", "timeout_s": 0},
+    {"command": "true", "shell": "bash"},
+])
+def test_bad_arguments_are_rejected(arguments):
+    with pytest.raises(ValidationError):
+        registry.get("run_command").args_model.model_validate(arguments)
+
+
+def test_declared_as_a_non_idempotent_write_with_a_preview(ctx):
+    spec = registry.get("run_command")
+    preview = spec.preview(ctx, spec.args_model.model_validate(
+        {"command": "make test", "timeout_s": 10}))
+
+    assert (spec.risk, spec.side_effect, spec.idempotent, spec.timeout_s) == (
+        "write", True, False, 60)
+    assert preview.splitlines()[0] == "$ make test"
+    assert "workspace" in preview
+    assert "wall clock 10s" in preview and "memory 1024 MiB" in preview
