@@ -176,21 +176,20 @@ def tool(
     return decorate
 
 
-_loaded = False
+_imported: set[str] = set()
 _load_lock = threading.Lock()
 
 
 def load_tool_modules() -> None:
-    """Import the built-in tools, the test tools and every module in HARNESS_TOOL_MODULES."""
-    global _loaded
-    if _loaded:
+    """Import the built-in tools, the test tools and every module in HARNESS_TOOL_MODULES
+    (each once; a module added to the setting later is picked up on the next lookup)."""
+    from django.conf import settings
+
+    wanted = ["tasks.tools.builtin", "tasks.tools.testing", *settings.HARNESS_TOOL_MODULES]
+    if _imported.issuperset(wanted):
         return
     with _load_lock:
-        if _loaded:
-            return
-        from django.conf import settings
-
-        for module in ["tasks.tools.builtin", "tasks.tools.testing",
-                       *settings.HARNESS_TOOL_MODULES]:
-            importlib.import_module(module)
-        _loaded = True
+        for module in wanted:
+            if module not in _imported:
+                importlib.import_module(module)
+                _imported.add(module)

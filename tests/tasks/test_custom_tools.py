@@ -1,0 +1,64 @@
+"""Teams plug in their own tools by naming a module in HARNESS_TOOL_MODULES."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tasks.models import ToolCall
+from tasks.runtime import task_run
+from tasks.services import task_create, task_transition
+from tasks.spec import TaskSpec
+from tasks.tools import registry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _custom_tools(settings, tmp_path):
+    settings.HARNESS_TOOL_MODULES = ["examples.ticket_tools"]
+    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
+
+
+def test_registered_tool_declares_its_flags():
+    spec = registry.get("open_ticket")
+    assert (spec.risk, spec.side_effect, spec.idempotent, spec.timeout_s) == (
+        "external", True, True, 15)
+    assert spec.description.startswith("Open a ticket")
+    assert spec.json_schema()["properties"]["severity"]["maximum"] == 4
+
+
+@pytest.fixture
+def no_review_rules(settings, tmp_path):
+    """The plug-in path without the shipped rule that pauses external tools for review."""
+    from harness_site import config
+
+    path = tmp_path / "harness.yaml"
+    path.write_text("review_rules: []\n")
+    settings.HARNESS_CONFIG_FILE = path
+    config.harness_config.cache_clear()
+    yield
+    config.harness_config.cache_clear()
+
+
+def test_a_task_uses_a_custom_tool_end_to_end(no_review_rules):
+    spec = TaskSpec.model_validate({
+        "title": "file a ticket", "goal": "report the outage",
+        "model": {"kind": "scripted", "script": [
+            {"call": "ticket_status", "args": {"key": "OPS-9"}},
+            {"call": "open_ticket", "args": {"title": "API down", "severity": 1}},
+            {"final": "opened"},
+        ]},
+        "tools": ["open_ticket", "ticket_status"],
+    })
+    task = task_create(spec=spec, user=None, enqueue=False)
+    task_transition(task_id=task.id, to="queued")
+    task_run(task_id=task.id)
+    task.refresh_from_db()
+    assert task.status == "succeeded", task.error_message
+    lookup, opened = ToolCall.objects.filter(task=task).order_by("id")
+    assert lookup.status == "failed" and "no ticket OPS-9" in lookup.error_message
+    assert opened.result == {"key": "OPS-1", "created": True}
+    tickets = [json.loads(x) for x in (task.workspace_path / "tickets.jsonl").read_text().splitlines()]
+    assert tickets[0]["idempotency_key"] == f"{task.id}:{opened.call_id}"
