@@ -108,6 +108,8 @@ def http_request(ctx: ToolContext, args: HttpRequestArgs) -> dict:
             f"host {url.host!r} is not allowed: add it to HARNESS_HTTP_ALLOWLIST"
             + ("" if allowlist else " (the allowlist is empty, so no host is allowed)")
         )
+    if ctx.stop.is_set():
+        raise ToolError("request not sent: task canceled", error_class="canceled")
     headers = {k: v for k, v in args.headers.items() if k.lower() != "idempotency-key"}
     headers["Idempotency-Key"] = ctx.idempotency_key
     timeout_s = ctx.timeout_s if args.timeout_s is None else min(args.timeout_s, ctx.timeout_s)
