@@ -100,6 +100,18 @@ def _observation(result: Any) -> str:
     return text
 
 
+_LEDGER_FIELDS = ["arguments", "arguments_hash", "status", "result", "error_class",
+                  "error_message", "attempts", "attempt_log", "started_at", "finished_at",
+                  "duration_ms"]
+
+
+def _save_ledger_row(row: ToolCall) -> None:
+    if row._state.adding:
+        row.save(force_insert=True)
+    else:
+        row.save(update_fields=_LEDGER_FIELDS)
+
+
 # --- the heartbeat watchdog -----------------------------------------------------------------
 
 
@@ -216,7 +228,7 @@ class TaskRun:
             if checkpoint is not None:
                 checkpoint.save(force_insert=True)
             for row in extra or ():
-                row.save()
+                _save_ledger_row(row)
             if self.pending_events:
                 services.events_record(self.pending_events)
         self.pending_events = []
@@ -547,7 +559,7 @@ class TaskRun:
             services.task_fence(task_id=self.task_id, epoch=self.epoch, **fields)
             if checkpoint is not None:
                 checkpoint.save(force_insert=True)
-            row.save()
+            _save_ledger_row(row)
             review_request_open(tool_call=row, checkpoint_id=checkpoint.id if checkpoint else None,
                                 decision=decision, preview=preview)
             services.events_record(self.pending_events)
