@@ -40,7 +40,7 @@ class Handler(BaseHTTPRequestHandler):
             headers["Content-Type"] = "text/plain"
             payload = b"z" * 100_000
         elif self.path == "/slow":
-            time.sleep(2)
+            time.sleep(5)
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
@@ -123,7 +123,7 @@ def test_a_slow_server_times_out_as_transient(call, server):
 
     with pytest.raises(TransientToolError, match="timed out"):
         call("http_request", {"url": url(server, "/slow"), "timeout_s": 0.3})
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 3
 
 
 def test_redirects_are_returned_not_followed(call, server):
