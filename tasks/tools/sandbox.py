@@ -198,22 +198,25 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
         stderr.start()
         outcome = "exited"
         deadline = started + timeout_s
-        while True:
-            try:
-                proc.wait(timeout=POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if ctx.stop.is_set():
-                outcome = "canceled"
-                break
-            if time.monotonic() >= deadline:
-                outcome = "timeout"
-                break
-        # The session's pgid is the shell's pid. Kill the group even after a normal exit:
-        # background jobs must not outlive the call (nor hold the output pipes open).
-        _kill_group(proc)
-        proc.wait()
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if ctx.stop.is_set():
+                    outcome = "canceled"
+                    break
+                if time.monotonic() >= deadline:
+                    outcome = "timeout"
+                    break
+        finally:
+            # The session's pgid is the shell's pid. Kill the group even after a normal exit
+            # (or an error in this thread): background jobs must not outlive the call, nor
+            # hold the output pipes open.
+            _kill_group(proc)
+            proc.wait()
         for capture in (stdout, stderr):
             # A process that left the group (its own setsid) may still hold a pipe; stop
             # waiting for it rather than hang, and let the reader finish when it exits.
