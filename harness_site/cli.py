@@ -352,7 +352,9 @@ def cmd_up(args: argparse.Namespace) -> int:
             raise CliError(f"the web server did not answer on {url} within 60s")
         if supervisor.stop_signal is None and supervisor.dead_child() is None:
             print(f"\n  Agent Harness is running at {url}", flush=True)
-            if password is not None:
+            if password is not None and "HARNESS_ADMIN_PASSWORD" in os.environ:
+                print(f"  login: admin / {password}", flush=True)
+            elif password is not None:
                 print(f"  login: admin / {password}   (shown once; set HARNESS_ADMIN_PASSWORD "
                       "to choose it)", flush=True)
             else:
@@ -499,6 +501,8 @@ def cmd_test(pytest_args: list[str]) -> int:
     xdist = [] if _wants_own_processes(pytest_args) or processes in ("", "0", "1") else [
         "-n", processes]
     with tempfile.TemporaryDirectory(prefix="harness-test-") as tmp:
+        # WhiteNoise serves from the finders; an existing STATIC_ROOT only silences its warning.
+        (Path(tmp) / "data" / "staticfiles").mkdir(parents=True)
         env = child_env(
             DATABASE_URL=database_url,
             REDIS_URL=redis_url,

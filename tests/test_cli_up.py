@@ -1,0 +1,126 @@
+"""`harness up` as a user runs it: everything starts, the site and its static files are served,
+the demo tasks run, and Ctrl-C stops every process it started — and only those."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.conftest import ROOT, wait_for
+
+pytestmark = pytest.mark.integration
+
+ADMIN_PASSWORD = "demo-password-123"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Up:
+    def __init__(self, process: subprocess.Popen, *, port: int) -> None:
+        self.process = process
+        self.port = port
+        self.output: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.output.append(line)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.output)
+
+
+@pytest.fixture
+def up() -> Iterator[Up]:
+    data_dir = Path(tempfile.mkdtemp(prefix="harness-up-", dir="/tmp"))
+    env = {
+        key: value for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "REDIS_URL", "HARNESS_WORKSPACE_ROOT",
+                       "HARNESS_LEDGER_DIR", "HARNESS_ENABLE_TEST_TOOLS")
+    }
+    env.update(HARNESS_DATA_DIR=str(data_dir), HARNESS_ADMIN_PASSWORD=ADMIN_PASSWORD,
+               PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness_site.cli", "up", "--port", str(port), "--workers", "2"],
+        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    handle = Up(process, port=port)
+    try:
+        yield handle
+    finally:
+        if process.poll() is None:
+            for child in psutil.Process(process.pid).children(recursive=True):
+                child.kill()
+            process.kill()
+        process.wait(timeout=30)
+        print(handle.text)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _login(client: httpx.Client) -> None:
+    page = client.get("/accounts/login/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    response = client.post("/accounts/login/", data={
+        "username": "admin", "password": ADMIN_PASSWORD, "csrfmiddlewaretoken": token,
+    })
+    assert response.status_code == 302, response.text
+
+
+def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
+    wait_for(lambda: "is running at" in up.text or up.process.poll() is not None, 120,
+             interval=0.2, message="harness up to report its URL")
+    assert up.process.poll() is None, up.text
+    assert f"http://127.0.0.1:{up.port}/" in up.text
+
+    children = psutil.Process(up.process.pid).children(recursive=True)
+    commands = [" ".join(child.cmdline()) for child in children]
+    assert sum("rqworker high default low --with-scheduler" in c for c in commands) >= 2
+    assert any("gunicorn" in c for c in commands)
+    assert any("harness_sweep --loop" in c for c in commands)
+    assert any("redis-server" in c for c in commands)
+
+    with httpx.Client(base_url=f"http://127.0.0.1:{up.port}", timeout=10) as client:
+        assert client.get("/static/harness.css").status_code == 200
+        _login(client)
+        assert client.get("/").status_code == 200
+
+        demo = dict(re.findall(r"created demo task (\S+): (.+)", up.text))
+        assert len(demo) == 3, up.text
+
+        def demo_settled() -> dict[str, str] | None:
+            statuses = {title: client.get(f"/api/v1/tasks/{task_id}").json()["status"]
+                        for task_id, title in demo.items()}
+            settled = all(s in ("succeeded", "waiting_review") for s in statuses.values())
+            return statuses if settled else None
+
+        statuses = wait_for(demo_settled, 60, interval=0.2, message="the demo tasks to settle")
+    assert statuses == {
+        "Demo: write release notes": "succeeded",
+        "Demo: clean up old logs": "waiting_review",
+        "Demo: raise the worker limit": "waiting_review",
+    }
+
+    up.process.send_signal(signal.SIGINT)
+    assert up.process.wait(timeout=60) == 0, up.text
+    still_running = [c for c in children if c.is_running() and c.status() != "zombie"]
+    assert still_running == []
