@@ -7,11 +7,12 @@ from typing import Any
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.pagination import PageNumberPagination, paginate
 
 from checkpoints.models import Checkpoint
+from harness_site.api_utils import optional_body
 from checkpoints.services import checkpoint_verify
 from tasks import selectors, services
 from tasks.models import Task
@@ -110,11 +111,6 @@ class ToolCallOut(Schema):
     duration_ms: float | None
 
 
-class ListFilters(Schema):
-    status: str | None = None
-    q: str | None = None
-
-
 class CancelIn(Schema):
     reason: str = ""
 
@@ -133,15 +129,15 @@ def task_create(request: HttpRequest, spec: TaskSpec):
     try:
         task = services.task_create(spec=spec, user=request.user)
     except services.SpecError as exc:
-        return 422, {"detail": "invalid task spec",
-                     "errors": [{"field": exc.field, "message": exc.message}]}
-    return 201, task
+        return Status(422, {"detail": "invalid task spec",
+                            "errors": [{"field": exc.field, "message": exc.message}]})
+    return Status(201, task)
 
 
 @router.get("tasks", response=list[TaskOut])
 @paginate(PageNumberPagination, page_size=50)
-def task_list(request: HttpRequest, filters: Query[ListFilters]):
-    return selectors.tasks_list(status=filters.status, q=filters.q)
+def task_list(request: HttpRequest, status: str | None = None, q: str | None = None):
+    return selectors.tasks_list(status=status, q=q)
 
 
 @router.get("tasks/{task_id}", response=TaskOut)
@@ -172,12 +168,13 @@ def task_tool_calls(request: HttpRequest, task_id: str):
 
 
 @router.post("tasks/{task_id}/cancel", response={200: TaskOut, 403: ErrorOut, 409: ErrorOut})
-def task_cancel(request: HttpRequest, task_id: str, body: CancelIn | None = None):
+def task_cancel(request: HttpRequest, task_id: str):
     task = selectors.access_task(request.user, task_id)
     _require_operator(request)
+    body = optional_body(request, CancelIn)
     try:
-        return 200, services.task_cancel(
-            task_id=task.id, user=request.user, reason=body.reason if body else ""
-        )
+        return Status(200, services.task_cancel(
+            task_id=task.id, user=request.user, reason=body.reason
+        ))
     except (TransitionConflict, IllegalTransition) as exc:
         raise _conflict(exc) from None

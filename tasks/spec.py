@@ -66,10 +66,13 @@ class WorkspaceSpec(_Spec):
     @field_validator("files")
     @classmethod
     def _relative_paths(cls, files: dict[str, str]) -> dict[str, str]:
-        from tasks.tools.workspace import validate_relative_path
+        from tasks.tools.workspace import PathEscapeError, validate_relative_path
 
         for path in files:
-            validate_relative_path(path)
+            try:
+                validate_relative_path(path)
+            except PathEscapeError as exc:
+                raise ValueError(str(exc)) from None
         return files
 
 
