@@ -528,7 +528,9 @@ def cmd_test(pytest_args: list[str]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harness", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="harness", description="Agent Harness: run it here (up) or test it (test)."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="run the web server, workers, sweeper (and Redis)")
     up.add_argument("--port", type=int, default=8000)
