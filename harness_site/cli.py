@@ -314,6 +314,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     try:
         if embedded_redis:
             socket_path = data_dir / "redis.sock"
+            if len(str(socket_path).encode()) > 100:
+                raise CliError(f"{socket_path} is too long for a unix socket; set "
+                               "HARNESS_DATA_DIR to a shorter path or set REDIS_URL")
             if redis_ping(settings.REDIS_URL):
                 raise CliError(f"a Redis already answers on {socket_path}: is another "
                                "`harness up` running with this data directory?")
