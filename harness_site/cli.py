@@ -361,8 +361,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                 print(f"  login: admin / {password}   (shown once; set HARNESS_ADMIN_PASSWORD "
                       "to choose it)", flush=True)
             else:
-                print("  login: admin / the password shown when it was created (or set "
-                      "HARNESS_ADMIN_PASSWORD)", flush=True)
+                print("  login: admin / the password shown when it was created (reset it with "
+                      "HARNESS_ADMIN_PASSWORD=... ./harness up)", flush=True)
             print("  Ctrl-C stops everything.\n", flush=True)
     except BaseException:
         supervisor.stop_all()
