@@ -1,0 +1,84 @@
+"""Issue #2 end to end on the real parts: API -> PostgreSQL -> Redis -> rqworker processes."""
+
+from __future__ import annotations
+
+import zlib
+
+import django_rq
+import pytest
+
+from checkpoints.models import Checkpoint
+from tasks.jobs import run_task
+from tasks.models import Task
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+def spec(*turns: dict, tools: list[str], **extra) -> dict:
+    return {"title": "files", "goal": "write the files",
+            "model": {"kind": "scripted", "script": list(turns)}, "tools": tools, **extra}
+
+
+def test_a_scripted_task_runs_in_a_worker_with_checkpoints_of_every_level(
+    workers, task_api, api_client, viewer
+):
+    done = task_api.run(spec(
+        {"call": "write_file", "args": {"path": "docs/notes.md", "content": "# Notes\n"}},
+        {"calls": [{"call": "read_file", "args": {"path": "docs/notes.md"}},
+                   {"call": "append_file", "args": {"path": "docs/notes.md", "content": "more\n"}}]},
+        {"final": "notes written"},
+        tools=["write_file", "read_file", "append_file"],
+    ))
+    assert done["status"] == "succeeded" and done["result"] == "notes written"
+    task = Task.objects.get(id=done["id"])
+    assert (task.workspace_path / "docs" / "notes.md").read_text() == "# Notes\nmore\n"
+
+    client = api_client(viewer)
+    checkpoints = client.get(f"/api/v1/tasks/{task.id}/checkpoints").json()
+    assert {c["level"] for c in checkpoints} == {"task", "step", "tool"}
+    seqs = [c["seq"] for c in checkpoints]
+    assert seqs == sorted(set(seqs)) and all(c["checksum_ok"] for c in checkpoints)
+    assert done["head_checkpoint"] == checkpoints[-1]["id"]
+
+    events = client.get(f"/api/v1/tasks/{task.id}/events").json()
+    types = [e["type"] for e in events]
+    assert types.count("model_decision") == 3
+    assert types.count("tool_finished") == 3
+    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+
+    calls = client.get(f"/api/v1/tasks/{task.id}/tool-calls").json()
+    assert [(c["tool"], c["status"]) for c in calls] == [
+        ("write_file", "succeeded"), ("read_file", "succeeded"), ("append_file", "succeeded")]
+
+
+def test_tampering_with_a_stored_checkpoint_is_reported(workers, task_api, api_client, viewer):
+    done = task_api.run(spec({"call": "list_files", "args": {}}, {"final": "ok"},
+                             tools=["list_files"]))
+    victim = Checkpoint.objects.filter(task_id=done["id"]).order_by("seq")[1]
+    Checkpoint.objects.filter(pk=victim.pk).update(
+        payload=zlib.compress(zlib.decompress(victim.payload).replace(b"list_files", b"rm_files"))
+    )
+    rows = api_client(viewer).get(f"/api/v1/tasks/{done['id']}/checkpoints").json()
+    flagged = {r["seq"]: r["checksum_ok"] for r in rows}
+    assert flagged[victim.seq] is False
+    assert all(ok for seq, ok in flagged.items() if seq != victim.seq)
+
+
+def test_two_workers_handed_the_same_task_run_it_once(workers, task_api, wait_for):
+    created = task_api.create(spec(
+        {"call": "sleep", "args": {"seconds": 0.5}},
+        {"call": "append_file", "args": {"path": "count.txt", "content": "x"}},
+        {"final": "done"},
+        tools=["sleep", "append_file"],
+    ))
+    # The API enqueued one job; hand the same task to the other worker too.
+    duplicate = django_rq.get_queue("default").enqueue(run_task, created["id"], job_timeout=-1)
+    task_api.wait(created["id"], "succeeded")
+    wait_for(lambda: duplicate.get_status(refresh=True) == "finished", 30,
+             message="the duplicate job to finish")
+    assert duplicate.return_value() == "skipped"
+    task = Task.objects.get(id=created["id"])
+    assert (task.workspace_path / "count.txt").read_text() == "x"
+    acquisitions = task.events.filter(type="status", payload__reason="acquired")
+    assert acquisitions.count() == 1
+    assert task.lease_epoch == 1
