@@ -8,9 +8,9 @@
             -> observation
         checkpoint `after_step`
 
-Every write is fenced by the lease epoch (`tasks.services.task_fence`): a worker presumed dead
-and replaced fails its next write and stops before running another side effect. A review, a
-retry wait, success, failure or cancel ends the job; no worker waits for a human.
+Every write is fenced by the lease epoch (`tasks.services.task_fenced_write`): a worker presumed
+dead and replaced fails its next write and stops before running another side effect. A review,
+a retry wait, success, failure or cancel ends the job; no worker waits for a human.
 """
 
 from __future__ import annotations
@@ -181,6 +181,9 @@ class TaskRun:
         self.model = model_for_spec(self.spec.model)
         self.workspace = task.workspace_path
         self.pending_events: list[TaskEvent] = []
+        self.cancel_seen = task.cancel_requested
+        # call_id -> ledger row; see load_ledger.
+        self.ledger: dict[str, ToolCall] = {}
         self.state = AgentState()
         self.head_id: Any = task.head_checkpoint_id
         self.seq = checkpoint_next_seq(task_id=task.id)
@@ -222,15 +225,13 @@ class TaskRun:
         update = {**self._usage_fields(), **(fields or {})}
         if checkpoint is not None:
             update["head_checkpoint_id"] = checkpoint.id
-        with transaction.atomic():
-            # Lock contract: the fenced UPDATE locks the task row first, then we insert.
-            services.task_fence(task_id=self.task_id, epoch=self.epoch, **update)
-            if checkpoint is not None:
-                checkpoint.save(force_insert=True)
-            for row in extra or ():
-                _save_ledger_row(row)
-            if self.pending_events:
-                services.events_record(self.pending_events)
+        extra = list(extra or ())
+        self.cancel_seen = services.task_fenced_write(
+            task_id=self.task_id, epoch=self.epoch,
+            inserts=[*([checkpoint] if checkpoint is not None else []),
+                     *(row for row in extra if row._state.adding), *self.pending_events],
+            updates=[(row, _LEDGER_FIELDS) for row in extra if not row._state.adding],
+            **update)
         self.pending_events = []
         if checkpoint is not None:
             self.seq += 1
@@ -285,6 +286,7 @@ class TaskRun:
             self.commit(trigger="task_start")
             return
         self.state = loaded.state
+        self.load_ledger()
         if loaded.checkpoint.id != self.head_id:
             self.event("checkpoint_fallback", {"checkpoint_id": str(loaded.checkpoint.id),
                                                "seq": loaded.checkpoint.seq})
@@ -329,9 +331,9 @@ class TaskRun:
     def boundary_checks(self) -> None:
         if self.watchdog.lease_lost.is_set():
             raise LeaseLost("heartbeat found the lease taken")
-        if self.watchdog.cancel_requested.is_set() or Task.objects.filter(
-            id=self.task_id, cancel_requested=True
-        ).exists():
+        # cancel_seen is the task row's flag as of the last commit, which is never further
+        # back than the previous model turn or tool call.
+        if self.watchdog.cancel_requested.is_set() or self.cancel_seen:
             raise StopRun("canceled", "canceled by operator")
         if self.elapsed() > self.session_s:
             raise StopRun("timeout", f"session timeout: {self.session_s:g}s exceeded "
@@ -421,8 +423,16 @@ class TaskRun:
         if self.watchdog.cancel_requested.is_set():
             raise StopRun("canceled", "canceled by operator")
 
+    def load_ledger(self) -> None:
+        """The ledger rows a resumed run may meet again: calls proposed at or after the loaded
+        step (a resumed or retried step re-proposes the same call_ids). Only the lease holder
+        writes a running task's ledger, so the rows this run creates join as it goes and no
+        call needs a query of its own."""
+        self.ledger = {row.call_id: row for row in ToolCall.objects.filter(
+            task_id=self.task_id, step_index__gte=self.state.step_index)}
+
     def ledger_row(self, call: ProposedCall, tool: ToolSpec | None) -> tuple[ToolCall, bool]:
-        row = ToolCall.objects.filter(task_id=self.task_id, call_id=call.call_id).first()
+        row = self.ledger.get(call.call_id)
         if row is not None:
             if row.arguments != call.args and not row.arguments_hash:
                 raise StopRun("internal_error",
@@ -433,6 +443,7 @@ class TaskRun:
             risk=tool.risk if tool else "read", step_index=self.state.step_index,
             status=ToolCallStatus.PROPOSED,
         )
+        self.ledger[call.call_id] = row
         return row, True
 
     def run_call(self, call: ProposedCall) -> ToolOutcome:

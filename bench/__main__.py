@@ -1,0 +1,56 @@
+"""`python -m bench run [--size smoke|full] [--only NAME ...]` and `python -m bench render`.
+
+Needs DATABASE_URL pointing at a PostgreSQL database (migrated on start) and, for the approval
+benchmark, REDIS_URL. See bench/README.md."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from bench.common import SIZES, BenchError, setup_django
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run benchmarks, write bench/results/*.json and results.md")
+    run.add_argument("--size", choices=SIZES, default="full")
+    run.add_argument("--only", action="append", metavar="NAME",
+                     help="run only this benchmark (repeatable); others keep their last result")
+    sub.add_parser("list", help="list the benchmarks")
+    sub.add_parser("render", help="re-render bench/results.md from bench/results/*.json")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+
+    from bench.report import render_to_file
+
+    if args.command == "render":
+        print(render_to_file())
+        return 0
+    try:
+        setup_django()
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from bench.runner import benchmarks, run_all
+
+    if args.command == "list":
+        print("\n".join(benchmarks()))
+        return 0
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+    try:
+        run_all(size=args.size, only=args.only)
+    except (BenchError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(render_to_file())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""A resumed run meets the calls its ledger already holds (loaded once per run)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.canonical import canonical_hash
+from tasks.models import Task, ToolCall
+from tasks.runtime import task_run
+from tasks.services import task_create, task_transition
+from tasks.spec import TaskSpec
+from tasks.tools.testing import ledger_records
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _workspace(settings, tmp_path):
+    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
+    settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
+    settings.HARNESS_ENABLE_TEST_TOOLS = True
+
+
+def test_an_approved_call_runs_once_when_the_task_resumes():
+    args = {"key": "pay-1", "value": "42"}
+    spec = TaskSpec.model_validate({
+        "title": "t", "goal": "g", "tools": ["ledger_append", "noop"],
+        "model": {"kind": "scripted", "script": [
+            {"call": "noop", "args": {}}, {"call": "ledger_append", "args": args},
+            {"final": "paid"}]},
+    })
+    task = task_create(spec=spec, user=None, enqueue=False)
+    task_transition(task_id=task.id, to="queued")
+    assert task_run(task_id=task.id) == "paused"  # external calls wait for review
+    call = ToolCall.objects.get(task=task, tool="ledger_append")
+    assert call.status == "awaiting_review" and ledger_records(key="pay-1") == []
+
+    ToolCall.objects.filter(id=call.id).update(status="approved",
+                                               arguments_hash=canonical_hash(call.arguments))
+    task_transition(task_id=task.id, to="queued", reason="approved")
+    assert task_run(task_id=task.id) == "succeeded"
+
+    assert len(ledger_records(key="pay-1")) == 1
+    assert Task.objects.get(id=task.id).result == "paid"
+    assert [(c.tool, c.status) for c in ToolCall.objects.filter(task=task).order_by("id")] == [
+        ("noop", "succeeded"), ("ledger_append", "succeeded")]
