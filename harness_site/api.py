@@ -55,6 +55,8 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError):
     return api.create_response(request, {"detail": "authentication required"}, status=401)
 
 
+from review.api import router as review_router  # noqa: E402
 from tasks.api import router as tasks_router  # noqa: E402
 
 api.add_router("/", tasks_router)
+api.add_router("/", review_router)

@@ -10,5 +10,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("django-rq/", include("django_rq.urls")),
     path("api/v1/", api.urls),
+    path("reviews/", include("review.urls")),
     path("", include("tasks.urls")),
 ]

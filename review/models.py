@@ -1,7 +1,14 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from pydantic import ValidationError as PydanticValidationError
+
+from harness_site.config import ReviewRuleConfig
 
 
 class ReviewStatus(models.TextChoices):
@@ -44,7 +51,10 @@ class ReviewRequest(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
+    # Why the policy paused the call ("why was this paused?").
     reason = models.CharField(max_length=200, blank=True, default="")
+    # The operator's reason for a rejection (sent back to the model with the comment).
+    decision_reason = models.CharField(max_length=200, blank=True, default="")
     comment = models.TextField(blank=True, default="")
 
     class Meta:
@@ -57,3 +67,104 @@ class ReviewRequest(models.Model):
 
     def __str__(self) -> str:
         return f"review {self.pk} {self.tool} ({self.status})"
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The arguments an approval would run: the latest operator edit, else the proposal."""
+        return self.edited_arguments if self.edited_arguments is not None else \
+            self.original_arguments
+
+
+class ReviewApproval(models.Model):
+    """One operator's approval of one version of the arguments (by hash). A review needs
+    `approvals_required` approvals of the same arguments from distinct operators."""
+
+    review = models.ForeignKey(ReviewRequest, on_delete=models.CASCADE, related_name="approvals")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    arguments_hash = models.CharField(max_length=64)
+    comment = models.TextField(blank=True, default="")
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at"]
+        constraints = [
+            models.UniqueConstraint(fields=["review", "user"], name="reviewapproval_review_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"approval of review {self.review_id} by {self.user_id}"
+
+
+class RuleAction(models.TextChoices):
+    ALLOW = "allow"
+    REVIEW = "review"
+    DENY = "deny"
+
+
+class RuleRisk(models.TextChoices):
+    READ = "read"
+    WRITE = "write"
+    EXTERNAL = "external"
+    DESTRUCTIVE = "destructive"
+
+
+class OnExpiry(models.TextChoices):
+    REJECT = "reject"
+    FAIL_TASK = "fail_task"
+
+
+class ReviewRule(models.Model):
+    """A risk-policy rule edited in the admin. Enabled rules are evaluated (by position) before
+    the rules in harness.yaml; empty match fields match anything. See review.policy."""
+
+    name = models.CharField(max_length=100, unique=True)
+    position = models.PositiveIntegerField(default=100, help_text="lower runs first")
+    enabled = models.BooleanField(default=True)
+    tool = models.CharField(max_length=100, blank=True, default="")
+    risk = models.CharField(max_length=20, choices=RuleRisk.choices, blank=True, default="")
+    path_glob = models.CharField(max_length=300, blank=True, default="",
+                                 help_text='e.g. "**/*.conf"')
+    command_regex = models.CharField(max_length=300, blank=True, default="",
+                                     help_text="a regular expression for run_command's command")
+    url_host = models.CharField(max_length=300, blank=True, default="",
+                                help_text='a host glob for http_request, e.g. "*.example.com"')
+    action = models.CharField(max_length=10, choices=RuleAction.choices)
+    reason = models.CharField(max_length=200, blank=True, default="",
+                              help_text="shown to operators and, for deny, to the model")
+    expires_after = models.DurationField(null=True, blank=True,
+                                         help_text="how long a review may wait, e.g. 04:00:00")
+    on_expiry = models.CharField(max_length=20, choices=OnExpiry.choices,
+                                 default=OnExpiry.REJECT)
+    approvals_required = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(5)]
+    )
+    forbid_creator = models.BooleanField(
+        default=False, help_text="the task's creator may not approve its calls"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.action})"
+
+    def as_config(self) -> ReviewRuleConfig:
+        """The same validated shape as a harness.yaml rule; raises pydantic ValidationError."""
+        return ReviewRuleConfig(
+            name=self.name, tool=self.tool or None, risk=self.risk or None,
+            path_glob=self.path_glob or None, command_regex=self.command_regex or None,
+            url_host=self.url_host or None, action=self.action, reason=self.reason,
+            expires_after=self.expires_after.total_seconds() if self.expires_after else None,
+            on_expiry=self.on_expiry, approvals_required=self.approvals_required,
+            forbid_creator=self.forbid_creator,
+        )
+
+    def clean(self) -> None:
+        try:
+            self.as_config()
+        except PydanticValidationError as exc:
+            raise ValidationError({
+                str(item["loc"][0]) if item["loc"] else "__all__": item["msg"]
+                for item in exc.errors()
+            }) from None

@@ -1,7 +1,9 @@
 """The risk policy: which tool calls run, pause for a human, or are refused.
 
-Rules come from `harness.yaml` (`review_rules`) and the task spec's `review.always`; the
-first matching rule in order decides. With no matching rule, calls run (`allow`)."""
+Rules come from the admin (`ReviewRule`, enabled ones by position), then `harness.yaml`
+(`review_rules`), then the task spec's `review.always`. A matching `deny` from any source
+wins, so an admin rule can never unblock a call the configuration refuses; otherwise the first
+matching rule in that order decides. With no matching rule, calls run (`allow`)."""
 
 from __future__ import annotations
 
@@ -60,37 +62,51 @@ def rule_matches(rule: ReviewRuleConfig, *, tool: ToolSpec, args: dict[str, Any]
     return True
 
 
-def _describe(rule: ReviewRuleConfig) -> dict[str, Any]:
-    return rule.model_dump(exclude_none=True)
+def _describe(rule: ReviewRuleConfig, source: str) -> dict[str, Any]:
+    return {**rule.model_dump(exclude_none=True), "source": source}
 
 
-def policy_rules() -> list[ReviewRuleConfig]:
-    return list(harness_config().review_rules)
+def policy_rules() -> list[tuple[str, ReviewRuleConfig]]:
+    """(source, rule) in evaluation order: admin rules first, then harness.yaml."""
+    from review.models import ReviewRule
+
+    admin = [("admin", rule.as_config()) for rule in ReviewRule.objects.filter(enabled=True)]
+    return admin + [("harness.yaml", rule) for rule in harness_config().review_rules]
+
+
+def _decision(rule: ReviewRuleConfig, source: str) -> PolicyDecision:
+    return PolicyDecision(
+        action=rule.action,
+        rules=[_describe(rule, source)],
+        reason=rule.reason or f"matched rule {rule.name}",
+        expires_after_s=rule.expires_after,
+        on_expiry=rule.on_expiry,
+        approvals_required=rule.approvals_required,
+        forbid_creator=rule.forbid_creator,
+    )
 
 
 def evaluate(*, tool: ToolSpec, args: dict[str, Any], spec: dict[str, Any] | None = None
              ) -> PolicyDecision:
     """Decide one call. `spec` is the task's stored TaskSpec (for per-task overrides)."""
     always = set(((spec or {}).get("review") or {}).get("always") or [])
-    for rule in policy_rules():
-        if rule_matches(rule, tool=tool, args=args):
-            if rule.action == "allow" and tool.name not in always:
-                return PolicyDecision(action="allow", rules=[_describe(rule)], reason=rule.reason)
-            if rule.action == "allow":
-                continue
-            return PolicyDecision(
-                action=rule.action,
-                rules=[_describe(rule)],
-                reason=rule.reason or f"matched rule {rule.name}",
-                expires_after_s=rule.expires_after,
-                on_expiry=rule.on_expiry,
-                approvals_required=rule.approvals_required,
-                forbid_creator=rule.forbid_creator,
-            )
+    matched = [(source, rule) for source, rule in policy_rules()
+               if rule_matches(rule, tool=tool, args=args)]
+    for source, rule in matched:
+        if rule.action == "deny":
+            return _decision(rule, source)
+    for source, rule in matched:
+        if rule.action == "allow" and tool.name in always:
+            continue
+        if rule.action == "allow":
+            return PolicyDecision(action="allow", rules=[_describe(rule, source)],
+                                  reason=rule.reason)
+        return _decision(rule, source)
     if tool.name in always:
         return PolicyDecision(
             action="review",
-            rules=[{"name": "task-review-override", "tool": tool.name, "action": "review"}],
+            rules=[{"name": "task-review-override", "tool": tool.name, "action": "review",
+                    "source": "task spec"}],
             reason=f"this task asks for review of every {tool.name} call",
         )
     return ALLOW

@@ -1,7 +1,141 @@
+"""Read-side queries for reviews, and who may decide them."""
+
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Case, DateTimeField, F, IntegerField, QuerySet, Value, When
+from django.http import Http404
+
 from review.models import ReviewRequest, ReviewStatus
+from tasks.agent_state import Message
+from tasks.selectors import user_can_view
+
+
+def user_can_decide(user: AbstractBaseUser | None) -> bool:
+    """Members of `operators`, holders of `review.decide_review` and superusers decide;
+    everyone else (viewers) only reads."""
+    if user is None or not user_can_view(user):
+        return False
+    if user.is_superuser or user.has_perm("review.decide_review"):
+        return True
+    return user.groups.filter(name="operators").exists()
 
 
 def reviews_pending_count() -> int:
     return ReviewRequest.objects.filter(status=ReviewStatus.PENDING).count()
+
+
+def reviews_list(
+    *, status: str | None = None, tool: str | None = None, risk: str | None = None,
+    task: str | None = None,
+) -> QuerySet[ReviewRequest]:
+    """Pending first (oldest first: the longest wait is the most urgent), then decided ones,
+    most recently decided first. `status` is comma-separated; `task` is a task id or a piece
+    of its title."""
+    qs = ReviewRequest.objects.select_related("task", "tool_call", "decided_by")
+    if status:
+        qs = qs.filter(status__in=[s for s in status.split(",") if s])
+    if tool:
+        qs = qs.filter(tool=tool)
+    if risk:
+        qs = qs.filter(risk=risk)
+    if task:
+        try:
+            qs = qs.filter(task_id=uuid.UUID(task))
+        except ValueError:
+            qs = qs.filter(task__title__icontains=task)
+    pending_first = Case(When(status=ReviewStatus.PENDING, then=Value(0)), default=Value(1),
+                         output_field=IntegerField())
+    return qs.annotate(pending_first=pending_first).order_by(
+        "pending_first",
+        Case(When(status=ReviewStatus.PENDING, then=F("requested_at")),
+             output_field=DateTimeField()).asc(),
+        "-decided_at", "-id",
+    )
+
+
+def reviews_tools() -> list[str]:
+    return list(ReviewRequest.objects.order_by("tool").values_list("tool", flat=True).distinct())
+
+
+def access_review(user: AbstractBaseUser, review_id: Any) -> ReviewRequest:
+    """The review, or Http404 for an unknown or malformed id."""
+    try:
+        return ReviewRequest.objects.select_related(
+            "task", "task__created_by", "tool_call", "checkpoint", "decided_by"
+        ).get(id=int(review_id))
+    except (ReviewRequest.DoesNotExist, ValueError, TypeError):
+        raise Http404("review not found") from None
+
+
+def review_approvers(*, review: ReviewRequest) -> list[dict[str, Any]]:
+    return [
+        {"user": a.user.get_username(), "at": a.at, "arguments_hash": a.arguments_hash,
+         "comment": a.comment}
+        for a in review.approvals.select_related("user")
+    ]
+
+
+def review_recent_messages(*, review: ReviewRequest, limit: int = 8) -> list[Message]:
+    """The agent's last messages before the pause, from the review's checkpoint (what the
+    model had seen when it proposed the call). Empty when the checkpoint is gone or corrupt."""
+    from checkpoints.services import CheckpointCorrupted, checkpoint_decode
+
+    if review.checkpoint is None:
+        return []
+    try:
+        state = checkpoint_decode(review.checkpoint).state
+    except CheckpointCorrupted:
+        return []
+    return [m for m in state.messages if m.role != "system"][-limit:]
+
+
+_MATCHERS = (
+    ("tool", "tool is {}"),
+    ("risk", "risk is {}"),
+    ("path_glob", "path matches {}"),
+    ("command_regex", "command matches /{}/"),
+    ("url_host", "URL host matches {}"),
+)
+
+
+def duration_text(seconds: float) -> str:
+    """14400 -> "4h", 90 -> "1m 30s"."""
+    seconds = int(round(seconds))
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size or (unit == "s" and not parts):
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class RuleText:
+    name: str
+    source: str
+    condition: str
+    action: str
+    reason: str
+    extra: str
+
+
+def rule_text(rule: dict[str, Any]) -> RuleText:
+    """A matched rule in words, for "why was this paused?"."""
+    condition = " and ".join(fmt.format(rule[key]) for key, fmt in _MATCHERS if rule.get(key))
+    extra = []
+    if rule.get("approvals_required", 1) > 1:
+        extra.append(f"needs {rule['approvals_required']} approvals from distinct operators")
+    if rule.get("forbid_creator"):
+        extra.append("the task's creator may not approve")
+    if rule.get("expires_after"):
+        extra.append(f"expires after {duration_text(rule['expires_after'])}, then "
+                     f"{rule.get('on_expiry', 'reject')}")
+    return RuleText(name=rule.get("name", "?"), source=rule.get("source", ""),
+                    condition=condition or "every call", action=rule.get("action", "review"),
+                    reason=rule.get("reason", ""), extra="; ".join(extra))
+

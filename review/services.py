@@ -1,15 +1,64 @@
-"""Review services: opening review requests (from the agent loop) and deciding them."""
+"""Review services: opening review requests (from the agent loop), deciding them (operators),
+expiring them (the sweep) and notifying a webhook.
+
+Lock contract: every service here that changes a review locks the task row first
+(`tasks.services.task_lock`, the order the loop and `task_transition` use), then the review
+row. A decision therefore serialises with every other decision on the same task: exactly one
+of several concurrent decisions sees the review `pending`; the others get ReviewConflict."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
+import logging
+from datetime import datetime, timedelta
+from typing import Any, Literal
 
+import httpx
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 from django.utils import timezone
+from pydantic import ValidationError
 
-from review.models import ReviewRequest
-from review.policy import PolicyDecision
-from tasks.models import ToolCall
+from harness_site.config import harness_config
+from review.models import ReviewApproval, ReviewRequest, ReviewStatus
+from review.policy import PolicyDecision, evaluate
+from review.selectors import user_can_decide
+from tasks.canonical import canonical_hash
+from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.runtime import compact_feedback
+from tasks.services import audit_record, event_record, task_enqueue, task_lock, task_transition
+from tasks.states import TaskStatus
+from tasks.tools.registry import UnknownTool, registry
+
+log = logging.getLogger(__name__)
+
+WEBHOOK_TIMEOUT_S = 3.0
+
+
+class ReviewError(Exception):
+    """A decision that cannot be made; `status` is the HTTP status the API answers with."""
+
+    status = 400
+
+    def __init__(self, message: str, *, errors: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.errors = errors or []
+
+
+class ReviewForbidden(ReviewError):
+    status = 403
+
+
+class ReviewConflict(ReviewError):
+    status = 409
+
+
+class ReviewInvalid(ReviewError):
+    status = 422
+
+
+# --- opening -------------------------------------------------------------------------------
 
 
 def review_request_open(
@@ -21,7 +70,7 @@ def review_request_open(
     expires_at = (
         now + timedelta(seconds=decision.expires_after_s) if decision.expires_after_s else None
     )
-    return ReviewRequest.objects.create(
+    review = ReviewRequest.objects.create(
         task_id=tool_call.task_id,
         tool_call=tool_call,
         checkpoint_id=checkpoint_id,
@@ -38,3 +87,269 @@ def review_request_open(
         expires_at=expires_at,
         reason=decision.reason[:200],
     )
+    url = harness_config().review_webhook_url
+    if url:
+        payload = review_webhook_payload(review=review)
+        transaction.on_commit(lambda: review_webhook_send(url=url, payload=payload))
+    return review
+
+
+def review_url(*, review_id: Any) -> str:
+    return f"{settings.HARNESS_BASE_URL.rstrip('/')}/reviews/{review_id}/"
+
+
+def review_webhook_payload(*, review: ReviewRequest) -> dict[str, Any]:
+    return {
+        "event": "review_requested",
+        "review_id": review.id,
+        "task_id": str(review.task_id),
+        "tool": review.tool,
+        "risk": review.risk,
+        "reason": review.reason,
+        "matched_rules": [rule.get("name") for rule in review.matched_rules],
+        "requested_at": review.requested_at.isoformat(),
+        "expires_at": review.expires_at.isoformat() if review.expires_at else None,
+        "url": review_url(review_id=review.id),
+    }
+
+
+def review_webhook_send(*, url: str, payload: dict[str, Any]) -> bool:
+    """POST the notification. Runs after the pause committed, in the worker, with a short
+    timeout: a slow or broken receiver delays the job's end a little and is logged, never
+    fatal (the review is in the inbox either way)."""
+    try:
+        response = httpx.post(url, json=payload, timeout=WEBHOOK_TIMEOUT_S)
+        response.raise_for_status()
+    except httpx.HTTPError as exc:
+        log.warning("review webhook %s failed for review %s: %s", url, payload["review_id"], exc)
+        return False
+    return True
+
+
+# --- deciding ------------------------------------------------------------------------------
+
+
+def _field_errors(exc: ValidationError) -> list[dict[str, str]]:
+    return [
+        {"field": ".".join(["arguments", *(str(p) for p in item["loc"])]),
+         "message": item["msg"]}
+        for item in exc.errors()
+    ]
+
+
+def _validate_arguments(*, tool_name: str, arguments: Any, spec: dict[str, Any]) -> None:
+    """Edited arguments must satisfy the tool's schema and must not be denied by policy."""
+    if not isinstance(arguments, dict):
+        raise ReviewInvalid("arguments must be a JSON object",
+                            errors=[{"field": "arguments", "message": "must be a JSON object"}])
+    try:
+        tool = registry.get(tool_name)
+    except UnknownTool:
+        raise ReviewConflict(f"tool {tool_name!r} is no longer available") from None
+    try:
+        tool.args_model.model_validate(arguments)
+    except ValidationError as exc:
+        raise ReviewInvalid(f"invalid arguments for {tool_name}",
+                            errors=_field_errors(exc)) from None
+    policy = evaluate(tool=tool, args=arguments, spec=spec)
+    if policy.action == "deny":
+        raise ReviewInvalid(f"the policy denies these arguments: {policy.reason}",
+                            errors=[{"field": "arguments", "message": policy.reason}])
+
+
+def _rejection_feedback(*, tool: str, reason: str, comment: str) -> str:
+    return compact_feedback(
+        what=f"a reviewer rejected {tool}: {reason or 'no reason given'}; it did not run",
+        expected=f"what the reviewer asks: {comment or '(no comment)'}",
+        check=f"do not repeat the same {tool} call; adapt the plan or finish",
+    )
+
+
+def _expiry_feedback(*, tool: str) -> str:
+    return compact_feedback(
+        what=f"the review of {tool} expired before anyone decided; it did not run",
+        expected="an approach that does not depend on this call",
+        check=f"do not repeat the same {tool} call unless it is essential; say so in the answer",
+    )
+
+
+def review_decide(
+    *,
+    review_id: Any,
+    user: AbstractBaseUser,
+    decision: Literal["approve", "reject"],
+    comment: str = "",
+    arguments: dict[str, Any] | None = None,
+    reason: str = "",
+) -> ReviewRequest:
+    """Approve (optionally with edited arguments) or reject a pending review.
+
+    An approval is recorded per operator; the call is approved once `approvals_required`
+    distinct operators approved the same arguments. Then the ToolCall carries the approved
+    arguments and their hash (the loop refuses to run anything else), the task goes back to
+    `queued` and its job is enqueued after commit. A rejection settles the ToolCall with
+    feedback the model sees as the tool result. Raises ReviewForbidden, ReviewConflict or
+    ReviewInvalid; on any of them nothing changes."""
+    if decision not in ("approve", "reject"):
+        raise ReviewInvalid("decision must be approve or reject",
+                            errors=[{"field": "decision", "message": "approve or reject"}])
+    if not user_can_decide(user):
+        raise ReviewForbidden("only operators may decide reviews")
+    task_id, tool_name, spec = ReviewRequest.objects.values_list(
+        "task_id", "tool", "task__spec").get(id=review_id)
+    if decision == "approve" and arguments is not None:
+        _validate_arguments(tool_name=tool_name, arguments=arguments, spec=spec)
+    actor = user.get_username()
+    with transaction.atomic():
+        task = task_lock(task_id=task_id)
+        review = ReviewRequest.objects.select_for_update().get(id=review_id)
+        if review.status != ReviewStatus.PENDING:
+            raise ReviewConflict(f"review {review_id} is already {review.status}")
+        if task.status != TaskStatus.WAITING_REVIEW:
+            raise ReviewConflict(f"task is {task.status}, not waiting for review")
+        now = timezone.now()
+        if decision == "approve":
+            if review.forbid_creator and task.created_by_id == user.pk:
+                raise ReviewForbidden("the task's creator may not approve its calls "
+                                      "(four-eyes rule)")
+            if review.approvals.filter(user=user).exists():
+                raise ReviewConflict("you already approved this call; another operator must")
+            approved = review.arguments if arguments is None else arguments
+            approved_hash = canonical_hash(approved)
+            if arguments is not None and approved_hash != canonical_hash(review.arguments):
+                review.edited_arguments = arguments
+                review.save(update_fields=["edited_arguments"])
+            ReviewApproval.objects.create(review=review, user=user, arguments_hash=approved_hash,
+                                          comment=comment, at=now)
+            count = review.approvals.filter(arguments_hash=approved_hash).count()
+            if count < review.approvals_required:
+                event_record(task_id=task.id, type="review_approval", actor=actor,
+                             step_index=task.current_step,
+                             payload={"review_id": review.id, "call_id": review.tool_call.call_id,
+                                      "approvals": count, "required": review.approvals_required,
+                                      "arguments": approved, "comment": comment})
+                audit_record(user=user, action="review_approve_partial", task_id=task.id,
+                             target=f"review {review.id}", reason=comment,
+                             before={"arguments": review.original_arguments},
+                             after={"arguments": approved, "approvals": count,
+                                    "required": review.approvals_required})
+                return review
+            return _settle(task=task, review=review, user=user, status=ReviewStatus.APPROVED,
+                           comment=comment, reason=reason, approved=approved, now=now)
+        return _settle(task=task, review=review, user=user, status=ReviewStatus.REJECTED,
+                       comment=comment, reason=reason, approved=None, now=now)
+
+
+def _settle(*, task: Task, review: ReviewRequest, user: AbstractBaseUser, status: str,
+            comment: str, reason: str, approved: dict[str, Any] | None,
+            now: datetime) -> ReviewRequest:
+    """Close the review, settle its ToolCall, requeue the task. Caller holds both locks."""
+    actor = user.get_username()
+    call = review.tool_call
+    if status == ReviewStatus.APPROVED:
+        call.status = ToolCallStatus.APPROVED
+        call.arguments = approved
+        call.arguments_hash = canonical_hash(approved)
+        call.save(update_fields=["status", "arguments", "arguments_hash"])
+    else:
+        call.status = ToolCallStatus.REJECTED
+        call.error_class = "rejected"
+        call.error_message = reason or comment or "rejected by a reviewer"
+        call.result = {"observation": _rejection_feedback(tool=review.tool, reason=reason,
+                                                          comment=comment)}
+        call.finished_at = now
+        call.save(update_fields=["status", "error_class", "error_message", "result",
+                                 "finished_at"])
+    review.status = status
+    review.decided_at = now
+    review.decided_by = user
+    review.comment = comment
+    review.decision_reason = reason[:200]
+    review.save(update_fields=["status", "decided_at", "decided_by", "comment",
+                               "decision_reason"])
+    verb = "approved" if status == ReviewStatus.APPROVED else "rejected"
+    payload = {
+        "review_id": review.id, "call_id": call.call_id, "tool": review.tool,
+        "decision": verb, "comment": comment, "reason": reason,
+        "approvers": list(review.approvals.values_list("user__username", flat=True)),
+        "original_arguments": review.original_arguments, "approved_arguments": approved,
+        "edited": approved is not None and approved != review.original_arguments,
+    }
+    event_record(task_id=task.id, type="review_decided", payload=payload, actor=actor,
+                 step_index=task.current_step)
+    audit_record(user=user, action="review_approve" if approved is not None else "review_reject",
+                 task_id=task.id, target=f"review {review.id}", reason=reason or comment,
+                 before={"arguments": review.original_arguments, "status": "pending"},
+                 after={"arguments": approved, "status": status, "comment": comment})
+    _resume(task=task, review=review, reason=f"review {verb}: {review.tool}", actor=actor,
+            now=now)
+    return review
+
+
+def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str,
+            now: datetime) -> None:
+    waited = (now - review.requested_at).total_seconds()
+    task = task_transition(
+        task_id=task.id, to=TaskStatus.QUEUED, reason=reason, actor=actor,
+        expect_from=[TaskStatus.WAITING_REVIEW],
+        fields={"review_wait_s": task.review_wait_s + max(0.0, waited)},
+    )
+    task_enqueue(task=task)
+
+
+# --- expiry (called by the periodic sweep) ------------------------------------------------
+
+
+def reviews_expire_overdue(*, now: datetime | None = None) -> int:
+    """Expire every pending review past its deadline and apply its `on_expiry` action:
+    `reject` settles the call with "expired" feedback and resumes the task (the model adapts);
+    `fail_task` fails the task with error_class `review_expired`. Returns how many expired."""
+    now = now or timezone.now()
+    overdue = list(
+        ReviewRequest.objects.filter(status=ReviewStatus.PENDING, expires_at__lte=now)
+        .order_by("expires_at").values_list("id", "task_id")
+    )
+    expired = 0
+    for review_id, task_id in overdue:
+        with transaction.atomic():
+            task = task_lock(task_id=task_id)
+            review = ReviewRequest.objects.select_for_update().get(id=review_id)
+            if review.status != ReviewStatus.PENDING:
+                continue  # decided while we were getting here
+            _expire(task=task, review=review, now=now)
+            expired += 1
+    return expired
+
+
+def _expire(*, task: Task, review: ReviewRequest, now: datetime) -> None:
+    call = review.tool_call
+    feedback = _expiry_feedback(tool=review.tool)
+    call.status = ToolCallStatus.REJECTED
+    call.error_class = "review_expired"
+    call.error_message = "the review expired before a decision"
+    call.result = {"observation": feedback}
+    call.finished_at = now
+    call.save(update_fields=["status", "error_class", "error_message", "result", "finished_at"])
+    review.status = ReviewStatus.EXPIRED
+    review.decided_at = now
+    review.save(update_fields=["status", "decided_at"])
+    event_record(task_id=task.id, type="review_expired", step_index=task.current_step,
+                 payload={"review_id": review.id, "call_id": call.call_id, "tool": review.tool,
+                          "on_expiry": review.on_expiry,
+                          "expires_at": review.expires_at.isoformat()})
+    audit_record(user=None, action="review_expire", task_id=task.id,
+                 target=f"review {review.id}", reason=f"on_expiry={review.on_expiry}",
+                 before={"status": "pending"}, after={"status": ReviewStatus.EXPIRED})
+    if task.status != TaskStatus.WAITING_REVIEW:
+        return
+    if review.on_expiry == "fail_task":
+        task_transition(
+            task_id=task.id, to=TaskStatus.FAILED, reason=f"review of {review.tool} expired",
+            expect_from=[TaskStatus.WAITING_REVIEW],
+            fields={"error_class": "review_expired",
+                    "error_message": f"the review of {review.tool} (review {review.id}) "
+                                     "expired before anyone decided"},
+        )
+        return
+    _resume(task=task, review=review, reason=f"review expired: {review.tool}", actor="",
+            now=now)

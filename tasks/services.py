@@ -83,6 +83,13 @@ def audit_record(
 # --- the state machine ----------------------------------------------------------------------
 
 
+def task_lock(*, task_id: Any) -> Task:
+    """Inside a transaction: lock and return the task row. Lock contract: services that also
+    lock rows of other apps (reviews, checkpoints) take the task row first, the order
+    task_transition and the worker's fenced writes use, so they cannot deadlock."""
+    return Task.objects.select_for_update().get(id=task_id)
+
+
 def task_transition(
     *,
     task_id: Any,

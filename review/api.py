@@ -1,0 +1,123 @@
+"""`/api/v1/reviews…` endpoints. Thin: parse, call one service or selector, shape the output."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja import Field, Query, Router, Schema
+
+from review import selectors, services
+from review.models import ReviewRequest
+
+router = Router(tags=["reviews"])
+
+
+class ErrorOut(Schema):
+    detail: str
+    errors: list[dict[str, str]] | None = None
+
+
+class ApprovalOut(Schema):
+    user: str
+    at: datetime
+    arguments_hash: str
+    comment: str
+
+
+class ReviewOut(Schema):
+    id: int
+    task_id: UUID
+    task_title: str
+    call_id: str
+    tool: str
+    risk: str
+    kind: str
+    status: str
+    arguments: dict[str, Any]
+    original_arguments: dict[str, Any]
+    edited_arguments: dict[str, Any] | None
+    matched_rules: list[dict[str, Any]]
+    reason: str
+    preview: str
+    approvals_required: int
+    approvals: list[ApprovalOut]
+    forbid_creator: bool
+    on_expiry: str
+    checkpoint_id: UUID | None
+    requested_at: datetime
+    expires_at: datetime | None
+    time_left_s: float | None
+    decided_at: datetime | None
+    decided_by: str | None
+    decision_reason: str
+    comment: str
+    url: str
+
+    @staticmethod
+    def resolve_task_title(obj: ReviewRequest) -> str:
+        return obj.task.title
+
+    @staticmethod
+    def resolve_call_id(obj: ReviewRequest) -> str:
+        return obj.tool_call.call_id
+
+    @staticmethod
+    def resolve_approvals(obj: ReviewRequest) -> list[dict[str, Any]]:
+        return selectors.review_approvers(review=obj)
+
+    @staticmethod
+    def resolve_time_left_s(obj: ReviewRequest) -> float | None:
+        if obj.expires_at is None or obj.status != "pending":
+            return None
+        return max(0.0, (obj.expires_at - timezone.now()).total_seconds())
+
+    @staticmethod
+    def resolve_decided_by(obj: ReviewRequest) -> str | None:
+        return obj.decided_by.get_username() if obj.decided_by_id else None
+
+    @staticmethod
+    def resolve_url(obj: ReviewRequest) -> str:
+        return services.review_url(review_id=obj.id)
+
+
+class ReviewFilters(Schema):
+    status: str | None = None
+    tool: str | None = None
+    risk: str | None = None
+    task_id: str | None = None
+    limit: int = Field(default=100, ge=1, le=500)
+
+
+class DecisionIn(Schema):
+    decision: Literal["approve", "reject"]
+    comment: str = Field(default="", max_length=10_000)
+    arguments: dict[str, Any] | None = None
+    reason: str = Field(default="", max_length=200)
+
+
+@router.get("reviews", response=list[ReviewOut])
+def review_list(request: HttpRequest, filters: Query[ReviewFilters]):
+    return selectors.reviews_list(status=filters.status, tool=filters.tool, risk=filters.risk,
+                                  task=filters.task_id)[: filters.limit]
+
+
+@router.get("reviews/{review_id}", response=ReviewOut)
+def review_get(request: HttpRequest, review_id: str):
+    return selectors.access_review(request.user, review_id)
+
+
+@router.post("reviews/{review_id}/decision",
+             response={200: ReviewOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut})
+def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
+    review = selectors.access_review(request.user, review_id)
+    try:
+        services.review_decide(review_id=review.id, user=request.user, decision=body.decision,
+                               comment=body.comment, arguments=body.arguments,
+                               reason=body.reason)
+    except services.ReviewError as exc:
+        return exc.status, {"detail": exc.message, "errors": exc.errors or None}
+    return 200, selectors.access_review(request.user, review.id)

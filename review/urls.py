@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from review import views
+
+app_name = "review"
+
+urlpatterns = [
+    path("", views.inbox, name="inbox"),
+    path("<int:review_id>/", views.review_detail, name="detail"),
+    path("<int:review_id>/decide/", views.review_decide, name="decide"),
+]

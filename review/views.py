@@ -1,0 +1,98 @@
+"""Server-rendered review pages. Thin: read through selectors, act through one service."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from review import selectors, services
+from review.models import ReviewRequest, ReviewStatus, RuleRisk
+from tasks.tools.registry import UnknownTool, registry
+
+DECISIONS = {"approve": "approve", "edit": "approve", "reject": "reject"}
+
+
+@login_required
+def inbox(request: HttpRequest) -> HttpResponse:
+    status = request.GET.get("status", ReviewStatus.PENDING)
+    filters = {key: request.GET.get(key, "") for key in ("tool", "risk", "task")}
+    reviews = selectors.reviews_list(status=None if status == "all" else status, **{
+        key: value or None for key, value in filters.items()})
+    page = Paginator(reviews, 50).get_page(request.GET.get("page"))
+    return render(request, "review/inbox.html", {
+        "page": page, "status": status, **filters,
+        "statuses": ["all", *ReviewStatus.values], "risks": RuleRisk.values,
+        "tools": selectors.reviews_tools(),
+    })
+
+
+def _detail(request: HttpRequest, review: ReviewRequest, *, arguments_text: str | None = None,
+            errors: list[dict[str, str]] | None = None, error: str = "",
+            status: int = 200) -> HttpResponse:
+    try:
+        schema = json.dumps(registry.get(review.tool).json_schema(), indent=2)
+    except UnknownTool:
+        schema = ""
+    can_decide = selectors.user_can_decide(request.user)
+    return render(request, "review/detail.html", {
+        "review": review,
+        "rules": [selectors.rule_text(rule) for rule in review.matched_rules],
+        "preview_lines": review.preview.splitlines(),
+        "arguments_text": arguments_text or json.dumps(review.arguments, indent=2,
+                                                       ensure_ascii=False),
+        "original_text": json.dumps(review.original_arguments, indent=2, ensure_ascii=False),
+        "schema": schema,
+        "recent_messages": selectors.review_recent_messages(review=review),
+        "approvals": selectors.review_approvers(review=review),
+        "can_decide": can_decide and review.status == ReviewStatus.PENDING,
+        "creator_blocked": review.forbid_creator and review.task.created_by_id == request.user.pk,
+        "errors": errors or [],
+        "error": error,
+    }, status=status)
+
+
+@login_required
+def review_detail(request: HttpRequest, review_id: int) -> HttpResponse:
+    return _detail(request, selectors.access_review(request.user, review_id))
+
+
+@login_required
+@require_POST
+def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
+    review = selectors.access_review(request.user, review_id)
+    choice = request.POST.get("decision", "")
+    arguments = None
+    arguments_text = request.POST.get("arguments")
+    if choice == "edit":
+        try:
+            arguments = json.loads(arguments_text or "")
+        except ValueError as exc:
+            return _detail(request, review, arguments_text=arguments_text, status=422,
+                           error="The arguments are not valid JSON.",
+                           errors=[{"field": "arguments", "message": str(exc)}])
+    try:
+        review = services.review_decide(
+            review_id=review.id, user=request.user, decision=DECISIONS.get(choice, choice),
+            comment=request.POST.get("comment", "").strip(), arguments=arguments,
+            reason=request.POST.get("reason", "").strip(),
+        )
+    except services.ReviewInvalid as exc:
+        return _detail(request, review, arguments_text=arguments_text, status=exc.status,
+                       error=exc.message, errors=exc.errors)
+    except services.ReviewForbidden as exc:
+        return _detail(request, review, status=exc.status, error=exc.message)
+    except services.ReviewConflict as exc:
+        messages.error(request, exc.message)
+        return redirect("review:detail", review_id=review.id)
+    if review.status == ReviewStatus.PENDING:
+        messages.success(request, f"Approval recorded ({review.approvals.count()} of "
+                                  f"{review.approvals_required}); waiting for another operator.")
+        return redirect("review:detail", review_id=review.id)
+    messages.success(request, f"{review.tool} {review.status}; the task resumes.")
+    return redirect("tasks:detail", task_id=review.task_id)
