@@ -8,7 +8,7 @@ from uuid import UUID
 
 from django.http import HttpRequest
 from django.utils import timezone
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Router, Schema, Status
 
 from review import selectors, services
 from review.models import ReviewRequest
@@ -84,14 +84,6 @@ class ReviewOut(Schema):
         return services.review_url(review_id=obj.id)
 
 
-class ReviewFilters(Schema):
-    status: str | None = None
-    tool: str | None = None
-    risk: str | None = None
-    task_id: str | None = None
-    limit: int = Field(default=100, ge=1, le=500)
-
-
 class DecisionIn(Schema):
     decision: Literal["approve", "reject"]
     comment: str = Field(default="", max_length=10_000)
@@ -100,9 +92,10 @@ class DecisionIn(Schema):
 
 
 @router.get("reviews", response=list[ReviewOut])
-def review_list(request: HttpRequest, filters: Query[ReviewFilters]):
-    return selectors.reviews_list(status=filters.status, tool=filters.tool, risk=filters.risk,
-                                  task=filters.task_id)[: filters.limit]
+def review_list(request: HttpRequest, status: str | None = None, tool: str | None = None,
+                risk: str | None = None, task_id: str | None = None,
+                limit: int = Query(100, ge=1, le=500)):
+    return selectors.reviews_list(status=status, tool=tool, risk=risk, task=task_id)[:limit]
 
 
 @router.get("reviews/{review_id}", response=ReviewOut)
@@ -119,5 +112,5 @@ def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
                                comment=body.comment, arguments=body.arguments,
                                reason=body.reason)
     except services.ReviewError as exc:
-        return exc.status, {"detail": exc.message, "errors": exc.errors or None}
-    return 200, selectors.access_review(request.user, review.id)
+        return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
+    return Status(200, selectors.access_review(request.user, review.id))

@@ -9,8 +9,9 @@ import shutil
 import pytest
 
 from tasks.models import Task
+from tests.conftest import PASSWORD, wait_for
 
-from .conftest import delete_script, make_task, wait_for
+from .conftest import delete_script, make_task
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -47,12 +48,12 @@ def test_operator_approves_in_the_browser_and_the_task_finishes(live_server, wor
     task = make_task(delete_script(), ["delete_file"], enqueue=True, title="clean old logs",
                      workspace={"files": {"old.log": "stale\n"}})
     wait_for(lambda: Task.objects.get(pk=task.pk).status == "waiting_review",
-             what="the task to pause for review")
+             message="the task to pause for review")
 
     page.goto(f"{live_server.url}/reviews/")
     assert "/accounts/login/" in page.url
-    page.fill("input[name=username]", "olivia")
-    page.fill("input[name=password]", "pw-olivia")
+    page.fill("input[name=username]", operator.username)
+    page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/reviews/")
     assert page.inner_text("[data-testid=pending-count]") == "1"
@@ -69,6 +70,6 @@ def test_operator_approves_in_the_browser_and_the_task_finishes(live_server, wor
         page.reload()
         return page.inner_text("[data-testid=task-status]") == "succeeded"
 
-    wait_for(finished, timeout=30, interval=0.3, what="the task page to show succeeded")
+    wait_for(finished, 30, interval=0.3, message="the task page to show succeeded")
     assert not (task.workspace_path / "old.log").exists()
     assert page.query_selector("[data-testid=pending-count]") is None

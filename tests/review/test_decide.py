@@ -56,7 +56,7 @@ def test_approval_runs_exactly_the_approved_call(paused_review, operator):
     call.refresh_from_db()
     assert call.status == "succeeded" and call.attempts == 1
     decided = task.events.get(type="review_decided")
-    assert decided.actor == "olivia"
+    assert decided.actor == "operator"
     assert decided.payload["decision"] == "approved"
     assert decided.payload["original_arguments"] == decided.payload["approved_arguments"]
     audit = AuditEntry.objects.get(action="review_approve")

@@ -9,7 +9,6 @@ from datetime import timedelta
 import django_rq
 import pytest
 from django.db import connection
-from django.test import Client
 from rq.job import Job
 
 from checkpoints.services import checkpoint_decode
@@ -17,8 +16,9 @@ from review.models import ReviewRequest
 from review.services import reviews_expire_overdue
 from tasks.models import Task, ToolCall
 from tasks.tools.testing import ledger_records
+from tests.conftest import ApiClient, wait_for
 
-from .conftest import delete_script, make_task, wait_for
+from .conftest import delete_script, make_task
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -29,7 +29,7 @@ def status_of(task: Task) -> str:
 
 def wait_status(task: Task, *statuses: str, timeout: float = 30.0) -> str:
     return wait_for(lambda: status_of(task) if status_of(task) in statuses else None,
-                    timeout=timeout, what=f"task {task.pk} to become {'/'.join(statuses)}")
+                    timeout, message=f"task {task.pk} to become {'/'.join(statuses)}")
 
 
 def pending_review(task: Task) -> ReviewRequest:
@@ -37,9 +37,8 @@ def pending_review(task: Task) -> ReviewRequest:
     return ReviewRequest.objects.get(task=task, status="pending")
 
 
-def decide(client: Client, review_id: int, **body):
-    return client.post(f"/api/v1/reviews/{review_id}/decision", body,
-                       content_type="application/json")
+def decide(client: ApiClient, review_id: int, **body):
+    return client.post(f"/api/v1/reviews/{review_id}/decision", body)
 
 
 def last_tool_message(task: Task) -> str:
@@ -55,7 +54,7 @@ def test_delete_file_pauses_and_the_job_ends_then_approval_deletes(workers, api_
     review = pending_review(task)
     task.refresh_from_db()
     job = Job.fetch(task.rq_job_id, connection=django_rq.get_connection("default"))
-    wait_for(lambda: job.get_status(refresh=True) == "finished", what="the job to end")
+    wait_for(lambda: job.get_status(refresh=True) == "finished", message="the job to end")
     assert job.return_value() == "paused"
     assert (task.workspace_path / "old.log").exists()
 
@@ -102,7 +101,7 @@ def test_twenty_concurrent_decisions_one_wins_and_the_tool_runs_once(workers, ap
     barrier = threading.Barrier(20)
     codes: list[int] = []
 
-    def one(client: Client) -> None:
+    def one(client: ApiClient) -> None:
         try:
             barrier.wait()
             codes.append(decide(client, review.id, decision="approve").status_code)
