@@ -7,6 +7,7 @@ import os
 import shutil
 
 import pytest
+from django.db import connections
 
 from tasks.models import Task
 from tests.conftest import PASSWORD, wait_for
@@ -41,6 +42,9 @@ def page(monkeypatch):
             yield page
         finally:
             browser.close()
+            # ORM calls made while Playwright's loop runs get their own connection (Django's
+            # connections are context-local): close it, or the test database cannot be dropped.
+            connections.close_all()
 
 
 def test_operator_approves_in_the_browser_and_the_task_finishes(live_server, workers, page,
