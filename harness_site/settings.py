@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "tasks",
     "checkpoints",
     "review",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -113,6 +114,11 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "dashboard.staticfiles.PlotlyFinder",
+]
 WHITENOISE_USE_FINDERS = True
 
 LOGGING = {

@@ -38,6 +38,8 @@ class Task(models.Model):
     result = models.TextField(blank=True, default="")
     error_class = models.CharField(max_length=50, blank=True, default="", db_index=True)
     error_message = models.TextField(blank=True, default="")
+    # error class + normalised message (tasks.errors); failure groups GROUP BY it.
+    error_fingerprint = models.CharField(max_length=16, blank=True, default="")
 
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
@@ -71,6 +73,10 @@ class Task(models.Model):
             models.Index(fields=["status", "-created_at"], name="task_status_created"),
             models.Index(fields=["status", "heartbeat_at"], name="task_status_heartbeat"),
             models.Index(fields=["error_class", "-finished_at"], name="task_error_finished"),
+            # Failure groups (stats) and the list's `fingerprint` filter.
+            models.Index(fields=["error_fingerprint", "-finished_at"], name="task_fprint_finished"),
+            # The list's creator filter, newest first.
+            models.Index(fields=["created_by", "-created_at"], name="task_creator_created"),
         ]
         permissions = [("operate_task", "Can cancel, retry, resume and roll back tasks")]
 

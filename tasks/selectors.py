@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.fields.json import KT
 from django.http import Http404
+from django.utils import timezone
 
 from tasks.models import Task, TaskEvent, ToolCall
 
@@ -39,12 +44,55 @@ def access_task(user: AbstractBaseUser, task_id: Any, *, lock: bool = False) -> 
         raise
 
 
-def tasks_list(*, status: str | None = None, q: str | None = None) -> QuerySet[Task]:
+def _day_start(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
+
+
+def tasks_list(
+    *,
+    status: str | Iterable[str] | None = None,
+    q: str | None = None,
+    tool: str | None = None,
+    error_class: str | None = None,
+    fingerprint: str | None = None,
+    creator: str | None = None,
+    created_from: date | None = None,
+    created_to: date | None = None,
+    finished_from: datetime | None = None,
+    finished_to: datetime | None = None,
+) -> QuerySet[Task]:
+    """Tasks newest first, narrowed by the task list's filters (all optional, ANDed).
+
+    Indexes: status -> task_status_created, error_class -> task_error_finished, fingerprint ->
+    task_fprint_finished, creator -> task_creator_created, dates -> created_at / finished_at,
+    tool -> the (task, call_id) unique index of the tool-call ledger."""
     qs = Task.objects.select_related("created_by").order_by("-created_at")
     if status:
-        qs = qs.filter(status__in=[s for s in status.split(",") if s])
+        statuses = status.split(",") if isinstance(status, str) else list(status)
+        qs = qs.filter(status__in=[s for s in statuses if s])
     if q:
-        qs = qs.filter(Q(title__icontains=q) | Q(goal__icontains=q))
+        text = Q(title__icontains=q) | Q(goal__icontains=q)
+        try:
+            text |= Q(id=uuid.UUID(q.strip()))
+        except ValueError:
+            pass
+        qs = qs.filter(text)
+    if tool:
+        qs = qs.filter(Exists(ToolCall.objects.filter(task=OuterRef("pk"), tool=tool)))
+    if error_class:
+        qs = qs.filter(error_class=error_class)
+    if fingerprint:
+        qs = qs.filter(error_fingerprint=fingerprint)
+    if creator:
+        qs = qs.filter(created_by__username=creator)
+    if created_from:
+        qs = qs.filter(created_at__gte=_day_start(created_from))
+    if created_to:
+        qs = qs.filter(created_at__lt=_day_start(created_to) + timedelta(days=1))
+    if finished_from:
+        qs = qs.filter(finished_at__gte=finished_from)
+    if finished_to:
+        qs = qs.filter(finished_at__lt=finished_to)
     return qs
 
 
@@ -57,3 +105,35 @@ def task_events(*, task: Task, after: int | None = None) -> QuerySet[TaskEvent]:
 
 def task_tool_calls(*, task: Task) -> QuerySet[ToolCall]:
     return ToolCall.objects.filter(task=task).order_by("id")
+
+
+# Payload keys the timeline and the compact event view read. Extracted in SQL (->>) so a
+# 1,000-step task's page never decodes its model transcripts.
+_EVENT_KEYS = ("call_id", "tool", "status", "attempt", "error_class", "duration_ms", "from", "to",
+               "reason", "decision", "step", "turn", "prompt_tokens", "completion_tokens")
+
+
+def task_event_summaries(*, task: Task) -> list[dict[str, Any]]:
+    """Every event of the task, oldest first, as {id, type, step_index, actor, created_at,
+    <payload keys as text or None>} — without the full payload. Served by event_task_seq."""
+    annotations = {f"p_{key}": KT(f"payload__{key}") for key in _EVENT_KEYS}
+    rows = (
+        TaskEvent.objects.filter(task=task).order_by("id")
+        .values("id", "type", "step_index", "actor", "created_at").annotate(**annotations)
+    )
+    return [
+        {**{k: v for k, v in row.items() if not k.startswith("p_")},
+         **{k[2:]: v for k, v in row.items() if k.startswith("p_")}}
+        for row in rows
+    ]
+
+
+def task_tool_call_attempts(*, task: Task) -> list[dict[str, Any]]:
+    """The task's tool calls (oldest first) with their attempt logs, without arguments or
+    results."""
+    return list(
+        ToolCall.objects.filter(task=task).order_by("id").values(
+            "id", "call_id", "tool", "status", "step_index", "attempts", "attempt_log",
+            "error_class", "error_message", "started_at", "finished_at", "duration_ms",
+        )
+    )

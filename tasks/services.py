@@ -13,6 +13,7 @@ from django.db import connection, models, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from tasks.errors import error_fingerprint
 from tasks.models import ApiToken, AuditEntry, Task, TaskEvent
 from tasks.spec import TaskSpec
 from tasks.states import (
@@ -125,6 +126,11 @@ def task_transition(
             updates.setdefault("started_at", now)
         if to == TaskStatus.QUEUED:
             updates.setdefault("finished_at", None)
+        if "error_class" in updates or "error_message" in updates:
+            updates["error_fingerprint"] = error_fingerprint(
+                updates.get("error_class", task.error_class),
+                updates.get("error_message", task.error_message),
+            )
         if Task.objects.filter(id=task_id, status=frm).update(**updates) != 1:
             raise TransitionConflict(f"task {task_id} changed while transitioning")
         event_record(

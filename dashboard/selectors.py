@@ -1,0 +1,52 @@
+"""Read-side queries for the overview and the audit log."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from django.db.models import Count, Min, QuerySet
+from django.utils import timezone
+
+from review.models import ReviewRequest, ReviewStatus
+from tasks.models import AuditEntry, Task
+from tasks.states import ACTIVE, TaskStatus
+
+
+def status_counts() -> dict[str, Any]:
+    """{"counts": {status: n} for every status, "active": n, "oldest_review_at": datetime}.
+
+    One GROUP BY over task_status_created plus one MIN over review_status_requested."""
+    counts = dict(Task.objects.values_list("status").annotate(n=Count("id")).order_by())
+    oldest = ReviewRequest.objects.filter(
+        status=ReviewStatus.PENDING, task__status=TaskStatus.WAITING_REVIEW
+    ).aggregate(at=Min("requested_at"))["at"]
+    return {
+        "counts": {status: counts.get(status, 0) for status in TaskStatus.values},
+        "active": sum(counts.get(status, 0) for status in ACTIVE),
+        "oldest_review_at": oldest,
+    }
+
+
+def _day_start(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
+
+
+def audit_entries(
+    *, actor: str | None = None, action: str | None = None, task_id: Any = None,
+    date_from: date | None = None, date_to: date | None = None,
+) -> QuerySet[AuditEntry]:
+    """Audit entries newest first, narrowed by the audit page's filters (served by `at`,
+    audit_action_at and the task foreign-key index)."""
+    qs = AuditEntry.objects.order_by("-at", "-id")
+    if actor:
+        qs = qs.filter(actor_name=actor)
+    if action:
+        qs = qs.filter(action=action)
+    if task_id:
+        qs = qs.filter(task_id=task_id)
+    if date_from:
+        qs = qs.filter(at__gte=_day_start(date_from))
+    if date_to:
+        qs = qs.filter(at__lt=_day_start(date_to) + timedelta(days=1))
+    return qs

@@ -1,0 +1,37 @@
+"""`/`: what needs an operator now, and how the last window went."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from dashboard import charts, selectors, stats
+from dashboard.views.common import is_htmx, request_window
+from dashboard.windows import WINDOW_CHOICES
+from tasks.selectors import tasks_list
+
+
+@login_required
+def overview(request: HttpRequest) -> HttpResponse:
+    window = request_window(request, default="24h")
+    context = {"status": selectors.status_counts(), "window": window}
+    if is_htmx(request):
+        return render(request, "dashboard/_status_counts.html", context)
+    mix = stats.error_class_mix(window)
+    finished = {"finished_from": window.since, "finished_to": window.until}
+    for row in mix:
+        row["url"] = charts.task_list_url(status="failed", error_class=row["error_class"],
+                                          **finished)
+    context.update({
+        "windows": WINDOW_CHOICES,
+        "outcomes": stats.task_outcomes(window),
+        "links": {status: charts.task_list_url(status=status, **finished)
+                  for status in ("failed", "succeeded", "canceled")},
+        "error_mix": mix,
+        "over_time_figure": charts.failure_rate_over_time_figure(
+            stats.failure_rate_over_time(window), window),
+        "mix_figure": charts.error_class_mix_figure(mix, window),
+        "recent": tasks_list()[:10],
+    })
+    return render(request, "dashboard/overview.html", context)

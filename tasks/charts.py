@@ -1,0 +1,276 @@
+"""Figure data for the task page: the execution timeline as a Plotly figure dict.
+
+Built from the task's event summaries, its tool-call attempt logs and its checkpoint marks
+(see tasks.selectors / checkpoints.selectors); the template only embeds the dict. Bars are
+horizontal Plotly bars on a date axis (`base` = start, `x` = duration in ms), one trace per
+kind, so a 1,000-step task stays a handful of traces.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tasks.models import Task, ToolCallStatus
+from tasks.states import TaskStatus
+
+ROW_STEPS = "steps"
+ROW_MODEL = "model"
+ROW_HUMAN = "waiting for human"
+ROW_BACKOFF = "retry backoff"
+ROW_CHECKPOINTS = "checkpoints"
+
+LEVEL_COLORS = {"task": "#7b3fbf", "step": "#2457c5", "tool": "#c77700"}
+STATUS_COLORS = {
+    ToolCallStatus.SUCCEEDED: "#1e7b34",
+    ToolCallStatus.FAILED: "#b3261e",
+    ToolCallStatus.TIMED_OUT: "#d9480f",
+    ToolCallStatus.UNKNOWN_OUTCOME: "#862e9c",
+    ToolCallStatus.RUNNING: "#2457c5",
+}
+SUPERSEDED_OPACITY = 0.3
+
+
+def tool_row(name: str) -> str:
+    return f"tool · {name}"
+
+
+def plotly_time(at: datetime) -> str:
+    # Plotly.js dates carry no time zone: everything is plotted in UTC.
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC)
+    return at.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _parse(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class _Bars:
+    """One bar trace being accumulated."""
+
+    name: str
+    color: str | list[str]
+    rows: list[str] = field(default_factory=list)
+    starts: list[datetime] = field(default_factory=list)
+    durations: list[float] = field(default_factory=list)
+    hover: list[str] = field(default_factory=list)
+    colors: list[str] = field(default_factory=list)
+
+    def add(self, row: str, start: datetime, end: datetime, hover: str, color: str = "") -> None:
+        end = max(end, start)
+        self.rows.append(row)
+        self.starts.append(start)
+        self.durations.append((end - start).total_seconds() * 1000)
+        self.hover.append(hover)
+        self.colors.append(color or str(self.color))
+
+    def trace(self, superseded: list[tuple[datetime, datetime]]) -> dict[str, Any]:
+        opacity = [SUPERSEDED_OPACITY if _within(s, superseded) else 1.0 for s in self.starts]
+        return {
+            "type": "bar", "orientation": "h", "name": self.name, "y": self.rows,
+            "base": [plotly_time(s) for s in self.starts], "x": self.durations,
+            "hovertext": self.hover, "hoverinfo": "text",
+            "marker": {"color": self.colors, "opacity": opacity},
+            "meta": {"kind": self.name},
+        }
+
+
+def _within(at: datetime, ranges: list[tuple[datetime, datetime]]) -> bool:
+    return any(lo < at < hi for lo, hi in ranges)
+
+
+def superseded_ranges(checkpoints: list[dict[str, Any]]) -> list[tuple[datetime, datetime]]:
+    """Time ranges of abandoned branches: from the checkpoint a run of superseded checkpoints
+    forked from, to the next live checkpoint (the rollback's)."""
+    ranges = []
+    previous_live: datetime | None = None
+    run_start: datetime | None = None
+    for cp in checkpoints:
+        if cp["superseded"]:
+            if run_start is None:
+                run_start = previous_live or cp["created_at"]
+            continue
+        if run_start is not None:
+            ranges.append((run_start, cp["created_at"]))
+            run_start = None
+        previous_live = cp["created_at"]
+    return ranges
+
+
+def task_timeline(
+    *, task: Task, events: list[dict[str, Any]], calls: list[dict[str, Any]],
+    checkpoints: list[dict[str, Any]], now: datetime,
+) -> dict[str, Any]:
+    """The timeline figure: steps, model calls and every tool-call attempt as bars; time
+    waiting for a human (and in retry backoff) as shaded spans; checkpoints as markers by
+    level (one trace per level, superseded ones dimmed in their own trace); errors as ✕."""
+    running = task.status == TaskStatus.RUNNING
+    steps: dict[int, list[datetime]] = {}
+    steps_bars = _Bars("steps", "#8aa1c1")
+    model_bars = _Bars("model calls", "#5c7cfa")
+    tool_bars = _Bars("tool attempts", "#1e7b34")
+    human_bars = _Bars("waiting for human", "rgba(178,106,0,0.45)")
+    backoff_bars = _Bars("retry backoff", "rgba(120,120,120,0.35)")
+    errors: dict[str, list] = defaultdict(list)
+
+    def extend_step(index: int | None, start: datetime, end: datetime) -> None:
+        if index is None or index < 0:
+            return
+        span = steps.setdefault(index, [start, end])
+        span[0] = min(span[0], start)
+        span[1] = max(span[1], end)
+
+    def error(row: str, at: datetime, text: str) -> None:
+        errors["y"].append(row)
+        errors["x"].append(at)
+        errors["text"].append(text)
+
+    open_spans: dict[str, datetime] = {}
+    for e in events:
+        at, kind = e["created_at"], e["type"]
+        if kind == "model_decision":
+            start = at - _ms(_number(e["duration_ms"]) or 0.0)
+            tokens = int(_number(e["prompt_tokens"]) or 0) + int(
+                _number(e["completion_tokens"]) or 0)
+            model_bars.add(ROW_MODEL, start, at,
+                           f"model turn {e['turn'] or '?'} · step {e['step_index']}"
+                           f" · {_number(e['duration_ms']) or 0:.0f} ms · {tokens} tokens")
+            extend_step(e["step_index"], start, at)
+        elif kind == "step_finished":
+            finished = int(_number(e["step"]) or 0) - 1
+            extend_step(finished, at, at)
+        elif kind == "model_error":
+            error(ROW_MODEL, at, f"model error: {e['error_class'] or ''}")
+        elif kind == "tool_refused":
+            error(tool_row(e["tool"] or "?"), at,
+                  f"{e['call_id']} refused: {e['error_class'] or ''}")
+        elif kind == "task_stopped":
+            error(ROW_STEPS, at, f"task stopped: {e['error_class'] or ''}")
+        elif kind == "status":
+            for state, row in ((TaskStatus.WAITING_REVIEW, ROW_HUMAN),
+                               (TaskStatus.RETRY_WAIT, ROW_BACKOFF)):
+                if e["to"] == state:
+                    open_spans[row] = at
+                elif e["from"] == state and row in open_spans:
+                    _close_span(human_bars if row == ROW_HUMAN else backoff_bars, row,
+                                open_spans.pop(row), at, e["reason"] or e["to"] or "")
+    for row, start in open_spans.items():
+        _close_span(human_bars if row == ROW_HUMAN else backoff_bars, row, start, now, "still")
+
+    for call in calls:
+        row = tool_row(call["tool"])
+        log = call["attempt_log"] or []
+        for attempt in log:
+            start, end = _parse(attempt.get("started_at")), _parse(attempt.get("finished_at"))
+            if start is None:
+                continue
+            end = end or start
+            status = attempt.get("status", "")
+            text = f"{call['call_id']} attempt {attempt.get('n', '?')} · {status}"
+            if attempt.get("error_class"):
+                text += f" · {attempt['error_class']}: {attempt.get('error_message', '')[:200]}"
+                error(row, end, text)
+            tool_bars.add(row, start, end, text, STATUS_COLORS.get(status, "#868e96"))
+            extend_step(call["step_index"], start, end)
+        if call["status"] == ToolCallStatus.RUNNING and call["started_at"] and (
+                len(log) < call["attempts"]):
+            tool_bars.add(row, call["started_at"], now,
+                          f"{call['call_id']} attempt {call['attempts']} · running",
+                          STATUS_COLORS[ToolCallStatus.RUNNING])
+            extend_step(call["step_index"], call["started_at"], now)
+
+    if running and steps:
+        extend_step(max(steps), now, now)
+    for index in sorted(steps):
+        start, end = steps[index]
+        steps_bars.add(ROW_STEPS, start, end,
+                       f"step {index} · {(end - start).total_seconds():.3f} s")
+
+    superseded = superseded_ranges(checkpoints)
+    data = [b.trace(superseded) for b in
+            (steps_bars, model_bars, tool_bars, human_bars, backoff_bars) if b.rows]
+    data += _checkpoint_traces(checkpoints)
+    if errors["x"]:
+        data.append({
+            "type": "scatter", "mode": "markers", "name": "errors", "y": errors["y"],
+            "x": [plotly_time(x) for x in errors["x"]], "hovertext": errors["text"],
+            "hoverinfo": "text",
+            "marker": {"symbol": "x", "size": 10, "color": "#b3261e", "line": {"width": 1}},
+            "meta": {"kind": "errors"},
+        })
+
+    tool_rows = sorted({tool_row(c["tool"]) for c in calls}
+                       | {y for y in errors["y"] if y.startswith("tool · ")})
+    rows = [ROW_STEPS, ROW_MODEL, *tool_rows]
+    rows += [r for r, bars in ((ROW_HUMAN, human_bars), (ROW_BACKOFF, backoff_bars)) if bars.rows]
+    if checkpoints:
+        rows.append(ROW_CHECKPOINTS)
+    shapes = [
+        {"type": "rect", "xref": "x", "yref": "paper", "y0": 0, "y1": 1,
+         "x0": plotly_time(start), "x1": plotly_time(_end(start, ms)),
+         "fillcolor": "rgba(178,106,0,0.12)", "line": {"width": 0}, "layer": "below"}
+        for start, ms in zip(human_bars.starts, human_bars.durations, strict=True)
+    ]
+    return {
+        "data": data,
+        "layout": {
+            "barmode": "overlay", "height": 140 + 34 * len(rows), "hovermode": "closest",
+            "margin": {"l": 150, "r": 20, "t": 10, "b": 40},
+            "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
+            "yaxis": {"type": "category", "categoryorder": "array",
+                      "categoryarray": list(reversed(rows)), "automargin": True},
+            "legend": {"orientation": "h", "y": -0.25},
+            "shapes": shapes,
+        },
+    }
+
+
+def _ms(value: float) -> timedelta:
+    return timedelta(milliseconds=value)
+
+
+def _end(start: datetime, duration_ms: float) -> datetime:
+    return start + _ms(duration_ms)
+
+
+def _close_span(bars: _Bars, row: str, start: datetime, end: datetime, how: str) -> None:
+    seconds = (end - start).total_seconds()
+    bars.add(row, start, end, f"{row} · {seconds:.1f} s · {how}")
+
+
+def _checkpoint_traces(checkpoints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
+    for cp in checkpoints:
+        groups[(cp["level"], cp["superseded"])].append(cp)
+    traces = []
+    for (level, superseded), marks in sorted(groups.items()):
+        traces.append({
+            "type": "scatter", "mode": "markers",
+            "name": f"checkpoints · {level}" + (" (superseded)" if superseded else ""),
+            "y": [ROW_CHECKPOINTS] * len(marks),
+            "x": [plotly_time(cp["created_at"]) for cp in marks],
+            "hovertext": [f"#{cp['seq']} {cp['level']} · {cp['trigger']} · step "
+                          f"{cp['step_index']}" + (" · superseded" if superseded else "")
+                          for cp in marks],
+            "hoverinfo": "text",
+            "marker": {"symbol": "diamond", "size": 9, "color": LEVEL_COLORS.get(level, "#444"),
+                       "opacity": SUPERSEDED_OPACITY if superseded else 1.0},
+            "meta": {"kind": "checkpoints", "level": level, "superseded": superseded},
+        })
+    return traces

@@ -1,0 +1,41 @@
+"""Error fingerprints: the error class plus the message with its volatile parts (ids, numbers,
+paths, hashes) replaced, so that "the same failure" groups together across tasks.
+
+Computed when an error is recorded (`tasks.services.task_transition`) and stored in
+`Task.error_fingerprint`, so failure groups are a plain SQL GROUP BY."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
+# 8+ hex digits mixing letters and digits (hashes, job ids), or any 0x literal.
+_HEX = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b|\b0x[0-9a-f]+\b", re.I)
+_PATH = re.compile(r"(?<![\w<])(?:[A-Za-z]:)?(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*|"
+                   r"(?<![\w<])/[\w.-]+")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_SPACE = re.compile(r"\s+")
+
+
+def error_normalise(message: str) -> str:
+    """The message with volatile parts replaced by placeholders (`<uuid>`, `<url>`, `<path>`,
+    `<hex>`, `<n>`); quoted values keep their quotes but lose their content."""
+    text = message[:2000]
+    text = _URL.sub("<url>", text)
+    text = _QUOTED.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[0], text)
+    text = _PATH.sub("<path>", text)
+    text = _UUID.sub("<uuid>", text)
+    text = _HEX.sub("<hex>", text)
+    text = _NUMBER.sub("<n>", text)
+    return _SPACE.sub(" ", text).strip()[:500]
+
+
+def error_fingerprint(error_class: str, message: str) -> str:
+    """16 hex digits identifying (error class, normalised message); "" when there is no error."""
+    if not error_class and not message:
+        return ""
+    key = f"{error_class}\n{error_normalise(message)}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
