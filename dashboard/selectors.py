@@ -28,6 +28,10 @@ def status_counts() -> dict[str, Any]:
     }
 
 
+# The actions services audit, offered as suggestions in the audit page's filter.
+AUDIT_ACTIONS = ("decide", "edit", "cancel", "retry", "rollback", "resume", "requeue")
+
+
 def _day_start(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
 

@@ -7,6 +7,7 @@ windowed by `created_at`, tasks by `finished_at`, reviews by `requested_at`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connection
@@ -218,17 +219,23 @@ def error_class_mix(window: Window) -> list[dict[str, Any]]:
     )
 
 
+# The tables of the statistics (rows of dicts), by their key in failure_statistics().
+TABLES: dict[str, Callable[[Window], list[dict[str, Any]]]] = {
+    "by_tool": failure_rate_by_tool,
+    "by_step": failure_rate_by_step,
+    "over_time": failure_rate_over_time,
+    "heatmap": error_heatmap,
+    "retries": retry_distribution,
+    "durations": duration_percentiles,
+    "reviews": review_outcomes,
+    "groups": failure_groups,
+}
+
+
 def failure_statistics(window: Window) -> dict[str, Any]:
     """Everything the statistics page and `GET /api/v1/stats/failures` show."""
     return {
         "window": {"since": window.since, "until": window.until, "bucket": window.bucket},
         "tasks": task_outcomes(window),
-        "by_tool": failure_rate_by_tool(window),
-        "by_step": failure_rate_by_step(window),
-        "over_time": failure_rate_over_time(window),
-        "heatmap": error_heatmap(window),
-        "retries": retry_distribution(window),
-        "durations": duration_percentiles(window),
-        "reviews": review_outcomes(window),
-        "groups": failure_groups(window),
+        **{key: table(window) for key, table in TABLES.items()},
     }

@@ -60,3 +60,7 @@ from tasks.api import router as tasks_router  # noqa: E402
 
 api.add_router("/", tasks_router)
 api.add_router("/", review_router)
+
+from dashboard.api import router as stats_router  # noqa: E402
+
+api.add_router("/", stats_router)

@@ -11,5 +11,6 @@ urlpatterns = [
     path("django-rq/", include("django_rq.urls")),
     path("api/v1/", api.urls),
     path("reviews/", include("review.urls")),
+    path("", include("dashboard.urls")),
     path("", include("tasks.urls")),
 ]

@@ -139,3 +139,7 @@ def rule_text(rule: dict[str, Any]) -> RuleText:
                     condition=condition or "every call", action=rule.get("action", "review"),
                     reason=rule.get("reason", ""), extra="; ".join(extra))
 
+def task_reviews(*, task_id: Any) -> QuerySet[ReviewRequest]:
+    """A task's review requests, oldest first, with who decided them."""
+    return (ReviewRequest.objects.filter(task_id=task_id).select_related("decided_by")
+            .order_by("requested_at", "id"))

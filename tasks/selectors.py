@@ -137,3 +137,52 @@ def task_tool_call_attempts(*, task: Task) -> list[dict[str, Any]]:
             "error_class", "error_message", "started_at", "finished_at", "duration_ms",
         )
     )
+
+
+# How a call's lifecycle events read in the compact view; others show their type.
+_CALL_STAGES = {
+    "review_requested": "awaiting review",
+    "tool_started": "running",
+    "tool_replayed": "replayed",
+    "tool_rerun_idempotent": "re-run (idempotent)",
+}
+
+
+def _call_stage(event: dict[str, Any]) -> str:
+    kind = event["type"]
+    if kind == "tool_started":
+        attempt = event.get("attempt")
+        return "running" if str(attempt or "1") == "1" else f"running (attempt {attempt})"
+    if kind == "tool_finished":
+        return str(event.get("status") or "finished")
+    if kind == "tool_refused":
+        return f"refused: {event.get('error_class') or ''}".rstrip(": ")
+    return _CALL_STAGES.get(kind) or str(event.get("decision") or kind.replace("_", " "))
+
+
+def task_events_compact(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The event summaries with each tool call's lifecycle (proposed → awaiting review →
+    approved → running → succeeded) folded into one row, placed where the call first
+    appeared. Rows: {"call": True, call_id, tool, stages, ...} or the event itself."""
+    rows: list[dict[str, Any]] = []
+    calls: dict[str, dict[str, Any]] = {}
+    for event in events:
+        call_id = event.get("call_id")
+        if not call_id:
+            rows.append({"call": False, **event})
+            continue
+        row = calls.get(call_id)
+        if row is None:
+            row = calls[call_id] = {
+                "call": True, "call_id": call_id, "tool": event.get("tool") or "",
+                "step_index": event["step_index"], "created_at": event["created_at"],
+                "id": event["id"], "stages": ["proposed"], "error_class": "",
+                "last_at": event["created_at"], "duration_ms": None,
+            }
+            rows.append(row)
+        row["stages"].append(_call_stage(event))
+        row["last_at"] = event["created_at"]
+        row["error_class"] = event.get("error_class") or row["error_class"]
+        if event.get("duration_ms") is not None:
+            row["duration_ms"] = event["duration_ms"]
+    return rows

@@ -7,8 +7,10 @@ from tasks import views
 app_name = "tasks"
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
     path("tasks/", views.task_list, name="list"),
+    path("tasks/bulk/", views.task_bulk, name="bulk"),
     path("tasks/<uuid:task_id>/", views.task_detail, name="detail"),
+    path("tasks/<uuid:task_id>/live/", views.task_live, name="live"),
+    path("tasks/<uuid:task_id>/events.json", views.task_events_download, name="events_json"),
     path("tasks/<uuid:task_id>/cancel/", views.task_cancel, name="cancel"),
 ]

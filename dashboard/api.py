@@ -1,0 +1,115 @@
+"""`GET /api/v1/stats/failures?since=&bucket=`: the failure statistics as JSON."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja import Router, Schema, Status
+
+from dashboard import stats
+from dashboard.windows import WindowError, window_parse
+
+router = Router(tags=["stats"])
+
+
+class ErrorOut(Schema):
+    detail: str
+    errors: list[dict[str, str]] | None = None
+
+
+class WindowOut(Schema):
+    since: datetime
+    until: datetime
+    bucket: str
+
+
+class TaskOutcomesOut(Schema):
+    succeeded: int
+    failed: int
+    canceled: int
+    failure_rate: float | None
+
+
+class RateOut(Schema):
+    calls: int
+    failed: int
+    rate: float | None
+
+
+class ToolRateOut(RateOut):
+    tool: str
+
+
+class StepRateOut(RateOut):
+    step_index: int
+
+
+class BucketRateOut(RateOut):
+    tool: str
+    bucket: datetime
+
+
+class HeatCellOut(Schema):
+    tool: str
+    error_class: str
+    failed: int
+
+
+class RetriesOut(Schema):
+    retries: int
+    calls: int
+    succeeded: int
+    success_rate: float | None
+
+
+class DurationOut(Schema):
+    tool: str
+    calls: int
+    p50_ms: float
+    p95_ms: float
+
+
+class ReviewOutcomesOut(Schema):
+    tool: str
+    approved: int
+    edited: int
+    rejected: int
+    expired: int
+    canceled: int
+    pending: int
+
+
+class FailureGroupOut(Schema):
+    fingerprint: str
+    error_class: str
+    message: str
+    tasks: int
+    first_seen: datetime
+    last_seen: datetime
+
+
+class FailureStatsOut(Schema):
+    window: WindowOut
+    tasks: TaskOutcomesOut
+    by_tool: list[ToolRateOut]
+    by_step: list[StepRateOut]
+    over_time: list[BucketRateOut]
+    heatmap: list[HeatCellOut]
+    retries: list[RetriesOut]
+    durations: list[DurationOut]
+    reviews: list[ReviewOutcomesOut]
+    groups: list[FailureGroupOut]
+
+
+@router.get("stats/failures", response={200: FailureStatsOut, 422: ErrorOut})
+def failure_stats(request: HttpRequest, since: str | None = None, bucket: str | None = None):
+    """Failure statistics over `since` (`24h`, `7d`, or an ISO datetime; default 24h), with
+    time series bucketed by `bucket` (`hour` | `day`; default: hour up to 48h, else day)."""
+    try:
+        window = window_parse(since=since, bucket=bucket, now=timezone.now())
+    except WindowError as exc:
+        return Status(422, {"detail": "invalid input",
+                            "errors": [{"field": exc.field, "message": exc.message}]})
+    return Status(200, stats.failure_statistics(window))

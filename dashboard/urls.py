@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from dashboard.views import audit, ops, overview, stats
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("stats/failures/", stats.failure_stats, name="stats"),
+    path("stats/failures/<slug:table>.csv", stats.failure_stats_csv, name="stats_csv"),
+    path("ops/", ops.operations, name="ops"),
+    path("ops/jobs/<slug:queue_name>/<str:job_id>/requeue/", ops.job_requeue, name="requeue"),
+    path("audit/", audit.audit_log, name="audit"),
+]

@@ -1,0 +1,35 @@
+"""`/ops/`: RQ queues, workers, the sweep and the failed-job registry. Operators act here
+without being Django staff; the full django-rq views stay at /django-rq/ for staff."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from dashboard import queues, services
+from harness_site.access import operator_required
+from tasks.selectors import user_can_operate
+
+
+@login_required
+def operations(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/ops.html", {
+        "queues": queues.queues_overview(),
+        "workers": queues.workers_overview(),
+        "failed_jobs": queues.failed_jobs(),
+        "can_operate": user_can_operate(request.user),
+    })
+
+
+@require_POST
+@operator_required
+def job_requeue(request: HttpRequest, queue_name: str, job_id: str) -> HttpResponse:
+    try:
+        services.rq_job_requeue(queue_name=queue_name, job_id=job_id, user=request.user)
+        messages.success(request, f"Job {job_id} requeued on {queue_name}.")
+    except services.RequeueError as exc:
+        messages.error(request, str(exc))
+    return redirect("dashboard:ops")

@@ -1,0 +1,70 @@
+"""`/stats/failures/`: where agents fail, computed by SQL aggregation over a window."""
+
+from __future__ import annotations
+
+import csv
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from dashboard import charts, stats
+from dashboard.views.common import request_window
+from dashboard.windows import WINDOW_CHOICES
+from tasks.bulk import BULK_ACTIONS
+from tasks.selectors import user_can_operate
+
+# CSV export: one table of the statistics per file, with its columns in order.
+CSV_TABLES: dict[str, tuple[str, ...]] = {
+    "by_tool": ("tool", "calls", "failed", "rate"),
+    "by_step": ("step_index", "calls", "failed", "rate"),
+    "over_time": ("bucket", "tool", "calls", "failed", "rate"),
+    "heatmap": ("tool", "error_class", "failed"),
+    "retries": ("retries", "calls", "succeeded", "success_rate"),
+    "durations": ("tool", "calls", "p50_ms", "p95_ms"),
+    "reviews": ("tool", "approved", "edited", "rejected", "expired", "canceled", "pending"),
+    "groups": ("fingerprint", "error_class", "message", "tasks", "first_seen", "last_seen"),
+}
+
+
+@login_required
+def failure_stats(request: HttpRequest) -> HttpResponse:
+    window = request_window(request, default="24h")
+    data = stats.failure_statistics(window)
+    for group in data["groups"]:
+        group["url"] = charts.task_list_url(
+            status="failed", fingerprint=group["fingerprint"], finished_from=window.since,
+            finished_to=window.until)
+    return render(request, "dashboard/stats.html", {
+        "window": window, "windows": WINDOW_CHOICES, "stats": data,
+        "can_operate": user_can_operate(request.user),
+        "retry_available": "retry" in BULK_ACTIONS,
+        "csv_tables": CSV_TABLES,
+        "figures": {
+            "by_tool": charts.failure_rate_by_tool_figure(data["by_tool"]),
+            "by_step": charts.failure_rate_by_step_figure(data["by_step"]),
+            "over_time": charts.failure_rate_over_time_figure(data["over_time"], window),
+            "heatmap": charts.error_heatmap_figure(data["heatmap"]),
+            "retries": charts.retry_distribution_figure(data["retries"]),
+            "durations": charts.duration_percentiles_figure(data["durations"]),
+            "reviews": charts.review_outcomes_figure(data["reviews"]),
+        },
+    })
+
+
+@login_required
+def failure_stats_csv(request: HttpRequest, table: str) -> HttpResponse:
+    columns = CSV_TABLES.get(table)
+    if columns is None:
+        raise Http404("unknown table")
+    window = request_window(request, default="24h")
+    rows = stats.TABLES[table](window)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = (
+        f'attachment; filename="failures-{table}-{window.label}.csv"')
+    writer = csv.writer(response)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([row[c].isoformat() if hasattr(row[c], "isoformat") else row[c]
+                         for c in columns])
+    return response

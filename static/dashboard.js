@@ -1,0 +1,78 @@
+// Renders every [data-figure] element from the JSON script it names (figure data is built
+// server-side in charts.py), re-renders after HTMX swaps (live updates), follows a point's
+// customdata URL on click, applies the timeline's checkpoint-level filter, and keeps the
+// live toggle and bulk select-all working.
+(function () {
+  "use strict";
+  var LIVE_KEY = "harness-live";
+
+  window.harnessLive = function () {
+    var toggle = document.getElementById("live-toggle");
+    return !toggle || toggle.checked;
+  };
+
+  function levelFilter(el) {
+    var box = document.querySelector('[data-level-filter="' + el.id + '"]');
+    if (!box || !el.data) return;
+    var shown = {};
+    box.querySelectorAll("input[type=checkbox][value]").forEach(function (input) {
+      shown[input.value] = input.checked;
+    });
+    var indices = [], visible = [];
+    el.data.forEach(function (trace, i) {
+      var level = trace.meta && trace.meta.level;
+      if (level && level in shown) { indices.push(i); visible.push(shown[level] ? true : false); }
+    });
+    if (indices.length && window.Plotly) Plotly.restyle(el, { visible: visible }, indices);
+  }
+
+  function render(el) {
+    var source = document.getElementById(el.dataset.figure);
+    if (!source || !window.Plotly) return;
+    var figure = JSON.parse(source.textContent);
+    var config = { displaylogo: false, responsive: true };
+    var first = !el.dataset.rendered;
+    var done = first ? Plotly.newPlot(el, figure.data, figure.layout, config)
+                     : Plotly.react(el, figure.data, figure.layout, config);
+    el.dataset.rendered = "1";
+    Promise.resolve(done).then(function () {
+      levelFilter(el);
+      el.dataset.ready = "1";
+    });
+    if (first) {
+      el.on("plotly_click", function (event) {
+        var point = event.points && event.points[0];
+        var url = point && point.customdata;
+        if (typeof url === "string" && url.charAt(0) === "/") window.location.href = url;
+      });
+    }
+  }
+
+  function renderAll() {
+    document.querySelectorAll("[data-figure]").forEach(render);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var toggle = document.getElementById("live-toggle");
+    if (toggle) {
+      toggle.checked = localStorage.getItem(LIVE_KEY) !== "off";
+      toggle.addEventListener("change", function () {
+        localStorage.setItem(LIVE_KEY, toggle.checked ? "on" : "off");
+      });
+    }
+    renderAll();
+  });
+  document.addEventListener("htmx:afterSwap", renderAll);
+  document.addEventListener("change", function (event) {
+    var box = event.target.closest("[data-level-filter]");
+    if (box) {
+      var el = document.getElementById(box.dataset.levelFilter);
+      if (el) levelFilter(el);
+    }
+    if (event.target.matches("[data-select-all]")) {
+      document.querySelectorAll('input[name=ids][form="bulk-form"]').forEach(function (cb) {
+        cb.checked = event.target.checked;
+      });
+    }
+  });
+})();

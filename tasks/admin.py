@@ -1,0 +1,71 @@
+"""Admin for the task models. Read-only: state changes go through services (the state
+machine, the audit log), never through a form that assigns fields."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from tasks.models import ApiToken, AuditEntry, Task, TaskEvent, ToolCall
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Task)
+class TaskAdmin(ReadOnlyAdmin):
+    list_display = ("title", "status", "current_step", "attempt", "error_class", "created_by",
+                    "created_at", "finished_at")
+    list_filter = ("status", "priority", "error_class")
+    search_fields = ("id", "title")
+    date_hierarchy = "created_at"
+    list_select_related = ("created_by",)
+    raw_id_fields = ("head_checkpoint", "created_by")
+
+
+@admin.register(TaskEvent)
+class TaskEventAdmin(ReadOnlyAdmin):
+    list_display = ("id", "task", "type", "step_index", "actor", "created_at")
+    list_filter = ("type",)
+    search_fields = ("task__id",)
+    raw_id_fields = ("task",)
+    list_select_related = ("task",)
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(ReadOnlyAdmin):
+    list_display = ("call_id", "task", "tool", "status", "attempts", "error_class", "created_at")
+    list_filter = ("tool", "status", "risk")
+    search_fields = ("call_id", "task__id")
+    raw_id_fields = ("task",)
+    list_select_related = ("task",)
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    list_display = ("at", "actor_name", "action", "target", "reason")
+    list_filter = ("action",)
+    search_fields = ("actor_name", "target", "reason")
+    date_hierarchy = "at"
+    raw_id_fields = ("task", "actor")
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are created with `manage.py createapitoken`; here they can only be revoked."""
+
+    list_display = ("prefix", "user", "name", "created_at", "last_used_at", "revoked")
+    list_filter = ("revoked",)
+    search_fields = ("prefix", "user__username", "name")
+    fields = ("prefix", "user", "name", "created_at", "last_used_at", "revoked")
+    readonly_fields = ("prefix", "user", "name", "created_at", "last_used_at")
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
