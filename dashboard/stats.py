@@ -132,6 +132,11 @@ FROM bounds ORDER BY tool
 """
 
 
+def sqlite_percentiles_sql(*, table: str, statuses: int) -> str:
+    """The SQLite query, parameters: since, until, then `statuses` status values."""
+    return _SQLITE_PERCENTILES.format(table=table, statuses=", ".join(["%s"] * statuses))
+
+
 def duration_percentiles(window: Window) -> list[dict[str, Any]]:
     """[{tool, calls, p50_ms, p95_ms}] over settled calls with a measured duration."""
     if connection.vendor == "postgresql":
@@ -143,10 +148,8 @@ def duration_percentiles(window: Window) -> list[dict[str, Any]]:
         )
         return [{**row, "p50_ms": round(row["p50_ms"], 3), "p95_ms": round(row["p95_ms"], 3)}
                 for row in rows]
-    sql = _SQLITE_PERCENTILES.format(
-        table=connection.ops.quote_name(ToolCall._meta.db_table),
-        statuses=", ".join(["%s"] * len(SETTLED_CALL)),
-    )
+    sql = sqlite_percentiles_sql(table=connection.ops.quote_name(ToolCall._meta.db_table),
+                                 statuses=len(SETTLED_CALL))
     with connection.cursor() as cursor:
         cursor.execute(sql, [window.since, window.until, *SETTLED_CALL])
         return [{"tool": tool, "calls": n, "p50_ms": round(p50, 3), "p95_ms": round(p95, 3)}

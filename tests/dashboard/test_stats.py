@@ -1,0 +1,244 @@
+"""The failure statistics against a hand-computed fixture, the page, the API and the CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sqlite3
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from dashboard import stats
+from dashboard.windows import window_parse
+from review.models import ReviewRequest
+from tasks.errors import error_fingerprint
+from tasks.services import task_transition
+
+pytestmark = pytest.mark.django_db
+
+
+def finish(task, to: str, *, hours_ago: float, error_class: str = "", message: str = ""):
+    task_transition(task_id=task.id, to="queued")
+    fields = {"error_class": error_class, "error_message": message} if error_class else {}
+    if to == "succeeded":
+        task_transition(task_id=task.id, to="running")
+    task_transition(task_id=task.id, to=to, fields=fields)
+    task.__class__.objects.filter(id=task.id).update(
+        finished_at=timezone.now() - timedelta(hours=hours_ago))
+
+
+@pytest.fixture
+def fixture(make_task, make_call):
+    """Tasks, tool calls and reviews whose statistics are computed by hand in the tests."""
+    now = timezone.now()
+    t1, t2, t3, t4, t5, t6 = (make_task() for _ in range(6))
+    finish(t1, "failed", hours_ago=1, error_class="budget_exceeded",
+           message="max_steps=5 reached")
+    finish(t2, "failed", hours_ago=2, error_class="budget_exceeded",
+           message="max_steps=7 reached")
+    finish(t3, "failed", hours_ago=3, error_class="timeout",
+           message="session timeout: 3600s exceeded (layer: session)")
+    finish(t4, "succeeded", hours_ago=1)
+    finish(t5, "canceled", hours_ago=1, error_class="canceled", message="")
+    finish(t6, "failed", hours_ago=72, error_class="timeout", message="old")
+
+    for ms in (10, 20, 30):
+        make_call(t4, "write_file", "succeeded", attempts=1, duration_ms=ms, step_index=0)
+    make_call(t4, "write_file", "failed", attempts=1, duration_ms=40, step_index=0,
+              error_class="permanent")
+    make_call(t4, "http_request", "succeeded", attempts=3, duration_ms=100, step_index=1)
+    make_call(t4, "http_request", "timed_out", attempts=2, duration_ms=200, step_index=1,
+              error_class="timeout")
+    make_call(t4, "http_request", "failed", attempts=1, duration_ms=300, step_index=1,
+              error_class="transient")
+    make_call(t4, "http_request", "succeeded", attempts=1, duration_ms=400, step_index=1)
+    make_call(t4, "read_file", "failed", attempts=0, step_index=2,
+              error_class="invalid_arguments")
+    # Not counted: policy outcomes, calls without an outcome, and calls outside the window.
+    make_call(t4, "read_file", "denied", error_class="denied", step_index=2)
+    make_call(t4, "read_file", "awaiting_review", step_index=2)
+    make_call(t4, "write_file", "failed", attempts=1, duration_ms=999, error_class="permanent",
+              at=now - timedelta(days=3))
+
+    def review(tool: str, status: str, *, edited=None, hours_ago: float = 1):
+        call = make_call(t4, tool, "approved")
+        return ReviewRequest.objects.create(
+            task=t4, tool_call=call, tool=tool, status=status, edited_arguments=edited,
+            requested_at=now - timedelta(hours=hours_ago))
+
+    review("write_file", "approved")
+    review("write_file", "approved", edited={"path": "b.txt"})
+    review("write_file", "rejected")
+    review("write_file", "expired")
+    review("http_request", "pending")
+    review("http_request", "rejected", hours_ago=80)
+    return {"now": now, "tasks": (t1, t2, t3, t4, t5, t6)}
+
+
+@pytest.fixture
+def window(fixture):
+    return window_parse(since="24h", bucket=None, now=timezone.now())
+
+
+def test_failure_rate_per_tool_counts_settled_calls_only(window):
+    assert stats.failure_rate_by_tool(window) == [
+        {"tool": "http_request", "calls": 4, "failed": 2, "rate": 0.5},
+        {"tool": "read_file", "calls": 1, "failed": 1, "rate": 1.0},
+        {"tool": "write_file", "calls": 4, "failed": 1, "rate": 0.25},
+    ]
+
+
+def test_failure_rate_per_step_index(window):
+    assert stats.failure_rate_by_step(window) == [
+        {"step_index": 0, "calls": 4, "failed": 1, "rate": 0.25},
+        {"step_index": 1, "calls": 4, "failed": 2, "rate": 0.5},
+        {"step_index": 2, "calls": 1, "failed": 1, "rate": 1.0},
+    ]
+
+
+def test_heatmap_counts_failed_calls_by_tool_and_error_class(window):
+    assert stats.error_heatmap(window) == [
+        {"tool": "http_request", "error_class": "timeout", "failed": 1},
+        {"tool": "http_request", "error_class": "transient", "failed": 1},
+        {"tool": "read_file", "error_class": "invalid_arguments", "failed": 1},
+        {"tool": "write_file", "error_class": "permanent", "failed": 1},
+    ]
+
+
+def test_retry_distribution_and_success_after_n_retries(window):
+    assert stats.retry_distribution(window) == [
+        {"retries": 0, "calls": 6, "succeeded": 4, "success_rate": round(4 / 6, 4)},
+        {"retries": 1, "calls": 1, "succeeded": 0, "success_rate": 0.0},
+        {"retries": 2, "calls": 1, "succeeded": 1, "success_rate": 1.0},
+    ]
+
+
+def test_duration_percentiles_interpolate_like_percentile_cont(window):
+    assert stats.duration_percentiles(window) == [
+        {"tool": "http_request", "calls": 4, "p50_ms": 250.0, "p95_ms": 385.0},
+        {"tool": "write_file", "calls": 4, "p50_ms": 25.0, "p95_ms": 38.5},
+    ]
+
+
+def test_sqlite_percentiles_match_postgresql():
+    """The SQLite fallback (window functions) gives percentile_cont's numbers."""
+    db = sqlite3.connect(":memory:")
+    db.execute('CREATE TABLE "tasks_toolcall" (tool TEXT, duration_ms REAL, created_at TEXT, '
+               "status TEXT)")
+    rows = [("a", d) for d in (10, 20, 30, 40)] + [("b", d) for d in (100, 200, 300, 400, 7)]
+    db.executemany("INSERT INTO tasks_toolcall VALUES (?, ?, '2026-01-01', 'succeeded')", rows)
+    sql = stats.sqlite_percentiles_sql(table='"tasks_toolcall"', statuses=1).replace("%s", "?")
+    result = db.execute(sql, ["2025-01-01", "2027-01-01", "succeeded"]).fetchall()
+    # percentile_cont over b = [7, 100, 200, 300, 400]: p50 = 200, p95 = 300 + 0.8 * 100.
+    assert [(t, n, round(p50, 6), round(p95, 6)) for t, n, p50, p95 in result] == [
+        ("a", 4, 25.0, 38.5), ("b", 5, 200.0, 380.0)]
+
+
+def test_review_outcomes_per_tool_split_edited_from_approved(window):
+    assert stats.review_outcomes(window) == [
+        {"tool": "http_request", "approved": 0, "edited": 0, "rejected": 0, "expired": 0,
+         "canceled": 0, "pending": 1},
+        {"tool": "write_file", "approved": 1, "edited": 1, "rejected": 1, "expired": 1,
+         "canceled": 0, "pending": 0},
+    ]
+
+
+def test_failure_groups_by_fingerprint(window, fixture):
+    t1, t2, t3 = fixture["tasks"][:3]
+    groups = stats.failure_groups(window)
+    assert [(g["error_class"], g["message"], g["tasks"]) for g in groups] == [
+        ("budget_exceeded", "max_steps=<n> reached", 2),
+        ("timeout", "session timeout: <n>s exceeded (layer: session)", 1),
+    ]
+    t1.refresh_from_db()
+    t2.refresh_from_db()
+    assert groups[0]["fingerprint"] == t1.error_fingerprint == t2.error_fingerprint
+    assert groups[0]["fingerprint"] == error_fingerprint("budget_exceeded", "max_steps=9 reached")
+    assert groups[0]["first_seen"] < groups[0]["last_seen"]
+
+
+def test_task_outcomes_in_window(window):
+    assert stats.task_outcomes(window) == {
+        "succeeded": 1, "failed": 3, "canceled": 1, "failure_rate": 0.75,
+        "failure_rate_pct": 75.0}
+
+
+def test_api_returns_the_statistics(fixture, api_client, viewer):
+    response = api_client(viewer).get("/api/v1/stats/failures", {"since": "24h"})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["window"]["bucket"] == "hour"
+    assert body["tasks"]["failed"] == 3
+    assert {g["message"] for g in body["groups"]} == {
+        "max_steps=<n> reached", "session timeout: <n>s exceeded (layer: session)"}
+    assert [d["tool"] for d in body["durations"]] == ["http_request", "write_file"]
+
+
+def test_api_wider_window_uses_day_buckets_and_includes_older_rows(fixture, api_client, viewer):
+    body = api_client(viewer).get("/api/v1/stats/failures", {"since": "7d"}).json()
+    assert body["window"]["bucket"] == "day"
+    assert body["tasks"]["failed"] == 4
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"since": "yesterday"}, "since"), ({"since": "24h", "bucket": "week"}, "bucket"),
+    ({"since": "90d", "bucket": "hour"}, "bucket"), ({"since": "900d"}, "since"),
+])
+def test_api_rejects_a_bad_window_with_422_naming_the_field(api_client, viewer, params, field):
+    response = api_client(viewer).get("/api/v1/stats/failures", params)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == field
+
+
+def test_api_requires_authentication(api_client):
+    assert api_client(None).get("/api/v1/stats/failures").status_code == 401
+
+
+def test_page_shows_groups_with_links_to_affected_tasks(fixture, as_user, viewer):
+    response = as_user(viewer).get("/stats/failures/?since=24h")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "max_steps=&lt;n&gt; reached" in html
+    fingerprint = stats.failure_groups(window_parse(
+        since="24h", bucket=None, now=timezone.now()))[0]["fingerprint"]
+    assert f"fingerprint={fingerprint}" in html
+    for chart in ("by-tool", "by-step", "over-time", "heatmap", "retries", "durations",
+                  "reviews"):
+        assert f'id="chart-{chart}"' in html
+
+
+def test_affected_tasks_link_lists_exactly_the_group(fixture, as_user, viewer):
+    t1, t2 = fixture["tasks"][:2]
+    t1.refresh_from_db()
+    response = as_user(viewer).get("/tasks/", {"fingerprint": t1.error_fingerprint})
+    shown = {str(t.id) for t in response.context["page"].object_list}
+    assert shown == {str(t1.id), str(t2.id)}
+
+
+def test_csv_export_has_a_header_and_one_row_per_group(fixture, as_user, viewer):
+    response = as_user(viewer).get("/stats/failures/groups.csv?since=24h")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    assert rows[0] == ["fingerprint", "error_class", "message", "tasks", "first_seen",
+                       "last_seen"]
+    assert [(r[1], r[3]) for r in rows[1:]] == [("budget_exceeded", "2"), ("timeout", "1")]
+
+
+def test_csv_of_an_unknown_table_is_404(as_user, viewer):
+    assert as_user(viewer).get("/stats/failures/nope.csv").status_code == 404
+
+
+def test_statistics_page_query_count_does_not_grow_with_data(
+        fixture, as_user, viewer, make_task, make_call, django_assert_max_num_queries):
+    client = as_user(viewer)
+    client.get("/stats/failures/")
+    for n in range(30):
+        task = make_task()
+        finish(task, "failed", hours_ago=0.5, error_class=f"e{n % 5}", message=f"boom {n}")
+        make_call(task, f"tool{n % 7}", "failed", attempts=1 + n % 3, duration_ms=n,
+                  error_class=f"e{n % 4}")
+    with django_assert_max_num_queries(16):
+        assert client.get("/stats/failures/").status_code == 200

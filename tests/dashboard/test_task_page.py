@@ -1,0 +1,135 @@
+"""The task page: header, timeline data, tabs, live polling and the JSON download."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from review.models import ReviewRequest
+from tasks.models import TaskEvent, ToolCall
+
+pytestmark = pytest.mark.django_db
+
+SCRIPT = [{"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
+          {"call": "read_file", "args": {"path": "missing.txt"}},
+          {"final": "done"}]
+TOOLS = ["write_file", "read_file"]
+
+
+def test_header_shows_status_step_budget_worker_and_attempts(as_user, viewer, run_task):
+    task = run_task(SCRIPT, TOOLS, budget={"max_steps": 9, "max_tokens": 5000})
+    html = as_user(viewer).get(f"/tasks/{task.id}/").content.decode()
+    assert 'data-testid="task-status">succeeded<' in html
+    assert f"{task.steps_used} / 9" in html and f"{task.tokens_used} / 5000" in html
+    assert "<dt>Attempts</dt><dd>1" in html
+    assert 'id="timeline-data"' in html
+
+
+def test_timeline_data_is_embedded_in_the_page(as_user, viewer, run_task):
+    task = run_task(SCRIPT, TOOLS)
+    response = as_user(viewer).get(f"/tasks/{task.id}/")
+    names = {t["name"] for t in response.context["timeline"]["data"]}
+    assert {"steps", "model calls", "tool attempts", "errors"} <= names
+
+
+def test_compact_events_fold_each_call_into_one_row(as_user, viewer, run_task):
+    task = run_task(SCRIPT, TOOLS)
+    response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "events"})
+    rows = response.context["page"].object_list
+    calls = [r for r in rows if r["call"]]
+    assert [(r["tool"], r["stages"]) for r in calls] == [
+        ("write_file", ["proposed", "running", "succeeded"]),
+        ("read_file", ["proposed", "running", "failed"]),
+    ]
+    folded = TaskEvent.objects.filter(task=task, type__in=["tool_started", "tool_finished"])
+    assert len(rows) == TaskEvent.objects.filter(task=task).count() - folded.count() + 2
+    assert "write_file</strong>" in response.content.decode()
+
+
+def test_full_frame_log_lists_every_event(as_user, viewer, run_task):
+    task = run_task(SCRIPT, TOOLS)
+    response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "events", "view": "frames"})
+    assert [e.id for e in response.context["page"].object_list] == list(
+        TaskEvent.objects.filter(task=task).order_by("id").values_list("id", flat=True))
+
+
+def test_tab_requested_by_htmx_returns_only_the_fragment(as_user, viewer, run_task):
+    task = run_task(SCRIPT, TOOLS)
+    response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "calls"},
+                                   headers={"HX-Request": "true"})
+    html = response.content.decode()
+    assert "<html" not in html and 'data-testid="tab-calls"' in html
+    assert "missing.txt: no such file" in html
+
+
+def test_tool_calls_tab_lists_every_attempt_with_its_error(as_user, viewer, make_task, make_call):
+    task = make_task(status="failed")
+    make_call(task, "http_request", "succeeded", attempts=2, attempt_log=[
+        {"n": 1, "started_at": "2026-01-01T00:00:00+00:00", "status": "failed",
+         "error_class": "transient", "error_message": "HTTP 503 first"},
+        {"n": 2, "started_at": "2026-01-01T00:00:05+00:00", "status": "succeeded",
+         "error_class": "", "error_message": ""}])
+    html = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "calls"}).content.decode()
+    assert "transient: HTTP 503 first" in html
+    assert html.count("<li><span class=\"pill\">") == 2
+
+
+def test_reviews_tab_lists_the_tasks_reviews(as_user, viewer, operator, make_task, make_call):
+    from django.utils import timezone
+
+    task = make_task(status="waiting_review")
+    call = make_call(task, "write_file", "awaiting_review")
+    ReviewRequest.objects.create(task=task, tool_call=call, tool="write_file",
+                                 status="rejected", decided_by=operator, comment="too risky",
+                                 requested_at=timezone.now(), decided_at=timezone.now())
+    html = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "reviews"}).content.decode()
+    assert "too risky" in html and "by operator" in html
+
+
+def test_checkpoints_tab_verifies_checksums_of_the_page_shown(as_user, viewer, run_task):
+    task = run_task(SCRIPT, TOOLS)
+    response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "checkpoints"})
+    assert [ok for _, ok in response.context["checkpoints"]] == [True] * task.checkpoints.count()
+
+
+def test_events_download_is_the_full_frame_log_as_json(as_user, viewer, run_task):
+    task = run_task(SCRIPT, TOOLS)
+    response = as_user(viewer).get(f"/tasks/{task.id}/events.json")
+    assert response["Content-Disposition"].startswith("attachment;")
+    frames = json.loads(b"".join(response.streaming_content))
+    assert [f["seq"] for f in frames] == list(
+        TaskEvent.objects.filter(task=task).order_by("id").values_list("id", flat=True))
+    assert frames[-1]["payload"]["to"] == "succeeded"
+
+
+def test_live_fragment_polls_while_active_and_stops_when_terminal(as_user, viewer, make_task):
+    task = make_task(status="running")
+    client = as_user(viewer)
+    assert 'hx-trigger="every 2s [harnessLive()]"' in client.get(
+        f"/tasks/{task.id}/live/").content.decode()
+    task.__class__.objects.filter(id=task.id).update(status="succeeded")
+    html = client.get(f"/tasks/{task.id}/live/").content.decode()
+    assert "hx-trigger" not in html and 'id="timeline-data"' in html
+
+
+def test_unknown_task_is_404(as_user, viewer):
+    assert as_user(viewer).get(
+        "/tasks/00000000-0000-0000-0000-000000000000/").status_code == 404
+
+
+def test_task_page_query_count_does_not_grow_with_steps(as_user, viewer, run_task,
+                                                       django_assert_max_num_queries):
+    client = as_user(viewer)
+    small = run_task([{"call": "list_files", "args": {}}, {"final": "x"}], ["list_files"])
+    big = run_task([{"call": "list_files", "args": {}}] * 12 + [{"final": "x"}],
+                   ["list_files"], budget={"max_steps": 100})
+    assert ToolCall.objects.filter(task=big).count() == 12
+    client.get(f"/tasks/{small.id}/")
+    with django_assert_max_num_queries(14) as small_queries:
+        client.get(f"/tasks/{small.id}/")
+    with django_assert_max_num_queries(len(small_queries)):
+        client.get(f"/tasks/{big.id}/")
+    for tab in ("calls", "reviews", "checkpoints"):
+        with django_assert_max_num_queries(14):
+            client.get(f"/tasks/{big.id}/", {"tab": tab})
