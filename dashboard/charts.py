@@ -24,8 +24,18 @@ def task_list_url(**filters: Any) -> str:
 
 
 def _layout(**extra: Any) -> dict[str, Any]:
-    return {"height": 320, "margin": {"l": 60, "r": 20, "t": 30, "b": 60},
+    return {"height": 320, "margin": {"l": 60, "r": 60, "t": 30, "b": 60},
             "hovermode": "closest", **extra}
+
+
+def _figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> dict[str, Any]:
+    """A figure; one without any point says so instead of drawing empty axes."""
+    if not any(trace.get("x") or trace.get("values") for trace in data):
+        layout = {**layout, "xaxis": {"visible": False}, "yaxis": {"visible": False},
+                  "annotations": [{"text": "no data in this window", "showarrow": False,
+                                   "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
+                                   "font": {"color": "#6b7480"}}]}
+    return {"data": data, "layout": layout}
 
 
 def _pct(rate: float | None) -> float | None:
@@ -47,19 +57,20 @@ def failure_rate_over_time_figure(rows: list[dict[str, Any]], window: Window) ->
                         for r in points]}
         for tool, points in sorted(by_tool.items())
     ]
-    return {"data": data, "layout": _layout(
-        xaxis={"type": "date"}, yaxis={"title": {"text": "failed calls %"}, "rangemode": "tozero"})}
+    return _figure(data, _layout(
+        xaxis={"type": "date", "range": [plotly_time(window.since), plotly_time(window.until)]},
+        yaxis={"title": {"text": "failed calls %"}, "rangemode": "tozero"}))
 
 
 def error_class_mix_figure(rows: list[dict[str, Any]], window: Window) -> dict[str, Any]:
-    return {"data": [{
+    return _figure([{
         "type": "pie", "hole": 0.45, "sort": False,
         "labels": [r["error_class"] or "(none)" for r in rows],
         "values": [r["tasks"] for r in rows],
         "customdata": [task_list_url(status="failed", error_class=r["error_class"],
                                      finished_from=window.since, finished_to=window.until)
                        for r in rows],
-    }], "layout": _layout(showlegend=True)}
+    }], _layout(showlegend=True))
 
 
 def _rate_bars(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -74,58 +85,57 @@ def _rate_bars(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
 def failure_rate_by_tool_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     bars = _rate_bars(rows, "tool")
     bars["customdata"] = [task_list_url(tool=r["tool"]) for r in rows]
-    return {"data": [bars],
-            "layout": _layout(yaxis={"title": {"text": "failed calls %"}})}
+    return _figure([bars], _layout(yaxis={"title": {"text": "failed calls %"}}))
 
 
 def failure_rate_by_step_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"data": [_rate_bars(rows, "step_index")],
-            "layout": _layout(xaxis={"title": {"text": "step index"}},
-                              yaxis={"title": {"text": "failed calls %"}})}
+    return _figure([_rate_bars(rows, "step_index")],
+                   _layout(xaxis={"title": {"text": "step index"}},
+                           yaxis={"title": {"text": "failed calls %"}}))
 
 
 def error_heatmap_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tools = sorted({r["tool"] for r in rows})
     classes = sorted({r["error_class"] for r in rows})
     cells = {(r["tool"], r["error_class"]): r["failed"] for r in rows}
-    return {"data": [{
+    return _figure([{
         "type": "heatmap", "name": "failed calls", "x": [c or "(none)" for c in classes],
         "y": tools, "z": [[cells.get((t, c), 0) for c in classes] for t in tools],
         "colorscale": "Reds", "hovertemplate": "%{y} · %{x}: %{z}<extra></extra>",
         "customdata": [[task_list_url(tool=t) for _ in classes] for t in tools],
-    }], "layout": _layout(height=max(260, 60 + 30 * len(tools)), margin={"l": 140, "b": 100})}
+    }], _layout(height=max(260, 60 + 30 * len(tools)), margin={"l": 140, "b": 100}))
 
 
 def retry_distribution_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     x = [r["retries"] for r in rows]
-    return {"data": [
+    return _figure([
         {"type": "bar", "name": "calls", "x": x, "y": [r["calls"] for r in rows],
          "marker": {"color": "#5c7cfa"}},
         {"type": "scatter", "mode": "lines+markers", "name": "succeeded %", "x": x,
          "y": [_pct(r["success_rate"]) for r in rows], "yaxis": "y2",
          "marker": {"color": "#1e7b34"}},
-    ], "layout": _layout(
+    ], _layout(
         xaxis={"title": {"text": "retries (attempts - 1)"}, "dtick": 1},
         yaxis={"title": {"text": "calls"}},
         yaxis2={"title": {"text": "succeeded %"}, "overlaying": "y", "side": "right",
                 "range": [0, 105]},
-        legend={"orientation": "h", "y": -0.3})}
+        legend={"orientation": "h", "y": -0.3}))
 
 
 def duration_percentiles_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tools = [r["tool"] for r in rows]
-    return {"data": [
+    return _figure([
         {"type": "bar", "name": "p50", "x": tools, "y": [r["p50_ms"] for r in rows],
          "marker": {"color": "#5c7cfa"}},
         {"type": "bar", "name": "p95", "x": tools, "y": [r["p95_ms"] for r in rows],
          "marker": {"color": "#c77700"}},
-    ], "layout": _layout(barmode="group", yaxis={"title": {"text": "ms"}})}
+    ], _layout(barmode="group", yaxis={"title": {"text": "ms"}}))
 
 
 def review_outcomes_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tools = [r["tool"] for r in rows]
-    return {"data": [
+    return _figure([
         {"type": "bar", "name": outcome, "x": tools, "y": [r[outcome] for r in rows],
          "marker": {"color": color}}
         for outcome, color in OUTCOME_COLORS.items()
-    ], "layout": _layout(barmode="stack", yaxis={"title": {"text": "reviews"}})}
+    ], _layout(barmode="stack", yaxis={"title": {"text": "reviews"}}))

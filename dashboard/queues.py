@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+
 import django_rq
 from django.conf import settings
 from rq import Worker

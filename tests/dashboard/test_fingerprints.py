@@ -33,7 +33,7 @@ def test_same_failure_with_different_ids_shares_a_fingerprint_other_class_does_n
 def test_a_failed_transition_stores_the_fingerprint(make_task):
     task = make_task()
     task_transition(task_id=task.id, to="queued")
-    task_transition(task_id=task.id, to="failed",
-                    fields={"error_class": "budget_exceeded", "error_message": "max_steps=3 reached"})
+    task_transition(task_id=task.id, to="failed", fields={
+        "error_class": "budget_exceeded", "error_message": "max_steps=3 reached"})
     task.refresh_from_db()
     assert task.error_fingerprint == error_fingerprint("budget_exceeded", "max_steps=8 reached")

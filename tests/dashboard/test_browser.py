@@ -1,0 +1,96 @@
+"""In headless Chromium: log in, open a task, read the timeline's Plotly traces, filter the
+checkpoint levels, see the statistics charts render, and see that a viewer gets no buttons."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import PASSWORD
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),
+]
+
+TRACE_NAMES = "Array.from(document.getElementById('timeline').data, t => t.name)"
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop on this thread; the test's own ORM calls
+    # between browser steps are still plain synchronous code.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def log_in(browser, live_server, user, path: str):
+    page = browser.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(f"{live_server.url}{path}")
+    page.fill("input[name=username]", user.username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}{path}")
+    return page
+
+
+def test_operator_sees_the_timeline_and_the_statistics_charts(live_server, browser, run_task,
+                                                              operator):
+    task = run_task(
+        [{"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
+         {"call": "read_file", "args": {"path": "missing.txt"}},
+         {"final": "done"}],
+        ["write_file", "read_file"])
+    page = log_in(browser, live_server, operator, f"/tasks/{task.id}/")
+    page.wait_for_selector("#timeline[data-ready='1']")
+    names = page.evaluate(TRACE_NAMES)
+    assert {"steps", "model calls", "tool attempts", "errors", "checkpoints · task",
+            "checkpoints · step", "checkpoints · tool"} <= set(names)
+    bars = page.evaluate("document.getElementById('timeline').data"
+                         ".find(t => t.name === 'tool attempts').y")
+    assert bars == ["tool · write_file", "tool · read_file"]
+
+    page.uncheck("[data-level-filter=timeline] input[value=step]")
+    visible = page.evaluate("Object.fromEntries(Array.from(document.getElementById('timeline')"
+                            ".data, t => [t.name, t.visible]))")
+    assert visible["checkpoints · step"] is False
+    assert visible["checkpoints · task"] is not False
+
+    page.click("[data-tab=calls]")
+    page.wait_for_selector("[data-testid=tab-calls]")
+    assert "missing.txt: no such file" in page.inner_text("#tab-body")
+    assert page.is_visible("[data-testid=cancel-button]") is False  # finished: nothing to cancel
+
+    page.goto(f"{live_server.url}/stats/failures/")
+    for chart in ("by-tool", "by-step", "heatmap", "retries", "durations", "reviews"):
+        page.wait_for_selector(f"#chart-{chart}[data-ready='1']")
+    tools = page.evaluate("document.getElementById('chart-by-tool').data[0].x")
+    assert sorted(tools) == ["read_file", "write_file"]
+    assert page.evaluate("document.getElementById('chart-heatmap').data[0].type") == "heatmap"
+
+
+def test_a_viewer_sees_no_action_buttons(live_server, browser, make_task, viewer):
+    task = make_task(status="running")
+    page = log_in(browser, live_server, viewer, "/tasks/")
+    assert page.query_selector("[data-testid=bulk-form]") is None
+    assert page.query_selector("input[name=ids]") is None
+    page.goto(f"{live_server.url}/tasks/{task.id}/")
+    page.wait_for_selector("#timeline[data-ready='1']")
+    assert page.query_selector("[data-testid=task-actions]") is None
+    assert page.query_selector("#task-live[data-live=on]") is not None
+    assert page.query_selector("button.danger") is None
