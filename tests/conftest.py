@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -326,3 +327,32 @@ def workers(worker_pool: WorkerPool) -> WorkerPool:
     """Two running rqworkers on the test database and a flushed test Redis database."""
     worker_pool.start(2)
     return worker_pool
+
+
+# --- headless Chromium ------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                    reason="Debian chromium is not installed")
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    """Debian's Chromium driven by Playwright (never a downloaded browser)."""
+    from django.db import connections
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop on this thread; the ORM calls the test makes
+    # between browser steps are still plain synchronous code.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+            # ORM calls made while Playwright's loop runs get their own connection (Django's
+            # connections are context-local): close it, or the test database cannot be dropped.
+            connections.close_all()

@@ -3,39 +3,13 @@ checkpoint levels, see the statistics charts render, and see that a viewer gets 
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, needs_chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), needs_chromium]
 
 TRACE_NAMES = "Array.from(document.getElementById('timeline').data, t => t.name)"
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an event loop on this thread; the test's own ORM calls
-    # between browser steps are still plain synchronous code.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def log_in(browser, live_server, user, path: str):

@@ -3,48 +3,26 @@ against a live server, PostgreSQL, Redis and real workers."""
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
-from django.db import connections
 
 from tasks.models import Task
-from tests.conftest import PASSWORD, wait_for
+from tests.conftest import PASSWORD, needs_chromium, wait_for
 
 from .conftest import delete_script, make_task
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.integration,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                       reason="Debian chromium is not installed"),
+    needs_chromium,
 ]
 
 
 @pytest.fixture
-def page(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an event loop on this thread; the ORM calls the test makes
-    # between browser steps are still plain synchronous code.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(15_000)
-        try:
-            yield page
-        finally:
-            browser.close()
-            # ORM calls made while Playwright's loop runs get their own connection (Django's
-            # connections are context-local): close it, or the test database cannot be dropped.
-            connections.close_all()
+def page(browser):
+    page = browser.new_page()
+    page.set_default_timeout(15_000)
+    return page
 
 
 def test_operator_approves_in_the_browser_and_the_task_finishes(live_server, workers, page,
