@@ -282,3 +282,79 @@ def reference_schema_reset(*, drop_only: bool = False) -> None:
         conn.execute(f"DROP SCHEMA IF EXISTS {reference_schema()} CASCADE")
         if not drop_only:
             conn.execute(f"CREATE SCHEMA {reference_schema()}")
+
+
+def wait_for(predicate: Callable[[], Any], *, timeout: float = 60.0, interval: float = 0.005,
+             what: str = "a condition") -> Any:
+    """Poll `predicate` until it returns something truthy (and return it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise BenchError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(interval)
+
+
+class RqWorker:
+    """One real `manage.py rqworker` subprocess on this process's database, Redis, workspace
+    and ledger directories; a context manager that stops it (and its work horse) on exit."""
+
+    def __init__(self, *, log_path: Path) -> None:
+        self.log_path = log_path
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> RqWorker:
+        import sys
+
+        from django.conf import settings
+
+        env = dict(
+            os.environ, DJANGO_SETTINGS_MODULE="harness_site.settings", PYTHONUNBUFFERED="1",
+            PYTHONPATH=os.pathsep.join(filter(None, [str(BENCH_DIR.parent),
+                                                     os.environ.get("PYTHONPATH")])),
+            DATABASE_URL=database_url(), REDIS_URL=settings.REDIS_URL,
+            HARNESS_WORKSPACE_ROOT=str(settings.HARNESS_WORKSPACE_ROOT),
+            HARNESS_LEDGER_DIR=str(settings.HARNESS_LEDGER_DIR), HARNESS_ENABLE_TEST_TOOLS="1",
+        )
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, str(BENCH_DIR.parent / "manage.py"), "rqworker", "high",
+                 "default", "low"], cwd=BENCH_DIR.parent, env=env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for(lambda: self.state() == "idle", timeout=60, interval=0.05,
+                 what=f"rqworker {self.process.pid} to register (log: {self.log_path})")
+        return self
+
+    def _worker(self) -> Any:
+        import django_rq
+        from rq import Worker
+
+        if self.process.poll() is not None:
+            raise BenchError(f"rqworker exited with {self.process.returncode}; see "
+                             f"{self.log_path}")
+        redis = django_rq.get_connection("default")
+        return next((w for w in Worker.all(connection=redis) if w.pid == self.process.pid),
+                    None)
+
+    def state(self) -> str | None:
+        worker = self._worker()
+        return worker.get_state() if worker is not None else None
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self.process is None:
+            return
+        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue

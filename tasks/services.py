@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 from collections.abc import Iterable, Sequence
@@ -9,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, models, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -317,10 +318,12 @@ def task_fenced_write(
             return Task.objects.filter(id=task_id).values_list("cancel_requested",
                                                                flat=True).get()
     now = timezone.now()
+    db = connections[DEFAULT_DB_ALIAS]
     sql, params, inserted = _fenced_statement(
-        task_id=task_id, epoch=epoch, fields={"heartbeat_at": now, "updated_at": now, **fields},
+        db=db, task_id=task_id, epoch=epoch,
+        fields={"heartbeat_at": now, "updated_at": now, **fields},
         inserts=inserts, updates=updates)
-    with _server_bound_cursor() as cursor:
+    with _server_bound_cursor(db) as cursor:
         cursor.execute(sql, params)
         fenced, cancel_requested, *new_ids = cursor.fetchone()
     if not fenced:
@@ -330,38 +333,52 @@ def task_fenced_write(
             row.pk = pk
     for row in inserts:
         row._state.adding = False
-        row._state.db = connection.alias
+        row._state.db = db.alias
     return bool(cancel_requested)
 
 
-def _server_bound_cursor() -> Any:
+def _server_bound_cursor(db: Any) -> Any:
     """A cursor on Django's PostgreSQL connection that sends parameters apart from the SQL
     (binary bytea, no escaping). Django binds client-side by default, which escapes a
     checkpoint payload into the statement text: several times slower at tens of KB."""
     from django.db.backends.postgresql.base import ServerBindingCursor
 
-    connection.ensure_connection()
-    cursor = ServerBindingCursor(connection.connection)
-    if connection.queries_logged:
-        return connection.make_debug_cursor(cursor)
-    return connection.make_cursor(cursor)
+    db.ensure_connection()
+    cursor = ServerBindingCursor(db.connection)
+    return db.make_debug_cursor(cursor) if db.queries_logged else db.make_cursor(cursor)
+
+
+@functools.cache
+def _insert_shape(model: type[models.Model]) -> tuple[list[Any], str, str, str | None]:
+    """(columns, "table (col, …)", NULL placeholders by column, returned pk column) of an
+    INSERT of `model`: the auto primary key is left to the database and returned."""
+    qn = connection.ops.quote_name
+    pk = model._meta.pk
+    auto_pk = isinstance(pk, models.AutoField)  # BigAutoField too (AutoFieldMeta)
+    columns = [f for f in model._meta.concrete_fields if not (f.primary_key and auto_pk)]
+    # A bare NULL in VALUES would be typed text; name the column's type.
+    nulls = [f"NULL::{f.db_type(connection)}" for f in columns]
+    target = f"{qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in columns)})"
+    return columns, target, nulls, qn(pk.column) if auto_pk else None
 
 
 def _fenced_statement(
-    *, task_id: Any, epoch: int, fields: dict[str, Any], inserts: Sequence[models.Model],
-    updates: Sequence[tuple[models.Model, Sequence[str]]],
+    *, db: Any, task_id: Any, epoch: int, fields: dict[str, Any],
+    inserts: Sequence[models.Model], updates: Sequence[tuple[models.Model, Sequence[str]]],
 ) -> tuple[str, list[Any], list[list[models.Model]]]:
     """-> (sql, params, the batches of inserted rows whose auto primary keys the statement
-    returns, in the order of its result columns)."""
-    qn = connection.ops.quote_name
+    returns, in the order of its result columns). `db` is the connection itself, not the
+    `django.db.connection` proxy, which costs a context-local lookup per attribute."""
+    qn = db.ops.quote_name
     meta = Task._meta
-    sets = ", ".join(f"{qn(meta.get_field(name).column)} = %s" for name in fields)
-    params: list[Any] = [meta.get_field(name).get_db_prep_save(value, connection)
-                         for name, value in fields.items()]
-    params += [Task._meta.pk.get_db_prep_value(task_id, connection), epoch, TaskStatus.RUNNING]
-    ctes = [f"fence AS (UPDATE {qn(meta.db_table)} SET {sets} WHERE {qn(meta.pk.column)} = %s "
-            f"AND {qn('lease_epoch')} = %s AND {qn('status')} = %s "
-            f"RETURNING {qn('cancel_requested')})"]
+    task_fields = [meta.get_field(name) for name in fields]
+    params: list[Any] = [f.get_db_prep_save(value, db)
+                         for f, value in zip(task_fields, fields.values(), strict=True)]
+    params += [meta.pk.get_db_prep_value(task_id, db), epoch, TaskStatus.RUNNING]
+    ctes = [f"fence AS (UPDATE {qn(meta.db_table)} SET "
+            + ", ".join(f"{qn(f.column)} = %s" for f in task_fields)
+            + f" WHERE {qn(meta.pk.column)} = %s AND {qn('lease_epoch')} = %s AND "
+            f"{qn('status')} = %s RETURNING {qn('cancel_requested')})"]
     for row, update_fields in updates:
         opts = row._meta
         changed = [opts.get_field(name) for name in update_fields]
@@ -369,36 +386,32 @@ def _fenced_statement(
             f"w{len(ctes)} AS (UPDATE {qn(opts.db_table)} SET "
             + ", ".join(f"{qn(f.column)} = %s" for f in changed)
             + f" WHERE {qn(opts.pk.column)} = %s AND EXISTS (SELECT 1 FROM fence))")
-        params += [f.get_db_prep_save(f.pre_save(row, False), connection) for f in changed]
-        params.append(opts.pk.get_db_prep_value(row.pk, connection))
+        params += [f.get_db_prep_save(f.pre_save(row, False), db) for f in changed]
+        params.append(opts.pk.get_db_prep_value(row.pk, db))
     batches: dict[type[models.Model], list[models.Model]] = {}
     for row in inserts:
         batches.setdefault(type(row), []).append(row)
     returned: list[str] = []
     inserted: list[list[models.Model]] = []
     for model, batch in batches.items():
-        pk = model._meta.pk
-        auto_pk = isinstance(pk, models.AutoField)  # BigAutoField too (AutoFieldMeta)
-        columns = [f for f in model._meta.concrete_fields if not (f.primary_key and auto_pk)]
+        columns, target, nulls, returning = _insert_shape(model)
         values = []
         for row in batch:
             placeholders = []
-            for f in columns:
-                value = f.get_db_prep_save(f.pre_save(row, True), connection)
-                # A bare NULL in VALUES would be typed text; name the column's type.
-                placeholders.append(
-                    "%s" if value is not None else f"NULL::{f.db_type(connection)}")
-                if value is not None:
+            for f, null in zip(columns, nulls, strict=True):
+                value = f.get_db_prep_save(f.pre_save(row, True), db)
+                if value is None:
+                    placeholders.append(null)
+                else:
+                    placeholders.append("%s")
                     params.append(value)
-            values.append("(" + ", ".join(placeholders) + ")")
+            values.append(f"({', '.join(placeholders)})")
         name = f"w{len(ctes)}"
-        ctes.append(
-            f"{name} AS (INSERT INTO {qn(model._meta.db_table)} "
-            f"({', '.join(qn(f.column) for f in columns)}) SELECT * FROM (VALUES "
-            f"{', '.join(values)}) AS v WHERE EXISTS (SELECT 1 FROM fence)"
-            + (f" RETURNING {qn(pk.column)})" if auto_pk else ")"))
-        if auto_pk:
-            returned.append(f"(SELECT array_agg({qn(pk.column)}) FROM {name})")
+        ctes.append(f"{name} AS (INSERT INTO {target} SELECT * FROM (VALUES {', '.join(values)})"
+                    " AS v WHERE EXISTS (SELECT 1 FROM fence)"
+                    + (f" RETURNING {returning})" if returning else ")"))
+        if returning:
+            returned.append(f"(SELECT array_agg({returning}) FROM {name})")
             inserted.append(batch)
     select = ", ".join(["EXISTS (SELECT 1 FROM fence)",
                         "(SELECT bool_or(cancel_requested) FROM fence)", *returned])
