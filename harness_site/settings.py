@@ -82,7 +82,8 @@ REDIS_URL = env_str("REDIS_URL", f"unix://{DATA_DIR / 'redis.sock'}")
 HARNESS_QUEUES = ("high", "default", "low")
 RQ_QUEUES = {name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": -1} for name in HARNESS_QUEUES}
 # A job enqueued inside a transaction is sent to Redis only once that transaction commits.
-RQ = {"COMMIT_MODE": "on_db_commit"}
+# The worker class imports the agent loop once, before it forks a work horse per job.
+RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "tasks.worker.Worker"}
 RQ_SHOW_ADMIN_LINK = True
 
 # --- Harness ------------------------------------------------------------------------------

@@ -1,0 +1,139 @@
+"""(3) Approval latency: from a decision's HTTP response to the approved tool starting in an
+idle worker.
+
+A task calls `ledger_append` (risk `external`, so harness.yaml's `external` rule pauses it for
+review) on a real `rqworker` subprocess. Once the task waits for review and the worker is idle
+again, an operator approves through `POST /api/v1/reviews/{id}/decision` (Django's test client
+in this process, Bearer token: the full API stack without a socket). The tool stamps the
+moment it runs in its ledger record; latency = that stamp − the moment the response returned.
+The breakdown comes from the task's events: response → `running` (job picked up, work horse
+forked, lease acquired) → `tool_started` (head checkpoint loaded, ledger, approved arguments
+checked) → the tool's own stamp (pre-tool checkpoint written, tool thread started).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import RqWorker, figure, stats, tasks_delete, wait_for
+
+TITLE = "Approval latency"
+SIZES = {"smoke": {"n": 2, "warmup": 1}, "full": {"n": 40, "warmup": 3}}
+
+
+def _operator() -> tuple[Any, str]:
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from tasks.services import api_token_create
+
+    user = get_user_model().objects.create_user(username=f"bench-operator-{uuid.uuid4().hex[:8]}")
+    user.groups.add(Group.objects.get_or_create(name="operators")[0])
+    return user, api_token_create(user=user, name="bench")
+
+
+def _task(key: str) -> Any:
+    from tasks.services import task_create
+    from tasks.spec import TaskSpec
+
+    spec = TaskSpec.model_validate({
+        "title": "bench approval", "goal": "benchmark", "tools": ["ledger_append"],
+        "model": {"kind": "scripted", "script": [
+            {"call": "ledger_append", "args": {"key": key, "value": "approved"}},
+            {"final": "done"}]},
+    })
+    return task_create(spec=spec, user=None)
+
+
+def _status(task_id: Any) -> str:
+    from tasks.models import Task
+
+    return Task.objects.values_list("status", flat=True).get(id=task_id)
+
+
+def _event_time(task_id: Any, type: str, **payload: Any) -> float:
+    from tasks.models import TaskEvent
+
+    events = TaskEvent.objects.filter(task_id=task_id, type=type).order_by("-id")
+    for event in events:
+        if all(event.payload.get(k) == v for k, v in payload.items()):
+            return event.created_at.timestamp()
+    raise LookupError(f"no {type} event {payload} for task {task_id}")
+
+
+def _one(client: Any, worker: RqWorker, key: str) -> dict[str, float]:
+    from review.models import ReviewRequest
+    from tasks.tools.testing import ledger_records
+
+    task = _task(key)
+    wait_for(lambda: _status(task.id) == "waiting_review", what="the task to pause for review")
+    # Idle: the work horse that ran the first part has exited and the worker waits on Redis.
+    wait_for(lambda: worker.state() == "idle", what="the worker to be idle")
+    review = ReviewRequest.objects.get(task_id=task.id, status="pending")
+    sent = time.time()
+    response = client.post(f"/api/v1/reviews/{review.id}/decision",
+                           data={"decision": "approve", "comment": "bench"},
+                           content_type="application/json")
+    answered = time.time()
+    if response.status_code != 200:
+        raise RuntimeError(f"decision failed: {response.status_code} {response.content[:300]}")
+    record = wait_for(lambda: ledger_records(key=key), what="the approved tool to run")[0]
+    tool_ran = datetime.fromisoformat(record["at"]).timestamp()
+    wait_for(lambda: _status(task.id) == "succeeded", what="the task to finish")
+    running = _event_time(task.id, "status", to="running", reason="acquired")
+    started = _event_time(task.id, "tool_started")
+    tasks_delete([task.id])
+    return {"latency": tool_ran - answered, "request": answered - sent,
+            "pickup": running - answered, "resume": started - running,
+            "tool": tool_ran - started}
+
+
+def run(size: str) -> dict[str, Any]:
+    from django.conf import settings
+    from django.test import Client
+
+    params = SIZES[size]
+    user, token = _operator()
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    log = Path(tempfile.gettempdir()) / f"bench-approval-worker-{uuid.uuid4().hex[:8]}.log"
+    samples: dict[str, list[float]] = {}
+    try:
+        with RqWorker(log_path=log) as worker:
+            for i in range(params["warmup"] + params["n"]):
+                one = _one(client, worker, key=f"bench-approval-{uuid.uuid4().hex}")
+                if i >= params["warmup"]:
+                    for name, value in one.items():
+                        samples.setdefault(name, []).append(value)
+    finally:
+        user.delete()
+    ms = {name: stats(values, scale=1000) for name, values in samples.items()}
+    p50 = ms["latency"]["median"]
+    breakdown = ", ".join(f"{name} {ms[name]['median']:.1f} ms"
+                          for name in ("pickup", "resume", "tool"))
+    return {
+        "title": TITLE,
+        "figures": [
+            figure(figure="Approve → approved tool running in an idle worker", unit="ms",
+                   ours=ms["latency"], target="p50 ≤ 50 ms", met=p50 <= 50,
+                   note=f"median breakdown: {breakdown}"),
+            figure(figure="Decision request → HTTP response", unit="ms", ours=ms["request"],
+                   target="(info)"),
+        ],
+        "details": {"breakdown_ms": ms, "worker_class": "rq.Worker (forks a work horse per job)",
+                    "ledger_dir": str(settings.HARNESS_LEDGER_DIR)},
+        "notes": (
+            "One real `manage.py rqworker` subprocess, idle before each decision; the decision "
+            "goes through the real API stack (`POST /api/v1/reviews/{id}/decision`, Bearer "
+            "token) in this process. Latency = the `ledger_append` tool's own timestamp − the "
+            "moment the decision's response returned. Breakdown (medians): *pickup* = response "
+            "→ the task's `running` event (RQ dequeues, forks a work horse, the horse connects "
+            "and acquires the lease); *resume* = `running` → `tool_started` (head checkpoint "
+            "loaded, ledger, approved arguments checked, pre-tool checkpoint); *tool* = "
+            "`tool_started` → the tool runs."
+        ),
+    }
