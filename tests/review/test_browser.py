@@ -29,7 +29,7 @@ def test_operator_approves_in_the_browser_and_the_task_finishes(live_server, wor
                                                                  operator):
     task = make_task(delete_script(), ["delete_file"], enqueue=True, title="clean old logs",
                      workspace={"files": {"old.log": "stale\n"}})
-    wait_for(lambda: Task.objects.get(pk=task.pk).status == "waiting_review",
+    wait_for(lambda: Task.objects.get(pk=task.pk).status == "waiting_review", 90,
              message="the task to pause for review")
 
     page.goto(f"{live_server.url}/reviews/")
@@ -52,6 +52,6 @@ def test_operator_approves_in_the_browser_and_the_task_finishes(live_server, wor
         page.reload()
         return page.inner_text("[data-testid=task-status]") == "succeeded"
 
-    wait_for(finished, 30, interval=0.3, message="the task page to show succeeded")
+    wait_for(finished, 90, interval=0.3, message="the task page to show succeeded")
     assert not (task.workspace_path / "old.log").exists()
     assert page.query_selector("[data-testid=pending-count]") is None

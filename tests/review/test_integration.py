@@ -27,7 +27,7 @@ def status_of(task: Task) -> str:
     return Task.objects.values_list("status", flat=True).get(pk=task.pk)
 
 
-def wait_status(task: Task, *statuses: str, timeout: float = 30.0) -> str:
+def wait_status(task: Task, *statuses: str, timeout: float = 90.0) -> str:
     return wait_for(lambda: status_of(task) if status_of(task) in statuses else None,
                     timeout, message=f"task {task.pk} to become {'/'.join(statuses)}")
 
@@ -54,7 +54,7 @@ def test_delete_file_pauses_and_the_job_ends_then_approval_deletes(workers, api_
     review = pending_review(task)
     task.refresh_from_db()
     job = Job.fetch(task.rq_job_id, connection=django_rq.get_connection("default"))
-    wait_for(lambda: job.get_status(refresh=True) == "finished", message="the job to end")
+    wait_for(lambda: job.get_status(refresh=True) == "finished", 90, message="the job to end")
     assert job.return_value() == "paused"
     assert (task.workspace_path / "old.log").exists()
 
