@@ -95,10 +95,35 @@ class TimeoutConfig(_Strict):
 
 
 class ContextConfig(_Strict):
+    """How AgentState stays bounded (tasks/context.py). A TaskSpec `context` overrides any key."""
+
+    # Messages after the pinned system prompt and goal kept verbatim.
     recent_history_window: int = Field(default=20, ge=2)
+    # Every this many model turns, turns older than the window fold into the rolling summary.
     summary_interval: int = Field(default=8, ge=1)
+    # Keep amounts, dates, ids and explicit user constraints verbatim in AgentState.hard_facts.
     hard_facts_keep: bool = True
+    hard_facts_max: int = Field(default=100, ge=1, le=10_000)
+    summary_max_chars: int = Field(default=4000, ge=200)
+    # Let the model write the summary when its adapter can; otherwise (or when it fails) the
+    # deterministic extractive summary is used.
+    model_summary: bool = True
     system_prompt_max_chars: int = Field(default=8000, ge=200)
+    tool_doc_max_chars: int = Field(default=1000, ge=50)
+
+
+class ValidationConfig(_Strict):
+    """The validation funnel's defaults (tasks/validation.py); a TaskSpec `checks` narrows them."""
+
+    # Consecutive steps that may fail a check before the task fails with `validation_failed`.
+    max_retries: int = Field(default=3, ge=0, le=100)
+    # Size limit on the text a write or external call sends (`content`, `body`).
+    max_write_bytes: int = Field(default=1024 * 1024, ge=1)
+
+
+class ModelPrice(_Strict):
+    prompt_per_1k: float = Field(ge=0)
+    completion_per_1k: float = Field(ge=0)
 
 
 class RetentionConfig(_Strict):
@@ -124,6 +149,10 @@ class HarnessConfig(_Strict):
     timeouts: TimeoutConfig = TimeoutConfig()
     context: ContextConfig = ContextConfig()
     retention: RetentionConfig = RetentionConfig()
+    validation: ValidationConfig = ValidationConfig()
+    # USD per 1000 tokens, by model name; a key also prices every model whose name starts with
+    # it (`gpt-4o-mini` prices `gpt-4o-mini-2024-07-18`). Unpriced models cost 0.
+    pricing: dict[str, ModelPrice] = {}
     review_webhook_url: str | None = None
     max_concurrent_tasks: int | None = Field(default=None, ge=1)
 
@@ -133,6 +162,16 @@ class HarnessConfig(_Strict):
             if item.event == event:
                 return item
         return None
+
+    def cost_usd(self, *, model: str, prompt_tokens: int, completion_tokens: int) -> float:
+        price = self.pricing.get(model)
+        if price is None:
+            prefixes = [key for key in self.pricing if model.startswith(key)]
+            price = self.pricing[max(prefixes, key=len)] if prefixes else None
+        if price is None:
+            return 0.0
+        return (prompt_tokens * price.prompt_per_1k
+                + completion_tokens * price.completion_per_1k) / 1000
 
 
 def _describe(error: ValidationError, source: Path) -> str:

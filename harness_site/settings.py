@@ -95,8 +95,14 @@ HARNESS_LEDGER_DIR = Path(env_str("HARNESS_LEDGER_DIR", str(DATA_DIR / "ledger")
 HARNESS_TOOL_MODULES = env_list("HARNESS_TOOL_MODULES", [])
 HARNESS_HTTP_ALLOWLIST = env_list("HARNESS_HTTP_ALLOWLIST", [])
 HARNESS_HEARTBEAT_S = env_float("HARNESS_HEARTBEAT_S", 5.0)
+# Model defaults for `{"kind": "openai"}` tasks. The API key is read from the environment
+# variable a spec names (`api_key_env`, default OPENAI_API_KEY) when the call is made; it is
+# never stored in a spec, a checkpoint or an event.
 HARNESS_MODEL = env_str("HARNESS_MODEL", "")
-OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1")
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
+# Base URLs a task's own `model.base_url` may name besides OPENAI_BASE_URL (`*`: any). A key
+# is only ever sent to an endpoint the operator listed, never to one a task author chose.
+HARNESS_MODEL_ENDPOINTS = [u.rstrip("/") for u in env_list("HARNESS_MODEL_ENDPOINTS", [])]
 HARNESS_BASE_URL = env_str("HARNESS_BASE_URL", "http://127.0.0.1:8000")
 
 # --- Auth, i18n, static --------------------------------------------------------------------

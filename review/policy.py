@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from harness_site.config import ReviewRuleConfig, harness_config
 from tasks.tools.registry import ToolSpec
+from tasks.tools.workspace import call_paths, glob_match
 
 
 @dataclass(frozen=True)
@@ -30,26 +31,14 @@ class PolicyDecision:
 
 ALLOW = PolicyDecision(action="allow")
 
-_PATH_KEYS = ("path", "src", "dst", "target")
-
-
-def _paths(args: dict[str, Any]) -> list[str]:
-    return [str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)]
-
-
-def _glob_match(path: str, pattern: str) -> bool:
-    # `**/*.conf` should also match a top-level `app.conf`.
-    return fnmatch.fnmatch(path, pattern) or (
-        pattern.startswith("**/") and fnmatch.fnmatch(path, pattern[3:])
-    )
-
 
 def rule_matches(rule: ReviewRuleConfig, *, tool: ToolSpec, args: dict[str, Any]) -> bool:
     if rule.tool is not None and rule.tool != tool.name:
         return False
     if rule.risk is not None and rule.risk != tool.risk:
         return False
-    if rule.path_glob is not None and not any(_glob_match(p, rule.path_glob) for p in _paths(args)):
+    if rule.path_glob is not None and not any(glob_match(p, rule.path_glob)
+                                               for p in call_paths(args)):
         return False
     if rule.command_regex is not None:
         command = args.get("command")

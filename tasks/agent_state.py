@@ -44,6 +44,16 @@ class Budget(_State):
     tokens: int = 0
     seconds: float = 0.0
     invalid_calls: int = 0
+    cost_usd: float = 0.0
+
+
+class Checks(_State):
+    """The validation funnel's retry bound: steps in a row that failed a check."""
+
+    failed_steps: int = 0
+    # Checks failed in the current step (a step fails when any of its calls failed one).
+    failures_this_step: int = 0
+    last_failure: str = ""
 
 
 class AgentState(_State):
@@ -51,6 +61,8 @@ class AgentState(_State):
     messages: list[Message] = Field(default_factory=list)
     summary: str = ""
     hard_facts: list[str] = Field(default_factory=list)
+    # turn_index when older turns were last folded into the summary (tasks/context.py).
+    folded_at_turn: int = 0
     turn_index: int = 0
     step_index: int = 0
     phase: Literal["model", "tools", "done"] = "model"
@@ -60,6 +72,7 @@ class AgentState(_State):
     branch: int = 0
     budget: Budget = Field(default_factory=Budget)
     last_error: ErrorInfo | None = None
+    checks: Checks = Field(default_factory=Checks)
     final: str | None = None
 
     def new_call_id(self, index: int) -> str:

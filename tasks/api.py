@@ -36,6 +36,7 @@ class TaskOut(Schema):
     current_step: int
     steps_used: int
     tokens_used: int
+    cost_usd: float
     seconds_used: float
     result: str
     error_class: str

@@ -15,6 +15,7 @@ a retry wait, success, failure or cancel ends the job; no worker waits for a hum
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -39,11 +41,21 @@ from harness_site.config import harness_config
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo, Message, ProposedCall
 from tasks.canonical import canonical_hash
+from tasks.context import HARNESS_AUTHOR, context_apply, context_policy, goal_facts
 from tasks.llm import ModelDecision, ModelError, model_for_spec
 from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
 from tasks.spec import TaskSpec
 from tasks.states import LeaseLost, TaskStatus
 from tasks.tools.registry import ToolContext, ToolError, ToolSpec, UnknownTool, registry
+from tasks.validation import (
+    CHECK_ERROR_CLASSES,
+    CheckFailure,
+    check_call,
+    check_final,
+    check_limits,
+    check_result,
+    compact_feedback,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +77,6 @@ class Paused(Exception):
 
 def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def compact_feedback(*, what: str, expected: str, check: str) -> str:
-    """Feedback to the model: at most three short lines."""
-    return "\n".join(
-        line[:300] for line in (f"Error: {what}", f"Expected: {expected}", f"Check: {check}")
-    )
 
 
 def _validation_summary(exc: ValidationError) -> str:
@@ -179,6 +184,8 @@ class TaskRun:
         self.turn_s = budget.turn_timeout_s or timeouts.turn_s
         self.tool_s = budget.tool_timeout_s or timeouts.tool_s
         self.model = model_for_spec(self.spec.model)
+        self.context = context_policy(config=self.config.context, override=self.spec.context)
+        self.limits = check_limits(config=self.config.validation, checks=self.spec.checks)
         self.workspace = task.workspace_path
         self.pending_events: list[TaskEvent] = []
         self.cancel_seen = task.cancel_requested
@@ -207,6 +214,7 @@ class TaskRun:
             "current_step": self.state.step_index,
             "steps_used": self.state.budget.steps,
             "tokens_used": self.state.budget.tokens,
+            "cost_usd": Decimal(f"{self.state.budget.cost_usd:.6f}"),
             "seconds_used": self.elapsed(),
         }
 
@@ -304,9 +312,9 @@ class TaskRun:
             f"goal, then give a final answer. Available tools: {tools}."
         )
         return AgentState(messages=[
-            Message(role="system", content=system[: self.config.context.system_prompt_max_chars]),
+            Message(role="system", content=system[: self.context.system_prompt_max_chars]),
             Message(role="user", content=self.spec.goal),
-        ])
+        ], hard_facts=goal_facts(self.spec.goal, self.context))
 
     def materialise_spec_files(self) -> None:
         from tasks.tools.workspace import resolve_in_workspace
@@ -348,13 +356,28 @@ class TaskRun:
     # -- the model turn ------------------------------------------------------------------
 
     def allowed_tools(self) -> list[ToolSpec]:
+        """The task's tools, their documentation capped by the context policy."""
+        cap = self.context.tool_doc_max_chars
         out = []
         for name in self.spec.tools:
             try:
-                out.append(registry.get(name))
+                tool = registry.get(name)
             except UnknownTool:
                 continue
+            if len(tool.description) > cap:
+                tool = dataclasses.replace(tool, description=tool.description[: cap - 1] + "…")
+            out.append(tool)
         return out
+
+    def charge(self, usage: ModelDecision) -> dict[str, Any]:
+        """Count a model call's tokens and cost against the task; the event fields for it."""
+        model = usage.model or self.model.name
+        cost = self.config.cost_usd(model=model, prompt_tokens=usage.prompt_tokens,
+                                    completion_tokens=usage.completion_tokens)
+        self.state.budget.tokens += usage.tokens
+        self.state.budget.cost_usd += cost
+        return {"model": model, "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens, "cost_usd": round(cost, 8)}
 
     def model_turn(self) -> None:
         started = time.monotonic()
@@ -367,30 +390,62 @@ class TaskRun:
             return
         duration_ms = (time.monotonic() - started) * 1000
         state = self.state
-        state.budget.tokens += decision.tokens
+        usage = self.charge(decision)
         calls = [
             ProposedCall(call_id=state.new_call_id(i), tool=c.tool, args=c.args,
                          raw_error=c.raw_error)
             for i, c in enumerate(decision.calls)
         ]
-        state.messages.append(Message(role="assistant", content=decision.text, calls=calls or None))
+        state.messages.append(Message(role="assistant",
+                                      content=decision.text[:OBSERVATION_MAX_CHARS],
+                                      calls=calls or None))
         state.turn_index += 1
         state.last_error = None
-        if decision.final is not None and not calls:
+        final = decision.final is not None and not calls
+        self.event("model_decision", {
+            "turn": state.turn_index, **usage,
+            "calls": [{"call_id": c.call_id, "tool": c.tool, "args": c.args,
+                       **({"raw_error": c.raw_error} if c.raw_error else {})} for c in calls],
+            "final": decision.final, "text": decision.text[:2000],
+            "duration_ms": round(duration_ms, 3),
+        })
+        failure = self.check_final_answer(decision.final) if final else None
+        if final and failure is None:
             state.final = decision.final
             state.phase = "done"
+        elif final:
+            # The model tries again: the feedback is the next step's input.
+            state.messages.append(Message(role="user", name=HARNESS_AUTHOR,
+                                          content=failure.feedback))
+            self.note_check_failure(failure.what)
         else:
             state.pending = calls
             state.next_call = 0
             state.phase = "tools"
-        self.event("model_decision", {
-            "turn": state.turn_index, "model": decision.model or self.model.name,
-            "calls": [{"call_id": c.call_id, "tool": c.tool, "args": c.args} for c in calls],
-            "final": decision.final, "text": decision.text[:2000],
-            "prompt_tokens": decision.prompt_tokens,
-            "completion_tokens": decision.completion_tokens, "duration_ms": round(duration_ms, 3),
-        })
         self.commit(trigger="after_model")
+        if failure is not None:
+            self.finish_step()
+
+    def check_final_answer(self, final: str) -> CheckFailure | None:
+        """The TaskSpec's deep checks on a final answer (tasks/validation.py)."""
+        if self.spec.checks is None:
+            return None
+        verdict = check_final(final=final, checks=self.spec.checks, workspace=self.workspace,
+                              task_id=self.task_id, goal=self.spec.goal, model=self.model,
+                              timeout_s=self.turn_s)
+        payload: dict[str, Any] = {"passed": verdict.failure is None}
+        if verdict.review is not None:
+            payload.update(self.charge(verdict.review), reviewed=True)
+        if verdict.review_skipped:
+            payload["review_skipped"] = verdict.review_skipped[:500]
+        if verdict.failure is not None:
+            payload["feedback"] = verdict.failure.feedback
+        self.event("final_checked", payload)
+        return verdict.failure
+
+    def note_check_failure(self, what: str) -> None:
+        self.state.checks.failures_this_step += 1
+        self.state.checks.last_failure = what[:500]
 
     def on_model_error(self, exc: ModelError) -> None:
         self.event("model_error", {"error_class": exc.error_class, "message": str(exc)[:2000],
@@ -407,15 +462,47 @@ class TaskRun:
             outcome = self.run_call(call)
             state.messages.append(Message(role="tool", content=outcome.observation,
                                           call_id=call.call_id, name=call.tool))
+            if outcome.error_class in CHECK_ERROR_CLASSES:
+                self.note_check_failure(outcome.error_message)
             state.next_call += 1
             self.boundary_checks_between_calls()
+        self.finish_step()
+
+    def finish_step(self) -> None:
+        """Close a step: the retry bound of the validation funnel, the context policy, the
+        `after_step` checkpoint."""
+        state = self.state
+        checks = state.checks
+        checks.failed_steps = checks.failed_steps + 1 if checks.failures_this_step else 0
+        checks.failures_this_step = 0
         state.step_index += 1
         state.budget.steps += 1
         state.pending = []
         state.next_call = 0
         state.phase = "model"
+        if checks.failed_steps > self.limits.max_retries:
+            raise StopRun("validation_failed",
+                          f"{checks.failed_steps} steps in a row failed validation "
+                          f"(max_retries={self.limits.max_retries}); last: {checks.last_failure}")
+        self.apply_context()
         self.event("step_finished", {"step": state.step_index})
         self.commit(trigger="after_step")
+
+    def apply_context(self) -> None:
+        report = context_apply(state=self.state, policy=self.context, model=self.model,
+                               timeout_s=self.turn_s)
+        if report is None:
+            return
+        payload: dict[str, Any] = {
+            "folded_messages": report.folded_messages, "kept_messages": report.kept_messages,
+            "method": report.method, "new_facts": report.new_facts,
+            "summary_chars": report.summary_chars,
+        }
+        if report.usage is not None:
+            payload.update(self.charge(report.usage))
+        if report.model_error:
+            payload["model_error"] = report.model_error
+        self.event("context_folded", payload)
 
     def boundary_checks_between_calls(self) -> None:
         if self.watchdog.lease_lost.is_set():
@@ -479,6 +566,11 @@ class TaskRun:
                 raise StopRun("internal_error",
                               f"call {call.call_id}: approved arguments changed after approval")
             return self.execute_call(row, tool, args)
+        # Stricter checks before the policy gate: no human reviews a call that breaks them.
+        failure = check_call(tool=tool, args=row.arguments, limits=self.limits)
+        if failure is not None:
+            return self.refuse(row, call, error_class="check_failed", what=failure.what,
+                               expected=failure.expected, check=failure.check)
         return self.gate_and_execute(row, tool, args)
 
     def replay_outcome(self, row: ToolCall) -> ToolOutcome | None:
@@ -602,10 +694,17 @@ class TaskRun:
                        else "before_write_operation")
             self.commit(trigger=trigger, extra=[row])
         outcome = self.invoke(tool, ctx, args)
+        if outcome.status == ToolCallStatus.SUCCEEDED:
+            failure = check_result(tool=tool, result=outcome.result)
+            if failure is not None:
+                outcome = ToolOutcome(status=ToolCallStatus.FAILED, result=outcome.result,
+                                      observation=failure.feedback, error_class="check_failed",
+                                      error_message=failure.what)
         finished = timezone.now()
         row.status = outcome.status
         row.result = outcome.result if outcome.status == ToolCallStatus.SUCCEEDED else {
-            "observation": outcome.observation}
+            "observation": outcome.observation,
+            **({"result": outcome.result} if outcome.result is not None else {})}
         row.error_class = outcome.error_class
         row.error_message = outcome.error_message
         row.finished_at = finished
@@ -701,7 +800,8 @@ class TaskRun:
                                           step_index=self.state.step_index)
         self.event("task_stopped", {"error_class": stop.error_class, "message": stop.message[:2000]})
         try:
-            trigger = "after_step" if stop.error_class in ("timeout", "budget_exceeded") else None
+            trigger = ("after_step" if stop.error_class in ("timeout", "budget_exceeded",
+                                                             "validation_failed") else None)
             self.commit(trigger=trigger)
             services.task_transition(
                 task_id=self.task_id, to=to, expect_epoch=self.epoch, reason=stop.message[:500],

@@ -110,7 +110,8 @@ def task_tool_calls(*, task: Task) -> QuerySet[ToolCall]:
 # Payload keys the timeline and the compact event view read. Extracted in SQL (->>) so a
 # 1,000-step task's page never decodes its model transcripts.
 _EVENT_KEYS = ("call_id", "tool", "status", "attempt", "error_class", "duration_ms", "from", "to",
-               "reason", "decision", "step", "turn", "prompt_tokens", "completion_tokens")
+               "reason", "decision", "step", "turn", "prompt_tokens", "completion_tokens",
+               "cost_usd")
 
 
 def task_event_summaries(*, task: Task) -> list[dict[str, Any]]:
@@ -186,3 +187,27 @@ def task_events_compact(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if event.get("duration_ms") is not None:
             row["duration_ms"] = event["duration_ms"]
     return rows
+
+
+# Events whose payload carries one model call's usage (prompt_tokens, completion_tokens,
+# cost_usd): the turns, the context summaries and the final-answer reviews.
+USAGE_EVENTS = frozenset({"model_decision", "context_folded", "final_checked"})
+
+
+def task_model_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Model calls, tokens and cost per step (oldest first) and in total, from the event
+    summaries (`task_event_summaries`)."""
+    steps: dict[int, dict[str, Any]] = {}
+    for event in events:
+        if event["type"] not in USAGE_EVENTS or event.get("prompt_tokens") is None:
+            continue
+        step = event["step_index"] or 0
+        row = steps.setdefault(step, {"step": step, "calls": 0, "prompt_tokens": 0,
+                                      "completion_tokens": 0, "cost_usd": 0.0})
+        row["calls"] += 1
+        row["prompt_tokens"] += int(event["prompt_tokens"])
+        row["completion_tokens"] += int(event.get("completion_tokens") or 0)
+        row["cost_usd"] += float(event.get("cost_usd") or 0)
+    rows = list(steps.values())
+    return {"steps": rows, "calls": sum(r["calls"] for r in rows),
+            "cost_usd": sum(r["cost_usd"] for r in rows)}

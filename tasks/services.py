@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -196,6 +197,7 @@ def task_spec_check(spec: TaskSpec) -> None:
                         raise SpecError(
                             f"model.script.{t_index}", f"unknown tool {name!r}"
                         ) from None
+    _model_spec_check(spec)
     timeouts = harness_config().timeouts
     session = spec.budget.session_timeout_s or timeouts.session_s
     turn = spec.budget.turn_timeout_s or timeouts.turn_s
@@ -206,6 +208,26 @@ def task_spec_check(spec: TaskSpec) -> None:
             f"timeouts must satisfy tool < turn < session (got tool={tool_s}s, "
             f"turn={turn}s, session={session}s)",
         )
+
+
+def _model_spec_check(spec: TaskSpec) -> None:
+    if spec.model.kind == "openai":
+        from tasks.llm import ModelError
+        from tasks.llm.openai import endpoint_for
+
+        try:
+            endpoint_for(spec.model)
+        except ModelError as exc:
+            raise SpecError("model", str(exc)) from None
+    elif spec.model.kind == "replay":
+        try:
+            recorded = TaskEvent.objects.filter(task_id=spec.model.task_id,
+                                                type="model_decision").exists()
+        except (ValueError, ValidationError):
+            recorded = False
+        if not recorded:
+            raise SpecError("model.task_id", f"task {spec.model.task_id} has no recorded "
+                                             "model decisions to replay")
 
 
 def task_create(*, spec: TaskSpec, user: AbstractBaseUser | None, enqueue: bool = True) -> Task:

@@ -3,6 +3,8 @@ environment variable that holds them, never stored in a spec."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -42,12 +44,25 @@ class ScriptedModelSpec(_Spec):
 
 
 class OpenAIModelSpec(_Spec):
+    """Any server speaking the chat-completions wire format (tasks/llm/openai.py)."""
+
     kind: Literal["openai"]
-    model: str = Field(min_length=1)
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    # Unset: the HARNESS_MODEL setting.
+    model: str | None = Field(default=None, min_length=1, max_length=200)
+    # Unset: OPENAI_BASE_URL. Any other endpoint must be listed in HARNESS_MODEL_ENDPOINTS.
+    base_url: str | None = Field(default=None, max_length=2000)
+    # The name of the environment variable holding the API key, never the key itself. Unset in
+    # the worker's environment: requests go without a key (local servers need none).
+    api_key_env: str = Field(default="OPENAI_API_KEY", pattern=r"^[A-Z][A-Z0-9_]*_API_KEY$")
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_output_tokens: int | None = Field(default=None, ge=1)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL, e.g. http://localhost:11434/v1")
+        return value.rstrip("/") if value else value
 
 
 class ReplayModelSpec(_Spec):
@@ -60,19 +75,24 @@ ModelSpec = Annotated[
 ]
 
 
+def _check_relative_paths(paths: Iterable[str]) -> None:
+    """Workspace-relative paths only; raised as ValueError so pydantic reports the field."""
+    from tasks.tools.workspace import PathEscapeError, validate_relative_path
+
+    for path in paths:
+        try:
+            validate_relative_path(path)
+        except PathEscapeError as exc:
+            raise ValueError(str(exc)) from None
+
+
 class WorkspaceSpec(_Spec):
     files: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("files")
     @classmethod
     def _relative_paths(cls, files: dict[str, str]) -> dict[str, str]:
-        from tasks.tools.workspace import PathEscapeError, validate_relative_path
-
-        for path in files:
-            try:
-                validate_relative_path(path)
-            except PathEscapeError as exc:
-                raise ValueError(str(exc)) from None
+        _check_relative_paths(files)
         return files
 
 
@@ -95,6 +115,70 @@ class ReviewOverride(_Spec):
     always: list[str] = Field(default_factory=list)
 
 
+class ContextSpec(_Spec):
+    """Per-task overrides of harness.yaml `context` (see harness_site.config.ContextConfig)."""
+
+    recent_history_window: int | None = Field(default=None, ge=2)
+    summary_interval: int | None = Field(default=None, ge=1)
+    hard_facts_keep: bool | None = None
+    hard_facts_max: int | None = Field(default=None, ge=1, le=10_000)
+    summary_max_chars: int | None = Field(default=None, ge=200)
+    model_summary: bool | None = None
+    system_prompt_max_chars: int | None = Field(default=None, ge=200)
+    tool_doc_max_chars: int | None = Field(default=None, ge=50)
+
+
+class ModelReviewSpec(_Spec):
+    # The fraction of tasks (chosen by task id, so a resumed task decides the same way) whose
+    # final answer the model reviews.
+    sample_rate: float = Field(default=1.0, ge=0, le=1)
+    instructions: str = Field(default="", max_length=5000)
+
+
+class ChecksSpec(_Spec):
+    """The validation funnel for this task (tasks/validation.py). Deep checks on the final
+    answer: `files_exist`, `regex`, `json_schema`, `model_review`. Stricter checks on write,
+    destructive and external calls: `allowed_paths`, `allowed_hosts`, `max_write_bytes`."""
+
+    files_exist: list[str] = Field(default_factory=list, max_length=200)
+    regex: str | None = Field(default=None, max_length=2000)
+    json_schema: dict[str, Any] | None = None
+    model_review: ModelReviewSpec | None = None
+    allowed_paths: list[str] | None = Field(default=None, max_length=200)
+    allowed_hosts: list[str] | None = Field(default=None, max_length=200)
+    max_write_bytes: int | None = Field(default=None, ge=1)
+    # Consecutive failing steps before the task fails with `validation_failed`.
+    max_retries: int | None = Field(default=None, ge=0, le=100)
+
+    @field_validator("files_exist")
+    @classmethod
+    def _relative_paths(cls, paths: list[str]) -> list[str]:
+        _check_relative_paths(paths)
+        return paths
+
+    @field_validator("regex")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression: {exc}") from None
+        return value
+
+    @field_validator("json_schema")
+    @classmethod
+    def _schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            import jsonschema
+
+            try:
+                jsonschema.validators.validator_for(value).check_schema(value)
+            except jsonschema.SchemaError as exc:
+                raise ValueError(f"invalid JSON schema: {exc.message}") from None
+        return value
+
+
 class TaskSpec(_Spec):
     title: str = Field(min_length=1, max_length=200)
     goal: str = Field(min_length=1, max_length=100_000)
@@ -109,3 +193,5 @@ class TaskSpec(_Spec):
         default_factory=dict
     )
     system_prompt: str | None = Field(default=None, max_length=50_000)
+    context: ContextSpec | None = None
+    checks: ChecksSpec | None = None

@@ -158,6 +158,7 @@ def task_detail(request: HttpRequest, task_id) -> HttpResponse:
         return render(request, "tasks/_tab.html", _tab_context(request, task, tab, None))
     context = _live_context(request, task)
     context.update(_tab_context(request, task, tab, context["events"]))
+    context["model_usage"] = selectors.task_model_usage(context["events"])
     context["tabs"] = TABS
     return render(request, "tasks/detail.html", context)
 

@@ -48,7 +48,16 @@ class ModelError(Exception):
 
 class ModelAdapter(ABC):
     name: str = "model"
+    # Whether `complete` works: the context policy then lets the model write the rolling
+    # summary, and `checks.model_review` can run. Otherwise both use their fallbacks.
+    can_complete: bool = False
 
     @abstractmethod
-    def decide(self, *, state: AgentState, tools: list[ToolSpec], timeout_s: float) -> ModelDecision:
+    def decide(self, *, state: AgentState, tools: list[ToolSpec],
+               timeout_s: float) -> ModelDecision:
         """The model's next move. Raises ModelError; must return within `timeout_s`."""
+
+    def complete(self, *, system: str, prompt: str, timeout_s: float) -> ModelDecision:
+        """Free text for a one-off prompt (no tools, no history) in `ModelDecision.text`."""
+        raise ModelError(f"the {self.name} model cannot answer free-text prompts",
+                         error_class="permanent")

@@ -8,15 +8,14 @@ server-side.
 
 from __future__ import annotations
 
-import email.utils
 import time
-from datetime import UTC, datetime
 from typing import Literal
 
 import httpx
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tasks.http_headers import retry_after_seconds
 from tasks.tools.registry import (
     PermanentToolError,
     ToolContext,
@@ -69,22 +68,6 @@ def host_allowed(host: str, allowlist: list[str]) -> bool:
     return False
 
 
-def _retry_after_s(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
 def _preview(ctx: ToolContext, args: HttpRequestArgs) -> str:
     lines = [f"{args.method} {args.url}"]
     lines += [f"{name}: {value}" for name, value in args.headers.items()]
@@ -132,7 +115,7 @@ def http_request(ctx: ToolContext, args: HttpRequestArgs) -> dict:
     if status == 429 or status >= 500:
         raise TransientToolError(
             f"{args.method} {url}: HTTP {status} {response.reason_phrase}: {body[:500]}",
-            retry_after_s=_retry_after_s(response.headers.get("retry-after")),
+            retry_after_s=retry_after_seconds(response.headers.get("retry-after")),
         )
     return {
         "status": status,

@@ -90,6 +90,8 @@ class ToolSpec:
     recovery: RecoveryStrategy
     test_only: bool = False
     preview: Callable[[ToolContext, Any], str] | None = None
+    # From a pydantic return annotation: every result is checked against it (required fields).
+    result_model: type[BaseModel] | None = None
 
     def json_schema(self) -> dict[str, Any]:
         return self.args_model.model_json_schema()
@@ -146,7 +148,8 @@ def tool(
     preview: Callable[[ToolContext, Any], str] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register `func(ctx, args)` as a tool. The argument model is read from the type hint of
-    the second parameter; the docstring becomes the description the model sees."""
+    the second parameter (a pydantic return annotation, if any, is the result model every
+    result is checked against); the docstring becomes the description the model sees."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         params = list(inspect.signature(func).parameters)
@@ -156,6 +159,9 @@ def tool(
         args_model = hints.get(params[1])
         if not (inspect.isclass(args_model) and issubclass(args_model, BaseModel)):
             raise TypeError(f"tool {func.__name__}: the args parameter must be a pydantic model")
+        returns = hints.get("return")
+        result_model = returns if inspect.isclass(returns) and issubclass(returns, BaseModel) \
+            else None
         registry.register(
             ToolSpec(
                 name=name or func.__name__,
@@ -169,6 +175,7 @@ def tool(
                 recovery=recovery or _DEFAULT_STRATEGY[risk],
                 test_only=test_only,
                 preview=preview,
+                result_model=result_model,
             )
         )
         return func

@@ -4,9 +4,11 @@ before anything is touched."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import stat
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from tasks.tools.registry import PermanentToolError
 
@@ -56,3 +58,18 @@ def resolve_in_workspace(root: Path, path: str, *, allow_root: bool = False) -> 
 
 def relative_name(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
+
+
+# Argument names that hold workspace paths, for policies and checks that look at paths.
+PATH_ARGUMENTS = ("path", "src", "dst", "target")
+
+
+def call_paths(args: dict[str, Any]) -> list[str]:
+    return [str(args[k]) for k in PATH_ARGUMENTS if isinstance(args.get(k), str)]
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    # `**/*.conf` should also match a top-level `app.conf`.
+    return fnmatch.fnmatch(path, pattern) or (
+        pattern.startswith("**/") and fnmatch.fnmatch(path, pattern[3:])
+    )

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.llm.chat_server import ChatServer
+
+API_KEY = "sk-test-loopback-key"
+
+
+@pytest.fixture(autouse=True)
+def _workspace(settings, tmp_path):
+    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
+    settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
+    settings.HARNESS_ENABLE_TEST_TOOLS = True
+
+
+@pytest.fixture
+def chat_server(settings, monkeypatch):
+    """The loopback model server, configured as the default endpoint by settings alone
+    (OPENAI_BASE_URL, HARNESS_MODEL, OPENAI_API_KEY), as an operator would."""
+    server = ChatServer().start()
+    settings.OPENAI_BASE_URL = server.base_url
+    settings.HARNESS_MODEL = "gpt-4o-mini"
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    yield server
+    server.stop()
