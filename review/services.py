@@ -25,10 +25,10 @@ from review.policy import PolicyDecision, evaluate
 from review.selectors import user_can_decide
 from tasks.canonical import canonical_hash
 from tasks.models import Task, ToolCall, ToolCallStatus
-from tasks.runtime import compact_feedback
 from tasks.services import audit_record, event_record, task_enqueue, task_lock, task_transition
 from tasks.states import TaskStatus
 from tasks.tools.registry import UnknownTool, registry
+from tasks.validation import compact_feedback
 
 log = logging.getLogger(__name__)
 
