@@ -16,11 +16,13 @@ def _workspace(settings, tmp_path):
 
 @pytest.fixture
 def chat_server(settings, monkeypatch):
-    """The loopback model server, configured as the default endpoint by settings alone
-    (OPENAI_BASE_URL, HARNESS_MODEL, OPENAI_API_KEY), as an operator would."""
+    """The loopback model server, configured as the default endpoint the way an operator
+    would: OPENAI_BASE_URL, HARNESS_MODEL and OPENAI_API_KEY in the environment (inherited by
+    worker processes started after this fixture) and in this process's settings."""
     server = ChatServer().start()
-    settings.OPENAI_BASE_URL = server.base_url
-    settings.HARNESS_MODEL = "gpt-4o-mini"
+    for name, value in (("OPENAI_BASE_URL", server.base_url), ("HARNESS_MODEL", "gpt-4o-mini")):
+        monkeypatch.setenv(name, value)
+        setattr(settings, name, value)
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     yield server
     server.stop()
