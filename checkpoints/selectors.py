@@ -1,12 +1,51 @@
-"""Read-side queries for checkpoints."""
+"""Read-side queries for checkpoints: lookups, what the timeline plots, the rollback preview,
+the recovery plan that `auto` follows, and the diff of two checkpoints. Nothing here writes."""
 
 from __future__ import annotations
 
+import difflib
+from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.http import Http404
 
+from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.models import Checkpoint
+from checkpoints.services import (
+    CheckpointCorrupted,
+    LoadedCheckpoint,
+    checkpoint_decode,
+    checkpoint_find_latest_valid,
+)
+from checkpoints.snapshots import (
+    Manifest,
+    manifest_changes,
+    snapshot_manifest,
+    workspace_manifest,
+)
+from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.spec import TaskSpec
+from tasks.states import TaskStatus
+from tasks.tools.registry import ToolSpec, UnknownTool, registry
+
+# Ledger statuses of calls that actually ran (or may have: running / unknown_outcome).
+EXECUTED = (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT,
+            ToolCallStatus.RUNNING, ToolCallStatus.UNKNOWN_OUTCOME)
+RETRYABLE = (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT)
+TEXT_DIFF_MAX_BYTES = 256 * 1024
+
+
+def checkpoint_get(*, task: Task, checkpoint_id: Any) -> Checkpoint:
+    """One of the task's checkpoints, or Http404."""
+    try:
+        return Checkpoint.objects.get(task=task, id=checkpoint_id)
+    except (Checkpoint.DoesNotExist, ValueError, TypeError):
+        raise Http404("checkpoint not found") from None
+    except Exception as exc:  # a malformed UUID raises ValidationError from the field
+        if exc.__class__.__name__ == "ValidationError":
+            raise Http404("checkpoint not found") from None
+        raise
 
 
 def task_checkpoint_marks(*, task_id: Any) -> list[dict[str, Any]]:
@@ -22,3 +61,325 @@ def task_checkpoint_marks(*, task_id: Any) -> list[dict[str, Any]]:
 def task_checkpoints(*, task_id: Any) -> QuerySet[Checkpoint]:
     """The task's checkpoints by seq (payloads deferred until a page of them is verified)."""
     return Checkpoint.objects.filter(task_id=task_id).order_by("seq")
+
+
+def tool_or_none(name: str) -> ToolSpec | None:
+    try:
+        return registry.get(name)
+    except UnknownTool:
+        return None
+
+
+def tool_is_irreversible(name: str) -> bool:
+    """A side effect outside the workspace, which restoring files cannot undo: external
+    tools, and non-idempotent tools that do not (only) write the workspace."""
+    tool = tool_or_none(name)
+    if tool is None or not tool.side_effect:
+        return False
+    return tool.risk == "external" or (not tool.idempotent
+                                       and tool.risk not in ("write", "destructive"))
+
+
+def _current_files(task: Task, head: LoadedCheckpoint | None) -> tuple[Manifest, str]:
+    """The workspace now: from disk where it lives on this machine, else the head snapshot."""
+    if task.workspace_path.is_dir():
+        return workspace_manifest(task.workspace_path), "disk"
+    return snapshot_manifest(head.snapshot if head else None), "head checkpoint"
+
+
+def calls_undone(task: Task, checkpoint: Checkpoint, state_done: set[str]) -> list[ToolCall]:
+    """Ledger rows of calls that ran after the checkpoint was taken. Calls already finished
+    in the checkpoint's own state are kept, whatever their timestamps."""
+    after = Q(created_at__gte=checkpoint.created_at) | Q(started_at__gte=checkpoint.created_at)
+    return [row for row in ToolCall.objects.filter(after, task=task, status__in=EXECUTED)
+            .order_by("id") if row.call_id not in state_done]
+
+
+def done_call_ids(loaded: LoadedCheckpoint) -> set[str]:
+    return {m.call_id for m in loaded.state.messages if m.role == "tool" and m.call_id}
+
+
+# --- rollback preview -------------------------------------------------------------------------
+
+
+@dataclass
+class RollbackPreview:
+    task: Task
+    checkpoint: Checkpoint
+    checksum_ok: bool
+    blocked: str = ""
+    files_restore: list[str] = field(default_factory=list)
+    files_delete: list[str] = field(default_factory=list)
+    files_mode: list[str] = field(default_factory=list)
+    workspace_source: str = "disk"
+    steps_undone: list[dict[str, Any]] = field(default_factory=list)
+    calls_undone: list[dict[str, Any]] = field(default_factory=list)
+    irreversible: list[dict[str, Any]] = field(default_factory=list)
+    superseded_seqs: list[int] = field(default_factory=list)
+
+    @property
+    def allowed(self) -> bool:
+        return not self.blocked
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "task_id": str(self.task.id), "task_status": self.task.status,
+            "checkpoint_id": str(self.checkpoint.id), "checkpoint_seq": self.checkpoint.seq,
+            "checkpoint_name": self.checkpoint.name, "checksum_ok": self.checksum_ok,
+            "allowed": self.allowed, "blocked": self.blocked,
+            "files_restore": self.files_restore, "files_delete": self.files_delete,
+            "files_mode": self.files_mode, "workspace_source": self.workspace_source,
+            "steps_undone": self.steps_undone, "calls_undone": self.calls_undone,
+            "irreversible": self.irreversible, "superseded_seqs": self.superseded_seqs,
+        }
+
+
+def recovery_blocked(task: Task) -> str:
+    """Why no recovery operation may run on the task now ('' when one may)."""
+    if task.status == TaskStatus.RUNNING:
+        return "the task is running; cancel it or wait until it stops"
+    if task.status == TaskStatus.QUEUED:
+        return "the task is queued and a worker may take it at any moment"
+    if task.status == TaskStatus.PENDING:
+        return "the task has not started"
+    return ""
+
+
+def _call_dict(row: ToolCall) -> dict[str, Any]:
+    return {"call_id": row.call_id, "tool": row.tool, "arguments": row.arguments,
+            "status": row.status, "step_index": row.step_index}
+
+
+def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
+    """What rolling back to `checkpoint` would do, computed without changing anything."""
+    try:
+        loaded = checkpoint_decode(checkpoint)
+    except CheckpointCorrupted as exc:
+        return RollbackPreview(task=task, checkpoint=checkpoint, checksum_ok=False,
+                               blocked=f"this checkpoint is corrupted ({exc})")
+    preview = RollbackPreview(task=task, checkpoint=checkpoint, checksum_ok=True,
+                              blocked=recovery_blocked(task))
+    head, _ = checkpoint_find_latest_valid(task_id=task.id, head_id=task.head_checkpoint_id)
+    try:
+        current, preview.workspace_source = _current_files(task, head)
+        target = snapshot_manifest(loaded.snapshot)
+    except (BlobMissing, BlobCorrupted) as exc:
+        preview.blocked = f"the snapshot cannot be read from the blob store ({exc})"
+        return preview
+    preview.files_restore, preview.files_delete, preview.files_mode = manifest_changes(
+        current, target)
+    undone = calls_undone(task, checkpoint, done_call_ids(loaded))
+    preview.calls_undone = [_call_dict(row) for row in undone]
+    steps: dict[int, list[str]] = {}
+    for row in undone:
+        steps.setdefault(row.step_index, []).append(row.tool)
+    preview.steps_undone = [{"step_index": s, "tools": tools} for s, tools in sorted(steps.items())]
+    preview.irreversible = [
+        {**_call_dict(row), "why": "external or non-idempotent: it happened outside the "
+                                   "workspace and a rollback cannot undo it"}
+        for row in undone if tool_is_irreversible(row.tool)
+    ]
+    preview.superseded_seqs = list(Checkpoint.objects.filter(
+        task=task, seq__gt=checkpoint.seq, superseded=False).order_by("seq").values_list(
+        "seq", flat=True))
+    return preview
+
+
+# --- the plan `auto` follows ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecoveryPlan:
+    strategy: str  # rollback | retry | forward
+    why: str
+    checkpoint_id: Any = None
+    failed_call: str | None = None
+
+
+def failed_call(task: Task, loaded: LoadedCheckpoint) -> ToolCall | None:
+    """The failed (or interrupted) call of the step the checkpoint is in, or of the step it
+    has just finished."""
+    rows = ToolCall.objects.filter(task=task, status__in=(
+        *RETRYABLE, ToolCallStatus.UNKNOWN_OUTCOME, ToolCallStatus.RUNNING))
+    state = loaded.state
+    if state.phase == "tools":
+        return rows.filter(call_id__in=[c.call_id for c in state.pending]).order_by(
+            "-id").first()
+    return rows.filter(step_index=max(state.step_index - 1, 0)).order_by("-id").first()
+
+
+def step_checkpoint(*, task: Task, step_index: int, before_seq: int) -> Checkpoint | None:
+    """The step's `after_model` checkpoint: its tool calls are about to run."""
+    return Checkpoint.objects.filter(
+        task=task, trigger="after_model", step_index=step_index, superseded=False,
+        seq__lte=before_seq).order_by("-seq").first()
+
+
+def step_start_checkpoint(*, task: Task, step_index: int, before_seq: int) -> Checkpoint | None:
+    """The newest valid checkpoint at the start of a step (next is a model call)."""
+    for cp in Checkpoint.objects.filter(
+        task=task, step_index=step_index, seq__lte=before_seq, superseded=False,
+        trigger__in=("after_step", "task_start", "rollback"),
+    ).order_by("-seq"):
+        try:
+            if checkpoint_decode(cp).state.phase == "model":
+                return cp
+        except CheckpointCorrupted:
+            continue
+    return None
+
+
+def recovery_plan(*, task: Task) -> RecoveryPlan:
+    """What `auto` does: look at the failed call of the newest valid checkpoint's step; a batch
+    already partly done goes forward (nothing done is redone); otherwise the call's tool
+    decides — the task spec's `recovery` entry for it, else the tool's registry default
+    (writes roll back, external calls retry, batch tools go forward)."""
+    loaded, _ = checkpoint_find_latest_valid(task_id=task.id, head_id=task.head_checkpoint_id)
+    if loaded is None:
+        return RecoveryPlan("forward", "no valid checkpoint to recover from")
+    row = failed_call(task, loaded)
+    if row is None:
+        return RecoveryPlan("forward", "no failed tool call: continue from the newest valid "
+                                       "checkpoint", checkpoint_id=loaded.checkpoint.id)
+    step = step_checkpoint(task=task, step_index=row.step_index,
+                           before_seq=loaded.checkpoint.seq)
+    pending = loaded.state.pending
+    if step is not None:
+        try:
+            pending = checkpoint_decode(step).state.pending
+        except CheckpointCorrupted:
+            pass
+    done_in_batch = ToolCall.objects.filter(
+        task=task, call_id__in=[c.call_id for c in pending if c.call_id != row.call_id],
+        status=ToolCallStatus.SUCCEEDED).exists()
+    if len(pending) > 1 and done_in_batch:
+        return RecoveryPlan("forward", "the failed call is part of a batch already partly "
+                                       "done; continue it without redoing finished calls",
+                            checkpoint_id=loaded.checkpoint.id, failed_call=row.call_id)
+    spec = TaskSpec.model_validate(task.spec)
+    strategy = spec.recovery.get(row.tool, "auto")
+    source = f"the task's recovery setting for {row.tool}"
+    if strategy == "auto":
+        tool = tool_or_none(row.tool)
+        strategy = tool.recovery if tool is not None else "forward"
+        source = f"{row.tool}'s default"
+    if strategy == "rollback":
+        start = step_start_checkpoint(task=task, step_index=row.step_index,
+                                      before_seq=loaded.checkpoint.seq)
+        if start is not None:
+            return RecoveryPlan("rollback", f"{source} is rollback: undo step "
+                                            f"{row.step_index} and decide it again",
+                                checkpoint_id=start.id, failed_call=row.call_id)
+        strategy, source = "retry", f"{source} is rollback but the step has no start checkpoint"
+    return RecoveryPlan(strategy, f"{source} is {strategy}", checkpoint_id=loaded.checkpoint.id,
+                        failed_call=row.call_id)
+
+
+# --- diff -------------------------------------------------------------------------------------
+
+
+@dataclass
+class FileDiff:
+    path: str
+    change: str  # added | removed | changed | mode
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    text_diff: str = ""
+
+
+@dataclass
+class CheckpointDiff:
+    a: Checkpoint
+    b: Checkpoint
+    state_changes: list[dict[str, Any]]
+    messages_common: int
+    messages_only_a: list[dict[str, Any]]
+    messages_only_b: list[dict[str, Any]]
+    files: list[FileDiff]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "a": {"id": str(self.a.id), "seq": self.a.seq, "name": self.a.name},
+            "b": {"id": str(self.b.id), "seq": self.b.seq, "name": self.b.name},
+            "state": self.state_changes,
+            "messages": {"common": self.messages_common, "only_a": self.messages_only_a,
+                         "only_b": self.messages_only_b},
+            "files": [f.__dict__ for f in self.files],
+        }
+
+
+def _text(body: bytes) -> list[str] | None:
+    if len(body) > TEXT_DIFF_MAX_BYTES or b"\x00" in body:
+        return None
+    try:
+        return body.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return None
+
+
+def _entry_dict(entry: Any) -> dict[str, Any] | None:
+    if entry is None:
+        return None
+    return {"hash": entry.hash, "size": entry.size, "mode": oct(entry.mode)}
+
+
+def _message_dict(m: Any) -> dict[str, Any]:
+    out = {"role": m.role, "content": m.content[:500]}
+    if m.calls:
+        out["calls"] = [{"call_id": c.call_id, "tool": c.tool, "args": c.args} for c in m.calls]
+    if m.call_id:
+        out["call_id"] = m.call_id
+    return out
+
+
+def checkpoint_diff(*, a: Checkpoint, b: Checkpoint) -> CheckpointDiff:
+    """AgentState differences and the file manifest changes from `a` to `b`, with a unified
+    diff for text files. Raises CheckpointCorrupted when either fails verification."""
+    la, lb = checkpoint_decode(a), checkpoint_decode(b)
+    sa = la.state.model_dump(mode="json", exclude={"messages"})
+    sb = lb.state.model_dump(mode="json", exclude={"messages"})
+    state_changes = [{"field": key, "a": sa.get(key), "b": sb.get(key)}
+                     for key in sorted(set(sa) | set(sb)) if sa.get(key) != sb.get(key)]
+    ma, mb = la.state.messages, lb.state.messages
+    common = 0
+    while common < min(len(ma), len(mb)) and ma[common] == mb[common]:
+        common += 1
+    fa, fb = snapshot_manifest(la.snapshot), snapshot_manifest(lb.snapshot)
+    files: list[FileDiff] = []
+    for path in sorted(set(fa) | set(fb)):
+        before, after = fa.get(path), fb.get(path)
+        if before == after:
+            continue
+        if before is None:
+            change = "added"
+        elif after is None:
+            change = "removed"
+        else:
+            change = "mode" if before.hash == after.hash else "changed"
+        files.append(FileDiff(path, change, _entry_dict(before), _entry_dict(after)))
+    wanted = {side["hash"] for f in files if f.change != "mode"
+              for side in (f.before, f.after)
+              if side is not None and side["size"] <= TEXT_DIFF_MAX_BYTES}
+    bodies = blob_store().get_many(wanted) if wanted else {}
+
+    def lines(side: dict[str, Any] | None) -> list[str] | None:
+        if side is None:
+            return []
+        body = bodies.get(side["hash"])
+        return None if body is None else _text(body)
+
+    for item in files:
+        if item.change == "mode":
+            continue
+        old, new = lines(item.before), lines(item.after)
+        if old is None or new is None:
+            item.text_diff = "(binary or large file: no text diff)"
+            continue
+        item.text_diff = "".join(difflib.unified_diff(
+            old, new, fromfile=f"a/{item.path}" if item.before else "/dev/null",
+            tofile=f"b/{item.path}" if item.after else "/dev/null"))
+    return CheckpointDiff(
+        a=a, b=b, state_changes=state_changes, messages_common=common,
+        messages_only_a=[_message_dict(m) for m in ma[common:]],
+        messages_only_b=[_message_dict(m) for m in mb[common:]], files=files,
+    )

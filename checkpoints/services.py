@@ -73,10 +73,11 @@ def checkpoint_verify(checkpoint: Checkpoint) -> bool:
     return True
 
 
-def checkpoint_load_latest_valid(*, task_id: Any, head_id: Any = None) -> LoadedCheckpoint | None:
-    """The head checkpoint if it verifies; otherwise the newest valid non-superseded one,
-    recording a `checkpoint_corrupted` event for every checkpoint skipped. None when the task
-    has no checkpoint yet; NoValidCheckpoint when it has some but none verifies."""
+def checkpoint_find_latest_valid(
+    *, task_id: Any, head_id: Any = None,
+) -> tuple[LoadedCheckpoint | None, list[tuple[Checkpoint, CheckpointCorrupted]]]:
+    """Read-only: (the head if it verifies, else the newest valid non-superseded checkpoint,
+    and the corrupted checkpoints skipped on the way)."""
     candidates = list(
         Checkpoint.objects.filter(task_id=task_id, superseded=False).order_by("-seq")
     )
@@ -86,21 +87,30 @@ def checkpoint_load_latest_valid(*, task_id: Any, head_id: Any = None) -> Loaded
             head = Checkpoint.objects.filter(id=head_id).first()
         if head is not None:
             candidates = [head] + [c for c in candidates if c.id != head.id]
-    if not candidates:
-        return None
+    skipped = []
     for checkpoint in candidates:
         try:
-            loaded = checkpoint_decode(checkpoint)
+            return checkpoint_decode(checkpoint), skipped
         except CheckpointCorrupted as exc:
-            event_record(
-                task_id=task_id, type="checkpoint_corrupted",
-                payload={"checkpoint_id": str(checkpoint.id), "seq": checkpoint.seq,
-                         "error": str(exc)},
-                step_index=checkpoint.step_index,
-            )
-            continue
-        return loaded
-    raise NoValidCheckpoint(f"task {task_id}: no checkpoint passes checksum verification")
+            skipped.append((checkpoint, exc))
+    return None, skipped
+
+
+def checkpoint_load_latest_valid(*, task_id: Any, head_id: Any = None) -> LoadedCheckpoint | None:
+    """The head checkpoint if it verifies; otherwise the newest valid non-superseded one,
+    recording a `checkpoint_corrupted` event for every checkpoint skipped. None when the task
+    has no checkpoint yet; NoValidCheckpoint when it has some but none verifies."""
+    loaded, skipped = checkpoint_find_latest_valid(task_id=task_id, head_id=head_id)
+    for checkpoint, exc in skipped:
+        event_record(
+            task_id=task_id, type="checkpoint_corrupted",
+            payload={"checkpoint_id": str(checkpoint.id), "seq": checkpoint.seq,
+                     "error": str(exc)},
+            step_index=checkpoint.step_index,
+        )
+    if loaded is None and skipped:
+        raise NoValidCheckpoint(f"task {task_id}: no checkpoint passes checksum verification")
+    return loaded
 
 
 def checkpoint_next_seq(*, task_id: Any) -> int:

@@ -55,6 +55,7 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError):
     return api.create_response(request, {"detail": "authentication required"}, status=401)
 
 
+from checkpoints.api import router as checkpoints_router  # noqa: E402
 from review.api import router as review_router  # noqa: E402
 from tasks.api import router as tasks_router  # noqa: E402
 
@@ -64,3 +65,4 @@ api.add_router("/", review_router)
 from dashboard.api import router as stats_router  # noqa: E402
 
 api.add_router("/", stats_router)
+api.add_router("/", checkpoints_router)

@@ -90,6 +90,9 @@ RQ_SHOW_ADMIN_LINK = True
 HARNESS_CONFIG_FILE = Path(env_str("HARNESS_CONFIG", str(BASE_DIR / "harness.yaml")))
 HARNESS_WORKSPACE_ROOT = Path(env_str("HARNESS_WORKSPACE_ROOT", str(DATA_DIR / "workspaces")))
 HARNESS_ENABLE_TEST_TOOLS = env_bool("HARNESS_ENABLE_TEST_TOOLS", False)
+# Where snapshot blobs live: a dotted path to a checkpoints.blobstore.BlobStore subclass.
+HARNESS_BLOB_STORE = env_str("HARNESS_BLOB_STORE", "checkpoints.blobstore.DatabaseBlobStore")
+HARNESS_BLOB_DIR = Path(env_str("HARNESS_BLOB_DIR", str(DATA_DIR / "blobs")))
 HARNESS_LEDGER_DIR = Path(env_str("HARNESS_LEDGER_DIR", str(DATA_DIR / "ledger")))
 # Dotted module paths whose @tool-decorated functions join the registry at start-up.
 HARNESS_TOOL_MODULES = env_list("HARNESS_TOOL_MODULES", [])

@@ -12,5 +12,6 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("reviews/", include("review.urls")),
     path("", include("dashboard.urls")),
+    path("", include("checkpoints.urls")),
     path("", include("tasks.urls")),
 ]

@@ -56,6 +56,19 @@ class Checks(_State):
     last_failure: str = ""
 
 
+class RecoveryNote(_State):
+    """Left in the state by an operator's recovery (checkpoints.recovery). On the next resume
+    the loop syncs the workspace to the head checkpoint, turns the note into a
+    context-alignment message (checkpoints.alignment) and clears it."""
+
+    kind: Literal["rollback", "retry", "forward"]
+    reason: str = ""
+    actor: str = ""
+    from_seq: int | None = None
+    undone: dict[str, Any] = Field(default_factory=dict)
+    last_failure: ErrorInfo | None = None
+
+
 class AgentState(_State):
     schema_version: int = SCHEMA_VERSION
     messages: list[Message] = Field(default_factory=list)
@@ -74,6 +87,7 @@ class AgentState(_State):
     last_error: ErrorInfo | None = None
     checks: Checks = Field(default_factory=Checks)
     final: str | None = None
+    recovery: RecoveryNote | None = None
 
     def new_call_id(self, index: int) -> str:
         return f"{self.branch}.{self.turn_index}.{index}"

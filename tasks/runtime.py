@@ -247,10 +247,8 @@ class TaskRun:
 
     def capture_snapshot(self) -> dict | None:
         """The workspace manifest stored with a checkpoint (see checkpoints.snapshots)."""
-        try:
-            from checkpoints.snapshots import snapshot_capture
-        except ImportError:
-            return None
+        from checkpoints.snapshots import snapshot_capture
+
         return snapshot_capture(task_id=self.task_id, workspace=self.workspace)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -300,6 +298,7 @@ class TaskRun:
                                                "seq": loaded.checkpoint.seq})
             self.head_id = loaded.checkpoint.id
         self.restore_workspace(loaded)
+        self.align_context(loaded)
         self.event("resumed", {"worker": self.worker_id, "epoch": self.epoch,
                                "checkpoint_id": str(loaded.checkpoint.id),
                                "seq": loaded.checkpoint.seq, "phase": self.state.phase})
@@ -326,15 +325,23 @@ class TaskRun:
 
     def restore_workspace(self, loaded: Any) -> None:
         """Rebuild the workspace from the checkpoint's snapshot when it is missing here
-        (another machine, a wiped disk)."""
-        if loaded.snapshot is None:
-            return
-        try:
-            from checkpoints.snapshots import snapshot_materialise_if_missing
-        except ImportError:
-            return
-        if snapshot_materialise_if_missing(workspace=self.workspace, manifest=loaded.snapshot):
+        (another machine, a wiped disk); after an operator's recovery, bring it in line with
+        the head wherever it is."""
+        from checkpoints.snapshots import snapshot_materialise_if_missing
+
+        if snapshot_materialise_if_missing(workspace=self.workspace, manifest=loaded.snapshot,
+                                           sync=self.state.recovery is not None):
             self.event("workspace_materialised", {"checkpoint_id": str(loaded.checkpoint.id)})
+
+    def align_context(self, loaded: Any) -> None:
+        """After a rollback, retry or redispatch, tell the agent what happened (see
+        checkpoints.alignment)."""
+        from checkpoints.alignment import context_align
+
+        summary = context_align(task_id=self.task_id, state=self.state,
+                                checkpoint=loaded.checkpoint, snapshot=loaded.snapshot)
+        if summary is not None:
+            self.event("context_aligned", summary)
 
     def boundary_checks(self) -> None:
         if self.watchdog.lease_lost.is_set():

@@ -271,17 +271,19 @@ def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Ta
             task_id=task_id, to=TaskStatus.CANCELED, reason=reason or "canceled by operator",
             actor=actor, fields={"error_class": "canceled", "error_message": reason},
         )
-        _close_open_reviews(task_id=task_id, actor=actor)
+        task_reviews_close(task_id=task_id, comment=f"task canceled by {actor}")
         audit_record(user=user, action="cancel", task_id=task_id, reason=reason,
                      before=before, after={"status": task.status})
         return task
 
 
-def _close_open_reviews(*, task_id: Any, actor: str) -> None:
+def task_reviews_close(*, task_id: Any, comment: str) -> int:
+    """Cancel the task's pending reviews (the task was canceled, or recovery moved it to a
+    state where the paused call no longer waits). Call with the task row locked."""
     from review.models import ReviewRequest, ReviewStatus
 
-    ReviewRequest.objects.filter(task_id=task_id, status=ReviewStatus.PENDING).update(
-        status=ReviewStatus.CANCELED, decided_at=timezone.now(), comment=f"task canceled by {actor}"
+    return ReviewRequest.objects.filter(task_id=task_id, status=ReviewStatus.PENDING).update(
+        status=ReviewStatus.CANCELED, decided_at=timezone.now(), comment=comment
     )
 
 

@@ -15,6 +15,9 @@ class TaskStatus(models.TextChoices):
     WAITING_REVIEW = "waiting_review"
     RETRY_WAIT = "retry_wait"
     STALLED = "stalled"
+    # Put on hold by an operator's recovery (rollback / retry / forward with resume=false):
+    # nothing runs until the operator resumes it.
+    HELD = "held"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELED = "canceled"
@@ -24,17 +27,18 @@ S = TaskStatus
 
 TRANSITIONS: dict[str, frozenset[str]] = {
     S.PENDING: frozenset({S.QUEUED, S.CANCELED}),
-    S.QUEUED: frozenset({S.RUNNING, S.CANCELED, S.FAILED}),
+    S.QUEUED: frozenset({S.RUNNING, S.CANCELED, S.FAILED, S.HELD}),
     S.RUNNING: frozenset(
         {S.SUCCEEDED, S.FAILED, S.CANCELED, S.WAITING_REVIEW, S.RETRY_WAIT, S.STALLED, S.QUEUED}
     ),
-    S.WAITING_REVIEW: frozenset({S.QUEUED, S.CANCELED, S.FAILED}),
-    S.RETRY_WAIT: frozenset({S.QUEUED, S.CANCELED, S.FAILED}),
-    S.STALLED: frozenset({S.QUEUED, S.FAILED, S.CANCELED}),
+    S.WAITING_REVIEW: frozenset({S.QUEUED, S.CANCELED, S.FAILED, S.HELD}),
+    S.RETRY_WAIT: frozenset({S.QUEUED, S.CANCELED, S.FAILED, S.HELD}),
+    S.STALLED: frozenset({S.QUEUED, S.FAILED, S.CANCELED, S.HELD}),
+    S.HELD: frozenset({S.QUEUED, S.CANCELED}),
     # Terminal states are left only by an operator's explicit recovery (retry / rollback).
-    S.SUCCEEDED: frozenset({S.QUEUED}),
-    S.FAILED: frozenset({S.QUEUED}),
-    S.CANCELED: frozenset({S.QUEUED}),
+    S.SUCCEEDED: frozenset({S.QUEUED, S.HELD}),
+    S.FAILED: frozenset({S.QUEUED, S.HELD}),
+    S.CANCELED: frozenset({S.QUEUED, S.HELD}),
 }
 
 TERMINAL = frozenset({S.SUCCEEDED, S.FAILED, S.CANCELED})

@@ -31,9 +31,9 @@ def test_other_transitions_are_illegal(frm, to):
     assert not can_transition(frm, to)
 
 
-def test_terminal_states_only_reopen_through_queued():
+def test_terminal_states_only_reopen_through_queued_or_an_operators_hold():
     for status in TERMINAL:
-        assert TRANSITIONS[status] == {S.QUEUED}
+        assert TRANSITIONS[status] == {S.QUEUED, S.HELD}
 
 
 def test_every_state_has_a_row():

@@ -1,0 +1,175 @@
+"""`/api/v1/tasks/{id}/…` recovery endpoints: rollback (with a preview), retry, resume,
+recover (strategy chosen at recovery time, including `auto`), the recovery plan, and the diff
+of two checkpoints. Thin: parse, call one service or selector, shape the output."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from uuid import UUID
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema, Status
+from ninja.errors import HttpError
+
+from checkpoints import recovery, selectors
+from checkpoints.services import CheckpointCorrupted
+from harness_site.api_utils import optional_body
+from tasks.api import CheckpointOut, ErrorOut, TaskOut
+from tasks.selectors import access_task, user_can_operate
+from tasks.states import IllegalTransition, TransitionConflict
+
+router = Router(tags=["recovery"])
+
+Reason = Field(min_length=1, max_length=2000, description="why (recorded in the audit log)")
+
+
+class RollbackIn(Schema):
+    checkpoint_id: UUID
+    resume: bool = Field(False, description="queue the task at once (true) or hold it (false)")
+    reason: str = Reason
+
+
+class RetryIn(Schema):
+    resume: bool = True
+    reason: str = Field("", max_length=2000)
+
+
+class ResumeIn(Schema):
+    reason: str = ""
+
+
+class RecoverIn(Schema):
+    strategy: Literal["rollback", "retry", "forward", "auto"] = "auto"
+    checkpoint_id: UUID | None = Field(None, description="the rollback target")
+    resume: bool = True
+    reason: str = Field("", max_length=2000, description="required when this rolls back")
+
+
+class RecoveryOut(Schema):
+    kind: str
+    task: TaskOut
+    checkpoint: CheckpointOut
+    from_checkpoint: UUID
+    files_restored: list[str]
+    files_deleted: list[str]
+    superseded: int
+
+
+class PreviewOut(Schema):
+    task_id: UUID
+    task_status: str
+    checkpoint_id: UUID
+    checkpoint_seq: int
+    checkpoint_name: str
+    checksum_ok: bool
+    allowed: bool
+    blocked: str
+    files_restore: list[str]
+    files_delete: list[str]
+    files_mode: list[str]
+    workspace_source: str
+    steps_undone: list[dict[str, Any]]
+    calls_undone: list[dict[str, Any]]
+    irreversible: list[dict[str, Any]]
+    superseded_seqs: list[int]
+
+
+class PlanOut(Schema):
+    strategy: str
+    why: str
+    checkpoint_id: UUID | None
+    failed_call: str | None
+
+
+class DiffOut(Schema):
+    a: dict[str, Any]
+    b: dict[str, Any]
+    state: list[dict[str, Any]]
+    messages: dict[str, Any]
+    files: list[dict[str, Any]]
+
+
+ERRORS = {403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut}
+
+
+def _operate(request: HttpRequest, task_id: str):
+    task = access_task(request.user, task_id)
+    if not user_can_operate(request.user):
+        raise HttpError(403, "only operators may do this")
+    return task
+
+
+def _run(action, **kwargs) -> Status:
+    """Call a recovery service, mapping its refusals onto HTTP statuses."""
+    try:
+        result = action(**kwargs)
+    except (recovery.RecoveryConflict, TransitionConflict, IllegalTransition) as exc:
+        return Status(409, {"detail": str(exc)})
+    except recovery.RecoveryInvalid as exc:
+        return Status(422, {"detail": exc.message,
+                            "errors": [{"field": exc.field, "message": exc.message}]})
+    if not isinstance(result, recovery.RecoveryResult):
+        return Status(200, result)
+    restored = result.restored
+    return Status(200, {
+        "kind": result.kind, "task": result.task, "checkpoint": result.checkpoint,
+        "from_checkpoint": result.base.id,
+        "files_restored": restored.written if restored else [],
+        "files_deleted": restored.deleted if restored else [],
+        "superseded": result.superseded,
+    })
+
+
+@router.get("tasks/{task_id}/rollback/preview", response={200: PreviewOut, **ERRORS})
+def rollback_preview(request: HttpRequest, task_id: str, checkpoint_id: UUID):
+    task = access_task(request.user, task_id)
+    checkpoint = selectors.checkpoint_get(task=task, checkpoint_id=checkpoint_id)
+    return Status(200, selectors.rollback_preview(task=task, checkpoint=checkpoint).as_dict())
+
+
+@router.post("tasks/{task_id}/rollback", response={200: RecoveryOut, **ERRORS})
+def rollback(request: HttpRequest, task_id: str, body: RollbackIn):
+    task = _operate(request, task_id)
+    return _run(recovery.checkpoint_rollback, task_id=task.id, checkpoint_id=body.checkpoint_id,
+                user=request.user, reason=body.reason, resume=body.resume)
+
+
+@router.post("tasks/{task_id}/retry", response={200: RecoveryOut, **ERRORS})
+def retry(request: HttpRequest, task_id: str):
+    task = _operate(request, task_id)
+    body = optional_body(request, RetryIn)
+    return _run(recovery.task_retry, task_id=task.id, user=request.user, reason=body.reason,
+                resume=body.resume)
+
+
+@router.post("tasks/{task_id}/recover", response={200: RecoveryOut, **ERRORS})
+def recover(request: HttpRequest, task_id: str):
+    task = _operate(request, task_id)
+    body = optional_body(request, RecoverIn)
+    return _run(recovery.task_recover, task_id=task.id, user=request.user,
+                strategy=body.strategy, reason=body.reason, resume=body.resume,
+                checkpoint_id=body.checkpoint_id)
+
+
+@router.post("tasks/{task_id}/resume", response={200: TaskOut, **ERRORS})
+def resume(request: HttpRequest, task_id: str):
+    task = _operate(request, task_id)
+    body = optional_body(request, ResumeIn)
+    return _run(recovery.task_resume, task_id=task.id, user=request.user, reason=body.reason)
+
+
+@router.get("tasks/{task_id}/recovery-plan", response={200: PlanOut, **ERRORS})
+def recovery_plan(request: HttpRequest, task_id: str):
+    task = access_task(request.user, task_id)
+    return Status(200, selectors.recovery_plan(task=task).__dict__)
+
+
+@router.get("tasks/{task_id}/checkpoints/diff", response={200: DiffOut, **ERRORS})
+def checkpoint_diff(request: HttpRequest, task_id: str, a: UUID, b: UUID):
+    task = access_task(request.user, task_id)
+    first = selectors.checkpoint_get(task=task, checkpoint_id=a)
+    second = selectors.checkpoint_get(task=task, checkpoint_id=b)
+    try:
+        return Status(200, selectors.checkpoint_diff(a=first, b=second).as_dict())
+    except CheckpointCorrupted as exc:
+        return Status(409, {"detail": str(exc)})

@@ -1,0 +1,338 @@
+"""Recovery operations (DESIGN §5): rollback, retry, forward, resume, and `auto`.
+
+Every operation forks: it picks a base checkpoint, builds the state to continue from, writes a
+new checkpoint (trigger `rollback` / `retry` / `forward`, parent = the base) that becomes the
+task's head, marks the checkpoints after the base superseded (kept, never deleted), and then
+either queues the task (resume) or leaves it `held` until an operator resumes it. The state
+carries a RecoveryNote, which the loop turns into a context-alignment message on resume.
+
+Lock contract: an operation locks the task row (select_for_update) first and holds it until
+it commits, so operations on one task are serialised. They refuse (RecoveryConflict -> 409)
+while the task is running or queued, so of two operations that both resume the task the
+second finds it queued and is refused. A worker cannot take the task meanwhile: acquisition
+is a conditional UPDATE on status=queued, which waits for the lock and then finds the status
+the operation left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from checkpoints.models import Checkpoint
+from checkpoints.selectors import (
+    RETRYABLE,
+    calls_undone,
+    checkpoint_get,
+    done_call_ids,
+    failed_call,
+    recovery_blocked,
+    recovery_plan,
+    step_checkpoint,
+    tool_is_irreversible,
+)
+from checkpoints.services import (
+    CheckpointCorrupted,
+    LoadedCheckpoint,
+    NoValidCheckpoint,
+    checkpoint_build,
+    checkpoint_decode,
+    checkpoint_load_latest_valid,
+    checkpoint_next_seq,
+)
+from checkpoints.snapshots import RestoreResult, snapshot_capture, snapshot_restore
+from tasks import services
+from tasks.agent_state import AgentState, ErrorInfo, RecoveryNote
+from tasks.models import Task, ToolCall
+from tasks.states import TaskStatus
+
+STRATEGIES = ("rollback", "retry", "forward", "auto")
+
+
+class RecoveryConflict(Exception):
+    """The task is not in a state this operation can start from (HTTP 409)."""
+
+
+class RecoveryInvalid(ValueError):
+    """Bad input: no reason, an unknown or corrupted checkpoint (HTTP 422)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass
+class RecoveryResult:
+    task: Task
+    kind: str
+    checkpoint: Checkpoint
+    base: Checkpoint
+    restored: RestoreResult | None
+    superseded: int
+
+
+def _actor(user: AbstractBaseUser | None) -> str:
+    return user.get_username() if user is not None and user.is_authenticated else "system"
+
+
+def _lock(task_id: Any, *, refuse: tuple[str, ...] = ()) -> Task:
+    # Lock contract: the task row first (as task_transition does), then checkpoints.
+    task = Task.objects.select_for_update().get(id=task_id)
+    blocked = recovery_blocked(task)
+    if blocked:
+        raise RecoveryConflict(blocked)
+    if task.status in refuse:
+        raise RecoveryConflict(f"the task is {task.status}")
+    return task
+
+
+def _require_reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise RecoveryInvalid("reason", "a reason is required")
+    return reason[:2000]
+
+
+def _newest_valid(task: Task) -> LoadedCheckpoint:
+    try:
+        loaded = checkpoint_load_latest_valid(task_id=task.id, head_id=task.head_checkpoint_id)
+    except NoValidCheckpoint as exc:
+        raise RecoveryConflict(str(exc)) from None
+    if loaded is None:
+        raise RecoveryConflict("the task has no checkpoint to recover from")
+    return loaded
+
+
+def _new_branch(task: Task, state: AgentState) -> int:
+    """A branch number no call_id of this task has used, so calls on the new branch never
+    collide with the ledger rows of superseded ones."""
+    used = [state.branch]
+    for call_id in ToolCall.objects.filter(task=task).values_list("call_id", flat=True):
+        head = call_id.split(".", 1)[0]
+        if head.isdigit():
+            used.append(int(head))
+    return max(used) + 1
+
+
+def _rekey(state: AgentState, call_ids: set[str] | None) -> dict[str, str]:
+    """Give fresh call_ids on the state's branch to the pending calls not yet finished (all of
+    them, or those in `call_ids`), in `pending` and in the assistant message that proposed
+    them, so they run again instead of replaying the ledger."""
+    mapping: dict[str, str] = {}
+    turn = max(state.turn_index - 1, 0)
+    for index, call in enumerate(state.pending):
+        if index >= state.next_call and (call_ids is None or call.call_id in call_ids):
+            mapping[call.call_id] = f"{state.branch}.{turn}.{index}"
+            call.call_id = mapping[call.call_id]
+    for message in reversed(state.messages):
+        if message.role == "assistant" and message.calls:
+            for call in message.calls:
+                call.call_id = mapping.get(call.call_id, call.call_id)
+            break
+    return mapping
+
+
+def _last_failure(task: Task, state: AgentState) -> ErrorInfo | None:
+    if task.error_class:
+        return ErrorInfo(error_class=task.error_class, message=task.error_message[:2000],
+                         step_index=task.current_step)
+    return state.last_error
+
+
+def _fork(
+    *, task: Task, user: AbstractBaseUser | None, kind: str, reason: str, resume: bool,
+    base: LoadedCheckpoint, state: AgentState, snapshot: dict | None,
+    restored: RestoreResult | None = None, event: dict[str, Any] | None = None,
+) -> RecoveryResult:
+    """Write the forked checkpoint, supersede later ones, move the task, record it. Runs
+    inside the caller's transaction, with the task row locked."""
+    actor = _actor(user)
+    seq = checkpoint_next_seq(task_id=task.id)
+    checkpoint = checkpoint_build(task_id=task.id, seq=seq, state=state, level="task",
+                                  trigger=kind, snapshot=snapshot, parent_id=base.checkpoint.id)
+    checkpoint.save(force_insert=True)
+    superseded = Checkpoint.objects.filter(
+        task=task, seq__gt=base.checkpoint.seq, seq__lt=seq, superseded=False,
+    ).update(superseded=True)
+    before = {"status": task.status, "head_checkpoint": str(task.head_checkpoint_id or "")}
+    updates: dict[str, Any] = {
+        "head_checkpoint_id": checkpoint.id, "current_step": state.step_index,
+        "steps_used": state.budget.steps, "tokens_used": state.budget.tokens,
+        "error_class": "", "error_message": "", "result": "", "cancel_requested": False,
+        "retry_at": None,
+    }
+    if kind == "rollback":
+        updates["rollback_count"] = task.rollback_count + 1
+    Task.objects.filter(id=task.id).update(**updates)
+    services.task_reviews_close(task_id=task.id, comment=f"superseded by {kind} ({actor})")
+    services.event_record(task_id=task.id, type=kind, actor=actor, step_index=state.step_index,
+                          payload={"reason": reason, "resume": resume,
+                                   "from_checkpoint": str(base.checkpoint.id),
+                                   "from_seq": base.checkpoint.seq,
+                                   "checkpoint_id": str(checkpoint.id), "seq": seq,
+                                   "superseded": superseded, **(event or {})})
+    target = TaskStatus.QUEUED if resume else TaskStatus.HELD
+    if task.status != target:
+        services.task_transition(task_id=task.id, to=target, actor=actor,
+                                 reason=f"{kind}: {reason}"[:500])
+    task.refresh_from_db()
+    if resume:
+        services.task_enqueue(task=task)
+    services.audit_record(user=user, action=kind, task_id=task.id, reason=reason,
+                          target=f"{task.id} checkpoint {base.checkpoint.seq}", before=before,
+                          after={"status": task.status, "head_checkpoint": str(checkpoint.id),
+                                 "superseded": superseded})
+    return RecoveryResult(task=task, kind=kind, checkpoint=checkpoint, base=base.checkpoint,
+                          restored=restored, superseded=superseded)
+
+
+def _workspace_snapshot(task: Task, fallback: dict | None) -> dict | None:
+    """The workspace as it is, where it lives on this machine; else the newest snapshot."""
+    if task.workspace_path.is_dir():
+        return snapshot_capture(task_id=task.id, workspace=task.workspace_path)
+    return fallback
+
+
+# --- the operations ---------------------------------------------------------------------------
+
+
+def checkpoint_rollback(
+    *, task_id: Any, checkpoint_id: Any, user: AbstractBaseUser | None, reason: str,
+    resume: bool,
+) -> RecoveryResult:
+    """Restore the workspace and AgentState to a checkpoint; the new `rollback` checkpoint
+    becomes head; later ones are superseded. Pending calls of the restored state get fresh
+    call_ids on a new branch, so they run again against the restored files."""
+    reason = _require_reason(reason)
+    with transaction.atomic():
+        task = _lock(task_id)
+        chosen = checkpoint_get(task=task, checkpoint_id=checkpoint_id)
+        try:
+            base = checkpoint_decode(chosen)
+        except CheckpointCorrupted as exc:
+            raise RecoveryInvalid("checkpoint_id", str(exc)) from None
+        state = base.state.model_copy(deep=True)
+        state.branch = _new_branch(task, state)
+        _rekey(state, None)
+        undone = calls_undone(task, chosen, done_call_ids(base))
+        irreversible = [f"{row.tool} {row.call_id}" for row in undone
+                        if tool_is_irreversible(row.tool)]
+        restored = snapshot_restore(workspace=task.workspace_path, snapshot=base.snapshot)
+        state.recovery = RecoveryNote(
+            kind="rollback", reason=reason, actor=_actor(user), from_seq=chosen.seq,
+            last_failure=_last_failure(task, state),
+            undone={"files_restored": restored.written[:200],
+                    "files_deleted": restored.deleted[:200],
+                    "calls": [f"{row.tool} {row.call_id} (step {row.step_index})"
+                              for row in undone][:100],
+                    "irreversible": irreversible[:100]},
+        )
+        state.last_error = None
+        return _fork(task=task, user=user, kind="rollback", reason=reason, resume=resume,
+                     base=base, state=state, snapshot=base.snapshot, restored=restored,
+                     event={"files_restored": len(restored.written),
+                            "files_deleted": len(restored.deleted),
+                            "calls_undone": len(undone), "irreversible": irreversible[:20]})
+
+
+def task_retry(
+    *, task_id: Any, user: AbstractBaseUser | None, reason: str, resume: bool = True,
+) -> RecoveryResult:
+    """Re-run the failed step from its step checkpoint (the `after_model` checkpoint of the
+    step): calls that succeeded replay from the ledger, calls that failed or timed out run
+    again under fresh call_ids. Files are left as they are (they hold the successful calls'
+    effects, which replay does not redo)."""
+    reason = (reason or "").strip()[:2000] or "retry requested"
+    with transaction.atomic():
+        task = _lock(task_id, refuse=(TaskStatus.SUCCEEDED, TaskStatus.WAITING_REVIEW))
+        newest = _newest_valid(task)
+        base = newest
+        row = failed_call(task, newest)
+        start = row and step_checkpoint(task=task, step_index=row.step_index,
+                                        before_seq=newest.checkpoint.seq)
+        if start:
+            try:
+                base = checkpoint_decode(start)
+            except CheckpointCorrupted:
+                base = newest
+        state = base.state.model_copy(deep=True)
+        pending_ids = [c.call_id for c in state.pending[state.next_call:]]
+        failed = set(ToolCall.objects.filter(task=task, call_id__in=pending_ids,
+                                             status__in=RETRYABLE)
+                     .values_list("call_id", flat=True))
+        state.branch = _new_branch(task, state)
+        rekeyed = _rekey(state, failed)
+        state.recovery = RecoveryNote(kind="retry", reason=reason, actor=_actor(user),
+                                      from_seq=base.checkpoint.seq,
+                                      last_failure=_last_failure(task, newest.state),
+                                      undone={"retried_calls": sorted(rekeyed)})
+        state.last_error = None
+        snapshot = _workspace_snapshot(task, newest.snapshot)
+        return _fork(task=task, user=user, kind="retry", reason=reason, resume=resume,
+                     base=base, state=state, snapshot=snapshot,
+                     event={"retried_calls": sorted(rekeyed)})
+
+
+def task_forward(
+    *, task_id: Any, user: AbstractBaseUser | None, reason: str, resume: bool = True,
+) -> RecoveryResult:
+    """Continue from the newest valid checkpoint (corrupted ones are skipped and recorded)."""
+    reason = (reason or "").strip()[:2000] or "forward requested"
+    with transaction.atomic():
+        task = _lock(task_id, refuse=(TaskStatus.SUCCEEDED, TaskStatus.WAITING_REVIEW))
+        base = _newest_valid(task)
+        state = base.state.model_copy(deep=True)
+        state.recovery = RecoveryNote(kind="forward", reason=reason, actor=_actor(user),
+                                      from_seq=base.checkpoint.seq,
+                                      last_failure=_last_failure(task, state))
+        snapshot = _workspace_snapshot(task, base.snapshot)
+        return _fork(task=task, user=user, kind="forward", reason=reason, resume=resume,
+                     base=base, state=state, snapshot=snapshot)
+
+
+def task_resume(*, task_id: Any, user: AbstractBaseUser | None, reason: str = "") -> Task:
+    """Resume a held task (its head already carries the recovery note). A failed, canceled
+    or stalled task goes forward from its newest valid checkpoint instead."""
+    with transaction.atomic():
+        task = _lock(task_id, refuse=(TaskStatus.SUCCEEDED, TaskStatus.WAITING_REVIEW))
+        if task.status != TaskStatus.HELD:
+            return task_forward(task_id=task_id, user=user,
+                                reason=reason or "resumed by operator").task
+        task = services.task_transition(task_id=task.id, to=TaskStatus.QUEUED,
+                                        actor=_actor(user),
+                                        reason=f"resumed: {reason}" if reason else "resumed")
+        services.task_enqueue(task=task)
+        services.audit_record(user=user, action="resume", task_id=task.id, reason=reason,
+                              before={"status": TaskStatus.HELD},
+                              after={"status": task.status})
+        return task
+
+
+def task_recover(
+    *, task_id: Any, user: AbstractBaseUser | None, strategy: str, reason: str,
+    resume: bool = True, checkpoint_id: Any = None,
+) -> RecoveryResult:
+    """One entry point for a recovery chosen at recovery time; `auto` follows
+    `checkpoints.selectors.recovery_plan` (per-tool defaults, overridable per task)."""
+    if strategy not in STRATEGIES:
+        raise RecoveryInvalid("strategy", f"strategy must be one of {', '.join(STRATEGIES)}")
+    if strategy == "auto":
+        plan = recovery_plan(task=Task.objects.get(id=task_id))
+        strategy = plan.strategy
+        if strategy == "rollback":
+            checkpoint_id = plan.checkpoint_id
+        reason = f"{reason} [auto: {plan.why}]" if reason.strip() else (
+            "" if strategy == "rollback" else f"auto: {plan.why}")
+    if strategy == "rollback":
+        if checkpoint_id is None:
+            raise RecoveryInvalid("checkpoint_id", "rollback needs a checkpoint_id")
+        return checkpoint_rollback(task_id=task_id, checkpoint_id=checkpoint_id, user=user,
+                                   reason=reason, resume=resume)
+    if strategy == "retry":
+        return task_retry(task_id=task_id, user=user, reason=reason, resume=resume)
+    return task_forward(task_id=task_id, user=user, reason=reason, resume=resume)
+

@@ -1,0 +1,458 @@
+"""Workspace snapshots (DESIGN §4): capture, load, restore, materialise.
+
+A snapshot is a manifest {relative path -> (content hash, size, mode)} plus the file bodies as
+content-addressed, compressed blobs in the configured blob store (`checkpoints.blobstore`),
+stored once across checkpoints and tasks.
+
+The manifest itself is stored as blobs too, so a checkpoint carries only a small reference
+(`{"v", "root", "files", "bytes"}`, inside its checksum): the sorted entries are cut into
+chunks at content-defined boundaries (after a path whose crc32 is 0 mod CHUNK_TARGET), each
+chunk is a blob, and a root blob lists the chunk hashes. Changing one file re-stores one chunk
+and the root (~2 KB), not the whole manifest, and unchanged workspaces share every blob. The
+root hash covers the chunks, which cover the files, and blobs are verified on read, so the
+checkpoint checksum protects the whole tree.
+
+Capture is incremental: a per-process index (in memory, keyed by workspace and blob store —
+never inside the workspace, so it is never captured) remembers each file's size, mtime, inode
+and hash. A file whose stat is unchanged reuses its hash without being read. As in git's
+"racy clean" rule, a file modified within RACY_NS of the scan that hashed it is re-hashed next
+time, because a same-size rewrite inside one timestamp tick would otherwise go unnoticed.
+Only blobs that are new since the previous capture are checked against the store (one batched
+existence query), and only those missing are uploaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from checkpoints.blobstore import BlobStore, batched, blob_key, blob_store
+from tasks.canonical import canonical_bytes
+from tasks.tools.workspace import resolve_in_workspace
+
+SNAPSHOT_VERSION = 1
+CHUNK_TARGET = 32
+CHUNK_MAX = 256
+RACY_NS = 50_000_000
+# Bytes of file content read before a batch is uploaded (bounds memory on a cold capture).
+UPLOAD_BATCH_BYTES = 32 * 1024 * 1024
+INDEX_LIMIT = 64
+TRUST_STORED_S = 600
+MANIFEST_CACHE_LIMIT = 16
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    hash: str
+    size: int
+    mode: int
+
+
+Manifest = dict[str, FileEntry]
+
+
+# A file as the index compares it: (name, size, mtime_ns, inode, mode).
+_Stat = tuple[str, int, int, int, int]
+# A manifest entry in canonical order: (relative path, hash, size, mode).
+_Entry = tuple[str, str, int, int]
+
+
+@dataclass
+class _Dir:
+    """What the index knows about one directory (keyed by its relative prefix, "" = root)."""
+
+    # The listing as scanned (scandir order); an identical listing means nothing changed.
+    listing: tuple[_Stat, ...]
+    # name -> (size, mtime_ns, inode, hash, racy)
+    known: dict[str, tuple[int, int, int, str, bool]]
+    # The directory's manifest entries, pre-serialised as canonical JSON in runs that end at
+    # a content-defined cut: (comma-joined entries, ends at a cut, entry count).
+    segments: list[tuple[bytes, bool, int]]
+    hashes: frozenset[str]
+    files: int
+    bytes: int
+    racy: bool
+    others: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Index:
+    dirs: dict[str, _Dir] = field(default_factory=dict)
+    # Every blob key the previous capture referenced (already stored by it), and when.
+    referenced: set[str] = field(default_factory=set)
+    referenced_at: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_indexes: OrderedDict[tuple[str, str], _Index] = OrderedDict()
+_manifests: OrderedDict[str, Manifest] = OrderedDict()
+_registry_lock = threading.Lock()
+
+
+def _index_for(workspace: Path) -> _Index:
+    key = (str(workspace.resolve()), settings.HARNESS_BLOB_STORE)
+    with _registry_lock:
+        index = _indexes.get(key)
+        if index is None:
+            index = _indexes[key] = _Index()
+            while len(_indexes) > INDEX_LIMIT:
+                _indexes.popitem(last=False)
+        else:
+            _indexes.move_to_end(key)
+        return index
+
+
+# --- scanning ---------------------------------------------------------------------------------
+
+
+def _walk(root: Path) -> Iterator[str]:
+    """Relative paths of everything under root that is not a directory; symlinks are never
+    followed."""
+    stack = [("", str(root))]
+    while stack:
+        prefix, directory = stack.pop()
+        try:
+            it = os.scandir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        with it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((prefix + entry.name + "/", entry.path))
+                else:
+                    yield prefix + entry.name
+
+
+class _Uploader:
+    """Collects file bodies new since the previous capture and uploads the ones the store
+    lacks, in bounded batches (one existence query per batch)."""
+
+    def __init__(self, store: BlobStore | None, referenced: set[str]) -> None:
+        self.store = store
+        self.referenced = referenced
+        self.pending: dict[str, bytes] = {}
+        self.size = 0
+
+    def add(self, digest: str, content: bytes) -> None:
+        if self.store is None or digest in self.referenced:
+            return
+        self.pending[digest] = content
+        self.size += len(content)
+        if self.size >= UPLOAD_BATCH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.store is not None and self.pending:
+            _upload(self.store, self.pending)
+        self.pending, self.size = {}, 0
+
+
+def _upload(store: BlobStore, blobs: dict[str, bytes]) -> None:
+    if not blobs:
+        return
+    absent = store.missing(blobs)
+    store.put_many({key: blobs[key] for key in absent})
+
+
+def _rebuild_dir(root: str, prefix: str, listing: tuple[_Stat, ...], others: list[str],
+                 previous: _Dir | None, scan_ns: int, uploader: _Uploader) -> _Dir:
+    """Entries for a directory whose listing changed: files whose size, mtime and inode are
+    unchanged (and were not racy) keep their hash; the others are read and hashed."""
+    before = previous.known if previous is not None else {}
+    entries: list[_Entry] = []
+    known: dict[str, tuple[int, int, int, str, bool]] = {}
+    racy_dir = False
+    for name, size, mtime_ns, ino, mode in sorted(listing):
+        old = before.get(name)
+        if old is not None and not old[4] and old[0] == size and old[1] == mtime_ns \
+                and old[2] == ino:
+            digest, racy = old[3], False
+        else:
+            try:
+                with open(os.path.join(root, prefix + name), "rb") as fh:
+                    content = fh.read()
+            except FileNotFoundError:  # removed between scan and read
+                continue
+            digest, size = blob_key(content), len(content)
+            racy = mtime_ns > scan_ns - RACY_NS
+            uploader.add(digest, content)
+        racy_dir |= racy
+        known[name] = (size, mtime_ns, ino, digest, racy)
+        entries.append((prefix + name, digest, size, mode))
+    return _Dir(listing=listing, known=known, segments=_segments(entries),
+                hashes=frozenset(e[1] for e in entries), files=len(entries),
+                bytes=sum(e[2] for e in entries), racy=racy_dir, others=others)
+
+
+def _segments(entries: list[_Entry]) -> list[tuple[bytes, bool, int]]:
+    """Cut the (sorted) entries after every path whose crc32 is 0 mod CHUNK_TARGET, or every
+    CHUNK_MAX entries, and pre-serialise each run."""
+    segments = []
+    run: list[bytes] = []
+    for entry in entries:
+        run.append(canonical_bytes(list(entry)))
+        cut = zlib.crc32(entry[0].encode()) % CHUNK_TARGET == 0
+        if cut or len(run) >= CHUNK_MAX:
+            segments.append((b",".join(run), cut, len(run)))
+            run = []
+    if run:
+        segments.append((b",".join(run), False, len(run)))
+    return segments
+
+
+def _survey(root: Path, index: _Index, store: BlobStore | None) -> dict[str, _Dir]:
+    """Scan the workspace, reusing the index for every directory whose listing (names, sizes,
+    mtimes, inodes, modes) is unchanged; updates the index. -> {prefix: _Dir}."""
+    root_str = str(root)
+    scan_ns = time.time_ns()
+    uploader = _Uploader(store, index.referenced)
+    dirs: dict[str, _Dir] = {}
+    stack = [""]
+    while stack:
+        prefix = stack.pop()
+        stats: list[_Stat] = []
+        others: list[str] = []
+        try:
+            it = os.scandir(os.path.join(root_str, prefix) if prefix else root_str)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        with it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(prefix + entry.name + "/")
+                elif entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    stats.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ino,
+                                  st.st_mode & 0o7777))
+                else:
+                    others.append(prefix + entry.name)
+        listing = tuple(stats)
+        previous = index.dirs.get(prefix)
+        if previous is not None and not previous.racy and previous.listing == listing:
+            previous.others = others
+            dirs[prefix] = previous
+        else:
+            dirs[prefix] = _rebuild_dir(root_str, prefix, listing, others, previous, scan_ns,
+                                        uploader)
+    uploader.flush()
+    index.dirs = dirs
+    return dirs
+
+
+# --- capture ----------------------------------------------------------------------------------
+
+
+def snapshot_capture(*, task_id: Any, workspace: Path) -> dict:
+    """Capture the workspace; -> the snapshot reference stored in the checkpoint payload."""
+    root = Path(workspace)
+    store = blob_store()
+    index = _index_for(root)
+    with index.lock:
+        # Retention deletes blobs no checkpoint references any more (after a grace period far
+        # longer than this), so "already stored" is trusted only for a while.
+        if time.monotonic() - index.referenced_at > TRUST_STORED_S:
+            index.referenced = set()
+        dirs = _survey(root, index, store)
+        if not index.referenced:
+            _upload_missing_files(root, dirs, store)
+        chunks: list[str] = []
+        new_blobs: dict[str, bytes] = {}
+        parts: list[bytes] = []
+        count = 0
+
+        def close() -> None:
+            body = b"[" + b",".join(parts) + b"]"
+            digest = blob_key(body)
+            chunks.append(digest)
+            if digest not in index.referenced:
+                new_blobs[digest] = body
+
+        # Chunks follow the canonical order (directories by prefix, files by name) and end at
+        # content-defined cuts, so an edit re-stores only the chunk around it.
+        for prefix in sorted(dirs):
+            for body, cut, n in dirs[prefix].segments:
+                parts.append(body)
+                count += n
+                if cut or count >= CHUNK_MAX:
+                    close()
+                    parts, count = [], 0
+        if parts:
+            close()
+        root_body = canonical_bytes({"v": SNAPSHOT_VERSION, "chunks": chunks})
+        root_hash = blob_key(root_body)
+        if root_hash not in index.referenced:
+            new_blobs[root_hash] = root_body
+        _upload(store, new_blobs)
+        referenced = set().union(*(d.hashes for d in dirs.values()))
+        referenced.update(chunks)
+        referenced.add(root_hash)
+        index.referenced = referenced
+        index.referenced_at = time.monotonic()
+    return {"v": SNAPSHOT_VERSION, "root": root_hash,
+            "files": sum(d.files for d in dirs.values()),
+            "bytes": sum(d.bytes for d in dirs.values())}
+
+
+def _upload_missing_files(root: Path, dirs: dict[str, _Dir], store: BlobStore) -> None:
+    """Make sure the store holds every file body, including those whose hash the index
+    reused without reading the file (one existence query per batch of keys)."""
+    by_hash = {k[3]: prefix + name for prefix, d in dirs.items() for name, k in d.known.items()}
+    for key in store.missing(by_hash):
+        content = (root / by_hash[key]).read_bytes()
+        if blob_key(content) == key:
+            store.put_many({key: content})
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+
+def _remember_manifest(root_hash: str, manifest: Manifest) -> None:
+    with _registry_lock:
+        _manifests[root_hash] = manifest
+        _manifests.move_to_end(root_hash)
+        while len(_manifests) > MANIFEST_CACHE_LIMIT:
+            _manifests.popitem(last=False)
+
+
+def snapshot_manifest(snapshot: dict | None) -> Manifest:
+    """The manifest a snapshot reference points to (empty for None). Blobs are verified;
+    raises BlobMissing / BlobCorrupted when the store cannot produce them."""
+    if not snapshot:
+        return {}
+    root_hash = snapshot["root"]
+    with _registry_lock:
+        cached = _manifests.get(root_hash)
+    if cached is not None:
+        return cached
+    store = blob_store()
+    root = json.loads(store.get(root_hash))
+    chunks = store.get_many(root["chunks"])
+    manifest: Manifest = {}
+    for digest in root["chunks"]:
+        for rel, h, size, mode in json.loads(chunks[digest]):
+            manifest[rel] = FileEntry(h, size, mode)
+    _remember_manifest(root_hash, manifest)
+    return manifest
+
+
+def snapshot_blob_keys(snapshot: dict | None) -> set[str]:
+    """Every blob a snapshot references: root, chunks and file bodies."""
+    if not snapshot:
+        return set()
+    root = json.loads(blob_store().get(snapshot["root"]))
+    return ({snapshot["root"], *root["chunks"]}
+            | {e.hash for e in snapshot_manifest(snapshot).values()})
+
+
+def _manifest_of(dirs: dict[str, _Dir]) -> Manifest:
+    return {prefix + name: FileEntry(k[3], k[0], mode)
+            for prefix, d in dirs.items() for name, _s, _m, _i, mode in d.listing
+            if (k := d.known.get(name)) is not None}
+
+
+def workspace_manifest(workspace: Path) -> Manifest:
+    """The workspace as it is on disk now (reads only files changed since the last scan)."""
+    root = Path(workspace)
+    index = _index_for(root)
+    with index.lock:
+        dirs = _survey(root, index, None)
+    return _manifest_of(dirs)
+
+
+# --- restore ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RestoreResult:
+    written: list[str]
+    deleted: list[str]
+    modes: list[str]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.written or self.deleted or self.modes)
+
+
+def manifest_changes(current: Manifest, target: Manifest) -> tuple[list[str], list[str],
+                                                                   list[str]]:
+    """(paths to write, paths to delete, paths whose mode alone differs) to turn `current`
+    into `target`."""
+    write = sorted(p for p, e in target.items()
+                   if p not in current or current[p].hash != e.hash)
+    delete = sorted(p for p in current if p not in target)
+    modes = sorted(p for p, e in target.items()
+                   if p in current and current[p].hash == e.hash and current[p].mode != e.mode)
+    return write, delete, modes
+
+
+def _prune_empty_dirs(root: Path, paths: Iterable[str]) -> None:
+    parents = {Path(p).parent for p in paths}
+    for parent in sorted(parents, key=lambda p: len(p.parts), reverse=True):
+        current = parent
+        while current.parts:
+            try:
+                (root / current).rmdir()
+            except OSError:
+                break
+            current = current.parent
+
+
+def snapshot_restore(*, workspace: Path, snapshot: dict | None) -> RestoreResult:
+    """Make the workspace equal to the snapshot: write back files that differ (bytes and
+    mode), delete files the snapshot does not have, leave identical files untouched."""
+    root = Path(workspace)
+    root.mkdir(parents=True, exist_ok=True)
+    target = snapshot_manifest(snapshot)
+    index = _index_for(root)
+    with index.lock:
+        dirs = _survey(root, index, None)
+        current = _manifest_of(dirs)
+        write, delete, modes = manifest_changes(current, target)
+        delete = sorted(set(delete) | {rel for d in dirs.values() for rel in d.others})
+        for rel in delete:
+            (root / rel).unlink(missing_ok=True)
+        _prune_empty_dirs(root, delete)
+        store = blob_store()
+        for batch in batched(write, 200):
+            bodies = store.get_many({target[rel].hash for rel in batch})
+            for rel in batch:
+                entry = target[rel]
+                path = resolve_in_workspace(root, rel)
+                if path.is_dir():
+                    shutil.rmtree(path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{path.name}.restore-tmp")
+                with open(tmp, "wb") as fh:
+                    fh.write(bodies[entry.hash])
+                os.chmod(tmp, entry.mode)
+                os.replace(tmp, path)
+        for rel in modes:
+            os.chmod(resolve_in_workspace(root, rel), target[rel].mode)
+    return RestoreResult(written=write, deleted=delete, modes=modes)
+
+
+def snapshot_materialise_if_missing(*, workspace: Path, manifest: dict | None,
+                                    sync: bool = False) -> bool:
+    """Rebuild the workspace from a snapshot when it holds no files here (another machine, a
+    wiped disk); with `sync` (after an operator's recovery), also bring an existing workspace
+    in line with it. -> True when files were written or deleted."""
+    if manifest is None:
+        return False
+    root = Path(workspace)
+    if sync:
+        return snapshot_restore(workspace=root, snapshot=manifest).changed
+    if not manifest.get("files") or next(_walk(root), None) is not None:
+        return False
+    snapshot_restore(workspace=root, snapshot=manifest)
+    return True

@@ -1,0 +1,94 @@
+"""Checkpoint pages: the rollback preview + confirm page, the diff of two checkpoints, and the
+retry / resume buttons of the task page. Thin: read through selectors, act through services."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from checkpoints import recovery, selectors
+from checkpoints.models import Checkpoint
+from checkpoints.services import CheckpointCorrupted
+from tasks.selectors import access_task, user_can_operate
+from tasks.states import IllegalTransition, TransitionConflict
+
+REFUSALS = (recovery.RecoveryConflict, recovery.RecoveryInvalid, TransitionConflict,
+            IllegalTransition)
+
+
+@login_required
+def rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
+    task = access_task(request.user, task_id)
+    checkpoint = selectors.checkpoint_get(task=task, checkpoint_id=checkpoint_id)
+    if not user_can_operate(request.user):
+        return HttpResponseForbidden("only operators may roll back tasks")
+    error, status = "", 200
+    if request.method == "POST":
+        try:
+            result = recovery.checkpoint_rollback(
+                task_id=task.id, checkpoint_id=checkpoint.id, user=request.user,
+                reason=request.POST.get("reason", ""),
+                resume=request.POST.get("then") == "resume")
+        except REFUSALS as exc:
+            error = str(exc)
+            status = 422 if isinstance(exc, recovery.RecoveryInvalid) else 409
+        else:
+            messages.success(request, (
+                f"Rolled back to checkpoint #{checkpoint.seq}: {len(result.restored.written)} "
+                f"file(s) restored, {len(result.restored.deleted)} deleted; task is "
+                f"{result.task.status}."))
+            return redirect("tasks:detail", task_id=task.id)
+        task.refresh_from_db()
+    return render(request, "checkpoints/rollback.html", {
+        "task": task, "checkpoint": checkpoint, "error": error,
+        "preview": selectors.rollback_preview(task=task, checkpoint=checkpoint),
+        "reason": request.POST.get("reason", ""), "then": request.POST.get("then", "hold"),
+    }, status=status)
+
+
+@login_required
+def diff_page(request: HttpRequest, task_id) -> HttpResponse:
+    task = access_task(request.user, task_id)
+    checkpoints = list(Checkpoint.objects.filter(task=task).order_by("seq"))
+    by_id = {str(cp.id): cp for cp in checkpoints}
+    b = by_id.get(request.GET.get("b", "")) or next(
+        (cp for cp in checkpoints if cp.id == task.head_checkpoint_id),
+        checkpoints[-1] if checkpoints else None)
+    a = by_id.get(request.GET.get("a", "")) or (
+        by_id.get(str(b.parent_id)) if b is not None and b.parent_id else None) or (
+        checkpoints[0] if checkpoints else None)
+    diff, error = None, ""
+    if a is not None and b is not None:
+        try:
+            diff = selectors.checkpoint_diff(a=a, b=b)
+        except CheckpointCorrupted as exc:
+            error = str(exc)
+    return render(request, "checkpoints/diff.html", {
+        "task": task, "checkpoints": checkpoints, "a": a, "b": b, "diff": diff, "error": error,
+    })
+
+
+@login_required
+@require_POST
+def recover_action(request: HttpRequest, task_id) -> HttpResponse:
+    """Retry / resume buttons on the task page."""
+    task = access_task(request.user, task_id)
+    if not user_can_operate(request.user):
+        return HttpResponseForbidden("only operators may recover tasks")
+    action = request.POST.get("action")
+    reason = request.POST.get("reason", "")
+    try:
+        if action == "retry":
+            recovery.task_retry(task_id=task.id, user=request.user, reason=reason)
+        elif action == "resume":
+            recovery.task_resume(task_id=task.id, user=request.user, reason=reason)
+        else:
+            recovery.task_recover(task_id=task.id, user=request.user, strategy="auto",
+                                  reason=reason)
+        messages.success(request, f"{(action or 'auto').capitalize()} requested.")
+    except REFUSALS as exc:
+        messages.error(request, str(exc))
+    return redirect("tasks:detail", task_id=task.id)

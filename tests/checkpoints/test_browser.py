@@ -1,0 +1,76 @@
+"""An operator reads the rollback preview in headless Chromium, rolls back, then resumes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tasks.models import Task
+from tests.conftest import PASSWORD
+from tests.checkpoints.conftest import checkpoint_after_step, files_of
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),
+]
+
+
+@pytest.fixture
+def page(monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+def test_operator_rolls_back_from_the_task_page_after_reading_the_preview(
+    live_server, page, operator, make_task, run_inline, app_conf_spec
+):
+    task = make_task(app_conf_spec, user=operator)
+    assert run_inline(task) == "succeeded"
+    target = checkpoint_after_step(task, 1)
+
+    page.goto(f"{live_server.url}/tasks/{task.id}/")
+    page.fill("input[name=username]", operator.username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/tasks/{task.id}/")
+
+    page.click(f"[data-testid=rollback-link-{target.seq}]")
+    page.wait_for_url(f"{live_server.url}/tasks/{task.id}/checkpoints/{target.id}/rollback/")
+    assert page.inner_text("[data-testid=files-restore]").strip() == "app.conf"
+    assert page.inner_text("[data-testid=files-delete]").strip() == "new.txt"
+    assert page.inner_text("[data-testid=calls-undone]").count("write_file") == 3
+
+    # The reason is required: the browser refuses to submit without one.
+    page.click("[data-testid=rollback-confirm]")
+    assert page.url.endswith(f"/checkpoints/{target.id}/rollback/")
+    page.fill("[data-testid=rollback-reason]", "v2 broke the service")
+    page.check("input[name=then][value=hold]")
+    page.click("[data-testid=rollback-confirm]")
+    page.wait_for_url(f"{live_server.url}/tasks/{task.id}/")
+
+    assert page.inner_text("[data-testid=task-status]") == "held"
+    assert f"Rolled back to checkpoint #{target.seq}" in page.inner_text(".messages")
+    assert "superseded" in page.inner_text("tr.superseded")
+    assert files_of(task.workspace_path) == {"app.conf": b"version = 1\n"}
+
+    page.fill(".recover-actions input[name=reason]", "fixed upstream")
+    page.click(".recover-actions button[value=resume]")
+    page.wait_for_url(f"{live_server.url}/tasks/{task.id}/")
+    assert page.inner_text("[data-testid=task-status]") == "queued"
+    assert Task.objects.get(id=task.id).status == "queued"
