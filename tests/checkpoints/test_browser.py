@@ -44,11 +44,11 @@ def test_operator_rolls_back_from_the_task_page_after_reading_the_preview(
     assert run_inline(task) == "succeeded"
     target = checkpoint_after_step(task, 1)
 
-    page.goto(f"{live_server.url}/tasks/{task.id}/")
+    page.goto(f"{live_server.url}/tasks/{task.id}/?tab=checkpoints")
     page.fill("input[name=username]", operator.username)
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/tasks/{task.id}/")
+    page.wait_for_url(f"{live_server.url}/tasks/{task.id}/?tab=checkpoints")
 
     page.click(f"[data-testid=rollback-link-{target.seq}]")
     page.wait_for_url(f"{live_server.url}/tasks/{task.id}/checkpoints/{target.id}/rollback/")
@@ -66,8 +66,9 @@ def test_operator_rolls_back_from_the_task_page_after_reading_the_preview(
 
     assert page.inner_text("[data-testid=task-status]") == "held"
     assert f"Rolled back to checkpoint #{target.seq}" in page.inner_text(".messages")
-    assert "superseded" in page.inner_text("tr.superseded")
     assert files_of(task.workspace_path) == {"app.conf": b"version = 1\n"}
+    page.goto(f"{live_server.url}/tasks/{task.id}/?tab=checkpoints")
+    assert "superseded" in page.inner_text(f"#checkpoint-{target.seq + 1}")
 
     page.fill(".recover-actions input[name=reason]", "fixed upstream")
     page.click(".recover-actions button[value=resume]")
