@@ -97,7 +97,17 @@ HARNESS_LEDGER_DIR = Path(env_str("HARNESS_LEDGER_DIR", str(DATA_DIR / "ledger")
 # Dotted module paths whose @tool-decorated functions join the registry at start-up.
 HARNESS_TOOL_MODULES = env_list("HARNESS_TOOL_MODULES", [])
 HARNESS_HTTP_ALLOWLIST = env_list("HARNESS_HTTP_ALLOWLIST", [])
+# Durable execution (tasks/sweep.py): a running task heartbeats every HARNESS_HEARTBEAT_S; the
+# sweep calls it stalled once its heartbeat is older than HARNESS_STALE_AFTER_S and redispatches
+# it at most HARNESS_MAX_REDISPATCHES times; queued tasks whose RQ job vanished (a Redis restart
+# or flush) are re-enqueued once they have waited HARNESS_REQUEUE_GRACE_S.
 HARNESS_HEARTBEAT_S = env_float("HARNESS_HEARTBEAT_S", 5.0)
+HARNESS_STALE_AFTER_S = env_float("HARNESS_STALE_AFTER_S", 2 * HARNESS_HEARTBEAT_S)
+HARNESS_SWEEP_INTERVAL_S = env_float("HARNESS_SWEEP_INTERVAL_S", 5.0)
+HARNESS_MAX_REDISPATCHES = env_int("HARNESS_MAX_REDISPATCHES", 3, minimum=0)
+HARNESS_REQUEUE_GRACE_S = env_float("HARNESS_REQUEUE_GRACE_S", 10.0)
+# A task that finds `max_concurrent_tasks` already running is put back after this delay.
+HARNESS_CAPACITY_RETRY_S = env_float("HARNESS_CAPACITY_RETRY_S", 2.0)
 # Model defaults for `{"kind": "openai"}` tasks. The API key is read from the environment
 # variable a spec names (`api_key_env`, default OPENAI_API_KEY) when the call is made; it is
 # never stored in a spec, a checkpoint or an event.

@@ -85,10 +85,13 @@ class ReviewOut(Schema):
 
 
 class DecisionIn(Schema):
-    decision: Literal["approve", "reject"]
+    # approve | reject; for a call whose outcome is unknown: mark_done | rerun | fail_task.
+    decision: Literal["approve", "reject", "mark_done", "rerun", "fail_task"]
     comment: str = Field(default="", max_length=10_000)
     arguments: dict[str, Any] | None = None
     reason: str = Field(default="", max_length=200)
+    # mark_done: what the call returned, as the operator found it (the model sees it).
+    result: Any = None
 
 
 @router.get("reviews", response=list[ReviewOut])
@@ -110,7 +113,7 @@ def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
     try:
         services.review_decide(review_id=review.id, user=request.user, decision=body.decision,
                                comment=body.comment, arguments=body.arguments,
-                               reason=body.reason)
+                               reason=body.reason, result=body.result)
     except services.ReviewError as exc:
         return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
     return Status(200, selectors.access_review(request.user, review.id))

@@ -177,10 +177,11 @@ def review_decide(
     *,
     review_id: Any,
     user: AbstractBaseUser,
-    decision: Literal["approve", "reject"],
+    decision: Literal["approve", "reject", "mark_done", "rerun", "fail_task"],
     comment: str = "",
     arguments: dict[str, Any] | None = None,
     reason: str = "",
+    result: Any = None,
 ) -> ReviewRequest:
     """Approve (optionally with edited arguments) or reject a pending review.
 
@@ -189,7 +190,14 @@ def review_decide(
     arguments and their hash (the loop refuses to run anything else), the task goes back to
     `queued` and its job is enqueued after commit. A rejection settles the ToolCall with
     feedback the model sees as the tool result. Raises ReviewForbidden, ReviewConflict or
-    ReviewInvalid; on any of them nothing changes."""
+    ReviewInvalid; on any of them nothing changes.
+
+    A review of kind `unknown_outcome` takes the decisions of `review_resolve_unknown_outcome`
+    instead (`mark_done` with an optional `result`, `rerun`, `fail_task`)."""
+    if decision in UNKNOWN_OUTCOME_DECISIONS:
+        return review_resolve_unknown_outcome(review_id=review_id, user=user,
+                                              decision=decision, result=result,
+                                              comment=comment)
     if decision not in ("approve", "reject"):
         raise ReviewInvalid("decision must be approve or reject",
                             errors=[{"field": "decision", "message": "approve or reject"}])
@@ -203,6 +211,9 @@ def review_decide(
     with transaction.atomic():
         task = task_lock(task_id=task_id)
         review = ReviewRequest.objects.select_for_update().get(id=review_id)
+        if review.kind == UNKNOWN_OUTCOME:
+            raise ReviewInvalid(_UNKNOWN_OUTCOME_HINT, errors=[
+                {"field": "decision", "message": " | ".join(UNKNOWN_OUTCOME_DECISIONS)}])
         if review.status != ReviewStatus.PENDING:
             raise ReviewConflict(f"review {review_id} is already {review.status}")
         if task.status != TaskStatus.WAITING_REVIEW:
@@ -295,6 +306,91 @@ def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str,
         fields={"review_wait_s": task.review_wait_s + max(0.0, waited)},
     )
     task_enqueue(task=task)
+
+
+# --- calls whose outcome is unknown --------------------------------------------------------
+
+UNKNOWN_OUTCOME = "unknown_outcome"
+UNKNOWN_OUTCOME_DECISIONS = ("mark_done", "rerun", "fail_task")
+_UNKNOWN_OUTCOME_HINT = ("the call's outcome is unknown: decide mark_done (it took effect), "
+                         "rerun (run it again, same idempotency key) or fail_task")
+
+
+def review_resolve_unknown_outcome(
+    *, review_id: Any, user: AbstractBaseUser, decision: str, result: Any = None,
+    comment: str = "",
+) -> ReviewRequest:
+    """Settle a non-idempotent call whose worker died while it ran (the loop opened a review
+    of kind `unknown_outcome` rather than re-run it blindly):
+
+    - `mark_done`: the operator checked that it took effect; it is recorded as succeeded with
+      `result` (default: a note naming the operator) and the task resumes from there;
+    - `rerun`: it runs again, with the same call_id as its idempotency key, when the task
+      resumes;
+    - `fail_task`: the task fails with error class `unknown_outcome`.
+
+    Raises ReviewForbidden, ReviewConflict or ReviewInvalid; on any of them nothing changes."""
+    if decision not in UNKNOWN_OUTCOME_DECISIONS:
+        raise ReviewInvalid(_UNKNOWN_OUTCOME_HINT, errors=[
+            {"field": "decision", "message": " | ".join(UNKNOWN_OUTCOME_DECISIONS)}])
+    if not user_can_decide(user):
+        raise ReviewForbidden("only operators may decide reviews")
+    task_id = ReviewRequest.objects.values_list("task_id", flat=True).get(id=review_id)
+    actor = user.get_username()
+    with transaction.atomic():
+        task = task_lock(task_id=task_id)
+        review = ReviewRequest.objects.select_for_update().get(id=review_id)
+        if review.kind != UNKNOWN_OUTCOME:
+            raise ReviewInvalid(f"{decision} applies to calls whose outcome is unknown; "
+                                "decide this review with approve or reject",
+                                errors=[{"field": "decision", "message": "approve | reject"}])
+        if review.status != ReviewStatus.PENDING:
+            raise ReviewConflict(f"review {review_id} is already {review.status}")
+        if task.status != TaskStatus.WAITING_REVIEW:
+            raise ReviewConflict(f"task is {task.status}, not waiting for review")
+        now = timezone.now()
+        call = review.tool_call
+        before = {"status": review.status, "call": call.status}
+        if decision == "mark_done":
+            call.status = ToolCallStatus.SUCCEEDED
+            call.result = result if result is not None else {
+                "marked_done_by": actor, "comment": comment}
+            call.error_class = ""
+            call.error_message = ""
+            call.finished_at = now
+        elif decision == "rerun":
+            call.status = ToolCallStatus.APPROVED
+            call.arguments_hash = canonical_hash(call.arguments)
+        call.save(update_fields=["status", "result", "error_class", "error_message",
+                                 "finished_at", "arguments_hash"])
+        review.status = ReviewStatus.REJECTED if decision == "fail_task" else ReviewStatus.APPROVED
+        review.decided_at = now
+        review.decided_by = user
+        review.comment = comment
+        review.decision_reason = decision
+        review.save(update_fields=["status", "decided_at", "decided_by", "comment",
+                                   "decision_reason"])
+        event_record(task_id=task.id, type="review_decided", actor=actor,
+                     step_index=task.current_step,
+                     payload={"review_id": review.id, "call_id": call.call_id,
+                              "tool": review.tool, "kind": UNKNOWN_OUTCOME,
+                              "decision": decision, "comment": comment})
+        audit_record(user=user, action=f"review_{decision}", task_id=task.id,
+                     target=f"review {review.id}", reason=comment, before=before,
+                     after={"status": review.status, "call": call.status, "decision": decision})
+        if decision == "fail_task":
+            task_transition(
+                task_id=task.id, to=TaskStatus.FAILED, actor=actor,
+                reason=f"outcome of {review.tool} unknown: failed by {actor}",
+                expect_from=[TaskStatus.WAITING_REVIEW],
+                fields={"error_class": UNKNOWN_OUTCOME,
+                        "error_message": comment or f"the outcome of {review.tool} "
+                                                    f"({call.call_id}) is unknown"},
+            )
+        else:
+            _resume(task=task, review=review, actor=actor, now=now,
+                    reason=f"outcome of {review.tool} unknown: {decision}")
+    return review
 
 
 # --- expiry (called by the periodic sweep) ------------------------------------------------

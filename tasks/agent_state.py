@@ -84,6 +84,9 @@ class AgentState(_State):
     # Incremented by every rollback, so calls proposed on a new branch get fresh call_ids.
     branch: int = 0
     budget: Budget = Field(default_factory=Budget)
+    # Failed attempts of the current model turn (transient errors retried with backoff); reset by
+    # a model decision.
+    model_retries: int = 0
     last_error: ErrorInfo | None = None
     checks: Checks = Field(default_factory=Checks)
     final: str | None = None

@@ -127,6 +127,8 @@ class ToolCallStatus(models.TextChoices):
     REJECTED = "rejected"
     DENIED = "denied"
     RUNNING = "running"
+    # Failed with a retryable error; runs again (same call_id) when the task's backoff elapses.
+    RETRY_WAIT = "retry_wait"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     TIMED_OUT = "timed_out"
@@ -170,6 +172,23 @@ class ToolCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.call_id} {self.tool} ({self.status})"
+
+
+class SweepRun(models.Model):
+    """When `harness_sweep` last ran and what it did: one row per sweeper name, overwritten on
+    every run (the /ops page shows it; a stale `finished_at` means no sweeper is running)."""
+
+    name = models.CharField(max_length=50, unique=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    duration_ms = models.FloatField(default=0.0)
+    # {"stalled": n, "redispatched": n, "failed": n, "requeued": n, "reviews_expired": n}
+    counts = models.JSONField(default=dict)
+    runs = models.PositiveBigIntegerField(default=0)
+    host = models.CharField(max_length=200, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"sweep {self.name} at {self.finished_at:%Y-%m-%d %H:%M:%S}"
 
 
 class ApiToken(models.Model):

@@ -22,12 +22,16 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, connections, transaction
+from django.db.models.functions import Now
 from django.utils import timezone
 from pydantic import ValidationError
 
@@ -44,6 +48,7 @@ from tasks.canonical import canonical_hash
 from tasks.context import HARNESS_AUTHOR, context_apply, context_policy, goal_facts
 from tasks.llm import ModelDecision, ModelError, model_for_spec
 from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
+from tasks.retry import TIMEOUT, UNKNOWN_OUTCOME, classify_exception, is_retryable, retry_policy
 from tasks.spec import TaskSpec
 from tasks.states import LeaseLost, TaskStatus
 from tasks.tools.registry import ToolContext, ToolError, ToolSpec, UnknownTool, registry
@@ -60,6 +65,9 @@ from tasks.validation import (
 log = logging.getLogger(__name__)
 
 OBSERVATION_MAX_CHARS = 4000
+# After a tool's timeout its stop event is set; it gets this long to stop (run_command kills its
+# process group: SIGTERM, then SIGKILL after 2 s) before the call is abandoned.
+TOOL_STOP_GRACE_S = 3.0
 
 
 class StopRun(Exception):
@@ -110,11 +118,30 @@ _LEDGER_FIELDS = ["arguments", "arguments_hash", "status", "result", "error_clas
                   "duration_ms"]
 
 
-def _save_ledger_row(row: ToolCall) -> None:
-    if row._state.adding:
-        row.save(force_insert=True)
-    else:
-        row.save(update_fields=_LEDGER_FIELDS)
+class InThread:
+    """Runs `func()` in a daemon thread so the caller can stop waiting at a deadline. A call
+    that overruns is abandoned: its late result or error is never read. The thread closes its
+    own database connections (Django's are per thread)."""
+
+    def __init__(self, func: Callable[[], Any], *, name: str) -> None:
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+        def target() -> None:
+            try:
+                self.value = func()
+            except BaseException as exc:  # handed back to the loop thread
+                self.error = exc
+            finally:
+                connections.close_all()
+
+        self.thread = threading.Thread(target=target, daemon=True, name=name)
+        self.thread.start()
+
+    def wait(self, timeout_s: float) -> bool:
+        """True when the call finished within `timeout_s`."""
+        self.thread.join(timeout_s)
+        return not self.thread.is_alive()
 
 
 # --- the heartbeat watchdog -----------------------------------------------------------------
@@ -122,8 +149,8 @@ def _save_ledger_row(row: ToolCall) -> None:
 
 class Watchdog(threading.Thread):
     """Heartbeats the task every few seconds from its own DB connection, even while a long
-    tool call runs, and notices a cancel request or a lost lease: it then sets `stop`, which
-    running tools poll, so a cancel also stops the running tool."""
+    tool call runs, and notices a cancel request or a lost lease: it then sets `stop` and the
+    stop event of the running tool call (`watch_call`), so a cancel also stops the tool."""
 
     def __init__(self, *, task_id: Any, epoch: int, interval_s: float) -> None:
         super().__init__(daemon=True, name=f"heartbeat-{task_id}")
@@ -134,21 +161,36 @@ class Watchdog(threading.Thread):
         self.cancel_requested = threading.Event()
         self.lease_lost = threading.Event()
         self._done = threading.Event()
+        # Guards `_call_stop` against a halt racing with a call starting or ending.
+        self._lock = threading.Lock()
+        self._call_stop: threading.Event | None = None
+
+    def watch_call(self, stop: threading.Event | None) -> None:
+        """Halting also sets `stop` (the running call's own event); None when no call runs."""
+        with self._lock:
+            self._call_stop = stop
+            if stop is not None and self.stop.is_set():
+                stop.set()
+
+    def _halt(self) -> None:
+        with self._lock:
+            self.stop.set()
+            if self._call_stop is not None:
+                self._call_stop.set()
 
     def run(self) -> None:
         try:
             while not self._done.wait(self.interval_s):
-                now = timezone.now()
                 updated = Task.objects.filter(
                     id=self.task_id, lease_epoch=self.epoch, status=TaskStatus.RUNNING
-                ).update(heartbeat_at=now)
+                ).update(heartbeat_at=Now())
                 if updated != 1:
                     self.lease_lost.set()
-                    self.stop.set()
+                    self._halt()
                     return
                 if Task.objects.filter(id=self.task_id, cancel_requested=True).exists():
                     self.cancel_requested.set()
-                    self.stop.set()
+                    self._halt()
         except Exception:  # the loop's own fenced writes will notice a broken database
             log.exception("heartbeat for task %s failed", self.task_id)
         finally:
@@ -168,6 +210,7 @@ class ToolOutcome:
     result: Any = None
     error_class: str = ""
     error_message: str = ""
+    retry_after_s: float | None = None
 
 
 class TaskRun:
@@ -196,6 +239,10 @@ class TaskRun:
         self.seq = checkpoint_next_seq(task_id=task.id)
         self.run_started = time.monotonic()
         self.seconds_before = task.seconds_used
+        # The session clock: wall time since the task first started, less the time it waited
+        # for a human (Task.review_wait_s, kept by task_transition).
+        self.session_started = task.started_at or timezone.now()
+        self.human_wait_s = task.review_wait_s
         self.watchdog = Watchdog(task_id=task.id, epoch=self.epoch,
                                  interval_s=settings.HARNESS_HEARTBEAT_S)
 
@@ -209,6 +256,9 @@ class TaskRun:
     def elapsed(self) -> float:
         return self.seconds_before + (time.monotonic() - self.run_started)
 
+    def session_elapsed(self) -> float:
+        return (timezone.now() - self.session_started).total_seconds() - self.human_wait_s
+
     def _usage_fields(self) -> dict[str, Any]:
         return {
             "current_step": self.state.step_index,
@@ -219,10 +269,11 @@ class TaskRun:
         }
 
     def commit(self, *, trigger: str | None, extra: list[Any] | None = None,
-               fields: dict[str, Any] | None = None) -> None:
+               fields: dict[str, Any] | None = None,
+               then: Callable[[Any], None] | None = None) -> None:
         """One durable write: [checkpoint] + task row (fenced) + pending events (+ extra rows),
-        in one transaction. `trigger` None, or a trigger switched off in harness.yaml, writes
-        no checkpoint."""
+        in one transaction; `then(checkpoint or None)` runs last inside it. `trigger` None, or
+        a trigger switched off in harness.yaml, writes no checkpoint."""
         configured = self.config.trigger(trigger) if trigger else None
         checkpoint = None
         if configured is not None:
@@ -234,16 +285,56 @@ class TaskRun:
         if checkpoint is not None:
             update["head_checkpoint_id"] = checkpoint.id
         extra = list(extra or ())
-        self.cancel_seen = services.task_fenced_write(
-            task_id=self.task_id, epoch=self.epoch,
-            inserts=[*([checkpoint] if checkpoint is not None else []),
-                     *(row for row in extra if row._state.adding), *self.pending_events],
-            updates=[(row, _LEDGER_FIELDS) for row in extra if not row._state.adding],
-            **update)
+        # A pause adds `then` (a transition, a review) to the same write: one transaction.
+        with transaction.atomic() if then is not None else nullcontext():
+            self.cancel_seen = services.task_fenced_write(
+                task_id=self.task_id, epoch=self.epoch,
+                inserts=[*([checkpoint] if checkpoint is not None else []),
+                         *(row for row in extra if row._state.adding), *self.pending_events],
+                updates=[(row, _LEDGER_FIELDS) for row in extra if not row._state.adding],
+                **update)
+            if then is not None:
+                then(checkpoint)
         self.pending_events = []
         if checkpoint is not None:
             self.seq += 1
             self.head_id = checkpoint.id
+
+    def pause(self, *, to: str, trigger: str, reason: str, extra: list[Any] | None = None,
+              fields: dict[str, Any] | None = None,
+              then: Callable[[Any], None] | None = None) -> NoReturn:
+        """End the job leaving the task in `to` (waiting_review or retry_wait): checkpoint,
+        rows, events, `then(checkpoint)` and the transition commit together."""
+
+        def transition(checkpoint: Any) -> None:
+            if then is not None:
+                then(checkpoint)
+            services.task_transition(task_id=self.task_id, to=to, expect_epoch=self.epoch,
+                                     reason=reason, fields={"worker_id": "", **(fields or {})})
+
+        self.commit(trigger=trigger, extra=extra, then=transition)
+        raise Paused()
+
+    def schedule_retry(self, *, attempt: int, delay_s: float, error: ErrorInfo,
+                       extra: list[Any] | None = None) -> NoReturn:
+        """Back off through RQ's scheduler, never by sleeping: the task waits in retry_wait
+        and the job ends; the scheduled job wakes it and resumes from the checkpoint."""
+        retry_at = timezone.now() + timedelta(seconds=delay_s)
+        self.state.last_error = error
+        self.event("retry_scheduled", {
+            "call_id": error.call_id, "attempt": attempt, "error_class": error.error_class,
+            "message": error.message[:500], "delay_s": round(delay_s, 3),
+            "retry_at": retry_at.isoformat(),
+        })
+        self.pause(
+            to=TaskStatus.RETRY_WAIT, trigger="on_retryable_error",
+            reason=f"retry in {delay_s:.1f}s after {error.error_class} error",
+            extra=extra, fields={"retry_at": retry_at, "retry_count": self.task.retry_count + 1},
+            then=lambda _checkpoint: services.task_enqueue(task=self.task, delay_s=delay_s),
+        )
+
+    def timeout_event(self, *, layer: str, limit_s: float, **payload: Any) -> None:
+        self.event("timeout", {"layer": layer, "limit_s": limit_s, **payload})
 
     def capture_snapshot(self) -> dict | None:
         """The workspace manifest stored with a checkpoint (see checkpoints.snapshots)."""
@@ -350,7 +441,9 @@ class TaskRun:
         # back than the previous model turn or tool call.
         if self.watchdog.cancel_requested.is_set() or self.cancel_seen:
             raise StopRun("canceled", "canceled by operator")
-        if self.elapsed() > self.session_s:
+        if (elapsed := self.session_elapsed()) > self.session_s:
+            self.timeout_event(layer="session", limit_s=self.session_s,
+                               elapsed_s=round(elapsed, 3))
             raise StopRun("timeout", f"session timeout: {self.session_s:g}s exceeded "
                                      "(layer: session)")
         budget = self.spec.budget
@@ -386,17 +479,30 @@ class TaskRun:
         return {"model": model, "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens, "cost_usd": round(cost, 8)}
 
+    def decide(self) -> ModelDecision:
+        """The model call, bounded by the turn timeout even if the adapter ignores it."""
+        tools = self.allowed_tools()
+        call = InThread(lambda: self.model.decide(state=self.state, tools=tools,
+                                                  timeout_s=self.turn_s),
+                        name=f"model-{self.task_id}")
+        if not call.wait(self.turn_s):
+            self.timeout_event(layer="turn", limit_s=self.turn_s)
+            raise ModelError(f"the model call exceeded the {self.turn_s:g}s turn timeout "
+                             "(layer: turn)", error_class=TIMEOUT)
+        if call.error is not None:
+            raise call.error
+        return call.value
+
     def model_turn(self) -> None:
         started = time.monotonic()
         try:
-            decision: ModelDecision = self.model.decide(
-                state=self.state, tools=self.allowed_tools(), timeout_s=self.turn_s
-            )
+            decision = self.decide()
         except ModelError as exc:
             self.on_model_error(exc)
             return
         duration_ms = (time.monotonic() - started) * 1000
         state = self.state
+        state.model_retries = 0
         usage = self.charge(decision)
         calls = [
             ProposedCall(call_id=state.new_call_id(i), tool=c.tool, args=c.args,
@@ -454,11 +560,23 @@ class TaskRun:
         self.state.checks.failures_this_step += 1
         self.state.checks.last_failure = what[:500]
 
-    def on_model_error(self, exc: ModelError) -> None:
+    def on_model_error(self, exc: ModelError) -> NoReturn:
+        """Transient errors (and turn timeouts) are retried with backoff; the task fails once
+        the attempts are used up, or at once for a permanent error."""
+        attempt = self.state.model_retries + 1
         self.event("model_error", {"error_class": exc.error_class, "message": str(exc)[:2000],
-                                   "status": exc.status})
-        raise StopRun("model_error" if exc.error_class == "permanent" else exc.error_class,
-                      str(exc))
+                                   "status": exc.status, "attempt": attempt})
+        policy = retry_policy(config=self.config, task_override=self.spec.retry)
+        if is_retryable(exc.error_class, idempotent=True) and attempt < policy.max_attempts:
+            self.state.model_retries = attempt
+            self.schedule_retry(
+                attempt=attempt,
+                delay_s=policy.delay_s(attempt, retry_after_s=exc.retry_after_s),
+                error=ErrorInfo(error_class=exc.error_class, message=str(exc)[:2000],
+                                step_index=self.state.step_index),
+            )
+        error_class = "model_error" if exc.error_class == "permanent" else exc.error_class
+        raise StopRun(error_class, f"model call failed (attempt {attempt}): {exc}")
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -529,7 +647,7 @@ class TaskRun:
         row = self.ledger.get(call.call_id)
         if row is not None:
             if row.arguments != call.args and not row.arguments_hash:
-                raise StopRun("internal_error",
+                raise StopRun("idempotency_conflict",
                               f"call_id {call.call_id} reused with different arguments")
             return row, False
         row = ToolCall(
@@ -560,7 +678,11 @@ class TaskRun:
                                what=f"could not parse arguments for {tool.name}: {call.raw_error}",
                                expected=_schema_hint(tool),
                                check=f"send valid JSON arguments for {tool.name}")
-        args_source = row.arguments if row.status == ToolCallStatus.APPROVED else call.args
+        # Approved by a human, or past the gate on an earlier attempt (a retry, or an idempotent
+        # call interrupted by a crash): runs exactly as recorded.
+        cleared = row.status in (ToolCallStatus.APPROVED, ToolCallStatus.RETRY_WAIT,
+                                 ToolCallStatus.RUNNING)
+        args_source = row.arguments if cleared else call.args
         try:
             args = tool.args_model.model_validate(args_source)
         except ValidationError as exc:
@@ -568,8 +690,8 @@ class TaskRun:
                                what=f"invalid arguments for {tool.name} ({_validation_summary(exc)})",
                                expected=_schema_hint(tool),
                                check=f"fix the arguments and call {tool.name} again")
-        if row.status == ToolCallStatus.APPROVED:
-            if canonical_hash(row.arguments) != row.arguments_hash:
+        if cleared:
+            if row.arguments_hash and canonical_hash(row.arguments) != row.arguments_hash:
                 raise StopRun("internal_error",
                               f"call {call.call_id}: approved arguments changed after approval")
             return self.execute_call(row, tool, args)
@@ -591,23 +713,65 @@ class TaskRun:
             message = (row.result or {}).get("observation") if isinstance(row.result, dict) else None
             return ToolOutcome(status=row.status, observation=message or row.error_message,
                                error_class=row.error_class, error_message=row.error_message)
-        if row.status == ToolCallStatus.RUNNING:
+        if row.status in (ToolCallStatus.RUNNING, ToolCallStatus.UNKNOWN_OUTCOME):
             return self.on_interrupted_call(row)
         return None
 
     def on_interrupted_call(self, row: ToolCall) -> ToolOutcome | None:
         """The ledger says this call was running when its worker stopped. An idempotent tool
-        runs again with the same call_id; a non-idempotent one is never blindly re-run."""
+        runs again with the same call_id; a non-idempotent one is never blindly re-run: its
+        outcome is unknown and a human decides (mark it done, re-run it, or fail the task)."""
         try:
             tool = registry.get(row.tool)
         except UnknownTool:
             tool = None
-        if tool is not None and tool.idempotent:
+        if row.status == ToolCallStatus.RUNNING and tool is not None and tool.idempotent:
             self.event("tool_rerun_idempotent", {"call_id": row.call_id, "tool": row.tool})
             return None
-        raise StopRun("unknown_outcome",
-                      f"call {row.call_id} ({row.tool}) was running when its worker stopped; "
-                      "its outcome is unknown and it is not idempotent")
+        self.escalate_unknown_outcome(row)
+
+    def escalate_unknown_outcome(self, row: ToolCall) -> NoReturn:
+        from review.models import ReviewStatus
+        from review.policy import PolicyDecision
+        from review.services import review_request_open
+
+        message = (f"{row.tool} (call {row.call_id}) was running when its worker stopped; it is "
+                   "not idempotent, so whether it took effect is unknown")
+        if row.status == ToolCallStatus.RUNNING:
+            finished = timezone.now()
+            row.status = ToolCallStatus.UNKNOWN_OUTCOME
+            row.error_class = UNKNOWN_OUTCOME
+            row.error_message = message
+            row.finished_at = finished
+            row.attempt_log = [*row.attempt_log, {
+                "n": row.attempts,
+                "started_at": row.started_at.isoformat() if row.started_at else None,
+                "finished_at": finished.isoformat(), "status": UNKNOWN_OUTCOME,
+                "error_class": UNKNOWN_OUTCOME, "error_message": message,
+            }]
+            self.event("tool_unknown_outcome", {"call_id": row.call_id, "tool": row.tool,
+                                                "attempt": row.attempts})
+        open_review = not row.reviews.filter(status=ReviewStatus.PENDING).exists()
+        decision = PolicyDecision(
+            action="review", reason="outcome unknown: mark it done, re-run it or fail the task",
+            rules=[{"name": "unknown-outcome", "tool": row.tool, "action": "review"}],
+        )
+
+        def open_unknown_outcome_review(checkpoint: Any) -> None:
+            if open_review:
+                review_request_open(
+                    tool_call=row, checkpoint_id=checkpoint.id if checkpoint else None,
+                    decision=decision, kind=UNKNOWN_OUTCOME,
+                    preview=f"{message}.\n\n" + json.dumps(row.arguments, indent=2,
+                                                             ensure_ascii=False),
+                )
+
+        if open_review:
+            self.event("review_requested", {"call_id": row.call_id, "tool": row.tool,
+                                            "kind": UNKNOWN_OUTCOME, "reason": decision.reason})
+        self.pause(to=TaskStatus.WAITING_REVIEW, trigger="before_review",
+                   reason=f"unknown outcome: {row.tool}", extra=[row],
+                   then=open_unknown_outcome_review)
 
     def refuse(self, row: ToolCall, call: ProposedCall, *, error_class: str, what: str,
                expected: str, check: str, status: str = ToolCallStatus.FAILED) -> ToolOutcome:
@@ -655,35 +819,18 @@ class TaskRun:
         row.status = ToolCallStatus.AWAITING_REVIEW
         self.event("review_requested", {"call_id": row.call_id, "tool": tool.name,
                                         "rules": decision.rules, "reason": decision.reason})
-        configured = self.config.trigger("before_review")
-        checkpoint = None
-        if configured is not None:
-            checkpoint = checkpoint_build(
-                task_id=self.task_id, seq=self.seq, state=self.state, level=configured.level,
-                trigger="before_review", snapshot=self.capture_snapshot(), parent_id=self.head_id,
-            )
-        with transaction.atomic():
-            fields = self._usage_fields()
-            if checkpoint is not None:
-                fields["head_checkpoint_id"] = checkpoint.id
-            services.task_fence(task_id=self.task_id, epoch=self.epoch, **fields)
-            if checkpoint is not None:
-                checkpoint.save(force_insert=True)
-            _save_ledger_row(row)
-            review_request_open(tool_call=row, checkpoint_id=checkpoint.id if checkpoint else None,
-                                decision=decision, preview=preview)
-            services.events_record(self.pending_events)
-            services.task_transition(task_id=self.task_id, to=TaskStatus.WAITING_REVIEW,
-                                     expect_epoch=self.epoch, reason=f"review: {tool.name}",
-                                     fields={"worker_id": ""})
-        self.pending_events = []
-        raise Paused()
+        self.pause(
+            to=TaskStatus.WAITING_REVIEW, trigger="before_review", reason=f"review: {tool.name}",
+            extra=[row],
+            then=lambda checkpoint: review_request_open(
+                tool_call=row, checkpoint_id=checkpoint.id if checkpoint else None,
+                decision=decision, preview=preview),
+        )
 
     def tool_context(self, row: ToolCall) -> ToolContext:
-        tool_timeout = self.tool_s
+        # Each call has its own stop event: a timed-out, abandoned call keeps seeing it set.
         return ToolContext(task_id=str(self.task_id), call_id=row.call_id,
-                           workspace=self.workspace, timeout_s=tool_timeout,
-                           stop=self.watchdog.stop)
+                           workspace=self.workspace, timeout_s=self.tool_s)
 
     def execute_call(self, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         timeout_s = min(tool.timeout_s, self.tool_s)
@@ -725,59 +872,68 @@ class TaskRun:
                                      "status": outcome.status, "attempt": row.attempts,
                                      "duration_ms": round(row.duration_ms, 3),
                                      "error_class": outcome.error_class})
-        self.commit(trigger=None, extra=[row])
+        if outcome.error_class == TIMEOUT:
+            self.timeout_event(layer="tool", limit_s=timeout_s, call_id=row.call_id,
+                               tool=tool.name)
         if outcome.error_class == "canceled":
+            self.commit(trigger=None, extra=[row])
             raise StopRun("canceled", "canceled by operator")
+        if outcome.status != ToolCallStatus.SUCCEEDED:
+            self.retry_or_settle(row, tool, outcome)
+        self.commit(trigger=None, extra=[row])
         return outcome
+
+    def retry_or_settle(self, row: ToolCall, tool: ToolSpec, outcome: ToolOutcome) -> None:
+        """A failed attempt: schedule the next one (same call_id) when the error is retryable
+        and attempts remain; otherwise the failure stands and goes back to the model."""
+        if not is_retryable(outcome.error_class, idempotent=tool.idempotent):
+            return
+        policy = retry_policy(config=self.config, tool_override=tool.retry,
+                              task_override=self.spec.retry)
+        if row.attempts >= policy.max_attempts:
+            if row.attempts == 1:
+                return
+            outcome.observation = compact_feedback(
+                what=f"{tool.name} failed {row.attempts} times; last error: "
+                     f"{outcome.error_message}",
+                expected=f"{tool.name} to succeed", check="try later or take another approach",
+            )
+            row.result = {"observation": outcome.observation}
+            return
+        row.status = ToolCallStatus.RETRY_WAIT
+        self.schedule_retry(
+            attempt=row.attempts,
+            delay_s=policy.delay_s(row.attempts, retry_after_s=outcome.retry_after_s),
+            error=ErrorInfo(error_class=outcome.error_class, message=outcome.error_message[:2000],
+                            step_index=self.state.step_index, call_id=row.call_id),
+            extra=[row],
+        )
 
     def invoke(self, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome:
         """Run the tool in a helper thread so the timeout holds even for tools that ignore
-        it; on timeout `ctx.stop` is set (cooperating tools stop, subprocesses are killed) and
-        the call is abandoned: its late result is never recorded."""
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["result"] = tool.func(ctx, args)
-            except BaseException as exc:  # handed back to the loop thread
-                box["error"] = exc
-            finally:
-                close_old_connections()
-
-        thread = threading.Thread(target=target, daemon=True, name=f"tool-{ctx.call_id}")
-        thread.start()
-        thread.join(ctx.timeout_s)
-        if thread.is_alive():
-            ctx.stop.set()
-            thread.join(1.0)
-            if not self.watchdog.cancel_requested.is_set():
-                self.watchdog.stop.clear()
-            message = f"{tool.name} exceeded its {ctx.timeout_s:g}s timeout (layer: tool)"
-            return ToolOutcome(status=ToolCallStatus.TIMED_OUT, error_class="timeout",
-                               error_message=message,
-                               observation=compact_feedback(
-                                   what=message, expected=f"{tool.name} to finish in time",
-                                   check="use smaller inputs or a different approach"))
-        if "error" in box:
-            exc = box["error"]
-            if isinstance(exc, ToolError):
-                error_class = exc.error_class
-                status = (ToolCallStatus.TIMED_OUT if error_class == "timeout"
-                          else ToolCallStatus.FAILED)
-                return ToolOutcome(status=status, error_class=error_class,
-                                   error_message=str(exc),
+        it. On timeout `ctx.stop` is set — cooperating tools stop, run_command kills its
+        process group — and after a short grace the call is abandoned: its late result is
+        never recorded, and its stop event stays set."""
+        self.watchdog.watch_call(ctx.stop)
+        try:
+            call = InThread(lambda: tool.func(ctx, args), name=f"tool-{ctx.call_id}")
+            if not call.wait(ctx.timeout_s):
+                ctx.stop.set()
+                call.wait(TOOL_STOP_GRACE_S)
+                if self.watchdog.cancel_requested.is_set():
+                    return self.failed_outcome(tool, ToolError("stopped: task canceled",
+                                                               error_class="canceled"))
+                message = f"{tool.name} exceeded its {ctx.timeout_s:g}s timeout (layer: tool)"
+                return ToolOutcome(status=ToolCallStatus.TIMED_OUT, error_class=TIMEOUT,
+                                   error_message=message,
                                    observation=compact_feedback(
-                                       what=f"{tool.name} failed: {exc}",
-                                       expected=f"{tool.name} to succeed",
-                                       check="read the error and adjust the arguments"))
-            log.exception("tool %s raised", tool.name, exc_info=exc)
-            return ToolOutcome(status=ToolCallStatus.FAILED, error_class="tool_crashed",
-                               error_message=f"{type(exc).__name__}: {exc}",
-                               observation=compact_feedback(
-                                   what=f"{tool.name} crashed: {type(exc).__name__}: {exc}",
-                                   expected=f"{tool.name} to succeed",
-                                   check="try different arguments or another tool"))
-        result = box.get("result")
+                                       what=message, expected=f"{tool.name} to finish in time",
+                                       check="use smaller inputs or a different approach"))
+        finally:
+            self.watchdog.watch_call(None)
+        if call.error is not None:
+            return self.failed_outcome(tool, call.error)
+        result = call.value
         if hasattr(result, "model_dump"):
             result = result.model_dump(mode="json")
         try:
@@ -786,6 +942,25 @@ class TaskRun:
             result = {"value": str(result)}
         return ToolOutcome(status=ToolCallStatus.SUCCEEDED, observation=_observation(result),
                            result=result)
+
+    def failed_outcome(self, tool: ToolSpec, exc: BaseException) -> ToolOutcome:
+        """Classify a tool's exception: its own ToolError class, else by exception type."""
+        if isinstance(exc, ToolError):
+            error_class, retry_after_s, what = exc.error_class, exc.retry_after_s, str(exc)
+        else:
+            log.error("tool %s raised", tool.name, exc_info=exc)
+            error_class, retry_after_s = classify_exception(exc), None
+            what = f"{type(exc).__name__}: {exc}"
+        status = ToolCallStatus.FAILED
+        if error_class == TIMEOUT:
+            status = ToolCallStatus.TIMED_OUT
+            what = f"{what} (layer: tool)"
+        return ToolOutcome(status=status, error_class=error_class, error_message=what,
+                           retry_after_s=retry_after_s,
+                           observation=compact_feedback(
+                               what=f"{tool.name} failed: {what}",
+                               expected=f"{tool.name} to succeed",
+                               check="read the error and adjust the arguments"))
 
     # -- endings -------------------------------------------------------------------------
 
@@ -821,9 +996,17 @@ class TaskRun:
 
 
 def task_run(*, task_id: Any) -> str:
-    """Run a queued task until it finishes, pauses or fails. A duplicate job exits untouched."""
+    """Run a queued task (or one whose retry backoff has elapsed) until it finishes, pauses or
+    fails. A duplicate job exits untouched; with no free capacity the task is put back on its
+    queue after a short delay."""
     worker_id = worker_identity()
-    task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+    try:
+        task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+        if task is None and services.task_wake(task_id=task_id):
+            task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+    except services.CapacityFull:
+        services.task_defer(task_id=task_id)
+        return "deferred"
     if task is None:
         log.info("task %s is not queued; nothing to do", task_id)
         return "skipped"

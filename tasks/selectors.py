@@ -13,7 +13,8 @@ from django.db.models.fields.json import KT
 from django.http import Http404
 from django.utils import timezone
 
-from tasks.models import Task, TaskEvent, ToolCall
+from tasks.models import SweepRun, Task, TaskEvent, ToolCall
+from tasks.sweep import SWEEPER_NAME
 
 
 def user_can_view(user: AbstractBaseUser) -> bool:
@@ -211,3 +212,8 @@ def task_model_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
     rows = list(steps.values())
     return {"steps": rows, "calls": sum(r["calls"] for r in rows),
             "cost_usd": sum(r["cost_usd"] for r in rows)}
+
+
+def sweep_last_run() -> SweepRun | None:
+    """The sweep's latest run (when, how long, what it did), or None if it never ran."""
+    return SweepRun.objects.filter(name=SWEEPER_NAME).first()

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import random
 import secrets
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.db.models import F
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from tasks.errors import error_fingerprint
@@ -27,6 +30,10 @@ from tasks.states import (
     can_transition,
 )
 from tasks.tools.registry import UnknownTool, registry
+
+
+class CapacityFull(Exception):
+    """`max_concurrent_tasks` tasks are already running; the task stays queued."""
 
 
 class SpecError(ValueError):
@@ -93,6 +100,20 @@ def task_lock(*, task_id: Any) -> Task:
     return Task.objects.select_for_update().get(id=task_id)
 
 
+# Time a task spends waiting for a human (a review, or an operator to recover a stopped task)
+# does not count against its session timeout.
+_HUMAN_WAIT = frozenset({TaskStatus.WAITING_REVIEW, *TERMINAL})
+
+
+def _seconds_in_status(*, task_id: Any, now: datetime) -> float:
+    """Seconds since the task entered its current status (its newest `status` event)."""
+    entered = (
+        TaskEvent.objects.filter(task_id=task_id, type="status")
+        .order_by("-id").values_list("created_at", flat=True).first()
+    )
+    return max(0.0, (now - entered).total_seconds()) if entered else 0.0
+
+
 def task_transition(
     *,
     task_id: Any,
@@ -128,6 +149,9 @@ def task_transition(
             updates.setdefault("started_at", now)
         if to == TaskStatus.QUEUED:
             updates.setdefault("finished_at", None)
+            if frm in _HUMAN_WAIT:
+                updates.setdefault("review_wait_s", task.review_wait_s + _seconds_in_status(
+                    task_id=task_id, now=now))
         if "error_class" in updates or "error_message" in updates:
             updates["error_fingerprint"] = error_fingerprint(
                 updates.get("error_class", task.error_class),
@@ -147,27 +171,55 @@ def task_transition(
         return task
 
 
-def _queue_name(priority: str) -> str:
-    return priority if priority in ("high", "default", "low") else "default"
+def queue_name_for(priority: str) -> str:
+    return priority if priority in settings.HARNESS_QUEUES else "default"
 
 
-def task_enqueue(*, task: Task) -> None:
-    """Put `run_task` on the task's priority queue once the surrounding transaction commits."""
+def task_enqueue(*, task: Task, delay_s: float | None = None) -> None:
+    """Put `run_task` on the task's priority queue once the surrounding transaction commits;
+    with `delay_s`, RQ's scheduler (a worker started `--with-scheduler`) enqueues it then.
+
+    A failure to reach Redis is logged, not raised: the task is durable in the database and
+    the sweep re-enqueues queued tasks whose job is missing."""
     import django_rq
 
     from tasks.jobs import run_task
 
     task_id = str(task.id)
-    queue_name = _queue_name(task.priority)
+    queue_name = queue_name_for(task.priority)
 
     def send() -> None:
-        job = django_rq.get_queue(queue_name).enqueue(
-            run_task, task_id, job_timeout=-1, result_ttl=600, failure_ttl=7 * 86400,
-            description=f"run_task {task_id}",
-        )
+        queue = django_rq.get_queue(queue_name)
+        options = {"job_timeout": -1, "result_ttl": 600, "failure_ttl": 7 * 86400,
+                   "description": f"run_task {task_id}"}
+        if delay_s:
+            job = queue.enqueue_in(timedelta(seconds=delay_s), run_task, task_id, **options)
+        else:
+            job = queue.enqueue(run_task, task_id, **options)
         Task.objects.filter(id=task_id).update(rq_job_id=job.id)
 
-    transaction.on_commit(send)
+    transaction.on_commit(send, robust=True)
+
+
+def task_wake(*, task_id: Any) -> bool:
+    """retry_wait -> queued once the backoff has elapsed (the scheduled job then runs it).
+    False when the task is not waiting for a retry (canceled meanwhile, or already woken)."""
+    try:
+        task_transition(task_id=task_id, to=TaskStatus.QUEUED,
+                        expect_from=[TaskStatus.RETRY_WAIT], reason="backoff elapsed",
+                        fields={"retry_at": None})
+    except (TransitionConflict, Task.DoesNotExist):
+        return False
+    return True
+
+
+def task_defer(*, task_id: Any) -> None:
+    """Put a queued task that found no free capacity back on its queue after a short, jittered
+    delay, instead of a worker waiting for a slot."""
+    task = Task.objects.filter(id=task_id, status=TaskStatus.QUEUED).first()
+    if task is not None:
+        delay = settings.HARNESS_CAPACITY_RETRY_S * (1 + random.random())
+        task_enqueue(task=task, delay_s=delay)
 
 
 # --- creating and controlling tasks ----------------------------------------------------------
@@ -290,21 +342,46 @@ def task_reviews_close(*, task_id: Any, comment: str) -> int:
 # --- worker leases --------------------------------------------------------------------------
 
 
+# Any constant works: every acquisition under a concurrency limit takes this one lock.
+_CAPACITY_LOCK_KEY = 0x6861726E657373  # "harness"
+
+
+def _lock_capacity() -> None:
+    """Serialise acquisitions while a global limit applies, for the rest of the transaction.
+    PostgreSQL: a transaction-scoped advisory lock (held by whichever worker, on any machine,
+    is acquiring). SQLite: transactions are IMMEDIATE, so writers are serialised already."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CAPACITY_LOCK_KEY])
+
+
 def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
     """Atomically take a queued task for this worker, bumping the lease epoch (the fencing
-    token). Returns None when the task is not queued (a duplicate job, or already taken)."""
+    token). Returns None when the task is not queued (a duplicate job, or already taken);
+    raises CapacityFull, changing nothing, when `max_concurrent_tasks` are already running."""
+    from harness_site.config import harness_config
+
+    limit = harness_config().max_concurrent_tasks
     now = timezone.now()
     with transaction.atomic():
+        if limit is not None:
+            _lock_capacity()
         updated = Task.objects.filter(id=task_id, status=TaskStatus.QUEUED).update(
             status=TaskStatus.RUNNING,
             lease_epoch=F("lease_epoch") + 1,
             attempt=F("attempt") + 1,
             worker_id=worker_id,
-            heartbeat_at=now,
+            # Database time: the sweep compares heartbeats with the database clock, so the
+            # clocks of the worker machines do not matter.
+            heartbeat_at=Now(),
             updated_at=now,
         )
         if updated != 1:
             return None
+        # Counted after the update (so it includes this task) and under the lock: rolling
+        # back undoes the update, leaving the task queued.
+        if limit is not None and Task.objects.filter(status=TaskStatus.RUNNING).count() > limit:
+            raise CapacityFull(f"{limit} tasks are already running")
         task = Task.objects.get(id=task_id)
         if task.started_at is None:
             Task.objects.filter(id=task_id).update(started_at=now)
@@ -345,7 +422,7 @@ def task_fenced_write(
     db = connections[DEFAULT_DB_ALIAS]
     sql, params, inserted = _fenced_statement(
         db=db, task_id=task_id, epoch=epoch,
-        fields={"heartbeat_at": now, "updated_at": now, **fields},
+        fields={"heartbeat_at": Now(), "updated_at": now, **fields},
         inserts=inserts, updates=updates)
     with _server_bound_cursor(db) as cursor:
         cursor.execute(sql, params)
@@ -396,11 +473,15 @@ def _fenced_statement(
     qn = db.ops.quote_name
     meta = Task._meta
     task_fields = [meta.get_field(name) for name in fields]
+    # Now() is the database's clock (heartbeats: see task_acquire).
     params: list[Any] = [f.get_db_prep_save(value, db)
-                         for f, value in zip(task_fields, fields.values(), strict=True)]
+                         for f, value in zip(task_fields, fields.values(), strict=True)
+                         if not isinstance(value, Now)]
     params += [meta.pk.get_db_prep_value(task_id, db), epoch, TaskStatus.RUNNING]
     ctes = [f"fence AS (UPDATE {qn(meta.db_table)} SET "
-            + ", ".join(f"{qn(f.column)} = %s" for f in task_fields)
+            + ", ".join(f"{qn(f.column)} = "
+                        + ("STATEMENT_TIMESTAMP()" if isinstance(value, Now) else "%s")
+                        for f, value in zip(task_fields, fields.values(), strict=True))
             + f" WHERE {qn(meta.pk.column)} = %s AND {qn('lease_epoch')} = %s AND "
             f"{qn('status')} = %s RETURNING {qn('cancel_requested')})"]
     for row, update_fields in updates:
@@ -445,10 +526,9 @@ def _fenced_statement(
 def task_fence(*, task_id: Any, epoch: int, **fields: Any) -> None:
     """Inside a transaction: prove this worker still holds the lease (and lock the row),
     updating heartbeat and any given fields. Raises LeaseLost so the transaction rolls back."""
-    now = timezone.now()
     updated = Task.objects.filter(
         id=task_id, lease_epoch=epoch, status=TaskStatus.RUNNING
-    ).update(heartbeat_at=now, updated_at=now, **fields)
+    ).update(heartbeat_at=Now(), updated_at=timezone.now(), **fields)
     if updated != 1:
         raise LeaseLost(f"task {task_id}: lease epoch {epoch} lost")
 

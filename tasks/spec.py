@@ -21,6 +21,9 @@ class ScriptedTurn(_Spec):
     final: str | None = None
     # Tokens this turn reports as used (lets tests and demos exercise the token budget).
     tokens: int = Field(default=0, ge=0)
+    # Seconds the model takes to answer this turn (lets tests and demos exercise the turn
+    # timeout, which the harness enforces whether or not the model honours it).
+    delay_s: float = Field(default=0, ge=0, le=3600)
 
     @model_validator(mode="after")
     def _one_kind(self) -> ScriptedTurn:
@@ -105,8 +108,12 @@ class BudgetSpec(_Spec):
 
 
 class RetrySpec(_Spec):
+    """Overrides of `harness.yaml` `retry`, field by field (per task, or per tool in `@tool`)."""
+
     initial_s: float | None = Field(default=None, gt=0)
+    factor: float | None = Field(default=None, ge=1)
     max_s: float | None = Field(default=None, gt=0)
+    jitter: Literal["none", "full", "equal"] | None = None
     max_attempts: int | None = Field(default=None, ge=1, le=100)
 
 

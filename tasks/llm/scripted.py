@@ -4,6 +4,8 @@ deterministically from where its state says it is."""
 
 from __future__ import annotations
 
+import time
+
 from tasks.agent_state import AgentState
 from tasks.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
 from tasks.spec import ScriptedModelSpec
@@ -16,7 +18,8 @@ class ScriptedModel(ModelAdapter):
     def __init__(self, spec: ScriptedModelSpec) -> None:
         self.script = spec.script
 
-    def decide(self, *, state: AgentState, tools: list[ToolSpec], timeout_s: float) -> ModelDecision:
+    def decide(self, *, state: AgentState, tools: list[ToolSpec],
+               timeout_s: float) -> ModelDecision:
         if state.turn_index >= len(self.script):
             raise ModelError(
                 f"the script has {len(self.script)} turns and turn {state.turn_index + 1} was "
@@ -24,6 +27,8 @@ class ScriptedModel(ModelAdapter):
                 error_class="permanent",
             )
         turn = self.script[state.turn_index]
+        if turn.delay_s:
+            time.sleep(turn.delay_s)
         tokens = turn.tokens
         if turn.final is not None:
             return ModelDecision(final=turn.final, text=turn.final, completion_tokens=tokens,

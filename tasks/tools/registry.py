@@ -9,7 +9,8 @@ named in `HARNESS_TOOL_MODULES`, without touching harness code:
     class TicketArgs(BaseModel):
         title: str
 
-    @tool(risk="external", side_effect=True, idempotent=True, timeout_s=20)
+    @tool(risk="external", side_effect=True, idempotent=True, timeout_s=20,
+          retry={"max_attempts": 3, "initial_s": 2})
     def create_ticket(ctx: ToolContext, args: TicketArgs) -> dict:
         '''Open a ticket in the tracker.'''
         return tracker.create(args.title, idempotency_key=ctx.call_id)
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel
+
+from tasks.spec import RetrySpec
 
 Risk = Literal["read", "write", "external", "destructive"]
 RecoveryStrategy = Literal["rollback", "retry", "forward"]
@@ -92,6 +95,8 @@ class ToolSpec:
     preview: Callable[[ToolContext, Any], str] | None = None
     # From a pydantic return annotation: every result is checked against it (required fields).
     result_model: type[BaseModel] | None = None
+    # Overrides of harness.yaml `retry` for this tool (a task's own `retry` overrides these).
+    retry: RetrySpec | None = None
 
     def json_schema(self) -> dict[str, Any]:
         return self.args_model.model_json_schema()
@@ -146,6 +151,7 @@ def tool(
     recovery: RecoveryStrategy | None = None,
     test_only: bool = False,
     preview: Callable[[ToolContext, Any], str] | None = None,
+    retry: RetrySpec | dict[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register `func(ctx, args)` as a tool. The argument model is read from the type hint of
     the second parameter (a pydantic return annotation, if any, is the result model every
@@ -176,6 +182,7 @@ def tool(
                 test_only=test_only,
                 preview=preview,
                 result_model=result_model,
+                retry=RetrySpec.model_validate(retry) if isinstance(retry, dict) else retry,
             )
         )
         return func

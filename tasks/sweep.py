@@ -1,0 +1,207 @@
+"""The sweep (`manage.py harness_sweep`): the database is the source of truth, so whatever a
+crash or a Redis restart left behind is repaired from it.
+
+1. A running task whose heartbeat is older than HARNESS_STALE_AFTER_S (database clock) lost its
+   worker: it becomes `stalled`, then is redispatched (queued, forward recovery from its newest
+   valid checkpoint) at most HARNESS_MAX_REDISPATCHES times, then fails (`stalled`). A cancel
+   requested before the worker died is honoured instead.
+2. A queued task (or one whose retry backoff is past) whose RQ job is gone — Redis restarted or
+   was flushed, or the job died before it acquired the task — is enqueued again.
+3. Overdue reviews expire (`review.services.reviews_expire_overdue`).
+
+Every step is safe to run concurrently from several sweepers and to repeat: transitions are
+row-locked and conditional, and a duplicate job finds its task taken and exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from tasks import services
+from tasks.models import SweepRun, Task, ToolCall, ToolCallStatus
+from tasks.states import TaskStatus
+
+log = logging.getLogger(__name__)
+
+SWEEPER_NAME = "default"
+# RQ job states after which the job will not run its task (any other state: it still may).
+_ENDED_JOB_STATES = {"finished", "failed", "stopped", "canceled", "stuck"}
+
+
+@dataclass
+class SweepCounts:
+    stalled: int = 0
+    redispatched: int = 0
+    failed: int = 0
+    canceled: int = 0
+    requeued: int = 0
+    reviews_expired: int = 0
+
+    def any(self) -> bool:
+        return any(asdict(self).values())
+
+
+def task_recover_stalled(*, task_id: Any, stale_after_s: float, max_redispatches: int) -> str:
+    """Stall a running task whose heartbeat is stale, then redispatch, cancel or fail it.
+    Returns what happened: "redispatched", "failed", "canceled" or "" (it was not stale after
+    all, or another sweeper holds it)."""
+    with transaction.atomic():
+        # Lock contract: the task row, re-checked under the lock (it may have heartbeated since
+        # it was listed); skip_locked leaves a row another sweeper is handling to that sweeper.
+        task = (
+            Task.objects.select_for_update(skip_locked=True)
+            .filter(id=task_id, status=TaskStatus.RUNNING,
+                    heartbeat_at__lt=Now() - timedelta(seconds=stale_after_s))
+            .first()
+        )
+        if task is None:
+            return ""
+        silent_s = (timezone.now() - task.heartbeat_at).total_seconds()
+        services.task_transition(
+            task_id=task.id, to=TaskStatus.STALLED,
+            reason=f"no heartbeat for {silent_s:.1f}s from worker {task.worker_id or '?'}",
+            fields={"worker_id": ""},
+            payload={"worker": task.worker_id, "heartbeat_at": task.heartbeat_at.isoformat(),
+                     "epoch": task.lease_epoch},
+        )
+        if task.cancel_requested:
+            services.task_transition(task_id=task.id, to=TaskStatus.CANCELED,
+                                     reason="canceled by operator (worker lost)",
+                                     fields={"error_class": "canceled"})
+            return "canceled"
+        if task.redispatch_count >= max_redispatches:
+            message = (f"worker lost {task.redispatch_count + 1} times "
+                       f"(max redispatches: {max_redispatches})")
+            # Nobody will finish these calls: whether they took effect is unknown.
+            ToolCall.objects.filter(task_id=task.id, status=ToolCallStatus.RUNNING).update(
+                status=ToolCallStatus.UNKNOWN_OUTCOME, error_class="unknown_outcome",
+                error_message="the task failed while this call was running",
+                finished_at=timezone.now(),
+            )
+            services.task_transition(task_id=task.id, to=TaskStatus.FAILED, reason=message,
+                                     fields={"error_class": "stalled", "error_message": message})
+            return "failed"
+        task = services.task_transition(
+            task_id=task.id, to=TaskStatus.QUEUED,
+            reason=f"redispatch {task.redispatch_count + 1} of {max_redispatches}",
+            fields={"redispatch_count": task.redispatch_count + 1},
+        )
+        services.event_record(task_id=task.id, type="redispatched",
+                              payload={"redispatch": task.redispatch_count,
+                                       "max": max_redispatches},
+                              step_index=task.current_step)
+        services.task_enqueue(task=task)
+        return "redispatched"
+
+
+def tasks_recover_stalled(*, stale_after_s: float, max_redispatches: int,
+                          counts: SweepCounts) -> None:
+    stale_ids = list(
+        Task.objects.filter(status=TaskStatus.RUNNING,
+                            heartbeat_at__lt=Now() - timedelta(seconds=stale_after_s))
+        .values_list("id", flat=True)[:500]
+    )
+    for task_id in stale_ids:
+        outcome = task_recover_stalled(task_id=task_id, stale_after_s=stale_after_s,
+                                       max_redispatches=max_redispatches)
+        if outcome:
+            counts.stalled += 1
+            setattr(counts, outcome, getattr(counts, outcome) + 1)
+
+
+def _job_states(job_ids_by_queue: dict[str, list[str]], *, grace_s: float) -> dict[str, str]:
+    """RQ job id -> status, for the jobs that still exist in Redis. A scheduled job overdue by
+    more than `grace_s` is `stuck`: no scheduler runs for its queue (the worker holding the
+    scheduler lock died; the lock outlives it by a minute), so it is removed here and its task
+    enqueued directly, rather than waiting for a scheduler to come back."""
+    import django_rq
+    from rq.job import Job
+    from rq.registry import ScheduledJobRegistry
+
+    states: dict[str, str] = {}
+    for queue_name, job_ids in job_ids_by_queue.items():
+        queue = django_rq.get_queue(queue_name)
+        for job in Job.fetch_many(job_ids, connection=queue.connection):
+            if job is not None:
+                status = job.get_status(refresh=False)
+                states[job.id] = status.value if status is not None else "created"
+        scheduled = ScheduledJobRegistry(queue=queue)
+        for job_id in scheduled.get_jobs_to_schedule(timestamp=int(time.time() - grace_s)):
+            if job_id in states:
+                scheduled.remove(job_id, delete_job=True)
+                states[job_id] = "stuck"
+    return states
+
+
+def tasks_requeue_orphaned(*, grace_s: float) -> int:
+    """Enqueue again the queued tasks (and those past their retry time) whose job is missing
+    from Redis, ended without running them, or is stuck in a schedule nobody runs. A task
+    queued less than `grace_s` ago is left alone: its job may still be on its way (it is sent
+    after the commit)."""
+    cutoff = timezone.now() - timedelta(seconds=grace_s)
+    candidates = list(
+        Task.objects.filter(
+            Q(status=TaskStatus.QUEUED, updated_at__lt=cutoff)
+            | Q(status=TaskStatus.RETRY_WAIT, retry_at__lt=cutoff)
+        ).only("id", "priority", "rq_job_id", "status")[:1000]
+    )
+    by_queue: dict[str, list[str]] = {}
+    for task in candidates:
+        if task.rq_job_id:
+            by_queue.setdefault(services.queue_name_for(task.priority), []).append(task.rq_job_id)
+    states = _job_states(by_queue, grace_s=grace_s)
+    requeued = 0
+    for task in candidates:
+        state = states.get(task.rq_job_id)
+        if state is not None and state not in _ENDED_JOB_STATES:
+            continue
+        # A duplicate is harmless: only one job can acquire the task; the others exit.
+        services.event_record(task_id=task.id, type="requeued",
+                              payload={"status": task.status, "job_id": task.rq_job_id,
+                                       "job_state": state or "missing"})
+        services.task_enqueue(task=task)
+        requeued += 1
+    return requeued
+
+
+def _expire_reviews() -> int:
+    from review import services as review_services
+
+    expire = getattr(review_services, "reviews_expire_overdue", None)
+    if expire is None:  # reviews do not expire until the review app provides it
+        return 0
+    result = expire()
+    return result if isinstance(result, int) else len(result or ())
+
+
+def sweep_record(*, started: Any, duration_ms: float, counts: SweepCounts) -> None:
+    values = {"started_at": started, "finished_at": timezone.now(), "duration_ms": duration_ms,
+              "counts": asdict(counts), "host": socket.gethostname()}
+    if not SweepRun.objects.filter(name=SWEEPER_NAME).update(runs=F("runs") + 1, **values):
+        SweepRun.objects.get_or_create(name=SWEEPER_NAME, defaults={**values, "runs": 1})
+
+
+def sweep_once() -> SweepCounts:
+    """One pass of the sweep; safe to run from several processes at once."""
+    started = timezone.now()
+    clock = time.monotonic()
+    counts = SweepCounts()
+    tasks_recover_stalled(stale_after_s=settings.HARNESS_STALE_AFTER_S,
+                          max_redispatches=settings.HARNESS_MAX_REDISPATCHES, counts=counts)
+    counts.requeued = tasks_requeue_orphaned(grace_s=settings.HARNESS_REQUEUE_GRACE_S)
+    counts.reviews_expired = _expire_reviews()
+    sweep_record(started=started, duration_ms=(time.monotonic() - clock) * 1000, counts=counts)
+    if counts.any():
+        log.info("sweep: %s", asdict(counts))
+    return counts
