@@ -193,7 +193,11 @@ def task_enqueue(*, task: Task, delay_s: float | None = None) -> None:
         options = {"job_timeout": -1, "result_ttl": 600, "failure_ttl": 7 * 86400,
                    "description": f"run_task {task_id}"}
         if delay_s:
-            job = queue.enqueue_in(timedelta(seconds=delay_s), run_task, task_id, **options)
+            # RQ's scheduler keeps whole seconds (truncated): round up, so a job never runs
+            # before its time.
+            at = timezone.now() + timedelta(seconds=delay_s)
+            at += timedelta(microseconds=(1_000_000 - at.microsecond) % 1_000_000)
+            job = queue.enqueue_at(at, run_task, task_id, **options)
         else:
             job = queue.enqueue(run_task, task_id, **options)
         Task.objects.filter(id=task_id).update(rq_job_id=job.id)

@@ -133,11 +133,16 @@ class Proc:
         self.process.wait()
 
     def owns(self, pid: int) -> bool:
-        """True when `pid` (e.g. the work-horse running a task) is in this process's group."""
-        try:
-            return os.getpgid(pid) == self.process.pid
-        except ProcessLookupError:
-            return False
+        """True when `pid` is this process or its child (RQ's work-horse, which runs in a
+        session of its own)."""
+        return pid == self.pid or _parent_pid(pid) == self.pid
+
+
+def _parent_pid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        return None
 
 
 class Fleet:
@@ -161,11 +166,18 @@ class Fleet:
     def sweeper(self, **env: str) -> Proc:
         return self._start("sweeper", ["harness_sweep", "--loop"], **env)
 
-    def holding(self, task_id: Any) -> Proc:
-        """The worker process whose work-horse is running the task."""
+    def kill_worker_of(self, task_id: Any) -> Proc:
+        """`kill -9` the worker running the task, as if its machine died: the worker's process
+        group and its work-horse's (RQ starts the horse in a session of its own)."""
         worker_id = Task.objects.values_list("worker_id", flat=True).get(id=task_id)
-        pid = int(worker_id.rsplit(":", 1)[1])
-        return next(p for p in self.procs if p.owns(pid))
+        horse = int(worker_id.rsplit(":", 1)[1])
+        proc = next(p for p in self.procs if p.owns(horse))
+        proc.kill()
+        try:
+            os.killpg(horse, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return proc
 
     def stop(self) -> None:
         for proc in self.procs:
