@@ -1,6 +1,5 @@
-"""Durable execution runs against the real parts: PostgreSQL, Redis, `rqworker` processes
-(each in its own process group, so `kill -9` of a worker also takes its forked work-horse) and
-the `harness_sweep --loop` command."""
+"""Durable execution runs against the real parts: PostgreSQL, Redis, `rqworker` processes from
+the shared `worker_pool` and the `harness_sweep --loop` command, all on fast clocks."""
 
 from __future__ import annotations
 
@@ -8,31 +7,25 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
-from django.conf import settings
-from django.db import connection
 
 from harness_site.config import harness_config
 from tasks.models import Task
 from tasks.services import task_create
 from tasks.spec import TaskSpec
+from tests.conftest import ROOT, WorkerPool, wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
-
-# Fast clocks for the whole suite: heartbeat 0.3 s, stale after 1.2 s, sweep every 0.3 s.
-TEST_ENV = {
-    "HARNESS_HEARTBEAT_S": "0.3",
-    "HARNESS_STALE_AFTER_S": "1.2",
-    "HARNESS_SWEEP_INTERVAL_S": "0.3",
-    "HARNESS_REQUEUE_GRACE_S": "1",
-    "HARNESS_CAPACITY_RETRY_S": "0.3",
-    "HARNESS_ENABLE_TEST_TOOLS": "1",
+# Heartbeat every 0.3 s, stale after 1.2 s, sweep every 0.3 s: recovery within ~2 s.
+FAST_CLOCKS = {
+    "HARNESS_HEARTBEAT_S": 0.3,
+    "HARNESS_STALE_AFTER_S": 1.2,
+    "HARNESS_SWEEP_INTERVAL_S": 0.3,
+    "HARNESS_REQUEUE_GRACE_S": 1.0,
+    "HARNESS_CAPACITY_RETRY_S": 0.3,
 }
 
 # No review rules: these tests are about execution, not about pausing for humans.
@@ -42,26 +35,34 @@ timeouts: {session_s: 600, turn_s: 60, tool_s: 30}
 """
 
 
-def wait_for(predicate: Callable[[], Any], *, timeout: float = 30, what: str = "condition"
-             ) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
+@pytest.fixture
+def harness_config_text() -> str:
+    """The harness.yaml of the test; override the fixture to change it."""
+    return TEST_CONFIG
 
 
-def task_status(task_id: Any) -> str:
-    return Task.objects.values_list("status", flat=True).get(id=task_id)
+@pytest.fixture
+def durable_settings(settings, tmp_path: Path, harness_config_text: str) -> Iterator[dict]:
+    """Fast clocks, test tools, this test's harness.yaml, workspaces and external ledger, here
+    and (as environment) for the worker and sweeper processes."""
+    config = tmp_path / "harness.yaml"
+    config.write_text(harness_config_text)
+    paths = {"HARNESS_WORKSPACE_ROOT": tmp_path / "ws", "HARNESS_LEDGER_DIR": tmp_path / "ledger"}
+    for key, value in {**paths, **FAST_CLOCKS}.items():
+        setattr(settings, key, value)
+    settings.HARNESS_ENABLE_TEST_TOOLS = True
+    settings.HARNESS_CONFIG_FILE = config
+    harness_config.cache_clear()
+    yield {"HARNESS_CONFIG": str(config), "HARNESS_ENABLE_TEST_TOOLS": "1",
+           **{key: str(value) for key, value in {**paths, **FAST_CLOCKS}.items()}}
+    harness_config.cache_clear()
 
 
-def wait_status(task_id: Any, *statuses: str, timeout: float = 30) -> Task:
-    wait_for(lambda: task_status(task_id) in statuses, timeout=timeout,
-             what=f"task {task_id} to be {'/'.join(statuses)}")
-    return Task.objects.get(id=task_id)
+def _parent_pid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        return None
 
 
 def process_alive(pid: int) -> bool:
@@ -73,141 +74,73 @@ def process_alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _database_url() -> str:
-    db = connection.settings_dict
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-@pytest.fixture
-def harness_dirs(settings, tmp_path: Path) -> dict[str, str]:
-    """Workspace, ledger and harness.yaml for this test, in this process and for workers."""
-    config = tmp_path / "harness.yaml"
-    config.write_text(TEST_CONFIG)
-    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
-    settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
-    settings.HARNESS_ENABLE_TEST_TOOLS = True
-    settings.HARNESS_CONFIG_FILE = config
-    for key, value in TEST_ENV.items():
-        if key.endswith("_S"):
-            setattr(settings, key, float(value))
-    harness_config.cache_clear()
-    yield {"HARNESS_WORKSPACE_ROOT": str(tmp_path / "ws"),
-           "HARNESS_LEDGER_DIR": str(tmp_path / "ledger"), "HARNESS_CONFIG": str(config)}
-    harness_config.cache_clear()
-
-
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    url = settings.REDIS_URL
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url
-    client.flushdb()
-    client.close()
-
-
-class Proc:
-    def __init__(self, name: str, args: list[str], env: dict[str, str], log: Path) -> None:
-        self.name = name
-        self.log = log
-        self.process = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log.open("ab"),
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Signal the whole process group: the worker, its work-horse and its scheduler."""
-        try:
-            os.killpg(self.process.pid, sig)
-        except ProcessLookupError:
-            pass
-
-    def stop(self) -> None:
-        # No warm shutdown: the test is over, and the database is flushed next.
-        self.kill(signal.SIGKILL)
-        self.process.wait()
-
-    def owns(self, pid: int) -> bool:
-        """True when `pid` is this process or its child (RQ's work-horse, which runs in a
-        session of its own)."""
-        return pid == self.pid or _parent_pid(pid) == self.pid
-
-
-def _parent_pid(pid: int) -> int | None:
+def _killpg(pgid: int) -> None:
     try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (FileNotFoundError, ProcessLookupError):
-        return None
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class Fleet:
-    """Worker and sweeper processes for one test; all stopped at teardown."""
+    """The shared worker pool plus sweepers, with crash helpers."""
 
-    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
-        self.env = env
+    def __init__(self, pool: WorkerPool, log_dir: Path) -> None:
+        self.pool = pool
         self.log_dir = log_dir
-        self.procs: list[Proc] = []
+        self.sweepers: list[subprocess.Popen] = []
 
-    def _start(self, name: str, args: list[str], **env: str) -> Proc:
-        proc = Proc(name, [sys.executable, str(ROOT / "manage.py"), *args],
-                    {**self.env, **env}, self.log_dir / f"{name}-{len(self.procs)}.log")
-        self.procs.append(proc)
-        return proc
+    def worker(self, count: int = 1) -> list[subprocess.Popen]:
+        return self.pool.start(count)
 
-    def worker(self, **env: str) -> Proc:
-        return self._start("worker", ["rqworker", *settings.HARNESS_QUEUES,
-                                      "--with-scheduler"], **env)
+    def sweeper(self) -> subprocess.Popen:
+        log = open(self.log_dir / f"sweeper-{len(self.sweepers) + 1}.log", "wb")  # noqa: SIM115
+        process = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "harness_sweep", "--loop"],
+            cwd=ROOT, env=self.pool.env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        log.close()
+        self.sweepers.append(process)
+        return process
 
-    def sweeper(self, **env: str) -> Proc:
-        return self._start("sweeper", ["harness_sweep", "--loop"], **env)
-
-    def kill_worker_of(self, task_id: Any) -> Proc:
+    def kill_worker_of(self, task_id: Any) -> None:
         """`kill -9` the worker running the task, as if its machine died: the worker's process
-        group and its work-horse's (RQ starts the horse in a session of its own)."""
+        group and its work-horse's (RQ puts the horse in a process group of its own)."""
         worker_id = Task.objects.values_list("worker_id", flat=True).get(id=task_id)
         horse = int(worker_id.rsplit(":", 1)[1])
-        proc = next(p for p in self.procs if p.owns(horse))
-        proc.kill()
-        try:
-            os.killpg(horse, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        return proc
+        worker = next(p for p in self.pool.processes if _parent_pid(horse) == p.pid)
+        _killpg(horse)
+        self.pool.kill(worker)
 
     def stop(self) -> None:
-        for proc in self.procs:
-            proc.stop()
-
-    def logs(self) -> str:
-        return "\n".join(f"--- {p.log.name}\n{p.log.read_text()[-4000:]}" for p in self.procs)
+        for process in self.sweepers:
+            _killpg(process.pid)
+            process.wait(timeout=10)
+        for process in self.pool.processes:
+            # Work-horses are in groups of their own: stop any still running a task.
+            for child in Path("/proc").glob("[0-9]*"):
+                if _parent_pid(int(child.name)) == process.pid:
+                    _killpg(int(child.name))
 
 
 @pytest.fixture
-def fleet(transactional_db, harness_dirs, redis_url, tmp_path: Path, request) -> Iterator[Fleet]:
-    env = {
-        **os.environ, **TEST_ENV, **harness_dirs,
-        "DATABASE_URL": _database_url(), "REDIS_URL": redis_url,
-        "DJANGO_SETTINGS_MODULE": "harness_site.settings", "PYTHONUNBUFFERED": "1",
-        "PYTHONPATH": str(ROOT),
-    }
-    fleet = Fleet(env, tmp_path)
+def fleet(durable_settings, worker_pool: WorkerPool, tmp_path: Path) -> Iterator[Fleet]:
+    worker_pool.env.update(durable_settings)
+    fleet = Fleet(worker_pool, tmp_path)
     yield fleet
     fleet.stop()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        print(fleet.logs())
+    for path in sorted(tmp_path.glob("sweeper-*.log")):
+        print(f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}")
 
 
-@pytest.hookimpl(tryfirst=True, hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    setattr(item, f"rep_{report.when}", report)
+def task_status(task_id: Any) -> str:
+    return Task.objects.values_list("status", flat=True).get(id=task_id)
+
+
+def wait_status(task_id: Any, *statuses: str, timeout: float = 60) -> Task:
+    wait_for(lambda: task_status(task_id) in statuses, timeout,
+             message=f"task {task_id} to be {'/'.join(statuses)}")
+    return Task.objects.get(id=task_id)
 
 
 def make_task(script: list[dict], tools: list[str], *, enqueue: bool = True, **extra: Any) -> Task:

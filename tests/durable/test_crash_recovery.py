@@ -8,15 +8,15 @@ import fcntl
 import os
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from review.models import ReviewRequest
 from review.services import review_resolve_unknown_outcome
 from tasks.models import Task, ToolCall
 from tasks.tools.testing import ledger_path, ledger_records
+from tests.conftest import wait_for
 
-from .conftest import make_task, wait_for, wait_status
+from .conftest import make_task, wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -57,17 +57,11 @@ class LedgerLock:
             self.fd = None
 
 
-@pytest.fixture
-def operator(db):
-    return get_user_model().objects.create_user("oper", password="x", is_superuser=True)
-
-
 def test_worker_killed_during_sleep_is_stalled_redispatched_and_completes(fleet):
-    fleet.worker()
-    fleet.worker()
+    fleet.worker(2)
     fleet.sweeper()
     task = make_task([{"call": "sleep", "args": {"seconds": 2}}, {"final": "slept"}], ["sleep"])
-    wait_for(lambda: in_call(task, "sleep"), what="sleep to start")
+    wait_for(lambda: in_call(task, "sleep"), message="sleep to start")
     fleet.kill_worker_of(task.id)
 
     task = wait_status(task.id, "succeeded")
@@ -97,18 +91,17 @@ LEDGER_SCRIPT = [
 def test_worker_killed_around_ledger_append_never_duplicates_the_side_effect(
     fleet, operator, point
 ):
-    fleet.worker()
-    fleet.worker()
+    fleet.worker(2)
     fleet.sweeper()
     task = make_task(LEDGER_SCRIPT, ["sleep", "ledger_append"])
 
     if point == "before_intent":
-        wait_for(lambda: in_call(task, "sleep"), what="first sleep")
+        wait_for(lambda: in_call(task, "sleep"), message="first sleep")
         fleet.kill_worker_of(task.id)
     elif point == "after_intent":
         lock = LedgerLock()
         try:
-            wait_for(lambda: call_status(task, "ledger_append") == "running", what="intent")
+            wait_for(lambda: call_status(task, "ledger_append") == "running", message="intent")
             fleet.kill_worker_of(task.id)
         finally:
             lock.release()
@@ -116,17 +109,17 @@ def test_worker_killed_around_ledger_append_never_duplicates_the_side_effect(
     elif point == "after_effect":
         lock = LedgerLock()
         try:
-            wait_for(lambda: call_status(task, "ledger_append") == "running", what="intent")
+            wait_for(lambda: call_status(task, "ledger_append") == "running", message="intent")
             with transaction.atomic():
                 # Holding the task row keeps the worker from recording the outcome.
                 Task.objects.select_for_update().get(id=task.id)
                 lock.release()
-                wait_for(lambda: ledger_records(key="k"), what="the side effect")
+                wait_for(lambda: ledger_records(key="k"), message="the side effect")
                 fleet.kill_worker_of(task.id)
         finally:
             lock.release()
     else:
-        wait_for(lambda: in_call(task, "sleep", 1), what="second sleep")
+        wait_for(lambda: in_call(task, "sleep", 1), message="second sleep")
         assert call_status(task, "ledger_append") == "succeeded"
         fleet.kill_worker_of(task.id)
 
