@@ -231,8 +231,6 @@ def task_defer(*, task_id: Any) -> None:
 
 def task_spec_check(spec: TaskSpec) -> None:
     """Checks that need the registry or the config, beyond the pydantic schema."""
-    from harness_site.config import harness_config
-
     for index, name in enumerate(spec.tools):
         try:
             registry.get(name)
@@ -254,16 +252,28 @@ def task_spec_check(spec: TaskSpec) -> None:
                             f"model.script.{t_index}", f"unknown tool {name!r}"
                         ) from None
     _model_spec_check(spec)
-    timeouts = harness_config().timeouts
-    session = spec.budget.session_timeout_s or timeouts.session_s
-    turn = spec.budget.turn_timeout_s or timeouts.turn_s
-    tool_s = spec.budget.tool_timeout_s or timeouts.tool_s
-    if not tool_s < turn < session:
-        raise SpecError(
-            "budget",
-            f"timeouts must satisfy tool < turn < session (got tool={tool_s}s, "
-            f"turn={turn}s, session={session}s)",
-        )
+    _timeouts_check(spec)
+
+
+def _timeouts_check(spec: TaskSpec) -> None:
+    """Session > turn > tool, each from the spec's budget or harness.yaml's `timeouts`; the
+    error names the field the spec set (or should set) to fix the order."""
+    from harness_site.config import harness_config
+
+    defaults = harness_config().timeouts
+    budget = spec.budget
+    tool_s = budget.tool_timeout_s or defaults.tool_s
+    turn_s = budget.turn_timeout_s or defaults.turn_s
+    session_s = budget.session_timeout_s or defaults.session_s
+    got = f"(got tool={tool_s:g}s, turn={turn_s:g}s, session={session_s:g}s)"
+    if not tool_s < turn_s:
+        field = "tool_timeout_s" if budget.tool_timeout_s else "turn_timeout_s"
+        raise SpecError(f"budget.{field}", f"the tool timeout must be shorter than the turn "
+                                           f"timeout {got}")
+    if not turn_s < session_s:
+        field = "turn_timeout_s" if budget.turn_timeout_s else "session_timeout_s"
+        raise SpecError(f"budget.{field}", f"the turn timeout must be shorter than the "
+                                           f"session timeout {got}")
 
 
 def _model_spec_check(spec: TaskSpec) -> None:

@@ -61,7 +61,7 @@ def test_timeouts_out_of_order_get_422(operator, client_for):
     bad = {**SPEC, "budget": {"tool_timeout_s": 30, "turn_timeout_s": 10, "session_timeout_s": 60}}
     response = client_for(operator).post("/api/v1/tasks", bad, content_type="application/json")
     assert response.status_code == 422
-    assert response.json()["errors"][0]["field"] == "budget"
+    assert response.json()["errors"][0]["field"] == "budget.tool_timeout_s"
 
 
 @pytest.mark.parametrize("body", ["not json", "[]", '{"title": 5}'])
