@@ -8,7 +8,7 @@ import fcntl
 import os
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from review.models import ReviewRequest
 from review.services import review_resolve_unknown_outcome
@@ -111,11 +111,16 @@ def test_worker_killed_around_ledger_append_never_duplicates_the_side_effect(
         try:
             wait_for(lambda: call_status(task, "ledger_append") == "running", message="intent")
             with transaction.atomic():
-                # Holding the task row keeps the worker from recording the outcome.
+                # Holding the task row keeps the worker from recording the outcome...
                 Task.objects.select_for_update().get(id=task.id)
                 lock.release()
                 wait_for(lambda: ledger_records(key="k"), message="the side effect")
                 fleet.kill_worker_of(task.id)
+                # ...and its statements waiting for the row die with it, as when a machine
+                # dies before its write reaches the database.
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                   "WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))")
         finally:
             lock.release()
     else:
