@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from tasks.models import ApiToken, AuditEntry, Task, TaskEvent, ToolCall
+from tasks.models import ApiToken, AuditEntry, SweepRun, Task, TaskEvent, ToolCall
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -55,6 +55,11 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     search_fields = ("actor_name", "target", "reason")
     date_hierarchy = "at"
     raw_id_fields = ("task", "actor")
+
+
+@admin.register(SweepRun)
+class SweepRunAdmin(ReadOnlyAdmin):
+    list_display = ("name", "finished_at", "duration_ms", "runs", "counts", "host")
 
 
 @admin.register(ApiToken)
