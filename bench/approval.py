@@ -133,7 +133,7 @@ def run(size: str) -> dict[str, Any]:
             "moment the decision's response returned. Breakdown (medians): *pickup* = response "
             "→ the task's `running` event (RQ dequeues, forks a work horse, the horse connects "
             "and acquires the lease); *resume* = `running` → `tool_started` (head checkpoint "
-            "loaded, ledger, approved arguments checked, pre-tool checkpoint); *tool* = "
-            "`tool_started` → the tool runs."
+            "loaded, ledger, approved arguments checked); *tool* = `tool_started` → the tool "
+            "runs (pre-tool checkpoint written, tool thread started)."
         ),
     }
