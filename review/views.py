@@ -15,7 +15,9 @@ from review import selectors, services
 from review.models import ReviewRequest, ReviewStatus, RuleRisk
 from tasks.tools.registry import UnknownTool, registry
 
-DECISIONS = {"approve": "approve", "edit": "approve", "reject": "reject"}
+# Form buttons -> review_decide decisions ("edit" approves the edited arguments).
+DECISIONS = {"approve": "approve", "edit": "approve", "reject": "reject",
+             **{name: name for name in services.UNKNOWN_OUTCOME_DECISIONS}}
 
 
 @login_required
@@ -51,6 +53,7 @@ def _detail(request: HttpRequest, review: ReviewRequest, *, arguments_text: str 
         "recent_messages": selectors.review_recent_messages(review=review),
         "approvals": selectors.review_approvers(review=review),
         "can_decide": can_decide and review.status == ReviewStatus.PENDING,
+        "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,
         "creator_blocked": review.forbid_creator and review.task.created_by_id == request.user.pk,
         "errors": errors or [],
         "error": error,
@@ -67,20 +70,24 @@ def review_detail(request: HttpRequest, review_id: int) -> HttpResponse:
 def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
     review = selectors.access_review(request.user, review_id)
     choice = request.POST.get("decision", "")
-    arguments = None
+    arguments = result = None
     arguments_text = request.POST.get("arguments")
-    if choice == "edit":
-        try:
+    result_text = request.POST.get("result", "").strip()
+    try:
+        if choice == "edit":
             arguments = json.loads(arguments_text or "")
-        except ValueError as exc:
-            return _detail(request, review, arguments_text=arguments_text, status=422,
-                           error="The arguments are not valid JSON.",
-                           errors=[{"field": "arguments", "message": str(exc)}])
+        if choice == "mark_done" and result_text:
+            result = json.loads(result_text)
+    except ValueError as exc:
+        field = "arguments" if choice == "edit" else "result"
+        return _detail(request, review, arguments_text=arguments_text, status=422,
+                       error=f"The {field} must be valid JSON.",
+                       errors=[{"field": field, "message": str(exc)}])
     try:
         review = services.review_decide(
             review_id=review.id, user=request.user, decision=DECISIONS.get(choice, choice),
             comment=request.POST.get("comment", "").strip(), arguments=arguments,
-            reason=request.POST.get("reason", "").strip(),
+            reason=request.POST.get("reason", "").strip(), result=result,
         )
     except services.ReviewInvalid as exc:
         return _detail(request, review, arguments_text=arguments_text, status=exc.status,
@@ -94,5 +101,5 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
         messages.success(request, f"Approval recorded ({review.approvals.count()} of "
                                   f"{review.approvals_required}); waiting for another operator.")
         return redirect("review:detail", review_id=review.id)
-    messages.success(request, f"{review.tool} {review.status}; the task resumes.")
+    messages.success(request, f"{review.tool}: {DECISIONS[choice]} recorded.")
     return redirect("tasks:detail", task_id=review.task_id)

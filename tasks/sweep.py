@@ -175,16 +175,6 @@ def tasks_requeue_orphaned(*, grace_s: float) -> int:
     return requeued
 
 
-def _expire_reviews() -> int:
-    from review import services as review_services
-
-    expire = getattr(review_services, "reviews_expire_overdue", None)
-    if expire is None:  # reviews do not expire until the review app provides it
-        return 0
-    result = expire()
-    return result if isinstance(result, int) else len(result or ())
-
-
 def sweep_record(*, started: Any, duration_ms: float, counts: SweepCounts) -> None:
     values = {"started_at": started, "finished_at": timezone.now(), "duration_ms": duration_ms,
               "counts": asdict(counts), "host": socket.gethostname()}
@@ -194,13 +184,15 @@ def sweep_record(*, started: Any, duration_ms: float, counts: SweepCounts) -> No
 
 def sweep_once() -> SweepCounts:
     """One pass of the sweep; safe to run from several processes at once."""
+    from review.services import reviews_expire_overdue  # review builds on tasks: import late
+
     started = timezone.now()
     clock = time.monotonic()
     counts = SweepCounts()
     tasks_recover_stalled(stale_after_s=settings.HARNESS_STALE_AFTER_S,
                           max_redispatches=settings.HARNESS_MAX_REDISPATCHES, counts=counts)
     counts.requeued = tasks_requeue_orphaned(grace_s=settings.HARNESS_REQUEUE_GRACE_S)
-    counts.reviews_expired = _expire_reviews()
+    counts.reviews_expired = reviews_expire_overdue()
     sweep_record(started=started, duration_ms=(time.monotonic() - clock) * 1000, counts=counts)
     if counts.any():
         log.info("sweep: %s", asdict(counts))

@@ -210,3 +210,17 @@ def test_expiry_with_fail_task_fails_the_task(paused_review):
     task = Task.objects.get(pk=review.task_id)
     assert task.status == "failed" and task.error_class == "review_expired"
     assert ReviewRequest.objects.get(pk=review.pk).status == "expired"
+
+
+def test_the_periodic_sweep_expires_overdue_reviews(paused_review):
+    from django.core.management import call_command
+
+    review = paused_review()
+    fresh = paused_review()
+    # Injected time: this review was requested long enough ago to be overdue now.
+    ReviewRequest.objects.filter(pk=review.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1))
+    call_command("harness_sweep")
+    assert ReviewRequest.objects.get(pk=review.pk).status == "expired"
+    assert ReviewRequest.objects.get(pk=fresh.pk).status == "pending"
+    assert Task.objects.get(pk=review.task_id).status == "queued"

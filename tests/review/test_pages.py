@@ -88,7 +88,7 @@ def test_invalid_edits_are_shown_with_field_errors_and_change_nothing(paused_rev
     client = logged_in(operator)
     not_json = client.post(f"/reviews/{review.id}/decide/",
                            {"decision": "edit", "arguments": "{path: old.log"})
-    assert not_json.status_code == 422 and "not valid JSON" in not_json.content.decode()
+    assert not_json.status_code == 422 and "must be valid JSON" in not_json.content.decode()
     wrong = client.post(f"/reviews/{review.id}/decide/", {
         "decision": "edit", "arguments": json.dumps({"path": "old.log", "recursive": True})})
     assert wrong.status_code == 422
@@ -106,3 +106,19 @@ def test_edit_then_approve_from_the_page(paused_review, operator):
     review.refresh_from_db()
     assert review.status == "approved" and review.edited_arguments == {"path": "other.log"}
     assert review.tool_call.arguments == {"path": "other.log"}
+
+
+def test_a_call_with_an_unknown_outcome_offers_mark_done_rerun_or_fail(paused_review, operator):
+    review = paused_review()
+    # As the loop opens it when a worker died during a non-idempotent call.
+    ReviewRequest.objects.filter(pk=review.pk).update(kind="unknown_outcome")
+    client = logged_in(operator)
+    page = client.get(f"/reviews/{review.id}/").content.decode()
+    assert 'data-testid="mark-done"' in page and 'data-testid="approve"' not in page
+    response = client.post(f"/reviews/{review.id}/decide/", {
+        "decision": "mark_done", "result": json.dumps({"deleted": True}), "comment": "checked"})
+    assert response.status_code == 302
+    review.refresh_from_db()
+    assert review.status == "approved" and review.decision_reason == "mark_done"
+    assert review.tool_call.status == "succeeded" and review.tool_call.result == {"deleted": True}
+    assert Task.objects.get(pk=review.task_id).status == "queued"
