@@ -50,6 +50,13 @@ def _task(key: str) -> Any:
     return task_create(spec=spec, user=None)
 
 
+def _queues_empty() -> bool:
+    import django_rq
+    from django.conf import settings
+
+    return all(django_rq.get_queue(name).count == 0 for name in settings.HARNESS_QUEUES)
+
+
 def _status(task_id: Any) -> str:
     from tasks.models import Task
 
@@ -104,6 +111,9 @@ def run(size: str) -> dict[str, Any]:
     samples: dict[str, list[float]] = {}
     try:
         with RqWorker(log_path=log) as worker:
+            # Jobs left in these queues by earlier runs go first; measure on an empty queue.
+            wait_for(lambda: _queues_empty() and worker.state() == "idle", timeout=600,
+                     interval=0.1, what="the queues to drain")
             for i in range(params["warmup"] + params["n"]):
                 one = _one(client, worker, key=f"bench-approval-{uuid.uuid4().hex}")
                 if i >= params["warmup"]:
