@@ -5,26 +5,25 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from checkpoints import recovery, selectors
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted
-from tasks.selectors import access_task, user_can_operate
+from harness_site.access import operator_required
+from tasks.selectors import access_task
 from tasks.states import IllegalTransition, TransitionConflict
 
 REFUSALS = (recovery.RecoveryConflict, recovery.RecoveryInvalid, TransitionConflict,
             IllegalTransition)
 
 
-@login_required
+@operator_required
 def rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
     task = access_task(request.user, task_id)
     checkpoint = selectors.checkpoint_get(task=task, checkpoint_id=checkpoint_id)
-    if not user_can_operate(request.user):
-        return HttpResponseForbidden("only operators may roll back tasks")
     error, status = "", 200
     if request.method == "POST":
         try:
@@ -71,13 +70,11 @@ def diff_page(request: HttpRequest, task_id) -> HttpResponse:
     })
 
 
-@login_required
 @require_POST
+@operator_required
 def recover_action(request: HttpRequest, task_id) -> HttpResponse:
     """Retry / resume buttons on the task page."""
     task = access_task(request.user, task_id)
-    if not user_can_operate(request.user):
-        return HttpResponseForbidden("only operators may recover tasks")
     action = request.POST.get("action")
     reason = request.POST.get("reason", "")
     try:
