@@ -98,6 +98,11 @@ def test_restore_writes_changed_files_deletes_extra_ones_and_leaves_the_rest(wor
     assert not (workspace / "new").exists()
     assert not (workspace / "link").is_symlink()
     assert (workspace / "README.md").stat().st_ino == untouched_inode
+    # A folder emptied by the deletions is recreated for a file the snapshot has in it.
+    (workspace / "src" / "pkg" / "main.py").unlink()
+    (workspace / "src" / "secret.key").unlink()
+    (workspace / "src" / "other.txt").write_text("extra")
+    snapshot_restore(workspace=workspace, snapshot=snapshot)
     assert snapshot_capture(task_id=None, workspace=workspace)["root"] == snapshot["root"]
 
 
