@@ -299,10 +299,12 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 60.0, interval: f
 
 class RqWorker:
     """One real `manage.py rqworker` subprocess on this process's database, Redis, workspace
-    and ledger directories; a context manager that stops it (and its work horse) on exit."""
+    and ledger directories (plus `env`); a context manager that stops it (and its work horse)
+    on exit."""
 
-    def __init__(self, *, log_path: Path) -> None:
+    def __init__(self, *, log_path: Path, env: Mapping[str, str] | None = None) -> None:
         self.log_path = log_path
+        self.extra_env = dict(env or {})
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> RqWorker:
@@ -318,6 +320,7 @@ class RqWorker:
             HARNESS_WORKSPACE_ROOT=str(settings.HARNESS_WORKSPACE_ROOT),
             HARNESS_LEDGER_DIR=str(settings.HARNESS_LEDGER_DIR), HARNESS_ENABLE_TEST_TOOLS="1",
         )
+        env.update(self.extra_env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(

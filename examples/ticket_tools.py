@@ -40,7 +40,9 @@ def _preview(ctx: ToolContext, args: OpenTicketArgs) -> str:
     return f"Open ticket (severity {args.severity}): {args.title}"
 
 
-@tool(risk="external", side_effect=True, idempotent=True, timeout_s=15, preview=_preview)
+# Trackers rate-limit: up to 4 attempts, 2 s apart at first (doubling), for transient errors.
+@tool(risk="external", side_effect=True, idempotent=True, timeout_s=15, preview=_preview,
+      retry={"max_attempts": 4, "initial_s": 2})
 def open_ticket(ctx: ToolContext, args: OpenTicketArgs) -> dict:
     """Open a ticket in the team tracker. Returns its key."""
     for ticket in _tickets(ctx):

