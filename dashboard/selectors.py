@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from django.db.models import Count, Min, QuerySet
-from django.utils import timezone
 
 from review.models import ReviewRequest, ReviewStatus
 from tasks.models import AuditEntry, Task
+from tasks.selectors import day_start
 from tasks.states import ACTIVE, TaskStatus
 
 
@@ -32,10 +32,6 @@ def status_counts() -> dict[str, Any]:
 AUDIT_ACTIONS = ("decide", "edit", "cancel", "retry", "rollback", "resume", "requeue")
 
 
-def _day_start(day: date) -> datetime:
-    return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
-
-
 def audit_entries(
     *, actor: str | None = None, action: str | None = None, task_id: Any = None,
     date_from: date | None = None, date_to: date | None = None,
@@ -50,7 +46,7 @@ def audit_entries(
     if task_id:
         qs = qs.filter(task_id=task_id)
     if date_from:
-        qs = qs.filter(at__gte=_day_start(date_from))
+        qs = qs.filter(at__gte=day_start(date_from))
     if date_to:
-        qs = qs.filter(at__lt=_day_start(date_to) + timedelta(days=1))
+        qs = qs.filter(at__lt=day_start(date_to) + timedelta(days=1))
     return qs

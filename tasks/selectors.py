@@ -45,7 +45,8 @@ def access_task(user: AbstractBaseUser, task_id: Any, *, lock: bool = False) -> 
         raise
 
 
-def _day_start(day: date) -> datetime:
+def day_start(day: date) -> datetime:
+    """Midnight at the start of `day` in the current time zone (date-range filters)."""
     return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
 
 
@@ -87,9 +88,9 @@ def tasks_list(
     if creator:
         qs = qs.filter(created_by__username=creator)
     if created_from:
-        qs = qs.filter(created_at__gte=_day_start(created_from))
+        qs = qs.filter(created_at__gte=day_start(created_from))
     if created_to:
-        qs = qs.filter(created_at__lt=_day_start(created_to) + timedelta(days=1))
+        qs = qs.filter(created_at__lt=day_start(created_to) + timedelta(days=1))
     if finished_from:
         qs = qs.filter(finished_at__gte=finished_from)
     if finished_to:

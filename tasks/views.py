@@ -20,6 +20,7 @@ from checkpoints.selectors import task_checkpoint_marks, task_checkpoints
 from checkpoints.services import checkpoint_verify
 from harness_site.access import operator_required
 from harness_site.config import harness_config
+from harness_site.htmx import is_htmx
 from review.selectors import task_reviews
 from tasks import bulk, charts, selectors, services
 from tasks.forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
@@ -29,10 +30,6 @@ from tasks.states import TERMINAL, IllegalTransition, TransitionConflict
 LIST_PAGE_SIZE = 50
 TAB_PAGE_SIZE = 100
 TABS = ("events", "calls", "reviews", "checkpoints")
-
-
-def _is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
 
 
 def _query_without(request: HttpRequest, *names: str) -> str:
@@ -154,7 +151,7 @@ def _tab_context(request: HttpRequest, task: Task, tab: str,
 def task_detail(request: HttpRequest, task_id) -> HttpResponse:
     task = selectors.access_task(request.user, task_id)
     tab = request.GET.get("tab") if request.GET.get("tab") in TABS else "events"
-    if _is_htmx(request):
+    if is_htmx(request):
         return render(request, "tasks/_tab.html", _tab_context(request, task, tab, None))
     context = _live_context(request, task)
     context.update(_tab_context(request, task, tab, context["events"]))

@@ -1,4 +1,4 @@
-"""Pieces the dashboard views share: the window controls and the HTMX fragment check."""
+"""The window controls the dashboard views share."""
 
 from __future__ import annotations
 
@@ -19,7 +19,3 @@ def request_window(request: HttpRequest, *, default: str) -> Window:
     except WindowError as exc:
         messages.error(request, f"{exc.field}: {exc.message}")
         return window_parse(since=None, bucket=None, now=now, default=default)
-
-
-def is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"

@@ -7,8 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from dashboard import charts, selectors, stats
-from dashboard.views.common import is_htmx, request_window
+from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
+from harness_site.htmx import is_htmx
 from tasks.selectors import tasks_list
 
 

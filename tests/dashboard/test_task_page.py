@@ -133,3 +133,17 @@ def test_task_page_query_count_does_not_grow_with_steps(as_user, viewer, run_tas
     for tab in ("calls", "reviews", "checkpoints"):
         with django_assert_max_num_queries(14):
             client.get(f"/tasks/{big.id}/", {"tab": tab})
+
+
+def test_seq_opens_the_checkpoints_page_holding_that_checkpoint(as_user, viewer, make_task):
+    from django.utils import timezone
+
+    from checkpoints.models import Checkpoint
+
+    task = make_task(status="succeeded")
+    Checkpoint.objects.bulk_create(
+        Checkpoint(task=task, seq=n, level="step", trigger="after_step", payload=b"x",
+                   checksum="0", created_at=timezone.now()) for n in range(1, 251))
+    response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "checkpoints", "seq": 150})
+    assert response.context["page"].number == 2
+    assert 'id="checkpoint-150"' in response.content.decode()
