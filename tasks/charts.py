@@ -16,6 +16,10 @@ from typing import Any
 from tasks.models import Task, ToolCallStatus
 from tasks.states import TaskStatus
 
+# The events the timeline reads (the rest of the frame log is in the events tab).
+TIMELINE_EVENT_TYPES = frozenset({"model_decision", "step_finished", "model_error",
+                                  "tool_refused", "task_stopped", "status"})
+
 ROW_STEPS = "steps"
 ROW_MODEL = "model"
 ROW_HUMAN = "waiting for human"

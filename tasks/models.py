@@ -168,6 +168,10 @@ class ToolCall(models.Model):
         ]
         indexes = [
             models.Index(fields=["tool", "status", "created_at"], name="toolcall_tool_status"),
+            # The failure statistics: a window of created_at, aggregated from the index alone
+            # (index-only scans) rather than from the wide rows.
+            models.Index(fields=["created_at", "tool", "status", "error_class", "step_index",
+                                 "attempts", "duration_ms"], name="toolcall_stats"),
         ]
 
     def __str__(self) -> str:

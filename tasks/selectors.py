@@ -116,19 +116,17 @@ _EVENT_KEYS = ("call_id", "tool", "status", "attempt", "error_class", "duration_
                "cost_usd")
 
 
-def task_event_summaries(*, task: Task) -> list[dict[str, Any]]:
-    """Every event of the task, oldest first, as {id, type, step_index, actor, created_at,
-    <payload keys as text or None>} — without the full payload. Served by event_task_seq."""
-    annotations = {f"p_{key}": KT(f"payload__{key}") for key in _EVENT_KEYS}
-    rows = (
-        TaskEvent.objects.filter(task=task).order_by("id")
-        .values("id", "type", "step_index", "actor", "created_at").annotate(**annotations)
+def task_event_summaries(*, task: Task, types: Iterable[str] | None = None) -> QuerySet:
+    """The task's events (of `types`, if given), oldest first, as dicts {id, type, step_index,
+    actor, created_at, <each of _EVENT_KEYS from the payload, or None>} — never the whole
+    payload. Served by event_task_seq."""
+    qs = TaskEvent.objects.filter(task=task)
+    if types is not None:
+        qs = qs.filter(type__in=list(types))
+    return qs.order_by("id").values(
+        "id", "type", "step_index", "actor", "created_at",
+        **{key: KT(f"payload__{key}") for key in _EVENT_KEYS},
     )
-    return [
-        {**{k: v for k, v in row.items() if not k.startswith("p_")},
-         **{k[2:]: v for k, v in row.items() if k.startswith("p_")}}
-        for row in rows
-    ]
 
 
 def task_tool_call_attempts(*, task: Task) -> list[dict[str, Any]]:

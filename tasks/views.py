@@ -29,6 +29,7 @@ from tasks.states import TERMINAL, IllegalTransition, TransitionConflict
 
 LIST_PAGE_SIZE = 50
 TAB_PAGE_SIZE = 100
+EVENTS_PAGE_SIZE = 200
 TABS = ("events", "calls", "reviews", "checkpoints")
 
 
@@ -104,7 +105,8 @@ def _budget(task: Task) -> dict[str, Any]:
 
 def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
     """The header and the timeline: what the live poll refreshes."""
-    events = selectors.task_event_summaries(task=task)
+    events = list(selectors.task_event_summaries(
+        task=task, types=charts.TIMELINE_EVENT_TYPES | selectors.USAGE_EVENTS))
     figure = charts.task_timeline(
         task=task, events=events, calls=selectors.task_tool_call_attempts(task=task),
         checkpoints=task_checkpoint_marks(task_id=task.id), now=timezone.now(),
@@ -117,18 +119,21 @@ def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
     }
 
 
-def _tab_context(request: HttpRequest, task: Task, tab: str,
-                 events: list[dict[str, Any]] | None) -> dict[str, Any]:
+def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
     page_number = request.GET.get("page")
     context: dict[str, Any] = {"tab": tab, "task": task, "view": ""}
     if tab == "events":
         view = "frames" if request.GET.get("view") == "frames" else "compact"
         if view == "frames":
-            rows = selectors.task_events(task=task)
+            page = Paginator(selectors.task_events(task=task), TAB_PAGE_SIZE).get_page(
+                page_number)
+            rows = page.object_list
         else:
-            rows = selectors.task_events_compact(
-                events if events is not None else selectors.task_event_summaries(task=task))
-        context.update(view=view, page=Paginator(rows, TAB_PAGE_SIZE).get_page(page_number))
+            # Folded per page of raw events, so the tab costs a page, not the whole log.
+            page = Paginator(selectors.task_event_summaries(task=task), EVENTS_PAGE_SIZE
+                             ).get_page(page_number)
+            rows = selectors.task_events_compact(list(page.object_list))
+        context.update(view=view, page=page, rows=rows)
     elif tab == "calls":
         context["page"] = Paginator(selectors.task_tool_calls(task=task), TAB_PAGE_SIZE
                                     ).get_page(page_number)
@@ -152,9 +157,9 @@ def task_detail(request: HttpRequest, task_id) -> HttpResponse:
     task = selectors.access_task(request.user, task_id)
     tab = request.GET.get("tab") if request.GET.get("tab") in TABS else "events"
     if is_htmx(request):
-        return render(request, "tasks/_tab.html", _tab_context(request, task, tab, None))
+        return render(request, "tasks/_tab.html", _tab_context(request, task, tab))
     context = _live_context(request, task)
-    context.update(_tab_context(request, task, tab, context["events"]))
+    context.update(_tab_context(request, task, tab))
     context["model_usage"] = selectors.task_model_usage(context["events"])
     context["tabs"] = TABS
     return render(request, "tasks/detail.html", context)

@@ -36,7 +36,7 @@ def test_timeline_data_is_embedded_in_the_page(as_user, viewer, run_task):
 def test_compact_events_fold_each_call_into_one_row(as_user, viewer, run_task):
     task = run_task(SCRIPT, TOOLS)
     response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "events"})
-    rows = response.context["page"].object_list
+    rows = response.context["rows"]
     calls = [r for r in rows if r["call"]]
     assert [(r["tool"], r["stages"]) for r in calls] == [
         ("write_file", ["proposed", "running", "succeeded"]),

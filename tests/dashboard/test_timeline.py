@@ -26,7 +26,8 @@ def traces(figure) -> dict[str, dict]:
 
 def timeline_of(task: Task) -> dict:
     return charts.task_timeline(
-        task=task, events=task_event_summaries(task=task),
+        task=task,
+        events=list(task_event_summaries(task=task, types=charts.TIMELINE_EVENT_TYPES)),
         calls=task_tool_call_attempts(task=task),
         checkpoints=task_checkpoint_marks(task_id=task.id), now=at(0))
 
