@@ -9,6 +9,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from checkpoints.recovery import RecoveryConflict, RecoveryInvalid, task_retry
 from tasks.models import Task
 from tasks.services import task_cancel
 from tasks.states import IllegalTransition, TransitionConflict
@@ -17,9 +18,12 @@ BulkAction = Callable[..., Any]  # f(*, task_id, user, reason)
 
 BULK_ACTIONS: dict[str, BulkAction] = {
     "cancel": task_cancel,
+    # Re-runs each task's failed step from its step checkpoint (checkpoints.recovery).
+    "retry": task_retry,
 }
 # What a per-task action raises when that one task cannot take it right now.
-SKIPPABLE: tuple[type[Exception], ...] = (TransitionConflict, IllegalTransition, Task.DoesNotExist)
+SKIPPABLE: tuple[type[Exception], ...] = (
+    TransitionConflict, IllegalTransition, Task.DoesNotExist, RecoveryConflict, RecoveryInvalid)
 
 
 @dataclass

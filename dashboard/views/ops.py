@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from dashboard import queues, services
 from harness_site.access import operator_required
-from tasks.selectors import user_can_operate
+from tasks.selectors import sweep_last_run, user_can_operate
 
 
 @login_required
@@ -20,6 +20,7 @@ def operations(request: HttpRequest) -> HttpResponse:
         "queues": queues.queues_overview(),
         "workers": queues.workers_overview(),
         "failed_jobs": queues.failed_jobs(),
+        "sweep": sweep_last_run(),
         "can_operate": user_can_operate(request.user),
     })
 

@@ -82,3 +82,14 @@ def test_viewer_cannot_requeue(as_user, viewer, failed_job):
     job, _ = failed_job
     assert as_user(viewer).post(f"/ops/jobs/default/{job.id}/requeue/").status_code == 403
     assert job.id in django_rq.get_queue("default").failed_job_registry.get_job_ids()
+
+
+def test_the_sweeps_last_run_is_shown(as_user, viewer, redis):
+    from tasks.sweep import sweep_once
+
+    client = as_user(viewer)
+    assert "The sweep has not run yet" in client.get("/ops/").content.decode()
+    sweep_once()
+    response = client.get("/ops/")
+    assert response.context["sweep"].runs == 1
+    assert "<dt>Runs</dt><dd>1</dd>" in response.content.decode()

@@ -242,3 +242,20 @@ def test_statistics_page_query_count_does_not_grow_with_data(
                   error_class=f"e{n % 4}")
     with django_assert_max_num_queries(16):
         assert client.get("/stats/failures/").status_code == 200
+
+
+def test_retry_all_in_a_group_is_offered_to_operators_only(fixture, as_user, operator, viewer):
+    assert 'data-testid="retry-group"' in as_user(operator).get("/stats/failures/").content.decode()
+    assert 'data-testid="retry-group"' not in as_user(viewer).get(
+        "/stats/failures/").content.decode()
+
+
+def test_retry_all_in_a_group_confirms_the_groups_failed_tasks(fixture, as_user, operator):
+    t1, t2 = fixture["tasks"][:2]
+    t1.refresh_from_db()
+    window = window_parse(since="24h", bucket=None, now=timezone.now())
+    response = as_user(operator).post("/tasks/bulk/", {
+        "action": "retry", "select": "matching", "status": "failed",
+        "fingerprint": t1.error_fingerprint, "finished_from": window.since.isoformat(),
+        "finished_to": window.until.isoformat(), "next": "/tasks/"})
+    assert {t["id"] for t in response.context["tasks"]} == {t1.id, t2.id}

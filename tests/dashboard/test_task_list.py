@@ -132,3 +132,18 @@ def test_list_query_count_does_not_grow_with_rows(as_user, viewer, make_task,
         assert client.get("/tasks/", {"status": "failed", "tool": "x"}).status_code == 200
     with django_assert_max_num_queries(8):
         assert client.get("/tasks/").status_code == 200
+
+
+def test_bulk_retry_reruns_failed_tasks_and_skips_the_others(as_user, operator, run_task):
+    failed = run_task([{"call": "list_files", "args": {}}] * 3 + [{"final": "x"}],
+                      ["list_files"], budget={"max_steps": 1})
+    done = run_task([{"final": "x"}], [])
+    assert (failed.status, done.status) == ("failed", "succeeded")
+    response = as_user(operator).post("/tasks/bulk/", {
+        "action": "retry", "select": "ids", "confirmed": "on", "reason": "after the fix",
+        "ids": [str(failed.id), str(done.id)], "next": "/tasks/"}, follow=True)
+    failed.refresh_from_db()
+    done.refresh_from_db()
+    assert failed.status == "queued" and done.status == "succeeded"
+    assert failed.audit_entries.filter(action="retry").exists()
+    assert "Retry: 1 done, 1 skipped" in response.content.decode()

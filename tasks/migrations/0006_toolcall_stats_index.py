@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasks', '0003_error_fingerprint_list_indexes'),
+        ('tasks', '0005_durable_execution'),
     ]
 
     operations = [
