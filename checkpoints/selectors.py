@@ -25,6 +25,7 @@ from checkpoints.snapshots import (
     workspace_manifest,
 )
 from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.selectors import as_text
 from tasks.spec import TaskSpec
 from tasks.states import TaskStatus
 from tasks.tools.registry import ToolSpec, UnknownTool, registry
@@ -49,12 +50,11 @@ def checkpoint_get(*, task: Task, checkpoint_id: Any) -> Checkpoint:
 
 
 def task_checkpoint_marks(*, task_id: Any) -> list[dict[str, Any]]:
-    """The task's checkpoints (by seq) without their payloads: what the timeline plots."""
+    """The task's checkpoints (by seq) without their payloads, the time as ISO text in `at`:
+    what the timeline plots."""
     return list(
         Checkpoint.objects.filter(task_id=task_id).order_by("seq").values(
-            "id", "seq", "level", "trigger", "step_index", "superseded", "created_at",
-            "size_bytes",
-        )
+            "id", "seq", "level", "trigger", "step_index", "superseded", at=as_text("created_at"))
     )
 
 

@@ -17,7 +17,7 @@ def status_counts() -> dict[str, Any]:
     """{"counts": {status: n} for every status, "active": n, "oldest_review_at": datetime}.
 
     One GROUP BY over task_status_created plus one MIN over review_status_requested."""
-    counts = dict(Task.objects.values_list("status").annotate(n=Count("id")).order_by())
+    counts = dict(Task.objects.values_list("status").annotate(n=Count("*")).order_by())
     oldest = ReviewRequest.objects.filter(
         status=ReviewStatus.PENDING, task__status=TaskStatus.WAITING_REVIEW
     ).aggregate(at=Min("requested_at"))["at"]

@@ -38,7 +38,9 @@ def _settled_calls(window: Window):
 
 
 def _failure_counts() -> dict[str, Any]:
-    return {"calls": Count("id"), "failed": Count("id", filter=Q(status__in=FAILED_CALL))}
+    # COUNT(*) / COUNT(status): columns of toolcall_stats, so PostgreSQL answers the window
+    # with an index-only scan.
+    return {"calls": Count("*"), "failed": Count("status", filter=Q(status__in=FAILED_CALL))}
 
 
 def _with_rate(rows) -> list[dict[str, Any]]:
@@ -72,7 +74,7 @@ def error_heatmap(window: Window) -> list[dict[str, Any]]:
     """[{tool, error_class, failed}] — failed tool calls by tool × error class."""
     return list(
         _settled_calls(window).filter(status__in=FAILED_CALL)
-        .values("tool", "error_class").annotate(failed=Count("id"))
+        .values("tool", "error_class").annotate(failed=Count("*"))
         .order_by("tool", "error_class")
     )
 
@@ -82,7 +84,7 @@ def retry_distribution(window: Window) -> list[dict[str, Any]]:
     retried (attempts - 1), and how many of those finally succeeded."""
     rows = (
         _settled_calls(window).filter(attempts__gte=1).values("attempts")
-        .annotate(calls=Count("id"), succeeded=Count("id", filter=Q(status=S.SUCCEEDED)))
+        .annotate(calls=Count("*"), succeeded=Count("status", filter=Q(status=S.SUCCEEDED)))
         .order_by("attempts")
     )
     return [
@@ -142,7 +144,7 @@ def duration_percentiles(window: Window) -> list[dict[str, Any]]:
     if connection.vendor == "postgresql":
         rows = (
             _settled_calls(window).filter(duration_ms__isnull=False).values("tool")
-            .annotate(calls=Count("id"), p50_ms=PercentileCont("duration_ms", 0.5),
+            .annotate(calls=Count("*"), p50_ms=PercentileCont("duration_ms", 0.5),
                       p95_ms=PercentileCont("duration_ms", 0.95))
             .order_by("tool")
         )
@@ -166,12 +168,12 @@ def review_outcomes(window: Window) -> list[dict[str, Any]]:
                                      requested_at__lt=window.until)
         .values("tool")
         .annotate(
-            approved=Count("id", filter=approved & Q(edited_arguments__isnull=True)),
-            edited=Count("id", filter=approved & Q(edited_arguments__isnull=False)),
-            rejected=Count("id", filter=Q(status=R.REJECTED)),
-            expired=Count("id", filter=Q(status=R.EXPIRED)),
-            canceled=Count("id", filter=Q(status=R.CANCELED)),
-            pending=Count("id", filter=Q(status=R.PENDING)),
+            approved=Count("status", filter=approved & Q(edited_arguments__isnull=True)),
+            edited=Count("status", filter=approved & Q(edited_arguments__isnull=False)),
+            rejected=Count("status", filter=Q(status=R.REJECTED)),
+            expired=Count("status", filter=Q(status=R.EXPIRED)),
+            canceled=Count("status", filter=Q(status=R.CANCELED)),
+            pending=Count("status", filter=Q(status=R.PENDING)),
         )
         .order_by("tool")
     )
@@ -187,7 +189,7 @@ def failure_groups(window: Window, *, limit: int = FAILURE_GROUPS_LIMIT) -> list
     rows = (
         _finished(window).filter(status=TaskStatus.FAILED)
         .values("error_fingerprint")
-        .annotate(tasks=Count("id"), first_seen=Min("finished_at"), last_seen=Max("finished_at"),
+        .annotate(tasks=Count("*"), first_seen=Min("finished_at"), last_seen=Max("finished_at"),
                   error_class=Max("error_class"), sample=Max("error_message"))
         .order_by("-tasks", "-last_seen")[:limit]
     )
@@ -204,7 +206,7 @@ def task_outcomes(window: Window) -> dict[str, Any]:
     rate failed / (succeeded + failed) — operator cancels are not agent failures."""
     counts = dict(
         _finished(window).filter(status__in=TERMINAL).values_list("status")
-        .annotate(n=Count("id")).order_by()
+        .annotate(n=Count("*")).order_by()
     )
     succeeded = counts.get(TaskStatus.SUCCEEDED, 0)
     failed = counts.get(TaskStatus.FAILED, 0)
@@ -218,7 +220,7 @@ def error_class_mix(window: Window) -> list[dict[str, Any]]:
     """[{error_class, tasks}] — failed tasks in the window by error class, largest first."""
     return list(
         _finished(window).filter(status=TaskStatus.FAILED).values("error_class")
-        .annotate(tasks=Count("id")).order_by("-tasks", "error_class")
+        .annotate(tasks=Count("*")).order_by("-tasks", "error_class")
     )
 
 

@@ -42,19 +42,21 @@ def tool_row(name: str) -> str:
 
 
 def plotly_time(at: datetime) -> str:
-    # Plotly.js dates carry no time zone: everything is plotted in UTC.
-    if at.tzinfo is not None:
+    """`YYYY-MM-DD HH:MM:SS.ffffff` in UTC: Plotly.js dates carry no time zone."""
+    if at.utcoffset():
         at = at.astimezone(UTC)
-    return at.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return at.isoformat(sep=" ", timespec="microseconds")[:26]
 
 
 def _parse(value: Any) -> datetime | None:
+    """A datetime from ISO text (SQLite's has no offset: it is UTC)."""
     if value is None or isinstance(value, datetime):
         return value
     try:
-        return datetime.fromisoformat(str(value))
+        parsed = datetime.fromisoformat(str(value))
     except ValueError:
         return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _number(value: Any) -> float | None:
@@ -108,12 +110,12 @@ def superseded_ranges(checkpoints: list[dict[str, Any]]) -> list[tuple[datetime,
     for cp in checkpoints:
         if cp["superseded"]:
             if run_start is None:
-                run_start = previous_live or cp["created_at"]
+                run_start = previous_live or cp["at"]
             continue
         if run_start is not None:
-            ranges.append((run_start, cp["created_at"]))
+            ranges.append((run_start, cp["at"]))
             run_start = None
-        previous_live = cp["created_at"]
+        previous_live = cp["at"]
     return ranges
 
 
@@ -125,6 +127,7 @@ def task_timeline(
     waiting for a human (and in retry backoff) as shaded spans; checkpoints as markers by
     level (one trace per level, superseded ones dimmed in their own trace); errors as ✕."""
     running = task.status == TaskStatus.RUNNING
+    checkpoints = [{**cp, "at": _parse(cp["at"])} for cp in checkpoints]
     steps: dict[int, list[datetime]] = {}
     steps_bars = _Bars("steps", "#8aa1c1")
     model_bars = _Bars("model calls", "#5c7cfa")
@@ -147,7 +150,7 @@ def task_timeline(
 
     open_spans: dict[str, datetime] = {}
     for e in events:
-        at, kind = e["created_at"], e["type"]
+        at, kind = _parse(e["at"]), e["type"]
         if kind == "model_decision":
             start = at - _ms(_number(e["duration_ms"]) or 0.0)
             tokens = int(_number(e["prompt_tokens"]) or 0) + int(
@@ -192,12 +195,12 @@ def task_timeline(
                 error(row, end, text)
             tool_bars.add(row, start, end, text, STATUS_COLORS.get(status, "#868e96"))
             extend_step(call["step_index"], start, end)
-        if call["status"] == ToolCallStatus.RUNNING and call["started_at"] and (
-                len(log) < call["attempts"]):
-            tool_bars.add(row, call["started_at"], now,
+        started = _parse(call["started"])
+        if call["status"] == ToolCallStatus.RUNNING and started and len(log) < call["attempts"]:
+            tool_bars.add(row, started, now,
                           f"{call['call_id']} attempt {call['attempts']} · running",
                           STATUS_COLORS[ToolCallStatus.RUNNING])
-            extend_step(call["step_index"], call["started_at"], now)
+            extend_step(call["step_index"], started, now)
 
     if running and steps:
         extend_step(max(steps), now, now)
@@ -268,7 +271,7 @@ def _checkpoint_traces(checkpoints: list[dict[str, Any]]) -> list[dict[str, Any]
             "type": "scatter", "mode": "markers",
             "name": f"checkpoints · {level}" + (" (superseded)" if superseded else ""),
             "y": [ROW_CHECKPOINTS] * len(marks),
-            "x": [plotly_time(cp["created_at"]) for cp in marks],
+            "x": [plotly_time(cp["at"]) for cp in marks],
             "hovertext": [f"#{cp['seq']} {cp['level']} · {cp['trigger']} · step "
                           f"{cp['step_index']}" + (" · superseded" if superseded else "")
                           for cp in marks],

@@ -172,6 +172,8 @@ class ToolCall(models.Model):
             # (index-only scans) rather than from the wide rows.
             models.Index(fields=["created_at", "tool", "status", "error_class", "step_index",
                                  "attempts", "duration_ms"], name="toolcall_stats"),
+            # The task list's tool filter: EXISTS probes answered from the index alone.
+            models.Index(fields=["task", "tool"], name="toolcall_task_tool"),
         ]
 
     def __str__(self) -> str:

@@ -8,8 +8,9 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.http import Http404
 from django.utils import timezone
 
@@ -116,26 +117,38 @@ _EVENT_KEYS = ("call_id", "tool", "status", "attempt", "error_class", "duration_
                "cost_usd")
 
 
-def task_event_summaries(*, task: Task, types: Iterable[str] | None = None) -> QuerySet:
-    """The task's events (of `types`, if given), oldest first, as dicts {id, type, step_index,
-    actor, created_at, <each of _EVENT_KEYS from the payload, or None>} — never the whole
-    payload. Served by event_task_seq."""
-    qs = TaskEvent.objects.filter(task=task)
-    if types is not None:
-        qs = qs.filter(type__in=list(types))
-    return qs.order_by("id").values(
-        "id", "type", "step_index", "actor", "created_at",
-        **{key: KT(f"payload__{key}") for key in _EVENT_KEYS},
-    )
+def _payload_keys() -> dict[str, KT]:
+    return {key: KT(f"payload__{key}") for key in _EVENT_KEYS}
+
+
+def as_text(field: str) -> Cast:
+    """A timestamp column as ISO text, for datetime.fromisoformat: a page that plots
+    thousands of timestamps skips the driver's per-value time-zone conversion."""
+    return Cast(field, output_field=CharField())
+
+
+def task_event_summaries(*, task: Task) -> QuerySet:
+    """The task's events, oldest first, as dicts {id, type, step_index, actor, created_at,
+    <each of _EVENT_KEYS from the payload, or None>} — never the whole payload. Served by
+    event_task_seq."""
+    return TaskEvent.objects.filter(task=task).order_by("id").values(
+        "id", "type", "step_index", "actor", "created_at", **_payload_keys())
+
+
+def task_timeline_events(*, task: Task, types: Iterable[str]) -> list[dict[str, Any]]:
+    """The task's events of `types` as for task_event_summaries, with the time as ISO text
+    in `at`."""
+    return list(TaskEvent.objects.filter(task=task, type__in=list(types)).order_by("id").values(
+        "id", "type", "step_index", at=as_text("created_at"), **_payload_keys()))
 
 
 def task_tool_call_attempts(*, task: Task) -> list[dict[str, Any]]:
     """The task's tool calls (oldest first) with their attempt logs, without arguments or
-    results."""
+    results; `started` is the current attempt's start as ISO text."""
     return list(
         ToolCall.objects.filter(task=task).order_by("id").values(
             "id", "call_id", "tool", "status", "step_index", "attempts", "attempt_log",
-            "error_class", "error_message", "started_at", "finished_at", "duration_ms",
+            started=as_text("started_at"),
         )
     )
 

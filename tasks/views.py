@@ -105,8 +105,8 @@ def _budget(task: Task) -> dict[str, Any]:
 
 def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
     """The header and the timeline: what the live poll refreshes."""
-    events = list(selectors.task_event_summaries(
-        task=task, types=charts.TIMELINE_EVENT_TYPES | selectors.USAGE_EVENTS))
+    events = selectors.task_timeline_events(
+        task=task, types=charts.TIMELINE_EVENT_TYPES | selectors.USAGE_EVENTS)
     figure = charts.task_timeline(
         task=task, events=events, calls=selectors.task_tool_call_attempts(task=task),
         checkpoints=task_checkpoint_marks(task_id=task.id), now=timezone.now(),

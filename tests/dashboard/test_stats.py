@@ -259,3 +259,4 @@ def test_retry_all_in_a_group_confirms_the_groups_failed_tasks(fixture, as_user,
         "fingerprint": t1.error_fingerprint, "finished_from": window.since.isoformat(),
         "finished_to": window.until.isoformat(), "next": "/tasks/"})
     assert {t["id"] for t in response.context["tasks"]} == {t1.id, t2.id}
+

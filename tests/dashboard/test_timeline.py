@@ -11,7 +11,7 @@ from checkpoints.models import Checkpoint
 from checkpoints.selectors import task_checkpoint_marks
 from tasks import charts
 from tasks.models import Task, TaskEvent, ToolCall
-from tasks.selectors import task_event_summaries, task_tool_call_attempts
+from tasks.selectors import task_timeline_events, task_tool_call_attempts
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -27,7 +27,7 @@ def traces(figure) -> dict[str, dict]:
 def timeline_of(task: Task) -> dict:
     return charts.task_timeline(
         task=task,
-        events=list(task_event_summaries(task=task, types=charts.TIMELINE_EVENT_TYPES)),
+        events=task_timeline_events(task=task, types=charts.TIMELINE_EVENT_TYPES),
         calls=task_tool_call_attempts(task=task),
         checkpoints=task_checkpoint_marks(task_id=task.id), now=at(0))
 
@@ -76,7 +76,7 @@ def test_every_attempt_is_a_bar_and_failed_attempts_are_marked():
          "status": "succeeded", "error_class": "", "error_message": ""},
     ]
     call = {"call_id": "0.0.0", "tool": "http_request", "status": "succeeded", "step_index": 0,
-            "attempts": 3, "attempt_log": log, "started_at": at(9), "finished_at": at(9.5)}
+            "attempts": 3, "attempt_log": log, "started": at(9).isoformat()}
     figure = charts.task_timeline(task=task, events=[], calls=[call], checkpoints=[],
                                   now=at(20))
     bars = traces(figure)["tool attempts"]
@@ -91,7 +91,7 @@ def test_every_attempt_is_a_bar_and_failed_attempts_are_marked():
 
 
 def status(seconds: float, frm: str, to: str, n: int) -> dict:
-    return {"id": n, "type": "status", "step_index": 0, "created_at": at(seconds),
+    return {"id": n, "type": "status", "step_index": 0, "at": at(seconds).isoformat(),
             "from": frm, "to": to, "reason": "", "duration_ms": None}
 
 
@@ -111,13 +111,13 @@ def test_waiting_for_a_human_is_a_shaded_span_until_the_decision():
 
 def cp(seq: int, seconds: float, level: str, *, superseded: bool = False) -> dict:
     return {"id": seq, "seq": seq, "level": level, "trigger": "after_step", "step_index": seq,
-            "superseded": superseded, "created_at": at(seconds), "size_bytes": 10}
+            "superseded": superseded, "at": at(seconds).isoformat()}
 
 
 def test_checkpoints_are_markers_by_level_and_superseded_ones_are_dimmed():
     checkpoints = [cp(1, 1, "task"), cp(2, 2, "step"), cp(3, 3, "tool", superseded=True),
                    cp(4, 4, "step", superseded=True), cp(5, 5, "step")]
-    decision = {"id": 1, "type": "model_decision", "step_index": 1, "created_at": at(3.5),
+    decision = {"id": 1, "type": "model_decision", "step_index": 1, "at": at(3.5).isoformat(),
                 "duration_ms": 100, "turn": 2, "prompt_tokens": 1, "completion_tokens": 1}
     figure = charts.task_timeline(task=Task(status="succeeded"), events=[decision], calls=[],
                                   checkpoints=checkpoints, now=at(9))
@@ -132,7 +132,7 @@ def test_checkpoints_are_markers_by_level_and_superseded_ones_are_dimmed():
 
 def test_a_running_call_without_a_finished_attempt_is_an_open_bar_to_now():
     call = {"call_id": "0.1.0", "tool": "sleep", "status": "running", "step_index": 1,
-            "attempts": 1, "attempt_log": [], "started_at": at(10), "finished_at": None}
+            "attempts": 1, "attempt_log": [], "started": at(10).isoformat()}
     figure = charts.task_timeline(task=Task(status="running"), events=[], calls=[call],
                                   checkpoints=[], now=at(13))
     assert traces(figure)["tool attempts"]["x"] == [3000.0]
