@@ -122,6 +122,8 @@ def _run(action, **kwargs) -> Status:
 
 @router.get("tasks/{task_id}/rollback/preview", response={200: PreviewOut, **ERRORS})
 def rollback_preview(request: HttpRequest, task_id: str, checkpoint_id: UUID):
+    """What rolling back to the checkpoint would do: files restored or deleted, steps and
+    tool calls undone, side effects outside the workspace that cannot be undone."""
     task = access_task(request.user, task_id)
     checkpoint = selectors.checkpoint_get(task=task, checkpoint_id=checkpoint_id)
     return Status(200, selectors.rollback_preview(task=task, checkpoint=checkpoint).as_dict())
@@ -129,6 +131,9 @@ def rollback_preview(request: HttpRequest, task_id: str, checkpoint_id: UUID):
 
 @router.post("tasks/{task_id}/rollback", response={200: RecoveryOut, **ERRORS})
 def rollback(request: HttpRequest, task_id: str, body: RollbackIn):
+    """Restore the workspace and agent state to the checkpoint (409 while running or
+    queued); the new `rollback` checkpoint becomes head, later ones are superseded; then
+    resume (queued) or hold (`held`, resume later with POST …/resume)."""
     task = _operate(request, task_id)
     return _run(recovery.checkpoint_rollback, task_id=task.id, checkpoint_id=body.checkpoint_id,
                 user=request.user, reason=body.reason, resume=body.resume)
@@ -136,6 +141,8 @@ def rollback(request: HttpRequest, task_id: str, body: RollbackIn):
 
 @router.post("tasks/{task_id}/retry", response={200: RecoveryOut, **ERRORS})
 def retry(request: HttpRequest, task_id: str):
+    """Re-run the failed step from its step checkpoint: failed or timed-out calls run again
+    under fresh call_ids, finished ones replay from the ledger."""
     task = _operate(request, task_id)
     body = optional_body(request, RetryIn)
     return _run(recovery.task_retry, task_id=task.id, user=request.user, reason=body.reason,
@@ -144,6 +151,8 @@ def retry(request: HttpRequest, task_id: str):
 
 @router.post("tasks/{task_id}/recover", response={200: RecoveryOut, **ERRORS})
 def recover(request: HttpRequest, task_id: str):
+    """Recover with a strategy chosen now: rollback (needs checkpoint_id), retry, forward, or
+    auto (see GET …/recovery-plan)."""
     task = _operate(request, task_id)
     body = optional_body(request, RecoverIn)
     return _run(recovery.task_recover, task_id=task.id, user=request.user,
@@ -153,6 +162,8 @@ def recover(request: HttpRequest, task_id: str):
 
 @router.post("tasks/{task_id}/resume", response={200: TaskOut, **ERRORS})
 def resume(request: HttpRequest, task_id: str):
+    """Resume a held task; a failed, canceled or stalled task goes forward from its newest
+    valid checkpoint."""
     task = _operate(request, task_id)
     body = optional_body(request, ResumeIn)
     return _run(recovery.task_resume, task_id=task.id, user=request.user, reason=body.reason)
@@ -160,12 +171,14 @@ def resume(request: HttpRequest, task_id: str):
 
 @router.get("tasks/{task_id}/recovery-plan", response={200: PlanOut, **ERRORS})
 def recovery_plan(request: HttpRequest, task_id: str):
+    """What `auto` would do now, and why."""
     task = access_task(request.user, task_id)
     return Status(200, selectors.recovery_plan(task=task).__dict__)
 
 
 @router.get("tasks/{task_id}/checkpoints/diff", response={200: DiffOut, **ERRORS})
 def checkpoint_diff(request: HttpRequest, task_id: str, a: UUID, b: UUID):
+    """AgentState differences and file changes (with text diffs) from checkpoint a to b."""
     task = access_task(request.user, task_id)
     first = selectors.checkpoint_get(task=task, checkpoint_id=a)
     second = selectors.checkpoint_get(task=task, checkpoint_id=b)

@@ -143,6 +143,8 @@ class _Uploader:
         self.referenced = referenced
         self.pending: dict[str, bytes] = {}
         self.size = 0
+        # Digests this survey made sure the store holds.
+        self.stored: set[str] = set()
 
     def add(self, digest: str, content: bytes) -> None:
         if self.store is None or digest in self.referenced:
@@ -155,6 +157,7 @@ class _Uploader:
     def flush(self) -> None:
         if self.store is not None and self.pending:
             _upload(self.store, self.pending)
+            self.stored.update(self.pending)
         self.pending, self.size = {}, 0
 
 
@@ -211,9 +214,11 @@ def _segments(entries: list[_Entry]) -> list[tuple[bytes, bool, int]]:
     return segments
 
 
-def _survey(root: Path, index: _Index, store: BlobStore | None) -> dict[str, _Dir]:
+def _survey(root: Path, index: _Index,
+            store: BlobStore | None) -> tuple[dict[str, _Dir], set[str]]:
     """Scan the workspace, reusing the index for every directory whose listing (names, sizes,
-    mtimes, inodes, modes) is unchanged; updates the index. -> {prefix: _Dir}."""
+    mtimes, inodes, modes) is unchanged; updates the index. -> ({prefix: _Dir}, the digests
+    of files read now that the store was made to hold — none without a store)."""
     root_str = str(root)
     scan_ns = time.time_ns()
     uploader = _Uploader(store, index.referenced)
@@ -247,7 +252,7 @@ def _survey(root: Path, index: _Index, store: BlobStore | None) -> dict[str, _Di
                                         uploader)
     uploader.flush()
     index.dirs = dirs
-    return dirs
+    return dirs, uploader.stored
 
 
 # --- capture ----------------------------------------------------------------------------------
@@ -263,9 +268,13 @@ def snapshot_capture(*, task_id: Any, workspace: Path) -> dict:
         # longer than this), so "already stored" is trusted only for a while.
         if time.monotonic() - index.referenced_at > TRUST_STORED_S:
             index.referenced = set()
-        dirs = _survey(root, index, store)
-        if not index.referenced:
-            _upload_missing_files(root, dirs, store)
+        dirs, stored = _survey(root, index, store)
+        hashes = set().union(*(d.hashes for d in dirs.values()))
+        # Hashes the index reused (or a preview / restore computed without uploading) that
+        # this process has not seen stored recently.
+        unverified = hashes - index.referenced - stored
+        if unverified:
+            _upload_missing_files(root, dirs, store, unverified)
         chunks: list[str] = []
         new_blobs: dict[str, bytes] = {}
         parts: list[bytes] = []
@@ -294,7 +303,7 @@ def snapshot_capture(*, task_id: Any, workspace: Path) -> dict:
         if root_hash not in index.referenced:
             new_blobs[root_hash] = root_body
         _upload(store, new_blobs)
-        referenced = set().union(*(d.hashes for d in dirs.values()))
+        referenced = hashes
         referenced.update(chunks)
         referenced.add(root_hash)
         index.referenced = referenced
@@ -304,10 +313,12 @@ def snapshot_capture(*, task_id: Any, workspace: Path) -> dict:
             "bytes": sum(d.bytes for d in dirs.values())}
 
 
-def _upload_missing_files(root: Path, dirs: dict[str, _Dir], store: BlobStore) -> None:
-    """Make sure the store holds every file body, including those whose hash the index
-    reused without reading the file (one existence query per batch of keys)."""
-    by_hash = {k[3]: prefix + name for prefix, d in dirs.items() for name, k in d.known.items()}
+def _upload_missing_files(root: Path, dirs: dict[str, _Dir], store: BlobStore,
+                          keys: set[str]) -> None:
+    """Make sure the store holds these file bodies (one existence query per batch of keys),
+    reading from the workspace only the ones it lacks."""
+    by_hash = {k[3]: prefix + name for prefix, d in dirs.items() for name, k in d.known.items()
+               if k[3] in keys}
     for key in store.missing(by_hash):
         content = (root / by_hash[key]).read_bytes()
         if blob_key(content) == key:
@@ -366,7 +377,7 @@ def workspace_manifest(workspace: Path) -> Manifest:
     root = Path(workspace)
     index = _index_for(root)
     with index.lock:
-        dirs = _survey(root, index, None)
+        dirs, _ = _survey(root, index, None)
     return _manifest_of(dirs)
 
 
@@ -416,7 +427,7 @@ def snapshot_restore(*, workspace: Path, snapshot: dict | None) -> RestoreResult
     target = snapshot_manifest(snapshot)
     index = _index_for(root)
     with index.lock:
-        dirs = _survey(root, index, None)
+        dirs, _ = _survey(root, index, None)
         current = _manifest_of(dirs)
         write, delete, modes = manifest_changes(current, target)
         delete = sorted(set(delete) | {rel for d in dirs.values() for rel in d.others})

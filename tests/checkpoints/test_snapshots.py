@@ -194,3 +194,32 @@ def test_200_checkpoints_over_500_files_store_less_than_twice_the_data(tmp_path)
     stored = blob_bytes + payload_bytes
     assert stored < 2 * (workspace_bytes + changed_bytes), (blob_bytes, payload_bytes,
                                                             workspace_bytes, changed_bytes)
+
+
+def test_a_capture_after_a_preview_still_stores_the_files_the_preview_hashed(
+    workspace, tmp_path
+):
+    from checkpoints.snapshots import workspace_manifest
+
+    _age(workspace)
+    snapshot_capture(task_id=None, workspace=workspace)
+    (workspace / "README.md").write_text("# edited before the preview\n")
+    workspace_manifest(workspace)  # a rollback preview hashes it without uploading
+    snapshot = snapshot_capture(task_id=None, workspace=workspace)
+    copy = tmp_path / "copy"
+    snapshot_restore(workspace=copy, snapshot=snapshot)
+    assert (copy / "README.md").read_text() == "# edited before the preview\n"
+
+
+def test_a_blob_deleted_behind_the_index_is_stored_again_once_trust_expires(
+    workspace, tmp_path, monkeypatch
+):
+    from checkpoints import snapshots
+
+    _age(workspace)
+    first = snapshot_capture(task_id=None, workspace=workspace)
+    Blob.objects.all().delete()  # e.g. collected by retention
+    monkeypatch.setattr(snapshots, "TRUST_STORED_S", 0)
+    assert snapshot_capture(task_id=None, workspace=workspace)["root"] == first["root"]
+    snapshot_restore(workspace=tmp_path / "copy", snapshot=first)
+    assert files_of(tmp_path / "copy") == files_of(workspace)
