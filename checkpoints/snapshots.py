@@ -232,14 +232,15 @@ def _survey(root: Path, index: _Index,
             it = os.scandir(os.path.join(root_str, prefix) if prefix else root_str)
         except (FileNotFoundError, NotADirectoryError):
             continue
+        add = stats.append  # the hot loop: one lstat per file, nothing else
         with it:
             for entry in it:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(prefix + entry.name + "/")
-                elif entry.is_file(follow_symlinks=False):
-                    st = entry.stat(follow_symlinks=False)
-                    stats.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ino,
-                                  st.st_mode & 0o7777))
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                if st.st_mode & 0o170000 == 0o100000:  # S_ISREG
+                    add((entry.name, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode & 0o7777))
                 else:
                     others.append(prefix + entry.name)
         listing = tuple(stats)
