@@ -21,6 +21,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
 from checkpoints.models import Checkpoint
 from checkpoints.selectors import (
@@ -163,7 +164,7 @@ def _fork(
         "head_checkpoint_id": checkpoint.id, "current_step": state.step_index,
         "steps_used": state.budget.steps, "tokens_used": state.budget.tokens,
         "error_class": "", "error_message": "", "result": "", "cancel_requested": False,
-        "retry_at": None,
+        "retry_at": None, "updated_at": timezone.now(),
     }
     if kind == "rollback":
         updates["rollback_count"] = task.rollback_count + 1
