@@ -3,8 +3,9 @@
 Two real `rqworker` subprocesses and a `manage.py harness_sweep --loop` subprocess run with a
 heartbeat interval H (`HARNESS_HEARTBEAT_S`), a staleness threshold of 2H (the default,
 `HARNESS_STALE_AFTER_S`) and a sweep period S. A task runs a long `sleep`; once the sleep has
-started, the worker running it is killed with SIGKILL — its process group and its work horse's,
-as when its machine dies. Recovery = the task's next `running` status event (the other, idle
+started (and at least one heartbeat later, at a random phase of the heartbeat cycle), the
+worker running it is killed with SIGKILL — its process group and its work horse's, as when its
+machine dies. Recovery = the task's next `running` status event (the other, idle
 worker acquired it after the sweep redispatched it) − the moment of the kill. Breakdown:
 *detect* = kill → the sweep's `stalled` event; *pickup* = `stalled` → `running`.
 
@@ -16,11 +17,13 @@ after it; the sweep sees it within S more; then enqueue, dequeue, fork and acqui
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -75,20 +78,38 @@ def _kill(task_id: Any, workers: list[RqWorker]) -> RqWorker:
     return victim
 
 
-def _one(workers: list[RqWorker], *, timeout: float) -> dict[str, float]:
+def _stop(task_id: Any, operator: Any, *, timeout: float) -> None:
+    """Cancel the task (a running one stops at its next heartbeat), then delete its rows."""
+    from tasks.models import Task
+    from tasks.services import task_cancel
+    from tasks.states import TERMINAL
+
+    if Task.objects.filter(id=task_id).exclude(status__in=TERMINAL).exists():
+        task_cancel(task_id=task_id, user=operator, reason="bench done")
+    wait_for(lambda: Task.objects.filter(id=task_id, status__in=TERMINAL).exists(),
+             timeout=timeout, what="the task to stop")
+    tasks_delete([task_id])
+
+
+def _one(workers: list[RqWorker], operator: Any, *, heartbeat: float,
+         timeout: float) -> dict[str, float]:
     from bench.common import scripted_task
     from tasks.services import task_enqueue
 
     task = scripted_task(script=[{"call": "sleep", "args": {"seconds": 600}}, {"final": "x"}],
                          tools=["sleep"], title="bench recovery")
     task_enqueue(task=task)
-    wait_for(lambda: _sleeping(task.id), timeout=60, what="the sleep to start")
-    killed_at = time.time()
-    victim = _kill(task.id, workers)
-    times = wait_for(lambda: _recovered(task.id, killed_at), timeout=timeout,
-                     what="the task to run again")
-    tasks_delete([task.id])  # the surviving run loses its lease and stops its sleep
-    workers.remove(victim)
+    try:
+        wait_for(lambda: _sleeping(task.id), timeout=60, what="the sleep to start")
+        # A worker dies at any moment of its heartbeat cycle, not just after a write: kill
+        # after at least one heartbeat of the running tool, at a uniformly random phase.
+        time.sleep(random.uniform(heartbeat, 2 * heartbeat))
+        killed_at = time.time()
+        workers.remove(_kill(task.id, workers))
+        times = wait_for(lambda: _recovered(task.id, killed_at), timeout=timeout,
+                         what="the task to run again")
+    finally:
+        _stop(task.id, operator, timeout=timeout)
     return {"recovery": times["running"] - killed_at, "detect": times["stalled"] - killed_at,
             "pickup": times["running"] - times["stalled"]}
 
@@ -108,6 +129,7 @@ def _sweeper(env: dict[str, str], interval: float, log_path: Path) -> subprocess
 
 def _measure(heartbeat: float, sweep: float, n: int) -> dict[str, list[float]]:
     from django.conf import settings
+    from django.contrib.auth import get_user_model
 
     env = {"HARNESS_HEARTBEAT_S": str(heartbeat), "HARNESS_STALE_AFTER_S": str(2 * heartbeat),
            "REDIS_URL": settings.REDIS_URL, "HARNESS_ENABLE_TEST_TOOLS": "1"}
@@ -115,7 +137,9 @@ def _measure(heartbeat: float, sweep: float, n: int) -> dict[str, list[float]]:
     sweeper = _sweeper(env, sweep, logs / "sweeper.log")
     workers: list[RqWorker] = []
     samples: dict[str, list[float]] = {}
+    operator = get_user_model().objects.create_user(f"bench-recovery-{uuid.uuid4().hex[:8]}")
     with ExitStack() as stack:
+        stack.callback(operator.delete)
         stack.callback(sweeper.wait)
         stack.callback(os.killpg, sweeper.pid, signal.SIGKILL)
         for i in range(n):
@@ -123,7 +147,8 @@ def _measure(heartbeat: float, sweep: float, n: int) -> dict[str, list[float]]:
                 log = logs / f"worker-{i}-{len(workers)}.log"
                 workers.append(stack.enter_context(RqWorker(log_path=log, env=env)))
             wait_for(lambda: all(w.state() == "idle" for w in workers), what="idle workers")
-            one = _one(workers, timeout=10 * (2 * heartbeat + sweep) + 30)
+            one = _one(workers, operator, heartbeat=heartbeat,
+                       timeout=10 * (2 * heartbeat + sweep) + 30)
             for name, value in one.items():
                 samples.setdefault(name, []).append(value)
     return samples
