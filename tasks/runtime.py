@@ -231,6 +231,7 @@ class TaskRun:
         self.limits = check_limits(config=self.config.validation, checks=self.spec.checks)
         self.workspace = task.workspace_path
         self.pending_events: list[TaskEvent] = []
+        self.deferred_rows: list[ToolCall] = []
         self.cancel_seen = task.cancel_requested
         # call_id -> ledger row; see load_ledger.
         self.ledger: dict[str, ToolCall] = {}
@@ -284,7 +285,10 @@ class TaskRun:
         update = {**self._usage_fields(), **(fields or {})}
         if checkpoint is not None:
             update["head_checkpoint_id"] = checkpoint.id
-        extra = list(extra or ())
+        # Outcomes of read-only calls ride along with the next write (see execute_call).
+        extra = [*self.deferred_rows,
+                 *(row for row in extra or () if row not in self.deferred_rows)]
+        self.deferred_rows = []
         # A pause adds `then` (a transition, a review) to the same write: one transaction.
         with transaction.atomic() if then is not None else nullcontext():
             self.cancel_seen = services.task_fenced_write(
@@ -880,7 +884,12 @@ class TaskRun:
             raise StopRun("canceled", "canceled by operator")
         if outcome.status != ToolCallStatus.SUCCEEDED:
             self.retry_or_settle(row, tool, outcome)
-        self.commit(trigger=None, extra=[row])
+        if tool.side_effect:
+            self.commit(trigger=None, extra=[row])
+        else:
+            # Nothing outside the harness changed: the outcome is written with the step's next
+            # write (at the latest `after_step`). A crash before then re-runs a read-only call.
+            self.deferred_rows.append(row)
         return outcome
 
     def retry_or_settle(self, row: ToolCall, tool: ToolSpec, outcome: ToolOutcome) -> None:

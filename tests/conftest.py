@@ -220,6 +220,17 @@ def database_url_for_subprocess() -> str:
     return f"postgres://{auth}@{host}:{port}/{quote(conf['NAME'], safe='')}"
 
 
+def parent_pid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+
+
+def child_pids(pid: int) -> list[int]:
+    return [int(p.name) for p in Path("/proc").glob("[0-9]*") if parent_pid(int(p.name)) == pid]
+
+
 class WorkerPool:
     """Real `manage.py rqworker high default low --with-scheduler` processes, each in its own
     process group (so stopping one also stops its forked work horse and scheduler)."""
@@ -276,11 +287,15 @@ class WorkerPool:
         return started
 
     def kill(self, process: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
-        """Signal a worker's whole process group (SIGKILL by default: a crash)."""
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            pass
+        """Signal a worker's whole process group (SIGKILL by default: a crash). A SIGKILL also
+        reaches its work horse, which RQ puts in a process group of its own; the horse is
+        found before the worker dies, while it is still the worker's child."""
+        horses = child_pids(process.pid) if sig == signal.SIGKILL else []
+        for pgid in [*horses, process.pid]:
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                pass
         if sig == signal.SIGKILL:
             process.wait(timeout=10)
 
@@ -292,11 +307,14 @@ class WorkerPool:
         while time.monotonic() < deadline and any(p.poll() is None for p in self.processes):
             time.sleep(0.05)
         for process in self.processes:
-            # Also reaches a work horse whose worker already exited.
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            if process.poll() is None:
+                self.kill(process)
+            else:
+                # A work horse whose worker already exited keeps the worker's pid as its group.
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             process.wait(timeout=10)
 
     def logs(self, tail: int = 60) -> str:

@@ -17,7 +17,7 @@ from harness_site.config import harness_config
 from tasks.models import Task
 from tasks.services import task_create
 from tasks.spec import TaskSpec
-from tests.conftest import ROOT, WorkerPool, wait_for
+from tests.conftest import ROOT, WorkerPool, parent_pid, wait_for
 
 # Heartbeat every 0.3 s, stale after 1.2 s, sweep every 0.3 s: recovery within ~2 s.
 FAST_CLOCKS = {
@@ -69,13 +69,6 @@ def queue(durable_settings):
     queue.connection.flushdb()
 
 
-def _parent_pid(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-
-
 def process_alive(pid: int) -> bool:
     """True while `pid` exists and is not a zombie (a killed child not yet reaped)."""
     try:
@@ -119,19 +112,13 @@ class Fleet:
         group and its work-horse's (RQ puts the horse in a process group of its own)."""
         worker_id = Task.objects.values_list("worker_id", flat=True).get(id=task_id)
         horse = int(worker_id.rsplit(":", 1)[1])
-        worker = next(p for p in self.pool.processes if _parent_pid(horse) == p.pid)
-        _killpg(horse)
+        worker = next(p for p in self.pool.processes if parent_pid(horse) == p.pid)
         self.pool.kill(worker)
 
     def stop(self) -> None:
         for process in self.sweepers:
             _killpg(process.pid)
             process.wait(timeout=10)
-        for process in self.pool.processes:
-            # Work-horses are in groups of their own: stop any still running a task.
-            for child in Path("/proc").glob("[0-9]*"):
-                if _parent_pid(int(child.name)) == process.pid:
-                    _killpg(int(child.name))
 
 
 @pytest.fixture
