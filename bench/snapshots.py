@@ -39,7 +39,7 @@ def _fill(root: Path, files: int, *, folders: int = 100) -> list[Path]:
         folder = root / f"pkg{i % folders:03}"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"module_{i:05}.py"
-        path.write_text(f"# module {i}\n" + ("value = %d  # padding text\n" % i) * 36)
+        path.write_text(f"# module {i}\n" + f"value = {i}  # padding text\n" * 36)
         paths.append(path)
     _age(paths)
     return paths

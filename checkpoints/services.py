@@ -54,9 +54,11 @@ def checkpoint_decode(checkpoint: Checkpoint) -> LoadedCheckpoint:
     try:
         raw = zlib.decompress(bytes(checkpoint.payload))
     except zlib.error as exc:
-        raise CheckpointCorrupted(f"checkpoint {checkpoint.id}: payload unreadable ({exc})") from None
+        raise CheckpointCorrupted(
+            f"checkpoint {checkpoint.id}: payload unreadable ({exc})") from None
     if sha256_hex(raw) != checkpoint.checksum:
-        raise CheckpointCorrupted(f"checkpoint {checkpoint.id} (seq {checkpoint.seq}): checksum mismatch")
+        raise CheckpointCorrupted(
+            f"checkpoint {checkpoint.id} (seq {checkpoint.seq}): checksum mismatch")
     try:
         data = json.loads(raw)
         state = AgentState.model_validate(data["state"])

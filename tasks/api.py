@@ -12,8 +12,8 @@ from ninja.errors import HttpError
 from ninja.pagination import PageNumberPagination, paginate
 
 from checkpoints.models import Checkpoint
-from harness_site.api_utils import optional_body
 from checkpoints.services import checkpoint_verify
+from harness_site.api_utils import optional_body
 from tasks import selectors, services
 from tasks.models import Task
 from tasks.spec import TaskSpec

@@ -109,7 +109,8 @@ def _observation(result: Any) -> str:
     text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False,
                                                              default=str)
     if len(text) > OBSERVATION_MAX_CHARS:
-        text = text[:OBSERVATION_MAX_CHARS] + f"… [truncated {len(text) - OBSERVATION_MAX_CHARS} chars]"
+        cut = len(text) - OBSERVATION_MAX_CHARS
+        text = text[:OBSERVATION_MAX_CHARS] + f"… [truncated {cut} chars]"
     return text
 
 
@@ -691,7 +692,8 @@ class TaskRun:
             args = tool.args_model.model_validate(args_source)
         except ValidationError as exc:
             return self.refuse(row, call, error_class="invalid_arguments",
-                               what=f"invalid arguments for {tool.name} ({_validation_summary(exc)})",
+                               what=f"invalid arguments for {tool.name} "
+                                    f"({_validation_summary(exc)})",
                                expected=_schema_hint(tool),
                                check=f"fix the arguments and call {tool.name} again")
         if cleared:
@@ -714,7 +716,8 @@ class TaskRun:
                                result=row.result)
         if row.status in (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT,
                           ToolCallStatus.DENIED, ToolCallStatus.REJECTED):
-            message = (row.result or {}).get("observation") if isinstance(row.result, dict) else None
+            result = row.result if isinstance(row.result, dict) else {}
+            message = result.get("observation")
             return ToolOutcome(status=row.status, observation=message or row.error_message,
                                error_class=row.error_class, error_message=row.error_message)
         if row.status in (ToolCallStatus.RUNNING, ToolCallStatus.UNKNOWN_OUTCOME):
@@ -989,7 +992,8 @@ class TaskRun:
         to = TaskStatus.CANCELED if stop.error_class == "canceled" else TaskStatus.FAILED
         self.state.last_error = ErrorInfo(error_class=stop.error_class, message=stop.message[:2000],
                                           step_index=self.state.step_index)
-        self.event("task_stopped", {"error_class": stop.error_class, "message": stop.message[:2000]})
+        self.event("task_stopped", {"error_class": stop.error_class,
+                                    "message": stop.message[:2000]})
         try:
             trigger = ("after_step" if stop.error_class in ("timeout", "budget_exceeded",
                                                              "validation_failed") else None)

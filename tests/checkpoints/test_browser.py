@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from tasks.models import Task
-from tests.conftest import PASSWORD
 from tests.checkpoints.conftest import checkpoint_after_step, files_of
+from tests.conftest import PASSWORD
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -60,5 +60,6 @@ def test_a_task_uses_a_custom_tool_end_to_end(no_review_rules):
     lookup, opened = ToolCall.objects.filter(task=task).order_by("id")
     assert lookup.status == "failed" and "no ticket OPS-9" in lookup.error_message
     assert opened.result == {"key": "OPS-1", "created": True}
-    tickets = [json.loads(x) for x in (task.workspace_path / "tickets.jsonl").read_text().splitlines()]
+    lines = (task.workspace_path / "tickets.jsonl").read_text().splitlines()
+    tickets = [json.loads(line) for line in lines]
     assert tickets[0]["idempotency_key"] == f"{task.id}:{opened.call_id}"

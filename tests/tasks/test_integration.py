@@ -25,7 +25,8 @@ def test_a_scripted_task_runs_in_a_worker_with_checkpoints_of_every_level(
     done = task_api.run(spec(
         {"call": "write_file", "args": {"path": "docs/notes.md", "content": "# Notes\n"}},
         {"calls": [{"call": "read_file", "args": {"path": "docs/notes.md"}},
-                   {"call": "append_file", "args": {"path": "docs/notes.md", "content": "more\n"}}]},
+                   {"call": "append_file",
+                    "args": {"path": "docs/notes.md", "content": "more\n"}}]},
         {"final": "notes written"},
         tools=["write_file", "read_file", "append_file"],
     ))
