@@ -23,7 +23,7 @@ class Task(models.Model):
     goal = models.TextField()
     spec = models.JSONField()
     status = models.CharField(
-        max_length=20, choices=TaskStatus.choices, default=TaskStatus.PENDING, db_index=True
+        max_length=20, choices=TaskStatus.choices, default=TaskStatus.PENDING
     )
     priority = models.CharField(max_length=10, choices=Priority.choices, default=Priority.DEFAULT)
     current_step = models.PositiveIntegerField(default=0)
@@ -36,7 +36,7 @@ class Task(models.Model):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
 
     result = models.TextField(blank=True, default="")
-    error_class = models.CharField(max_length=50, blank=True, default="", db_index=True)
+    error_class = models.CharField(max_length=50, blank=True, default="")
     error_message = models.TextField(blank=True, default="")
     # error class + normalised message (tasks.errors); failure groups GROUP BY it.
     error_fingerprint = models.CharField(max_length=16, blank=True, default="")
@@ -62,16 +62,20 @@ class Task(models.Model):
     cancel_requested = models.BooleanField(default=False)
     rq_job_id = models.CharField(max_length=100, blank=True, default="")
 
+    # Not indexed: nothing looks tasks up by their head, and leaving the columns the worker
+    # updates on every step (heartbeat, head, usage) out of every index lets PostgreSQL apply
+    # that update as a HOT update, touching no index at all.
     head_checkpoint = models.ForeignKey(
         "checkpoints.Checkpoint", null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+",
+        related_name="+", db_index=False,
     )
 
     class Meta:
         ordering = ["-created_at"]
+        # `status` and `error_class` are served by the composite indexes below (their leading
+        # column); the sweeper's stale-heartbeat scan reads the few running tasks by status.
         indexes = [
             models.Index(fields=["status", "-created_at"], name="task_status_created"),
-            models.Index(fields=["status", "heartbeat_at"], name="task_status_heartbeat"),
             models.Index(fields=["error_class", "-finished_at"], name="task_error_finished"),
             # Failure groups (stats) and the list's `fingerprint` filter.
             models.Index(fields=["error_fingerprint", "-finished_at"], name="task_fprint_finished"),
