@@ -47,11 +47,16 @@ def _with_rate(rows) -> list[dict[str, Any]]:
     return [{**row, "rate": _rate(row["failed"], row["calls"])} for row in rows]
 
 
-def failure_rate_by_tool(window: Window) -> list[dict[str, Any]]:
-    """[{tool, calls, failed, rate}] — settled tool calls per tool."""
-    return _with_rate(
-        _settled_calls(window).values("tool").annotate(**_failure_counts()).order_by("tool")
-    )
+def failure_rate_by_tool(window: Window,
+                         over_time: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """[{tool, calls, failed, rate}] — settled tool calls per tool: the sums of the per-bucket
+    rows of failure_rate_over_time (pass them in to save a scan of the window)."""
+    totals: dict[str, dict[str, Any]] = {}
+    for row in over_time if over_time is not None else failure_rate_over_time(window):
+        total = totals.setdefault(row["tool"], {"tool": row["tool"], "calls": 0, "failed": 0})
+        total["calls"] += row["calls"]
+        total["failed"] += row["failed"]
+    return _with_rate(totals[tool] for tool in sorted(totals))
 
 
 def failure_rate_by_step(window: Window) -> list[dict[str, Any]]:
@@ -239,8 +244,10 @@ TABLES: dict[str, Callable[[Window], list[dict[str, Any]]]] = {
 
 def failure_statistics(window: Window) -> dict[str, Any]:
     """Everything the statistics page and `GET /api/v1/stats/failures` show."""
+    tables = {key: table(window) for key, table in TABLES.items() if key != "by_tool"}
     return {
         "window": {"since": window.since, "until": window.until, "bucket": window.bucket},
         "tasks": task_outcomes(window),
-        **{key: table(window) for key, table in TABLES.items()},
+        "by_tool": failure_rate_by_tool(window, over_time=tables["over_time"]),
+        **tables,
     }

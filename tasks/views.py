@@ -21,6 +21,7 @@ from checkpoints.services import checkpoint_verify
 from harness_site.access import operator_required
 from harness_site.config import harness_config
 from harness_site.htmx import is_htmx
+from harness_site.pagination import CappedPaginator
 from review.selectors import task_reviews
 from tasks import bulk, charts, selectors, services
 from tasks.forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
@@ -47,7 +48,7 @@ def _query_without(request: HttpRequest, *names: str) -> str:
 def task_list(request: HttpRequest) -> HttpResponse:
     form = TaskFilterForm(request.GET)
     filters = form.filters()
-    page = Paginator(selectors.tasks_list(**filters), LIST_PAGE_SIZE).get_page(
+    page = CappedPaginator(selectors.tasks_list(**filters), LIST_PAGE_SIZE).get_page(
         request.GET.get("page"))
     return render(request, "tasks/list.html", {
         "form": form, "page": page, "filtered": bool(filters),

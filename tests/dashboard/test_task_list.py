@@ -147,3 +147,15 @@ def test_bulk_retry_reruns_failed_tasks_and_skips_the_others(as_user, operator, 
     assert failed.status == "queued" and done.status == "succeeded"
     assert failed.audit_entries.filter(action="retry").exists()
     assert "Retry: 1 done, 1 skipped" in response.content.decode()
+
+
+def test_a_broad_filter_counts_up_to_the_cap(as_user, viewer, make_task, monkeypatch):
+    from harness_site.pagination import CappedPaginator
+
+    monkeypatch.setattr(CappedPaginator, "cap", 5)
+    for n in range(8):
+        make_task(title=f"t{n}", status="failed")
+    response = as_user(viewer).get("/tasks/", {"status": "failed"})
+    assert response.context["page"].paginator.capped
+    assert 'data-testid="task-count">(5+)' in response.content.decode()
+    assert not as_user(viewer).get("/tasks/", {"q": "t7"}).context["page"].paginator.capped

@@ -1,0 +1,22 @@
+"""Pagination for lists over large tables."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.utils.functional import cached_property
+
+
+class CappedPaginator(Paginator):
+    """Counts at most `cap` matches (COUNT over a LIMIT subquery), so a broad filter on a
+    large table pages without counting every match; `capped` says the count stopped there.
+    Pages past the cap are reached by narrowing the filters."""
+
+    cap = 1000
+
+    @cached_property
+    def count(self) -> int:
+        return self.object_list[: self.cap + 1].count()
+
+    @property
+    def capped(self) -> bool:
+        return self.count > self.cap
