@@ -21,7 +21,10 @@ class Checkpoint(models.Model):
     every load."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="checkpoints")
+    # Indexed by the (task, seq) unique constraint; a separate task index would only add a
+    # write to every checkpoint insert.
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="checkpoints",
+                             db_index=False)
     seq = models.PositiveIntegerField()
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
@@ -34,7 +37,7 @@ class Checkpoint(models.Model):
     checksum = models.CharField(max_length=64)
     size_bytes = models.PositiveIntegerField(default=0)
     superseded = models.BooleanField(default=False)
-    created_at = models.DateTimeField(db_index=True)
+    created_at = models.DateTimeField()
 
     class Meta:
         ordering = ["task", "seq"]

@@ -102,12 +102,14 @@ class TaskEvent(models.Model):
     """The immutable frame log. `id` is the global, monotonic sequence; per task, ordering by
     id is the order in which the events happened."""
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    # Indexed by `event_task_seq` (task, id); see Checkpoint.task.
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events",
+                             db_index=False)
     type = models.CharField(max_length=50)
     payload = models.JSONField(default=dict)
     step_index = models.IntegerField(null=True, blank=True)
     actor = models.CharField(max_length=150, blank=True, default="")
-    created_at = models.DateTimeField(db_index=True)
+    created_at = models.DateTimeField()
 
     class Meta:
         ordering = ["id"]
