@@ -6,12 +6,19 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
@@ -25,6 +32,18 @@ def parse_duration(value: object) -> float:
     if not match:
         raise ValueError(f"not a duration: {value!r} (use e.g. 30s, 15m, 4h)")
     return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def check_regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression: {exc}") from None
+    return value
+
+
+# A string that must compile as a regular expression (a ValueError names the field otherwise).
+Regex = Annotated[str, AfterValidator(check_regex)]
 
 
 class _Strict(BaseModel):
@@ -55,7 +74,7 @@ class ReviewRuleConfig(_Strict):
     tool: str | None = None
     risk: Literal["read", "write", "external", "destructive"] | None = None
     path_glob: str | None = None
-    command_regex: str | None = None
+    command_regex: Regex | None = None
     url_host: str | None = None
     action: Literal["allow", "review", "deny"]
     reason: str = ""
@@ -69,15 +88,6 @@ class ReviewRuleConfig(_Strict):
     def _duration(cls, value: object) -> float | None:
         return None if value is None else parse_duration(value)
 
-    @field_validator("command_regex")
-    @classmethod
-    def _regex(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression: {exc}") from None
-        return value
 
 
 class RetryConfig(_Strict):

@@ -3,11 +3,12 @@ environment variable that holds them, never stored in a spec."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harness_site.config import Regex
 
 
 class _Spec(BaseModel):
@@ -148,7 +149,7 @@ class ChecksSpec(_Spec):
     destructive and external calls: `allowed_paths`, `allowed_hosts`, `max_write_bytes`."""
 
     files_exist: list[str] = Field(default_factory=list, max_length=200)
-    regex: str | None = Field(default=None, max_length=2000)
+    regex: Regex | None = Field(default=None, max_length=2000)
     json_schema: dict[str, Any] | None = None
     model_review: ModelReviewSpec | None = None
     allowed_paths: list[str] | None = Field(default=None, max_length=200)
@@ -163,15 +164,6 @@ class ChecksSpec(_Spec):
         _check_relative_paths(paths)
         return paths
 
-    @field_validator("regex")
-    @classmethod
-    def _regex(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression: {exc}") from None
-        return value
 
     @field_validator("json_schema")
     @classmethod
