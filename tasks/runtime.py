@@ -212,6 +212,8 @@ class ToolOutcome:
     error_class: str = ""
     error_message: str = ""
     retry_after_s: float | None = None
+    # The call ignored its stop and was left running: it may still take effect.
+    abandoned: bool = False
 
 
 class TaskRun:
@@ -737,13 +739,14 @@ class TaskRun:
             return None
         self.escalate_unknown_outcome(row)
 
-    def escalate_unknown_outcome(self, row: ToolCall) -> NoReturn:
+    def escalate_unknown_outcome(self, row: ToolCall, *, message: str | None = None) -> NoReturn:
         from review.models import ReviewStatus
         from review.policy import PolicyDecision
         from review.services import review_request_open
 
-        message = (f"{row.tool} (call {row.call_id}) was running when its worker stopped; it is "
-                   "not idempotent, so whether it took effect is unknown")
+        message = message or (
+            f"{row.tool} (call {row.call_id}) was running when its worker stopped; it is not "
+            "idempotent, so whether it took effect is unknown")
         if row.status == ToolCallStatus.RUNNING:
             finished = timezone.now()
             row.status = ToolCallStatus.UNKNOWN_OUTCOME
@@ -855,6 +858,12 @@ class TaskRun:
                        else "before_write_operation")
             self.commit(trigger=trigger, extra=[row])
         outcome = self.invoke(tool, ctx, args)
+        if outcome.abandoned and tool.side_effect and not tool.idempotent:
+            # Timed out, ignored its stop, and may still act: neither "failed" (the model would
+            # try again, a duplicate) nor "succeeded" is known. A human decides.
+            self.escalate_unknown_outcome(row, message=(
+                f"{tool.name} (call {row.call_id}) timed out after {timeout_s:g}s and did not "
+                "stop; it is not idempotent, so whether it took effect is unknown"))
         if outcome.status == ToolCallStatus.SUCCEEDED:
             failure = check_result(tool=tool, result=outcome.result)
             if failure is not None:
@@ -931,13 +940,13 @@ class TaskRun:
             call = InThread(lambda: tool.func(ctx, args), name=f"tool-{ctx.call_id}")
             if not call.wait(ctx.timeout_s):
                 ctx.stop.set()
-                call.wait(TOOL_STOP_GRACE_S)
+                abandoned = not call.wait(TOOL_STOP_GRACE_S)
                 if self.watchdog.cancel_requested.is_set():
                     return self.failed_outcome(tool, ToolError("stopped: task canceled",
                                                                error_class="canceled"))
                 message = f"{tool.name} exceeded its {ctx.timeout_s:g}s timeout (layer: tool)"
                 return ToolOutcome(status=ToolCallStatus.TIMED_OUT, error_class=TIMEOUT,
-                                   error_message=message,
+                                   error_message=message, abandoned=abandoned,
                                    observation=compact_feedback(
                                        what=message, expected=f"{tool.name} to finish in time",
                                        check="use smaller inputs or a different approach"))
