@@ -235,6 +235,8 @@ class TaskRun:
         self.workspace = task.workspace_path
         self.pending_events: list[TaskEvent] = []
         self.deferred_rows: list[ToolCall] = []
+        # The last captured workspace manifest; None once a tool may have changed the files.
+        self.snapshot: dict | None = None
         self.cancel_seen = task.cancel_requested
         # call_id -> ledger row; see load_ledger.
         self.ledger: dict[str, ToolCall] = {}
@@ -344,10 +346,14 @@ class TaskRun:
         self.event("timeout", {"layer": layer, "limit_s": limit_s, **payload})
 
     def capture_snapshot(self) -> dict | None:
-        """The workspace manifest stored with a checkpoint (see checkpoints.snapshots)."""
+        """The workspace manifest stored with a checkpoint (see checkpoints.snapshots). Only
+        tool calls change the workspace during a run, so a checkpoint with no call since the
+        last capture (after a model turn) reuses that manifest instead of rescanning."""
         from checkpoints.snapshots import snapshot_capture
 
-        return snapshot_capture(task_id=self.task_id, workspace=self.workspace)
+        if self.snapshot is None:
+            self.snapshot = snapshot_capture(task_id=self.task_id, workspace=self.workspace)
+        return self.snapshot
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -936,6 +942,7 @@ class TaskRun:
         process group — and after a short grace the call is abandoned: its late result is
         never recorded, and its stop event stays set."""
         self.watchdog.watch_call(ctx.stop)
+        self.snapshot = None
         try:
             call = InThread(lambda: tool.func(ctx, args), name=f"tool-{ctx.call_id}")
             if not call.wait(ctx.timeout_s):
