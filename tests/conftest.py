@@ -88,6 +88,12 @@ def wait_for_fixture() -> Callable[..., Any]:
 # --- the cast ---------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hasher(settings) -> None:
+    """The cast is created, and logs in, per test: the production hasher would dominate."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def roles(db):
     from harness_site.roles import roles_ensure

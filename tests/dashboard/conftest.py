@@ -24,8 +24,6 @@ def _workspace(settings, tmp_path):
     # In-process runs live inside the test's transaction, which the watchdog's own
     # connection cannot see: keep it from heartbeating during a test.
     settings.HARNESS_HEARTBEAT_S = 3600
-    # The cast is created per test: a cheap hasher keeps that from dominating the run.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -22,8 +22,6 @@ def _harness_settings(settings, tmp_path) -> None:
     settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
     settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
     settings.HARNESS_ENABLE_TEST_TOOLS = True
-    # The cast logs in with passwords; the production hasher would dominate the test time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
