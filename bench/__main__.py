@@ -13,13 +13,20 @@ from bench.common import SIZES, BenchError, setup_django
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run benchmarks, write bench/results/*.json and results.md")
     run.add_argument("--size", choices=SIZES, default="full")
-    run.add_argument("--only", action="append", metavar="NAME",
-                     help="run only this benchmark (repeatable); others keep their last result")
+    run.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="run only this benchmark (repeatable); others keep their last result",
+    )
     sub.add_parser("list", help="list the benchmarks")
     sub.add_parser("render", help="re-render bench/results.md from bench/results/*.json")
     args = parser.parse_args(argv)

@@ -41,12 +41,20 @@ def _task(key: str) -> Any:
     from tasks.services import task_create
     from tasks.spec import TaskSpec
 
-    spec = TaskSpec.model_validate({
-        "title": "bench approval", "goal": "benchmark", "tools": ["ledger_append"],
-        "model": {"kind": "scripted", "script": [
-            {"call": "ledger_append", "args": {"key": key, "value": "approved"}},
-            {"final": "done"}]},
-    })
+    spec = TaskSpec.model_validate(
+        {
+            "title": "bench approval",
+            "goal": "benchmark",
+            "tools": ["ledger_append"],
+            "model": {
+                "kind": "scripted",
+                "script": [
+                    {"call": "ledger_append", "args": {"key": key, "value": "approved"}},
+                    {"final": "done"},
+                ],
+            },
+        }
+    )
     return task_create(spec=spec, user=None)
 
 
@@ -83,9 +91,11 @@ def _one(client: Any, worker: RqWorker, key: str) -> dict[str, float]:
     wait_for(lambda: worker.state() == "idle", what="the worker to be idle")
     review = ReviewRequest.objects.get(task_id=task.id, status="pending")
     sent = time.time()
-    response = client.post(f"/api/v1/reviews/{review.id}/decision",
-                           data={"decision": "approve", "comment": "bench"},
-                           content_type="application/json")
+    response = client.post(
+        f"/api/v1/reviews/{review.id}/decision",
+        data={"decision": "approve", "comment": "bench"},
+        content_type="application/json",
+    )
     answered = time.time()
     if response.status_code != 200:
         raise RuntimeError(f"decision failed: {response.status_code} {response.content[:300]}")
@@ -95,9 +105,13 @@ def _one(client: Any, worker: RqWorker, key: str) -> dict[str, float]:
     running = _event_time(task.id, "status", to="running", reason="acquired")
     started = _event_time(task.id, "tool_started")
     tasks_delete([task.id])
-    return {"latency": tool_ran - answered, "request": answered - sent,
-            "pickup": running - answered, "resume": started - running,
-            "tool": tool_ran - started}
+    return {
+        "latency": tool_ran - answered,
+        "request": answered - sent,
+        "pickup": running - answered,
+        "resume": started - running,
+        "tool": tool_ran - started,
+    }
 
 
 def run(size: str) -> dict[str, Any]:
@@ -112,8 +126,12 @@ def run(size: str) -> dict[str, Any]:
     try:
         with RqWorker(log_path=log) as worker:
             # Jobs left in these queues by earlier runs go first; measure on an empty queue.
-            wait_for(lambda: _queues_empty() and worker.state() == "idle", timeout=600,
-                     interval=0.1, what="the queues to drain")
+            wait_for(
+                lambda: _queues_empty() and worker.state() == "idle",
+                timeout=600,
+                interval=0.1,
+                what="the queues to drain",
+            )
             for i in range(params["warmup"] + params["n"]):
                 one = _one(client, worker, key=f"bench-approval-{uuid.uuid4().hex}")
                 if i >= params["warmup"]:
@@ -123,19 +141,32 @@ def run(size: str) -> dict[str, Any]:
         user.delete()
     ms = {name: stats(values, scale=1000) for name, values in samples.items()}
     p50 = ms["latency"]["median"]
-    breakdown = ", ".join(f"{name} {ms[name]['median']:.1f} ms"
-                          for name in ("pickup", "resume", "tool"))
+    breakdown = ", ".join(
+        f"{name} {ms[name]['median']:.1f} ms" for name in ("pickup", "resume", "tool")
+    )
     return {
         "title": TITLE,
         "figures": [
-            figure(figure="Approve → approved tool running in an idle worker", unit="ms",
-                   ours=ms["latency"], target="p50 ≤ 50 ms", met=p50 <= 50,
-                   note=f"median breakdown: {breakdown}"),
-            figure(figure="Decision request → HTTP response", unit="ms", ours=ms["request"],
-                   target="(info)"),
+            figure(
+                figure="Approve → approved tool running in an idle worker",
+                unit="ms",
+                ours=ms["latency"],
+                target="p50 ≤ 50 ms",
+                met=p50 <= 50,
+                note=f"median breakdown: {breakdown}",
+            ),
+            figure(
+                figure="Decision request → HTTP response",
+                unit="ms",
+                ours=ms["request"],
+                target="(info)",
+            ),
         ],
-        "details": {"breakdown_ms": ms, "worker_class": "rq.Worker (forks a work horse per job)",
-                    "ledger_dir": str(settings.HARNESS_LEDGER_DIR)},
+        "details": {
+            "breakdown_ms": ms,
+            "worker_class": "rq.Worker (forks a work horse per job)",
+            "ledger_dir": str(settings.HARNESS_LEDGER_DIR),
+        },
         "notes": (
             "One real `manage.py rqworker` subprocess, idle before each decision; the decision "
             "goes through the real API stack (`POST /api/v1/reviews/{id}/decision`, Bearer "

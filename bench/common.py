@@ -58,8 +58,13 @@ def pg_conninfo(**extra: str) -> str:
     from psycopg.conninfo import make_conninfo
 
     s = connection.settings_dict
-    params = {"dbname": s["NAME"], "user": s.get("USER"), "password": s.get("PASSWORD"),
-              "host": s.get("HOST"), "port": str(s.get("PORT") or "")}
+    params = {
+        "dbname": s["NAME"],
+        "user": s.get("USER"),
+        "password": s.get("PASSWORD"),
+        "host": s.get("HOST"),
+        "port": str(s.get("PORT") or ""),
+    }
     return make_conninfo(**{k: v for k, v in params.items() if v}, **extra)
 
 
@@ -114,32 +119,51 @@ def percentile(values: Iterable[float], q: float) -> float:
 def stats(values: Iterable[float], *, scale: float = 1.0) -> dict[str, float]:
     """{median, p95, n} of the samples, each multiplied by `scale` (e.g. 1000 for s -> ms)."""
     values = list(values)
-    return {"median": statistics.median(values) * scale, "p95": percentile(values, 95) * scale,
-            "n": len(values)}
+    return {
+        "median": statistics.median(values) * scale,
+        "p95": percentile(values, 95) * scale,
+        "n": len(values),
+    }
 
 
 def rate_stats(seconds: Iterable[float], *, count: float) -> dict[str, float]:
     """Throughput ({median, p95, n} of count/second). For a rate, `p95` is the rate of the
     95th-percentile (slow) run, so it is the lower figure."""
     seconds = list(seconds)
-    return {"median": count / statistics.median(seconds),
-            "p95": count / percentile(seconds, 95), "n": len(seconds)}
+    return {
+        "median": count / statistics.median(seconds),
+        "p95": count / percentile(seconds, 95),
+        "n": len(seconds),
+    }
 
 
 def figure(
-    *, figure: str, unit: str, ours: Mapping[str, float],
+    *,
+    figure: str,
+    unit: str,
+    ours: Mapping[str, float],
     reference: Mapping[str, float] | None = None,
-    reference_label: str = "", target: str = "", met: bool | None = None, note: str = "",
+    reference_label: str = "",
+    target: str = "",
+    met: bool | None = None,
+    note: str = "",
 ) -> dict[str, Any]:
     """One row of the results table. `ratio` is always ours ÷ reference (medians); whether
     higher or lower is better is said by the target."""
     ratio = None
     if reference is not None and reference.get("median"):
         ratio = ours["median"] / reference["median"]
-    return {"figure": figure, "unit": unit, "ours": dict(ours),
-            "reference": dict(reference) if reference is not None else None,
-            "reference_label": reference_label, "ratio": ratio, "target": target, "met": met,
-            "note": note}
+    return {
+        "figure": figure,
+        "unit": unit,
+        "ours": dict(ours),
+        "reference": dict(reference) if reference is not None else None,
+        "reference_label": reference_label,
+        "ratio": ratio,
+        "target": target,
+        "met": met,
+        "note": note,
+    }
 
 
 # --- profiles -------------------------------------------------------------------------------
@@ -159,10 +183,15 @@ def profile_top(fn: Callable[[], Any], *, limit: int = 15, repeat: int = 1) -> l
     out = []
     for (path, line, func), (_cc, calls, tottime, cumtime, _callers) in rows:
         where = func if path == "~" else f"{_short_path(path)}:{line}({func})"
-        out.append({"function": where, "calls_per_run": calls / repeat,
-                    "own_ms_per_run": tottime * 1000 / repeat,
-                    "cum_ms_per_run": cumtime * 1000 / repeat,
-                    "own_share": tottime / total})
+        out.append(
+            {
+                "function": where,
+                "calls_per_run": calls / repeat,
+                "own_ms_per_run": tottime * 1000 / repeat,
+                "cum_ms_per_run": cumtime * 1000 / repeat,
+                "own_share": tottime / total,
+            }
+        )
     return out
 
 
@@ -200,8 +229,14 @@ def environment() -> dict[str, Any]:
 
 def _git_commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=BENCH_DIR,
-                             capture_output=True, text=True, timeout=5, check=True)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=BENCH_DIR,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     return out.stdout.strip()
@@ -211,8 +246,15 @@ def _versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {}
-    for dist in ("django", "psycopg", "pydantic", "langgraph", "langgraph-checkpoint-postgres",
-                 "langchain-core", "rq"):
+    for dist in (
+        "django",
+        "psycopg",
+        "pydantic",
+        "langgraph",
+        "langgraph-checkpoint-postgres",
+        "langchain-core",
+        "rq",
+    ):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -220,8 +262,9 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def result_write(*, name: str, size: str, result: Mapping[str, Any],
-                 results_dir: Path = RESULTS_DIR) -> Path:
+def result_write(
+    *, name: str, size: str, result: Mapping[str, Any], results_dir: Path = RESULTS_DIR
+) -> Path:
     """Write bench/results/<name>.json: the script's result plus name, size and environment."""
     results_dir.mkdir(parents=True, exist_ok=True)
     document = {"name": name, "size": size, "environment": environment(), **result}
@@ -239,18 +282,28 @@ def results_load(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
 # --- harness fixtures -----------------------------------------------------------------------
 
 
-def scripted_task(*, script: list[dict[str, Any]], tools: list[str], title: str = "bench",
-                  max_steps: int | None = None, queue: bool = True) -> Any:
+def scripted_task(
+    *,
+    script: list[dict[str, Any]],
+    tools: list[str],
+    title: str = "bench",
+    max_steps: int | None = None,
+    queue: bool = True,
+) -> Any:
     """A task with a scripted model, created (and queued, without enqueueing a job) through
     the real services."""
     from tasks.services import task_create, task_transition
     from tasks.spec import TaskSpec
 
-    spec = TaskSpec.model_validate({
-        "title": title, "goal": "benchmark", "tools": tools,
-        "model": {"kind": "scripted", "script": script},
-        "budget": {"max_steps": max_steps or len(script) + 1},
-    })
+    spec = TaskSpec.model_validate(
+        {
+            "title": title,
+            "goal": "benchmark",
+            "tools": tools,
+            "model": {"kind": "scripted", "script": script},
+            "budget": {"max_steps": max_steps or len(script) + 1},
+        }
+    )
     task = task_create(spec=spec, user=None, enqueue=False)
     if queue:
         task_transition(task_id=task.id, to="queued", reason="bench")
@@ -284,8 +337,13 @@ def reference_schema_reset(*, drop_only: bool = False) -> None:
             conn.execute(f"CREATE SCHEMA {reference_schema()}")
 
 
-def wait_for(predicate: Callable[[], Any], *, timeout: float = 60.0, interval: float = 0.005,
-             what: str = "a condition") -> Any:
+def wait_for(
+    predicate: Callable[[], Any],
+    *,
+    timeout: float = 60.0,
+    interval: float = 0.005,
+    what: str = "a condition",
+) -> Any:
     """Poll `predicate` until it returns something truthy (and return it)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -313,22 +371,43 @@ class RqWorker:
         from django.conf import settings
 
         env = dict(
-            os.environ, DJANGO_SETTINGS_MODULE="harness_site.settings", PYTHONUNBUFFERED="1",
-            PYTHONPATH=os.pathsep.join(filter(None, [str(BENCH_DIR.parent),
-                                                     os.environ.get("PYTHONPATH")])),
-            DATABASE_URL=database_url(), REDIS_URL=settings.REDIS_URL,
+            os.environ,
+            DJANGO_SETTINGS_MODULE="harness_site.settings",
+            PYTHONUNBUFFERED="1",
+            PYTHONPATH=os.pathsep.join(
+                filter(None, [str(BENCH_DIR.parent), os.environ.get("PYTHONPATH")])
+            ),
+            DATABASE_URL=database_url(),
+            REDIS_URL=settings.REDIS_URL,
             HARNESS_WORKSPACE_ROOT=str(settings.HARNESS_WORKSPACE_ROOT),
-            HARNESS_LEDGER_DIR=str(settings.HARNESS_LEDGER_DIR), HARNESS_ENABLE_TEST_TOOLS="1",
+            HARNESS_LEDGER_DIR=str(settings.HARNESS_LEDGER_DIR),
+            HARNESS_ENABLE_TEST_TOOLS="1",
         )
         env.update(self.extra_env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, str(BENCH_DIR.parent / "manage.py"), "rqworker", "high",
-                 "default", "low"], cwd=BENCH_DIR.parent, env=env, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for(lambda: self.state() == "idle", timeout=60, interval=0.05,
-                 what=f"rqworker {self.process.pid} to register (log: {self.log_path})")
+                [
+                    sys.executable,
+                    str(BENCH_DIR.parent / "manage.py"),
+                    "rqworker",
+                    "high",
+                    "default",
+                    "low",
+                ],
+                cwd=BENCH_DIR.parent,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        wait_for(
+            lambda: self.state() == "idle",
+            timeout=60,
+            interval=0.05,
+            what=f"rqworker {self.process.pid} to register (log: {self.log_path})",
+        )
         return self
 
     def _worker(self) -> Any:
@@ -336,11 +415,9 @@ class RqWorker:
         from rq import Worker
 
         if self.process.poll() is not None:
-            raise BenchError(f"rqworker exited with {self.process.returncode}; see "
-                             f"{self.log_path}")
+            raise BenchError(f"rqworker exited with {self.process.returncode}; see {self.log_path}")
         redis = django_rq.get_connection("default")
-        return next((w for w in Worker.all(connection=redis) if w.pid == self.process.pid),
-                    None)
+        return next((w for w in Worker.all(connection=redis) if w.pid == self.process.pid), None)
 
     def state(self) -> str | None:
         worker = self._worker()

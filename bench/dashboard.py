@@ -41,8 +41,11 @@ FAILURES = [
     ("model_error", "scripted model ran out of turns at turn %s"),
     ("transient", "HTTP 503 from upstream after %s attempts"),
     ("tool_crashed", "KeyError: 'field_%s'"),
-    ("unknown_outcome", "call 0.%s.0 (ledger_append) was running when its worker stopped; "
-                        "its outcome is unknown and it is not idempotent"),
+    (
+        "unknown_outcome",
+        "call 0.%s.0 (ledger_append) was running when its worker stopped; "
+        "its outcome is unknown and it is not idempotent",
+    ),
 ]
 
 
@@ -62,8 +65,7 @@ class Param:
         self.value = value
 
 
-def _insert_select(model: Any, exprs: dict[str, str | Param],
-                   source: str) -> tuple[str, list[Any]]:
+def _insert_select(model: Any, exprs: dict[str, str | Param], source: str) -> tuple[str, list[Any]]:
     """INSERT INTO <model's table> (every concrete column) SELECT … FROM <source>: the given SQL
     expressions, and for every other column its Django default as a parameter, so columns
     other apps add later get their defaults without this script knowing them."""
@@ -85,8 +87,10 @@ def _insert_select(model: Any, exprs: dict[str, str | Param],
         else:
             selects.append("%s")
             params.append(field.get_db_prep_save(field.get_default(), connection))
-    sql = (f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} "
-           f"({', '.join(columns)}) SELECT {', '.join(selects)} FROM {source}")
+    sql = (
+        f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} "
+        f"({', '.join(columns)}) SELECT {', '.join(selects)} FROM {source}"
+    )
     return sql, params
 
 
@@ -109,8 +113,9 @@ def seed(*, tasks: int, big_steps: int) -> dict[str, Any]:
     from tasks.models import Task, TaskEvent, ToolCall
 
     User = get_user_model()
-    creators = [User.objects.get_or_create(username=f"{USER_PREFIX}{i}")[0].id
-                for i in range(CREATORS)]
+    creators = [
+        User.objects.get_or_create(username=f"{USER_PREFIX}{i}")[0].id for i in range(CREATORS)
+    ]
     classes = ", ".join(f"'{c}'" for c, _ in FAILURES)
     templates = ", ".join("'" + t.replace("'", "''") + "'" for _, t in FAILURES)
     prints = ", ".join(f"'{error_fingerprint(c, t % 7)}'" for c, t in FAILURES)
@@ -124,16 +129,19 @@ def seed(*, tasks: int, big_steps: int) -> dict[str, Any]:
             # foreign-key checks at COMMIT (a bulk-loading switch that needs a superuser).
             cur.execute("SET LOCAL session_replication_role = replica")
         # One row per task: its number, id, step count, times, status and failure.
-        cur.execute(f"""
+        cur.execute(
+            f"""
             CREATE TEMP TABLE bd_task ON COMMIT DROP AS
             SELECT n, gen_random_uuid() AS id,
-                   CASE WHEN n = 0 THEN %s ELSE 3 + {_h('n', 7919, 17)} END AS steps,
+                   CASE WHEN n = 0 THEN %s ELSE 3 + {_h("n", 7919, 17)} END AS steps,
                    CASE WHEN n = 0 THEN now() - interval '1 hour'
                         ELSE now() - (n::float / %s) * interval '30 days' END AS created_at,
-                   CASE WHEN n = 0 THEN 100 ELSE {_h('n', 104729, 100)} END AS r,
-                   {_h('n', 1299709, len(FAILURES))} + 1 AS f,
-                   (%s::int[])[{_h('n', 31, CREATORS)} + 1] AS creator
-            FROM generate_series(0, %s) AS n""", [big_steps, tasks, creators, tasks])
+                   CASE WHEN n = 0 THEN 100 ELSE {_h("n", 104729, 100)} END AS r,
+                   {_h("n", 1299709, len(FAILURES))} + 1 AS f,
+                   (%s::int[])[{_h("n", 31, CREATORS)} + 1] AS creator
+            FROM generate_series(0, %s) AS n""",
+            [big_steps, tasks, creators, tasks],
+        )
         cur.execute(f"""
             ALTER TABLE bd_task ADD COLUMN status text, ADD COLUMN error_class text,
                 ADD COLUMN error_message text, ADD COLUMN fingerprint text;
@@ -151,8 +159,8 @@ def seed(*, tasks: int, big_steps: int) -> dict[str, Any]:
             SELECT t.n, t.id AS task_id, i, t.created_at + make_interval(secs => 1 + i * 2) AS t0,
                    (ARRAY[{", ".join(f"'{x}'" for x in TOOLS)}])[mod(t.n + i, {len(TOOLS)}) + 1]
                        AS tool,
-                   {_h('t.n * 1000 + i', 48611, 100)} AS r,
-                   {_h('t.n * 1000 + i', 15485863, 1000)} AS jitter
+                   {_h("t.n * 1000 + i", 48611, 100)} AS r,
+                   {_h("t.n * 1000 + i", 15485863, 1000)} AS jitter
             FROM bd_task t CROSS JOIN LATERAL generate_series(0, t.steps - 1) AS i;
             ALTER TABLE bd_step ADD COLUMN status text, ADD COLUMN error_class text,
                 ADD COLUMN attempts int, ADD COLUMN duration_ms float;
@@ -168,25 +176,37 @@ def seed(*, tasks: int, big_steps: int) -> dict[str, Any]:
             ANALYZE bd_task; ANALYZE bd_step;""")
 
         terminal = "('succeeded', 'failed', 'canceled')"
-        sql, params = _insert_select(Task, {
-            "id": "id", "title": "format('bench task %%s: %%s report', n, "
-                                 "(ARRAY['weekly','sales','infra','billing'])[mod(n, 4) + 1])",
-            "goal": "'Write the report and check it into the workspace.'",
-            "spec": """jsonb_build_object('title', 'bench', 'goal', 'g', 'tools',
+        sql, params = _insert_select(
+            Task,
+            {
+                "id": "id",
+                "title": "format('bench task %%s: %%s report', n, "
+                "(ARRAY['weekly','sales','infra','billing'])[mod(n, 4) + 1])",
+                "goal": "'Write the report and check it into the workspace.'",
+                "spec": """jsonb_build_object('title', 'bench', 'goal', 'g', 'tools',
                         jsonb_build_array('read_file', 'write_file'), 'budget',
                         jsonb_build_object('max_steps', steps + 5, 'max_tokens', 1000000))""",
-            "status": "status", "current_step": "steps", "steps_used": "steps",
-            "tokens_used": "steps * 860", "seconds_used": "steps * 2.0",
-            "error_class": "error_class", "error_message": "error_message",
-            "error_fingerprint": "fingerprint", "created_by_id": "creator",
-            "created_at": "created_at", "started_at": "created_at + interval '1 second'",
-            "finished_at": f"CASE WHEN status IN {terminal} THEN created_at + "
-                           "make_interval(secs => 2 + steps * 2) END",
-            "updated_at": "created_at + make_interval(secs => 2 + steps * 2)",
-            "attempt": "1 + (mod(n, 23) = 0)::int", "retry_count": "(mod(n, 23) = 0)::int",
-            "redispatch_count": "(mod(n, 71) = 0)::int",
-            "rollback_count": "(mod(n, 97) = 0)::int",
-        }, "bd_task")
+                "status": "status",
+                "current_step": "steps",
+                "steps_used": "steps",
+                "tokens_used": "steps * 860",
+                "seconds_used": "steps * 2.0",
+                "error_class": "error_class",
+                "error_message": "error_message",
+                "error_fingerprint": "fingerprint",
+                "created_by_id": "creator",
+                "created_at": "created_at",
+                "started_at": "created_at + interval '1 second'",
+                "finished_at": f"CASE WHEN status IN {terminal} THEN created_at + "
+                "make_interval(secs => 2 + steps * 2) END",
+                "updated_at": "created_at + make_interval(secs => 2 + steps * 2)",
+                "attempt": "1 + (mod(n, 23) = 0)::int",
+                "retry_count": "(mod(n, 23) = 0)::int",
+                "redispatch_count": "(mod(n, 71) = 0)::int",
+                "rollback_count": "(mod(n, 97) = 0)::int",
+            },
+            "bd_task",
+        )
         cur.execute(sql, params)
 
         # Events, in id order = time order within each task.
@@ -202,10 +222,17 @@ def seed(*, tasks: int, big_steps: int) -> dict[str, Any]:
                 'status', status, 'attempt', attempts, 'duration_ms', duration_ms,
                 'error_class', error_class)
             ELSE jsonb_build_object('step', i + 1) END"""
-        sql, params = _insert_select(TaskEvent, {
-            "task_id": "e.task_id", "type": "e.type", "payload": "e.payload",
-            "step_index": "e.step_index", "actor": "''", "created_at": "e.at",
-        }, f"""(
+        sql, params = _insert_select(
+            TaskEvent,
+            {
+                "task_id": "e.task_id",
+                "type": "e.type",
+                "payload": "e.payload",
+                "step_index": "e.step_index",
+                "actor": "''",
+                "created_at": "e.at",
+            },
+            f"""(
             SELECT n, 0 AS seq, id AS task_id, 'created' AS type,
                    jsonb_build_object('title', 'bench') AS payload, NULL::int AS step_index,
                    created_at AS at FROM bd_task
@@ -232,21 +259,27 @@ def seed(*, tasks: int, big_steps: int) -> dict[str, Any]:
                    jsonb_build_object('from', 'running', 'to', status, 'reason', error_message),
                    steps, created_at + make_interval(secs => 2 + steps * 2)
             FROM bd_task WHERE status IN {terminal}
-            ORDER BY 1, 2) AS e""")
+            ORDER BY 1, 2) AS e""",
+        )
         cur.execute(sql, params)
 
-        sql, params = _insert_select(ToolCall, {
-            "task_id": "task_id", "call_id": "format('0.%%s.0', i)", "tool": "tool",
-            "arguments": "jsonb_build_object('path', format('f%%s.txt', i))",
-            "risk": "CASE WHEN tool IN ('write_file','run_command') THEN 'write' ELSE 'read' END",
-            "status": "status", "step_index": "i",
-            "result": "CASE WHEN status = 'succeeded' THEN '{\"ok\": true}'::jsonb ELSE "
-                      "jsonb_build_object('observation', 'Error: ' || error_class) END",
-            "error_class": "error_class",
-            "error_message": "CASE WHEN error_class = '' THEN '' ELSE "
-                             "format('%%s failed after %%s ms', tool, round(duration_ms)) END",
-            "attempts": "attempts",
-            "attempt_log": """(SELECT jsonb_agg(jsonb_build_object('n', a,
+        sql, params = _insert_select(
+            ToolCall,
+            {
+                "task_id": "task_id",
+                "call_id": "format('0.%%s.0', i)",
+                "tool": "tool",
+                "arguments": "jsonb_build_object('path', format('f%%s.txt', i))",
+                "risk": "CASE WHEN tool IN ('write_file','run_command') THEN 'write' ELSE 'read' END",
+                "status": "status",
+                "step_index": "i",
+                "result": "CASE WHEN status = 'succeeded' THEN '{\"ok\": true}'::jsonb ELSE "
+                "jsonb_build_object('observation', 'Error: ' || error_class) END",
+                "error_class": "error_class",
+                "error_message": "CASE WHEN error_class = '' THEN '' ELSE "
+                "format('%%s failed after %%s ms', tool, round(duration_ms)) END",
+                "attempts": "attempts",
+                "attempt_log": """(SELECT jsonb_agg(jsonb_build_object('n', a,
                     'started_at', t0 + make_interval(secs => 0.6 + (a - 1) * 0.2),
                     'finished_at', t0 + make_interval(secs => 0.6 + (a - 1) * 0.2
                                                        + duration_ms / 1000),
@@ -254,20 +287,31 @@ def seed(*, tasks: int, big_steps: int) -> dict[str, Any]:
                     'error_class', CASE WHEN a < attempts THEN 'transient' ELSE error_class END,
                     'error_message', CASE WHEN a < attempts THEN 'HTTP 503' ELSE '' END))
                 FROM generate_series(1, attempts) AS a)""",
-            "created_at": "t0 + interval '0.55 seconds'",
-            "started_at": "t0 + interval '0.6 seconds'",
-            "finished_at": "t0 + make_interval(secs => 0.6 + duration_ms / 1000)",
-            "duration_ms": "duration_ms",
-        }, "bd_step ORDER BY n, i")
+                "created_at": "t0 + interval '0.55 seconds'",
+                "started_at": "t0 + interval '0.6 seconds'",
+                "finished_at": "t0 + make_interval(secs => 0.6 + duration_ms / 1000)",
+                "duration_ms": "duration_ms",
+            },
+            "bd_step ORDER BY n, i",
+        )
         cur.execute(sql, params)
 
-        sql, params = _insert_select(Checkpoint, {
-            "id": "gen_random_uuid()", "task_id": "c.task_id",
-            "seq": "row_number() OVER (PARTITION BY c.task_id ORDER BY c.at, c.k)",
-            "level": "c.level", "trigger": "c.trigger", "step_index": "c.step_index",
-            "payload": Param(payload), "checksum": Param(checksum), "size_bytes": Param(size),
-            "superseded": "c.superseded", "created_at": "c.at",
-        }, """(
+        sql, params = _insert_select(
+            Checkpoint,
+            {
+                "id": "gen_random_uuid()",
+                "task_id": "c.task_id",
+                "seq": "row_number() OVER (PARTITION BY c.task_id ORDER BY c.at, c.k)",
+                "level": "c.level",
+                "trigger": "c.trigger",
+                "step_index": "c.step_index",
+                "payload": Param(payload),
+                "checksum": Param(checksum),
+                "size_bytes": Param(size),
+                "superseded": "c.superseded",
+                "created_at": "c.at",
+            },
+            """(
             SELECT id AS task_id, -1 AS k, 'task' AS level, 'task_start' AS trigger,
                    0 AS step_index, false AS superseded,
                    created_at + interval '0.9 seconds' AS at FROM bd_task
@@ -278,33 +322,46 @@ def seed(*, tasks: int, big_steps: int) -> dict[str, Any]:
                    i, mod(n, 97) = 0 AND i > 1, t0 + interval '0.55 seconds'
             FROM bd_step WHERE mod(i, 4) <> 3
             UNION ALL SELECT task_id, 1, 'step', 'after_step', i + 1, mod(n, 97) = 0 AND i > 1,
-                   t0 + interval '1.95 seconds' FROM bd_step) AS c""")
+                   t0 + interval '1.95 seconds' FROM bd_step) AS c""",
+        )
         cur.execute(sql, params)
 
-        sql, params = _insert_select(ReviewRequest, {
-            "task_id": "c.task_id", "tool_call_id": "c.id", "tool": "c.tool",
-            "risk": "c.risk",
-            "status": "(ARRAY['approved','approved','rejected','expired','canceled'])"
-                      "[mod(c.id, 5) + 1]",
-            "matched_rules": "'[\"protected-config\"]'::jsonb",
-            "original_arguments": "c.arguments",
-            "edited_arguments": "CASE WHEN mod(c.id, 5) = 1 THEN c.arguments END",
-            "requested_at": "c.created_at", "expires_at": "c.created_at + interval '4 hours'",
-            "decided_at": "c.created_at + interval '3 minutes'",
-        }, f"{ToolCall._meta.db_table} c JOIN bd_task t ON t.id = c.task_id "
-           "WHERE mod(c.id, 50) = 0")
+        sql, params = _insert_select(
+            ReviewRequest,
+            {
+                "task_id": "c.task_id",
+                "tool_call_id": "c.id",
+                "tool": "c.tool",
+                "risk": "c.risk",
+                "status": "(ARRAY['approved','approved','rejected','expired','canceled'])"
+                "[mod(c.id, 5) + 1]",
+                "matched_rules": "'[\"protected-config\"]'::jsonb",
+                "original_arguments": "c.arguments",
+                "edited_arguments": "CASE WHEN mod(c.id, 5) = 1 THEN c.arguments END",
+                "requested_at": "c.created_at",
+                "expires_at": "c.created_at + interval '4 hours'",
+                "decided_at": "c.created_at + interval '3 minutes'",
+            },
+            f"{ToolCall._meta.db_table} c JOIN bd_task t ON t.id = c.task_id "
+            "WHERE mod(c.id, 50) = 0",
+        )
         cur.execute(sql, params)
         big = _one(cur, "SELECT id FROM bd_task WHERE n = 0")
-        cur.execute(f"""UPDATE {Task._meta.db_table} t SET head_checkpoint_id = (
+        cur.execute(
+            f"""UPDATE {Task._meta.db_table} t SET head_checkpoint_id = (
                 SELECT c.id FROM {Checkpoint._meta.db_table} c WHERE c.task_id = t.id
-                ORDER BY c.seq DESC LIMIT 1) WHERE t.id = %s""", [big])
+                ORDER BY c.seq DESC LIMIT 1) WHERE t.id = %s""",
+            [big],
+        )
     with connection.cursor() as cur:
         for model in (Task, TaskEvent, ToolCall, Checkpoint, ReviewRequest):
             # As autovacuum would leave them: statistics, and the visibility map that lets
             # the statistics' aggregates run as index-only scans.
             cur.execute(f"VACUUM ANALYZE {model._meta.db_table}")
-        counts = {model._meta.label: _one(cur, f"SELECT count(*) FROM {model._meta.db_table}")
-                  for model in (Task, TaskEvent, ToolCall, Checkpoint, ReviewRequest)}
+        counts = {
+            model._meta.label: _one(cur, f"SELECT count(*) FROM {model._meta.db_table}")
+            for model in (Task, TaskEvent, ToolCall, Checkpoint, ReviewRequest)
+        }
     return {"big_task": big, "counts": counts, "seed_seconds": time.monotonic() - started}
 
 
@@ -328,8 +385,11 @@ def cleanup() -> None:
         return
     owned = f"SELECT id FROM {Task._meta.db_table} WHERE created_by_id = ANY(%s)"
     with transaction.atomic(), connection.cursor() as cur:
-        cur.execute(f"UPDATE {Task._meta.db_table} SET head_checkpoint_id = NULL "
-                    "WHERE created_by_id = ANY(%s)", [ids])
+        cur.execute(
+            f"UPDATE {Task._meta.db_table} SET head_checkpoint_id = NULL "
+            "WHERE created_by_id = ANY(%s)",
+            [ids],
+        )
         for model in (ReviewRequest, ToolCall, Checkpoint, TaskEvent, AuditEntry):
             cur.execute(f"DELETE FROM {model._meta.db_table} WHERE task_id IN ({owned})", [ids])
         cur.execute(f"DELETE FROM {Task._meta.db_table} WHERE created_by_id = ANY(%s)", [ids])
@@ -344,7 +404,8 @@ def _client() -> Any:
     from django.test import Client
 
     user, _ = get_user_model().objects.get_or_create(
-        username=f"{USER_PREFIX}operator", defaults={"is_superuser": True, "is_staff": True})
+        username=f"{USER_PREFIX}operator", defaults={"is_superuser": True, "is_staff": True}
+    )
     client = Client()
     client.force_login(user)
     return client
@@ -371,25 +432,36 @@ def run(size: str) -> dict[str, Any]:
         pages = {
             ("list", "task list"): "/tasks/",
             ("list", "task list: status + tool"): "/tasks/?status=failed&tool=http_request",
-            ("list", "task list: error class + creator + dates"):
-                f"/tasks/?error_class=timeout&creator={USER_PREFIX}1&created_from={day}",
+            (
+                "list",
+                "task list: error class + creator + dates",
+            ): f"/tasks/?error_class=timeout&creator={USER_PREFIX}1&created_from={day}",
             ("list", "task list: free-text search"): "/tasks/?q=task+4242%3A",
             ("task", f"task page, {params['big_steps']} steps"): f"/tasks/{seeded['big_task']}/",
             ("stats", "failure statistics, 24 h"): "/stats/failures/?since=24h",
             ("stats", "failure statistics, 7 days"): "/stats/failures/?since=7d",
             (None, "overview"): "/",
         }
-        samples = sample_interleaved({label: _get(client, url)
-                                      for (_, label), url in pages.items()},
-                                     n=params["n"], warmup=params["warmup"])
+        samples = sample_interleaved(
+            {label: _get(client, url) for (_, label), url in pages.items()},
+            n=params["n"],
+            warmup=params["warmup"],
+        )
         figures, profiles = [], {}
         for (kind, label), url in pages.items():
             ours = stats(samples[label], scale=1000)
             target = TARGETS_MS.get(kind)
             met = None if target is None else ours["p95"] <= target
-            figures.append(figure(figure=label, unit="ms", ours=ours,
-                                  target=f"p95 ≤ {target} ms" if target else "informational",
-                                  met=met, note=url))
+            figures.append(
+                figure(
+                    figure=label,
+                    unit="ms",
+                    ours=ours,
+                    target=f"p95 ≤ {target} ms" if target else "informational",
+                    met=met,
+                    note=url,
+                )
+            )
             if met is False:
                 profiles[label] = profile_top(_get(client, url), repeat=3)
     finally:
@@ -398,10 +470,15 @@ def run(size: str) -> dict[str, Any]:
         "title": TITLE,
         "figures": figures,
         "profiles": profiles,
-        "notes": ("Server-side time of one GET through Django's test client (middleware, "
-                  "view, SQL, templates), as a logged-in operator, with the database seeded "
-                  "as in the docstring; pages interleaved round-robin. The statistics pages "
-                  "aggregate in SQL (GROUP BY, percentile_cont) over the window."),
-        "details": {"rows": seeded["counts"], "seed_seconds": round(seeded["seed_seconds"], 1),
-                    "big_task_steps": params["big_steps"]},
+        "notes": (
+            "Server-side time of one GET through Django's test client (middleware, "
+            "view, SQL, templates), as a logged-in operator, with the database seeded "
+            "as in the docstring; pages interleaved round-robin. The statistics pages "
+            "aggregate in SQL (GROUP BY, percentile_cont) over the window."
+        ),
+        "details": {
+            "rows": seeded["counts"],
+            "seed_seconds": round(seeded["seed_seconds"], 1),
+            "big_task_steps": params["big_steps"],
+        },
     }

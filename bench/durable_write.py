@@ -35,12 +35,16 @@ from bench.common import (
 TITLE = "Durable write per step"
 MESSAGES = 20
 MESSAGE_CHARS = 500
-SIZES = {"smoke": {"n": 3, "warmup": 1, "profile": 2},
-         "full": {"n": 500, "warmup": 50, "profile": 300}}
+SIZES = {
+    "smoke": {"n": 3, "warmup": 1, "profile": 2},
+    "full": {"n": 500, "warmup": 50, "profile": 300},
+}
 
-_WORDS = ("the agent reads a file and writes the result to the workspace while the operator "
-          "reviews each risky call before it runs invoice 2024 total amount customer id order "
-          "status pending approved rejected retry timeout checkpoint rollback summary").split()
+_WORDS = (
+    "the agent reads a file and writes the result to the workspace while the operator "
+    "reviews each risky call before it runs invoice 2024 total amount customer id order "
+    "status pending approved rejected retry timeout checkpoint rollback summary"
+).split()
 
 
 def chat_text(seed: int, chars: int = MESSAGE_CHARS) -> str:
@@ -56,15 +60,27 @@ def agent_state() -> Any:
     """20 messages: system, user, then assistant tool calls and tool results in turn."""
     from tasks.agent_state import AgentState, Message, ProposedCall
 
-    messages = [Message(role="system", content=chat_text(0)),
-                Message(role="user", content=chat_text(1))]
+    messages = [
+        Message(role="system", content=chat_text(0)),
+        Message(role="user", content=chat_text(1)),
+    ]
     turn = 0
     while len(messages) < MESSAGES:
         call_id = f"0.{turn}.0"
-        messages.append(Message(role="assistant", content=chat_text(2 + 2 * turn), calls=[
-            ProposedCall(call_id=call_id, tool="read_file", args={"path": f"notes/{turn}.txt"})]))
-        messages.append(Message(role="tool", content=chat_text(3 + 2 * turn), call_id=call_id,
-                                name="read_file"))
+        messages.append(
+            Message(
+                role="assistant",
+                content=chat_text(2 + 2 * turn),
+                calls=[
+                    ProposedCall(
+                        call_id=call_id, tool="read_file", args={"path": f"notes/{turn}.txt"}
+                    )
+                ],
+            )
+        )
+        messages.append(
+            Message(role="tool", content=chat_text(3 + 2 * turn), call_id=call_id, name="read_file")
+        )
         turn += 1
     return AgentState(messages=messages[:MESSAGES], turn_index=turn, step_index=turn)
 
@@ -80,8 +96,14 @@ def langchain_messages(state: Any) -> list[Any]:
         elif m.role == "user":
             out.append(HumanMessage(content=m.content))
         elif m.role == "assistant":
-            out.append(AIMessage(content=m.content, tool_calls=[
-                {"name": c.tool, "args": c.args, "id": c.call_id} for c in m.calls or []]))
+            out.append(
+                AIMessage(
+                    content=m.content,
+                    tool_calls=[
+                        {"name": c.tool, "args": c.args, "id": c.call_id} for c in m.calls or []
+                    ],
+                )
+            )
         else:
             out.append(ToolMessage(content=m.content, tool_call_id=m.call_id, name=m.name))
     return out
@@ -113,8 +135,9 @@ class Ours:
         from checkpoints.services import checkpoint_build
 
         run = self.run
-        payload = checkpoint_build(task_id=run.task_id, seq=0, state=run.state, level="step",
-                                   trigger="after_step").payload
+        payload = checkpoint_build(
+            task_id=run.task_id, seq=0, state=run.state, level="step", trigger="after_step"
+        ).payload
         event = json.dumps({"step": run.state.step_index}).encode()
         return bytes(payload) + event
 
@@ -131,14 +154,16 @@ class LangGraph:
         from psycopg.rows import dict_row
 
         # The connection PostgresSaver.from_conn_string opens.
-        self.conn = psycopg.connect(reference_conninfo(), autocommit=True, prepare_threshold=0,
-                                    row_factory=dict_row)
+        self.conn = psycopg.connect(
+            reference_conninfo(), autocommit=True, prepare_threshold=0, row_factory=dict_row
+        )
         self.saver = PostgresSaver(self.conn)
         self.saver.setup()
         self.messages = langchain_messages(state)
         self.write = ToolMessage(content=chat_text(999), tool_call_id="0.99.0", name="read_file")
         self.config: dict[str, Any] = {
-            "configurable": {"thread_id": str(uuid.uuid4()), "checkpoint_ns": ""}}
+            "configurable": {"thread_id": str(uuid.uuid4()), "checkpoint_ns": ""}
+        }
         self.version: str | None = None
         self.step_index = 0
 
@@ -151,8 +176,11 @@ class LangGraph:
         checkpoint["channel_values"] = {"messages": self.messages}
         checkpoint["channel_versions"] = {"messages": self.version}
         self.config = self.saver.put(
-            self.config, checkpoint, {"source": "loop", "step": self.step_index, "parents": {}},
-            {"messages": self.version})
+            self.config,
+            checkpoint,
+            {"source": "loop", "step": self.step_index, "parents": {}},
+            {"messages": self.version},
+        )
         self.saver.put_writes(self.config, [("messages", [self.write])], task_id=str(uuid.uuid4()))
 
     def close(self) -> None:
@@ -166,7 +194,8 @@ class Floor:
         self.data = data
         self.conn = psycopg.connect(reference_conninfo())
         self.conn.execute(
-            "CREATE TABLE floor_write (id bigserial PRIMARY KEY, data bytea NOT NULL)")
+            "CREATE TABLE floor_write (id bigserial PRIMARY KEY, data bytea NOT NULL)"
+        )
         self.conn.commit()
 
     def step(self) -> None:
@@ -186,7 +215,9 @@ def run(size: str) -> dict[str, Any]:
     try:
         samples = sample_interleaved(
             {"ours": ours.step, "langgraph": langgraph.step, "floor": floor.step},
-            n=params["n"], warmup=params["warmup"])
+            n=params["n"],
+            warmup=params["warmup"],
+        )
         profile = profile_top(ours.step, repeat=params["profile"])
         stored = len(ours.stored_bytes())
     finally:
@@ -200,21 +231,41 @@ def run(size: str) -> dict[str, Any]:
     return {
         "title": TITLE,
         "figures": [
-            figure(figure="Durable write per step vs the floor", unit="ms", ours=ms["ours"],
-                   reference=ms["floor"], reference_label="raw INSERT + commit",
-                   target="≤ 1.2× floor", met=floor_ratio <= 1.2),
-            figure(figure="Durable write per step vs LangGraph", unit="ms", ours=ms["ours"],
-                   reference=ms["langgraph"], reference_label="PostgresSaver put + put_writes",
-                   target="≤ 1.0× LangGraph", met=langgraph_ratio <= 1.0),
-            figure(figure="Durable write per step, absolute", unit="ms", ours=ms["ours"],
-                   target="≤ ~1 ms", met=ms["ours"]["median"] <= 1.0),
+            figure(
+                figure="Durable write per step vs the floor",
+                unit="ms",
+                ours=ms["ours"],
+                reference=ms["floor"],
+                reference_label="raw INSERT + commit",
+                target="≤ 1.2× floor",
+                met=floor_ratio <= 1.2,
+            ),
+            figure(
+                figure="Durable write per step vs LangGraph",
+                unit="ms",
+                ours=ms["ours"],
+                reference=ms["langgraph"],
+                reference_label="PostgresSaver put + put_writes",
+                target="≤ 1.0× LangGraph",
+                met=langgraph_ratio <= 1.0,
+            ),
+            figure(
+                figure="Durable write per step, absolute",
+                unit="ms",
+                ours=ms["ours"],
+                target="≤ ~1 ms",
+                met=ms["ours"]["median"] <= 1.0,
+            ),
         ],
         "profiles": {"ours: one TaskRun.commit(after_step)": profile},
-        "details": {"messages": MESSAGES, "message_chars": MESSAGE_CHARS,
-                    "bytes_per_step_ours": stored},
+        "details": {
+            "messages": MESSAGES,
+            "message_chars": MESSAGE_CHARS,
+            "bytes_per_step_ours": stored,
+        },
         "notes": (
             f"State: {MESSAGES} chat messages of ~{MESSAGE_CHARS} characters. Ours = one "
-            "`TaskRun.commit(trigger=\"after_step\")` (checkpoint_build + fenced task UPDATE + "
+            '`TaskRun.commit(trigger="after_step")` (checkpoint_build + fenced task UPDATE + '
             "checkpoint INSERT + events bulk INSERT, one transaction); LangGraph = "
             "`PostgresSaver.put` (messages channel blob + checkpoint row) + `put_writes` (the "
             "step's tool message); floor = raw psycopg `INSERT` of the "

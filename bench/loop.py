@@ -32,16 +32,19 @@ from bench.common import (
 )
 
 TITLE = "Loop overhead end to end"
-SIZES = {"smoke": {"steps": (3, 6), "repeat": 2},
-         "full": {"steps": (50, 200), "repeat": 7}}
+SIZES = {"smoke": {"steps": (3, 6), "repeat": 2}, "full": {"steps": (50, 200), "repeat": 7}}
 
 
 # --- ours -------------------------------------------------------------------------------------
 
 
 def ours_prepare(steps: int) -> Any:
-    return scripted_task(script=[{"call": "noop", "args": {}}] * steps + [{"final": "done"}],
-                         tools=["noop"], title=f"bench loop {steps}", max_steps=steps + 1)
+    return scripted_task(
+        script=[{"call": "noop", "args": {}}] * steps + [{"final": "done"}],
+        tools=["noop"],
+        title=f"bench loop {steps}",
+        max_steps=steps + 1,
+    )
 
 
 def ours_run(task: Any) -> None:
@@ -62,7 +65,9 @@ def ours_stored_bytes(task_id: Any) -> int:
             "     + (SELECT coalesce(sum(pg_column_size(e.*)), 0) FROM tasks_taskevent e"
             "        WHERE e.task_id = %(t)s)"
             "     + (SELECT coalesce(sum(pg_column_size(k.*)), 0) FROM tasks_toolcall k"
-            "        WHERE k.task_id = %(t)s)", {"t": task_id})
+            "        WHERE k.task_id = %(t)s)",
+            {"t": task_id},
+        )
         return int(cursor.fetchone()[0])
 
 
@@ -73,7 +78,9 @@ def ours_checkpoint_growth(task_id: Any, *, per: int = 50) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT step_index / %s, avg(pg_column_size(c.*))::int FROM checkpoints_checkpoint c"
-            " WHERE c.task_id = %s GROUP BY 1 ORDER BY 1", [per, task_id])
+            " WHERE c.task_id = %s GROUP BY 1 ORDER BY 1",
+            [per, task_id],
+        )
         return [size for _, size in cursor.fetchall()]
 
 
@@ -107,8 +114,9 @@ def fake_model(steps: int) -> Any:
         def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
             done = sum(isinstance(m, AIMessage) for m in messages)
             if done < self.steps:
-                message = AIMessage(content="", tool_calls=[
-                    {"name": "noop", "args": {}, "id": f"call_{done}"}])
+                message = AIMessage(
+                    content="", tool_calls=[{"name": "noop", "args": {}, "id": f"call_{done}"}]
+                )
             else:
                 message = AIMessage(content="done")
             return ChatResult(generations=[ChatGeneration(message=message)])
@@ -137,8 +145,9 @@ class LangGraphAgent:
         from psycopg.rows import dict_row
 
         # The connection PostgresSaver.from_conn_string opens.
-        self.conn = psycopg.connect(reference_conninfo(), autocommit=True, prepare_threshold=0,
-                                    row_factory=dict_row)
+        self.conn = psycopg.connect(
+            reference_conninfo(), autocommit=True, prepare_threshold=0, row_factory=dict_row
+        )
         self.saver = PostgresSaver(self.conn)
         self.saver.setup()
         self.agents: dict[int, Any] = {}
@@ -149,8 +158,9 @@ class LangGraphAgent:
                 warnings.simplefilter("ignore")  # create_react_agent is deprecated in 1.x
                 from langgraph.prebuilt import create_react_agent
 
-                self.agents[steps] = create_react_agent(fake_model(steps), [noop_tool()],
-                                                        checkpointer=self.saver)
+                self.agents[steps] = create_react_agent(
+                    fake_model(steps), [noop_tool()], checkpointer=self.saver
+                )
         return self.agents[steps]
 
     def run(self, steps: int, *, durability: str, thread_id: str) -> None:
@@ -172,16 +182,20 @@ class LangGraphAgent:
             "     + (SELECT coalesce(sum(pg_column_size(b.*)), 0) FROM checkpoint_blobs b"
             "        WHERE b.thread_id = %(t)s)"
             "     + (SELECT coalesce(sum(pg_column_size(w.*)), 0) FROM checkpoint_writes w"
-            "        WHERE w.thread_id = %(t)s) AS total", {"t": thread_id}).fetchone()
+            "        WHERE w.thread_id = %(t)s) AS total",
+            {"t": thread_id},
+        ).fetchone()
         return int(row["total"])
 
-    def samples(self, steps: int, repeat: int, *, durability: str
-                ) -> tuple[list[float], list[float]]:
+    def samples(
+        self, steps: int, repeat: int, *, durability: str
+    ) -> tuple[list[float], list[float]]:
         seconds, per_step = [], []
         for _ in range(repeat):
             thread_id = str(uuid.uuid4())
-            seconds.append(timed(lambda t=thread_id: self.run(steps, durability=durability,
-                                                             thread_id=t)))
+            seconds.append(
+                timed(lambda t=thread_id: self.run(steps, durability=durability, thread_id=t))
+            )
             per_step.append(self.stored_bytes(thread_id) / steps)
             self.saver.delete_thread(thread_id)
         return seconds, per_step
@@ -211,8 +225,7 @@ def run(size: str) -> dict[str, Any]:
                 for who, sampler in (
                     ("ours", lambda s=steps: ours_samples(s, 1)),
                     ("langgraph", lambda s=steps: langgraph.samples(s, 1, durability="async")),
-                    ("langgraph_sync", lambda s=steps: langgraph.samples(s, 1,
-                                                                       durability="sync")),
+                    ("langgraph_sync", lambda s=steps: langgraph.samples(s, 1, durability="sync")),
                 ):
                     t, b = sampler()
                     seconds.setdefault((who, steps), []).extend(t)
@@ -232,31 +245,68 @@ def run(size: str) -> dict[str, Any]:
     large_ratio = ours_large["median"] / rate[("langgraph", large)]["median"]
     kb_small, kb_large = kb[("ours", small)]["median"], kb[("ours", large)]["median"]
     figures = [
-        figure(figure=f"Steps/s at {large} steps", unit="steps/s", ours=ours_large,
-               reference=rate[("langgraph", large)], reference_label="LangGraph ReAct",
-               target="≥ 2.0× LangGraph", met=large_ratio >= 2.0),
-        figure(figure=f"Steps/s at {small} steps", unit="steps/s", ours=ours_small,
-               reference=rate[("langgraph", small)], reference_label="LangGraph ReAct",
-               target="(info)"),
-        figure(figure=f"Steps/s at {large} steps vs LangGraph durability=sync",
-               unit="steps/s", ours=ours_large, reference=rate[("langgraph_sync", large)],
-               reference_label="LangGraph ReAct, sync", target="(info)"),
-        figure(figure=f"Flatness: steps/s at {large} ÷ at {small} steps", unit="steps/s",
-               ours=ours_large, reference=ours_small, reference_label=f"ours at {small} steps",
-               target="≥ 0.90 (within 10%)", met=flatness >= 0.9),
-        figure(figure=f"Stored per step at {large} steps", unit="KB", ours=kb[("ours", large)],
-               reference=kb[("langgraph", large)], reference_label="LangGraph ReAct",
-               target="≤ ~5 KB", met=kb_large <= 5.0),
-        figure(figure=f"Stored per step at {small} steps", unit="KB", ours=kb[("ours", small)],
-               reference=kb[("langgraph", small)], reference_label="LangGraph ReAct",
-               target="≤ ~5 KB, flat", met=kb_small <= 5.0 and kb_large <= kb_small * 1.1),
+        figure(
+            figure=f"Steps/s at {large} steps",
+            unit="steps/s",
+            ours=ours_large,
+            reference=rate[("langgraph", large)],
+            reference_label="LangGraph ReAct",
+            target="≥ 2.0× LangGraph",
+            met=large_ratio >= 2.0,
+        ),
+        figure(
+            figure=f"Steps/s at {small} steps",
+            unit="steps/s",
+            ours=ours_small,
+            reference=rate[("langgraph", small)],
+            reference_label="LangGraph ReAct",
+            target="(info)",
+        ),
+        figure(
+            figure=f"Steps/s at {large} steps vs LangGraph durability=sync",
+            unit="steps/s",
+            ours=ours_large,
+            reference=rate[("langgraph_sync", large)],
+            reference_label="LangGraph ReAct, sync",
+            target="(info)",
+        ),
+        figure(
+            figure=f"Flatness: steps/s at {large} ÷ at {small} steps",
+            unit="steps/s",
+            ours=ours_large,
+            reference=ours_small,
+            reference_label=f"ours at {small} steps",
+            target="≥ 0.90 (within 10%)",
+            met=flatness >= 0.9,
+        ),
+        figure(
+            figure=f"Stored per step at {large} steps",
+            unit="KB",
+            ours=kb[("ours", large)],
+            reference=kb[("langgraph", large)],
+            reference_label="LangGraph ReAct",
+            target="≤ ~5 KB",
+            met=kb_large <= 5.0,
+        ),
+        figure(
+            figure=f"Stored per step at {small} steps",
+            unit="KB",
+            ours=kb[("ours", small)],
+            reference=kb[("langgraph", small)],
+            reference_label="LangGraph ReAct",
+            target="≤ ~5 KB, flat",
+            met=kb_small <= 5.0 and kb_large <= kb_small * 1.1,
+        ),
     ]
     return {
         "title": TITLE,
         "figures": figures,
         "profiles": {f"ours: one task_run of {large} steps": profile},
-        "details": {"steps": [small, large], "repeat": repeat,
-                    "ours_checkpoint_bytes_per_50_steps": growth},
+        "details": {
+            "steps": [small, large],
+            "repeat": repeat,
+            "ours_checkpoint_bytes_per_50_steps": growth,
+        },
         "notes": (
             "Ours: `tasks.runtime.task_run` in-process (acquire → succeeded), scripted model, "
             "`noop` test tool, every checkpoint trigger of harness.yaml on. LangGraph: "
@@ -267,7 +317,8 @@ def run(size: str) -> dict[str, Any]:
             "`pg_column_size` of the rows each run leaves (ours: checkpoints + events + tool "
             "calls; LangGraph: checkpoints + blobs + writes), indexes excluded for both. "
             f"Our average checkpoint row per 50 steps of the {large}-step run: "
-            + ", ".join(f"{b:,} B" for b in growth) + " (AgentState is bounded by the "
+            + ", ".join(f"{b:,} B" for b in growth)
+            + " (AgentState is bounded by the "
             "context policy: a recent-message window plus a rolling summary that grows to its "
             "cap, then stays flat)."
         ),

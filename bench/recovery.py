@@ -65,8 +65,7 @@ def _kill(task_id: Any, workers: list[RqWorker]) -> RqWorker:
     """SIGKILL the worker running the task: its process group and its work horse's."""
     from tasks.models import Task
 
-    horse = int(Task.objects.values_list("worker_id", flat=True).get(id=task_id)
-                .rsplit(":", 1)[1])
+    horse = int(Task.objects.values_list("worker_id", flat=True).get(id=task_id).rsplit(":", 1)[1])
     parent = int(Path(f"/proc/{horse}/stat").read_text().rsplit(")", 1)[1].split()[1])
     victim = next(w for w in workers if w.process.pid == parent)
     for group in (horse, victim.process.pid):
@@ -86,18 +85,25 @@ def _stop(task_id: Any, operator: Any, *, timeout: float) -> None:
 
     if Task.objects.filter(id=task_id).exclude(status__in=TERMINAL).exists():
         task_cancel(task_id=task_id, user=operator, reason="bench done")
-    wait_for(lambda: Task.objects.filter(id=task_id, status__in=TERMINAL).exists(),
-             timeout=timeout, what="the task to stop")
+    wait_for(
+        lambda: Task.objects.filter(id=task_id, status__in=TERMINAL).exists(),
+        timeout=timeout,
+        what="the task to stop",
+    )
     tasks_delete([task_id])
 
 
-def _one(workers: list[RqWorker], operator: Any, *, heartbeat: float,
-         timeout: float) -> dict[str, float]:
+def _one(
+    workers: list[RqWorker], operator: Any, *, heartbeat: float, timeout: float
+) -> dict[str, float]:
     from bench.common import scripted_task
     from tasks.services import task_enqueue
 
-    task = scripted_task(script=[{"call": "sleep", "args": {"seconds": 600}}, {"final": "x"}],
-                         tools=["sleep"], title="bench recovery")
+    task = scripted_task(
+        script=[{"call": "sleep", "args": {"seconds": 600}}, {"final": "x"}],
+        tools=["sleep"],
+        title="bench recovery",
+    )
     task_enqueue(task=task)
     try:
         wait_for(lambda: _sleeping(task.id), timeout=60, what="the sleep to start")
@@ -106,33 +112,57 @@ def _one(workers: list[RqWorker], operator: Any, *, heartbeat: float,
         time.sleep(random.uniform(heartbeat, 2 * heartbeat))
         killed_at = time.time()
         workers.remove(_kill(task.id, workers))
-        times = wait_for(lambda: _recovered(task.id, killed_at), timeout=timeout,
-                         what="the task to run again")
+        times = wait_for(
+            lambda: _recovered(task.id, killed_at), timeout=timeout, what="the task to run again"
+        )
     finally:
         _stop(task.id, operator, timeout=timeout)
-    return {"recovery": times["running"] - killed_at, "detect": times["stalled"] - killed_at,
-            "pickup": times["running"] - times["stalled"]}
+    return {
+        "recovery": times["running"] - killed_at,
+        "detect": times["stalled"] - killed_at,
+        "pickup": times["running"] - times["stalled"],
+    }
 
 
 def _sweeper(env: dict[str, str], interval: float, log_path: Path) -> subprocess.Popen:
     from bench.common import database_url
 
-    full_env = dict(os.environ, DJANGO_SETTINGS_MODULE="harness_site.settings",
-                    PYTHONPATH=str(BENCH_DIR.parent), DATABASE_URL=database_url(), **env)
+    full_env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="harness_site.settings",
+        PYTHONPATH=str(BENCH_DIR.parent),
+        DATABASE_URL=database_url(),
+        **env,
+    )
     with open(log_path, "wb") as log:
         return subprocess.Popen(
-            [sys.executable, str(BENCH_DIR.parent / "manage.py"), "harness_sweep", "--loop",
-             "--interval", str(interval)],
-            cwd=BENCH_DIR.parent, env=full_env, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                str(BENCH_DIR.parent / "manage.py"),
+                "harness_sweep",
+                "--loop",
+                "--interval",
+                str(interval),
+            ],
+            cwd=BENCH_DIR.parent,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def _measure(heartbeat: float, sweep: float, n: int) -> dict[str, list[float]]:
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    env = {"HARNESS_HEARTBEAT_S": str(heartbeat), "HARNESS_STALE_AFTER_S": str(2 * heartbeat),
-           "REDIS_URL": settings.REDIS_URL, "HARNESS_ENABLE_TEST_TOOLS": "1"}
+    env = {
+        "HARNESS_HEARTBEAT_S": str(heartbeat),
+        "HARNESS_STALE_AFTER_S": str(2 * heartbeat),
+        "REDIS_URL": settings.REDIS_URL,
+        "HARNESS_ENABLE_TEST_TOOLS": "1",
+    }
     logs = Path(tempfile.mkdtemp(prefix="bench-recovery-"))
     sweeper = _sweeper(env, sweep, logs / "sweeper.log")
     workers: list[RqWorker] = []
@@ -147,8 +177,9 @@ def _measure(heartbeat: float, sweep: float, n: int) -> dict[str, list[float]]:
                 log = logs / f"worker-{i}-{len(workers)}.log"
                 workers.append(stack.enter_context(RqWorker(log_path=log, env=env)))
             wait_for(lambda: all(w.state() == "idle" for w in workers), what="idle workers")
-            one = _one(workers, operator, heartbeat=heartbeat,
-                       timeout=10 * (2 * heartbeat + sweep) + 30)
+            one = _one(
+                workers, operator, heartbeat=heartbeat, timeout=10 * (2 * heartbeat + sweep) + 30
+            )
             for name, value in one.items():
                 samples.setdefault(name, []).append(value)
     return samples
@@ -162,18 +193,23 @@ def run(size: str) -> dict[str, Any]:
         samples = _measure(heartbeat, sweep, params["n"])
         s = {name: stats(values) for name, values in samples.items()}
         bound = 2 * heartbeat + sweep
-        figures.append(figure(
-            figure=f"Worker killed → task running again (heartbeat {heartbeat:g} s, "
-                   f"sweep every {sweep:g} s)",
-            unit="s", ours=s["recovery"], target=f"< 2 × heartbeat + sweep = {bound:g} s",
-            # Judged on the median: by construction the worst case is the bound plus pickup.
-            met=s["recovery"]["median"] < bound,
-            note=f"median detect {s['detect']['median']:.2f} s + pickup "
-                 f"{s['pickup']['median']:.2f} s; p95 {s['recovery']['p95']:.2f} s",
-        ))
+        figures.append(
+            figure(
+                figure=f"Worker killed → task running again (heartbeat {heartbeat:g} s, "
+                f"sweep every {sweep:g} s)",
+                unit="s",
+                ours=s["recovery"],
+                target=f"< 2 × heartbeat + sweep = {bound:g} s",
+                # Judged on the median: by construction the worst case is the bound plus pickup.
+                met=s["recovery"]["median"] < bound,
+                note=f"median detect {s['detect']['median']:.2f} s + pickup "
+                f"{s['pickup']['median']:.2f} s; p95 {s['recovery']['p95']:.2f} s",
+            )
+        )
         details[f"heartbeat_{heartbeat:g}s_sweep_{sweep:g}s"] = {
             name: {"samples": [round(v, 4) for v in values], **s[name]}
-            for name, values in samples.items()}
+            for name, values in samples.items()
+        }
     return {
         "title": TITLE,
         "figures": figures,

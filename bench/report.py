@@ -32,8 +32,10 @@ def _met(met: bool | None) -> str:
 def _profile_table(entries: list[dict[str, Any]]) -> list[str]:
     lines = ["| own ms/run | cum ms/run | calls/run | function |", "|---:|---:|---:|---|"]
     for e in entries:
-        lines.append(f"| {e['own_ms_per_run']:.3f} | {e['cum_ms_per_run']:.3f} | "
-                     f"{e['calls_per_run']:g} | `{e['function']}` |")
+        lines.append(
+            f"| {e['own_ms_per_run']:.3f} | {e['cum_ms_per_run']:.3f} | "
+            f"{e['calls_per_run']:g} | `{e['function']}` |"
+        )
     return lines
 
 
@@ -51,7 +53,8 @@ def render(results: list[dict[str, Any]]) -> str:
         f"{', '.join(str(r['environment'].get('load_average_1m')) for r in results)}), PostgreSQL "
         f"{env['postgresql']} (fsync={env.get('postgresql_fsync')}, synchronous_commit="
         f"{env.get('postgresql_synchronous_commit')}) on loopback, Python {env['python']}, "
-        + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items()) + ".",
+        + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items())
+        + ".",
         "",
         "Each figure is the median over repeated runs with its p95 and sample count; **ratio** "
         "is ours ÷ reference, both measured in the same run against the same PostgreSQL; the "
@@ -68,8 +71,10 @@ def render(results: list[dict[str, Any]]) -> str:
                 reference = f"{f['reference_label']}: {reference}"
             ratio = f"{f['ratio']:.2f}×" if f.get("ratio") is not None else "—"
             name = f["figure"] + (f" — {f['note']}" if f.get("note") else "")
-            lines.append(f"| {name} | {_value(f['ours'], f['unit'])} | {reference} | {ratio} | "
-                         f"{f.get('target') or '—'} | {_met(f.get('met'))} |")
+            lines.append(
+                f"| {name} | {_value(f['ours'], f['unit'])} | {reference} | {ratio} | "
+                f"{f.get('target') or '—'} | {_met(f.get('met'))} |"
+            )
             if f.get("met") is False:
                 missed.append((result, f))
     for result in results:
@@ -83,9 +88,14 @@ def render(results: list[dict[str, Any]]) -> str:
             if (result["name"], label) in shown or not entries:
                 continue
             shown.add((result["name"], label))
-            lines += ["", f"### {result.get('title', result['name'])}: {label}", "",
-                      f"cProfile, entries with the most own time (missed: {f['figure']}).", "",
-                      *_profile_table(entries)]
+            lines += [
+                "",
+                f"### {result.get('title', result['name'])}: {label}",
+                "",
+                f"cProfile, entries with the most own time (missed: {f['figure']}).",
+                "",
+                *_profile_table(entries),
+            ]
     return "\n".join(lines) + "\n"
 
 

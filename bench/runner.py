@@ -30,8 +30,9 @@ def benchmarks() -> dict[str, Callable[[str], dict[str, Any]]]:
     return dict(sorted(found.items()))
 
 
-def run_all(*, size: str, only: list[str] | None = None,
-            results_dir: Path = RESULTS_DIR) -> dict[str, Path]:
+def run_all(
+    *, size: str, only: list[str] | None = None, results_dir: Path = RESULTS_DIR
+) -> dict[str, Path]:
     """Run the selected benchmarks at `size`, writing results_dir/<name>.json for each."""
     if size not in SIZES:
         raise ValueError(f"size must be one of {SIZES}, not {size!r}")

@@ -27,8 +27,10 @@ from typing import Any
 from bench.common import figure, profile_top, scripted_task, stats, tasks_delete
 
 TITLE = "Workspace snapshots"
-SIZES = {"smoke": {"files": 200, "changed": 20, "n": 3},
-         "full": {"files": 10_000, "changed": 1_000, "n": 50}}
+SIZES = {
+    "smoke": {"files": 200, "changed": 20, "n": 3},
+    "full": {"files": 10_000, "changed": 1_000, "n": 50},
+}
 CAPTURE_TARGET_MS = 50
 ROLLBACK_TARGET_MS = 1000
 
@@ -75,9 +77,11 @@ def _capture(files: int, n: int) -> tuple[dict[str, Any], list[dict], dict[str, 
             snapshot_capture(task_id=None, workspace=root)
 
         profile = profile_top(one_more, repeat=3)
-        return stats(samples, scale=1000), profile, {"files": first["files"],
-                                                     "bytes": first["bytes"],
-                                                     "cold_capture_ms": cold_s * 1000}
+        return (
+            stats(samples, scale=1000),
+            profile,
+            {"files": first["files"], "bytes": first["bytes"], "cold_capture_ms": cold_s * 1000},
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -102,9 +106,13 @@ def _rollback(changed: int, n: int) -> tuple[dict[str, Any], list[dict], dict[st
 
         def checkpoint(trigger: str) -> Checkpoint:
             cp = checkpoint_build(
-                task_id=task.id, seq=checkpoint_next_seq(task_id=task.id), state=AgentState(),
-                level="step", trigger=trigger,
-                snapshot=snapshot_capture(task_id=task.id, workspace=workspace))
+                task_id=task.id,
+                seq=checkpoint_next_seq(task_id=task.id),
+                state=AgentState(),
+                level="step",
+                trigger=trigger,
+                snapshot=snapshot_capture(task_id=task.id, workspace=workspace),
+            )
             cp.save(force_insert=True)
             Task.objects.filter(id=task.id).update(head_checkpoint=cp)
             return cp
@@ -121,15 +129,17 @@ def _rollback(changed: int, n: int) -> tuple[dict[str, Any], list[dict], dict[st
         for i in range(n):
             change_all(i)
             started = time.perf_counter()
-            result = checkpoint_rollback(task_id=task.id, checkpoint_id=base.id, user=None,
-                                         reason="bench", resume=False)
+            result = checkpoint_rollback(
+                task_id=task.id, checkpoint_id=base.id, user=None, reason="bench", resume=False
+            )
             samples.append(time.perf_counter() - started)
             assert len(result.restored.written) == changed, result.restored
 
         def one_more() -> None:
             change_all(n)
-            checkpoint_rollback(task_id=task.id, checkpoint_id=base.id, user=None,
-                                reason="bench", resume=False)
+            checkpoint_rollback(
+                task_id=task.id, checkpoint_id=base.id, user=None, reason="bench", resume=False
+            )
 
         profile = profile_top(one_more)
         return stats(samples, scale=1000), profile, {"files_restored": changed}
@@ -142,17 +152,26 @@ def _rollback(changed: int, n: int) -> tuple[dict[str, Any], list[dict], dict[st
 def run(size: str) -> dict[str, Any]:
     params = SIZES[size]
     capture, capture_profile, capture_details = _capture(params["files"], params["n"])
-    rollback, rollback_profile, rollback_details = _rollback(params["changed"],
-                                                             max(3, params["n"] // 5))
+    rollback, rollback_profile, rollback_details = _rollback(
+        params["changed"], max(3, params["n"] // 5)
+    )
     return {
         "title": TITLE,
         "figures": [
-            figure(figure=f"Incremental capture, {params['files']:,} files, one changed",
-                   unit="ms", ours=capture, target=f"<= {CAPTURE_TARGET_MS} ms",
-                   met=capture["median"] <= CAPTURE_TARGET_MS),
-            figure(figure=f"Rollback restoring {params['changed']:,} changed files",
-                   unit="ms", ours=rollback, target=f"<= {ROLLBACK_TARGET_MS} ms",
-                   met=rollback["median"] <= ROLLBACK_TARGET_MS),
+            figure(
+                figure=f"Incremental capture, {params['files']:,} files, one changed",
+                unit="ms",
+                ours=capture,
+                target=f"<= {CAPTURE_TARGET_MS} ms",
+                met=capture["median"] <= CAPTURE_TARGET_MS,
+            ),
+            figure(
+                figure=f"Rollback restoring {params['changed']:,} changed files",
+                unit="ms",
+                ours=rollback,
+                target=f"<= {ROLLBACK_TARGET_MS} ms",
+                met=rollback["median"] <= ROLLBACK_TARGET_MS,
+            ),
         ],
         "profiles": {"capture": capture_profile, "rollback": rollback_profile},
         "notes": (

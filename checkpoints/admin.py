@@ -10,8 +10,17 @@ from tasks.admin import ReadOnlyAdmin
 class CheckpointAdmin(ReadOnlyAdmin):
     """Append-only: rollback and retention go through checkpoints services."""
 
-    list_display = ("name", "task", "seq", "level", "trigger", "step_index", "size_bytes",
-                    "superseded", "created_at")
+    list_display = (
+        "name",
+        "task",
+        "seq",
+        "level",
+        "trigger",
+        "step_index",
+        "size_bytes",
+        "superseded",
+        "created_at",
+    )
     list_filter = ("level", "trigger", "superseded")
     search_fields = ("task__id", "checksum")
     exclude = ("payload",)

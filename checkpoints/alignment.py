@@ -27,14 +27,17 @@ _REQUEUE_KIND = {"stalled": "redispatch", "retry_wait": "retry"}
 def resume_kind(*, task_id: Any, state: AgentState) -> str | None:
     if state.recovery is not None:
         return state.recovery.kind
-    last = (TaskEvent.objects.filter(task_id=task_id, type="status", payload__to="queued")
-            .order_by("-id").values_list("payload", flat=True).first())
+    last = (
+        TaskEvent.objects.filter(task_id=task_id, type="status", payload__to="queued")
+        .order_by("-id")
+        .values_list("payload", flat=True)
+        .first()
+    )
     return _REQUEUE_KIND.get((last or {}).get("from"))
 
 
 def _short(value: Any, limit: int = RESULT_CHARS) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
-                                                           default=str)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -43,14 +46,21 @@ def _steps(task_id: Any, state: AgentState) -> list[dict[str, Any]]:
     results = {m.call_id: m.content for m in state.messages if m.role == "tool" and m.call_id}
     proposed = [m for m in state.messages if m.role == "assistant" and m.calls]
     ids = [c.call_id for m in proposed for c in m.calls or []]
-    status = dict(ToolCall.objects.filter(task_id=task_id, call_id__in=ids)
-                  .values_list("call_id", "status"))
+    status = dict(
+        ToolCall.objects.filter(task_id=task_id, call_id__in=ids).values_list("call_id", "status")
+    )
     steps = []
     for number, message in enumerate(proposed, start=1):
-        calls = [{"call_id": c.call_id, "tool": c.tool, "args": _short(c.args, 100),
-                  "status": status.get(c.call_id, "not run"),
-                  "result": _short(results[c.call_id]) if c.call_id in results else None}
-                 for c in message.calls or []]
+        calls = [
+            {
+                "call_id": c.call_id,
+                "tool": c.tool,
+                "args": _short(c.args, 100),
+                "status": status.get(c.call_id, "not run"),
+                "result": _short(results[c.call_id]) if c.call_id in results else None,
+            }
+            for c in message.calls or []
+        ]
         steps.append({"step": number, "calls": calls})
     return steps[-MAX_STEPS:]
 
@@ -62,9 +72,11 @@ def _files_modified(task_id: Any, checkpoint: Checkpoint, snapshot: dict | None)
     initial = snapshot_manifest(checkpoint_decode(first).snapshot)
     now = snapshot_manifest(snapshot)
     write, delete, _ = manifest_changes(initial, now)
-    return {"added": [p for p in write if p not in initial][:MAX_FILES],
-            "changed": [p for p in write if p in initial][:MAX_FILES],
-            "removed": delete[:MAX_FILES]}
+    return {
+        "added": [p for p in write if p not in initial][:MAX_FILES],
+        "changed": [p for p in write if p in initial][:MAX_FILES],
+        "removed": delete[:MAX_FILES],
+    }
 
 
 def _last_failure(task_id: Any, state: AgentState, kind: str) -> dict[str, Any] | None:
@@ -72,39 +84,62 @@ def _last_failure(task_id: Any, state: AgentState, kind: str) -> dict[str, Any] 
     error = error or state.last_error
     if error is not None:
         return {"error_class": error.error_class, "message": _short(error.message, 300)}
-    row = (ToolCall.objects.filter(task_id=task_id, status__in=(
-        ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT, ToolCallStatus.UNKNOWN_OUTCOME))
-        .order_by("-id").first())
+    row = (
+        ToolCall.objects.filter(
+            task_id=task_id,
+            status__in=(
+                ToolCallStatus.FAILED,
+                ToolCallStatus.TIMED_OUT,
+                ToolCallStatus.UNKNOWN_OUTCOME,
+            ),
+        )
+        .order_by("-id")
+        .first()
+    )
     if row is not None:
-        return {"error_class": row.error_class or row.status,
-                "message": _short(f"{row.tool} {row.call_id}: {row.error_message}", 300)}
+        return {
+            "error_class": row.error_class or row.status,
+            "message": _short(f"{row.tool} {row.call_id}: {row.error_message}", 300),
+        }
     if kind == "redispatch":
-        return {"error_class": "worker_lost", "message": "the previous worker stopped "
-                                                         "heartbeating"}
+        return {"error_class": "worker_lost", "message": "the previous worker stopped heartbeating"}
     return None
 
 
-def alignment_summary(*, task_id: Any, state: AgentState, kind: str, checkpoint: Checkpoint,
-                      snapshot: dict | None) -> dict[str, Any]:
+def alignment_summary(
+    *, task_id: Any, state: AgentState, kind: str, checkpoint: Checkpoint, snapshot: dict | None
+) -> dict[str, Any]:
     note = state.recovery
     steps = _steps(task_id, state)
     if state.phase == "tools":
-        names = ", ".join(f"{c.tool} ({c.call_id})" for c in state.pending[state.next_call:])
-        continue_at = (f"step {state.step_index + 1}: the pending call(s) {names} run next, "
-                       "then decide the next action")
+        names = ", ".join(f"{c.tool} ({c.call_id})" for c in state.pending[state.next_call :])
+        continue_at = (
+            f"step {state.step_index + 1}: the pending call(s) {names} run next, "
+            "then decide the next action"
+        )
     else:
         continue_at = f"step {state.step_index + 1}: decide the next action"
-    do_not_repeat = [f"{c['tool']} {c['args']} (step {s['step']}, done)"
-                     for s in steps for c in s["calls"] if c["status"] == "succeeded"]
+    do_not_repeat = [
+        f"{c['tool']} {c['args']} (step {s['step']}, done)"
+        for s in steps
+        for c in s["calls"]
+        if c["status"] == "succeeded"
+    ]
     if note is not None:
-        do_not_repeat += [f"{item} (done before the {note.kind}, NOT undone)"
-                          for item in note.undone.get("irreversible", [])]
+        do_not_repeat += [
+            f"{item} (done before the {note.kind}, NOT undone)"
+            for item in note.undone.get("irreversible", [])
+        ]
     return {
         "kind": kind,
         "reason": note.reason if note else "",
         "by": note.actor if note else "harness",
-        "resumed_from": {"checkpoint_seq": checkpoint.seq, "from_seq": note.from_seq if note
-                         else None, "step_index": state.step_index, "phase": state.phase},
+        "resumed_from": {
+            "checkpoint_seq": checkpoint.seq,
+            "from_seq": note.from_seq if note else None,
+            "step_index": state.step_index,
+            "phase": state.phase,
+        },
         "steps_completed": steps,
         "files_modified": _files_modified(task_id, checkpoint, snapshot),
         "undone": note.undone if note else {},
@@ -114,33 +149,55 @@ def alignment_summary(*, task_id: Any, state: AgentState, kind: str, checkpoint:
     }
 
 
-_WHAT = {"rollback": "was rolled back", "retry": "is retrying its failed step",
-         "forward": "continues from its newest valid checkpoint",
-         "redispatch": "was moved to a new worker after the previous one stopped"}
+_WHAT = {
+    "rollback": "was rolled back",
+    "retry": "is retrying its failed step",
+    "forward": "continues from its newest valid checkpoint",
+    "redispatch": "was moved to a new worker after the previous one stopped",
+}
 
 
 def alignment_text(summary: dict[str, Any]) -> str:
     who = f" by {summary['by']}" if summary["by"] != "harness" else ""
     reason = f" (reason: {summary['reason']})" if summary["reason"] else ""
-    parts = [f"[harness] This task {_WHAT[summary['kind']]}{who}{reason}, resuming at "
-             f"checkpoint #{summary['resumed_from']['checkpoint_seq']}."]
-    done = "; ".join(f"{s['step']}. " + ", ".join(
-        f"{c['tool']} -> {c['status']}" for c in s["calls"]) for s in summary["steps_completed"])
+    parts = [
+        f"[harness] This task {_WHAT[summary['kind']]}{who}{reason}, resuming at "
+        f"checkpoint #{summary['resumed_from']['checkpoint_seq']}."
+    ]
+    done = "; ".join(
+        f"{s['step']}. " + ", ".join(f"{c['tool']} -> {c['status']}" for c in s["calls"])
+        for s in summary["steps_completed"]
+    )
     parts.append(f"Steps completed: {done or 'none'}.")
     files = summary["files_modified"]
-    touched = [f"{p} (added)" for p in files["added"]] + [
-        f"{p} (changed)" for p in files["changed"]] + [f"{p} (removed)" for p in files["removed"]]
+    touched = (
+        [f"{p} (added)" for p in files["added"]]
+        + [f"{p} (changed)" for p in files["changed"]]
+        + [f"{p} (removed)" for p in files["removed"]]
+    )
     parts.append(f"Files modified since the start: {', '.join(touched) or 'none'}.")
     undone = summary["undone"]
     if undone.get("files_restored") or undone.get("files_deleted") or undone.get("calls"):
         parts.append(
-            "Undone: " + "; ".join(filter(None, [
-                f"files restored {', '.join(undone.get('files_restored', [])[:10])}"
-                if undone.get("files_restored") else "",
-                f"files deleted {', '.join(undone.get('files_deleted', [])[:10])}"
-                if undone.get("files_deleted") else "",
-                f"calls {', '.join(undone.get('calls', [])[:10])}" if undone.get("calls") else "",
-            ])) + ".")
+            "Undone: "
+            + "; ".join(
+                filter(
+                    None,
+                    [
+                        f"files restored {', '.join(undone.get('files_restored', [])[:10])}"
+                        if undone.get("files_restored")
+                        else "",
+                        f"files deleted {', '.join(undone.get('files_deleted', [])[:10])}"
+                        if undone.get("files_deleted")
+                        else "",
+                        f"calls {', '.join(undone.get('calls', [])[:10])}"
+                        if undone.get("calls")
+                        else "",
+                    ],
+                )
+            )
+            + "."
+        )
     if undone.get("retried_calls"):
         parts.append(f"Calls that will run again: {', '.join(undone['retried_calls'])}.")
     failure = summary["last_failure"]
@@ -152,15 +209,17 @@ def alignment_text(summary: dict[str, Any]) -> str:
     return " ".join(parts) + "\n\n" + json.dumps(summary, ensure_ascii=False, sort_keys=True)
 
 
-def context_align(*, task_id: Any, state: AgentState, checkpoint: Checkpoint,
-                  snapshot: dict | None) -> dict[str, Any] | None:
+def context_align(
+    *, task_id: Any, state: AgentState, checkpoint: Checkpoint, snapshot: dict | None
+) -> dict[str, Any] | None:
     """Inject the alignment message into `state` when this resume follows a recovery or a
     redispatch, clear the recovery note, and return the summary (None otherwise)."""
     kind = resume_kind(task_id=task_id, state=state)
     if kind is None:
         return None
-    summary = alignment_summary(task_id=task_id, state=state, kind=kind, checkpoint=checkpoint,
-                                snapshot=snapshot)
+    summary = alignment_summary(
+        task_id=task_id, state=state, kind=kind, checkpoint=checkpoint, snapshot=snapshot
+    )
     message = Message(role="user", content=alignment_text(summary))
     # Tool results must directly follow the assistant message that asked for them, so with
     # calls pending the note goes before that message.

@@ -106,18 +106,24 @@ def _run(action, **kwargs) -> Status:
     except (recovery.RecoveryConflict, TransitionConflict, IllegalTransition) as exc:
         return Status(409, {"detail": str(exc)})
     except recovery.RecoveryInvalid as exc:
-        return Status(422, {"detail": exc.message,
-                            "errors": [{"field": exc.field, "message": exc.message}]})
+        return Status(
+            422, {"detail": exc.message, "errors": [{"field": exc.field, "message": exc.message}]}
+        )
     if not isinstance(result, recovery.RecoveryResult):
         return Status(200, result)
     restored = result.restored
-    return Status(200, {
-        "kind": result.kind, "task": result.task, "checkpoint": result.checkpoint,
-        "from_checkpoint": result.base.id,
-        "files_restored": restored.written if restored else [],
-        "files_deleted": restored.deleted if restored else [],
-        "superseded": result.superseded,
-    })
+    return Status(
+        200,
+        {
+            "kind": result.kind,
+            "task": result.task,
+            "checkpoint": result.checkpoint,
+            "from_checkpoint": result.base.id,
+            "files_restored": restored.written if restored else [],
+            "files_deleted": restored.deleted if restored else [],
+            "superseded": result.superseded,
+        },
+    )
 
 
 @router.get("tasks/{task_id}/rollback/preview", response={200: PreviewOut, **ERRORS})
@@ -135,8 +141,14 @@ def rollback(request: HttpRequest, task_id: str, body: RollbackIn):
     queued); the new `rollback` checkpoint becomes head, later ones are superseded; then
     resume (queued) or hold (`held`, resume later with POST …/resume)."""
     task = _operate(request, task_id)
-    return _run(recovery.checkpoint_rollback, task_id=task.id, checkpoint_id=body.checkpoint_id,
-                user=request.user, reason=body.reason, resume=body.resume)
+    return _run(
+        recovery.checkpoint_rollback,
+        task_id=task.id,
+        checkpoint_id=body.checkpoint_id,
+        user=request.user,
+        reason=body.reason,
+        resume=body.resume,
+    )
 
 
 @router.post("tasks/{task_id}/retry", response={200: RecoveryOut, **ERRORS})
@@ -145,8 +157,13 @@ def retry(request: HttpRequest, task_id: str):
     under fresh call_ids, finished ones replay from the ledger."""
     task = _operate(request, task_id)
     body = optional_body(request, RetryIn)
-    return _run(recovery.task_retry, task_id=task.id, user=request.user, reason=body.reason,
-                resume=body.resume)
+    return _run(
+        recovery.task_retry,
+        task_id=task.id,
+        user=request.user,
+        reason=body.reason,
+        resume=body.resume,
+    )
 
 
 @router.post("tasks/{task_id}/recover", response={200: RecoveryOut, **ERRORS})
@@ -155,9 +172,15 @@ def recover(request: HttpRequest, task_id: str):
     auto (see GET …/recovery-plan)."""
     task = _operate(request, task_id)
     body = optional_body(request, RecoverIn)
-    return _run(recovery.task_recover, task_id=task.id, user=request.user,
-                strategy=body.strategy, reason=body.reason, resume=body.resume,
-                checkpoint_id=body.checkpoint_id)
+    return _run(
+        recovery.task_recover,
+        task_id=task.id,
+        user=request.user,
+        strategy=body.strategy,
+        reason=body.reason,
+        resume=body.resume,
+        checkpoint_id=body.checkpoint_id,
+    )
 
 
 @router.post("tasks/{task_id}/resume", response={200: TaskOut, **ERRORS})

@@ -108,8 +108,12 @@ class BlobStore(ABC):
     def put_many(self, blobs: Mapping[str, bytes]) -> None:
         if not blobs:
             return
-        self._write({key: (zlib.compress(content, COMPRESS_LEVEL), len(content))
-                     for key, content in blobs.items()})
+        self._write(
+            {
+                key: (zlib.compress(content, COMPRESS_LEVEL), len(content))
+                for key, content in blobs.items()
+            }
+        )
 
     def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
         wanted = list(dict.fromkeys(keys))
@@ -160,8 +164,10 @@ class DatabaseBlobStore(BlobStore):
     def _read(self, keys: list[str]) -> dict[str, bytes]:
         from checkpoints.models import Blob
 
-        return {key: bytes(data) for key, data in
-                Blob.objects.filter(sha256__in=keys).values_list("sha256", "data")}
+        return {
+            key: bytes(data)
+            for key, data in Blob.objects.filter(sha256__in=keys).values_list("sha256", "data")
+        }
 
     def stored_size(self, keys: Iterable[str]) -> int:
         from django.db.models import Sum
@@ -171,15 +177,19 @@ class DatabaseBlobStore(BlobStore):
 
         total = 0
         for batch in batched(set(keys)):
-            total += Blob.objects.filter(sha256__in=batch).aggregate(
-                n=Sum(Length("data")))["n"] or 0
+            total += (
+                Blob.objects.filter(sha256__in=batch).aggregate(n=Sum(Length("data")))["n"] or 0
+            )
         return total
 
     def keys_older_than(self, moment: datetime) -> Iterator[str]:
         from checkpoints.models import Blob
 
-        yield from Blob.objects.filter(created_at__lt=moment).values_list(
-            "sha256", flat=True).iterator(chunk_size=2000)
+        yield from (
+            Blob.objects.filter(created_at__lt=moment)
+            .values_list("sha256", flat=True)
+            .iterator(chunk_size=2000)
+        )
 
     def delete_many(self, keys: Iterable[str]) -> int:
         from checkpoints.models import Blob

@@ -23,8 +23,9 @@ class Checkpoint(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # Indexed by the (task, seq) unique constraint; a separate task index would only add a
     # write to every checkpoint insert.
-    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="checkpoints",
-                             db_index=False)
+    task = models.ForeignKey(
+        "tasks.Task", on_delete=models.CASCADE, related_name="checkpoints", db_index=False
+    )
     seq = models.PositiveIntegerField()
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"

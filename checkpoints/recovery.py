@@ -139,56 +139,109 @@ def _rekey(state: AgentState, call_ids: set[str] | None) -> dict[str, str]:
 
 def _last_failure(task: Task, state: AgentState) -> ErrorInfo | None:
     if task.error_class:
-        return ErrorInfo(error_class=task.error_class, message=task.error_message[:2000],
-                         step_index=task.current_step)
+        return ErrorInfo(
+            error_class=task.error_class,
+            message=task.error_message[:2000],
+            step_index=task.current_step,
+        )
     return state.last_error
 
 
 def _fork(
-    *, task: Task, user: AbstractBaseUser | None, kind: str, reason: str, resume: bool,
-    base: LoadedCheckpoint, state: AgentState, snapshot: dict | None,
-    restored: RestoreResult | None = None, event: dict[str, Any] | None = None,
+    *,
+    task: Task,
+    user: AbstractBaseUser | None,
+    kind: str,
+    reason: str,
+    resume: bool,
+    base: LoadedCheckpoint,
+    state: AgentState,
+    snapshot: dict | None,
+    restored: RestoreResult | None = None,
+    event: dict[str, Any] | None = None,
 ) -> RecoveryResult:
     """Write the forked checkpoint, supersede later ones, move the task, record it. Runs
     inside the caller's transaction, with the task row locked."""
     actor = _actor(user)
     seq = checkpoint_next_seq(task_id=task.id)
-    checkpoint = checkpoint_build(task_id=task.id, seq=seq, state=state, level="task",
-                                  trigger=kind, snapshot=snapshot, parent_id=base.checkpoint.id)
+    checkpoint = checkpoint_build(
+        task_id=task.id,
+        seq=seq,
+        state=state,
+        level="task",
+        trigger=kind,
+        snapshot=snapshot,
+        parent_id=base.checkpoint.id,
+    )
     checkpoint.save(force_insert=True)
     superseded = Checkpoint.objects.filter(
-        task=task, seq__gt=base.checkpoint.seq, seq__lt=seq, superseded=False,
+        task=task,
+        seq__gt=base.checkpoint.seq,
+        seq__lt=seq,
+        superseded=False,
     ).update(superseded=True)
     before = {"status": task.status, "head_checkpoint": str(task.head_checkpoint_id or "")}
     updates: dict[str, Any] = {
-        "head_checkpoint_id": checkpoint.id, "current_step": state.step_index,
-        "steps_used": state.budget.steps, "tokens_used": state.budget.tokens,
-        "error_class": "", "error_message": "", "result": "", "cancel_requested": False,
-        "retry_at": None, "updated_at": timezone.now(),
+        "head_checkpoint_id": checkpoint.id,
+        "current_step": state.step_index,
+        "steps_used": state.budget.steps,
+        "tokens_used": state.budget.tokens,
+        "error_class": "",
+        "error_message": "",
+        "result": "",
+        "cancel_requested": False,
+        "retry_at": None,
+        "updated_at": timezone.now(),
     }
     if kind == "rollback":
         updates["rollback_count"] = task.rollback_count + 1
     Task.objects.filter(id=task.id).update(**updates)
     services.task_reviews_close(task_id=task.id, comment=f"superseded by {kind} ({actor})")
-    services.event_record(task_id=task.id, type=kind, actor=actor, step_index=state.step_index,
-                          payload={"reason": reason, "resume": resume,
-                                   "from_checkpoint": str(base.checkpoint.id),
-                                   "from_seq": base.checkpoint.seq,
-                                   "checkpoint_id": str(checkpoint.id), "seq": seq,
-                                   "superseded": superseded, **(event or {})})
+    services.event_record(
+        task_id=task.id,
+        type=kind,
+        actor=actor,
+        step_index=state.step_index,
+        payload={
+            "reason": reason,
+            "resume": resume,
+            "from_checkpoint": str(base.checkpoint.id),
+            "from_seq": base.checkpoint.seq,
+            "checkpoint_id": str(checkpoint.id),
+            "seq": seq,
+            "superseded": superseded,
+            **(event or {}),
+        },
+    )
     target = TaskStatus.QUEUED if resume else TaskStatus.HELD
     if task.status != target:
-        services.task_transition(task_id=task.id, to=target, actor=actor,
-                                 reason=f"{kind}: {reason}"[:500])
+        services.task_transition(
+            task_id=task.id, to=target, actor=actor, reason=f"{kind}: {reason}"[:500]
+        )
     task.refresh_from_db()
     if resume:
         services.task_enqueue(task=task)
-    services.audit_record(user=user, action=kind, task_id=task.id, reason=reason,
-                          target=f"{task.id} checkpoint {base.checkpoint.seq}", before=before,
-                          after={"status": task.status, "head_checkpoint": str(checkpoint.id),
-                                 "superseded": superseded})
-    return RecoveryResult(task=task, kind=kind, checkpoint=checkpoint, base=base.checkpoint,
-                          restored=restored, superseded=superseded)
+    services.audit_record(
+        user=user,
+        action=kind,
+        task_id=task.id,
+        reason=reason,
+        target=f"{task.id} checkpoint {base.checkpoint.seq}",
+        before=before,
+        after={
+            "status": task.status,
+            "head_checkpoint": str(checkpoint.id),
+            "superseded": superseded,
+        },
+    )
+    return RecoveryResult(
+        task=task,
+        kind=kind,
+        checkpoint=checkpoint,
+        base=base.checkpoint,
+        restored=restored,
+        superseded=superseded,
+    )
 
 
 def _workspace_snapshot(task: Task, fallback: dict | None) -> dict | None:
@@ -202,7 +255,11 @@ def _workspace_snapshot(task: Task, fallback: dict | None) -> dict | None:
 
 
 def checkpoint_rollback(
-    *, task_id: Any, checkpoint_id: Any, user: AbstractBaseUser | None, reason: str,
+    *,
+    task_id: Any,
+    checkpoint_id: Any,
+    user: AbstractBaseUser | None,
+    reason: str,
     resume: bool,
 ) -> RecoveryResult:
     """Restore the workspace and AgentState to a checkpoint; the new `rollback` checkpoint
@@ -220,28 +277,51 @@ def checkpoint_rollback(
         state.branch = _new_branch(task, state)
         _rekey(state, None)
         undone = calls_undone(task, chosen, done_call_ids(base))
-        irreversible = [f"{row.tool} {row.call_id}" for row in undone
-                        if tool_is_irreversible(row.tool)]
+        irreversible = [
+            f"{row.tool} {row.call_id}" for row in undone if tool_is_irreversible(row.tool)
+        ]
         restored = snapshot_restore(workspace=task.workspace_path, snapshot=base.snapshot)
         state.recovery = RecoveryNote(
-            kind="rollback", reason=reason, actor=_actor(user), from_seq=chosen.seq,
+            kind="rollback",
+            reason=reason,
+            actor=_actor(user),
+            from_seq=chosen.seq,
             last_failure=_last_failure(task, state),
-            undone={"files_restored": restored.written[:200],
-                    "files_deleted": restored.deleted[:200],
-                    "calls": [f"{row.tool} {row.call_id} (step {row.step_index})"
-                              for row in undone][:100],
-                    "irreversible": irreversible[:100]},
+            undone={
+                "files_restored": restored.written[:200],
+                "files_deleted": restored.deleted[:200],
+                "calls": [f"{row.tool} {row.call_id} (step {row.step_index})" for row in undone][
+                    :100
+                ],
+                "irreversible": irreversible[:100],
+            },
         )
         state.last_error = None
-        return _fork(task=task, user=user, kind="rollback", reason=reason, resume=resume,
-                     base=base, state=state, snapshot=base.snapshot, restored=restored,
-                     event={"files_restored": len(restored.written),
-                            "files_deleted": len(restored.deleted),
-                            "calls_undone": len(undone), "irreversible": irreversible[:20]})
+        return _fork(
+            task=task,
+            user=user,
+            kind="rollback",
+            reason=reason,
+            resume=resume,
+            base=base,
+            state=state,
+            snapshot=base.snapshot,
+            restored=restored,
+            event={
+                "files_restored": len(restored.written),
+                "files_deleted": len(restored.deleted),
+                "calls_undone": len(undone),
+                "irreversible": irreversible[:20],
+            },
+        )
 
 
 def task_retry(
-    *, task_id: Any, user: AbstractBaseUser | None, reason: str, resume: bool = True,
+    *,
+    task_id: Any,
+    user: AbstractBaseUser | None,
+    reason: str,
+    resume: bool = True,
 ) -> RecoveryResult:
     """Re-run the failed step from its step checkpoint (the `after_model` checkpoint of the
     step): calls that succeeded replay from the ledger, calls that failed or timed out run
@@ -253,33 +333,52 @@ def task_retry(
         newest = _newest_valid(task)
         base = newest
         row = failed_call(task, newest)
-        start = row and step_checkpoint(task=task, step_index=row.step_index,
-                                        before_seq=newest.checkpoint.seq)
+        start = row and step_checkpoint(
+            task=task, step_index=row.step_index, before_seq=newest.checkpoint.seq
+        )
         if start:
             try:
                 base = checkpoint_decode(start)
             except CheckpointCorrupted:
                 base = newest
         state = base.state.model_copy(deep=True)
-        pending_ids = [c.call_id for c in state.pending[state.next_call:]]
-        failed = set(ToolCall.objects.filter(task=task, call_id__in=pending_ids,
-                                             status__in=RETRYABLE)
-                     .values_list("call_id", flat=True))
+        pending_ids = [c.call_id for c in state.pending[state.next_call :]]
+        failed = set(
+            ToolCall.objects.filter(
+                task=task, call_id__in=pending_ids, status__in=RETRYABLE
+            ).values_list("call_id", flat=True)
+        )
         state.branch = _new_branch(task, state)
         rekeyed = _rekey(state, failed)
-        state.recovery = RecoveryNote(kind="retry", reason=reason, actor=_actor(user),
-                                      from_seq=base.checkpoint.seq,
-                                      last_failure=_last_failure(task, newest.state),
-                                      undone={"retried_calls": sorted(rekeyed)})
+        state.recovery = RecoveryNote(
+            kind="retry",
+            reason=reason,
+            actor=_actor(user),
+            from_seq=base.checkpoint.seq,
+            last_failure=_last_failure(task, newest.state),
+            undone={"retried_calls": sorted(rekeyed)},
+        )
         state.last_error = None
         snapshot = _workspace_snapshot(task, newest.snapshot)
-        return _fork(task=task, user=user, kind="retry", reason=reason, resume=resume,
-                     base=base, state=state, snapshot=snapshot,
-                     event={"retried_calls": sorted(rekeyed)})
+        return _fork(
+            task=task,
+            user=user,
+            kind="retry",
+            reason=reason,
+            resume=resume,
+            base=base,
+            state=state,
+            snapshot=snapshot,
+            event={"retried_calls": sorted(rekeyed)},
+        )
 
 
 def task_forward(
-    *, task_id: Any, user: AbstractBaseUser | None, reason: str, resume: bool = True,
+    *,
+    task_id: Any,
+    user: AbstractBaseUser | None,
+    reason: str,
+    resume: bool = True,
 ) -> RecoveryResult:
     """Continue from the newest valid checkpoint (corrupted ones are skipped and recorded)."""
     reason = (reason or "").strip()[:2000] or "forward requested"
@@ -287,12 +386,24 @@ def task_forward(
         task = _lock(task_id, refuse=(TaskStatus.SUCCEEDED, TaskStatus.WAITING_REVIEW))
         base = _newest_valid(task)
         state = base.state.model_copy(deep=True)
-        state.recovery = RecoveryNote(kind="forward", reason=reason, actor=_actor(user),
-                                      from_seq=base.checkpoint.seq,
-                                      last_failure=_last_failure(task, state))
+        state.recovery = RecoveryNote(
+            kind="forward",
+            reason=reason,
+            actor=_actor(user),
+            from_seq=base.checkpoint.seq,
+            last_failure=_last_failure(task, state),
+        )
         snapshot = _workspace_snapshot(task, base.snapshot)
-        return _fork(task=task, user=user, kind="forward", reason=reason, resume=resume,
-                     base=base, state=state, snapshot=snapshot)
+        return _fork(
+            task=task,
+            user=user,
+            kind="forward",
+            reason=reason,
+            resume=resume,
+            base=base,
+            state=state,
+            snapshot=snapshot,
+        )
 
 
 def task_resume(*, task_id: Any, user: AbstractBaseUser | None, reason: str = "") -> Task:
@@ -301,21 +412,35 @@ def task_resume(*, task_id: Any, user: AbstractBaseUser | None, reason: str = ""
     with transaction.atomic():
         task = _lock(task_id, refuse=(TaskStatus.SUCCEEDED, TaskStatus.WAITING_REVIEW))
         if task.status != TaskStatus.HELD:
-            return task_forward(task_id=task_id, user=user,
-                                reason=reason or "resumed by operator").task
-        task = services.task_transition(task_id=task.id, to=TaskStatus.QUEUED,
-                                        actor=_actor(user),
-                                        reason=f"resumed: {reason}" if reason else "resumed")
+            return task_forward(
+                task_id=task_id, user=user, reason=reason or "resumed by operator"
+            ).task
+        task = services.task_transition(
+            task_id=task.id,
+            to=TaskStatus.QUEUED,
+            actor=_actor(user),
+            reason=f"resumed: {reason}" if reason else "resumed",
+        )
         services.task_enqueue(task=task)
-        services.audit_record(user=user, action="resume", task_id=task.id, reason=reason,
-                              before={"status": TaskStatus.HELD},
-                              after={"status": task.status})
+        services.audit_record(
+            user=user,
+            action="resume",
+            task_id=task.id,
+            reason=reason,
+            before={"status": TaskStatus.HELD},
+            after={"status": task.status},
+        )
         return task
 
 
 def task_recover(
-    *, task_id: Any, user: AbstractBaseUser | None, strategy: str, reason: str,
-    resume: bool = True, checkpoint_id: Any = None,
+    *,
+    task_id: Any,
+    user: AbstractBaseUser | None,
+    strategy: str,
+    reason: str,
+    resume: bool = True,
+    checkpoint_id: Any = None,
 ) -> RecoveryResult:
     """One entry point for a recovery chosen at recovery time; `auto` follows
     `checkpoints.selectors.recovery_plan` (per-tool defaults, overridable per task)."""
@@ -326,14 +451,17 @@ def task_recover(
         strategy = plan.strategy
         if strategy == "rollback":
             checkpoint_id = plan.checkpoint_id
-        reason = f"{reason} [auto: {plan.why}]" if reason.strip() else (
-            "" if strategy == "rollback" else f"auto: {plan.why}")
+        reason = (
+            f"{reason} [auto: {plan.why}]"
+            if reason.strip()
+            else ("" if strategy == "rollback" else f"auto: {plan.why}")
+        )
     if strategy == "rollback":
         if checkpoint_id is None:
             raise RecoveryInvalid("checkpoint_id", "rollback needs a checkpoint_id")
-        return checkpoint_rollback(task_id=task_id, checkpoint_id=checkpoint_id, user=user,
-                                   reason=reason, resume=resume)
+        return checkpoint_rollback(
+            task_id=task_id, checkpoint_id=checkpoint_id, user=user, reason=reason, resume=resume
+        )
     if strategy == "retry":
         return task_retry(task_id=task_id, user=user, reason=reason, resume=resume)
     return task_forward(task_id=task_id, user=user, reason=reason, resume=resume)
-

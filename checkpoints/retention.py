@@ -38,16 +38,26 @@ class RetentionResult:
 def checkpoints_apply_retention() -> RetentionResult:
     policy = harness_config().retention
     deleted = 0
-    crowded = (Checkpoint.objects.values("task_id").annotate(n=Count("id"))
-               .filter(n__gt=policy.keep_last_per_task).values_list("task_id", flat=True))
+    crowded = (
+        Checkpoint.objects.values("task_id")
+        .annotate(n=Count("id"))
+        .filter(n__gt=policy.keep_last_per_task)
+        .values_list("task_id", flat=True)
+    )
     for task_id in crowded:
-        seqs = Checkpoint.objects.filter(task_id=task_id).order_by("-seq").values_list(
-            "seq", flat=True)
+        seqs = (
+            Checkpoint.objects.filter(task_id=task_id)
+            .order_by("-seq")
+            .values_list("seq", flat=True)
+        )
         oldest_kept = seqs[policy.keep_last_per_task - 1]
         head = Task.objects.filter(id=task_id).values_list("head_checkpoint_id", flat=True)
-        deleted += (Checkpoint.objects.filter(task_id=task_id, seq__lt=oldest_kept)
-                    .exclude(level__in=policy.keep_levels).exclude(id__in=head)
-                    .delete()[0])
+        deleted += (
+            Checkpoint.objects.filter(task_id=task_id, seq__lt=oldest_kept)
+            .exclude(level__in=policy.keep_levels)
+            .exclude(id__in=head)
+            .delete()[0]
+        )
     return RetentionResult(checkpoints_deleted=deleted, blobs_deleted=blobs_collect_garbage())
 
 
@@ -55,7 +65,8 @@ def _referenced_blobs() -> set[str]:
     """Every blob a checkpoint of any task references (root, chunks and file bodies)."""
     roots: set[str] = set()
     for checkpoint in Checkpoint.objects.only("id", "seq", "payload", "checksum").iterator(
-            chunk_size=500):
+        chunk_size=500
+    ):
         try:
             snapshot = checkpoint_decode(checkpoint).snapshot
         except CheckpointCorrupted:

@@ -31,8 +31,13 @@ from tasks.states import TaskStatus
 from tasks.tools.registry import ToolSpec, UnknownTool, registry
 
 # Ledger statuses of calls that actually ran (or may have: running / unknown_outcome).
-EXECUTED = (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT,
-            ToolCallStatus.RUNNING, ToolCallStatus.UNKNOWN_OUTCOME)
+EXECUTED = (
+    ToolCallStatus.SUCCEEDED,
+    ToolCallStatus.FAILED,
+    ToolCallStatus.TIMED_OUT,
+    ToolCallStatus.RUNNING,
+    ToolCallStatus.UNKNOWN_OUTCOME,
+)
 RETRYABLE = (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT)
 TEXT_DIFF_MAX_BYTES = 256 * 1024
 
@@ -53,8 +58,11 @@ def task_checkpoint_marks(*, task_id: Any) -> list[dict[str, Any]]:
     """The task's checkpoints (by seq) without their payloads, the time as ISO text in `at`:
     what the timeline plots."""
     return list(
-        Checkpoint.objects.filter(task_id=task_id).order_by("seq").values(
-            "id", "seq", "level", "trigger", "step_index", "superseded", at=as_text("created_at"))
+        Checkpoint.objects.filter(task_id=task_id)
+        .order_by("seq")
+        .values(
+            "id", "seq", "level", "trigger", "step_index", "superseded", at=as_text("created_at")
+        )
     )
 
 
@@ -76,8 +84,9 @@ def tool_is_irreversible(name: str) -> bool:
     tool = tool_or_none(name)
     if tool is None or not tool.side_effect:
         return False
-    return tool.risk == "external" or (not tool.idempotent
-                                       and tool.risk not in ("write", "destructive"))
+    return tool.risk == "external" or (
+        not tool.idempotent and tool.risk not in ("write", "destructive")
+    )
 
 
 def _current_files(task: Task, head: LoadedCheckpoint | None) -> tuple[Manifest, str]:
@@ -91,8 +100,11 @@ def calls_undone(task: Task, checkpoint: Checkpoint, state_done: set[str]) -> li
     """Ledger rows of calls that ran after the checkpoint was taken. Calls already finished
     in the checkpoint's own state are kept, whatever their timestamps."""
     after = Q(created_at__gte=checkpoint.created_at) | Q(started_at__gte=checkpoint.created_at)
-    return [row for row in ToolCall.objects.filter(after, task=task, status__in=EXECUTED)
-            .order_by("id") if row.call_id not in state_done]
+    return [
+        row
+        for row in ToolCall.objects.filter(after, task=task, status__in=EXECUTED).order_by("id")
+        if row.call_id not in state_done
+    ]
 
 
 def done_call_ids(loaded: LoadedCheckpoint) -> set[str]:
@@ -123,14 +135,22 @@ class RollbackPreview:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "task_id": str(self.task.id), "task_status": self.task.status,
-            "checkpoint_id": str(self.checkpoint.id), "checkpoint_seq": self.checkpoint.seq,
-            "checkpoint_name": self.checkpoint.name, "checksum_ok": self.checksum_ok,
-            "allowed": self.allowed, "blocked": self.blocked,
-            "files_restore": self.files_restore, "files_delete": self.files_delete,
-            "files_mode": self.files_mode, "workspace_source": self.workspace_source,
-            "steps_undone": self.steps_undone, "calls_undone": self.calls_undone,
-            "irreversible": self.irreversible, "superseded_seqs": self.superseded_seqs,
+            "task_id": str(self.task.id),
+            "task_status": self.task.status,
+            "checkpoint_id": str(self.checkpoint.id),
+            "checkpoint_seq": self.checkpoint.seq,
+            "checkpoint_name": self.checkpoint.name,
+            "checksum_ok": self.checksum_ok,
+            "allowed": self.allowed,
+            "blocked": self.blocked,
+            "files_restore": self.files_restore,
+            "files_delete": self.files_delete,
+            "files_mode": self.files_mode,
+            "workspace_source": self.workspace_source,
+            "steps_undone": self.steps_undone,
+            "calls_undone": self.calls_undone,
+            "irreversible": self.irreversible,
+            "superseded_seqs": self.superseded_seqs,
         }
 
 
@@ -146,8 +166,13 @@ def recovery_blocked(task: Task) -> str:
 
 
 def _call_dict(row: ToolCall) -> dict[str, Any]:
-    return {"call_id": row.call_id, "tool": row.tool, "arguments": row.arguments,
-            "status": row.status, "step_index": row.step_index}
+    return {
+        "call_id": row.call_id,
+        "tool": row.tool,
+        "arguments": row.arguments,
+        "status": row.status,
+        "step_index": row.step_index,
+    }
 
 
 def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
@@ -155,10 +180,15 @@ def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
     try:
         loaded = checkpoint_decode(checkpoint)
     except CheckpointCorrupted as exc:
-        return RollbackPreview(task=task, checkpoint=checkpoint, checksum_ok=False,
-                               blocked=f"this checkpoint is corrupted ({exc})")
-    preview = RollbackPreview(task=task, checkpoint=checkpoint, checksum_ok=True,
-                              blocked=recovery_blocked(task))
+        return RollbackPreview(
+            task=task,
+            checkpoint=checkpoint,
+            checksum_ok=False,
+            blocked=f"this checkpoint is corrupted ({exc})",
+        )
+    preview = RollbackPreview(
+        task=task, checkpoint=checkpoint, checksum_ok=True, blocked=recovery_blocked(task)
+    )
     head, _ = checkpoint_find_latest_valid(task_id=task.id, head_id=task.head_checkpoint_id)
     try:
         current, preview.workspace_source = _current_files(task, head)
@@ -167,7 +197,8 @@ def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
         preview.blocked = f"the snapshot cannot be read from the blob store ({exc})"
         return preview
     preview.files_restore, preview.files_delete, preview.files_mode = manifest_changes(
-        current, target)
+        current, target
+    )
     undone = calls_undone(task, checkpoint, done_call_ids(loaded))
     preview.calls_undone = [_call_dict(row) for row in undone]
     steps: dict[int, list[str]] = {}
@@ -175,13 +206,19 @@ def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
         steps.setdefault(row.step_index, []).append(row.tool)
     preview.steps_undone = [{"step_index": s, "tools": tools} for s, tools in sorted(steps.items())]
     preview.irreversible = [
-        {**_call_dict(row), "why": "external or non-idempotent: it happened outside the "
-                                   "workspace and a rollback cannot undo it"}
-        for row in undone if tool_is_irreversible(row.tool)
+        {
+            **_call_dict(row),
+            "why": "external or non-idempotent: it happened outside the "
+            "workspace and a rollback cannot undo it",
+        }
+        for row in undone
+        if tool_is_irreversible(row.tool)
     ]
-    preview.superseded_seqs = list(Checkpoint.objects.filter(
-        task=task, seq__gt=checkpoint.seq, superseded=False).order_by("seq").values_list(
-        "seq", flat=True))
+    preview.superseded_seqs = list(
+        Checkpoint.objects.filter(task=task, seq__gt=checkpoint.seq, superseded=False)
+        .order_by("seq")
+        .values_list("seq", flat=True)
+    )
     return preview
 
 
@@ -199,26 +236,37 @@ class RecoveryPlan:
 def failed_call(task: Task, loaded: LoadedCheckpoint) -> ToolCall | None:
     """The failed (or interrupted) call of the step the checkpoint is in, or of the step it
     has just finished."""
-    rows = ToolCall.objects.filter(task=task, status__in=(
-        *RETRYABLE, ToolCallStatus.UNKNOWN_OUTCOME, ToolCallStatus.RUNNING))
+    rows = ToolCall.objects.filter(
+        task=task, status__in=(*RETRYABLE, ToolCallStatus.UNKNOWN_OUTCOME, ToolCallStatus.RUNNING)
+    )
     state = loaded.state
     if state.phase == "tools":
-        return rows.filter(call_id__in=[c.call_id for c in state.pending]).order_by(
-            "-id").first()
+        return rows.filter(call_id__in=[c.call_id for c in state.pending]).order_by("-id").first()
     return rows.filter(step_index=max(state.step_index - 1, 0)).order_by("-id").first()
 
 
 def step_checkpoint(*, task: Task, step_index: int, before_seq: int) -> Checkpoint | None:
     """The step's `after_model` checkpoint: its tool calls are about to run."""
-    return Checkpoint.objects.filter(
-        task=task, trigger="after_model", step_index=step_index, superseded=False,
-        seq__lte=before_seq).order_by("-seq").first()
+    return (
+        Checkpoint.objects.filter(
+            task=task,
+            trigger="after_model",
+            step_index=step_index,
+            superseded=False,
+            seq__lte=before_seq,
+        )
+        .order_by("-seq")
+        .first()
+    )
 
 
 def step_start_checkpoint(*, task: Task, step_index: int, before_seq: int) -> Checkpoint | None:
     """The newest valid checkpoint at the start of a step (next is a model call)."""
     for cp in Checkpoint.objects.filter(
-        task=task, step_index=step_index, seq__lte=before_seq, superseded=False,
+        task=task,
+        step_index=step_index,
+        seq__lte=before_seq,
+        superseded=False,
         trigger__in=("after_step", "task_start", "rollback"),
     ).order_by("-seq"):
         try:
@@ -239,10 +287,12 @@ def recovery_plan(*, task: Task) -> RecoveryPlan:
         return RecoveryPlan("forward", "no valid checkpoint to recover from")
     row = failed_call(task, loaded)
     if row is None:
-        return RecoveryPlan("forward", "no failed tool call: continue from the newest valid "
-                                       "checkpoint", checkpoint_id=loaded.checkpoint.id)
-    step = step_checkpoint(task=task, step_index=row.step_index,
-                           before_seq=loaded.checkpoint.seq)
+        return RecoveryPlan(
+            "forward",
+            "no failed tool call: continue from the newest valid checkpoint",
+            checkpoint_id=loaded.checkpoint.id,
+        )
+    step = step_checkpoint(task=task, step_index=row.step_index, before_seq=loaded.checkpoint.seq)
     pending = loaded.state.pending
     if step is not None:
         try:
@@ -250,12 +300,18 @@ def recovery_plan(*, task: Task) -> RecoveryPlan:
         except CheckpointCorrupted:
             pass
     done_in_batch = ToolCall.objects.filter(
-        task=task, call_id__in=[c.call_id for c in pending if c.call_id != row.call_id],
-        status=ToolCallStatus.SUCCEEDED).exists()
+        task=task,
+        call_id__in=[c.call_id for c in pending if c.call_id != row.call_id],
+        status=ToolCallStatus.SUCCEEDED,
+    ).exists()
     if len(pending) > 1 and done_in_batch:
-        return RecoveryPlan("forward", "the failed call is part of a batch already partly "
-                                       "done; continue it without redoing finished calls",
-                            checkpoint_id=loaded.checkpoint.id, failed_call=row.call_id)
+        return RecoveryPlan(
+            "forward",
+            "the failed call is part of a batch already partly "
+            "done; continue it without redoing finished calls",
+            checkpoint_id=loaded.checkpoint.id,
+            failed_call=row.call_id,
+        )
     spec = TaskSpec.model_validate(task.spec)
     strategy = spec.recovery.get(row.tool, "auto")
     source = f"the task's recovery setting for {row.tool}"
@@ -264,15 +320,23 @@ def recovery_plan(*, task: Task) -> RecoveryPlan:
         strategy = tool.recovery if tool is not None else "forward"
         source = f"{row.tool}'s default"
     if strategy == "rollback":
-        start = step_start_checkpoint(task=task, step_index=row.step_index,
-                                      before_seq=loaded.checkpoint.seq)
+        start = step_start_checkpoint(
+            task=task, step_index=row.step_index, before_seq=loaded.checkpoint.seq
+        )
         if start is not None:
-            return RecoveryPlan("rollback", f"{source} is rollback: undo step "
-                                            f"{row.step_index} and decide it again",
-                                checkpoint_id=start.id, failed_call=row.call_id)
+            return RecoveryPlan(
+                "rollback",
+                f"{source} is rollback: undo step {row.step_index} and decide it again",
+                checkpoint_id=start.id,
+                failed_call=row.call_id,
+            )
         strategy, source = "retry", f"{source} is rollback but the step has no start checkpoint"
-    return RecoveryPlan(strategy, f"{source} is {strategy}", checkpoint_id=loaded.checkpoint.id,
-                        failed_call=row.call_id)
+    return RecoveryPlan(
+        strategy,
+        f"{source} is {strategy}",
+        checkpoint_id=loaded.checkpoint.id,
+        failed_call=row.call_id,
+    )
 
 
 # --- diff -------------------------------------------------------------------------------------
@@ -302,8 +366,11 @@ class CheckpointDiff:
             "a": {"id": str(self.a.id), "seq": self.a.seq, "name": self.a.name},
             "b": {"id": str(self.b.id), "seq": self.b.seq, "name": self.b.name},
             "state": self.state_changes,
-            "messages": {"common": self.messages_common, "only_a": self.messages_only_a,
-                         "only_b": self.messages_only_b},
+            "messages": {
+                "common": self.messages_common,
+                "only_a": self.messages_only_a,
+                "only_b": self.messages_only_b,
+            },
             "files": [f.__dict__ for f in self.files],
         }
 
@@ -338,8 +405,11 @@ def checkpoint_diff(*, a: Checkpoint, b: Checkpoint) -> CheckpointDiff:
     la, lb = checkpoint_decode(a), checkpoint_decode(b)
     sa = la.state.model_dump(mode="json", exclude={"messages"})
     sb = lb.state.model_dump(mode="json", exclude={"messages"})
-    state_changes = [{"field": key, "a": sa.get(key), "b": sb.get(key)}
-                     for key in sorted(set(sa) | set(sb)) if sa.get(key) != sb.get(key)]
+    state_changes = [
+        {"field": key, "a": sa.get(key), "b": sb.get(key)}
+        for key in sorted(set(sa) | set(sb))
+        if sa.get(key) != sb.get(key)
+    ]
     ma, mb = la.state.messages, lb.state.messages
     common = 0
     while common < min(len(ma), len(mb)) and ma[common] == mb[common]:
@@ -357,9 +427,13 @@ def checkpoint_diff(*, a: Checkpoint, b: Checkpoint) -> CheckpointDiff:
         else:
             change = "mode" if before.hash == after.hash else "changed"
         files.append(FileDiff(path, change, _entry_dict(before), _entry_dict(after)))
-    wanted = {side["hash"] for f in files if f.change != "mode"
-              for side in (f.before, f.after)
-              if side is not None and side["size"] <= TEXT_DIFF_MAX_BYTES}
+    wanted = {
+        side["hash"]
+        for f in files
+        if f.change != "mode"
+        for side in (f.before, f.after)
+        if side is not None and side["size"] <= TEXT_DIFF_MAX_BYTES
+    }
     bodies = blob_store().get_many(wanted) if wanted else {}
 
     def lines(side: dict[str, Any] | None) -> list[str] | None:
@@ -375,11 +449,20 @@ def checkpoint_diff(*, a: Checkpoint, b: Checkpoint) -> CheckpointDiff:
         if old is None or new is None:
             item.text_diff = "(binary or large file: no text diff)"
             continue
-        item.text_diff = "".join(difflib.unified_diff(
-            old, new, fromfile=f"a/{item.path}" if item.before else "/dev/null",
-            tofile=f"b/{item.path}" if item.after else "/dev/null"))
+        item.text_diff = "".join(
+            difflib.unified_diff(
+                old,
+                new,
+                fromfile=f"a/{item.path}" if item.before else "/dev/null",
+                tofile=f"b/{item.path}" if item.after else "/dev/null",
+            )
+        )
     return CheckpointDiff(
-        a=a, b=b, state_changes=state_changes, messages_common=common,
+        a=a,
+        b=b,
+        state_changes=state_changes,
+        messages_common=common,
         messages_only_a=[_message_dict(m) for m in ma[common:]],
-        messages_only_b=[_message_dict(m) for m in mb[common:]], files=files,
+        messages_only_b=[_message_dict(m) for m in mb[common:]],
+        files=files,
     )

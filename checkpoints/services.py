@@ -37,15 +37,29 @@ def checkpoint_encode(*, state: AgentState, snapshot: dict | None) -> tuple[byte
 
 
 def checkpoint_build(
-    *, task_id: Any, seq: int, state: AgentState, level: str, trigger: str,
-    snapshot: dict | None = None, parent_id: Any = None,
+    *,
+    task_id: Any,
+    seq: int,
+    state: AgentState,
+    level: str,
+    trigger: str,
+    snapshot: dict | None = None,
+    parent_id: Any = None,
 ) -> Checkpoint:
     """An unsaved checkpoint; the caller inserts it inside its own (fenced) transaction."""
     payload, checksum, size = checkpoint_encode(state=state, snapshot=snapshot)
     return Checkpoint(
-        task_id=task_id, seq=seq, parent_id=parent_id, level=level, trigger=trigger,
-        step_index=state.step_index, schema_version=SCHEMA_VERSION, payload=payload,
-        checksum=checksum, size_bytes=size, created_at=timezone.now(),
+        task_id=task_id,
+        seq=seq,
+        parent_id=parent_id,
+        level=level,
+        trigger=trigger,
+        step_index=state.step_index,
+        schema_version=SCHEMA_VERSION,
+        payload=payload,
+        checksum=checksum,
+        size_bytes=size,
+        created_at=timezone.now(),
     )
 
 
@@ -55,10 +69,12 @@ def checkpoint_decode(checkpoint: Checkpoint) -> LoadedCheckpoint:
         raw = zlib.decompress(bytes(checkpoint.payload))
     except zlib.error as exc:
         raise CheckpointCorrupted(
-            f"checkpoint {checkpoint.id}: payload unreadable ({exc})") from None
+            f"checkpoint {checkpoint.id}: payload unreadable ({exc})"
+        ) from None
     if sha256_hex(raw) != checkpoint.checksum:
         raise CheckpointCorrupted(
-            f"checkpoint {checkpoint.id} (seq {checkpoint.seq}): checksum mismatch")
+            f"checkpoint {checkpoint.id} (seq {checkpoint.seq}): checksum mismatch"
+        )
     try:
         data = json.loads(raw)
         state = AgentState.model_validate(data["state"])
@@ -76,13 +92,13 @@ def checkpoint_verify(checkpoint: Checkpoint) -> bool:
 
 
 def checkpoint_find_latest_valid(
-    *, task_id: Any, head_id: Any = None,
+    *,
+    task_id: Any,
+    head_id: Any = None,
 ) -> tuple[LoadedCheckpoint | None, list[tuple[Checkpoint, CheckpointCorrupted]]]:
     """Read-only: (the head if it verifies, else the newest valid non-superseded checkpoint,
     and the corrupted checkpoints skipped on the way)."""
-    candidates = list(
-        Checkpoint.objects.filter(task_id=task_id, superseded=False).order_by("-seq")
-    )
+    candidates = list(Checkpoint.objects.filter(task_id=task_id, superseded=False).order_by("-seq"))
     if head_id is not None:
         head = next((c for c in candidates if c.id == head_id), None)
         if head is None:
@@ -105,9 +121,9 @@ def checkpoint_load_latest_valid(*, task_id: Any, head_id: Any = None) -> Loaded
     loaded, skipped = checkpoint_find_latest_valid(task_id=task_id, head_id=head_id)
     for checkpoint, exc in skipped:
         event_record(
-            task_id=task_id, type="checkpoint_corrupted",
-            payload={"checkpoint_id": str(checkpoint.id), "seq": checkpoint.seq,
-                     "error": str(exc)},
+            task_id=task_id,
+            type="checkpoint_corrupted",
+            payload={"checkpoint_id": str(checkpoint.id), "seq": checkpoint.seq, "error": str(exc)},
             step_index=checkpoint.step_index,
         )
     if loaded is None and skipped:
@@ -116,7 +132,10 @@ def checkpoint_load_latest_valid(*, task_id: Any, head_id: Any = None) -> Loaded
 
 
 def checkpoint_next_seq(*, task_id: Any) -> int:
-    last = Checkpoint.objects.filter(task_id=task_id).order_by("-seq").values_list(
-        "seq", flat=True
-    ).first()
+    last = (
+        Checkpoint.objects.filter(task_id=task_id)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
     return (last or 0) + 1

@@ -168,8 +168,15 @@ def _upload(store: BlobStore, blobs: dict[str, bytes]) -> None:
     store.put_many({key: blobs[key] for key in absent})
 
 
-def _rebuild_dir(root: str, prefix: str, listing: tuple[_Stat, ...], others: list[str],
-                 previous: _Dir | None, scan_ns: int, uploader: _Uploader) -> _Dir:
+def _rebuild_dir(
+    root: str,
+    prefix: str,
+    listing: tuple[_Stat, ...],
+    others: list[str],
+    previous: _Dir | None,
+    scan_ns: int,
+    uploader: _Uploader,
+) -> _Dir:
     """Entries for a directory whose listing changed: files whose size, mtime and inode are
     unchanged (and were not racy) keep their hash; the others are read and hashed."""
     before = previous.known if previous is not None else {}
@@ -178,8 +185,13 @@ def _rebuild_dir(root: str, prefix: str, listing: tuple[_Stat, ...], others: lis
     racy_dir = False
     for name, size, mtime_ns, ino, mode in sorted(listing):
         old = before.get(name)
-        if old is not None and not old[4] and old[0] == size and old[1] == mtime_ns \
-                and old[2] == ino:
+        if (
+            old is not None
+            and not old[4]
+            and old[0] == size
+            and old[1] == mtime_ns
+            and old[2] == ino
+        ):
             digest, racy = old[3], False
         else:
             try:
@@ -193,9 +205,16 @@ def _rebuild_dir(root: str, prefix: str, listing: tuple[_Stat, ...], others: lis
         racy_dir |= racy
         known[name] = (size, mtime_ns, ino, digest, racy)
         entries.append((prefix + name, digest, size, mode))
-    return _Dir(listing=listing, known=known, segments=_segments(entries),
-                hashes=frozenset(e[1] for e in entries), files=len(entries),
-                bytes=sum(e[2] for e in entries), racy=racy_dir, others=others)
+    return _Dir(
+        listing=listing,
+        known=known,
+        segments=_segments(entries),
+        hashes=frozenset(e[1] for e in entries),
+        files=len(entries),
+        bytes=sum(e[2] for e in entries),
+        racy=racy_dir,
+        others=others,
+    )
 
 
 def _segments(entries: list[_Entry]) -> list[tuple[bytes, bool, int]]:
@@ -214,8 +233,7 @@ def _segments(entries: list[_Entry]) -> list[tuple[bytes, bool, int]]:
     return segments
 
 
-def _survey(root: Path, index: _Index,
-            store: BlobStore | None) -> tuple[dict[str, _Dir], set[str]]:
+def _survey(root: Path, index: _Index, store: BlobStore | None) -> tuple[dict[str, _Dir], set[str]]:
     """Scan the workspace, reusing the index for every directory whose listing (names, sizes,
     mtimes, inodes, modes) is unchanged; updates the index. -> ({prefix: _Dir}, the digests
     of files read now that the store was made to hold — none without a store)."""
@@ -249,8 +267,9 @@ def _survey(root: Path, index: _Index,
             previous.others = others
             dirs[prefix] = previous
         else:
-            dirs[prefix] = _rebuild_dir(root_str, prefix, listing, others, previous, scan_ns,
-                                        uploader)
+            dirs[prefix] = _rebuild_dir(
+                root_str, prefix, listing, others, previous, scan_ns, uploader
+            )
     uploader.flush()
     index.dirs = dirs
     return dirs, uploader.stored
@@ -309,17 +328,25 @@ def snapshot_capture(*, task_id: Any, workspace: Path) -> dict:
         referenced.add(root_hash)
         index.referenced = referenced
         index.referenced_at = time.monotonic()
-    return {"v": SNAPSHOT_VERSION, "root": root_hash,
-            "files": sum(d.files for d in dirs.values()),
-            "bytes": sum(d.bytes for d in dirs.values())}
+    return {
+        "v": SNAPSHOT_VERSION,
+        "root": root_hash,
+        "files": sum(d.files for d in dirs.values()),
+        "bytes": sum(d.bytes for d in dirs.values()),
+    }
 
 
-def _upload_missing_files(root: Path, dirs: dict[str, _Dir], store: BlobStore,
-                          keys: set[str]) -> None:
+def _upload_missing_files(
+    root: Path, dirs: dict[str, _Dir], store: BlobStore, keys: set[str]
+) -> None:
     """Make sure the store holds these file bodies (one existence query per batch of keys),
     reading from the workspace only the ones it lacks."""
-    by_hash = {k[3]: prefix + name for prefix, d in dirs.items() for name, k in d.known.items()
-               if k[3] in keys}
+    by_hash = {
+        k[3]: prefix + name
+        for prefix, d in dirs.items()
+        for name, k in d.known.items()
+        if k[3] in keys
+    }
     for key in store.missing(by_hash):
         content = (root / by_hash[key]).read_bytes()
         if blob_key(content) == key:
@@ -363,14 +390,18 @@ def snapshot_blob_keys(snapshot: dict | None) -> set[str]:
     if not snapshot:
         return set()
     root = json.loads(blob_store().get(snapshot["root"]))
-    return ({snapshot["root"], *root["chunks"]}
-            | {e.hash for e in snapshot_manifest(snapshot).values()})
+    return {snapshot["root"], *root["chunks"]} | {
+        e.hash for e in snapshot_manifest(snapshot).values()
+    }
 
 
 def _manifest_of(dirs: dict[str, _Dir]) -> Manifest:
-    return {prefix + name: FileEntry(k[3], k[0], mode)
-            for prefix, d in dirs.items() for name, _s, _m, _i, mode in d.listing
-            if (k := d.known.get(name)) is not None}
+    return {
+        prefix + name: FileEntry(k[3], k[0], mode)
+        for prefix, d in dirs.items()
+        for name, _s, _m, _i, mode in d.listing
+        if (k := d.known.get(name)) is not None
+    }
 
 
 def workspace_manifest(workspace: Path) -> Manifest:
@@ -396,15 +427,16 @@ class RestoreResult:
         return bool(self.written or self.deleted or self.modes)
 
 
-def manifest_changes(current: Manifest, target: Manifest) -> tuple[list[str], list[str],
-                                                                   list[str]]:
+def manifest_changes(current: Manifest, target: Manifest) -> tuple[list[str], list[str], list[str]]:
     """(paths to write, paths to delete, paths whose mode alone differs) to turn `current`
     into `target`."""
-    write = sorted(p for p, e in target.items()
-                   if p not in current or current[p].hash != e.hash)
+    write = sorted(p for p, e in target.items() if p not in current or current[p].hash != e.hash)
     delete = sorted(p for p in current if p not in target)
-    modes = sorted(p for p, e in target.items()
-                   if p in current and current[p].hash == e.hash and current[p].mode != e.mode)
+    modes = sorted(
+        p
+        for p, e in target.items()
+        if p in current and current[p].hash == e.hash and current[p].mode != e.mode
+    )
     return write, delete, modes
 
 
@@ -459,8 +491,9 @@ def snapshot_restore(*, workspace: Path, snapshot: dict | None) -> RestoreResult
     return RestoreResult(written=write, deleted=delete, modes=modes)
 
 
-def snapshot_materialise_if_missing(*, workspace: Path, manifest: dict | None,
-                                    sync: bool = False) -> bool:
+def snapshot_materialise_if_missing(
+    *, workspace: Path, manifest: dict | None, sync: bool = False
+) -> bool:
     """Rebuild the workspace from a snapshot when it holds no files here (another machine, a
     wiped disk); with `sync` (after an operator's recovery), also bring an existing workspace
     in line with it. -> True when files were written or deleted."""

@@ -16,8 +16,12 @@ from harness_site.access import operator_required
 from tasks.selectors import access_task
 from tasks.states import IllegalTransition, TransitionConflict
 
-REFUSALS = (recovery.RecoveryConflict, recovery.RecoveryInvalid, TransitionConflict,
-            IllegalTransition)
+REFUSALS = (
+    recovery.RecoveryConflict,
+    recovery.RecoveryInvalid,
+    TransitionConflict,
+    IllegalTransition,
+)
 
 
 @operator_required
@@ -28,24 +32,39 @@ def rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
     if request.method == "POST":
         try:
             result = recovery.checkpoint_rollback(
-                task_id=task.id, checkpoint_id=checkpoint.id, user=request.user,
+                task_id=task.id,
+                checkpoint_id=checkpoint.id,
+                user=request.user,
                 reason=request.POST.get("reason", ""),
-                resume=request.POST.get("then") == "resume")
+                resume=request.POST.get("then") == "resume",
+            )
         except REFUSALS as exc:
             error = str(exc)
             status = 422 if isinstance(exc, recovery.RecoveryInvalid) else 409
         else:
-            messages.success(request, (
-                f"Rolled back to checkpoint #{checkpoint.seq}: {len(result.restored.written)} "
-                f"file(s) restored, {len(result.restored.deleted)} deleted; task is "
-                f"{result.task.status}."))
+            messages.success(
+                request,
+                (
+                    f"Rolled back to checkpoint #{checkpoint.seq}: {len(result.restored.written)} "
+                    f"file(s) restored, {len(result.restored.deleted)} deleted; task is "
+                    f"{result.task.status}."
+                ),
+            )
             return redirect("tasks:detail", task_id=task.id)
         task.refresh_from_db()
-    return render(request, "checkpoints/rollback.html", {
-        "task": task, "checkpoint": checkpoint, "error": error,
-        "preview": selectors.rollback_preview(task=task, checkpoint=checkpoint),
-        "reason": request.POST.get("reason", ""), "then": request.POST.get("then", "hold"),
-    }, status=status)
+    return render(
+        request,
+        "checkpoints/rollback.html",
+        {
+            "task": task,
+            "checkpoint": checkpoint,
+            "error": error,
+            "preview": selectors.rollback_preview(task=task, checkpoint=checkpoint),
+            "reason": request.POST.get("reason", ""),
+            "then": request.POST.get("then", "hold"),
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -55,19 +74,31 @@ def diff_page(request: HttpRequest, task_id) -> HttpResponse:
     by_id = {str(cp.id): cp for cp in checkpoints}
     b = by_id.get(request.GET.get("b", "")) or next(
         (cp for cp in checkpoints if cp.id == task.head_checkpoint_id),
-        checkpoints[-1] if checkpoints else None)
-    a = by_id.get(request.GET.get("a", "")) or (
-        by_id.get(str(b.parent_id)) if b is not None and b.parent_id else None) or (
-        checkpoints[0] if checkpoints else None)
+        checkpoints[-1] if checkpoints else None,
+    )
+    a = (
+        by_id.get(request.GET.get("a", ""))
+        or (by_id.get(str(b.parent_id)) if b is not None and b.parent_id else None)
+        or (checkpoints[0] if checkpoints else None)
+    )
     diff, error = None, ""
     if a is not None and b is not None:
         try:
             diff = selectors.checkpoint_diff(a=a, b=b)
         except CheckpointCorrupted as exc:
             error = str(exc)
-    return render(request, "checkpoints/diff.html", {
-        "task": task, "checkpoints": checkpoints, "a": a, "b": b, "diff": diff, "error": error,
-    })
+    return render(
+        request,
+        "checkpoints/diff.html",
+        {
+            "task": task,
+            "checkpoints": checkpoints,
+            "a": a,
+            "b": b,
+            "diff": diff,
+            "error": error,
+        },
+    )
 
 
 @require_POST
@@ -83,8 +114,9 @@ def recover_action(request: HttpRequest, task_id) -> HttpResponse:
         elif action == "resume":
             recovery.task_resume(task_id=task.id, user=request.user, reason=reason)
         else:
-            recovery.task_recover(task_id=task.id, user=request.user, strategy="auto",
-                                  reason=reason)
+            recovery.task_recover(
+                task_id=task.id, user=request.user, strategy="auto", reason=reason
+            )
         messages.success(request, f"{(action or 'auto').capitalize()} requested.")
     except REFUSALS as exc:
         messages.error(request, str(exc))

@@ -110,6 +110,8 @@ def failure_stats(request: HttpRequest, since: str | None = None, bucket: str | 
     try:
         window = window_parse(since=since, bucket=bucket, now=timezone.now())
     except WindowError as exc:
-        return Status(422, {"detail": "invalid input",
-                            "errors": [{"field": exc.field, "message": exc.message}]})
+        return Status(
+            422,
+            {"detail": "invalid input", "errors": [{"field": exc.field, "message": exc.message}]},
+        )
     return Status(200, stats.failure_statistics(window))

@@ -13,28 +13,58 @@ from django.urls import reverse
 from dashboard.windows import Window
 from tasks.charts import plotly_time
 
-OUTCOME_COLORS = {"approved": "#1e7b34", "edited": "#5c940d", "rejected": "#b3261e",
-                  "expired": "#b26a00", "canceled": "#868e96", "pending": "#2457c5"}
+OUTCOME_COLORS = {
+    "approved": "#1e7b34",
+    "edited": "#5c940d",
+    "rejected": "#b3261e",
+    "expired": "#b26a00",
+    "canceled": "#868e96",
+    "pending": "#2457c5",
+}
 
 
 def task_list_url(**filters: Any) -> str:
-    return reverse("tasks:list") + "?" + urlencode(
-        {k: v.isoformat() if isinstance(v, datetime) else v
-         for k, v in filters.items() if v not in (None, "")})
+    return (
+        reverse("tasks:list")
+        + "?"
+        + urlencode(
+            {
+                k: v.isoformat() if isinstance(v, datetime) else v
+                for k, v in filters.items()
+                if v not in (None, "")
+            }
+        )
+    )
 
 
 def _layout(**extra: Any) -> dict[str, Any]:
-    return {"height": 320, "margin": {"l": 60, "r": 60, "t": 30, "b": 60},
-            "hovermode": "closest", **extra}
+    return {
+        "height": 320,
+        "margin": {"l": 60, "r": 60, "t": 30, "b": 60},
+        "hovermode": "closest",
+        **extra,
+    }
 
 
 def _figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> dict[str, Any]:
     """A figure; one without any point says so instead of drawing empty axes."""
     if not any(trace.get("x") or trace.get("values") for trace in data):
-        layout = {**layout, "xaxis": {"visible": False}, "yaxis": {"visible": False},
-                  "annotations": [{"text": "no data in this window", "showarrow": False,
-                                   "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
-                                   "font": {"color": "#6b7480"}}]}
+        layout = {
+            **layout,
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "annotations": [
+                {
+                    "text": "no data in this window",
+                    "showarrow": False,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0.5,
+                    "y": 0.5,
+                    "font": {"color": "#6b7480"},
+                }
+            ],
+        }
     return {"data": data, "layout": layout}
 
 
@@ -48,36 +78,66 @@ def failure_rate_over_time_figure(rows: list[dict[str, Any]], window: Window) ->
     for row in rows:
         by_tool.setdefault(row["tool"], []).append(row)
     data = [
-        {"type": "scatter", "mode": "lines+markers", "name": tool,
-         "x": [plotly_time(r["bucket"]) for r in points], "y": [_pct(r["rate"]) for r in points],
-         "text": [f"{tool}: {r['failed']}/{r['calls']} calls failed" for r in points],
-         "hoverinfo": "text+x",
-         "customdata": [task_list_url(tool=tool, created_from=r["bucket"].date(),
-                                      created_to=(r["bucket"] + step).date())
-                        for r in points]}
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": tool,
+            "x": [plotly_time(r["bucket"]) for r in points],
+            "y": [_pct(r["rate"]) for r in points],
+            "text": [f"{tool}: {r['failed']}/{r['calls']} calls failed" for r in points],
+            "hoverinfo": "text+x",
+            "customdata": [
+                task_list_url(
+                    tool=tool,
+                    created_from=r["bucket"].date(),
+                    created_to=(r["bucket"] + step).date(),
+                )
+                for r in points
+            ],
+        }
         for tool, points in sorted(by_tool.items())
     ]
-    return _figure(data, _layout(
-        xaxis={"type": "date", "range": [plotly_time(window.since), plotly_time(window.until)]},
-        yaxis={"title": {"text": "failed calls %"}, "rangemode": "tozero"}))
+    return _figure(
+        data,
+        _layout(
+            xaxis={"type": "date", "range": [plotly_time(window.since), plotly_time(window.until)]},
+            yaxis={"title": {"text": "failed calls %"}, "rangemode": "tozero"},
+        ),
+    )
 
 
 def error_class_mix_figure(rows: list[dict[str, Any]], window: Window) -> dict[str, Any]:
-    return _figure([{
-        "type": "pie", "hole": 0.45, "sort": False,
-        "labels": [r["error_class"] or "(none)" for r in rows],
-        "values": [r["tasks"] for r in rows],
-        "customdata": [task_list_url(status="failed", error_class=r["error_class"],
-                                     finished_from=window.since, finished_to=window.until)
-                       for r in rows],
-    }], _layout(showlegend=True))
+    return _figure(
+        [
+            {
+                "type": "pie",
+                "hole": 0.45,
+                "sort": False,
+                "labels": [r["error_class"] or "(none)" for r in rows],
+                "values": [r["tasks"] for r in rows],
+                "customdata": [
+                    task_list_url(
+                        status="failed",
+                        error_class=r["error_class"],
+                        finished_from=window.since,
+                        finished_to=window.until,
+                    )
+                    for r in rows
+                ],
+            }
+        ],
+        _layout(showlegend=True),
+    )
 
 
 def _rate_bars(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return {
-        "type": "bar", "name": "failure rate",
-        "x": [r[key] for r in rows], "y": [_pct(r["rate"]) for r in rows],
-        "text": [f"{r['failed']}/{r['calls']}" for r in rows], "textposition": "auto",
+        "type": "bar",
+        "name": "failure rate",
+        "x": [r[key] for r in rows],
+        "y": [_pct(r["rate"]) for r in rows],
+        "text": [f"{r['failed']}/{r['calls']}" for r in rows],
+        "textposition": "auto",
         "marker": {"color": "#b3261e"},
     }
 
@@ -89,53 +149,105 @@ def failure_rate_by_tool_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def failure_rate_by_step_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return _figure([_rate_bars(rows, "step_index")],
-                   _layout(xaxis={"title": {"text": "step index"}},
-                           yaxis={"title": {"text": "failed calls %"}}))
+    return _figure(
+        [_rate_bars(rows, "step_index")],
+        _layout(
+            xaxis={"title": {"text": "step index"}}, yaxis={"title": {"text": "failed calls %"}}
+        ),
+    )
 
 
 def error_heatmap_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tools = sorted({r["tool"] for r in rows})
     classes = sorted({r["error_class"] for r in rows})
     cells = {(r["tool"], r["error_class"]): r["failed"] for r in rows}
-    return _figure([{
-        "type": "heatmap", "name": "failed calls", "x": [c or "(none)" for c in classes],
-        "y": tools, "z": [[cells.get((t, c), 0) for c in classes] for t in tools],
-        "colorscale": "Reds", "hovertemplate": "%{y} · %{x}: %{z}<extra></extra>",
-        "customdata": [[task_list_url(tool=t) for _ in classes] for t in tools],
-    }], _layout(height=max(260, 60 + 30 * len(tools)), margin={"l": 140, "b": 100}))
+    return _figure(
+        [
+            {
+                "type": "heatmap",
+                "name": "failed calls",
+                "x": [c or "(none)" for c in classes],
+                "y": tools,
+                "z": [[cells.get((t, c), 0) for c in classes] for t in tools],
+                "colorscale": "Reds",
+                "hovertemplate": "%{y} · %{x}: %{z}<extra></extra>",
+                "customdata": [[task_list_url(tool=t) for _ in classes] for t in tools],
+            }
+        ],
+        _layout(height=max(260, 60 + 30 * len(tools)), margin={"l": 140, "b": 100}),
+    )
 
 
 def retry_distribution_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     x = [r["retries"] for r in rows]
-    return _figure([
-        {"type": "bar", "name": "calls", "x": x, "y": [r["calls"] for r in rows],
-         "marker": {"color": "#5c7cfa"}},
-        {"type": "scatter", "mode": "lines+markers", "name": "succeeded %", "x": x,
-         "y": [_pct(r["success_rate"]) for r in rows], "yaxis": "y2",
-         "marker": {"color": "#1e7b34"}},
-    ], _layout(
-        xaxis={"title": {"text": "retries (attempts - 1)"}, "dtick": 1},
-        yaxis={"title": {"text": "calls"}},
-        yaxis2={"title": {"text": "succeeded %"}, "overlaying": "y", "side": "right",
-                "range": [0, 105]},
-        legend={"orientation": "h", "y": -0.3}))
+    return _figure(
+        [
+            {
+                "type": "bar",
+                "name": "calls",
+                "x": x,
+                "y": [r["calls"] for r in rows],
+                "marker": {"color": "#5c7cfa"},
+            },
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "succeeded %",
+                "x": x,
+                "y": [_pct(r["success_rate"]) for r in rows],
+                "yaxis": "y2",
+                "marker": {"color": "#1e7b34"},
+            },
+        ],
+        _layout(
+            xaxis={"title": {"text": "retries (attempts - 1)"}, "dtick": 1},
+            yaxis={"title": {"text": "calls"}},
+            yaxis2={
+                "title": {"text": "succeeded %"},
+                "overlaying": "y",
+                "side": "right",
+                "range": [0, 105],
+            },
+            legend={"orientation": "h", "y": -0.3},
+        ),
+    )
 
 
 def duration_percentiles_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tools = [r["tool"] for r in rows]
-    return _figure([
-        {"type": "bar", "name": "p50", "x": tools, "y": [r["p50_ms"] for r in rows],
-         "marker": {"color": "#5c7cfa"}},
-        {"type": "bar", "name": "p95", "x": tools, "y": [r["p95_ms"] for r in rows],
-         "marker": {"color": "#c77700"}},
-    ], _layout(barmode="group", yaxis={"title": {"text": "ms"}}))
+    return _figure(
+        [
+            {
+                "type": "bar",
+                "name": "p50",
+                "x": tools,
+                "y": [r["p50_ms"] for r in rows],
+                "marker": {"color": "#5c7cfa"},
+            },
+            {
+                "type": "bar",
+                "name": "p95",
+                "x": tools,
+                "y": [r["p95_ms"] for r in rows],
+                "marker": {"color": "#c77700"},
+            },
+        ],
+        _layout(barmode="group", yaxis={"title": {"text": "ms"}}),
+    )
 
 
 def review_outcomes_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tools = [r["tool"] for r in rows]
-    return _figure([
-        {"type": "bar", "name": outcome, "x": tools, "y": [r[outcome] for r in rows],
-         "marker": {"color": color}}
-        for outcome, color in OUTCOME_COLORS.items()
-    ], _layout(barmode="stack", yaxis={"title": {"text": "reviews"}}))
+    return _figure(
+        [
+            {
+                "type": "bar",
+                "name": outcome,
+                "x": tools,
+                "y": [r[outcome] for r in rows],
+                "marker": {"color": color},
+            }
+            for outcome, color in OUTCOME_COLORS.items()
+        ],
+        _layout(barmode="stack", yaxis={"title": {"text": "reviews"}}),
+    )

@@ -68,13 +68,16 @@ def queues_overview() -> list[QueueInfo]:
         queue = django_rq.get_queue(name)
         first = queue.get_job_ids(0, 1)
         oldest = Job.fetch(first[0], connection=queue.connection) if first else None
-        out.append(QueueInfo(
-            name=name, depth=queue.count,
-            oldest_enqueued_at=oldest.enqueued_at if oldest else None,
-            started=queue.started_job_registry.count,
-            scheduled=queue.scheduled_job_registry.count,
-            failed=queue.failed_job_registry.count,
-        ))
+        out.append(
+            QueueInfo(
+                name=name,
+                depth=queue.count,
+                oldest_enqueued_at=oldest.enqueued_at if oldest else None,
+                started=queue.started_job_registry.count,
+                scheduled=queue.scheduled_job_registry.count,
+                failed=queue.failed_job_registry.count,
+            )
+        )
     return out
 
 
@@ -84,12 +87,18 @@ def workers_overview() -> list[WorkerInfo]:
     for worker in Worker.all(connection=connection):
         job_id = worker.get_current_job_id()
         job = Job.fetch(job_id, connection=connection) if job_id else None
-        out.append(WorkerInfo(
-            name=worker.name, state=str(worker.get_state()), queues=worker.queue_names(),
-            current_job_id=job_id, current_task_id=job_task_id(job),
-            last_heartbeat=worker.last_heartbeat, successful=worker.successful_job_count,
-            failed=worker.failed_job_count,
-        ))
+        out.append(
+            WorkerInfo(
+                name=worker.name,
+                state=str(worker.get_state()),
+                queues=worker.queue_names(),
+                current_job_id=job_id,
+                current_task_id=job_task_id(job),
+                last_heartbeat=worker.last_heartbeat,
+                successful=worker.successful_job_count,
+                failed=worker.failed_job_count,
+            )
+        )
     return sorted(out, key=lambda w: w.name)
 
 
@@ -104,10 +113,15 @@ def failed_jobs(*, limit: int = FAILED_JOBS_SHOWN) -> list[FailedJob]:
                 continue
             result = job.latest_result()
             error = ((result.exc_string if result else "") or "").strip()
-            out.append(FailedJob(
-                id=job.id, queue=name, description=job.description or job.func_name,
-                task_id=job_task_id(job), ended_at=job.ended_at,
-                error=error.splitlines()[-1] if error else "",
-            ))
+            out.append(
+                FailedJob(
+                    id=job.id,
+                    queue=name,
+                    description=job.description or job.func_name,
+                    task_id=job_task_id(job),
+                    ended_at=job.ended_at,
+                    error=error.splitlines()[-1] if error else "",
+                )
+            )
     out.sort(key=lambda j: j.ended_at.timestamp() if j.ended_at else 0.0, reverse=True)
     return out[:limit]

@@ -33,8 +33,12 @@ AUDIT_ACTIONS = ("decide", "edit", "cancel", "retry", "rollback", "resume", "req
 
 
 def audit_entries(
-    *, actor: str | None = None, action: str | None = None, task_id: Any = None,
-    date_from: date | None = None, date_to: date | None = None,
+    *,
+    actor: str | None = None,
+    action: str | None = None,
+    task_id: Any = None,
+    date_from: date | None = None,
+    date_to: date | None = None,
 ) -> QuerySet[AuditEntry]:
     """Audit entries newest first, narrowed by the audit page's filters (served by `at`,
     audit_action_at and the task foreign-key index)."""

@@ -27,13 +27,16 @@ def rq_job_requeue(*, queue_name: str, job_id: str, user: AbstractBaseUser) -> N
     try:
         job = registry.requeue(job_id)
     except (NoSuchJobError, InvalidJobOperation) as exc:
-        raise RequeueError(f"job {job_id} is not in the failed-job registry of {queue_name}") \
-            from exc
+        raise RequeueError(
+            f"job {job_id} is not in the failed-job registry of {queue_name}"
+        ) from exc
     task_id = job_task_id(job)
     with transaction.atomic():
         audit_record(
-            user=user, action="requeue",
+            user=user,
+            action="requeue",
             task_id=task_id if task_id and Task.objects.filter(id=task_id).exists() else None,
-            target=f"rq:{queue_name}:{job_id}", before={"registry": "failed"},
+            target=f"rq:{queue_name}:{job_id}",
+            before={"registry": "failed"},
             after={"queue": queue_name},
         )

@@ -20,8 +20,12 @@ PREFIX = "vendor"
 class PlotlyFinder(BaseFinder):
     def check(self, **kwargs):
         if not (PLOTLY_DIR / FILENAME).is_file():
-            return [Error(f"{PLOTLY_DIR / FILENAME} is missing; reinstall the plotly package",
-                          id="dashboard.E001")]
+            return [
+                Error(
+                    f"{PLOTLY_DIR / FILENAME} is missing; reinstall the plotly package",
+                    id="dashboard.E001",
+                )
+            ]
         return []
 
     def find(self, path, find_all=False, **kwargs):

@@ -47,8 +47,9 @@ def _with_rate(rows) -> list[dict[str, Any]]:
     return [{**row, "rate": _rate(row["failed"], row["calls"])} for row in rows]
 
 
-def failure_rate_by_tool(window: Window,
-                         over_time: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def failure_rate_by_tool(
+    window: Window, over_time: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """[{tool, calls, failed, rate}] — settled tool calls per tool: the sums of the per-bucket
     rows of failure_rate_over_time (pass them in to save a scan of the window)."""
     totals: dict[str, dict[str, Any]] = {}
@@ -62,7 +63,9 @@ def failure_rate_by_tool(window: Window,
 def failure_rate_by_step(window: Window) -> list[dict[str, Any]]:
     """[{step_index, calls, failed, rate}] — settled tool calls per step index."""
     return _with_rate(
-        _settled_calls(window).values("step_index").annotate(**_failure_counts())
+        _settled_calls(window)
+        .values("step_index")
+        .annotate(**_failure_counts())
         .order_by("step_index")
     )
 
@@ -70,16 +73,21 @@ def failure_rate_by_step(window: Window) -> list[dict[str, Any]]:
 def failure_rate_over_time(window: Window) -> list[dict[str, Any]]:
     """[{tool, bucket, calls, failed, rate}] — per tool and hour/day bucket."""
     return _with_rate(
-        _settled_calls(window).annotate(bucket=Trunc("created_at", window.bucket))
-        .values("tool", "bucket").annotate(**_failure_counts()).order_by("bucket", "tool")
+        _settled_calls(window)
+        .annotate(bucket=Trunc("created_at", window.bucket))
+        .values("tool", "bucket")
+        .annotate(**_failure_counts())
+        .order_by("bucket", "tool")
     )
 
 
 def error_heatmap(window: Window) -> list[dict[str, Any]]:
     """[{tool, error_class, failed}] — failed tool calls by tool × error class."""
     return list(
-        _settled_calls(window).filter(status__in=FAILED_CALL)
-        .values("tool", "error_class").annotate(failed=Count("*"))
+        _settled_calls(window)
+        .filter(status__in=FAILED_CALL)
+        .values("tool", "error_class")
+        .annotate(failed=Count("*"))
         .order_by("tool", "error_class")
     )
 
@@ -88,13 +96,19 @@ def retry_distribution(window: Window) -> list[dict[str, Any]]:
     """[{retries, calls, succeeded, success_rate}] — executed calls by how many times they were
     retried (attempts - 1), and how many of those finally succeeded."""
     rows = (
-        _settled_calls(window).filter(attempts__gte=1).values("attempts")
+        _settled_calls(window)
+        .filter(attempts__gte=1)
+        .values("attempts")
         .annotate(calls=Count("*"), succeeded=Count("status", filter=Q(status=S.SUCCEEDED)))
         .order_by("attempts")
     )
     return [
-        {"retries": row["attempts"] - 1, "calls": row["calls"], "succeeded": row["succeeded"],
-         "success_rate": _rate(row["succeeded"], row["calls"])}
+        {
+            "retries": row["attempts"] - 1,
+            "calls": row["calls"],
+            "succeeded": row["succeeded"],
+            "success_rate": _rate(row["succeeded"], row["calls"]),
+        }
         for row in rows
     ]
 
@@ -148,19 +162,29 @@ def duration_percentiles(window: Window) -> list[dict[str, Any]]:
     """[{tool, calls, p50_ms, p95_ms}] over settled calls with a measured duration."""
     if connection.vendor == "postgresql":
         rows = (
-            _settled_calls(window).filter(duration_ms__isnull=False).values("tool")
-            .annotate(calls=Count("*"), p50_ms=PercentileCont("duration_ms", 0.5),
-                      p95_ms=PercentileCont("duration_ms", 0.95))
+            _settled_calls(window)
+            .filter(duration_ms__isnull=False)
+            .values("tool")
+            .annotate(
+                calls=Count("*"),
+                p50_ms=PercentileCont("duration_ms", 0.5),
+                p95_ms=PercentileCont("duration_ms", 0.95),
+            )
             .order_by("tool")
         )
-        return [{**row, "p50_ms": round(row["p50_ms"], 3), "p95_ms": round(row["p95_ms"], 3)}
-                for row in rows]
-    sql = sqlite_percentiles_sql(table=connection.ops.quote_name(ToolCall._meta.db_table),
-                                 statuses=len(SETTLED_CALL))
+        return [
+            {**row, "p50_ms": round(row["p50_ms"], 3), "p95_ms": round(row["p95_ms"], 3)}
+            for row in rows
+        ]
+    sql = sqlite_percentiles_sql(
+        table=connection.ops.quote_name(ToolCall._meta.db_table), statuses=len(SETTLED_CALL)
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [window.since, window.until, *SETTLED_CALL])
-        return [{"tool": tool, "calls": n, "p50_ms": round(p50, 3), "p95_ms": round(p95, 3)}
-                for tool, n, p50, p95 in cursor.fetchall()]
+        return [
+            {"tool": tool, "calls": n, "p50_ms": round(p50, 3), "p95_ms": round(p95, 3)}
+            for tool, n, p50, p95 in cursor.fetchall()
+        ]
 
 
 def review_outcomes(window: Window) -> list[dict[str, Any]]:
@@ -169,8 +193,7 @@ def review_outcomes(window: Window) -> list[dict[str, Any]]:
     R = ReviewStatus
     approved = Q(status=R.APPROVED)
     return list(
-        ReviewRequest.objects.filter(requested_at__gte=window.since,
-                                     requested_at__lt=window.until)
+        ReviewRequest.objects.filter(requested_at__gte=window.since, requested_at__lt=window.until)
         .values("tool")
         .annotate(
             approved=Count("status", filter=approved & Q(edited_arguments__isnull=True)),
@@ -192,16 +215,27 @@ def failure_groups(window: Window, *, limit: int = FAILURE_GROUPS_LIMIT) -> list
     """[{fingerprint, error_class, message, tasks, first_seen, last_seen}] — failed tasks
     grouped by error fingerprint, largest group first."""
     rows = (
-        _finished(window).filter(status=TaskStatus.FAILED)
+        _finished(window)
+        .filter(status=TaskStatus.FAILED)
         .values("error_fingerprint")
-        .annotate(tasks=Count("*"), first_seen=Min("finished_at"), last_seen=Max("finished_at"),
-                  error_class=Max("error_class"), sample=Max("error_message"))
+        .annotate(
+            tasks=Count("*"),
+            first_seen=Min("finished_at"),
+            last_seen=Max("finished_at"),
+            error_class=Max("error_class"),
+            sample=Max("error_message"),
+        )
         .order_by("-tasks", "-last_seen")[:limit]
     )
     return [
-        {"fingerprint": row["error_fingerprint"], "error_class": row["error_class"],
-         "message": error_normalise(row["sample"]), "tasks": row["tasks"],
-         "first_seen": row["first_seen"], "last_seen": row["last_seen"]}
+        {
+            "fingerprint": row["error_fingerprint"],
+            "error_class": row["error_class"],
+            "message": error_normalise(row["sample"]),
+            "tasks": row["tasks"],
+            "first_seen": row["first_seen"],
+            "last_seen": row["last_seen"],
+        }
         for row in rows
     ]
 
@@ -210,22 +244,32 @@ def task_outcomes(window: Window) -> dict[str, Any]:
     """Tasks that reached a terminal state in the window: counts per status and the failure
     rate failed / (succeeded + failed) — operator cancels are not agent failures."""
     counts = dict(
-        _finished(window).filter(status__in=TERMINAL).values_list("status")
-        .annotate(n=Count("*")).order_by()
+        _finished(window)
+        .filter(status__in=TERMINAL)
+        .values_list("status")
+        .annotate(n=Count("*"))
+        .order_by()
     )
     succeeded = counts.get(TaskStatus.SUCCEEDED, 0)
     failed = counts.get(TaskStatus.FAILED, 0)
     rate = _rate(failed, succeeded + failed)
-    return {"succeeded": succeeded, "failed": failed,
-            "canceled": counts.get(TaskStatus.CANCELED, 0), "failure_rate": rate,
-            "failure_rate_pct": None if rate is None else round(rate * 100, 1)}
+    return {
+        "succeeded": succeeded,
+        "failed": failed,
+        "canceled": counts.get(TaskStatus.CANCELED, 0),
+        "failure_rate": rate,
+        "failure_rate_pct": None if rate is None else round(rate * 100, 1),
+    }
 
 
 def error_class_mix(window: Window) -> list[dict[str, Any]]:
     """[{error_class, tasks}] — failed tasks in the window by error class, largest first."""
     return list(
-        _finished(window).filter(status=TaskStatus.FAILED).values("error_class")
-        .annotate(tasks=Count("*")).order_by("-tasks", "error_class")
+        _finished(window)
+        .filter(status=TaskStatus.FAILED)
+        .values("error_class")
+        .annotate(tasks=Count("*"))
+        .order_by("-tasks", "error_class")
     )
 
 

@@ -33,8 +33,9 @@ class Window:
         return f"since={self.label}&bucket={self.bucket}"
 
 
-def window_parse(*, since: str | None, bucket: str | None, now: datetime,
-                 default: str = "24h") -> Window:
+def window_parse(
+    *, since: str | None, bucket: str | None, now: datetime, default: str = "24h"
+) -> Window:
     """Raises WindowError naming the bad parameter."""
     label = (since or default).strip()
     try:
@@ -43,8 +44,9 @@ def window_parse(*, since: str | None, bucket: str | None, now: datetime,
         try:
             start = datetime.fromisoformat(label)
         except ValueError:
-            raise WindowError("since", f"not a duration (24h, 7d) or ISO datetime: {label!r}") \
-                from None
+            raise WindowError(
+                "since", f"not a duration (24h, 7d) or ISO datetime: {label!r}"
+            ) from None
         if start.tzinfo is None:
             start = start.replace(tzinfo=UTC)
     if start >= now:

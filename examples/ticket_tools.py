@@ -41,8 +41,14 @@ def _preview(ctx: ToolContext, args: OpenTicketArgs) -> str:
 
 
 # Trackers rate-limit: up to 4 attempts, 2 s apart at first (doubling), for transient errors.
-@tool(risk="external", side_effect=True, idempotent=True, timeout_s=15, preview=_preview,
-      retry={"max_attempts": 4, "initial_s": 2})
+@tool(
+    risk="external",
+    side_effect=True,
+    idempotent=True,
+    timeout_s=15,
+    preview=_preview,
+    retry={"max_attempts": 4, "initial_s": 2},
+)
 def open_ticket(ctx: ToolContext, args: OpenTicketArgs) -> dict:
     """Open a ticket in the team tracker. Returns its key."""
     for ticket in _tickets(ctx):
@@ -51,8 +57,17 @@ def open_ticket(ctx: ToolContext, args: OpenTicketArgs) -> dict:
             return {"key": ticket["key"], "created": False}
     key = f"OPS-{len(_tickets(ctx)) + 1}"
     with open(ctx.workspace / TRACKER, "a") as fh:
-        fh.write(json.dumps({"key": key, "title": args.title, "severity": args.severity,
-                             "idempotency_key": ctx.idempotency_key}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "key": key,
+                    "title": args.title,
+                    "severity": args.severity,
+                    "idempotency_key": ctx.idempotency_key,
+                }
+            )
+            + "\n"
+        )
     return {"key": key, "created": True}
 
 

@@ -45,9 +45,7 @@ def _validation_error(request: HttpRequest, exc: ValidationError):
     for item in exc.errors:
         loc = [str(p) for p in item.get("loc", ()) if p not in ("body", "payload")]
         errors.append({"field": ".".join(loc) or "body", "message": item.get("msg", "invalid")})
-    return api.create_response(
-        request, {"detail": "invalid input", "errors": errors}, status=422
-    )
+    return api.create_response(request, {"detail": "invalid input", "errors": errors}, status=422)
 
 
 @api.exception_handler(AuthenticationError)

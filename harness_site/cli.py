@@ -87,16 +87,26 @@ def redis_embedded_command(*, socket_path: Path, data_dir: Path) -> list[str]:
     `data_dir` so queued jobs survive a restart."""
     return [
         str(redis_binary()),
-        "--port", "0",
-        "--unixsocket", str(socket_path),
-        "--unixsocketperm", "700",
-        "--dir", str(data_dir),
-        "--appendonly", "yes",
-        "--appendfilename", "redis.aof",
-        "--appendfsync", "everysec",
-        "--save", "",
-        "--daemonize", "no",
-        "--loglevel", "warning",
+        "--port",
+        "0",
+        "--unixsocket",
+        str(socket_path),
+        "--unixsocketperm",
+        "700",
+        "--dir",
+        str(data_dir),
+        "--appendonly",
+        "yes",
+        "--appendfilename",
+        "redis.aof",
+        "--appendfsync",
+        "everysec",
+        "--save",
+        "",
+        "--daemonize",
+        "no",
+        "--loglevel",
+        "warning",
     ]
 
 
@@ -153,11 +163,17 @@ class Supervisor:
         self._hurry = False
         self._wake = threading.Event()
 
-    def start(self, name: str, argv: Sequence[str], *, env: dict[str, str],
-              stop_last: bool = False) -> Child:
+    def start(
+        self, name: str, argv: Sequence[str], *, env: dict[str, str], stop_last: bool = False
+    ) -> Child:
         process = subprocess.Popen(
-            list(argv), cwd=ROOT, env=env, start_new_session=True, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            list(argv),
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
         child = Child(name=name, process=process, stop_last=stop_last)
         child.pump = threading.Thread(
@@ -189,8 +205,10 @@ class Supervisor:
         while self.stop_signal is None:
             dead = self.dead_child()
             if dead is not None:
-                say(f"{dead.name} (pid {dead.process.pid}) exited unexpectedly with code "
-                    f"{dead.process.returncode}; stopping everything")
+                say(
+                    f"{dead.name} (pid {dead.process.pid}) exited unexpectedly with code "
+                    f"{dead.process.returncode}; stopping everything"
+                )
                 self.stop_all()
                 return 1
             self._wake.wait(0.5)
@@ -302,8 +320,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     embedded_redis = "REDIS_URL" not in os.environ
     env = child_env()
 
-    say(f"database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]} "
-        f"{settings.DATABASES['default']['NAME']}")
+    say(
+        f"database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]} "
+        f"{settings.DATABASES['default']['NAME']}"
+    )
     call_command("migrate", interactive=False, verbosity=1)
     roles_ensure()
     password = admin_ensure()
@@ -315,17 +335,24 @@ def cmd_up(args: argparse.Namespace) -> int:
         if embedded_redis:
             socket_path = data_dir / "redis.sock"
             if len(str(socket_path).encode()) > 100:
-                raise CliError(f"{socket_path} is too long for a unix socket; set "
-                               "HARNESS_DATA_DIR to a shorter path or set REDIS_URL")
+                raise CliError(
+                    f"{socket_path} is too long for a unix socket; set "
+                    "HARNESS_DATA_DIR to a shorter path or set REDIS_URL"
+                )
             if redis_ping(settings.REDIS_URL):
-                raise CliError(f"a Redis already answers on {socket_path}: is another "
-                               "`harness up` running with this data directory?")
+                raise CliError(
+                    f"a Redis already answers on {socket_path}: is another "
+                    "`harness up` running with this data directory?"
+                )
             supervisor.start(
-                "redis", redis_embedded_command(socket_path=socket_path, data_dir=data_dir),
-                env=env, stop_last=True,
+                "redis",
+                redis_embedded_command(socket_path=socket_path, data_dir=data_dir),
+                env=env,
+                stop_last=True,
             )
-            if not wait_until(lambda: redis_ping(settings.REDIS_URL) or supervisor.dead_child(),
-                              timeout=20) or not redis_ping(settings.REDIS_URL):
+            if not wait_until(
+                lambda: redis_ping(settings.REDIS_URL) or supervisor.dead_child(), timeout=20
+            ) or not redis_ping(settings.REDIS_URL):
                 raise CliError(f"embedded Redis did not start on {socket_path}")
             say(f"redis: embedded, {settings.REDIS_URL} (append-only file in {data_dir})")
         else:
@@ -335,13 +362,26 @@ def cmd_up(args: argparse.Namespace) -> int:
 
         for number in range(1, args.workers + 1):
             supervisor.start(f"worker-{number}", worker_command(), env=env)
-        supervisor.start("sweeper", manage("harness_sweep", "--loop", "--interval", "5"),
-                         env=env)
+        supervisor.start("sweeper", manage("harness_sweep", "--loop", "--interval", "5"), env=env)
         supervisor.start(
             "web",
-            [sys.executable, "-m", "gunicorn", "harness_site.wsgi",
-             "--bind", f"127.0.0.1:{args.port}", "--workers", "1", "--threads", "4",
-             "--graceful-timeout", "5", "--access-logfile", "-", "--no-control-socket"],
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "harness_site.wsgi",
+                "--bind",
+                f"127.0.0.1:{args.port}",
+                "--workers",
+                "1",
+                "--threads",
+                "4",
+                "--graceful-timeout",
+                "5",
+                "--access-logfile",
+                "-",
+                "--no-control-socket",
+            ],
             env=env,
         )
 
@@ -350,19 +390,31 @@ def cmd_up(args: argparse.Namespace) -> int:
             connections.close_all()
 
         url = f"http://127.0.0.1:{args.port}/"
-        if not wait_until(lambda: _http_ok(url + "accounts/login/") or supervisor.dead_child()
-                          or supervisor.stop_signal, timeout=60):
+        if not wait_until(
+            lambda: (
+                _http_ok(url + "accounts/login/")
+                or supervisor.dead_child()
+                or supervisor.stop_signal
+            ),
+            timeout=60,
+        ):
             raise CliError(f"the web server did not answer on {url} within 60s")
         if supervisor.stop_signal is None and supervisor.dead_child() is None:
             print(f"\n  Agent Harness is running at {url}", flush=True)
             if password is not None and "HARNESS_ADMIN_PASSWORD" in os.environ:
                 print(f"  login: admin / {password}", flush=True)
             elif password is not None:
-                print(f"  login: admin / {password}   (shown once; set HARNESS_ADMIN_PASSWORD "
-                      "to choose it)", flush=True)
+                print(
+                    f"  login: admin / {password}   (shown once; set HARNESS_ADMIN_PASSWORD "
+                    "to choose it)",
+                    flush=True,
+                )
             else:
-                print("  login: admin / the password shown when it was created (reset it with "
-                      "HARNESS_ADMIN_PASSWORD=... ./harness up)", flush=True)
+                print(
+                    "  login: admin / the password shown when it was created (reset it with "
+                    "HARNESS_ADMIN_PASSWORD=... ./harness up)",
+                    flush=True,
+                )
             print("  Ctrl-C stops everything.\n", flush=True)
     except BaseException:
         supervisor.stop_all()
@@ -378,17 +430,22 @@ _apt_updated = False
 def apt_install(*packages: str) -> None:
     global _apt_updated
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise CliError(f"{' '.join(packages)} missing and cannot be installed here "
-                       "(needs root and apt-get); install it or point the TEST_* URLs elsewhere")
+        raise CliError(
+            f"{' '.join(packages)} missing and cannot be installed here "
+            "(needs root and apt-get); install it or point the TEST_* URLs elsewhere"
+        )
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     if not _apt_updated:
         say("apt-get update")
-        subprocess.run(["apt-get", "update", "-q"], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(["apt-get", "update", "-q"], env=env, check=True, stdout=subprocess.DEVNULL)
         _apt_updated = True
     say(f"apt-get install {' '.join(packages)}")
-    subprocess.run(["apt-get", "install", "-y", "-q", *packages], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-q", *packages],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def _pg_connect_error(url: str) -> str | None:
@@ -397,9 +454,12 @@ def _pg_connect_error(url: str) -> str | None:
     parts = urlsplit(url)
     try:
         psycopg.connect(
-            host=parts.hostname or "127.0.0.1", port=parts.port or 5432,
-            user=unquote(parts.username or "postgres"), password=unquote(parts.password or ""),
-            dbname="postgres", connect_timeout=3,
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or 5432,
+            user=unquote(parts.username or "postgres"),
+            password=unquote(parts.password or ""),
+            dbname="postgres",
+            connect_timeout=3,
         ).close()
     except psycopg.Error as exc:
         return str(exc).strip() or exc.__class__.__name__
@@ -410,8 +470,10 @@ def _pg_versions() -> list[str]:
     base = Path("/etc/postgresql")
     if not base.is_dir():
         return []
-    return sorted((p.name for p in base.iterdir() if (p / "main").is_dir()),
-                  key=lambda v: [int(x) if x.isdigit() else x for x in v.split(".")])
+    return sorted(
+        (p.name for p in base.iterdir() if (p / "main").is_dir()),
+        key=lambda v: [int(x) if x.isdigit() else x for x in v.split(".")],
+    )
 
 
 def _pg_trust_loopback(version: str) -> None:
@@ -420,10 +482,12 @@ def _pg_trust_loopback(version: str) -> None:
     marker = "# harness test: trust loopback\n"
     if marker not in text:
         # pg_hba is first-match: these lines must come before the distribution's own.
-        hba.write_text(marker + "host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n"
-                       + text)
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "reload"],
-                   check=False)
+        hba.write_text(
+            marker + "host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n" + text
+        )
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "reload"], check=False
+    )
 
 
 def postgres_ensure(url: str) -> None:
@@ -439,8 +503,9 @@ def postgres_ensure(url: str) -> None:
         raise CliError("PostgreSQL is installed but has no cluster in /etc/postgresql/*/main")
     version = versions[-1]
     say(f"starting PostgreSQL {version}")
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"],
-                   check=False)
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"], check=False
+    )
     wait_until(lambda: _pg_connect_error(url) is None, timeout=30, interval=0.5)
     error = _pg_connect_error(url)
     if error and ("authentication" in error or "password" in error) and os.geteuid() == 0:
@@ -469,9 +534,23 @@ def redis_ensure(url: str) -> None:
     binary = binary or str(redis_binary())
     say(f"starting Redis on 127.0.0.1:{port}")
     subprocess.run(
-        [binary, "--daemonize", "yes", "--bind", "127.0.0.1", "--port", str(port),
-         "--save", "", "--appendonly", "no", "--dir", tempfile.gettempdir(),
-         "--logfile", str(Path(tempfile.gettempdir()) / f"harness-redis-{port}.log")],
+        [
+            binary,
+            "--daemonize",
+            "yes",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            tempfile.gettempdir(),
+            "--logfile",
+            str(Path(tempfile.gettempdir()) / f"harness-redis-{port}.log"),
+        ],
         check=True,
     )
     if not wait_until(lambda: redis_ping(url), timeout=20, interval=0.2):
@@ -488,8 +567,12 @@ def chromium_ensure() -> None:
 
 
 def _wants_own_processes(pytest_args: Sequence[str]) -> bool:
-    return any(a in ("-n", "--numprocesses", "--dist") or a.startswith(("-n", "--numprocesses"))
-               or a == "no:xdist" for a in pytest_args)
+    return any(
+        a in ("-n", "--numprocesses", "--dist")
+        or a.startswith(("-n", "--numprocesses"))
+        or a == "no:xdist"
+        for a in pytest_args
+    )
 
 
 def cmd_test(pytest_args: list[str]) -> int:
@@ -501,8 +584,11 @@ def cmd_test(pytest_args: list[str]) -> int:
     chromium_ensure()
 
     processes = os.environ.get("HARNESS_TEST_PROCESSES", "2")
-    xdist = [] if _wants_own_processes(pytest_args) or processes in ("", "0", "1") else [
-        "-n", processes]
+    xdist = (
+        []
+        if _wants_own_processes(pytest_args) or processes in ("", "0", "1")
+        else ["-n", processes]
+    )
     with tempfile.TemporaryDirectory(prefix="harness-test-") as tmp:
         # WhiteNoise serves from the finders; an existing STATIC_ROOT only silences its warning.
         (Path(tmp) / "data" / "staticfiles").mkdir(parents=True)
@@ -539,8 +625,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--port", type=int, default=8000)
     up.add_argument("--workers", type=int, default=2, help="rqworker processes (default 2)")
     up.add_argument("--no-demo", action="store_true", help="do not seed demo tasks")
-    commands.add_parser("test", help="ensure PostgreSQL, Redis, Chromium; run pytest",
-                        add_help=False)
+    commands.add_parser(
+        "test", help="ensure PostgreSQL, Redis, Chromium; run pytest", add_help=False
+    )
     return parser
 
 

@@ -89,7 +89,6 @@ class ReviewRuleConfig(_Strict):
         return None if value is None else parse_duration(value)
 
 
-
 class RetryConfig(_Strict):
     initial_s: float = Field(default=1.0, gt=0)
     factor: float = Field(default=2.0, ge=1)
@@ -180,8 +179,9 @@ class HarnessConfig(_Strict):
             price = self.pricing[max(prefixes, key=len)] if prefixes else None
         if price is None:
             return 0.0
-        return (prompt_tokens * price.prompt_per_1k
-                + completion_tokens * price.completion_per_1k) / 1000
+        return (
+            prompt_tokens * price.prompt_per_1k + completion_tokens * price.completion_per_1k
+        ) / 1000
 
 
 def _describe(error: ValidationError, source: Path) -> str:

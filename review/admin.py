@@ -10,18 +10,34 @@ from review.models import ReviewApproval, ReviewRequest, ReviewRule
 class ReviewRuleAdmin(admin.ModelAdmin):
     """Policy rules evaluated before harness.yaml's (a deny from either source wins)."""
 
-    list_display = ("name", "position", "enabled", "action", "tool", "risk", "path_glob",
-                    "command_regex", "url_host", "expires_after", "on_expiry",
-                    "approvals_required", "forbid_creator")
+    list_display = (
+        "name",
+        "position",
+        "enabled",
+        "action",
+        "tool",
+        "risk",
+        "path_glob",
+        "command_regex",
+        "url_host",
+        "expires_after",
+        "on_expiry",
+        "approvals_required",
+        "forbid_creator",
+    )
     list_editable = ("position", "enabled")
     list_filter = ("enabled", "action", "risk")
     search_fields = ("name", "tool", "reason")
     fieldsets = (
         (None, {"fields": ("name", "position", "enabled", "action", "reason")}),
-        ("Match (empty fields match anything)",
-         {"fields": ("tool", "risk", "path_glob", "command_regex", "url_host")}),
-        ("Review", {"fields": ("expires_after", "on_expiry", "approvals_required",
-                               "forbid_creator")}),
+        (
+            "Match (empty fields match anything)",
+            {"fields": ("tool", "risk", "path_glob", "command_regex", "url_host")},
+        ),
+        (
+            "Review",
+            {"fields": ("expires_after", "on_expiry", "approvals_required", "forbid_creator")},
+        ),
     )
 
 
@@ -39,8 +55,17 @@ class ReviewApprovalInline(admin.TabularInline):
 class ReviewRequestAdmin(admin.ModelAdmin):
     """Read-only: decisions go through the review pages and API (locks, audit, resume)."""
 
-    list_display = ("id", "tool", "risk", "status", "task", "requested_at", "expires_at",
-                    "decided_by", "decided_at")
+    list_display = (
+        "id",
+        "tool",
+        "risk",
+        "status",
+        "task",
+        "requested_at",
+        "expires_at",
+        "decided_by",
+        "decided_at",
+    )
     list_filter = ("status", "risk", "tool", "kind")
     search_fields = ("task__title", "tool")
     date_hierarchy = "requested_at"

@@ -95,9 +95,14 @@ class DecisionIn(Schema):
 
 
 @router.get("reviews", response=list[ReviewOut])
-def review_list(request: HttpRequest, status: str | None = None, tool: str | None = None,
-                risk: str | None = None, task_id: str | None = None,
-                limit: int = Query(100, ge=1, le=500)):
+def review_list(
+    request: HttpRequest,
+    status: str | None = None,
+    tool: str | None = None,
+    risk: str | None = None,
+    task_id: str | None = None,
+    limit: int = Query(100, ge=1, le=500),
+):
     return selectors.reviews_list(status=status, tool=tool, risk=risk, task=task_id)[:limit]
 
 
@@ -106,14 +111,22 @@ def review_get(request: HttpRequest, review_id: str):
     return selectors.access_review(request.user, review_id)
 
 
-@router.post("reviews/{review_id}/decision",
-             response={200: ReviewOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut})
+@router.post(
+    "reviews/{review_id}/decision",
+    response={200: ReviewOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+)
 def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
     review = selectors.access_review(request.user, review_id)
     try:
-        services.review_decide(review_id=review.id, user=request.user, decision=body.decision,
-                               comment=body.comment, arguments=body.arguments,
-                               reason=body.reason, result=body.result)
+        services.review_decide(
+            review_id=review.id,
+            user=request.user,
+            decision=body.decision,
+            comment=body.comment,
+            arguments=body.arguments,
+            reason=body.reason,
+            result=body.result,
+        )
     except services.ReviewError as exc:
         return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
     return Status(200, selectors.access_review(request.user, review.id))

@@ -28,7 +28,10 @@ class ReviewRequest(models.Model):
         "tasks.ToolCall", on_delete=models.CASCADE, related_name="reviews"
     )
     checkpoint = models.ForeignKey(
-        "checkpoints.Checkpoint", null=True, blank=True, on_delete=models.SET_NULL,
+        "checkpoints.Checkpoint",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
     )
     tool = models.CharField(max_length=100, db_index=True)
@@ -48,7 +51,10 @@ class ReviewRequest(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
     )
     # Why the policy paused the call ("why was this paused?").
@@ -71,8 +77,9 @@ class ReviewRequest(models.Model):
     @property
     def arguments(self) -> dict[str, Any]:
         """The arguments an approval would run: the latest operator edit, else the proposal."""
-        return self.edited_arguments if self.edited_arguments is not None else \
-            self.original_arguments
+        return (
+            self.edited_arguments if self.edited_arguments is not None else self.original_arguments
+        )
 
 
 class ReviewApproval(models.Model):
@@ -122,19 +129,32 @@ class ReviewRule(models.Model):
     enabled = models.BooleanField(default=True)
     tool = models.CharField(max_length=100, blank=True, default="")
     risk = models.CharField(max_length=20, choices=RuleRisk.choices, blank=True, default="")
-    path_glob = models.CharField(max_length=300, blank=True, default="",
-                                 help_text='e.g. "**/*.conf"')
-    command_regex = models.CharField(max_length=300, blank=True, default="",
-                                     help_text="a regular expression for run_command's command")
-    url_host = models.CharField(max_length=300, blank=True, default="",
-                                help_text='a host glob for http_request, e.g. "*.example.com"')
+    path_glob = models.CharField(
+        max_length=300, blank=True, default="", help_text='e.g. "**/*.conf"'
+    )
+    command_regex = models.CharField(
+        max_length=300,
+        blank=True,
+        default="",
+        help_text="a regular expression for run_command's command",
+    )
+    url_host = models.CharField(
+        max_length=300,
+        blank=True,
+        default="",
+        help_text='a host glob for http_request, e.g. "*.example.com"',
+    )
     action = models.CharField(max_length=10, choices=RuleAction.choices)
-    reason = models.CharField(max_length=200, blank=True, default="",
-                              help_text="shown to operators and, for deny, to the model")
-    expires_after = models.DurationField(null=True, blank=True,
-                                         help_text="how long a review may wait, e.g. 04:00:00")
-    on_expiry = models.CharField(max_length=20, choices=OnExpiry.choices,
-                                 default=OnExpiry.REJECT)
+    reason = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="shown to operators and, for deny, to the model",
+    )
+    expires_after = models.DurationField(
+        null=True, blank=True, help_text="how long a review may wait, e.g. 04:00:00"
+    )
+    on_expiry = models.CharField(max_length=20, choices=OnExpiry.choices, default=OnExpiry.REJECT)
     approvals_required = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(5)]
     )
@@ -152,11 +172,17 @@ class ReviewRule(models.Model):
     def as_config(self) -> ReviewRuleConfig:
         """The same validated shape as a harness.yaml rule; raises pydantic ValidationError."""
         return ReviewRuleConfig(
-            name=self.name, tool=self.tool or None, risk=self.risk or None,
-            path_glob=self.path_glob or None, command_regex=self.command_regex or None,
-            url_host=self.url_host or None, action=self.action, reason=self.reason,
+            name=self.name,
+            tool=self.tool or None,
+            risk=self.risk or None,
+            path_glob=self.path_glob or None,
+            command_regex=self.command_regex or None,
+            url_host=self.url_host or None,
+            action=self.action,
+            reason=self.reason,
             expires_after=self.expires_after.total_seconds() if self.expires_after else None,
-            on_expiry=self.on_expiry, approvals_required=self.approvals_required,
+            on_expiry=self.on_expiry,
+            approvals_required=self.approvals_required,
             forbid_creator=self.forbid_creator,
         )
 
@@ -164,7 +190,9 @@ class ReviewRule(models.Model):
         try:
             self.as_config()
         except PydanticValidationError as exc:
-            raise ValidationError({
-                str(item["loc"][0]) if item["loc"] else "__all__": item["msg"]
-                for item in exc.errors()
-            }) from None
+            raise ValidationError(
+                {
+                    str(item["loc"][0]) if item["loc"] else "__all__": item["msg"]
+                    for item in exc.errors()
+                }
+            ) from None

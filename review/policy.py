@@ -37,8 +37,9 @@ def rule_matches(rule: ReviewRuleConfig, *, tool: ToolSpec, args: dict[str, Any]
         return False
     if rule.risk is not None and rule.risk != tool.risk:
         return False
-    if rule.path_glob is not None and not any(glob_match(p, rule.path_glob)
-                                               for p in call_paths(args)):
+    if rule.path_glob is not None and not any(
+        glob_match(p, rule.path_glob) for p in call_paths(args)
+    ):
         return False
     if rule.command_regex is not None:
         command = args.get("command")
@@ -75,12 +76,16 @@ def _decision(rule: ReviewRuleConfig, source: str) -> PolicyDecision:
     )
 
 
-def evaluate(*, tool: ToolSpec, args: dict[str, Any], spec: dict[str, Any] | None = None
-             ) -> PolicyDecision:
+def evaluate(
+    *, tool: ToolSpec, args: dict[str, Any], spec: dict[str, Any] | None = None
+) -> PolicyDecision:
     """Decide one call. `spec` is the task's stored TaskSpec (for per-task overrides)."""
     always = set(((spec or {}).get("review") or {}).get("always") or [])
-    matched = [(source, rule) for source, rule in policy_rules()
-               if rule_matches(rule, tool=tool, args=args)]
+    matched = [
+        (source, rule)
+        for source, rule in policy_rules()
+        if rule_matches(rule, tool=tool, args=args)
+    ]
     for source, rule in matched:
         if rule.action == "deny":
             return _decision(rule, source)
@@ -88,14 +93,21 @@ def evaluate(*, tool: ToolSpec, args: dict[str, Any], spec: dict[str, Any] | Non
         if rule.action == "allow" and tool.name in always:
             continue
         if rule.action == "allow":
-            return PolicyDecision(action="allow", rules=[_describe(rule, source)],
-                                  reason=rule.reason)
+            return PolicyDecision(
+                action="allow", rules=[_describe(rule, source)], reason=rule.reason
+            )
         return _decision(rule, source)
     if tool.name in always:
         return PolicyDecision(
             action="review",
-            rules=[{"name": "task-review-override", "tool": tool.name, "action": "review",
-                    "source": "task spec"}],
+            rules=[
+                {
+                    "name": "task-review-override",
+                    "tool": tool.name,
+                    "action": "review",
+                    "source": "task spec",
+                }
+            ],
             reason=f"this task asks for review of every {tool.name} call",
         )
     return ALLOW

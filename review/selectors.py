@@ -30,7 +30,10 @@ def reviews_pending_count() -> int:
 
 
 def reviews_list(
-    *, status: str | None = None, tool: str | None = None, risk: str | None = None,
+    *,
+    status: str | None = None,
+    tool: str | None = None,
+    risk: str | None = None,
     task: str | None = None,
 ) -> QuerySet[ReviewRequest]:
     """Pending first (oldest first: the longest wait is the most urgent), then decided ones,
@@ -48,13 +51,18 @@ def reviews_list(
             qs = qs.filter(task_id=uuid.UUID(task))
         except ValueError:
             qs = qs.filter(task__title__icontains=task)
-    pending_first = Case(When(status=ReviewStatus.PENDING, then=Value(0)), default=Value(1),
-                         output_field=IntegerField())
+    pending_first = Case(
+        When(status=ReviewStatus.PENDING, then=Value(0)),
+        default=Value(1),
+        output_field=IntegerField(),
+    )
     return qs.annotate(pending_first=pending_first).order_by(
         "pending_first",
-        Case(When(status=ReviewStatus.PENDING, then=F("requested_at")),
-             output_field=DateTimeField()).asc(),
-        "-decided_at", "-id",
+        Case(
+            When(status=ReviewStatus.PENDING, then=F("requested_at")), output_field=DateTimeField()
+        ).asc(),
+        "-decided_at",
+        "-id",
     )
 
 
@@ -74,8 +82,12 @@ def access_review(user: AbstractBaseUser, review_id: Any) -> ReviewRequest:
 
 def review_approvers(*, review: ReviewRequest) -> list[dict[str, Any]]:
     return [
-        {"user": a.user.get_username(), "at": a.at, "arguments_hash": a.arguments_hash,
-         "comment": a.comment}
+        {
+            "user": a.user.get_username(),
+            "at": a.at,
+            "arguments_hash": a.arguments_hash,
+            "comment": a.comment,
+        }
         for a in review.approvals.select_related("user")
     ]
 
@@ -133,13 +145,24 @@ def rule_text(rule: dict[str, Any]) -> RuleText:
     if rule.get("forbid_creator"):
         extra.append("the task's creator may not approve")
     if rule.get("expires_after"):
-        extra.append(f"expires after {duration_text(rule['expires_after'])}, then "
-                     f"{rule.get('on_expiry', 'reject')}")
-    return RuleText(name=rule.get("name", "?"), source=rule.get("source", ""),
-                    condition=condition or "every call", action=rule.get("action", "review"),
-                    reason=rule.get("reason", ""), extra="; ".join(extra))
+        extra.append(
+            f"expires after {duration_text(rule['expires_after'])}, then "
+            f"{rule.get('on_expiry', 'reject')}"
+        )
+    return RuleText(
+        name=rule.get("name", "?"),
+        source=rule.get("source", ""),
+        condition=condition or "every call",
+        action=rule.get("action", "review"),
+        reason=rule.get("reason", ""),
+        extra="; ".join(extra),
+    )
+
 
 def task_reviews(*, task_id: Any) -> QuerySet[ReviewRequest]:
     """A task's review requests, oldest first, with who decided them."""
-    return (ReviewRequest.objects.filter(task_id=task_id).select_related("decided_by")
-            .order_by("requested_at", "id"))
+    return (
+        ReviewRequest.objects.filter(task_id=task_id)
+        .select_related("decided_by")
+        .order_by("requested_at", "id")
+    )

@@ -62,7 +62,11 @@ class ReviewInvalid(ReviewError):
 
 
 def review_request_open(
-    *, tool_call: ToolCall, checkpoint_id: Any, decision: PolicyDecision, preview: str,
+    *,
+    tool_call: ToolCall,
+    checkpoint_id: Any,
+    decision: PolicyDecision,
+    preview: str,
     kind: str = "policy",
 ) -> ReviewRequest:
     """Called by the loop inside its fenced transaction, just before the task pauses."""
@@ -131,8 +135,7 @@ def review_webhook_send(*, url: str, payload: dict[str, Any]) -> bool:
 
 def _field_errors(exc: ValidationError) -> list[dict[str, str]]:
     return [
-        {"field": ".".join(["arguments", *(str(p) for p in item["loc"])]),
-         "message": item["msg"]}
+        {"field": ".".join(["arguments", *(str(p) for p in item["loc"])]), "message": item["msg"]}
         for item in exc.errors()
     ]
 
@@ -140,8 +143,10 @@ def _field_errors(exc: ValidationError) -> list[dict[str, str]]:
 def _validate_arguments(*, tool_name: str, arguments: Any, spec: dict[str, Any]) -> None:
     """Edited arguments must satisfy the tool's schema and must not be denied by policy."""
     if not isinstance(arguments, dict):
-        raise ReviewInvalid("arguments must be a JSON object",
-                            errors=[{"field": "arguments", "message": "must be a JSON object"}])
+        raise ReviewInvalid(
+            "arguments must be a JSON object",
+            errors=[{"field": "arguments", "message": "must be a JSON object"}],
+        )
     try:
         tool = registry.get(tool_name)
     except UnknownTool:
@@ -149,12 +154,15 @@ def _validate_arguments(*, tool_name: str, arguments: Any, spec: dict[str, Any])
     try:
         tool.args_model.model_validate(arguments)
     except ValidationError as exc:
-        raise ReviewInvalid(f"invalid arguments for {tool_name}",
-                            errors=_field_errors(exc)) from None
+        raise ReviewInvalid(
+            f"invalid arguments for {tool_name}", errors=_field_errors(exc)
+        ) from None
     policy = evaluate(tool=tool, args=arguments, spec=spec)
     if policy.action == "deny":
-        raise ReviewInvalid(f"the policy denies these arguments: {policy.reason}",
-                            errors=[{"field": "arguments", "message": policy.reason}])
+        raise ReviewInvalid(
+            f"the policy denies these arguments: {policy.reason}",
+            errors=[{"field": "arguments", "message": policy.reason}],
+        )
 
 
 def _rejection_feedback(*, tool: str, reason: str, comment: str) -> str:
@@ -195,16 +203,19 @@ def review_decide(
     A review of kind `unknown_outcome` takes the decisions of `review_resolve_unknown_outcome`
     instead (`mark_done` with an optional `result`, `rerun`, `fail_task`)."""
     if decision in UNKNOWN_OUTCOME_DECISIONS:
-        return review_resolve_unknown_outcome(review_id=review_id, user=user,
-                                              decision=decision, result=result,
-                                              comment=comment)
+        return review_resolve_unknown_outcome(
+            review_id=review_id, user=user, decision=decision, result=result, comment=comment
+        )
     if decision not in ("approve", "reject"):
-        raise ReviewInvalid("decision must be approve or reject",
-                            errors=[{"field": "decision", "message": "approve or reject"}])
+        raise ReviewInvalid(
+            "decision must be approve or reject",
+            errors=[{"field": "decision", "message": "approve or reject"}],
+        )
     if not user_can_decide(user):
         raise ReviewForbidden("only operators may decide reviews")
     task_id, tool_name, spec = ReviewRequest.objects.values_list(
-        "task_id", "tool", "task__spec").get(id=review_id)
+        "task_id", "tool", "task__spec"
+    ).get(id=review_id)
     if decision == "approve" and arguments is not None:
         _validate_arguments(tool_name=tool_name, arguments=arguments, spec=spec)
     actor = user.get_username()
@@ -212,8 +223,10 @@ def review_decide(
         task = task_lock(task_id=task_id)
         review = ReviewRequest.objects.select_for_update().get(id=review_id)
         if review.kind == UNKNOWN_OUTCOME:
-            raise ReviewInvalid(_UNKNOWN_OUTCOME_HINT, errors=[
-                {"field": "decision", "message": " | ".join(UNKNOWN_OUTCOME_DECISIONS)}])
+            raise ReviewInvalid(
+                _UNKNOWN_OUTCOME_HINT,
+                errors=[{"field": "decision", "message": " | ".join(UNKNOWN_OUTCOME_DECISIONS)}],
+            )
         if review.status != ReviewStatus.PENDING:
             raise ReviewConflict(f"review {review_id} is already {review.status}")
         if task.status != TaskStatus.WAITING_REVIEW:
@@ -221,8 +234,9 @@ def review_decide(
         now = timezone.now()
         if decision == "approve":
             if review.forbid_creator and task.created_by_id == user.pk:
-                raise ReviewForbidden("the task's creator may not approve its calls "
-                                      "(four-eyes rule)")
+                raise ReviewForbidden(
+                    "the task's creator may not approve its calls (four-eyes rule)"
+                )
             if review.approvals.filter(user=user).exists():
                 raise ReviewConflict("you already approved this call; another operator must")
             approved = review.arguments if arguments is None else arguments
@@ -230,30 +244,72 @@ def review_decide(
             if arguments is not None and approved_hash != canonical_hash(review.arguments):
                 review.edited_arguments = arguments
                 review.save(update_fields=["edited_arguments"])
-            ReviewApproval.objects.create(review=review, user=user, arguments_hash=approved_hash,
-                                          comment=comment, at=now)
+            ReviewApproval.objects.create(
+                review=review, user=user, arguments_hash=approved_hash, comment=comment, at=now
+            )
             count = review.approvals.filter(arguments_hash=approved_hash).count()
             if count < review.approvals_required:
-                event_record(task_id=task.id, type="review_approval", actor=actor,
-                             step_index=task.current_step,
-                             payload={"review_id": review.id, "call_id": review.tool_call.call_id,
-                                      "approvals": count, "required": review.approvals_required,
-                                      "arguments": approved, "comment": comment})
-                audit_record(user=user, action="review_approve_partial", task_id=task.id,
-                             target=f"review {review.id}", reason=comment,
-                             before={"arguments": review.original_arguments},
-                             after={"arguments": approved, "approvals": count,
-                                    "required": review.approvals_required})
+                event_record(
+                    task_id=task.id,
+                    type="review_approval",
+                    actor=actor,
+                    step_index=task.current_step,
+                    payload={
+                        "review_id": review.id,
+                        "call_id": review.tool_call.call_id,
+                        "approvals": count,
+                        "required": review.approvals_required,
+                        "arguments": approved,
+                        "comment": comment,
+                    },
+                )
+                audit_record(
+                    user=user,
+                    action="review_approve_partial",
+                    task_id=task.id,
+                    target=f"review {review.id}",
+                    reason=comment,
+                    before={"arguments": review.original_arguments},
+                    after={
+                        "arguments": approved,
+                        "approvals": count,
+                        "required": review.approvals_required,
+                    },
+                )
                 return review
-            return _settle(task=task, review=review, user=user, status=ReviewStatus.APPROVED,
-                           comment=comment, reason=reason, approved=approved, now=now)
-        return _settle(task=task, review=review, user=user, status=ReviewStatus.REJECTED,
-                       comment=comment, reason=reason, approved=None, now=now)
+            return _settle(
+                task=task,
+                review=review,
+                user=user,
+                status=ReviewStatus.APPROVED,
+                comment=comment,
+                reason=reason,
+                approved=approved,
+                now=now,
+            )
+        return _settle(
+            task=task,
+            review=review,
+            user=user,
+            status=ReviewStatus.REJECTED,
+            comment=comment,
+            reason=reason,
+            approved=None,
+            now=now,
+        )
 
 
-def _settle(*, task: Task, review: ReviewRequest, user: AbstractBaseUser, status: str,
-            comment: str, reason: str, approved: dict[str, Any] | None,
-            now: datetime) -> ReviewRequest:
+def _settle(
+    *,
+    task: Task,
+    review: ReviewRequest,
+    user: AbstractBaseUser,
+    status: str,
+    comment: str,
+    reason: str,
+    approved: dict[str, Any] | None,
+    now: datetime,
+) -> ReviewRequest:
     """Close the review, settle its ToolCall, requeue the task. Caller holds both locks."""
     actor = user.get_username()
     call = review.tool_call
@@ -266,42 +322,57 @@ def _settle(*, task: Task, review: ReviewRequest, user: AbstractBaseUser, status
         call.status = ToolCallStatus.REJECTED
         call.error_class = "rejected"
         call.error_message = reason or comment or "rejected by a reviewer"
-        call.result = {"observation": _rejection_feedback(tool=review.tool, reason=reason,
-                                                          comment=comment)}
+        call.result = {
+            "observation": _rejection_feedback(tool=review.tool, reason=reason, comment=comment)
+        }
         call.finished_at = now
-        call.save(update_fields=["status", "error_class", "error_message", "result",
-                                 "finished_at"])
+        call.save(update_fields=["status", "error_class", "error_message", "result", "finished_at"])
     review.status = status
     review.decided_at = now
     review.decided_by = user
     review.comment = comment
     review.decision_reason = reason[:200]
-    review.save(update_fields=["status", "decided_at", "decided_by", "comment",
-                               "decision_reason"])
+    review.save(update_fields=["status", "decided_at", "decided_by", "comment", "decision_reason"])
     verb = "approved" if status == ReviewStatus.APPROVED else "rejected"
     payload = {
-        "review_id": review.id, "call_id": call.call_id, "tool": review.tool,
-        "decision": verb, "comment": comment, "reason": reason,
+        "review_id": review.id,
+        "call_id": call.call_id,
+        "tool": review.tool,
+        "decision": verb,
+        "comment": comment,
+        "reason": reason,
         "approvers": list(review.approvals.values_list("user__username", flat=True)),
-        "original_arguments": review.original_arguments, "approved_arguments": approved,
+        "original_arguments": review.original_arguments,
+        "approved_arguments": approved,
         "edited": approved is not None and approved != review.original_arguments,
     }
-    event_record(task_id=task.id, type="review_decided", payload=payload, actor=actor,
-                 step_index=task.current_step)
-    audit_record(user=user, action="review_approve" if approved is not None else "review_reject",
-                 task_id=task.id, target=f"review {review.id}", reason=reason or comment,
-                 before={"arguments": review.original_arguments, "status": "pending"},
-                 after={"arguments": approved, "status": status, "comment": comment})
-    _resume(task=task, review=review, reason=f"review {verb}: {review.tool}", actor=actor,
-            now=now)
+    event_record(
+        task_id=task.id,
+        type="review_decided",
+        payload=payload,
+        actor=actor,
+        step_index=task.current_step,
+    )
+    audit_record(
+        user=user,
+        action="review_approve" if approved is not None else "review_reject",
+        task_id=task.id,
+        target=f"review {review.id}",
+        reason=reason or comment,
+        before={"arguments": review.original_arguments, "status": "pending"},
+        after={"arguments": approved, "status": status, "comment": comment},
+    )
+    _resume(task=task, review=review, reason=f"review {verb}: {review.tool}", actor=actor, now=now)
     return review
 
 
-def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str,
-            now: datetime) -> None:
+def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str, now: datetime) -> None:
     waited = (now - review.requested_at).total_seconds()
     task = task_transition(
-        task_id=task.id, to=TaskStatus.QUEUED, reason=reason, actor=actor,
+        task_id=task.id,
+        to=TaskStatus.QUEUED,
+        reason=reason,
+        actor=actor,
         expect_from=[TaskStatus.WAITING_REVIEW],
         fields={"review_wait_s": task.review_wait_s + max(0.0, waited)},
     )
@@ -312,12 +383,18 @@ def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str,
 
 UNKNOWN_OUTCOME = "unknown_outcome"
 UNKNOWN_OUTCOME_DECISIONS = ("mark_done", "rerun", "fail_task")
-_UNKNOWN_OUTCOME_HINT = ("the call's outcome is unknown: decide mark_done (it took effect), "
-                         "rerun (run it again, same idempotency key) or fail_task")
+_UNKNOWN_OUTCOME_HINT = (
+    "the call's outcome is unknown: decide mark_done (it took effect), "
+    "rerun (run it again, same idempotency key) or fail_task"
+)
 
 
 def review_resolve_unknown_outcome(
-    *, review_id: Any, user: AbstractBaseUser, decision: str, result: Any = None,
+    *,
+    review_id: Any,
+    user: AbstractBaseUser,
+    decision: str,
+    result: Any = None,
     comment: str = "",
 ) -> ReviewRequest:
     """Settle a non-idempotent call whose worker died while it ran (the loop opened a review
@@ -331,8 +408,10 @@ def review_resolve_unknown_outcome(
 
     Raises ReviewForbidden, ReviewConflict or ReviewInvalid; on any of them nothing changes."""
     if decision not in UNKNOWN_OUTCOME_DECISIONS:
-        raise ReviewInvalid(_UNKNOWN_OUTCOME_HINT, errors=[
-            {"field": "decision", "message": " | ".join(UNKNOWN_OUTCOME_DECISIONS)}])
+        raise ReviewInvalid(
+            _UNKNOWN_OUTCOME_HINT,
+            errors=[{"field": "decision", "message": " | ".join(UNKNOWN_OUTCOME_DECISIONS)}],
+        )
     if not user_can_decide(user):
         raise ReviewForbidden("only operators may decide reviews")
     task_id = ReviewRequest.objects.values_list("task_id", flat=True).get(id=review_id)
@@ -341,9 +420,11 @@ def review_resolve_unknown_outcome(
         task = task_lock(task_id=task_id)
         review = ReviewRequest.objects.select_for_update().get(id=review_id)
         if review.kind != UNKNOWN_OUTCOME:
-            raise ReviewInvalid(f"{decision} applies to calls whose outcome is unknown; "
-                                "decide this review with approve or reject",
-                                errors=[{"field": "decision", "message": "approve | reject"}])
+            raise ReviewInvalid(
+                f"{decision} applies to calls whose outcome is unknown; "
+                "decide this review with approve or reject",
+                errors=[{"field": "decision", "message": "approve | reject"}],
+            )
         if review.status != ReviewStatus.PENDING:
             raise ReviewConflict(f"review {review_id} is already {review.status}")
         if task.status != TaskStatus.WAITING_REVIEW:
@@ -353,43 +434,77 @@ def review_resolve_unknown_outcome(
         before = {"status": review.status, "call": call.status}
         if decision == "mark_done":
             call.status = ToolCallStatus.SUCCEEDED
-            call.result = result if result is not None else {
-                "marked_done_by": actor, "comment": comment}
+            call.result = (
+                result if result is not None else {"marked_done_by": actor, "comment": comment}
+            )
             call.error_class = ""
             call.error_message = ""
             call.finished_at = now
         elif decision == "rerun":
             call.status = ToolCallStatus.APPROVED
             call.arguments_hash = canonical_hash(call.arguments)
-        call.save(update_fields=["status", "result", "error_class", "error_message",
-                                 "finished_at", "arguments_hash"])
+        call.save(
+            update_fields=[
+                "status",
+                "result",
+                "error_class",
+                "error_message",
+                "finished_at",
+                "arguments_hash",
+            ]
+        )
         review.status = ReviewStatus.REJECTED if decision == "fail_task" else ReviewStatus.APPROVED
         review.decided_at = now
         review.decided_by = user
         review.comment = comment
         review.decision_reason = decision
-        review.save(update_fields=["status", "decided_at", "decided_by", "comment",
-                                   "decision_reason"])
-        event_record(task_id=task.id, type="review_decided", actor=actor,
-                     step_index=task.current_step,
-                     payload={"review_id": review.id, "call_id": call.call_id,
-                              "tool": review.tool, "kind": UNKNOWN_OUTCOME,
-                              "decision": decision, "comment": comment})
-        audit_record(user=user, action=f"review_{decision}", task_id=task.id,
-                     target=f"review {review.id}", reason=comment, before=before,
-                     after={"status": review.status, "call": call.status, "decision": decision})
+        review.save(
+            update_fields=["status", "decided_at", "decided_by", "comment", "decision_reason"]
+        )
+        event_record(
+            task_id=task.id,
+            type="review_decided",
+            actor=actor,
+            step_index=task.current_step,
+            payload={
+                "review_id": review.id,
+                "call_id": call.call_id,
+                "tool": review.tool,
+                "kind": UNKNOWN_OUTCOME,
+                "decision": decision,
+                "comment": comment,
+            },
+        )
+        audit_record(
+            user=user,
+            action=f"review_{decision}",
+            task_id=task.id,
+            target=f"review {review.id}",
+            reason=comment,
+            before=before,
+            after={"status": review.status, "call": call.status, "decision": decision},
+        )
         if decision == "fail_task":
             task_transition(
-                task_id=task.id, to=TaskStatus.FAILED, actor=actor,
+                task_id=task.id,
+                to=TaskStatus.FAILED,
+                actor=actor,
                 reason=f"outcome of {review.tool} unknown: failed by {actor}",
                 expect_from=[TaskStatus.WAITING_REVIEW],
-                fields={"error_class": UNKNOWN_OUTCOME,
-                        "error_message": comment or f"the outcome of {review.tool} "
-                                                    f"({call.call_id}) is unknown"},
+                fields={
+                    "error_class": UNKNOWN_OUTCOME,
+                    "error_message": comment
+                    or f"the outcome of {review.tool} ({call.call_id}) is unknown",
+                },
             )
         else:
-            _resume(task=task, review=review, actor=actor, now=now,
-                    reason=f"outcome of {review.tool} unknown: {decision}")
+            _resume(
+                task=task,
+                review=review,
+                actor=actor,
+                now=now,
+                reason=f"outcome of {review.tool} unknown: {decision}",
+            )
     return review
 
 
@@ -403,7 +518,8 @@ def reviews_expire_overdue(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     overdue = list(
         ReviewRequest.objects.filter(status=ReviewStatus.PENDING, expires_at__lte=now)
-        .order_by("expires_at").values_list("id", "task_id")
+        .order_by("expires_at")
+        .values_list("id", "task_id")
     )
     expired = 0
     for review_id, task_id in overdue:
@@ -429,23 +545,40 @@ def _expire(*, task: Task, review: ReviewRequest, now: datetime) -> None:
     review.status = ReviewStatus.EXPIRED
     review.decided_at = now
     review.save(update_fields=["status", "decided_at"])
-    event_record(task_id=task.id, type="review_expired", step_index=task.current_step,
-                 payload={"review_id": review.id, "call_id": call.call_id, "tool": review.tool,
-                          "on_expiry": review.on_expiry,
-                          "expires_at": review.expires_at.isoformat()})
-    audit_record(user=None, action="review_expire", task_id=task.id,
-                 target=f"review {review.id}", reason=f"on_expiry={review.on_expiry}",
-                 before={"status": "pending"}, after={"status": ReviewStatus.EXPIRED})
+    event_record(
+        task_id=task.id,
+        type="review_expired",
+        step_index=task.current_step,
+        payload={
+            "review_id": review.id,
+            "call_id": call.call_id,
+            "tool": review.tool,
+            "on_expiry": review.on_expiry,
+            "expires_at": review.expires_at.isoformat(),
+        },
+    )
+    audit_record(
+        user=None,
+        action="review_expire",
+        task_id=task.id,
+        target=f"review {review.id}",
+        reason=f"on_expiry={review.on_expiry}",
+        before={"status": "pending"},
+        after={"status": ReviewStatus.EXPIRED},
+    )
     if task.status != TaskStatus.WAITING_REVIEW:
         return
     if review.on_expiry == "fail_task":
         task_transition(
-            task_id=task.id, to=TaskStatus.FAILED, reason=f"review of {review.tool} expired",
+            task_id=task.id,
+            to=TaskStatus.FAILED,
+            reason=f"review of {review.tool} expired",
             expect_from=[TaskStatus.WAITING_REVIEW],
-            fields={"error_class": "review_expired",
-                    "error_message": f"the review of {review.tool} (review {review.id}) "
-                                     "expired before anyone decided"},
+            fields={
+                "error_class": "review_expired",
+                "error_message": f"the review of {review.tool} (review {review.id}) "
+                "expired before anyone decided",
+            },
         )
         return
-    _resume(task=task, review=review, reason=f"review expired: {review.tool}", actor="",
-            now=now)
+    _resume(task=task, review=review, reason=f"review expired: {review.tool}", actor="", now=now)

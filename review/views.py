@@ -16,48 +16,73 @@ from review.models import ReviewRequest, ReviewStatus, RuleRisk
 from tasks.tools.registry import UnknownTool, registry
 
 # Form buttons -> review_decide decisions ("edit" approves the edited arguments).
-DECISIONS = {"approve": "approve", "edit": "approve", "reject": "reject",
-             **{name: name for name in services.UNKNOWN_OUTCOME_DECISIONS}}
+DECISIONS = {
+    "approve": "approve",
+    "edit": "approve",
+    "reject": "reject",
+    **{name: name for name in services.UNKNOWN_OUTCOME_DECISIONS},
+}
 
 
 @login_required
 def inbox(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", ReviewStatus.PENDING)
     filters = {key: request.GET.get(key, "") for key in ("tool", "risk", "task")}
-    reviews = selectors.reviews_list(status=None if status == "all" else status, **{
-        key: value or None for key, value in filters.items()})
+    reviews = selectors.reviews_list(
+        status=None if status == "all" else status,
+        **{key: value or None for key, value in filters.items()},
+    )
     page = Paginator(reviews, 50).get_page(request.GET.get("page"))
-    return render(request, "review/inbox.html", {
-        "page": page, "status": status, **filters,
-        "statuses": ["all", *ReviewStatus.values], "risks": RuleRisk.values,
-        "tools": selectors.reviews_tools(),
-    })
+    return render(
+        request,
+        "review/inbox.html",
+        {
+            "page": page,
+            "status": status,
+            **filters,
+            "statuses": ["all", *ReviewStatus.values],
+            "risks": RuleRisk.values,
+            "tools": selectors.reviews_tools(),
+        },
+    )
 
 
-def _detail(request: HttpRequest, review: ReviewRequest, *, arguments_text: str | None = None,
-            errors: list[dict[str, str]] | None = None, error: str = "",
-            status: int = 200) -> HttpResponse:
+def _detail(
+    request: HttpRequest,
+    review: ReviewRequest,
+    *,
+    arguments_text: str | None = None,
+    errors: list[dict[str, str]] | None = None,
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
     try:
         schema = json.dumps(registry.get(review.tool).json_schema(), indent=2)
     except UnknownTool:
         schema = ""
     can_decide = selectors.user_can_decide(request.user)
-    return render(request, "review/detail.html", {
-        "review": review,
-        "rules": [selectors.rule_text(rule) for rule in review.matched_rules],
-        "preview_lines": review.preview.splitlines(),
-        "arguments_text": arguments_text or json.dumps(review.arguments, indent=2,
-                                                       ensure_ascii=False),
-        "original_text": json.dumps(review.original_arguments, indent=2, ensure_ascii=False),
-        "schema": schema,
-        "recent_messages": selectors.review_recent_messages(review=review),
-        "approvals": selectors.review_approvers(review=review),
-        "can_decide": can_decide and review.status == ReviewStatus.PENDING,
-        "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,
-        "creator_blocked": review.forbid_creator and review.task.created_by_id == request.user.pk,
-        "errors": errors or [],
-        "error": error,
-    }, status=status)
+    return render(
+        request,
+        "review/detail.html",
+        {
+            "review": review,
+            "rules": [selectors.rule_text(rule) for rule in review.matched_rules],
+            "preview_lines": review.preview.splitlines(),
+            "arguments_text": arguments_text
+            or json.dumps(review.arguments, indent=2, ensure_ascii=False),
+            "original_text": json.dumps(review.original_arguments, indent=2, ensure_ascii=False),
+            "schema": schema,
+            "recent_messages": selectors.review_recent_messages(review=review),
+            "approvals": selectors.review_approvers(review=review),
+            "can_decide": can_decide and review.status == ReviewStatus.PENDING,
+            "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,
+            "creator_blocked": review.forbid_creator
+            and review.task.created_by_id == request.user.pk,
+            "errors": errors or [],
+            "error": error,
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -80,26 +105,44 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             result = json.loads(result_text)
     except ValueError as exc:
         field = "arguments" if choice == "edit" else "result"
-        return _detail(request, review, arguments_text=arguments_text, status=422,
-                       error=f"The {field} must be valid JSON.",
-                       errors=[{"field": field, "message": str(exc)}])
+        return _detail(
+            request,
+            review,
+            arguments_text=arguments_text,
+            status=422,
+            error=f"The {field} must be valid JSON.",
+            errors=[{"field": field, "message": str(exc)}],
+        )
     try:
         review = services.review_decide(
-            review_id=review.id, user=request.user, decision=DECISIONS.get(choice, choice),
-            comment=request.POST.get("comment", "").strip(), arguments=arguments,
-            reason=request.POST.get("reason", "").strip(), result=result,
+            review_id=review.id,
+            user=request.user,
+            decision=DECISIONS.get(choice, choice),
+            comment=request.POST.get("comment", "").strip(),
+            arguments=arguments,
+            reason=request.POST.get("reason", "").strip(),
+            result=result,
         )
     except services.ReviewInvalid as exc:
-        return _detail(request, review, arguments_text=arguments_text, status=exc.status,
-                       error=exc.message, errors=exc.errors)
+        return _detail(
+            request,
+            review,
+            arguments_text=arguments_text,
+            status=exc.status,
+            error=exc.message,
+            errors=exc.errors,
+        )
     except services.ReviewForbidden as exc:
         return _detail(request, review, status=exc.status, error=exc.message)
     except services.ReviewConflict as exc:
         messages.error(request, exc.message)
         return redirect("review:detail", review_id=review.id)
     if review.status == ReviewStatus.PENDING:
-        messages.success(request, f"Approval recorded ({review.approvals.count()} of "
-                                  f"{review.approvals_required}); waiting for another operator.")
+        messages.success(
+            request,
+            f"Approval recorded ({review.approvals.count()} of "
+            f"{review.approvals_required}); waiting for another operator.",
+        )
         return redirect("review:detail", review_id=review.id)
     messages.success(request, f"{review.tool}: {DECISIONS[choice]} recorded.")
     return redirect("tasks:detail", task_id=review.task_id)

@@ -21,8 +21,16 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Task)
 class TaskAdmin(ReadOnlyAdmin):
-    list_display = ("title", "status", "current_step", "attempt", "error_class", "created_by",
-                    "created_at", "finished_at")
+    list_display = (
+        "title",
+        "status",
+        "current_step",
+        "attempt",
+        "error_class",
+        "created_by",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("status", "priority", "error_class")
     search_fields = ("id", "title")
     date_hierarchy = "created_at"

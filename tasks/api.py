@@ -130,8 +130,13 @@ def task_create(request: HttpRequest, spec: TaskSpec):
     try:
         task = services.task_create(spec=spec, user=request.user)
     except services.SpecError as exc:
-        return Status(422, {"detail": "invalid task spec",
-                            "errors": [{"field": exc.field, "message": exc.message}]})
+        return Status(
+            422,
+            {
+                "detail": "invalid task spec",
+                "errors": [{"field": exc.field, "message": exc.message}],
+            },
+        )
     return Status(201, task)
 
 
@@ -156,8 +161,14 @@ def task_checkpoints(request: HttpRequest, task_id: str):
 def task_events(request: HttpRequest, task_id: str, after: int | None = None):
     task = selectors.access_task(request.user, task_id)
     return [
-        {"seq": e.id, "type": e.type, "step_index": e.step_index, "actor": e.actor,
-         "payload": e.payload, "created_at": e.created_at}
+        {
+            "seq": e.id,
+            "type": e.type,
+            "step_index": e.step_index,
+            "actor": e.actor,
+            "payload": e.payload,
+            "created_at": e.created_at,
+        }
         for e in selectors.task_events(task=task, after=after)
     ]
 
@@ -174,8 +185,8 @@ def task_cancel(request: HttpRequest, task_id: str):
     _require_operator(request)
     body = optional_body(request, CancelIn)
     try:
-        return Status(200, services.task_cancel(
-            task_id=task.id, user=request.user, reason=body.reason
-        ))
+        return Status(
+            200, services.task_cancel(task_id=task.id, user=request.user, reason=body.reason)
+        )
     except (TransitionConflict, IllegalTransition) as exc:
         raise _conflict(exc) from None

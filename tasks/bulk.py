@@ -23,7 +23,12 @@ BULK_ACTIONS: dict[str, BulkAction] = {
 }
 # What a per-task action raises when that one task cannot take it right now.
 SKIPPABLE: tuple[type[Exception], ...] = (
-    TransitionConflict, IllegalTransition, Task.DoesNotExist, RecoveryConflict, RecoveryInvalid)
+    TransitionConflict,
+    IllegalTransition,
+    Task.DoesNotExist,
+    RecoveryConflict,
+    RecoveryInvalid,
+)
 
 
 @dataclass
@@ -32,8 +37,9 @@ class BulkOutcome:
     skipped: list[tuple[Any, str]] = field(default_factory=list)
 
 
-def tasks_apply(*, task_ids: Iterable[Any], action: BulkAction, user: AbstractBaseUser,
-                reason: str = "") -> BulkOutcome:
+def tasks_apply(
+    *, task_ids: Iterable[Any], action: BulkAction, user: AbstractBaseUser, reason: str = ""
+) -> BulkOutcome:
     """Apply `action` to each task in its own transaction (the action's own): a task that
     changed meanwhile is skipped with the reason and the others go on."""
     outcome = BulkOutcome()

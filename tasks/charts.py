@@ -17,8 +17,9 @@ from tasks.models import Task, ToolCallStatus
 from tasks.states import TaskStatus
 
 # The events the timeline reads (the rest of the frame log is in the events tab).
-TIMELINE_EVENT_TYPES = frozenset({"model_decision", "step_finished", "model_error",
-                                  "tool_refused", "task_stopped", "status"})
+TIMELINE_EVENT_TYPES = frozenset(
+    {"model_decision", "step_finished", "model_error", "tool_refused", "task_stopped", "status"}
+)
 
 ROW_STEPS = "steps"
 ROW_MODEL = "model"
@@ -89,9 +90,14 @@ class _Bars:
     def trace(self, superseded: list[tuple[datetime, datetime]]) -> dict[str, Any]:
         opacity = [SUPERSEDED_OPACITY if _within(s, superseded) else 1.0 for s in self.starts]
         return {
-            "type": "bar", "orientation": "h", "name": self.name, "y": self.rows,
-            "base": [plotly_time(s) for s in self.starts], "x": self.durations,
-            "hovertext": self.hover, "hoverinfo": "text",
+            "type": "bar",
+            "orientation": "h",
+            "name": self.name,
+            "y": self.rows,
+            "base": [plotly_time(s) for s in self.starts],
+            "x": self.durations,
+            "hovertext": self.hover,
+            "hoverinfo": "text",
             "marker": {"color": self.colors, "opacity": opacity},
             "meta": {"kind": self.name},
         }
@@ -120,8 +126,12 @@ def superseded_ranges(checkpoints: list[dict[str, Any]]) -> list[tuple[datetime,
 
 
 def task_timeline(
-    *, task: Task, events: list[dict[str, Any]], calls: list[dict[str, Any]],
-    checkpoints: list[dict[str, Any]], now: datetime,
+    *,
+    task: Task,
+    events: list[dict[str, Any]],
+    calls: list[dict[str, Any]],
+    checkpoints: list[dict[str, Any]],
+    now: datetime,
 ) -> dict[str, Any]:
     """The timeline figure: steps, model calls and every tool-call attempt as bars; time
     waiting for a human (and in retry backoff) as shaded spans; checkpoints as markers by
@@ -154,10 +164,15 @@ def task_timeline(
         if kind == "model_decision":
             start = at - _ms(_number(e["duration_ms"]) or 0.0)
             tokens = int(_number(e["prompt_tokens"]) or 0) + int(
-                _number(e["completion_tokens"]) or 0)
-            model_bars.add(ROW_MODEL, start, at,
-                           f"model turn {e['turn'] or '?'} · step {e['step_index']}"
-                           f" · {_number(e['duration_ms']) or 0:.0f} ms · {tokens} tokens")
+                _number(e["completion_tokens"]) or 0
+            )
+            model_bars.add(
+                ROW_MODEL,
+                start,
+                at,
+                f"model turn {e['turn'] or '?'} · step {e['step_index']}"
+                f" · {_number(e['duration_ms']) or 0:.0f} ms · {tokens} tokens",
+            )
             extend_step(e["step_index"], start, at)
         elif kind == "step_finished":
             finished = int(_number(e["step"]) or 0) - 1
@@ -165,18 +180,26 @@ def task_timeline(
         elif kind == "model_error":
             error(ROW_MODEL, at, f"model error: {e['error_class'] or ''}")
         elif kind == "tool_refused":
-            error(tool_row(e["tool"] or "?"), at,
-                  f"{e['call_id']} refused: {e['error_class'] or ''}")
+            error(
+                tool_row(e["tool"] or "?"), at, f"{e['call_id']} refused: {e['error_class'] or ''}"
+            )
         elif kind == "task_stopped":
             error(ROW_STEPS, at, f"task stopped: {e['error_class'] or ''}")
         elif kind == "status":
-            for state, row in ((TaskStatus.WAITING_REVIEW, ROW_HUMAN),
-                               (TaskStatus.RETRY_WAIT, ROW_BACKOFF)):
+            for state, row in (
+                (TaskStatus.WAITING_REVIEW, ROW_HUMAN),
+                (TaskStatus.RETRY_WAIT, ROW_BACKOFF),
+            ):
                 if e["to"] == state:
                     open_spans[row] = at
                 elif e["from"] == state and row in open_spans:
-                    _close_span(human_bars if row == ROW_HUMAN else backoff_bars, row,
-                                open_spans.pop(row), at, e["reason"] or e["to"] or "")
+                    _close_span(
+                        human_bars if row == ROW_HUMAN else backoff_bars,
+                        row,
+                        open_spans.pop(row),
+                        at,
+                        e["reason"] or e["to"] or "",
+                    )
     for row, start in open_spans.items():
         _close_span(human_bars if row == ROW_HUMAN else backoff_bars, row, start, now, "still")
 
@@ -197,51 +220,81 @@ def task_timeline(
             extend_step(call["step_index"], start, end)
         started = _parse(call["started"])
         if call["status"] == ToolCallStatus.RUNNING and started and len(log) < call["attempts"]:
-            tool_bars.add(row, started, now,
-                          f"{call['call_id']} attempt {call['attempts']} · running",
-                          STATUS_COLORS[ToolCallStatus.RUNNING])
+            tool_bars.add(
+                row,
+                started,
+                now,
+                f"{call['call_id']} attempt {call['attempts']} · running",
+                STATUS_COLORS[ToolCallStatus.RUNNING],
+            )
             extend_step(call["step_index"], started, now)
 
     if running and steps:
         extend_step(max(steps), now, now)
     for index in sorted(steps):
         start, end = steps[index]
-        steps_bars.add(ROW_STEPS, start, end,
-                       f"step {index} · {(end - start).total_seconds():.3f} s")
+        steps_bars.add(
+            ROW_STEPS, start, end, f"step {index} · {(end - start).total_seconds():.3f} s"
+        )
 
     superseded = superseded_ranges(checkpoints)
-    data = [b.trace(superseded) for b in
-            (steps_bars, model_bars, tool_bars, human_bars, backoff_bars) if b.rows]
+    data = [
+        b.trace(superseded)
+        for b in (steps_bars, model_bars, tool_bars, human_bars, backoff_bars)
+        if b.rows
+    ]
     data += _checkpoint_traces(checkpoints)
     if errors["x"]:
-        data.append({
-            "type": "scatter", "mode": "markers", "name": "errors", "y": errors["y"],
-            "x": [plotly_time(x) for x in errors["x"]], "hovertext": errors["text"],
-            "hoverinfo": "text",
-            "marker": {"symbol": "x", "size": 10, "color": "#b3261e", "line": {"width": 1}},
-            "meta": {"kind": "errors"},
-        })
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "errors",
+                "y": errors["y"],
+                "x": [plotly_time(x) for x in errors["x"]],
+                "hovertext": errors["text"],
+                "hoverinfo": "text",
+                "marker": {"symbol": "x", "size": 10, "color": "#b3261e", "line": {"width": 1}},
+                "meta": {"kind": "errors"},
+            }
+        )
 
-    tool_rows = sorted({tool_row(c["tool"]) for c in calls}
-                       | {y for y in errors["y"] if y.startswith("tool · ")})
+    tool_rows = sorted(
+        {tool_row(c["tool"]) for c in calls} | {y for y in errors["y"] if y.startswith("tool · ")}
+    )
     rows = [ROW_STEPS, ROW_MODEL, *tool_rows]
     rows += [r for r, bars in ((ROW_HUMAN, human_bars), (ROW_BACKOFF, backoff_bars)) if bars.rows]
     if checkpoints:
         rows.append(ROW_CHECKPOINTS)
     shapes = [
-        {"type": "rect", "xref": "x", "yref": "paper", "y0": 0, "y1": 1,
-         "x0": plotly_time(start), "x1": plotly_time(_end(start, ms)),
-         "fillcolor": "rgba(178,106,0,0.12)", "line": {"width": 0}, "layer": "below"}
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "paper",
+            "y0": 0,
+            "y1": 1,
+            "x0": plotly_time(start),
+            "x1": plotly_time(_end(start, ms)),
+            "fillcolor": "rgba(178,106,0,0.12)",
+            "line": {"width": 0},
+            "layer": "below",
+        }
         for start, ms in zip(human_bars.starts, human_bars.durations, strict=True)
     ]
     return {
         "data": data,
         "layout": {
-            "barmode": "overlay", "height": 140 + 34 * len(rows), "hovermode": "closest",
+            "barmode": "overlay",
+            "height": 140 + 34 * len(rows),
+            "hovermode": "closest",
             "margin": {"l": 150, "r": 20, "t": 10, "b": 40},
             "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
-            "yaxis": {"type": "category", "categoryorder": "array",
-                      "categoryarray": list(reversed(rows)), "automargin": True},
+            "yaxis": {
+                "type": "category",
+                "categoryorder": "array",
+                "categoryarray": list(reversed(rows)),
+                "automargin": True,
+            },
             "legend": {"orientation": "h", "y": -0.25},
             "shapes": shapes,
         },
@@ -267,17 +320,26 @@ def _checkpoint_traces(checkpoints: list[dict[str, Any]]) -> list[dict[str, Any]
         groups[(cp["level"], cp["superseded"])].append(cp)
     traces = []
     for (level, superseded), marks in sorted(groups.items()):
-        traces.append({
-            "type": "scatter", "mode": "markers",
-            "name": f"checkpoints · {level}" + (" (superseded)" if superseded else ""),
-            "y": [ROW_CHECKPOINTS] * len(marks),
-            "x": [plotly_time(cp["at"]) for cp in marks],
-            "hovertext": [f"#{cp['seq']} {cp['level']} · {cp['trigger']} · step "
-                          f"{cp['step_index']}" + (" · superseded" if superseded else "")
-                          for cp in marks],
-            "hoverinfo": "text",
-            "marker": {"symbol": "diamond", "size": 9, "color": LEVEL_COLORS.get(level, "#444"),
-                       "opacity": SUPERSEDED_OPACITY if superseded else 1.0},
-            "meta": {"kind": "checkpoints", "level": level, "superseded": superseded},
-        })
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"checkpoints · {level}" + (" (superseded)" if superseded else ""),
+                "y": [ROW_CHECKPOINTS] * len(marks),
+                "x": [plotly_time(cp["at"]) for cp in marks],
+                "hovertext": [
+                    f"#{cp['seq']} {cp['level']} · {cp['trigger']} · step "
+                    f"{cp['step_index']}" + (" · superseded" if superseded else "")
+                    for cp in marks
+                ],
+                "hoverinfo": "text",
+                "marker": {
+                    "symbol": "diamond",
+                    "size": 9,
+                    "color": LEVEL_COLORS.get(level, "#444"),
+                    "opacity": SUPERSEDED_OPACITY if superseded else 1.0,
+                },
+                "meta": {"kind": "checkpoints", "level": level, "superseded": superseded},
+            }
+        )
     return traces

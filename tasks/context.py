@@ -32,25 +32,33 @@ FACT_MAX_CHARS = 200
 DIGEST_ITEM_CHARS = 120
 MODEL_PROMPT_MAX_CHARS = 16_000
 
-_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
-          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
-FACT_PATTERN = re.compile("|".join([
-    # amounts: $1,200.50  €30  12.5 EUR  300 dollars
-    r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?",
-    r"\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|dollars?|euros?|pounds?)\b",
-    # dates: 2024-07-15[T10:00]  15/07/2024  July 15, 2024  15 July 2024
-    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b",
-    r"\b\d{1,2}/\d{1,2}/\d{2,4}\b",
-    rf"\b{_MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b",
-    rf"\b\d{{1,2}} {_MONTH} \d{{4}}\b",
-    # identifiers: UUIDs, INV-2031, ORDER-20-A, #4521
-    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
-    r"\b[A-Z]{2,}[A-Z0-9]*-\d{2,}[\w-]*",
-    r"(?<![\w#])#\d{3,}\b",
-]))
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+)
+FACT_PATTERN = re.compile(
+    "|".join(
+        [
+            # amounts: $1,200.50  €30  12.5 EUR  300 dollars
+            r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?",
+            r"\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|dollars?|euros?|pounds?)\b",
+            # dates: 2024-07-15[T10:00]  15/07/2024  July 15, 2024  15 July 2024
+            r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b",
+            r"\b\d{1,2}/\d{1,2}/\d{2,4}\b",
+            rf"\b{_MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b",
+            rf"\b\d{{1,2}} {_MONTH} \d{{4}}\b",
+            # identifiers: UUIDs, INV-2031, ORDER-20-A, #4521
+            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+            r"\b[A-Z]{2,}[A-Z0-9]*-\d{2,}[\w-]*",
+            r"(?<![\w#])#\d{3,}\b",
+        ]
+    )
+)
 CONSTRAINT_PATTERN = re.compile(
     r"\b(?:must|never|do not|don't|always|only|at most|at least|no more than|no later than|"
-    r"deadline|required|forbidden|not allowed)\b", re.IGNORECASE)
+    r"deadline|required|forbidden|not allowed)\b",
+    re.IGNORECASE,
+)
 # Sentence ends, real newlines, and the escaped newlines of JSON-encoded observations.
 _SEGMENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])|\n|\\n")
 
@@ -68,11 +76,14 @@ def context_note(state: AgentState) -> str:
     """What the model is told about folded history: the summary and the hard facts."""
     parts = []
     if state.summary:
-        parts.append("Summary of earlier turns (older messages were folded into it):\n"
-                     + state.summary)
+        parts.append(
+            "Summary of earlier turns (older messages were folded into it):\n" + state.summary
+        )
     if state.hard_facts:
-        parts.append("Facts to keep exactly as written:\n"
-                     + "\n".join(f"- {fact}" for fact in state.hard_facts))
+        parts.append(
+            "Facts to keep exactly as written:\n"
+            + "\n".join(f"- {fact}" for fact in state.hard_facts)
+        )
     return "\n\n".join(parts)
 
 
@@ -84,7 +95,7 @@ def _clip_around(segment: str, start: int, end: int) -> str:
         return segment
     half = (FACT_MAX_CHARS - (end - start)) // 2
     lo = max(0, start - max(half, 0))
-    return segment[lo:lo + FACT_MAX_CHARS]
+    return segment[lo : lo + FACT_MAX_CHARS]
 
 
 def extract_facts(text: str, *, constraints: bool) -> list[str]:
@@ -191,8 +202,7 @@ def digest(messages: list[Message], *, item_chars: int = DIGEST_ITEM_CHARS) -> l
             if message.content.strip():
                 lines.append(f"- model: {_short(message.content, item_chars)}")
             for call in message.calls or []:
-                args = _short(json.dumps(call.args, ensure_ascii=False, sort_keys=True),
-                              item_chars)
+                args = _short(json.dumps(call.args, ensure_ascii=False, sort_keys=True), item_chars)
                 result = _short(results.get(call.call_id, "(no result)"), item_chars)
                 lines.append(f"- [{call.call_id}] {call.tool}({args}) -> {result}")
         elif message.role in ("user", "system"):
@@ -220,11 +230,14 @@ SUMMARY_SYSTEM = (
 )
 
 
-def model_summary(model: ModelAdapter, *, previous: str, messages: list[Message],
-                  max_chars: int, timeout_s: float) -> ModelDecision:
+def model_summary(
+    model: ModelAdapter, *, previous: str, messages: list[Message], max_chars: int, timeout_s: float
+) -> ModelDecision:
     transcript = "\n".join(digest(messages, item_chars=600))[-MODEL_PROMPT_MAX_CHARS:]
-    prompt = (f"Running summary so far:\n{previous or '(empty)'}\n\nNew turns:\n{transcript}\n\n"
-              f"Write the updated summary in at most {max_chars} characters.")
+    prompt = (
+        f"Running summary so far:\n{previous or '(empty)'}\n\nNew turns:\n{transcript}\n\n"
+        f"Write the updated summary in at most {max_chars} characters."
+    )
     return model.complete(system=SUMMARY_SYSTEM, prompt=prompt, timeout_s=timeout_s)
 
 
@@ -239,8 +252,9 @@ class FoldReport:
     model_error: str = ""
 
 
-def context_apply(*, state: AgentState, policy: ContextConfig, model: ModelAdapter | None,
-                  timeout_s: float) -> FoldReport | None:
+def context_apply(
+    *, state: AgentState, policy: ContextConfig, model: ModelAdapter | None, timeout_s: float
+) -> FoldReport | None:
     """Fold old turns into the summary and hard facts when the policy says it is time. Call
     between steps (no tool call of the state may be pending). Returns what it did, or None."""
     if not needs_fold(state, policy):
@@ -258,18 +272,30 @@ def context_apply(*, state: AgentState, policy: ContextConfig, model: ModelAdapt
     summary = ""
     if policy.model_summary and model is not None and model.can_complete:
         try:
-            usage = model_summary(model, previous=state.summary, messages=folded,
-                                  max_chars=policy.summary_max_chars, timeout_s=timeout_s)
+            usage = model_summary(
+                model,
+                previous=state.summary,
+                messages=folded,
+                max_chars=policy.summary_max_chars,
+                timeout_s=timeout_s,
+            )
             summary = usage.text.strip()[: policy.summary_max_chars]
             method = "model" if summary else method
         except ModelError as exc:
             error = str(exc)[:500]
     if method == "extractive":
-        summary = extractive_summary(state.summary, digest(folded),
-                                     max_chars=policy.summary_max_chars)
+        summary = extractive_summary(
+            state.summary, digest(folded), max_chars=policy.summary_max_chars
+        )
     state.summary = summary
     state.messages = state.messages[:pinned] + state.messages[cut:]
     state.folded_at_turn = state.turn_index
-    return FoldReport(folded_messages=len(folded), kept_messages=len(state.messages),
-                      method=method, new_facts=len(set(state.hard_facts) - before),
-                      summary_chars=len(summary), usage=usage, model_error=error)
+    return FoldReport(
+        folded_messages=len(folded),
+        kept_messages=len(state.messages),
+        method=method,
+        new_facts=len(set(state.hard_facts) - before),
+        summary_chars=len(summary),
+        usage=usage,
+        model_error=error,
+    )

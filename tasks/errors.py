@@ -12,8 +12,10 @@ import re
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 # 8+ hex digits mixing letters and digits (hashes, job ids), or any 0x literal.
 _HEX = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b|\b0x[0-9a-f]+\b", re.I)
-_PATH = re.compile(r"(?<![\w<])(?:[A-Za-z]:)?(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*|"
-                   r"(?<![\w<])/[\w.-]+")
+_PATH = re.compile(
+    r"(?<![\w<])(?:[A-Za-z]:)?(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*|"
+    r"(?<![\w<])/[\w.-]+"
+)
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")

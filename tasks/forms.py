@@ -18,8 +18,7 @@ class TaskFilterForm(forms.Form):
     error_class = forms.CharField(required=False, max_length=50)
     fingerprint = forms.CharField(required=False, max_length=16)
     creator = forms.CharField(required=False, max_length=150)
-    created_from = forms.DateField(required=False,
-                                   widget=forms.DateInput(attrs={"type": "date"}))
+    created_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     created_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     finished_from = forms.DateTimeField(required=False, widget=forms.HiddenInput)
     finished_to = forms.DateTimeField(required=False, widget=forms.HiddenInput)
@@ -47,8 +46,9 @@ class BulkActionForm(forms.Form):
     (`select=matching`), at most BULK_LIMIT at once."""
 
     action = forms.ChoiceField()
-    select = forms.ChoiceField(choices=[("ids", "ticked tasks"), ("matching", "all matching")],
-                               required=False)
+    select = forms.ChoiceField(
+        choices=[("ids", "ticked tasks"), ("matching", "all matching")], required=False
+    )
     ids = UUIDListField(required=False)
     confirmed = forms.BooleanField(required=False)
     reason = forms.CharField(required=False, max_length=500)

@@ -22,9 +22,7 @@ class Task(models.Model):
     title = models.CharField(max_length=200)
     goal = models.TextField()
     spec = models.JSONField()
-    status = models.CharField(
-        max_length=20, choices=TaskStatus.choices, default=TaskStatus.PENDING
-    )
+    status = models.CharField(max_length=20, choices=TaskStatus.choices, default=TaskStatus.PENDING)
     priority = models.CharField(max_length=10, choices=Priority.choices, default=Priority.DEFAULT)
     current_step = models.PositiveIntegerField(default=0)
 
@@ -42,7 +40,10 @@ class Task(models.Model):
     error_fingerprint = models.CharField(max_length=16, blank=True, default="")
 
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="tasks",
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -66,8 +67,12 @@ class Task(models.Model):
     # updates on every step (heartbeat, head, usage) out of every index lets PostgreSQL apply
     # that update as a HOT update, touching no index at all.
     head_checkpoint = models.ForeignKey(
-        "checkpoints.Checkpoint", null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+", db_index=False,
+        "checkpoints.Checkpoint",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
     )
 
     class Meta:
@@ -103,8 +108,7 @@ class TaskEvent(models.Model):
     id is the order in which the events happened."""
 
     # Indexed by `event_task_seq` (task, id); see Checkpoint.task.
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events",
-                             db_index=False)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events", db_index=False)
     type = models.CharField(max_length=50)
     payload = models.JSONField(default=dict)
     step_index = models.IntegerField(null=True, blank=True)
@@ -176,8 +180,18 @@ class ToolCall(models.Model):
             models.Index(fields=["tool", "status", "created_at"], name="toolcall_tool_status"),
             # The failure statistics: a window of created_at, aggregated from the index alone
             # (index-only scans) rather than from the wide rows.
-            models.Index(fields=["created_at", "tool", "status", "error_class", "step_index",
-                                 "attempts", "duration_ms"], name="toolcall_stats"),
+            models.Index(
+                fields=[
+                    "created_at",
+                    "tool",
+                    "status",
+                    "error_class",
+                    "step_index",
+                    "attempts",
+                    "duration_ms",
+                ],
+                name="toolcall_stats",
+            ),
             # The task list's tool filter: EXISTS probes answered from the index alone.
             models.Index(fields=["task", "tool"], name="toolcall_task_tool"),
         ]
@@ -206,8 +220,9 @@ class SweepRun(models.Model):
 class ApiToken(models.Model):
     """A bearer token for the REST API. Only its sha256 is stored; the token is shown once."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="api_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
     name = models.CharField(max_length=100, blank=True, default="")
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12)
@@ -224,12 +239,14 @@ class AuditEntry(models.Model):
     actor, reason and before/after. Append-only."""
 
     at = models.DateTimeField(db_index=True)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                              on_delete=models.SET_NULL, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     actor_name = models.CharField(max_length=150)
     action = models.CharField(max_length=50, db_index=True)
-    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="audit_entries")
+    task = models.ForeignKey(
+        Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries"
+    )
     target = models.CharField(max_length=200, blank=True, default="")
     reason = models.TextField(blank=True, default="")
     before = models.JSONField(null=True, blank=True)

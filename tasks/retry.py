@@ -51,8 +51,9 @@ class RetryPolicy:
         fields = override.model_dump(exclude_none=True)
         return replace(self, **fields)
 
-    def delay_s(self, attempt: int, *, retry_after_s: float | None = None,
-                rng: random.Random | None = None) -> float:
+    def delay_s(
+        self, attempt: int, *, retry_after_s: float | None = None, rng: random.Random | None = None
+    ) -> float:
         """The wait after failed attempt number `attempt` (1-based)."""
         base = min(self.max_s, self.initial_s * self.factor ** (attempt - 1))
         draw = (rng or random).random()
@@ -60,11 +61,20 @@ class RetryPolicy:
         return max(base + jitter, retry_after_s or 0.0)
 
 
-def retry_policy(*, config: HarnessConfig, tool_override: RetrySpec | None = None,
-                 task_override: RetrySpec | None = None) -> RetryPolicy:
+def retry_policy(
+    *,
+    config: HarnessConfig,
+    tool_override: RetrySpec | None = None,
+    task_override: RetrySpec | None = None,
+) -> RetryPolicy:
     base = config.retry
-    policy = RetryPolicy(initial_s=base.initial_s, factor=base.factor, max_s=base.max_s,
-                         jitter=base.jitter, max_attempts=base.max_attempts)
+    policy = RetryPolicy(
+        initial_s=base.initial_s,
+        factor=base.factor,
+        max_s=base.max_s,
+        jitter=base.jitter,
+        max_attempts=base.max_attempts,
+    )
     policy = policy.merged(tool_override).merged(task_override)
     trigger = config.trigger("on_retryable_error")
     if trigger is not None and trigger.max_retries is not None:

@@ -100,23 +100,36 @@ def _schema_hint(tool: ToolSpec) -> str:
     schema = tool.json_schema()
     props = schema.get("properties", {})
     required = set(schema.get("required", []))
-    fields = [f"{name}{'' if name in required else '?'}: {p.get('type', 'any')}"
-              for name, p in props.items()]
+    fields = [
+        f"{name}{'' if name in required else '?'}: {p.get('type', 'any')}"
+        for name, p in props.items()
+    ]
     return "{" + ", ".join(fields) + "}"
 
 
 def _observation(result: Any) -> str:
-    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False,
-                                                             default=str)
+    text = (
+        result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    )
     if len(text) > OBSERVATION_MAX_CHARS:
         cut = len(text) - OBSERVATION_MAX_CHARS
         text = text[:OBSERVATION_MAX_CHARS] + f"… [truncated {cut} chars]"
     return text
 
 
-_LEDGER_FIELDS = ["arguments", "arguments_hash", "status", "result", "error_class",
-                  "error_message", "attempts", "attempt_log", "started_at", "finished_at",
-                  "duration_ms"]
+_LEDGER_FIELDS = [
+    "arguments",
+    "arguments_hash",
+    "status",
+    "result",
+    "error_class",
+    "error_message",
+    "attempts",
+    "attempt_log",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+]
 
 
 class InThread:
@@ -249,15 +262,21 @@ class TaskRun:
         # for a human (Task.review_wait_s, kept by task_transition).
         self.session_started = task.started_at or timezone.now()
         self.human_wait_s = task.review_wait_s
-        self.watchdog = Watchdog(task_id=task.id, epoch=self.epoch,
-                                 interval_s=settings.HARNESS_HEARTBEAT_S)
+        self.watchdog = Watchdog(
+            task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
+        )
 
     # -- bookkeeping ---------------------------------------------------------------------
 
     def event(self, type: str, payload: dict | None = None) -> None:
-        self.pending_events.append(services.event_build(
-            task_id=self.task_id, type=type, payload=payload, step_index=self.state.step_index,
-        ))
+        self.pending_events.append(
+            services.event_build(
+                task_id=self.task_id,
+                type=type,
+                payload=payload,
+                step_index=self.state.step_index,
+            )
+        )
 
     def elapsed(self) -> float:
         return self.seconds_before + (time.monotonic() - self.run_started)
@@ -274,9 +293,14 @@ class TaskRun:
             "seconds_used": self.elapsed(),
         }
 
-    def commit(self, *, trigger: str | None, extra: list[Any] | None = None,
-               fields: dict[str, Any] | None = None,
-               then: Callable[[Any], None] | None = None) -> None:
+    def commit(
+        self,
+        *,
+        trigger: str | None,
+        extra: list[Any] | None = None,
+        fields: dict[str, Any] | None = None,
+        then: Callable[[Any], None] | None = None,
+    ) -> None:
         """One durable write: [checkpoint] + task row (fenced) + pending events (+ extra rows),
         in one transaction; `then(checkpoint or None)` runs last inside it. `trigger` None, or
         a trigger switched off in harness.yaml, writes no checkpoint."""
@@ -284,24 +308,36 @@ class TaskRun:
         checkpoint = None
         if configured is not None:
             checkpoint = checkpoint_build(
-                task_id=self.task_id, seq=self.seq, state=self.state, level=configured.level,
-                trigger=trigger, snapshot=self.capture_snapshot(), parent_id=self.head_id,
+                task_id=self.task_id,
+                seq=self.seq,
+                state=self.state,
+                level=configured.level,
+                trigger=trigger,
+                snapshot=self.capture_snapshot(),
+                parent_id=self.head_id,
             )
         update = {**self._usage_fields(), **(fields or {})}
         if checkpoint is not None:
             update["head_checkpoint_id"] = checkpoint.id
         # Outcomes of read-only calls ride along with the next write (see execute_call).
-        extra = [*self.deferred_rows,
-                 *(row for row in extra or () if row not in self.deferred_rows)]
+        extra = [
+            *self.deferred_rows,
+            *(row for row in extra or () if row not in self.deferred_rows),
+        ]
         self.deferred_rows = []
         # A pause adds `then` (a transition, a review) to the same write: one transaction.
         with transaction.atomic() if then is not None else nullcontext():
             self.cancel_seen = services.task_fenced_write(
-                task_id=self.task_id, epoch=self.epoch,
-                inserts=[*([checkpoint] if checkpoint is not None else []),
-                         *(row for row in extra if row._state.adding), *self.pending_events],
+                task_id=self.task_id,
+                epoch=self.epoch,
+                inserts=[
+                    *([checkpoint] if checkpoint is not None else []),
+                    *(row for row in extra if row._state.adding),
+                    *self.pending_events,
+                ],
                 updates=[(row, _LEDGER_FIELDS) for row in extra if not row._state.adding],
-                **update)
+                **update,
+            )
             if then is not None:
                 then(checkpoint)
         self.pending_events = []
@@ -309,36 +345,57 @@ class TaskRun:
             self.seq += 1
             self.head_id = checkpoint.id
 
-    def pause(self, *, to: str, trigger: str, reason: str, extra: list[Any] | None = None,
-              fields: dict[str, Any] | None = None,
-              then: Callable[[Any], None] | None = None) -> NoReturn:
+    def pause(
+        self,
+        *,
+        to: str,
+        trigger: str,
+        reason: str,
+        extra: list[Any] | None = None,
+        fields: dict[str, Any] | None = None,
+        then: Callable[[Any], None] | None = None,
+    ) -> NoReturn:
         """End the job leaving the task in `to` (waiting_review or retry_wait): checkpoint,
         rows, events, `then(checkpoint)` and the transition commit together."""
 
         def transition(checkpoint: Any) -> None:
             if then is not None:
                 then(checkpoint)
-            services.task_transition(task_id=self.task_id, to=to, expect_epoch=self.epoch,
-                                     reason=reason, fields={"worker_id": "", **(fields or {})})
+            services.task_transition(
+                task_id=self.task_id,
+                to=to,
+                expect_epoch=self.epoch,
+                reason=reason,
+                fields={"worker_id": "", **(fields or {})},
+            )
 
         self.commit(trigger=trigger, extra=extra, then=transition)
         raise Paused()
 
-    def schedule_retry(self, *, attempt: int, delay_s: float, error: ErrorInfo,
-                       extra: list[Any] | None = None) -> NoReturn:
+    def schedule_retry(
+        self, *, attempt: int, delay_s: float, error: ErrorInfo, extra: list[Any] | None = None
+    ) -> NoReturn:
         """Back off through RQ's scheduler, never by sleeping: the task waits in retry_wait
         and the job ends; the scheduled job wakes it and resumes from the checkpoint."""
         retry_at = timezone.now() + timedelta(seconds=delay_s)
         self.state.last_error = error
-        self.event("retry_scheduled", {
-            "call_id": error.call_id, "attempt": attempt, "error_class": error.error_class,
-            "message": error.message[:500], "delay_s": round(delay_s, 3),
-            "retry_at": retry_at.isoformat(),
-        })
+        self.event(
+            "retry_scheduled",
+            {
+                "call_id": error.call_id,
+                "attempt": attempt,
+                "error_class": error.error_class,
+                "message": error.message[:500],
+                "delay_s": round(delay_s, 3),
+                "retry_at": retry_at.isoformat(),
+            },
+        )
         self.pause(
-            to=TaskStatus.RETRY_WAIT, trigger="on_retryable_error",
+            to=TaskStatus.RETRY_WAIT,
+            trigger="on_retryable_error",
             reason=f"retry in {delay_s:.1f}s after {error.error_class} error",
-            extra=extra, fields={"retry_at": retry_at, "retry_count": self.task.retry_count + 1},
+            extra=extra,
+            fields={"retry_at": retry_at, "retry_count": self.task.retry_count + 1},
             then=lambda _checkpoint: services.task_enqueue(task=self.task, delay_s=delay_s),
         )
 
@@ -398,14 +455,23 @@ class TaskRun:
         self.state = loaded.state
         self.load_ledger()
         if loaded.checkpoint.id != self.head_id:
-            self.event("checkpoint_fallback", {"checkpoint_id": str(loaded.checkpoint.id),
-                                               "seq": loaded.checkpoint.seq})
+            self.event(
+                "checkpoint_fallback",
+                {"checkpoint_id": str(loaded.checkpoint.id), "seq": loaded.checkpoint.seq},
+            )
             self.head_id = loaded.checkpoint.id
         self.restore_workspace(loaded)
         self.align_context(loaded)
-        self.event("resumed", {"worker": self.worker_id, "epoch": self.epoch,
-                               "checkpoint_id": str(loaded.checkpoint.id),
-                               "seq": loaded.checkpoint.seq, "phase": self.state.phase})
+        self.event(
+            "resumed",
+            {
+                "worker": self.worker_id,
+                "epoch": self.epoch,
+                "checkpoint_id": str(loaded.checkpoint.id),
+                "seq": loaded.checkpoint.seq,
+                "phase": self.state.phase,
+            },
+        )
         self.commit(trigger=None, fields={"head_checkpoint_id": self.head_id})
 
     def initial_state(self) -> AgentState:
@@ -414,10 +480,13 @@ class TaskRun:
             "You are an agent working inside a sandboxed workspace. Use the tools to reach the "
             f"goal, then give a final answer. Available tools: {tools}."
         )
-        return AgentState(messages=[
-            Message(role="system", content=system[: self.context.system_prompt_max_chars]),
-            Message(role="user", content=self.spec.goal),
-        ], hard_facts=goal_facts(self.spec.goal, self.context))
+        return AgentState(
+            messages=[
+                Message(role="system", content=system[: self.context.system_prompt_max_chars]),
+                Message(role="user", content=self.spec.goal),
+            ],
+            hard_facts=goal_facts(self.spec.goal, self.context),
+        )
 
     def materialise_spec_files(self) -> None:
         from tasks.tools.workspace import resolve_in_workspace
@@ -433,8 +502,9 @@ class TaskRun:
         the head wherever it is."""
         from checkpoints.snapshots import snapshot_materialise_if_missing
 
-        if snapshot_materialise_if_missing(workspace=self.workspace, manifest=loaded.snapshot,
-                                           sync=self.state.recovery is not None):
+        if snapshot_materialise_if_missing(
+            workspace=self.workspace, manifest=loaded.snapshot, sync=self.state.recovery is not None
+        ):
             self.event("workspace_materialised", {"checkpoint_id": str(loaded.checkpoint.id)})
 
     def align_context(self, loaded: Any) -> None:
@@ -442,8 +512,12 @@ class TaskRun:
         checkpoints.alignment)."""
         from checkpoints.alignment import context_align
 
-        summary = context_align(task_id=self.task_id, state=self.state,
-                                checkpoint=loaded.checkpoint, snapshot=loaded.snapshot)
+        summary = context_align(
+            task_id=self.task_id,
+            state=self.state,
+            checkpoint=loaded.checkpoint,
+            snapshot=loaded.snapshot,
+        )
         if summary is not None:
             self.event("context_aligned", summary)
 
@@ -455,16 +529,18 @@ class TaskRun:
         if self.watchdog.cancel_requested.is_set() or self.cancel_seen:
             raise StopRun("canceled", "canceled by operator")
         if (elapsed := self.session_elapsed()) > self.session_s:
-            self.timeout_event(layer="session", limit_s=self.session_s,
-                               elapsed_s=round(elapsed, 3))
-            raise StopRun("timeout", f"session timeout: {self.session_s:g}s exceeded "
-                                     "(layer: session)")
+            self.timeout_event(layer="session", limit_s=self.session_s, elapsed_s=round(elapsed, 3))
+            raise StopRun(
+                "timeout", f"session timeout: {self.session_s:g}s exceeded (layer: session)"
+            )
         budget = self.spec.budget
         if self.state.phase == "model" and self.state.budget.steps >= budget.max_steps:
             raise StopRun("budget_exceeded", f"max_steps={budget.max_steps} reached")
         if self.state.budget.tokens > budget.max_tokens:
-            raise StopRun("budget_exceeded",
-                          f"max_tokens={budget.max_tokens} exceeded ({self.state.budget.tokens})")
+            raise StopRun(
+                "budget_exceeded",
+                f"max_tokens={budget.max_tokens} exceeded ({self.state.budget.tokens})",
+            )
 
     # -- the model turn ------------------------------------------------------------------
 
@@ -485,23 +561,33 @@ class TaskRun:
     def charge(self, usage: ModelDecision) -> dict[str, Any]:
         """Count a model call's tokens and cost against the task; the event fields for it."""
         model = usage.model or self.model.name
-        cost = self.config.cost_usd(model=model, prompt_tokens=usage.prompt_tokens,
-                                    completion_tokens=usage.completion_tokens)
+        cost = self.config.cost_usd(
+            model=model,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+        )
         self.state.budget.tokens += usage.tokens
         self.state.budget.cost_usd += cost
-        return {"model": model, "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens, "cost_usd": round(cost, 8)}
+        return {
+            "model": model,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost_usd": round(cost, 8),
+        }
 
     def decide(self) -> ModelDecision:
         """The model call, bounded by the turn timeout even if the adapter ignores it."""
         tools = self.allowed_tools()
-        call = InThread(lambda: self.model.decide(state=self.state, tools=tools,
-                                                  timeout_s=self.turn_s),
-                        name=f"model-{self.task_id}")
+        call = InThread(
+            lambda: self.model.decide(state=self.state, tools=tools, timeout_s=self.turn_s),
+            name=f"model-{self.task_id}",
+        )
         if not call.wait(self.turn_s):
             self.timeout_event(layer="turn", limit_s=self.turn_s)
-            raise ModelError(f"the model call exceeded the {self.turn_s:g}s turn timeout "
-                             "(layer: turn)", error_class=TIMEOUT)
+            raise ModelError(
+                f"the model call exceeded the {self.turn_s:g}s turn timeout (layer: turn)",
+                error_class=TIMEOUT,
+            )
         if call.error is not None:
             raise call.error
         return call.value
@@ -518,31 +604,47 @@ class TaskRun:
         state.model_retries = 0
         usage = self.charge(decision)
         calls = [
-            ProposedCall(call_id=state.new_call_id(i), tool=c.tool, args=c.args,
-                         raw_error=c.raw_error)
+            ProposedCall(
+                call_id=state.new_call_id(i), tool=c.tool, args=c.args, raw_error=c.raw_error
+            )
             for i, c in enumerate(decision.calls)
         ]
-        state.messages.append(Message(role="assistant",
-                                      content=decision.text[:OBSERVATION_MAX_CHARS],
-                                      calls=calls or None))
+        state.messages.append(
+            Message(
+                role="assistant", content=decision.text[:OBSERVATION_MAX_CHARS], calls=calls or None
+            )
+        )
         state.turn_index += 1
         state.last_error = None
         final = decision.final is not None and not calls
-        self.event("model_decision", {
-            "turn": state.turn_index, **usage,
-            "calls": [{"call_id": c.call_id, "tool": c.tool, "args": c.args,
-                       **({"raw_error": c.raw_error} if c.raw_error else {})} for c in calls],
-            "final": decision.final, "text": decision.text[:2000],
-            "duration_ms": round(duration_ms, 3),
-        })
+        self.event(
+            "model_decision",
+            {
+                "turn": state.turn_index,
+                **usage,
+                "calls": [
+                    {
+                        "call_id": c.call_id,
+                        "tool": c.tool,
+                        "args": c.args,
+                        **({"raw_error": c.raw_error} if c.raw_error else {}),
+                    }
+                    for c in calls
+                ],
+                "final": decision.final,
+                "text": decision.text[:2000],
+                "duration_ms": round(duration_ms, 3),
+            },
+        )
         failure = self.check_final_answer(decision.final) if final else None
         if final and failure is None:
             state.final = decision.final
             state.phase = "done"
         elif final:
             # The model tries again: the feedback is the next step's input.
-            state.messages.append(Message(role="user", name=HARNESS_AUTHOR,
-                                          content=failure.feedback))
+            state.messages.append(
+                Message(role="user", name=HARNESS_AUTHOR, content=failure.feedback)
+            )
             self.note_check_failure(failure.what)
         else:
             state.pending = calls
@@ -556,9 +658,15 @@ class TaskRun:
         """The TaskSpec's deep checks on a final answer (tasks/validation.py)."""
         if self.spec.checks is None:
             return None
-        verdict = check_final(final=final, checks=self.spec.checks, workspace=self.workspace,
-                              task_id=self.task_id, goal=self.spec.goal, model=self.model,
-                              timeout_s=self.turn_s)
+        verdict = check_final(
+            final=final,
+            checks=self.spec.checks,
+            workspace=self.workspace,
+            task_id=self.task_id,
+            goal=self.spec.goal,
+            model=self.model,
+            timeout_s=self.turn_s,
+        )
         payload: dict[str, Any] = {"passed": verdict.failure is None}
         if verdict.review is not None:
             payload.update(self.charge(verdict.review), reviewed=True)
@@ -577,16 +685,26 @@ class TaskRun:
         """Transient errors (and turn timeouts) are retried with backoff; the task fails once
         the attempts are used up, or at once for a permanent error."""
         attempt = self.state.model_retries + 1
-        self.event("model_error", {"error_class": exc.error_class, "message": str(exc)[:2000],
-                                   "status": exc.status, "attempt": attempt})
+        self.event(
+            "model_error",
+            {
+                "error_class": exc.error_class,
+                "message": str(exc)[:2000],
+                "status": exc.status,
+                "attempt": attempt,
+            },
+        )
         policy = retry_policy(config=self.config, task_override=self.spec.retry)
         if is_retryable(exc.error_class, idempotent=True) and attempt < policy.max_attempts:
             self.state.model_retries = attempt
             self.schedule_retry(
                 attempt=attempt,
                 delay_s=policy.delay_s(attempt, retry_after_s=exc.retry_after_s),
-                error=ErrorInfo(error_class=exc.error_class, message=str(exc)[:2000],
-                                step_index=self.state.step_index),
+                error=ErrorInfo(
+                    error_class=exc.error_class,
+                    message=str(exc)[:2000],
+                    step_index=self.state.step_index,
+                ),
             )
         error_class = "model_error" if exc.error_class == "permanent" else exc.error_class
         raise StopRun(error_class, f"model call failed (attempt {attempt}): {exc}")
@@ -598,8 +716,11 @@ class TaskRun:
         while state.next_call < len(state.pending):
             call = state.pending[state.next_call]
             outcome = self.run_call(call)
-            state.messages.append(Message(role="tool", content=outcome.observation,
-                                          call_id=call.call_id, name=call.tool))
+            state.messages.append(
+                Message(
+                    role="tool", content=outcome.observation, call_id=call.call_id, name=call.tool
+                )
+            )
             if outcome.error_class in CHECK_ERROR_CLASSES:
                 self.note_check_failure(outcome.error_message)
             state.next_call += 1
@@ -619,21 +740,26 @@ class TaskRun:
         state.next_call = 0
         state.phase = "model"
         if checks.failed_steps > self.limits.max_retries:
-            raise StopRun("validation_failed",
-                          f"{checks.failed_steps} steps in a row failed validation "
-                          f"(max_retries={self.limits.max_retries}); last: {checks.last_failure}")
+            raise StopRun(
+                "validation_failed",
+                f"{checks.failed_steps} steps in a row failed validation "
+                f"(max_retries={self.limits.max_retries}); last: {checks.last_failure}",
+            )
         self.apply_context()
         self.event("step_finished", {"step": state.step_index})
         self.commit(trigger="after_step")
 
     def apply_context(self) -> None:
-        report = context_apply(state=self.state, policy=self.context, model=self.model,
-                               timeout_s=self.turn_s)
+        report = context_apply(
+            state=self.state, policy=self.context, model=self.model, timeout_s=self.turn_s
+        )
         if report is None:
             return
         payload: dict[str, Any] = {
-            "folded_messages": report.folded_messages, "kept_messages": report.kept_messages,
-            "method": report.method, "new_facts": report.new_facts,
+            "folded_messages": report.folded_messages,
+            "kept_messages": report.kept_messages,
+            "method": report.method,
+            "new_facts": report.new_facts,
             "summary_chars": report.summary_chars,
         }
         if report.usage is not None:
@@ -653,19 +779,29 @@ class TaskRun:
         step (a resumed or retried step re-proposes the same call_ids). Only the lease holder
         writes a running task's ledger, so the rows this run creates join as it goes and no
         call needs a query of its own."""
-        self.ledger = {row.call_id: row for row in ToolCall.objects.filter(
-            task_id=self.task_id, step_index__gte=self.state.step_index)}
+        self.ledger = {
+            row.call_id: row
+            for row in ToolCall.objects.filter(
+                task_id=self.task_id, step_index__gte=self.state.step_index
+            )
+        }
 
     def ledger_row(self, call: ProposedCall, tool: ToolSpec | None) -> tuple[ToolCall, bool]:
         row = self.ledger.get(call.call_id)
         if row is not None:
             if row.arguments != call.args and not row.arguments_hash:
-                raise StopRun("idempotency_conflict",
-                              f"call_id {call.call_id} reused with different arguments")
+                raise StopRun(
+                    "idempotency_conflict",
+                    f"call_id {call.call_id} reused with different arguments",
+                )
             return row, False
         row = ToolCall(
-            task_id=self.task_id, call_id=call.call_id, tool=call.tool, arguments=call.args,
-            risk=tool.risk if tool else "read", step_index=self.state.step_index,
+            task_id=self.task_id,
+            call_id=call.call_id,
+            tool=call.tool,
+            arguments=call.args,
+            risk=tool.risk if tool else "read",
+            step_index=self.state.step_index,
             status=ToolCallStatus.PROPOSED,
         )
         self.ledger[call.call_id] = row
@@ -682,52 +818,83 @@ class TaskRun:
             if replay is not None:
                 return replay
         if tool is None:
-            return self.refuse(row, call, error_class="invalid_call", what=(
-                f"tool {call.tool!r} is not available to this task"),
+            return self.refuse(
+                row,
+                call,
+                error_class="invalid_call",
+                what=(f"tool {call.tool!r} is not available to this task"),
                 expected=f"one of: {', '.join(self.spec.tools) or '(no tools)'}",
-                check="call an available tool or give a final answer")
+                check="call an available tool or give a final answer",
+            )
         if call.raw_error:
-            return self.refuse(row, call, error_class="invalid_arguments",
-                               what=f"could not parse arguments for {tool.name}: {call.raw_error}",
-                               expected=_schema_hint(tool),
-                               check=f"send valid JSON arguments for {tool.name}")
+            return self.refuse(
+                row,
+                call,
+                error_class="invalid_arguments",
+                what=f"could not parse arguments for {tool.name}: {call.raw_error}",
+                expected=_schema_hint(tool),
+                check=f"send valid JSON arguments for {tool.name}",
+            )
         # Approved by a human, or past the gate on an earlier attempt (a retry, or an idempotent
         # call interrupted by a crash): runs exactly as recorded.
-        cleared = row.status in (ToolCallStatus.APPROVED, ToolCallStatus.RETRY_WAIT,
-                                 ToolCallStatus.RUNNING)
+        cleared = row.status in (
+            ToolCallStatus.APPROVED,
+            ToolCallStatus.RETRY_WAIT,
+            ToolCallStatus.RUNNING,
+        )
         args_source = row.arguments if cleared else call.args
         try:
             args = tool.args_model.model_validate(args_source)
         except ValidationError as exc:
-            return self.refuse(row, call, error_class="invalid_arguments",
-                               what=f"invalid arguments for {tool.name} "
-                                    f"({_validation_summary(exc)})",
-                               expected=_schema_hint(tool),
-                               check=f"fix the arguments and call {tool.name} again")
+            return self.refuse(
+                row,
+                call,
+                error_class="invalid_arguments",
+                what=f"invalid arguments for {tool.name} ({_validation_summary(exc)})",
+                expected=_schema_hint(tool),
+                check=f"fix the arguments and call {tool.name} again",
+            )
         if cleared:
             if row.arguments_hash and canonical_hash(row.arguments) != row.arguments_hash:
-                raise StopRun("internal_error",
-                              f"call {call.call_id}: approved arguments changed after approval")
+                raise StopRun(
+                    "internal_error",
+                    f"call {call.call_id}: approved arguments changed after approval",
+                )
             return self.execute_call(row, tool, args)
         # Stricter checks before the policy gate: no human reviews a call that breaks them.
         failure = check_call(tool=tool, args=row.arguments, limits=self.limits)
         if failure is not None:
-            return self.refuse(row, call, error_class="check_failed", what=failure.what,
-                               expected=failure.expected, check=failure.check)
+            return self.refuse(
+                row,
+                call,
+                error_class="check_failed",
+                what=failure.what,
+                expected=failure.expected,
+                check=failure.check,
+            )
         return self.gate_and_execute(row, tool, args)
 
     def replay_outcome(self, row: ToolCall) -> ToolOutcome | None:
         """A call already settled in the ledger returns its stored outcome, never re-runs."""
         if row.status == ToolCallStatus.SUCCEEDED:
             self.event("tool_replayed", {"call_id": row.call_id, "tool": row.tool})
-            return ToolOutcome(status=row.status, observation=_observation(row.result),
-                               result=row.result)
-        if row.status in (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT,
-                          ToolCallStatus.DENIED, ToolCallStatus.REJECTED):
+            return ToolOutcome(
+                status=row.status, observation=_observation(row.result), result=row.result
+            )
+        if row.status in (
+            ToolCallStatus.FAILED,
+            ToolCallStatus.TIMED_OUT,
+            ToolCallStatus.DENIED,
+            ToolCallStatus.REJECTED,
+        ):
             result = row.result if isinstance(row.result, dict) else {}
             message = result.get("observation")
-            return ToolOutcome(status=row.status, observation=message or row.error_message,
-                               error_class=row.error_class, error_message=row.error_message)
+            return ToolOutcome(
+                status=row.status,
+                observation=message or row.error_message,
+                error_class=row.error_class,
+                error_message=row.error_message,
+            )
         if row.status in (ToolCallStatus.RUNNING, ToolCallStatus.UNKNOWN_OUTCOME):
             return self.on_interrupted_call(row)
         return None
@@ -752,45 +919,76 @@ class TaskRun:
 
         message = message or (
             f"{row.tool} (call {row.call_id}) was running when its worker stopped; it is not "
-            "idempotent, so whether it took effect is unknown")
+            "idempotent, so whether it took effect is unknown"
+        )
         if row.status == ToolCallStatus.RUNNING:
             finished = timezone.now()
             row.status = ToolCallStatus.UNKNOWN_OUTCOME
             row.error_class = UNKNOWN_OUTCOME
             row.error_message = message
             row.finished_at = finished
-            row.attempt_log = [*row.attempt_log, {
-                "n": row.attempts,
-                "started_at": row.started_at.isoformat() if row.started_at else None,
-                "finished_at": finished.isoformat(), "status": UNKNOWN_OUTCOME,
-                "error_class": UNKNOWN_OUTCOME, "error_message": message,
-            }]
-            self.event("tool_unknown_outcome", {"call_id": row.call_id, "tool": row.tool,
-                                                "attempt": row.attempts})
+            row.attempt_log = [
+                *row.attempt_log,
+                {
+                    "n": row.attempts,
+                    "started_at": row.started_at.isoformat() if row.started_at else None,
+                    "finished_at": finished.isoformat(),
+                    "status": UNKNOWN_OUTCOME,
+                    "error_class": UNKNOWN_OUTCOME,
+                    "error_message": message,
+                },
+            ]
+            self.event(
+                "tool_unknown_outcome",
+                {"call_id": row.call_id, "tool": row.tool, "attempt": row.attempts},
+            )
         open_review = not row.reviews.filter(status=ReviewStatus.PENDING).exists()
         decision = PolicyDecision(
-            action="review", reason="outcome unknown: mark it done, re-run it or fail the task",
+            action="review",
+            reason="outcome unknown: mark it done, re-run it or fail the task",
             rules=[{"name": "unknown-outcome", "tool": row.tool, "action": "review"}],
         )
 
         def open_unknown_outcome_review(checkpoint: Any) -> None:
             if open_review:
                 review_request_open(
-                    tool_call=row, checkpoint_id=checkpoint.id if checkpoint else None,
-                    decision=decision, kind=UNKNOWN_OUTCOME,
-                    preview=f"{message}.\n\n" + json.dumps(row.arguments, indent=2,
-                                                             ensure_ascii=False),
+                    tool_call=row,
+                    checkpoint_id=checkpoint.id if checkpoint else None,
+                    decision=decision,
+                    kind=UNKNOWN_OUTCOME,
+                    preview=f"{message}.\n\n"
+                    + json.dumps(row.arguments, indent=2, ensure_ascii=False),
                 )
 
         if open_review:
-            self.event("review_requested", {"call_id": row.call_id, "tool": row.tool,
-                                            "kind": UNKNOWN_OUTCOME, "reason": decision.reason})
-        self.pause(to=TaskStatus.WAITING_REVIEW, trigger="before_review",
-                   reason=f"unknown outcome: {row.tool}", extra=[row],
-                   then=open_unknown_outcome_review)
+            self.event(
+                "review_requested",
+                {
+                    "call_id": row.call_id,
+                    "tool": row.tool,
+                    "kind": UNKNOWN_OUTCOME,
+                    "reason": decision.reason,
+                },
+            )
+        self.pause(
+            to=TaskStatus.WAITING_REVIEW,
+            trigger="before_review",
+            reason=f"unknown outcome: {row.tool}",
+            extra=[row],
+            then=open_unknown_outcome_review,
+        )
 
-    def refuse(self, row: ToolCall, call: ProposedCall, *, error_class: str, what: str,
-               expected: str, check: str, status: str = ToolCallStatus.FAILED) -> ToolOutcome:
+    def refuse(
+        self,
+        row: ToolCall,
+        call: ProposedCall,
+        *,
+        error_class: str,
+        what: str,
+        expected: str,
+        check: str,
+        status: str = ToolCallStatus.FAILED,
+    ) -> ToolOutcome:
         feedback = compact_feedback(what=what, expected=expected, check=check)
         self.state.budget.invalid_calls += error_class in ("invalid_arguments", "invalid_call")
         row.status = status
@@ -798,11 +996,19 @@ class TaskRun:
         row.error_message = what
         row.result = {"observation": feedback}
         row.finished_at = timezone.now()
-        self.event("tool_refused", {"call_id": call.call_id, "tool": call.tool,
-                                    "error_class": error_class, "feedback": feedback})
+        self.event(
+            "tool_refused",
+            {
+                "call_id": call.call_id,
+                "tool": call.tool,
+                "error_class": error_class,
+                "feedback": feedback,
+            },
+        )
         self.commit(trigger=None, extra=[row])
-        return ToolOutcome(status=status, observation=feedback, error_class=error_class,
-                           error_message=what)
+        return ToolOutcome(
+            status=status, observation=feedback, error_class=error_class, error_message=what
+        )
 
     def gate_and_execute(self, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         from review import policy
@@ -810,8 +1016,10 @@ class TaskRun:
         decision = policy.evaluate(tool=tool, args=row.arguments, spec=self.task.spec)
         if decision.action == "deny":
             return self.refuse(
-                row, ProposedCall(call_id=row.call_id, tool=row.tool, args=row.arguments),
-                error_class="denied", status=ToolCallStatus.DENIED,
+                row,
+                ProposedCall(call_id=row.call_id, tool=row.tool, args=row.arguments),
+                error_class="denied",
+                status=ToolCallStatus.DENIED,
                 what=f"{tool.name} was denied by policy: {decision.reason}",
                 expected="a call the policy allows",
                 check="choose a safer action or explain in the final answer why it is needed",
@@ -833,20 +1041,36 @@ class TaskRun:
         else:
             preview = json.dumps(row.arguments, indent=2, ensure_ascii=False)
         row.status = ToolCallStatus.AWAITING_REVIEW
-        self.event("review_requested", {"call_id": row.call_id, "tool": tool.name,
-                                        "rules": decision.rules, "reason": decision.reason})
+        self.event(
+            "review_requested",
+            {
+                "call_id": row.call_id,
+                "tool": tool.name,
+                "rules": decision.rules,
+                "reason": decision.reason,
+            },
+        )
         self.pause(
-            to=TaskStatus.WAITING_REVIEW, trigger="before_review", reason=f"review: {tool.name}",
+            to=TaskStatus.WAITING_REVIEW,
+            trigger="before_review",
+            reason=f"review: {tool.name}",
             extra=[row],
             then=lambda checkpoint: review_request_open(
-                tool_call=row, checkpoint_id=checkpoint.id if checkpoint else None,
-                decision=decision, preview=preview),
+                tool_call=row,
+                checkpoint_id=checkpoint.id if checkpoint else None,
+                decision=decision,
+                preview=preview,
+            ),
         )
 
     def tool_context(self, row: ToolCall) -> ToolContext:
         # Each call has its own stop event: a timed-out, abandoned call keeps seeing it set.
-        return ToolContext(task_id=str(self.task_id), call_id=row.call_id,
-                           workspace=self.workspace, timeout_s=self.tool_s)
+        return ToolContext(
+            task_id=str(self.task_id),
+            call_id=row.call_id,
+            workspace=self.workspace,
+            timeout_s=self.tool_s,
+        )
 
     def execute_call(self, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         timeout_s = min(tool.timeout_s, self.tool_s)
@@ -856,47 +1080,80 @@ class TaskRun:
         row.status = ToolCallStatus.RUNNING
         row.attempts += 1
         row.started_at = now
-        self.event("tool_started", {"call_id": row.call_id, "tool": tool.name,
-                                    "attempt": row.attempts, "args": row.arguments})
+        self.event(
+            "tool_started",
+            {
+                "call_id": row.call_id,
+                "tool": tool.name,
+                "attempt": row.attempts,
+                "args": row.arguments,
+            },
+        )
         if tool.side_effect:
             # The intent is durable (with a checkpoint) before the side effect starts.
-            trigger = ("before_external_call" if tool.risk == "external"
-                       else "before_write_operation")
+            trigger = (
+                "before_external_call" if tool.risk == "external" else "before_write_operation"
+            )
             self.commit(trigger=trigger, extra=[row])
         outcome = self.invoke(tool, ctx, args)
         if outcome.abandoned and tool.side_effect and not tool.idempotent:
             # Timed out, ignored its stop, and may still act: neither "failed" (the model would
             # try again, a duplicate) nor "succeeded" is known. A human decides.
-            self.escalate_unknown_outcome(row, message=(
-                f"{tool.name} (call {row.call_id}) timed out after {timeout_s:g}s and did not "
-                "stop; it is not idempotent, so whether it took effect is unknown"))
+            self.escalate_unknown_outcome(
+                row,
+                message=(
+                    f"{tool.name} (call {row.call_id}) timed out after {timeout_s:g}s and did not "
+                    "stop; it is not idempotent, so whether it took effect is unknown"
+                ),
+            )
         if outcome.status == ToolCallStatus.SUCCEEDED:
             failure = check_result(tool=tool, result=outcome.result)
             if failure is not None:
-                outcome = ToolOutcome(status=ToolCallStatus.FAILED, result=outcome.result,
-                                      observation=failure.feedback, error_class="check_failed",
-                                      error_message=failure.what)
+                outcome = ToolOutcome(
+                    status=ToolCallStatus.FAILED,
+                    result=outcome.result,
+                    observation=failure.feedback,
+                    error_class="check_failed",
+                    error_message=failure.what,
+                )
         finished = timezone.now()
         row.status = outcome.status
-        row.result = outcome.result if outcome.status == ToolCallStatus.SUCCEEDED else {
-            "observation": outcome.observation,
-            **({"result": outcome.result} if outcome.result is not None else {})}
+        row.result = (
+            outcome.result
+            if outcome.status == ToolCallStatus.SUCCEEDED
+            else {
+                "observation": outcome.observation,
+                **({"result": outcome.result} if outcome.result is not None else {}),
+            }
+        )
         row.error_class = outcome.error_class
         row.error_message = outcome.error_message
         row.finished_at = finished
         row.duration_ms = (finished - row.started_at).total_seconds() * 1000
-        row.attempt_log = [*row.attempt_log, {
-            "n": row.attempts, "started_at": row.started_at.isoformat(),
-            "finished_at": finished.isoformat(), "status": outcome.status,
-            "error_class": outcome.error_class, "error_message": outcome.error_message[:500],
-        }]
-        self.event("tool_finished", {"call_id": row.call_id, "tool": tool.name,
-                                     "status": outcome.status, "attempt": row.attempts,
-                                     "duration_ms": round(row.duration_ms, 3),
-                                     "error_class": outcome.error_class})
+        row.attempt_log = [
+            *row.attempt_log,
+            {
+                "n": row.attempts,
+                "started_at": row.started_at.isoformat(),
+                "finished_at": finished.isoformat(),
+                "status": outcome.status,
+                "error_class": outcome.error_class,
+                "error_message": outcome.error_message[:500],
+            },
+        ]
+        self.event(
+            "tool_finished",
+            {
+                "call_id": row.call_id,
+                "tool": tool.name,
+                "status": outcome.status,
+                "attempt": row.attempts,
+                "duration_ms": round(row.duration_ms, 3),
+                "error_class": outcome.error_class,
+            },
+        )
         if outcome.error_class == TIMEOUT:
-            self.timeout_event(layer="tool", limit_s=timeout_s, call_id=row.call_id,
-                               tool=tool.name)
+            self.timeout_event(layer="tool", limit_s=timeout_s, call_id=row.call_id, tool=tool.name)
         if outcome.error_class == "canceled":
             self.commit(trigger=None, extra=[row])
             raise StopRun("canceled", "canceled by operator")
@@ -915,15 +1172,17 @@ class TaskRun:
         and attempts remain; otherwise the failure stands and goes back to the model."""
         if not is_retryable(outcome.error_class, idempotent=tool.idempotent):
             return
-        policy = retry_policy(config=self.config, tool_override=tool.retry,
-                              task_override=self.spec.retry)
+        policy = retry_policy(
+            config=self.config, tool_override=tool.retry, task_override=self.spec.retry
+        )
         if row.attempts >= policy.max_attempts:
             if row.attempts == 1:
                 return
             outcome.observation = compact_feedback(
                 what=f"{tool.name} failed {row.attempts} times; last error: "
-                     f"{outcome.error_message}",
-                expected=f"{tool.name} to succeed", check="try later or take another approach",
+                f"{outcome.error_message}",
+                expected=f"{tool.name} to succeed",
+                check="try later or take another approach",
             )
             row.result = {"observation": outcome.observation}
             return
@@ -931,8 +1190,12 @@ class TaskRun:
         self.schedule_retry(
             attempt=row.attempts,
             delay_s=policy.delay_s(row.attempts, retry_after_s=outcome.retry_after_s),
-            error=ErrorInfo(error_class=outcome.error_class, message=outcome.error_message[:2000],
-                            step_index=self.state.step_index, call_id=row.call_id),
+            error=ErrorInfo(
+                error_class=outcome.error_class,
+                message=outcome.error_message[:2000],
+                step_index=self.state.step_index,
+                call_id=row.call_id,
+            ),
             extra=[row],
         )
 
@@ -949,14 +1212,21 @@ class TaskRun:
                 ctx.stop.set()
                 abandoned = not call.wait(TOOL_STOP_GRACE_S)
                 if self.watchdog.cancel_requested.is_set():
-                    return self.failed_outcome(tool, ToolError("stopped: task canceled",
-                                                               error_class="canceled"))
+                    return self.failed_outcome(
+                        tool, ToolError("stopped: task canceled", error_class="canceled")
+                    )
                 message = f"{tool.name} exceeded its {ctx.timeout_s:g}s timeout (layer: tool)"
-                return ToolOutcome(status=ToolCallStatus.TIMED_OUT, error_class=TIMEOUT,
-                                   error_message=message, abandoned=abandoned,
-                                   observation=compact_feedback(
-                                       what=message, expected=f"{tool.name} to finish in time",
-                                       check="use smaller inputs or a different approach"))
+                return ToolOutcome(
+                    status=ToolCallStatus.TIMED_OUT,
+                    error_class=TIMEOUT,
+                    error_message=message,
+                    abandoned=abandoned,
+                    observation=compact_feedback(
+                        what=message,
+                        expected=f"{tool.name} to finish in time",
+                        check="use smaller inputs or a different approach",
+                    ),
+                )
         finally:
             self.watchdog.watch_call(None)
         if call.error is not None:
@@ -968,8 +1238,9 @@ class TaskRun:
             json.dumps(result)
         except (TypeError, ValueError):
             result = {"value": str(result)}
-        return ToolOutcome(status=ToolCallStatus.SUCCEEDED, observation=_observation(result),
-                           result=result)
+        return ToolOutcome(
+            status=ToolCallStatus.SUCCEEDED, observation=_observation(result), result=result
+        )
 
     def failed_outcome(self, tool: ToolSpec, exc: BaseException) -> ToolOutcome:
         """Classify a tool's exception: its own ToolError class, else by exception type."""
@@ -983,12 +1254,17 @@ class TaskRun:
         if error_class == TIMEOUT:
             status = ToolCallStatus.TIMED_OUT
             what = f"{what} (layer: tool)"
-        return ToolOutcome(status=status, error_class=error_class, error_message=what,
-                           retry_after_s=retry_after_s,
-                           observation=compact_feedback(
-                               what=f"{tool.name} failed: {what}",
-                               expected=f"{tool.name} to succeed",
-                               check="read the error and adjust the arguments"))
+        return ToolOutcome(
+            status=status,
+            error_class=error_class,
+            error_message=what,
+            retry_after_s=retry_after_s,
+            observation=compact_feedback(
+                what=f"{tool.name} failed: {what}",
+                expected=f"{tool.name} to succeed",
+                check="read the error and adjust the arguments",
+            ),
+        )
 
     # -- endings -------------------------------------------------------------------------
 
@@ -998,26 +1274,41 @@ class TaskRun:
         with transaction.atomic():
             services.events_record(self.pending_events)
             services.task_transition(
-                task_id=self.task_id, to=TaskStatus.SUCCEEDED, expect_epoch=self.epoch,
-                reason="final answer", fields={"result": self.state.final or "",
-                                               **self._usage_fields()},
+                task_id=self.task_id,
+                to=TaskStatus.SUCCEEDED,
+                expect_epoch=self.epoch,
+                reason="final answer",
+                fields={"result": self.state.final or "", **self._usage_fields()},
             )
         self.pending_events = []
 
     def finish_stopped(self, stop: StopRun) -> str:
         to = TaskStatus.CANCELED if stop.error_class == "canceled" else TaskStatus.FAILED
-        self.state.last_error = ErrorInfo(error_class=stop.error_class, message=stop.message[:2000],
-                                          step_index=self.state.step_index)
-        self.event("task_stopped", {"error_class": stop.error_class,
-                                    "message": stop.message[:2000]})
+        self.state.last_error = ErrorInfo(
+            error_class=stop.error_class,
+            message=stop.message[:2000],
+            step_index=self.state.step_index,
+        )
+        self.event(
+            "task_stopped", {"error_class": stop.error_class, "message": stop.message[:2000]}
+        )
         try:
-            trigger = ("after_step" if stop.error_class in ("timeout", "budget_exceeded",
-                                                             "validation_failed") else None)
+            trigger = (
+                "after_step"
+                if stop.error_class in ("timeout", "budget_exceeded", "validation_failed")
+                else None
+            )
             self.commit(trigger=trigger)
             services.task_transition(
-                task_id=self.task_id, to=to, expect_epoch=self.epoch, reason=stop.message[:500],
-                fields={"error_class": stop.error_class, "error_message": stop.message[:5000],
-                        **self._usage_fields()},
+                task_id=self.task_id,
+                to=to,
+                expect_epoch=self.epoch,
+                reason=stop.message[:500],
+                fields={
+                    "error_class": stop.error_class,
+                    "error_message": stop.message[:5000],
+                    **self._usage_fields(),
+                },
             )
         except LeaseLost:
             return "lease_lost"

@@ -112,9 +112,23 @@ def task_tool_calls(*, task: Task) -> QuerySet[ToolCall]:
 
 # Payload keys the timeline and the compact event view read. Extracted in SQL (->>) so a
 # 1,000-step task's page never decodes its model transcripts.
-_EVENT_KEYS = ("call_id", "tool", "status", "attempt", "error_class", "duration_ms", "from", "to",
-               "reason", "decision", "step", "turn", "prompt_tokens", "completion_tokens",
-               "cost_usd")
+_EVENT_KEYS = (
+    "call_id",
+    "tool",
+    "status",
+    "attempt",
+    "error_class",
+    "duration_ms",
+    "from",
+    "to",
+    "reason",
+    "decision",
+    "step",
+    "turn",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+)
 
 
 def _payload_keys() -> dict[str, KT]:
@@ -131,23 +145,37 @@ def task_event_summaries(*, task: Task) -> QuerySet:
     """The task's events, oldest first, as dicts {id, type, step_index, actor, created_at,
     <each of _EVENT_KEYS from the payload, or None>} — never the whole payload. Served by
     event_task_seq."""
-    return TaskEvent.objects.filter(task=task).order_by("id").values(
-        "id", "type", "step_index", "actor", "created_at", **_payload_keys())
+    return (
+        TaskEvent.objects.filter(task=task)
+        .order_by("id")
+        .values("id", "type", "step_index", "actor", "created_at", **_payload_keys())
+    )
 
 
 def task_timeline_events(*, task: Task, types: Iterable[str]) -> list[dict[str, Any]]:
     """The task's events of `types` as for task_event_summaries, with the time as ISO text
     in `at`."""
-    return list(TaskEvent.objects.filter(task=task, type__in=list(types)).order_by("id").values(
-        "id", "type", "step_index", at=as_text("created_at"), **_payload_keys()))
+    return list(
+        TaskEvent.objects.filter(task=task, type__in=list(types))
+        .order_by("id")
+        .values("id", "type", "step_index", at=as_text("created_at"), **_payload_keys())
+    )
 
 
 def task_tool_call_attempts(*, task: Task) -> list[dict[str, Any]]:
     """The task's tool calls (oldest first) with their attempt logs, without arguments or
     results; `started` is the current attempt's start as ISO text."""
     return list(
-        ToolCall.objects.filter(task=task).order_by("id").values(
-            "id", "call_id", "tool", "status", "step_index", "attempts", "attempt_log",
+        ToolCall.objects.filter(task=task)
+        .order_by("id")
+        .values(
+            "id",
+            "call_id",
+            "tool",
+            "status",
+            "step_index",
+            "attempts",
+            "attempt_log",
             started=as_text("started_at"),
         )
     )
@@ -188,10 +216,16 @@ def task_events_compact(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row = calls.get(call_id)
         if row is None:
             row = calls[call_id] = {
-                "call": True, "call_id": call_id, "tool": event.get("tool") or "",
-                "step_index": event["step_index"], "created_at": event["created_at"],
-                "id": event["id"], "stages": ["proposed"], "error_class": "",
-                "last_at": event["created_at"], "duration_ms": None,
+                "call": True,
+                "call_id": call_id,
+                "tool": event.get("tool") or "",
+                "step_index": event["step_index"],
+                "created_at": event["created_at"],
+                "id": event["id"],
+                "stages": ["proposed"],
+                "error_class": "",
+                "last_at": event["created_at"],
+                "duration_ms": None,
             }
             rows.append(row)
         row["stages"].append(_call_stage(event))
@@ -215,15 +249,20 @@ def task_model_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
         if event["type"] not in USAGE_EVENTS or event.get("prompt_tokens") is None:
             continue
         step = event["step_index"] or 0
-        row = steps.setdefault(step, {"step": step, "calls": 0, "prompt_tokens": 0,
-                                      "completion_tokens": 0, "cost_usd": 0.0})
+        row = steps.setdefault(
+            step,
+            {"step": step, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
+        )
         row["calls"] += 1
         row["prompt_tokens"] += int(event["prompt_tokens"])
         row["completion_tokens"] += int(event.get("completion_tokens") or 0)
         row["cost_usd"] += float(event.get("cost_usd") or 0)
     rows = list(steps.values())
-    return {"steps": rows, "calls": sum(r["calls"] for r in rows),
-            "cost_usd": sum(r["cost_usd"] for r in rows)}
+    return {
+        "steps": rows,
+        "calls": sum(r["calls"] for r in rows),
+        "cost_usd": sum(r["cost_usd"] for r in rows),
+    }
 
 
 def sweep_last_run() -> SweepRun | None:

@@ -49,17 +49,30 @@ class SpecError(ValueError):
 
 
 def event_build(
-    *, task_id: Any, type: str, payload: dict | None = None, step_index: int | None = None,
-    actor: str = "", at: datetime | None = None,
+    *,
+    task_id: Any,
+    type: str,
+    payload: dict | None = None,
+    step_index: int | None = None,
+    actor: str = "",
+    at: datetime | None = None,
 ) -> TaskEvent:
     return TaskEvent(
-        task_id=task_id, type=type, payload=payload or {}, step_index=step_index, actor=actor,
+        task_id=task_id,
+        type=type,
+        payload=payload or {},
+        step_index=step_index,
+        actor=actor,
         created_at=at or timezone.now(),
     )
 
 
 def event_record(
-    *, task_id: Any, type: str, payload: dict | None = None, step_index: int | None = None,
+    *,
+    task_id: Any,
+    type: str,
+    payload: dict | None = None,
+    step_index: int | None = None,
     actor: str = "",
 ) -> TaskEvent:
     event = event_build(
@@ -77,16 +90,27 @@ def events_record(events: Iterable[TaskEvent]) -> None:
 
 
 def audit_record(
-    *, user: AbstractBaseUser | None, action: str, task_id: Any = None, target: str = "",
-    reason: str = "", before: Any = None, after: Any = None,
+    *,
+    user: AbstractBaseUser | None,
+    action: str,
+    task_id: Any = None,
+    target: str = "",
+    reason: str = "",
+    before: Any = None,
+    after: Any = None,
 ) -> AuditEntry:
     """Record an operator action; call it inside the transaction that performs the action."""
     authenticated = user is not None and user.is_authenticated
     return AuditEntry.objects.create(
-        at=timezone.now(), actor=user if authenticated else None,
-        actor_name=user.get_username() if authenticated else "system", action=action,
-        task_id=task_id, target=target or (str(task_id) if task_id else ""), reason=reason,
-        before=before, after=after,
+        at=timezone.now(),
+        actor=user if authenticated else None,
+        actor_name=user.get_username() if authenticated else "system",
+        action=action,
+        task_id=task_id,
+        target=target or (str(task_id) if task_id else ""),
+        reason=reason,
+        before=before,
+        after=after,
     )
 
 
@@ -109,7 +133,9 @@ def _seconds_in_status(*, task_id: Any, now: datetime) -> float:
     """Seconds since the task entered its current status (its newest `status` event)."""
     entered = (
         TaskEvent.objects.filter(task_id=task_id, type="status")
-        .order_by("-id").values_list("created_at", flat=True).first()
+        .order_by("-id")
+        .values_list("created_at", flat=True)
+        .first()
     )
     return max(0.0, (now - entered).total_seconds()) if entered else 0.0
 
@@ -150,8 +176,10 @@ def task_transition(
         if to == TaskStatus.QUEUED:
             updates.setdefault("finished_at", None)
             if frm in _HUMAN_WAIT:
-                updates.setdefault("review_wait_s", task.review_wait_s + _seconds_in_status(
-                    task_id=task_id, now=now))
+                updates.setdefault(
+                    "review_wait_s",
+                    task.review_wait_s + _seconds_in_status(task_id=task_id, now=now),
+                )
         if "error_class" in updates or "error_message" in updates:
             updates["error_fingerprint"] = error_fingerprint(
                 updates.get("error_class", task.error_class),
@@ -190,8 +218,12 @@ def task_enqueue(*, task: Task, delay_s: float | None = None) -> None:
 
     def send() -> None:
         queue = django_rq.get_queue(queue_name)
-        options = {"job_timeout": -1, "result_ttl": 600, "failure_ttl": 7 * 86400,
-                   "description": f"run_task {task_id}"}
+        options = {
+            "job_timeout": -1,
+            "result_ttl": 600,
+            "failure_ttl": 7 * 86400,
+            "description": f"run_task {task_id}",
+        }
         if delay_s:
             # RQ's scheduler keeps whole seconds (truncated): round up, so a job never runs
             # before its time.
@@ -209,9 +241,13 @@ def task_wake(*, task_id: Any) -> bool:
     """retry_wait -> queued once the backoff has elapsed (the scheduled job then runs it).
     False when the task is not waiting for a retry (canceled meanwhile, or already woken)."""
     try:
-        task_transition(task_id=task_id, to=TaskStatus.QUEUED,
-                        expect_from=[TaskStatus.RETRY_WAIT], reason="backoff elapsed",
-                        fields={"retry_at": None})
+        task_transition(
+            task_id=task_id,
+            to=TaskStatus.QUEUED,
+            expect_from=[TaskStatus.RETRY_WAIT],
+            reason="backoff elapsed",
+            fields={"retry_at": None},
+        )
     except (TransitionConflict, Task.DoesNotExist):
         return False
     return True
@@ -268,12 +304,14 @@ def _timeouts_check(spec: TaskSpec) -> None:
     got = f"(got tool={tool_s:g}s, turn={turn_s:g}s, session={session_s:g}s)"
     if not tool_s < turn_s:
         field = "tool_timeout_s" if budget.tool_timeout_s else "turn_timeout_s"
-        raise SpecError(f"budget.{field}", f"the tool timeout must be shorter than the turn "
-                                           f"timeout {got}")
+        raise SpecError(
+            f"budget.{field}", f"the tool timeout must be shorter than the turn timeout {got}"
+        )
     if not turn_s < session_s:
         field = "turn_timeout_s" if budget.turn_timeout_s else "session_timeout_s"
-        raise SpecError(f"budget.{field}", f"the turn timeout must be shorter than the "
-                                           f"session timeout {got}")
+        raise SpecError(
+            f"budget.{field}", f"the turn timeout must be shorter than the session timeout {got}"
+        )
 
 
 def _model_spec_check(spec: TaskSpec) -> None:
@@ -287,13 +325,16 @@ def _model_spec_check(spec: TaskSpec) -> None:
             raise SpecError("model", str(exc)) from None
     elif spec.model.kind == "replay":
         try:
-            recorded = TaskEvent.objects.filter(task_id=spec.model.task_id,
-                                                type="model_decision").exists()
+            recorded = TaskEvent.objects.filter(
+                task_id=spec.model.task_id, type="model_decision"
+            ).exists()
         except (ValueError, ValidationError):
             recorded = False
         if not recorded:
-            raise SpecError("model.task_id", f"task {spec.model.task_id} has no recorded "
-                                             "model decisions to replay")
+            raise SpecError(
+                "model.task_id",
+                f"task {spec.model.task_id} has no recorded model decisions to replay",
+            )
 
 
 def task_create(*, spec: TaskSpec, user: AbstractBaseUser | None, enqueue: bool = True) -> Task:
@@ -310,8 +351,9 @@ def task_create(*, spec: TaskSpec, user: AbstractBaseUser | None, enqueue: bool 
         actor = user.get_username() if user is not None and user.is_authenticated else ""
         event_record(task_id=task.id, type="created", payload={"title": spec.title}, actor=actor)
         if enqueue:
-            task = task_transition(task_id=task.id, to=TaskStatus.QUEUED, reason="created",
-                                   actor=actor)
+            task = task_transition(
+                task_id=task.id, to=TaskStatus.QUEUED, reason="created", actor=actor
+            )
             task_enqueue(task=task)
     return task
 
@@ -326,20 +368,36 @@ def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Ta
             raise TransitionConflict(f"task is already {task.status}")
         if task.status == TaskStatus.RUNNING:
             Task.objects.filter(id=task_id).update(cancel_requested=True)
-            event_record(task_id=task_id, type="cancel_requested",
-                         payload={"reason": reason}, actor=actor)
-            audit_record(user=user, action="cancel", task_id=task_id, reason=reason,
-                         before={"status": task.status}, after={"cancel_requested": True})
+            event_record(
+                task_id=task_id, type="cancel_requested", payload={"reason": reason}, actor=actor
+            )
+            audit_record(
+                user=user,
+                action="cancel",
+                task_id=task_id,
+                reason=reason,
+                before={"status": task.status},
+                after={"cancel_requested": True},
+            )
             task.cancel_requested = True
             return task
         before = {"status": task.status}
         task = task_transition(
-            task_id=task_id, to=TaskStatus.CANCELED, reason=reason or "canceled by operator",
-            actor=actor, fields={"error_class": "canceled", "error_message": reason},
+            task_id=task_id,
+            to=TaskStatus.CANCELED,
+            reason=reason or "canceled by operator",
+            actor=actor,
+            fields={"error_class": "canceled", "error_message": reason},
         )
         task_reviews_close(task_id=task_id, comment=f"task canceled by {actor}")
-        audit_record(user=user, action="cancel", task_id=task_id, reason=reason,
-                     before=before, after={"status": task.status})
+        audit_record(
+            user=user,
+            action="cancel",
+            task_id=task_id,
+            reason=reason,
+            before=before,
+            after={"status": task.status},
+        )
         return task
 
 
@@ -401,17 +459,27 @@ def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
             Task.objects.filter(id=task_id).update(started_at=now)
             task.started_at = now
         event_record(
-            task_id=task_id, type="status",
-            payload={"from": TaskStatus.QUEUED, "to": TaskStatus.RUNNING, "reason": "acquired",
-                     "worker": worker_id, "epoch": task.lease_epoch},
+            task_id=task_id,
+            type="status",
+            payload={
+                "from": TaskStatus.QUEUED,
+                "to": TaskStatus.RUNNING,
+                "reason": "acquired",
+                "worker": worker_id,
+                "epoch": task.lease_epoch,
+            },
             step_index=task.current_step,
         )
     return task
 
 
 def task_fenced_write(
-    *, task_id: Any, epoch: int, inserts: Sequence[models.Model] = (),
-    updates: Sequence[tuple[models.Model, Sequence[str]]] = (), **fields: Any,
+    *,
+    task_id: Any,
+    epoch: int,
+    inserts: Sequence[models.Model] = (),
+    updates: Sequence[tuple[models.Model, Sequence[str]]] = (),
+    **fields: Any,
 ) -> bool:
     """One durable write of a worker: prove it still holds the lease, update the task row
     (heartbeat + `fields`), insert the unsaved `inserts` and save the `(row, update_fields)`
@@ -430,14 +498,17 @@ def task_fenced_write(
                 row.save(force_insert=True)
             for row, update_fields in updates:
                 row.save(update_fields=update_fields)
-            return Task.objects.filter(id=task_id).values_list("cancel_requested",
-                                                               flat=True).get()
+            return Task.objects.filter(id=task_id).values_list("cancel_requested", flat=True).get()
     now = timezone.now()
     db = connections[DEFAULT_DB_ALIAS]
     sql, params, inserted = _fenced_statement(
-        db=db, task_id=task_id, epoch=epoch,
+        db=db,
+        task_id=task_id,
+        epoch=epoch,
         fields={"heartbeat_at": Now(), "updated_at": now, **fields},
-        inserts=inserts, updates=updates)
+        inserts=inserts,
+        updates=updates,
+    )
     with _server_bound_cursor(db) as cursor:
         cursor.execute(sql, params)
         fenced, cancel_requested, *new_ids = cursor.fetchone()
@@ -478,8 +549,13 @@ def _insert_shape(model: type[models.Model]) -> tuple[list[Any], str, str, str |
 
 
 def _fenced_statement(
-    *, db: Any, task_id: Any, epoch: int, fields: dict[str, Any],
-    inserts: Sequence[models.Model], updates: Sequence[tuple[models.Model, Sequence[str]]],
+    *,
+    db: Any,
+    task_id: Any,
+    epoch: int,
+    fields: dict[str, Any],
+    inserts: Sequence[models.Model],
+    updates: Sequence[tuple[models.Model, Sequence[str]]],
 ) -> tuple[str, list[Any], list[list[models.Model]]]:
     """-> (sql, params, the batches of inserted rows whose auto primary keys the statement
     returns, in the order of its result columns). `db` is the connection itself, not the
@@ -488,23 +564,29 @@ def _fenced_statement(
     meta = Task._meta
     task_fields = [meta.get_field(name) for name in fields]
     # Now() is the database's clock (heartbeats: see task_acquire).
-    params: list[Any] = [f.get_db_prep_save(value, db)
-                         for f, value in zip(task_fields, fields.values(), strict=True)
-                         if not isinstance(value, Now)]
+    params: list[Any] = [
+        f.get_db_prep_save(value, db)
+        for f, value in zip(task_fields, fields.values(), strict=True)
+        if not isinstance(value, Now)
+    ]
     params += [meta.pk.get_db_prep_value(task_id, db), epoch, TaskStatus.RUNNING]
-    ctes = [f"fence AS (UPDATE {qn(meta.db_table)} SET "
-            + ", ".join(f"{qn(f.column)} = "
-                        + ("STATEMENT_TIMESTAMP()" if isinstance(value, Now) else "%s")
-                        for f, value in zip(task_fields, fields.values(), strict=True))
-            + f" WHERE {qn(meta.pk.column)} = %s AND {qn('lease_epoch')} = %s AND "
-            f"{qn('status')} = %s RETURNING {qn('cancel_requested')})"]
+    ctes = [
+        f"fence AS (UPDATE {qn(meta.db_table)} SET "
+        + ", ".join(
+            f"{qn(f.column)} = " + ("STATEMENT_TIMESTAMP()" if isinstance(value, Now) else "%s")
+            for f, value in zip(task_fields, fields.values(), strict=True)
+        )
+        + f" WHERE {qn(meta.pk.column)} = %s AND {qn('lease_epoch')} = %s AND "
+        f"{qn('status')} = %s RETURNING {qn('cancel_requested')})"
+    ]
     for row, update_fields in updates:
         opts = row._meta
         changed = [opts.get_field(name) for name in update_fields]
         ctes.append(
             f"w{len(ctes)} AS (UPDATE {qn(opts.db_table)} SET "
             + ", ".join(f"{qn(f.column)} = %s" for f in changed)
-            + f" WHERE {qn(opts.pk.column)} = %s AND EXISTS (SELECT 1 FROM fence))")
+            + f" WHERE {qn(opts.pk.column)} = %s AND EXISTS (SELECT 1 FROM fence))"
+        )
         params += [f.get_db_prep_save(f.pre_save(row, False), db) for f in changed]
         params.append(opts.pk.get_db_prep_value(row.pk, db))
     batches: dict[type[models.Model], list[models.Model]] = {}
@@ -526,23 +608,26 @@ def _fenced_statement(
                     params.append(value)
             values.append(f"({', '.join(placeholders)})")
         name = f"w{len(ctes)}"
-        ctes.append(f"{name} AS (INSERT INTO {target} SELECT * FROM (VALUES {', '.join(values)})"
-                    " AS v WHERE EXISTS (SELECT 1 FROM fence)"
-                    + (f" RETURNING {returning})" if returning else ")"))
+        ctes.append(
+            f"{name} AS (INSERT INTO {target} SELECT * FROM (VALUES {', '.join(values)})"
+            " AS v WHERE EXISTS (SELECT 1 FROM fence)"
+            + (f" RETURNING {returning})" if returning else ")")
+        )
         if returning:
             returned.append(f"(SELECT array_agg({returning}) FROM {name})")
             inserted.append(batch)
-    select = ", ".join(["EXISTS (SELECT 1 FROM fence)",
-                        "(SELECT bool_or(cancel_requested) FROM fence)", *returned])
+    select = ", ".join(
+        ["EXISTS (SELECT 1 FROM fence)", "(SELECT bool_or(cancel_requested) FROM fence)", *returned]
+    )
     return f"WITH {', '.join(ctes)} SELECT {select}", params, inserted
 
 
 def task_fence(*, task_id: Any, epoch: int, **fields: Any) -> None:
     """Inside a transaction: prove this worker still holds the lease (and lock the row),
     updating heartbeat and any given fields. Raises LeaseLost so the transaction rolls back."""
-    updated = Task.objects.filter(
-        id=task_id, lease_epoch=epoch, status=TaskStatus.RUNNING
-    ).update(heartbeat_at=Now(), updated_at=timezone.now(), **fields)
+    updated = Task.objects.filter(id=task_id, lease_epoch=epoch, status=TaskStatus.RUNNING).update(
+        heartbeat_at=Now(), updated_at=timezone.now(), **fields
+    )
     if updated != 1:
         raise LeaseLost(f"task {task_id}: lease epoch {epoch} lost")
 
@@ -556,6 +641,7 @@ def api_token_hash(token: str) -> str:
 
 def api_token_create(*, user: AbstractBaseUser, name: str = "") -> str:
     token = "hk_" + secrets.token_urlsafe(32)
-    ApiToken.objects.create(user=user, name=name, token_hash=api_token_hash(token),
-                            prefix=token[:10])
+    ApiToken.objects.create(
+        user=user, name=name, token_hash=api_token_hash(token), prefix=token[:10]
+    )
     return token

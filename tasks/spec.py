@@ -164,7 +164,6 @@ class ChecksSpec(_Spec):
         _check_relative_paths(paths)
         return paths
 
-
     @field_validator("json_schema")
     @classmethod
     def _schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -61,60 +61,82 @@ def task_recover_stalled(*, task_id: Any, stale_after_s: float, max_redispatches
         # it was listed); skip_locked leaves a row another sweeper is handling to that sweeper.
         task = (
             Task.objects.select_for_update(skip_locked=True)
-            .filter(id=task_id, status=TaskStatus.RUNNING,
-                    heartbeat_at__lt=Now() - timedelta(seconds=stale_after_s))
+            .filter(
+                id=task_id,
+                status=TaskStatus.RUNNING,
+                heartbeat_at__lt=Now() - timedelta(seconds=stale_after_s),
+            )
             .first()
         )
         if task is None:
             return ""
         silent_s = (timezone.now() - task.heartbeat_at).total_seconds()
         services.task_transition(
-            task_id=task.id, to=TaskStatus.STALLED,
+            task_id=task.id,
+            to=TaskStatus.STALLED,
             reason=f"no heartbeat for {silent_s:.1f}s from worker {task.worker_id or '?'}",
             fields={"worker_id": ""},
-            payload={"worker": task.worker_id, "heartbeat_at": task.heartbeat_at.isoformat(),
-                     "epoch": task.lease_epoch},
+            payload={
+                "worker": task.worker_id,
+                "heartbeat_at": task.heartbeat_at.isoformat(),
+                "epoch": task.lease_epoch,
+            },
         )
         if task.cancel_requested:
-            services.task_transition(task_id=task.id, to=TaskStatus.CANCELED,
-                                     reason="canceled by operator (worker lost)",
-                                     fields={"error_class": "canceled"})
+            services.task_transition(
+                task_id=task.id,
+                to=TaskStatus.CANCELED,
+                reason="canceled by operator (worker lost)",
+                fields={"error_class": "canceled"},
+            )
             return "canceled"
         if task.redispatch_count >= max_redispatches:
-            message = (f"worker lost {task.redispatch_count + 1} times "
-                       f"(max redispatches: {max_redispatches})")
+            message = (
+                f"worker lost {task.redispatch_count + 1} times "
+                f"(max redispatches: {max_redispatches})"
+            )
             # Nobody will finish these calls: whether they took effect is unknown.
             ToolCall.objects.filter(task_id=task.id, status=ToolCallStatus.RUNNING).update(
-                status=ToolCallStatus.UNKNOWN_OUTCOME, error_class="unknown_outcome",
+                status=ToolCallStatus.UNKNOWN_OUTCOME,
+                error_class="unknown_outcome",
                 error_message="the task failed while this call was running",
                 finished_at=timezone.now(),
             )
-            services.task_transition(task_id=task.id, to=TaskStatus.FAILED, reason=message,
-                                     fields={"error_class": "stalled", "error_message": message})
+            services.task_transition(
+                task_id=task.id,
+                to=TaskStatus.FAILED,
+                reason=message,
+                fields={"error_class": "stalled", "error_message": message},
+            )
             return "failed"
         task = services.task_transition(
-            task_id=task.id, to=TaskStatus.QUEUED,
+            task_id=task.id,
+            to=TaskStatus.QUEUED,
             reason=f"redispatch {task.redispatch_count + 1} of {max_redispatches}",
             fields={"redispatch_count": task.redispatch_count + 1},
         )
-        services.event_record(task_id=task.id, type="redispatched",
-                              payload={"redispatch": task.redispatch_count,
-                                       "max": max_redispatches},
-                              step_index=task.current_step)
+        services.event_record(
+            task_id=task.id,
+            type="redispatched",
+            payload={"redispatch": task.redispatch_count, "max": max_redispatches},
+            step_index=task.current_step,
+        )
         services.task_enqueue(task=task)
         return "redispatched"
 
 
-def tasks_recover_stalled(*, stale_after_s: float, max_redispatches: int,
-                          counts: SweepCounts) -> None:
+def tasks_recover_stalled(
+    *, stale_after_s: float, max_redispatches: int, counts: SweepCounts
+) -> None:
     stale_ids = list(
-        Task.objects.filter(status=TaskStatus.RUNNING,
-                            heartbeat_at__lt=Now() - timedelta(seconds=stale_after_s))
-        .values_list("id", flat=True)[:500]
+        Task.objects.filter(
+            status=TaskStatus.RUNNING, heartbeat_at__lt=Now() - timedelta(seconds=stale_after_s)
+        ).values_list("id", flat=True)[:500]
     )
     for task_id in stale_ids:
-        outcome = task_recover_stalled(task_id=task_id, stale_after_s=stale_after_s,
-                                       max_redispatches=max_redispatches)
+        outcome = task_recover_stalled(
+            task_id=task_id, stale_after_s=stale_after_s, max_redispatches=max_redispatches
+        )
         if outcome:
             counts.stalled += 1
             setattr(counts, outcome, getattr(counts, outcome) + 1)
@@ -167,17 +189,28 @@ def tasks_requeue_orphaned(*, grace_s: float) -> int:
         if state is not None and state not in _ENDED_JOB_STATES:
             continue
         # A duplicate is harmless: only one job can acquire the task; the others exit.
-        services.event_record(task_id=task.id, type="requeued",
-                              payload={"status": task.status, "job_id": task.rq_job_id,
-                                       "job_state": state or "missing"})
+        services.event_record(
+            task_id=task.id,
+            type="requeued",
+            payload={
+                "status": task.status,
+                "job_id": task.rq_job_id,
+                "job_state": state or "missing",
+            },
+        )
         services.task_enqueue(task=task)
         requeued += 1
     return requeued
 
 
 def sweep_record(*, started: Any, duration_ms: float, counts: SweepCounts) -> None:
-    values = {"started_at": started, "finished_at": timezone.now(), "duration_ms": duration_ms,
-              "counts": asdict(counts), "host": socket.gethostname()}
+    values = {
+        "started_at": started,
+        "finished_at": timezone.now(),
+        "duration_ms": duration_ms,
+        "counts": asdict(counts),
+        "host": socket.gethostname(),
+    }
     if not SweepRun.objects.filter(name=SWEEPER_NAME).update(runs=F("runs") + 1, **values):
         SweepRun.objects.get_or_create(name=SWEEPER_NAME, defaults={**values, "runs": 1})
 
@@ -189,8 +222,11 @@ def sweep_once() -> SweepCounts:
     started = timezone.now()
     clock = time.monotonic()
     counts = SweepCounts()
-    tasks_recover_stalled(stale_after_s=settings.HARNESS_STALE_AFTER_S,
-                          max_redispatches=settings.HARNESS_MAX_REDISPATCHES, counts=counts)
+    tasks_recover_stalled(
+        stale_after_s=settings.HARNESS_STALE_AFTER_S,
+        max_redispatches=settings.HARNESS_MAX_REDISPATCHES,
+        counts=counts,
+    )
     counts.requeued = tasks_requeue_orphaned(grace_s=settings.HARNESS_REQUEUE_GRACE_S)
     counts.reviews_expired = reviews_expire_overdue()
     sweep_record(started=started, duration_ms=(time.monotonic() - clock) * 1000, counts=counts)

@@ -72,8 +72,9 @@ def check_limits(*, config: ValidationConfig, checks: ChecksSpec | None) -> Chec
     return CheckLimits(
         allowed_paths=checks.allowed_paths,
         allowed_hosts=checks.allowed_hosts,
-        max_write_bytes=min(config.max_write_bytes,
-                            checks.max_write_bytes or config.max_write_bytes),
+        max_write_bytes=min(
+            config.max_write_bytes, checks.max_write_bytes or config.max_write_bytes
+        ),
         max_retries=config.max_retries if checks.max_retries is None else checks.max_retries,
     )
 
@@ -90,14 +91,16 @@ def check_call(*, tool: ToolSpec, args: dict[str, Any], limits: CheckLimits) -> 
                 return CheckFailure(
                     what=f"{tool.name} may not touch {path!r} in this task",
                     expected=f"a path matching one of: {', '.join(limits.allowed_paths)}",
-                    check="write inside the allowed paths")
+                    check="write inside the allowed paths",
+                )
     for key in SIZED_ARGUMENTS:
         value = args.get(key)
         if isinstance(value, str) and len(value.encode()) > limits.max_write_bytes:
             return CheckFailure(
                 what=f"{tool.name} {key} is {len(value.encode())} bytes",
                 expected=f"at most {limits.max_write_bytes} bytes",
-                check=f"send smaller pieces (e.g. several append_file calls) or less {key}")
+                check=f"send smaller pieces (e.g. several append_file calls) or less {key}",
+            )
     url = args.get("url")
     if isinstance(url, str):
         host = urlsplit(url).hostname or ""
@@ -109,7 +112,8 @@ def check_call(*, tool: ToolSpec, args: dict[str, Any], limits: CheckLimits) -> 
             return CheckFailure(
                 what=f"host {host!r} is not allowed for {tool.name}",
                 expected=f"one of: {', '.join(hosts) or '(no host is allowed)'}",
-                check="use an allowed host or do without the request")
+                check="use an allowed host or do without the request",
+            )
     return None
 
 
@@ -131,7 +135,8 @@ def check_result(*, tool: ToolSpec, result: Any) -> CheckFailure | None:
             return CheckFailure(
                 what=f"{tool.name} returned a malformed result ({field}: {first['msg']})",
                 expected=f"a result with the fields of {tool.result_model.__name__}",
-                check="call the tool again; if it keeps failing, use another approach")
+                check="call the tool again; if it keeps failing, use another approach",
+            )
     if not isinstance(result, dict):
         return None
     exit_code = result.get("exit_code")
@@ -139,13 +144,15 @@ def check_result(*, tool: ToolSpec, result: Any) -> CheckFailure | None:
         return CheckFailure(
             what=f"{tool.name} exited with code {exit_code}; stdout: {_tail(result.get('stdout'))}",
             expected="exit code 0",
-            check=f"stderr: {_tail(result.get('stderr'))}")
+            check=f"stderr: {_tail(result.get('stderr'))}",
+        )
     status = result.get("status")
     if isinstance(status, int) and isinstance(result.get("headers"), dict) and status >= 400:
         return CheckFailure(
             what=f"{tool.name} got HTTP {status}",
             expected="a 2xx or 3xx response",
-            check=f"response body: {_tail(result.get('body'))}")
+            check=f"response body: {_tail(result.get('body'))}",
+        )
     return None
 
 
@@ -197,45 +204,67 @@ def _json_answer(final: str) -> Any:
     return json.loads(fenced.group(1) if fenced else final)
 
 
-def check_final(*, final: str, checks: ChecksSpec | None, workspace: Path, task_id: Any,
-                goal: str, model: ModelAdapter, timeout_s: float) -> FinalVerdict:
+def check_final(
+    *,
+    final: str,
+    checks: ChecksSpec | None,
+    workspace: Path,
+    task_id: Any,
+    goal: str,
+    model: ModelAdapter,
+    timeout_s: float,
+) -> FinalVerdict:
     if checks is None:
         return FinalVerdict()
     missing = _missing_files(workspace, checks.files_exist)
     if missing:
-        return FinalVerdict(failure=CheckFailure(
-            what=f"required file(s) missing: {', '.join(missing)}",
-            expected=f"these files in the workspace: {', '.join(checks.files_exist)}",
-            check="create the missing files before giving the final answer"))
+        return FinalVerdict(
+            failure=CheckFailure(
+                what=f"required file(s) missing: {', '.join(missing)}",
+                expected=f"these files in the workspace: {', '.join(checks.files_exist)}",
+                check="create the missing files before giving the final answer",
+            )
+        )
     if checks.regex is not None and not re.search(checks.regex, final, re.MULTILINE):
-        return FinalVerdict(failure=CheckFailure(
-            what="the final answer does not have the required form",
-            expected=f"an answer matching the regular expression {checks.regex}",
-            check="rewrite the final answer in the required form"))
+        return FinalVerdict(
+            failure=CheckFailure(
+                what="the final answer does not have the required form",
+                expected=f"an answer matching the regular expression {checks.regex}",
+                check="rewrite the final answer in the required form",
+            )
+        )
     if checks.json_schema is not None:
         try:
             document = _json_answer(final)
         except ValueError as exc:
-            return FinalVerdict(failure=CheckFailure(
-                what=f"the final answer is not JSON ({exc})",
-                expected="a JSON document valid against the task's schema",
-                check="answer with the JSON document only"))
+            return FinalVerdict(
+                failure=CheckFailure(
+                    what=f"the final answer is not JSON ({exc})",
+                    expected="a JSON document valid against the task's schema",
+                    check="answer with the JSON document only",
+                )
+            )
         validator = jsonschema.validators.validator_for(checks.json_schema)(checks.json_schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(document))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-            return FinalVerdict(failure=CheckFailure(
-                what=f"the final answer breaks the JSON schema at {where}: {error.message}",
-                expected="a JSON document valid against the task's schema",
-                check=f"fix {where} and answer again"))
+            return FinalVerdict(
+                failure=CheckFailure(
+                    what=f"the final answer breaks the JSON schema at {where}: {error.message}",
+                    expected="a JSON document valid against the task's schema",
+                    check=f"fix {where} and answer again",
+                )
+            )
     review = checks.model_review
     if review is None or not in_sample(task_id, review.sample_rate):
         return FinalVerdict()
     if not model.can_complete:
         return FinalVerdict(review_skipped=f"the {model.name} model cannot review answers")
-    prompt = (f"Goal:\n{goal[:8000]}\n\n"
-              + (f"Review instructions:\n{review.instructions}\n\n" if review.instructions else "")
-              + f"Final answer:\n{final[:8000]}")
+    prompt = (
+        f"Goal:\n{goal[:8000]}\n\n"
+        + (f"Review instructions:\n{review.instructions}\n\n" if review.instructions else "")
+        + f"Final answer:\n{final[:8000]}"
+    )
     try:
         usage = model.complete(system=REVIEW_SYSTEM, prompt=prompt, timeout_s=timeout_s)
     except ModelError as exc:
@@ -244,7 +273,11 @@ def check_final(*, final: str, checks: ChecksSpec | None, workspace: Path, task_
     if verdict.upper().startswith("PASS"):
         return FinalVerdict(review=usage)
     reason = verdict.split(":", 1)[1].strip() if ":" in verdict.split("\n", 1)[0] else verdict
-    return FinalVerdict(review=usage, failure=CheckFailure(
-        what=f"a review of the final answer found a problem: {reason or 'no reason given'}",
-        expected="an answer that fully achieves the goal",
-        check="address the problem, then answer again"))
+    return FinalVerdict(
+        review=usage,
+        failure=CheckFailure(
+            what=f"a review of the final answer found a problem: {reason or 'no reason given'}",
+            expected="an answer that fully achieves the goal",
+            check="address the problem, then answer again",
+        ),
+    )

@@ -49,13 +49,21 @@ def task_list(request: HttpRequest) -> HttpResponse:
     form = TaskFilterForm(request.GET)
     filters = form.filters()
     page = CappedPaginator(selectors.tasks_list(**filters), LIST_PAGE_SIZE).get_page(
-        request.GET.get("page"))
-    return render(request, "tasks/list.html", {
-        "form": form, "page": page, "filtered": bool(filters),
-        "query": _query_without(request, "page"),
-        "can_operate": selectors.user_can_operate(request.user),
-        "bulk_actions": list(bulk.BULK_ACTIONS), "bulk_limit": BULK_LIMIT,
-    })
+        request.GET.get("page")
+    )
+    return render(
+        request,
+        "tasks/list.html",
+        {
+            "form": form,
+            "page": page,
+            "filtered": bool(filters),
+            "query": _query_without(request, "page"),
+            "can_operate": selectors.user_can_operate(request.user),
+            "bulk_actions": list(bulk.BULK_ACTIONS),
+            "bulk_limit": BULK_LIMIT,
+        },
+    )
 
 
 @require_POST
@@ -80,15 +88,25 @@ def task_bulk(request: HttpRequest) -> HttpResponse:
         messages.error(request, f"At most {BULK_LIMIT} tasks at once; narrow the filters.")
         return redirect(data["next"])
     if not data["confirmed"]:
-        return render(request, "tasks/bulk_confirm.html", {
-            "action": data["action"], "tasks": tasks, "next": data["next"],
-            "reason": data["reason"],
-        })
+        return render(
+            request,
+            "tasks/bulk_confirm.html",
+            {
+                "action": data["action"],
+                "tasks": tasks,
+                "next": data["next"],
+                "reason": data["reason"],
+            },
+        )
     act = bulk.BULK_ACTIONS[data["action"]]
-    outcome = bulk.tasks_apply(task_ids=[t["id"] for t in tasks], action=act,
-                               user=request.user, reason=data["reason"])
-    messages.success(request, f"{data['action'].capitalize()}: {len(outcome.done)} done"
-                              + (f", {len(outcome.skipped)} skipped" if outcome.skipped else ""))
+    outcome = bulk.tasks_apply(
+        task_ids=[t["id"] for t in tasks], action=act, user=request.user, reason=data["reason"]
+    )
+    messages.success(
+        request,
+        f"{data['action'].capitalize()}: {len(outcome.done)} done"
+        + (f", {len(outcome.skipped)} skipped" if outcome.skipped else ""),
+    )
     for task_id, why in outcome.skipped[:10]:
         messages.warning(request, f"{task_id}: {why}")
     return redirect(data["next"])
@@ -100,21 +118,31 @@ def task_bulk(request: HttpRequest) -> HttpResponse:
 def _budget(task: Task) -> dict[str, Any]:
     budget = (task.spec or {}).get("budget") or {}
     session = budget.get("session_timeout_s") or harness_config().timeouts.session_s
-    return {"max_steps": budget.get("max_steps"), "max_tokens": budget.get("max_tokens"),
-            "session_s": session}
+    return {
+        "max_steps": budget.get("max_steps"),
+        "max_tokens": budget.get("max_tokens"),
+        "session_s": session,
+    }
 
 
 def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
     """The header and the timeline: what the live poll refreshes."""
     events = selectors.task_timeline_events(
-        task=task, types=charts.TIMELINE_EVENT_TYPES | selectors.USAGE_EVENTS)
+        task=task, types=charts.TIMELINE_EVENT_TYPES | selectors.USAGE_EVENTS
+    )
     figure = charts.task_timeline(
-        task=task, events=events, calls=selectors.task_tool_call_attempts(task=task),
-        checkpoints=task_checkpoint_marks(task_id=task.id), now=timezone.now(),
+        task=task,
+        events=events,
+        calls=selectors.task_tool_call_attempts(task=task),
+        checkpoints=task_checkpoint_marks(task_id=task.id),
+        now=timezone.now(),
     )
     figure["layout"]["uirevision"] = str(task.id)
     return {
-        "task": task, "events": events, "timeline": figure, "budget": _budget(task),
+        "task": task,
+        "events": events,
+        "timeline": figure,
+        "budget": _budget(task),
         "live": task.status not in TERMINAL,
         "can_operate": selectors.user_can_operate(request.user),
     }
@@ -126,18 +154,19 @@ def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
     if tab == "events":
         view = "frames" if request.GET.get("view") == "frames" else "compact"
         if view == "frames":
-            page = Paginator(selectors.task_events(task=task), TAB_PAGE_SIZE).get_page(
-                page_number)
+            page = Paginator(selectors.task_events(task=task), TAB_PAGE_SIZE).get_page(page_number)
             rows = page.object_list
         else:
             # Folded per page of raw events, so the tab costs a page, not the whole log.
-            page = Paginator(selectors.task_event_summaries(task=task), EVENTS_PAGE_SIZE
-                             ).get_page(page_number)
+            page = Paginator(selectors.task_event_summaries(task=task), EVENTS_PAGE_SIZE).get_page(
+                page_number
+            )
             rows = selectors.task_events_compact(list(page.object_list))
         context.update(view=view, page=page, rows=rows)
     elif tab == "calls":
-        context["page"] = Paginator(selectors.task_tool_calls(task=task), TAB_PAGE_SIZE
-                                    ).get_page(page_number)
+        context["page"] = Paginator(selectors.task_tool_calls(task=task), TAB_PAGE_SIZE).get_page(
+            page_number
+        )
     elif tab == "reviews":
         context["reviews"] = task_reviews(task_id=task.id)
     else:
@@ -182,10 +211,17 @@ def task_events_download(request: HttpRequest, task_id) -> StreamingHttpResponse
     def chunks() -> Iterator[str]:
         yield "["
         for n, e in enumerate(selectors.task_events(task=task).iterator(chunk_size=1000)):
-            yield ("," if n else "") + json.dumps({
-                "seq": e.id, "type": e.type, "step_index": e.step_index, "actor": e.actor,
-                "created_at": e.created_at, "payload": e.payload,
-            }, cls=DjangoJSONEncoder)
+            yield ("," if n else "") + json.dumps(
+                {
+                    "seq": e.id,
+                    "type": e.type,
+                    "step_index": e.step_index,
+                    "actor": e.actor,
+                    "created_at": e.created_at,
+                    "payload": e.payload,
+                },
+                cls=DjangoJSONEncoder,
+            )
         yield "]"
 
     response = StreamingHttpResponse(chunks(), content_type="application/json")
@@ -198,10 +234,10 @@ def task_events_download(request: HttpRequest, task_id) -> StreamingHttpResponse
 def task_cancel(request: HttpRequest, task_id) -> HttpResponse:
     task = selectors.access_task(request.user, task_id)
     try:
-        services.task_cancel(task_id=task.id, user=request.user,
-                             reason=request.POST.get("reason", ""))
+        services.task_cancel(
+            task_id=task.id, user=request.user, reason=request.POST.get("reason", "")
+        )
         messages.success(request, "Cancel requested.")
     except (TransitionConflict, IllegalTransition) as exc:
         messages.error(request, str(exc))
     return redirect("tasks:detail", task_id=task.id)
-

@@ -65,8 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
 # --- polling ----------------------------------------------------------------------------------
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 30.0, *, interval: float = 0.05,
-             message: str = "") -> T:
+def wait_for(
+    predicate: Callable[[], T], timeout: float = 30.0, *, interval: float = 0.05, message: str = ""
+) -> T:
     """Poll `predicate` until it returns something truthy (and return that), or fail after
     `timeout` seconds saying what was awaited."""
     deadline = time.monotonic() + timeout
@@ -149,8 +150,9 @@ class ApiClient:
         return self.client.get(path, params or {})
 
     def post(self, path: str, body: Any = None):
-        return self.client.post(path, json.dumps({} if body is None else body),
-                                content_type="application/json")
+        return self.client.post(
+            path, json.dumps({} if body is None else body), content_type="application/json"
+        )
 
 
 @pytest.fixture
@@ -190,8 +192,9 @@ class TaskApi:
                 )
             return None
 
-        return wait_for(reached, timeout, interval=0.1,
-                        message=f"task {task_id} to become {sorted(wanted)}")
+        return wait_for(
+            reached, timeout, interval=0.1, message=f"task {task_id} to become {sorted(wanted)}"
+        )
 
     def run(self, spec: dict[str, Any], *statuses: str, timeout: float = 60.0) -> dict[str, Any]:
         return self.wait(self.create(spec)["id"], *statuses, timeout=timeout)
@@ -215,8 +218,10 @@ def database_url_for_subprocess() -> str:
     if conf["ENGINE"].endswith("sqlite3"):
         name = str(conf["NAME"])
         if "memory" in name:
-            pytest.fail("integration tests need a database other processes can open: "
-                        "run them with ./harness test (PostgreSQL)")
+            pytest.fail(
+                "integration tests need a database other processes can open: "
+                "run them with ./harness test (PostgreSQL)"
+            )
         return f"sqlite:///{name}"
     auth = quote(conf["USER"] or "", safe="")
     if conf["PASSWORD"]:
@@ -271,10 +276,13 @@ class WorkerPool:
         for _ in range(count):
             log = open(self.log_dir / f"worker-{len(self.processes) + 1}.log", "wb")  # noqa: SIM115
             process = subprocess.Popen(
-                [sys.executable, str(ROOT / "manage.py"), "rqworker", *QUEUES,
-                 "--with-scheduler"],
-                cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                [sys.executable, str(ROOT / "manage.py"), "rqworker", *QUEUES, "--with-scheduler"],
+                cwd=ROOT,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
             log.close()
             self.processes.append(process)
@@ -284,8 +292,7 @@ class WorkerPool:
             for process in started:
                 if process.poll() is not None:
                     raise AssertionError(
-                        f"rqworker {process.pid} exited with {process.returncode}:\n"
-                        + self.logs()
+                        f"rqworker {process.pid} exited with {process.returncode}:\n" + self.logs()
                     )
             return {p.pid for p in started} <= self.registered_pids()
 
@@ -356,10 +363,18 @@ def workers(worker_pool: WorkerPool) -> WorkerPool:
 # --- headless Chromium ------------------------------------------------------------------------
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                    reason="Debian chromium is not installed")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+needs_chromium = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"
+)
 
 
 @pytest.fixture

@@ -52,17 +52,33 @@ class Up:
 def up() -> Iterator[Up]:
     data_dir = Path(tempfile.mkdtemp(prefix="harness-up-", dir="/tmp"))
     env = {
-        key: value for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "REDIS_URL", "HARNESS_WORKSPACE_ROOT",
-                       "HARNESS_LEDGER_DIR", "HARNESS_ENABLE_TEST_TOOLS")
+        key: value
+        for key, value in os.environ.items()
+        if key
+        not in (
+            "DATABASE_URL",
+            "REDIS_URL",
+            "HARNESS_WORKSPACE_ROOT",
+            "HARNESS_LEDGER_DIR",
+            "HARNESS_ENABLE_TEST_TOOLS",
+        )
     }
-    env.update(HARNESS_DATA_DIR=str(data_dir), HARNESS_ADMIN_PASSWORD=ADMIN_PASSWORD,
-               PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    env.update(
+        HARNESS_DATA_DIR=str(data_dir),
+        HARNESS_ADMIN_PASSWORD=ADMIN_PASSWORD,
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+    )
     port = _free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "harness_site.cli", "up", "--port", str(port), "--workers", "2"],
-        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     handle = Up(process, port=port)
     try:
@@ -80,15 +96,24 @@ def up() -> Iterator[Up]:
 def _login(client: httpx.Client) -> None:
     page = client.get("/accounts/login/")
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-    response = client.post("/accounts/login/", data={
-        "username": "admin", "password": ADMIN_PASSWORD, "csrfmiddlewaretoken": token,
-    })
+    response = client.post(
+        "/accounts/login/",
+        data={
+            "username": "admin",
+            "password": ADMIN_PASSWORD,
+            "csrfmiddlewaretoken": token,
+        },
+    )
     assert response.status_code == 302, response.text
 
 
 def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
-    wait_for(lambda: "is running at" in up.text or up.process.poll() is not None, 120,
-             interval=0.2, message="harness up to report its URL")
+    wait_for(
+        lambda: "is running at" in up.text or up.process.poll() is not None,
+        120,
+        interval=0.2,
+        message="harness up to report its URL",
+    )
     assert up.process.poll() is None, up.text
     assert f"http://127.0.0.1:{up.port}/" in up.text
 
@@ -108,8 +133,10 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         assert len(demo) == 3, up.text
 
         def demo_settled() -> dict[str, str] | None:
-            statuses = {title: client.get(f"/api/v1/tasks/{task_id}").json()["status"]
-                        for task_id, title in demo.items()}
+            statuses = {
+                title: client.get(f"/api/v1/tasks/{task_id}").json()["status"]
+                for task_id, title in demo.items()
+            }
             settled = all(s in ("succeeded", "waiting_review") for s in statuses.values())
             return statuses if settled else None
 

@@ -66,9 +66,9 @@ def data_dir() -> Iterator[Path]:
 @pytest.fixture
 def embedded_env(data_dir: Path) -> dict[str, str]:
     env = {
-        key: value for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "REDIS_URL", "HARNESS_WORKSPACE_ROOT",
-                       "HARNESS_LEDGER_DIR")
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "REDIS_URL", "HARNESS_WORKSPACE_ROOT", "HARNESS_LEDGER_DIR")
     }
     env.update(
         HARNESS_DATA_DIR=str(data_dir),
@@ -84,26 +84,45 @@ def test_embedded_defaults_run_a_scripted_task_to_success(data_dir, embedded_env
     manage = [sys.executable, str(ROOT / "manage.py")]
     started: list[subprocess.Popen] = []
     try:
-        started.append(subprocess.Popen(
-            redis_embedded_command(socket_path=socket_path, data_dir=data_dir),
-            stdout=subprocess.DEVNULL, start_new_session=True,
-        ))
-        wait_for(lambda: redis_ping(f"unix://{socket_path}"), 20,
-                 message="the embedded Redis to answer")
+        started.append(
+            subprocess.Popen(
+                redis_embedded_command(socket_path=socket_path, data_dir=data_dir),
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
+        wait_for(
+            lambda: redis_ping(f"unix://{socket_path}"), 20, message="the embedded Redis to answer"
+        )
 
-        subprocess.run([*manage, "migrate", "--verbosity", "0"], env=embedded_env, cwd=ROOT,
-                       check=True, timeout=300)
+        subprocess.run(
+            [*manage, "migrate", "--verbosity", "0"],
+            env=embedded_env,
+            cwd=ROOT,
+            check=True,
+            timeout=300,
+        )
         assert (data_dir / "harness.sqlite3").exists()
 
         with open(tmp_path / "worker.log", "wb") as log:
-            started.append(subprocess.Popen(
-                [*manage, "rqworker", *QUEUES, "--with-scheduler"], env=embedded_env, cwd=ROOT,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            ))
+            started.append(
+                subprocess.Popen(
+                    [*manage, "rqworker", *QUEUES, "--with-scheduler"],
+                    env=embedded_env,
+                    cwd=ROOT,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
 
         done = subprocess.run(
-            [*manage, "shell", "-c", CREATE_AND_WAIT], env=embedded_env, cwd=ROOT,
-            capture_output=True, text=True, timeout=180,
+            [*manage, "shell", "-c", CREATE_AND_WAIT],
+            env=embedded_env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
         worker_log = (tmp_path / "worker.log").read_text(errors="replace")
         assert done.returncode == 0, done.stderr + worker_log

@@ -11,25 +11,36 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
 def scripted(*turns: dict, tools: list[str]) -> dict:
-    return {"title": "t", "goal": "g", "model": {"kind": "scripted", "script": list(turns)},
-            "tools": tools}
+    return {
+        "title": "t",
+        "goal": "g",
+        "model": {"kind": "scripted", "script": list(turns)},
+        "tools": tools,
+    }
 
 
 def test_a_task_created_over_the_api_runs_to_success_on_a_real_worker(workers, task_api):
-    task = task_api.run(scripted(
-        {"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
-        {"final": "done"},
-        tools=["write_file"],
-    ))
+    task = task_api.run(
+        scripted(
+            {"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
+            {"final": "done"},
+            tools=["write_file"],
+        )
+    )
     assert task["result"] == "done"
     assert task["worker_id"]
 
 
 def test_a_destructive_call_pauses_the_task_for_review(workers, task_api):
     task = task_api.run(
-        {**scripted({"call": "delete_file", "args": {"path": "old.log"}}, {"final": "done"},
-                    tools=["delete_file"]),
-         "workspace": {"files": {"old.log": "x"}}},
+        {
+            **scripted(
+                {"call": "delete_file", "args": {"path": "old.log"}},
+                {"final": "done"},
+                tools=["delete_file"],
+            ),
+            "workspace": {"files": {"old.log": "x"}},
+        },
         "waiting_review",
     )
     assert task["status"] == "waiting_review"

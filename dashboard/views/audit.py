@@ -18,13 +18,22 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     form = AuditFilterForm(request.GET or None)
     filters = form.cleaned_data if form.is_valid() else {}
     entries = selectors.audit_entries(
-        actor=filters.get("actor"), action=filters.get("action"), task_id=filters.get("task"),
-        date_from=filters.get("date_from"), date_to=filters.get("date_to"),
+        actor=filters.get("actor"),
+        action=filters.get("action"),
+        task_id=filters.get("task"),
+        date_from=filters.get("date_from"),
+        date_to=filters.get("date_to"),
     )
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "dashboard/audit.html", {
-        "form": form, "page": page, "query": query.urlencode(),
-        "actions": selectors.AUDIT_ACTIONS,
-    })
+    return render(
+        request,
+        "dashboard/audit.html",
+        {
+            "form": form,
+            "page": page,
+            "query": query.urlencode(),
+            "actions": selectors.AUDIT_ACTIONS,
+        },
+    )

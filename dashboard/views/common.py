@@ -14,8 +14,12 @@ def request_window(request: HttpRequest, *, default: str) -> Window:
     (the API answers 422 instead)."""
     now = timezone.now()
     try:
-        return window_parse(since=request.GET.get("since"), bucket=request.GET.get("bucket"),
-                            now=now, default=default)
+        return window_parse(
+            since=request.GET.get("since"),
+            bucket=request.GET.get("bucket"),
+            now=now,
+            default=default,
+        )
     except WindowError as exc:
         messages.error(request, f"{exc.field}: {exc.message}")
         return window_parse(since=None, bucket=None, now=now, default=default)

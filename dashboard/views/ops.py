@@ -16,13 +16,17 @@ from tasks.selectors import sweep_last_run, user_can_operate
 
 @login_required
 def operations(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/ops.html", {
-        "queues": queues.queues_overview(),
-        "workers": queues.workers_overview(),
-        "failed_jobs": queues.failed_jobs(),
-        "sweep": sweep_last_run(),
-        "can_operate": user_can_operate(request.user),
-    })
+    return render(
+        request,
+        "dashboard/ops.html",
+        {
+            "queues": queues.queues_overview(),
+            "workers": queues.workers_overview(),
+            "failed_jobs": queues.failed_jobs(),
+            "sweep": sweep_last_run(),
+            "can_operate": user_can_operate(request.user),
+        },
+    )
 
 
 @require_POST

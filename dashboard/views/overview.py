@@ -22,17 +22,23 @@ def overview(request: HttpRequest) -> HttpResponse:
     mix = stats.error_class_mix(window)
     finished = {"finished_from": window.since, "finished_to": window.until}
     for row in mix:
-        row["url"] = charts.task_list_url(status="failed", error_class=row["error_class"],
-                                          **finished)
-    context.update({
-        "windows": WINDOW_CHOICES,
-        "outcomes": stats.task_outcomes(window),
-        "links": {status: charts.task_list_url(status=status, **finished)
-                  for status in ("failed", "succeeded", "canceled")},
-        "error_mix": mix,
-        "over_time_figure": charts.failure_rate_over_time_figure(
-            stats.failure_rate_over_time(window), window),
-        "mix_figure": charts.error_class_mix_figure(mix, window),
-        "recent": tasks_list()[:10],
-    })
+        row["url"] = charts.task_list_url(
+            status="failed", error_class=row["error_class"], **finished
+        )
+    context.update(
+        {
+            "windows": WINDOW_CHOICES,
+            "outcomes": stats.task_outcomes(window),
+            "links": {
+                status: charts.task_list_url(status=status, **finished)
+                for status in ("failed", "succeeded", "canceled")
+            },
+            "error_mix": mix,
+            "over_time_figure": charts.failure_rate_over_time_figure(
+                stats.failure_rate_over_time(window), window
+            ),
+            "mix_figure": charts.error_class_mix_figure(mix, window),
+            "recent": tasks_list()[:10],
+        }
+    )
     return render(request, "dashboard/overview.html", context)

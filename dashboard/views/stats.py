@@ -33,23 +33,32 @@ def failure_stats(request: HttpRequest) -> HttpResponse:
     data = stats.failure_statistics(window)
     for group in data["groups"]:
         group["url"] = charts.task_list_url(
-            status="failed", fingerprint=group["fingerprint"], finished_from=window.since,
-            finished_to=window.until)
-    return render(request, "dashboard/stats.html", {
-        "window": window, "windows": WINDOW_CHOICES, "stats": data,
-        "can_operate": user_can_operate(request.user),
-        "retry_available": "retry" in BULK_ACTIONS,
-        "csv_tables": CSV_TABLES,
-        "figures": {
-            "by_tool": charts.failure_rate_by_tool_figure(data["by_tool"]),
-            "by_step": charts.failure_rate_by_step_figure(data["by_step"]),
-            "over_time": charts.failure_rate_over_time_figure(data["over_time"], window),
-            "heatmap": charts.error_heatmap_figure(data["heatmap"]),
-            "retries": charts.retry_distribution_figure(data["retries"]),
-            "durations": charts.duration_percentiles_figure(data["durations"]),
-            "reviews": charts.review_outcomes_figure(data["reviews"]),
+            status="failed",
+            fingerprint=group["fingerprint"],
+            finished_from=window.since,
+            finished_to=window.until,
+        )
+    return render(
+        request,
+        "dashboard/stats.html",
+        {
+            "window": window,
+            "windows": WINDOW_CHOICES,
+            "stats": data,
+            "can_operate": user_can_operate(request.user),
+            "retry_available": "retry" in BULK_ACTIONS,
+            "csv_tables": CSV_TABLES,
+            "figures": {
+                "by_tool": charts.failure_rate_by_tool_figure(data["by_tool"]),
+                "by_step": charts.failure_rate_by_step_figure(data["by_step"]),
+                "over_time": charts.failure_rate_over_time_figure(data["over_time"], window),
+                "heatmap": charts.error_heatmap_figure(data["heatmap"]),
+                "retries": charts.retry_distribution_figure(data["retries"]),
+                "durations": charts.duration_percentiles_figure(data["durations"]),
+                "reviews": charts.review_outcomes_figure(data["reviews"]),
+            },
         },
-    })
+    )
 
 
 @login_required
@@ -60,11 +69,11 @@ def failure_stats_csv(request: HttpRequest, table: str) -> HttpResponse:
     window = request_window(request, default="24h")
     rows = stats.TABLES[table](window)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = (
-        f'attachment; filename="failures-{table}-{window.label}.csv"')
+    response["Content-Disposition"] = f'attachment; filename="failures-{table}-{window.label}.csv"'
     writer = csv.writer(response)
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([row[c].isoformat() if hasattr(row[c], "isoformat") else row[c]
-                         for c in columns])
+        writer.writerow(
+            [row[c].isoformat() if hasattr(row[c], "isoformat") else row[c] for c in columns]
+        )
     return response

@@ -38,8 +38,14 @@ class ModelError(Exception):
     """A failed model call. `error_class` is `transient` (429, 5xx, connection errors,
     timeouts: worth retrying) or `permanent` (other 4xx, a script that ran out)."""
 
-    def __init__(self, message: str, *, error_class: str = "permanent",
-                 retry_after_s: float | None = None, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_class: str = "permanent",
+        retry_after_s: float | None = None,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.error_class = error_class
         self.retry_after_s = retry_after_s
@@ -53,11 +59,13 @@ class ModelAdapter(ABC):
     can_complete: bool = False
 
     @abstractmethod
-    def decide(self, *, state: AgentState, tools: list[ToolSpec],
-               timeout_s: float) -> ModelDecision:
+    def decide(
+        self, *, state: AgentState, tools: list[ToolSpec], timeout_s: float
+    ) -> ModelDecision:
         """The model's next move. Raises ModelError; must return within `timeout_s`."""
 
     def complete(self, *, system: str, prompt: str, timeout_s: float) -> ModelDecision:
         """Free text for a one-off prompt (no tools, no history) in `ModelDecision.text`."""
-        raise ModelError(f"the {self.name} model cannot answer free-text prompts",
-                         error_class="permanent")
+        raise ModelError(
+            f"the {self.name} model cannot answer free-text prompts", error_class="permanent"
+        )

@@ -46,31 +46,48 @@ def endpoint_for(spec: OpenAIModelSpec) -> Endpoint:
     must never go to a server a task author picked."""
     model = spec.model or settings.HARNESS_MODEL
     if not model:
-        raise ModelError("no model name: set `model` in the task's model spec or the "
-                         "HARNESS_MODEL setting", error_class="permanent")
+        raise ModelError(
+            "no model name: set `model` in the task's model spec or the HARNESS_MODEL setting",
+            error_class="permanent",
+        )
     base_url = spec.base_url or settings.OPENAI_BASE_URL
     allowed = settings.HARNESS_MODEL_ENDPOINTS
     if base_url != settings.OPENAI_BASE_URL and "*" not in allowed and base_url not in allowed:
-        raise ModelError(f"model endpoint {base_url} is not allowed: use OPENAI_BASE_URL or add "
-                         "it to HARNESS_MODEL_ENDPOINTS", error_class="permanent")
+        raise ModelError(
+            f"model endpoint {base_url} is not allowed: use OPENAI_BASE_URL or add "
+            "it to HARNESS_MODEL_ENDPOINTS",
+            error_class="permanent",
+        )
     return Endpoint(base_url=base_url, model=model, api_key_env=spec.api_key_env)
 
 
 def tool_schema(tool: ToolSpec) -> dict[str, Any]:
-    return {"type": "function", "function": {
-        "name": tool.name, "description": tool.description, "parameters": tool.json_schema(),
-    }}
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.json_schema(),
+        },
+    }
 
 
 def _wire_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
     if message.role == "assistant" and message.calls:
-        return {"role": "assistant", "content": message.content or None, "tool_calls": [
-            {"id": call.call_id, "type": "function",
-             "function": {"name": call.tool, "arguments": json.dumps(call.args)}}
-            for call in message.calls
-        ]}
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.tool, "arguments": json.dumps(call.args)},
+                }
+                for call in message.calls
+            ],
+        }
     return {"role": message.role, "content": message.content}
 
 
@@ -98,13 +115,18 @@ def _parse_call(raw: Any) -> ModelCall:
     try:
         args = json.loads(arguments)
     except (TypeError, json.JSONDecodeError) as exc:
-        detail = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) \
+        detail = (
+            f"{exc.msg} at position {exc.pos}"
+            if isinstance(exc, json.JSONDecodeError)
             else str(exc)
-        return ModelCall(tool=name, raw_error=f"arguments are not valid JSON ({detail}): "
-                                              f"{str(arguments)[:200]}")
+        )
+        return ModelCall(
+            tool=name, raw_error=f"arguments are not valid JSON ({detail}): {str(arguments)[:200]}"
+        )
     if not isinstance(args, dict):
-        return ModelCall(tool=name, raw_error=f"arguments must be a JSON object, got "
-                                              f"{type(args).__name__}")
+        return ModelCall(
+            tool=name, raw_error=f"arguments must be a JSON object, got {type(args).__name__}"
+        )
     return ModelCall(tool=name, args=args)
 
 
@@ -136,8 +158,9 @@ class OpenAIChatModel(ModelAdapter):
         self.spec = spec
         self.endpoint = endpoint_for(spec)
 
-    def decide(self, *, state: AgentState, tools: list[ToolSpec],
-               timeout_s: float) -> ModelDecision:
+    def decide(
+        self, *, state: AgentState, tools: list[ToolSpec], timeout_s: float
+    ) -> ModelDecision:
         body: dict[str, Any] = {"model": self.endpoint.model, "messages": wire_messages(state)}
         if tools:
             body["tools"] = [tool_schema(t) for t in tools]
@@ -150,14 +173,23 @@ class OpenAIChatModel(ModelAdapter):
             return ModelDecision(calls=calls, text=text, **usage)
         if not text.strip():
             finish = (data.get("choices") or [{}])[0].get("finish_reason")
-            raise ModelError(f"the model returned neither tool calls nor text "
-                             f"(finish_reason={finish})", error_class="permanent")
+            raise ModelError(
+                f"the model returned neither tool calls nor text (finish_reason={finish})",
+                error_class="permanent",
+            )
         return ModelDecision(final=text, text=text, **usage)
 
     def complete(self, *, system: str, prompt: str, timeout_s: float) -> ModelDecision:
-        data = self._post({"model": self.endpoint.model, "messages": [
-            {"role": "system", "content": system}, {"role": "user", "content": prompt},
-        ]}, timeout_s=timeout_s)
+        data = self._post(
+            {
+                "model": self.endpoint.model,
+                "messages": [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": prompt},
+                ],
+            },
+            timeout_s=timeout_s,
+        )
         return ModelDecision(text=_text(self._message(data).get("content")), **self._usage(data))
 
     # -- the wire --------------------------------------------------------------------------
@@ -178,27 +210,37 @@ class OpenAIChatModel(ModelAdapter):
                 with client.stream("POST", url, json=body, headers=headers) as response:
                     raw = self._read(response, deadline=deadline, timeout_s=timeout_s)
         except httpx.TimeoutException:
-            raise ModelError(f"POST {url}: no answer within {timeout_s:g}s (layer: turn)",
-                             error_class="transient") from None
+            raise ModelError(
+                f"POST {url}: no answer within {timeout_s:g}s (layer: turn)",
+                error_class="transient",
+            ) from None
         except httpx.TransportError as exc:
-            raise ModelError(f"POST {url}: connection failed: {exc}",
-                             error_class="transient") from None
+            raise ModelError(
+                f"POST {url}: connection failed: {exc}", error_class="transient"
+            ) from None
         status = response.status_code
         if status >= 400:
             transient = status in (408, 429) or status >= 500
             raise ModelError(
                 f"HTTP {status} from {url}: {_server_message(raw)}",
-                error_class="transient" if transient else "permanent", status=status,
+                error_class="transient" if transient else "permanent",
+                status=status,
                 retry_after_s=retry_after_seconds(response.headers.get("retry-after")),
             )
         try:
             data = json.loads(raw)
         except ValueError:
-            raise ModelError(f"{url} answered {status} with a body that is not JSON: "
-                             f"{raw[:200]!r}", error_class="permanent", status=status) from None
+            raise ModelError(
+                f"{url} answered {status} with a body that is not JSON: {raw[:200]!r}",
+                error_class="permanent",
+                status=status,
+            ) from None
         if not isinstance(data, dict):
-            raise ModelError(f"{url} answered with JSON that is not an object",
-                             error_class="permanent", status=status)
+            raise ModelError(
+                f"{url} answered with JSON that is not an object",
+                error_class="permanent",
+                status=status,
+            )
         return data
 
     @staticmethod
@@ -207,12 +249,17 @@ class OpenAIChatModel(ModelAdapter):
         data = bytearray()
         for chunk in response.iter_bytes():
             if time.monotonic() > deadline:
-                raise ModelError(f"POST {response.request.url}: the answer took longer than "
-                                 f"{timeout_s:g}s (layer: turn)", error_class="transient")
+                raise ModelError(
+                    f"POST {response.request.url}: the answer took longer than "
+                    f"{timeout_s:g}s (layer: turn)",
+                    error_class="transient",
+                )
             data += chunk
             if len(data) > MAX_RESPONSE_BYTES:
-                raise ModelError(f"POST {response.request.url}: answer larger than "
-                                 f"{MAX_RESPONSE_BYTES} bytes", error_class="permanent")
+                raise ModelError(
+                    f"POST {response.request.url}: answer larger than {MAX_RESPONSE_BYTES} bytes",
+                    error_class="permanent",
+                )
         return bytes(data)
 
     @staticmethod
@@ -220,11 +267,14 @@ class OpenAIChatModel(ModelAdapter):
         try:
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
-            raise ModelError(f"unexpected answer without choices[0].message: "
-                             f"{json.dumps(data)[:300]}", error_class="permanent") from None
+            raise ModelError(
+                f"unexpected answer without choices[0].message: {json.dumps(data)[:300]}",
+                error_class="permanent",
+            ) from None
         if not isinstance(message, dict):
-            raise ModelError("unexpected answer: choices[0].message is not an object",
-                             error_class="permanent")
+            raise ModelError(
+                "unexpected answer: choices[0].message is not an object", error_class="permanent"
+            )
         return message
 
     def _usage(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -234,6 +284,8 @@ class OpenAIChatModel(ModelAdapter):
             value = usage.get(key)
             return value if isinstance(value, int) and value >= 0 else 0
 
-        return {"prompt_tokens": count("prompt_tokens"),
-                "completion_tokens": count("completion_tokens"),
-                "model": str(data.get("model") or self.endpoint.model)}
+        return {
+            "prompt_tokens": count("prompt_tokens"),
+            "completion_tokens": count("completion_tokens"),
+            "model": str(data.get("model") or self.endpoint.model),
+        }

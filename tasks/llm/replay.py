@@ -18,9 +18,11 @@ def recorded_decisions(*, task_id: str) -> dict[int, dict[str, Any]]:
     from tasks.models import TaskEvent
 
     turns: dict[int, dict[str, Any]] = {}
-    for payload in TaskEvent.objects.filter(task_id=task_id, type="model_decision").order_by(
-        "id"
-    ).values_list("payload", flat=True):
+    for payload in (
+        TaskEvent.objects.filter(task_id=task_id, type="model_decision")
+        .order_by("id")
+        .values_list("payload", flat=True)
+    ):
         turn = payload.get("turn")
         if isinstance(turn, int):
             turns[turn] = payload
@@ -34,21 +36,31 @@ class ReplayModel(ModelAdapter):
         self.source = spec.task_id
         self._turns: dict[int, dict[str, Any]] | None = None
 
-    def decide(self, *, state: AgentState, tools: list[ToolSpec],
-               timeout_s: float) -> ModelDecision:
+    def decide(
+        self, *, state: AgentState, tools: list[ToolSpec], timeout_s: float
+    ) -> ModelDecision:
         if self._turns is None:
             self._turns = recorded_decisions(task_id=self.source)
         turn = state.turn_index + 1
         payload = self._turns.get(turn)
         if payload is None:
-            raise ModelError(f"the recording of task {self.source} has no decision for turn "
-                             f"{turn} ({len(self._turns)} turns recorded)", error_class="permanent")
-        calls = [ModelCall(tool=c.get("tool", ""), args=dict(c.get("args") or {}),
-                           raw_error=c.get("raw_error"))
-                 for c in payload.get("calls") or []]
+            raise ModelError(
+                f"the recording of task {self.source} has no decision for turn "
+                f"{turn} ({len(self._turns)} turns recorded)",
+                error_class="permanent",
+            )
+        calls = [
+            ModelCall(
+                tool=c.get("tool", ""), args=dict(c.get("args") or {}), raw_error=c.get("raw_error")
+            )
+            for c in payload.get("calls") or []
+        ]
         model = f"replay:{self.source}"
         if calls:
             return ModelDecision(calls=calls, text=payload.get("text") or "", model=model)
         final = payload.get("final")
-        return ModelDecision(final=final if final is not None else payload.get("text") or "",
-                             text=payload.get("text") or "", model=model)
+        return ModelDecision(
+            final=final if final is not None else payload.get("text") or "",
+            text=payload.get("text") or "",
+            model=model,
+        )

@@ -18,8 +18,9 @@ class ScriptedModel(ModelAdapter):
     def __init__(self, spec: ScriptedModelSpec) -> None:
         self.script = spec.script
 
-    def decide(self, *, state: AgentState, tools: list[ToolSpec],
-               timeout_s: float) -> ModelDecision:
+    def decide(
+        self, *, state: AgentState, tools: list[ToolSpec], timeout_s: float
+    ) -> ModelDecision:
         if state.turn_index >= len(self.script):
             raise ModelError(
                 f"the script has {len(self.script)} turns and turn {state.turn_index + 1} was "
@@ -31,8 +32,9 @@ class ScriptedModel(ModelAdapter):
             time.sleep(turn.delay_s)
         tokens = turn.tokens
         if turn.final is not None:
-            return ModelDecision(final=turn.final, text=turn.final, completion_tokens=tokens,
-                                 model="scripted")
+            return ModelDecision(
+                final=turn.final, text=turn.final, completion_tokens=tokens, model="scripted"
+            )
         if turn.call is not None:
             calls = [ModelCall(tool=turn.call, args=dict(turn.args))]
         else:

@@ -139,8 +139,9 @@ def search_text(ctx: ToolContext, args: SearchTextArgs) -> dict:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             if pattern.search(line):
-                matches.append({"path": relative_name(ctx.workspace, path), "line": number,
-                                "text": line[:300]})
+                matches.append(
+                    {"path": relative_name(ctx.workspace, path), "line": number, "text": line[:300]}
+                )
                 if len(matches) >= args.max_matches:
                     return {"matches": matches, "truncated": True}
     return {"matches": matches, "truncated": False}
@@ -173,8 +174,7 @@ def append_file(ctx: ToolContext, args: AppendFileArgs) -> dict:
     return {"path": args.path, "size": target.stat().st_size}
 
 
-@tool(risk="destructive", side_effect=True, idempotent=True, timeout_s=20,
-      preview=_delete_preview)
+@tool(risk="destructive", side_effect=True, idempotent=True, timeout_s=20, preview=_delete_preview)
 def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
     """Delete a file from the workspace."""
     target = resolve_in_workspace(ctx.workspace, args.path)

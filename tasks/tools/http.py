@@ -29,8 +29,14 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_REQUEST_BODY_CHARS = 1024 * 1024
 PREVIEW_BODY_CHARS = 4000
 RESULT_HEADERS = (
-    "content-type", "content-length", "location", "retry-after", "etag", "last-modified",
-    "cache-control", "date",
+    "content-type",
+    "content-length",
+    "location",
+    "retry-after",
+    "etag",
+    "last-modified",
+    "cache-control",
+    "date",
 )
 
 
@@ -79,8 +85,9 @@ def _preview(ctx: ToolContext, args: HttpRequestArgs) -> str:
     return "\n".join(lines)
 
 
-@tool(risk="external", side_effect=True, idempotent=False, timeout_s=TOOL_TIMEOUT_S,
-      preview=_preview)
+@tool(
+    risk="external", side_effect=True, idempotent=False, timeout_s=TOOL_TIMEOUT_S, preview=_preview
+)
 def http_request(ctx: ToolContext, args: HttpRequestArgs) -> dict:
     """Make an HTTP request to an allowlisted host. Returns status, selected headers and the
     body (truncated at 64 KiB). Redirects are not followed: a 3xx comes back with its Location."""
@@ -102,9 +109,12 @@ def http_request(ctx: ToolContext, args: HttpRequestArgs) -> dict:
     # may ride along on a request the model composed.
     try:
         with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
-            with client.stream(args.method, url, headers=headers,
-                               content=args.body.encode() if args.body is not None else None
-                               ) as response:
+            with client.stream(
+                args.method,
+                url,
+                headers=headers,
+                content=args.body.encode() if args.body is not None else None,
+            ) as response:
                 body, truncated = _read_body(ctx, response, deadline)
     except httpx.TimeoutException as exc:
         raise TransientToolError(f"{args.method} {url}: timed out ({type(exc).__name__})") from None
@@ -134,8 +144,10 @@ def _read_body(ctx: ToolContext, response: httpx.Response, deadline: float) -> t
         if ctx.stop.is_set():
             raise ToolError("request stopped: task canceled", error_class="canceled")
         if time.monotonic() > deadline:
-            raise TransientToolError(f"{response.request.method} {response.request.url}: "
-                                     "response body took longer than the timeout")
+            raise TransientToolError(
+                f"{response.request.method} {response.request.url}: "
+                "response body took longer than the timeout"
+            )
         data += chunk
         if len(data) > MAX_BODY_BYTES:
             truncated = True

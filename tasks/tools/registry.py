@@ -48,8 +48,9 @@ class ToolError(Exception):
 
     error_class = "permanent"
 
-    def __init__(self, message: str, *, error_class: str | None = None,
-                 retry_after_s: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, error_class: str | None = None, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(message)
         if error_class is not None:
             self.error_class = error_class
@@ -166,8 +167,9 @@ def tool(
         if not (inspect.isclass(args_model) and issubclass(args_model, BaseModel)):
             raise TypeError(f"tool {func.__name__}: the args parameter must be a pydantic model")
         returns = hints.get("return")
-        result_model = returns if inspect.isclass(returns) and issubclass(returns, BaseModel) \
-            else None
+        result_model = (
+            returns if inspect.isclass(returns) and issubclass(returns, BaseModel) else None
+        )
         registry.register(
             ToolSpec(
                 name=name or func.__name__,

@@ -42,10 +42,14 @@ PATH = "/usr/local/bin:/usr/bin:/bin"
 class RunCommandArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    command: str = Field(min_length=1, max_length=MAX_COMMAND_CHARS,
-                         description="a /bin/sh command line, run in the workspace")
-    timeout_s: float | None = Field(default=None, gt=0, le=TOOL_TIMEOUT_S,
-                                    description="wall-clock limit in seconds")
+    command: str = Field(
+        min_length=1,
+        max_length=MAX_COMMAND_CHARS,
+        description="a /bin/sh command line, run in the workspace",
+    )
+    timeout_s: float | None = Field(
+        default=None, gt=0, le=TOOL_TIMEOUT_S, description="wall-clock limit in seconds"
+    )
 
 
 def _timeout(ctx: ToolContext, args: RunCommandArgs) -> float:
@@ -159,8 +163,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-@tool(risk="write", side_effect=True, idempotent=False, timeout_s=TOOL_TIMEOUT_S,
-      preview=_preview)
+@tool(risk="write", side_effect=True, idempotent=False, timeout_s=TOOL_TIMEOUT_S, preview=_preview)
 def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
     """Run a shell command (/bin/sh -c) in the workspace with a timeout and resource limits.
     Returns exit_code, stdout, stderr (each truncated at 64 KiB) and duration_ms; a non-zero

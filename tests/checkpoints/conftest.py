@@ -45,8 +45,13 @@ def _isolated(settings, tmp_path: Path, monkeypatch) -> Iterator[None]:
 
 
 def spec_dict(*turns: dict, tools: list[str], **extra: Any) -> dict:
-    return {"title": "t", "goal": "g", "model": {"kind": "scripted", "script": list(turns)},
-            "tools": tools, **extra}
+    return {
+        "title": "t",
+        "goal": "g",
+        "model": {"kind": "scripted", "script": list(turns)},
+        "tools": tools,
+        **extra,
+    }
 
 
 APP_CONF_SCRIPT = (
@@ -96,13 +101,17 @@ def checkpoint_after_step(task, step_index: int):
     """The `after_step` checkpoint that ends step `step_index - 1` (its state's step_index)."""
     from checkpoints.models import Checkpoint
 
-    return Checkpoint.objects.get(task=task, trigger="after_step", step_index=step_index,
-                                  superseded=False)
+    return Checkpoint.objects.get(
+        task=task, trigger="after_step", step_index=step_index, superseded=False
+    )
 
 
 def files_of(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def mode_of(path: Path) -> int:

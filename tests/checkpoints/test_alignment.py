@@ -14,18 +14,27 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_redispatched_task_is_told_what_was_done_and_where_to_continue(make_task):
-    task = make_task({"title": "t", "goal": "g", "model": {"kind": "scripted",
-                                                           "script": [{"final": "x"}]}})
+    task = make_task(
+        {"title": "t", "goal": "g", "model": {"kind": "scripted", "script": [{"final": "x"}]}}
+    )
     done = ProposedCall(call_id="0.0.0", tool="write_file", args={"path": "a.txt"})
     pending = ProposedCall(call_id="0.1.0", tool="ledger_append", args={"key": "k"})
-    state = AgentState(phase="tools", step_index=1, turn_index=2, pending=[pending], messages=[
-        Message(role="system", content="s"), Message(role="user", content="goal"),
-        Message(role="assistant", calls=[done]),
-        Message(role="tool", call_id="0.0.0", name="write_file", content='{"bytes": 3}'),
-        Message(role="assistant", calls=[pending]),
-    ])
-    ToolCall.objects.create(task=task, call_id="0.0.0", tool="write_file",
-                            arguments=done.args, status="succeeded")
+    state = AgentState(
+        phase="tools",
+        step_index=1,
+        turn_index=2,
+        pending=[pending],
+        messages=[
+            Message(role="system", content="s"),
+            Message(role="user", content="goal"),
+            Message(role="assistant", calls=[done]),
+            Message(role="tool", call_id="0.0.0", name="write_file", content='{"bytes": 3}'),
+            Message(role="assistant", calls=[pending]),
+        ],
+    )
+    ToolCall.objects.create(
+        task=task, call_id="0.0.0", tool="write_file", arguments=done.args, status="succeeded"
+    )
     event_record(task_id=task.id, type="status", payload={"from": "stalled", "to": "queued"})
     checkpoint = Checkpoint(task=task, seq=1, level="step", trigger="after_model")
 
@@ -43,12 +52,11 @@ def test_a_redispatched_task_is_told_what_was_done_and_where_to_continue(make_ta
 
 
 def test_an_ordinary_resume_after_a_review_adds_nothing(make_task):
-    task = make_task({"title": "t", "goal": "g", "model": {"kind": "scripted",
-                                                           "script": [{"final": "x"}]}})
-    event_record(task_id=task.id, type="status",
-                 payload={"from": "waiting_review", "to": "queued"})
+    task = make_task(
+        {"title": "t", "goal": "g", "model": {"kind": "scripted", "script": [{"final": "x"}]}}
+    )
+    event_record(task_id=task.id, type="status", payload={"from": "waiting_review", "to": "queued"})
     state = AgentState(messages=[Message(role="user", content="goal")])
     checkpoint = Checkpoint(task=task, seq=1, level="step", trigger="after_step")
-    assert context_align(task_id=task.id, state=state, checkpoint=checkpoint,
-                         snapshot=None) is None
+    assert context_align(task_id=task.id, state=state, checkpoint=checkpoint, snapshot=None) is None
     assert len(state.messages) == 1

@@ -32,8 +32,9 @@ def test_preview_then_rollback_over_the_api(finished, api_client, operator):
     assert body["files_delete"] == ["new.txt"]
     assert [c["tool"] for c in body["calls_undone"]] == ["write_file"] * 3
 
-    response = client.post(f"{base}/rollback", {"checkpoint_id": str(target.id),
-                                                "resume": False, "reason": "bad v2"})
+    response = client.post(
+        f"{base}/rollback", {"checkpoint_id": str(target.id), "resume": False, "reason": "bad v2"}
+    )
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["task"]["status"] == "held"
@@ -44,8 +45,9 @@ def test_preview_then_rollback_over_the_api(finished, api_client, operator):
     assert files_of(finished.workspace_path) == {"app.conf": b"version = 1\n"}
 
     listed = client.get(f"{base}/checkpoints").json()
-    assert [c["superseded"] for c in listed if c["seq"] > target.seq][:-1] == \
-        [True] * (len(listed) - target.seq - 1)
+    assert [c["superseded"] for c in listed if c["seq"] > target.seq][:-1] == [True] * (
+        len(listed) - target.seq - 1
+    )
 
     resumed = client.post(f"{base}/resume", {"reason": "go"})
     assert resumed.status_code == 200 and resumed.json()["status"] == "queued"
@@ -60,10 +62,16 @@ def test_rollback_input_errors_and_permissions(finished, api_client, operator, v
     assert any(e["field"] == "reason" for e in no_reason.json()["errors"])
     unknown = operator_client.post(url, {"checkpoint_id": str(uuid.uuid4()), "reason": "x"})
     assert unknown.status_code == 404
-    assert api_client(viewer).post(url, {"checkpoint_id": str(target.id),
-                                         "reason": "x"}).status_code == 403
-    assert api_client(viewer).get(f"/api/v1/tasks/{finished.id}/rollback/preview",
-                                  {"checkpoint_id": str(target.id)}).status_code == 200
+    assert (
+        api_client(viewer).post(url, {"checkpoint_id": str(target.id), "reason": "x"}).status_code
+        == 403
+    )
+    assert (
+        api_client(viewer)
+        .get(f"/api/v1/tasks/{finished.id}/rollback/preview", {"checkpoint_id": str(target.id)})
+        .status_code
+        == 200
+    )
     Task.objects.filter(id=finished.id).update(status="running")
     running = operator_client.post(url, {"checkpoint_id": str(target.id), "reason": "x"})
     assert running.status_code == 409 and "running" in running.json()["detail"]
@@ -82,12 +90,21 @@ def test_recover_auto_rolls_back_a_failed_write_step_to_its_start(
 ):
     from tasks.models import ToolCall
 
-    task = make_task({
-        "title": "t", "goal": "g", "tools": ["write_file"],
-        "model": {"kind": "scripted", "script": [
-            {"call": "write_file", "args": {"path": "a.txt", "content": "1"}},
-            {"call": "write_file", "args": {"path": "b.txt", "content": "2"}}]},
-    }, user=operator)
+    task = make_task(
+        {
+            "title": "t",
+            "goal": "g",
+            "tools": ["write_file"],
+            "model": {
+                "kind": "scripted",
+                "script": [
+                    {"call": "write_file", "args": {"path": "a.txt", "content": "1"}},
+                    {"call": "write_file", "args": {"path": "b.txt", "content": "2"}},
+                ],
+            },
+        },
+        user=operator,
+    )
     assert run_inline(task) == "failed"  # the script ran out
     # Pretend the last write failed, as a crashed disk would have it.
     ToolCall.objects.filter(task=task, arguments__path="b.txt").update(status="failed")
@@ -97,8 +114,10 @@ def test_recover_auto_rolls_back_a_failed_write_step_to_its_start(
     start = Checkpoint.objects.get(id=plan["checkpoint_id"])
     assert start.step_index == 1 and start.trigger == "after_step"
 
-    response = client.post(f"/api/v1/tasks/{task.id}/recover",
-                           {"strategy": "auto", "resume": False, "reason": "disk error"})
+    response = client.post(
+        f"/api/v1/tasks/{task.id}/recover",
+        {"strategy": "auto", "resume": False, "reason": "disk error"},
+    )
     assert response.status_code == 200, response.content
     assert response.json()["kind"] == "rollback"
     assert response.json()["files_deleted"] == ["b.txt"]
@@ -109,11 +128,19 @@ def test_the_task_spec_overrides_a_tools_default_strategy(make_task, run_inline,
     from checkpoints.selectors import recovery_plan
     from tasks.models import ToolCall
 
-    task = make_task({
-        "title": "t", "goal": "g", "tools": ["write_file"], "recovery": {"write_file": "retry"},
-        "model": {"kind": "scripted", "script": [
-            {"call": "write_file", "args": {"path": "a.txt", "content": "1"}}]},
-    }, user=operator)
+    task = make_task(
+        {
+            "title": "t",
+            "goal": "g",
+            "tools": ["write_file"],
+            "recovery": {"write_file": "retry"},
+            "model": {
+                "kind": "scripted",
+                "script": [{"call": "write_file", "args": {"path": "a.txt", "content": "1"}}],
+            },
+        },
+        user=operator,
+    )
     run_inline(task)
     ToolCall.objects.filter(task=task).update(status="failed")
     plan = recovery_plan(task=task)
@@ -123,8 +150,9 @@ def test_the_task_spec_overrides_a_tools_default_strategy(make_task, run_inline,
 def test_diff_of_two_checkpoints_over_the_api(finished, api_client, viewer):
     a = checkpoint_after_step(finished, 1)
     b = checkpoint_after_step(finished, 4)
-    response = api_client(viewer).get(f"/api/v1/tasks/{finished.id}/checkpoints/diff",
-                                      {"a": str(a.id), "b": str(b.id)})
+    response = api_client(viewer).get(
+        f"/api/v1/tasks/{finished.id}/checkpoints/diff", {"a": str(a.id), "b": str(b.id)}
+    )
     assert response.status_code == 200, response.content
     body = response.json()
     files = {f["path"]: f for f in body["files"]}

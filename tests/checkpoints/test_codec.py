@@ -12,8 +12,11 @@ from tasks.agent_state import AgentState, Message
 
 
 def _state() -> AgentState:
-    return AgentState(messages=[Message(role="user", content="pay 120.50 EUR by 2026-12-01")],
-                      turn_index=3, step_index=2)
+    return AgentState(
+        messages=[Message(role="user", content="pay 120.50 EUR by 2026-12-01")],
+        turn_index=3,
+        step_index=2,
+    )
 
 
 def test_roundtrip_preserves_state_and_verifies():

@@ -35,7 +35,8 @@ def _head_state(task):
 
 def _tamper(checkpoint: Checkpoint) -> None:
     Checkpoint.objects.filter(pk=checkpoint.pk).update(
-        payload=zlib.compress(b'{"state":{},"snapshot":null}'))
+        payload=zlib.compress(b'{"state":{},"snapshot":null}')
+    )
 
 
 @pytest.fixture
@@ -53,11 +54,17 @@ def test_rollback_restores_files_and_state_and_the_resumed_task_completes_again(
     workspace = task.workspace_path
     assert files_of(workspace) == {"app.conf": b"version = 3\n", "new.txt": b"created after v1\n"}
     after_v1 = checkpoint_after_step(task, 1)
-    later = list(Checkpoint.objects.filter(task=task, seq__gt=after_v1.seq).values_list(
-        "id", flat=True))
+    later = list(
+        Checkpoint.objects.filter(task=task, seq__gt=after_v1.seq).values_list("id", flat=True)
+    )
 
-    result = checkpoint_rollback(task_id=task.id, checkpoint_id=after_v1.id, user=operator,
-                                 reason="v2 broke the service", resume=False)
+    result = checkpoint_rollback(
+        task_id=task.id,
+        checkpoint_id=after_v1.id,
+        user=operator,
+        reason="v2 broke the service",
+        resume=False,
+    )
 
     assert files_of(workspace) == {"app.conf": b"version = 1\n"}
     assert result.restored.written == ["app.conf"] and result.restored.deleted == ["new.txt"]
@@ -65,8 +72,9 @@ def test_rollback_restores_files_and_state_and_the_resumed_task_completes_again(
     assert task.status == "held"
     head = Checkpoint.objects.get(id=task.head_checkpoint_id)
     assert head.trigger == "rollback" and head.parent_id == after_v1.id
-    assert set(Checkpoint.objects.filter(id__in=later).values_list("superseded", flat=True)) \
-        == {True}
+    assert set(Checkpoint.objects.filter(id__in=later).values_list("superseded", flat=True)) == {
+        True
+    }
     assert not head.superseded and not Checkpoint.objects.get(id=after_v1.id).superseded
     assert _head_state(task).step_index == 1
     rollback_event = task.events.get(type="rollback")
@@ -79,8 +87,7 @@ def test_rollback_restores_files_and_state_and_the_resumed_task_completes_again(
     assert task_resume(task_id=task.id, user=operator, reason="fixed").status == "queued"
     assert run_inline(task) == "succeeded"
     assert files_of(workspace) == {"app.conf": b"version = 3\n", "new.txt": b"created after v1\n"}
-    calls = list(ToolCall.objects.filter(task=task).order_by("id").values_list(
-        "call_id", "status"))
+    calls = list(ToolCall.objects.filter(task=task).order_by("id").values_list("call_id", "status"))
     assert len(calls) == 4 + 3  # the superseded branch's ledger rows are kept
     assert {c for c, _ in calls[4:]}.isdisjoint({c for c, _ in calls[:4]})
 
@@ -96,18 +103,18 @@ def test_rollback_restores_files_and_state_and_the_resumed_task_completes_again(
     assert json.loads(note.split("\n\n", 1)[1])["kind"] == "rollback"
 
 
-def test_a_rollback_needs_a_reason_and_refuses_while_the_task_is_running(
-    finished, operator
-):
+def test_a_rollback_needs_a_reason_and_refuses_while_the_task_is_running(finished, operator):
     task = finished
     target = checkpoint_after_step(task, 1)
     with pytest.raises(RecoveryInvalid):
-        checkpoint_rollback(task_id=task.id, checkpoint_id=target.id, user=operator,
-                            reason="  ", resume=False)
+        checkpoint_rollback(
+            task_id=task.id, checkpoint_id=target.id, user=operator, reason="  ", resume=False
+        )
     Task.objects.filter(id=task.id).update(status="running")
     with pytest.raises(RecoveryConflict, match="running"):
-        checkpoint_rollback(task_id=task.id, checkpoint_id=target.id, user=operator,
-                            reason="now", resume=False)
+        checkpoint_rollback(
+            task_id=task.id, checkpoint_id=target.id, user=operator, reason="now", resume=False
+        )
     assert (task.workspace_path / "app.conf").read_text() == "version = 3\n"
 
 
@@ -122,8 +129,9 @@ def test_two_recovery_operations_at_once_one_wins_the_other_is_refused(finished,
 
         barrier.wait()
         try:
-            checkpoint_rollback(task_id=task.id, checkpoint_id=target.id, user=operator,
-                                reason="race", resume=True)
+            checkpoint_rollback(
+                task_id=task.id, checkpoint_id=target.id, user=operator, reason="race", resume=True
+            )
             outcomes.append("ok")
         except RecoveryConflict:
             outcomes.append("conflict")
@@ -142,12 +150,16 @@ def test_two_recovery_operations_at_once_one_wins_the_other_is_refused(finished,
 def test_the_preview_lists_files_calls_and_side_effects_that_cannot_be_undone(
     make_task, run_inline, operator
 ):
-    task = make_task(spec_dict(
-        {"call": "write_file", "args": {"path": "a.txt", "content": "1"}},
-        {"call": "ledger_append", "args": {"key": "invoice-7", "value": "sent"}},
-        {"call": "write_file", "args": {"path": "b.txt", "content": "2"}},
-        {"final": "done"},
-        tools=["write_file", "ledger_append"]), user=operator)
+    task = make_task(
+        spec_dict(
+            {"call": "write_file", "args": {"path": "a.txt", "content": "1"}},
+            {"call": "ledger_append", "args": {"key": "invoice-7", "value": "sent"}},
+            {"call": "write_file", "args": {"path": "b.txt", "content": "2"}},
+            {"final": "done"},
+            tools=["write_file", "ledger_append"],
+        ),
+        user=operator,
+    )
     assert run_inline(task) == "succeeded"
     preview = rollback_preview(task=task, checkpoint=checkpoint_after_step(task, 1))
     assert preview.allowed
@@ -161,17 +173,28 @@ def test_the_preview_lists_files_calls_and_side_effects_that_cannot_be_undone(
 def test_retry_reruns_the_failed_call_and_replays_the_finished_one(
     make_task, run_inline, operator, wait_for
 ):
-    task = make_task(spec_dict(
-        {"calls": [{"call": "ledger_append", "args": {"key": "batch-1", "value": "x"}},
-                   {"call": "sleep", "args": {"seconds": 1.5}}]},
-        {"final": "done"},
-        tools=["ledger_append", "sleep"]), user=operator)
+    task = make_task(
+        spec_dict(
+            {
+                "calls": [
+                    {"call": "ledger_append", "args": {"key": "batch-1", "value": "x"}},
+                    {"call": "sleep", "args": {"seconds": 1.5}},
+                ]
+            },
+            {"final": "done"},
+            tools=["ledger_append", "sleep"],
+        ),
+        user=operator,
+    )
     runner = threading.Thread(target=run_inline, args=(task,))
     runner.start()
     # The sleep starts right after the ledger call's outcome is committed.
-    wait_for(lambda: ToolCall.objects.filter(task=task, tool="ledger_append",
-                                             status="succeeded").exists(),
-             message="the first call of the batch to finish")
+    wait_for(
+        lambda: ToolCall.objects.filter(
+            task=task, tool="ledger_append", status="succeeded"
+        ).exists(),
+        message="the first call of the batch to finish",
+    )
     task_cancel(task_id=task.id, user=operator, reason="wrong moment")
     runner.join()
     task.refresh_from_db()
@@ -189,10 +212,14 @@ def test_retry_reruns_the_failed_call_and_replays_the_finished_one(
 
 
 def test_forward_skips_a_corrupted_head_and_records_it(make_task, run_inline, operator):
-    task = make_task(spec_dict(
-        {"call": "write_file", "args": {"path": "a.txt", "content": "1"}},
-        {"call": "write_file", "args": {"path": "b.txt", "content": "2"}},
-        tools=["write_file"]), user=operator)  # no final turn: the script runs out -> failed
+    task = make_task(
+        spec_dict(
+            {"call": "write_file", "args": {"path": "a.txt", "content": "1"}},
+            {"call": "write_file", "args": {"path": "b.txt", "content": "2"}},
+            tools=["write_file"],
+        ),
+        user=operator,
+    )  # no final turn: the script runs out -> failed
     assert run_inline(task) == "failed"
     head = Checkpoint.objects.get(id=task.head_checkpoint_id)
     previous = Checkpoint.objects.filter(task=task, seq__lt=head.seq).order_by("-seq").first()
@@ -202,22 +229,25 @@ def test_forward_skips_a_corrupted_head_and_records_it(make_task, run_inline, op
 
     assert result.base.id == previous.id
     assert result.checkpoint.parent_id == previous.id
-    assert task.events.filter(type="checkpoint_corrupted",
-                              payload__checkpoint_id=str(head.id)).exists()
+    assert task.events.filter(
+        type="checkpoint_corrupted", payload__checkpoint_id=str(head.id)
+    ).exists()
     head.refresh_from_db()
     assert head.superseded
     preview = rollback_preview(task=task, checkpoint=head)
     assert not preview.allowed and "corrupted" in preview.blocked
     with pytest.raises(RecoveryInvalid):
-        checkpoint_rollback(task_id=task.id, checkpoint_id=head.id, user=operator,
-                            reason="x", resume=False)
+        checkpoint_rollback(
+            task_id=task.id, checkpoint_id=head.id, user=operator, reason="x", resume=False
+        )
 
 
 def test_a_task_whose_checkpoints_are_all_corrupted_fails_with_a_clear_error(
     make_task, run_inline, operator
 ):
-    task = make_task(spec_dict({"call": "list_files", "args": {}}, tools=["list_files"]),
-                     user=operator)
+    task = make_task(
+        spec_dict({"call": "list_files", "args": {}}, tools=["list_files"]), user=operator
+    )
     assert run_inline(task) == "failed"
     for checkpoint in Checkpoint.objects.filter(task=task):
         _tamper(checkpoint)
@@ -236,9 +266,13 @@ def test_a_worker_rebuilds_a_missing_workspace_from_the_head_checkpoint(
 ):
     import shutil
 
-    task = make_task(spec_dict(
-        {"call": "write_file", "args": {"path": "dir/a.txt", "content": "kept"}},
-        tools=["write_file"]), user=operator)
+    task = make_task(
+        spec_dict(
+            {"call": "write_file", "args": {"path": "dir/a.txt", "content": "kept"}},
+            tools=["write_file"],
+        ),
+        user=operator,
+    )
     assert run_inline(task) == "failed"  # the script ran out
     shutil.rmtree(task.workspace_path)  # another machine, or a wiped disk
 

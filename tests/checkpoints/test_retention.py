@@ -22,13 +22,21 @@ def test_retention_keeps_recent_step_and_head_checkpoints_and_collects_orphan_bl
     settings, tmp_path, make_task, run_inline
 ):
     path = tmp_path / "retention.yaml"
-    path.write_text(NO_REVIEW_CONFIG + "retention: {keep_last_per_task: 3, "
-                                       "keep_levels: [task, step]}\n")
+    path.write_text(
+        NO_REVIEW_CONFIG + "retention: {keep_last_per_task: 3, keep_levels: [task, step]}\n"
+    )
     settings.HARNESS_CONFIG_FILE = path
     config.harness_config.cache_clear()
-    task = make_task(spec_dict(
-        *[{"call": "write_file", "args": {"path": f"f{i}.txt", "content": f"v{i}"}}
-          for i in range(4)], {"final": "done"}, tools=["write_file"]))
+    task = make_task(
+        spec_dict(
+            *[
+                {"call": "write_file", "args": {"path": f"f{i}.txt", "content": f"v{i}"}}
+                for i in range(4)
+            ],
+            {"final": "done"},
+            tools=["write_file"],
+        )
+    )
     assert run_inline(task) == "succeeded"
     before = list(Checkpoint.objects.filter(task=task).order_by("seq"))
     tool_level = [c for c in before if c.level == "tool"]

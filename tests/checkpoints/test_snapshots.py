@@ -70,8 +70,14 @@ def test_materialising_a_snapshot_into_an_empty_directory_reproduces_bytes_and_m
 
 def test_manifest_paths_are_relative_so_snapshots_restore_anywhere(workspace):
     manifest = snapshot_manifest(snapshot_capture(task_id=None, workspace=workspace))
-    assert set(manifest) == {"README.md", "src/pkg/main.py", "bin.dat", "empty.txt", "run.sh",
-                             "src/secret.key"}
+    assert set(manifest) == {
+        "README.md",
+        "src/pkg/main.py",
+        "bin.dat",
+        "empty.txt",
+        "run.sh",
+        "src/secret.key",
+    }
     assert manifest["run.sh"].mode == 0o755
     assert manifest["README.md"].size == len("# project\n")
 
@@ -141,9 +147,7 @@ def test_the_snapshot_index_is_kept_outside_the_workspace(workspace):
     assert sorted(p.name for p in workspace.rglob("*")) == before
 
 
-def test_a_missing_workspace_is_materialised_but_an_existing_one_is_left_alone(
-    workspace, tmp_path
-):
+def test_a_missing_workspace_is_materialised_but_an_existing_one_is_left_alone(workspace, tmp_path):
     snapshot = snapshot_capture(task_id=None, workspace=workspace)
     wiped = tmp_path / "wiped"
     wiped.mkdir()
@@ -187,18 +191,25 @@ def test_200_checkpoints_over_500_files_store_less_than_twice_the_data(tmp_path)
             changed_bytes += size
         state.step_index = step
         checkpoint = checkpoint_build(
-            task_id=None, seq=step + 1, state=state, level="step", trigger="after_step",
-            snapshot=snapshot_capture(task_id=None, workspace=root))
+            task_id=None,
+            seq=step + 1,
+            state=state,
+            level="step",
+            trigger="after_step",
+            snapshot=snapshot_capture(task_id=None, workspace=root),
+        )
         payload_bytes += len(checkpoint.payload)
     blob_bytes = Blob.objects.aggregate(n=Sum(Length("data")))["n"]
     stored = blob_bytes + payload_bytes
-    assert stored < 2 * (workspace_bytes + changed_bytes), (blob_bytes, payload_bytes,
-                                                            workspace_bytes, changed_bytes)
+    assert stored < 2 * (workspace_bytes + changed_bytes), (
+        blob_bytes,
+        payload_bytes,
+        workspace_bytes,
+        changed_bytes,
+    )
 
 
-def test_a_capture_after_a_preview_still_stores_the_files_the_preview_hashed(
-    workspace, tmp_path
-):
+def test_a_capture_after_a_preview_still_stores_the_files_the_preview_hashed(workspace, tmp_path):
     from checkpoints.snapshots import workspace_manifest
 
     _age(workspace)

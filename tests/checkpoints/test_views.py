@@ -47,8 +47,9 @@ def test_a_rollback_without_a_reason_shows_the_error_and_changes_nothing(finishe
 def test_the_diff_page_shows_state_and_text_differences(finished, viewer):
     a = checkpoint_after_step(finished, 1)
     b = checkpoint_after_step(finished, 4)
-    page = _client(viewer).get(f"/tasks/{finished.id}/checkpoints/diff/",
-                               {"a": str(a.id), "b": str(b.id)})
+    page = _client(viewer).get(
+        f"/tasks/{finished.id}/checkpoints/diff/", {"a": str(a.id), "b": str(b.id)}
+    )
     assert page.status_code == 200
     text = page.content.decode()
     assert "-version = 1" in text and "+version = 3" in text

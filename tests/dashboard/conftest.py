@@ -40,10 +40,15 @@ def as_user() -> Callable[[Any], Client]:
 
 
 def spec(script: list[dict], tools: list[str], **extra: Any) -> TaskSpec:
-    return TaskSpec.model_validate({
-        "title": extra.pop("title", "a task"), "goal": "reach the goal",
-        "model": {"kind": "scripted", "script": script}, "tools": tools, **extra,
-    })
+    return TaskSpec.model_validate(
+        {
+            "title": extra.pop("title", "a task"),
+            "goal": "reach the goal",
+            "model": {"kind": "scripted", "script": script},
+            "tools": tools,
+            **extra,
+        }
+    )
 
 
 @pytest.fixture
@@ -68,8 +73,12 @@ def make_task(operator) -> Callable[..., Task]:
 
     def make(**fields: Any) -> Task:
         n = next(counter)
-        defaults: dict[str, Any] = {"title": f"task {n}", "goal": "g", "spec": {},
-                                    "created_by": operator}
+        defaults: dict[str, Any] = {
+            "title": f"task {n}",
+            "goal": "g",
+            "spec": {},
+            "created_by": operator,
+        }
         created_at = fields.pop("created_at", None)
         task = Task.objects.create(**{**defaults, **fields})
         if created_at is not None:
@@ -84,11 +93,13 @@ def make_task(operator) -> Callable[..., Task]:
 def make_call() -> Callable[..., ToolCall]:
     counter = iter(range(1_000_000))
 
-    def make(task: Task, tool: str, status: str, *, at: datetime | None = None,
-             **fields: Any) -> ToolCall:
+    def make(
+        task: Task, tool: str, status: str, *, at: datetime | None = None, **fields: Any
+    ) -> ToolCall:
         at = at or timezone.now() - timedelta(minutes=5)
-        call = ToolCall.objects.create(task=task, call_id=f"c{next(counter)}", tool=tool,
-                                       status=status, **fields)
+        call = ToolCall.objects.create(
+            task=task, call_id=f"c{next(counter)}", tool=tool, status=status, **fields
+        )
         ToolCall.objects.filter(id=call.id).update(created_at=at)
         call.created_at = at
         return call

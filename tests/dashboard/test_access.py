@@ -6,10 +6,20 @@ import pytest
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["/", "/tasks/", "/tasks/{task}/", "/tasks/{task}/?tab=calls",
-         "/tasks/{task}/?tab=reviews", "/tasks/{task}/?tab=checkpoints",
-         "/tasks/{task}/live/", "/tasks/{task}/events.json", "/stats/failures/",
-         "/stats/failures/by_tool.csv", "/ops/", "/audit/"]
+PAGES = [
+    "/",
+    "/tasks/",
+    "/tasks/{task}/",
+    "/tasks/{task}/?tab=calls",
+    "/tasks/{task}/?tab=reviews",
+    "/tasks/{task}/?tab=checkpoints",
+    "/tasks/{task}/live/",
+    "/tasks/{task}/events.json",
+    "/stats/failures/",
+    "/stats/failures/by_tool.csv",
+    "/ops/",
+    "/audit/",
+]
 ACTIONS = ["/tasks/{task}/cancel/", "/tasks/bulk/", "/ops/jobs/default/nojob/requeue/"]
 
 
@@ -34,11 +44,10 @@ def test_every_logged_in_role_can_read_every_page(request, as_user, task, role):
 
 
 @pytest.mark.parametrize("action", ACTIONS)
-def test_a_viewer_posting_an_action_gets_403_and_nothing_changes(as_user, viewer, task,
-                                                                 action):
-    response = as_user(viewer).post(action.format(task=task.id),
-                                    {"action": "cancel", "ids": [str(task.id)],
-                                     "confirmed": "on"})
+def test_a_viewer_posting_an_action_gets_403_and_nothing_changes(as_user, viewer, task, action):
+    response = as_user(viewer).post(
+        action.format(task=task.id), {"action": "cancel", "ids": [str(task.id)], "confirmed": "on"}
+    )
     assert response.status_code == 403
     task.refresh_from_db()
     assert task.status == "queued"
@@ -50,12 +59,14 @@ def test_anonymous_posting_an_action_is_sent_to_login(as_user, task, action):
     assert response.status_code == 302
 
 
-@pytest.mark.parametrize("page, marker", [
-    ("/tasks/", 'data-testid="bulk-form"'),
-    ("/tasks/{task}/", 'data-testid="cancel-button"'),
-])
-def test_viewers_see_no_action_buttons_operators_do(as_user, operator, viewer, task, page,
-                                                    marker):
+@pytest.mark.parametrize(
+    "page, marker",
+    [
+        ("/tasks/", 'data-testid="bulk-form"'),
+        ("/tasks/{task}/", 'data-testid="cancel-button"'),
+    ],
+)
+def test_viewers_see_no_action_buttons_operators_do(as_user, operator, viewer, task, page, marker):
     url = page.format(task=task.id)
     assert marker in as_user(operator).get(url).content.decode()
     assert marker not in as_user(viewer).get(url).content.decode()
@@ -67,8 +78,11 @@ def test_operator_cancels_from_the_task_page(as_user, operator, task):
     task.refresh_from_db()
     assert task.status == "canceled"
     entry = task.audit_entries.get()
-    assert (entry.action, entry.actor_name, entry.reason) == ("cancel", "operator",
-                                                              "no longer needed")
+    assert (entry.action, entry.actor_name, entry.reason) == (
+        "cancel",
+        "operator",
+        "no longer needed",
+    )
 
 
 def test_django_rq_views_are_for_staff_only(as_user, operator, admin_user):

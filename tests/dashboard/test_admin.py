@@ -13,17 +13,21 @@ APPS = ("tasks", "checkpoints", "review")
 
 def test_every_model_of_the_harness_apps_is_in_the_admin():
     """Registered, or shown inline on the admin page of the model it belongs to."""
-    inline = {i.model for model_admin in admin.site._registry.values()
-              for i in model_admin.inlines}
-    missing = [m.__name__ for app in APPS for m in apps.get_app_config(app).get_models()
-               if m not in admin.site._registry and m not in inline]
+    inline = {i.model for model_admin in admin.site._registry.values() for i in model_admin.inlines}
+    missing = [
+        m.__name__
+        for app in APPS
+        for m in apps.get_app_config(app).get_models()
+        if m not in admin.site._registry and m not in inline
+    ]
     assert missing == []
 
 
-@pytest.mark.parametrize("model", [m for app in APPS
-                                   for m in apps.get_app_config(app).get_models()
-                                   if m in admin.site._registry],
-                         ids=lambda m: m._meta.label)
+@pytest.mark.parametrize(
+    "model",
+    [m for app in APPS for m in apps.get_app_config(app).get_models() if m in admin.site._registry],
+    ids=lambda m: m._meta.label,
+)
 def test_admin_changelist_renders_for_a_superuser(as_user, admin_user, make_task, model):
     make_task()
     url = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"

@@ -25,12 +25,15 @@ def entries(operator, admin_user, make_task):
     return task
 
 
-@pytest.mark.parametrize("params, actions", [
-    ({}, ["requeue", "cancel", "retry"]),
-    ({"actor": "operator"}, ["cancel", "retry"]),
-    ({"action": "requeue"}, ["requeue"]),
-    ({"date_to": str((timezone.now() - timedelta(days=5)).date())}, ["retry"]),
-])
+@pytest.mark.parametrize(
+    "params, actions",
+    [
+        ({}, ["requeue", "cancel", "retry"]),
+        ({"actor": "operator"}, ["cancel", "retry"]),
+        ({"action": "requeue"}, ["requeue"]),
+        ({"date_to": str((timezone.now() - timedelta(days=5)).date())}, ["retry"]),
+    ],
+)
 def test_audit_log_filters(as_user, viewer, entries, params, actions):
     response = as_user(viewer).get("/audit/", params)
     assert [e.action for e in response.context["page"].object_list] == actions
@@ -42,18 +45,23 @@ def test_audit_log_filters_by_task(as_user, viewer, entries):
     assert "stop it" in response.content.decode()
 
 
-def test_overview_counts_every_status_with_the_oldest_review(as_user, viewer, make_task,
-                                                             make_call):
+def test_overview_counts_every_status_with_the_oldest_review(as_user, viewer, make_task, make_call):
     for status in ("running", "running", "retry_wait", "stalled", "waiting_review"):
         task = make_task(status=status)
-    ReviewRequest.objects.create(task=task, tool_call=make_call(task, "write_file",
-                                                                "awaiting_review"),
-                                 tool="write_file",
-                                 requested_at=timezone.now() - timedelta(hours=2))
+    ReviewRequest.objects.create(
+        task=task,
+        tool_call=make_call(task, "write_file", "awaiting_review"),
+        tool="write_file",
+        requested_at=timezone.now() - timedelta(hours=2),
+    )
     response = as_user(viewer).get("/")
     counts = response.context["status"]["counts"]
-    assert (counts["running"], counts["retry_wait"], counts["stalled"],
-            counts["waiting_review"]) == (2, 1, 1, 1)
+    assert (
+        counts["running"],
+        counts["retry_wait"],
+        counts["stalled"],
+        counts["waiting_review"],
+    ) == (2, 1, 1, 1)
     html = response.content.decode()
     assert 'data-testid="oldest-review">oldest 2' in html
     assert 'href="/tasks/?status=stalled"' in html
@@ -69,8 +77,7 @@ def test_overview_window_numbers_link_to_the_prefiltered_list(as_user, viewer, m
     client = as_user(viewer)
     response = client.get("/", {"since": "24h"})
     outcomes = response.context["outcomes"]
-    assert (outcomes["failed"], outcomes["succeeded"], outcomes["failure_rate_pct"]) == (1, 1,
-                                                                                         50.0)
+    assert (outcomes["failed"], outcomes["succeeded"], outcomes["failure_rate_pct"]) == (1, 1, 50.0)
     link = response.context["links"]["failed"]
     assert parse_qs(urlsplit(link).query)["status"] == ["failed"]
     listed = client.get(link).context["page"].object_list
@@ -84,8 +91,7 @@ def test_overview_without_active_tasks_does_not_poll(as_user, viewer, make_task)
     assert "hx-trigger" not in as_user(viewer).get("/").content.decode()
 
 
-def test_overview_query_count_is_bounded(as_user, viewer, make_task,
-                                         django_assert_max_num_queries):
+def test_overview_query_count_is_bounded(as_user, viewer, make_task, django_assert_max_num_queries):
     client = as_user(viewer)
     client.get("/")
     for n in range(40):

@@ -23,25 +23,39 @@ def log_in(browser, live_server, user, path: str):
     return page
 
 
-def test_operator_sees_the_timeline_and_the_statistics_charts(live_server, browser, run_task,
-                                                              operator):
+def test_operator_sees_the_timeline_and_the_statistics_charts(
+    live_server, browser, run_task, operator
+):
     task = run_task(
-        [{"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
-         {"call": "read_file", "args": {"path": "missing.txt"}},
-         {"final": "done"}],
-        ["write_file", "read_file"])
+        [
+            {"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
+            {"call": "read_file", "args": {"path": "missing.txt"}},
+            {"final": "done"},
+        ],
+        ["write_file", "read_file"],
+    )
     page = log_in(browser, live_server, operator, f"/tasks/{task.id}/")
     page.wait_for_selector("#timeline[data-ready='1']")
     names = page.evaluate(TRACE_NAMES)
-    assert {"steps", "model calls", "tool attempts", "errors", "checkpoints · task",
-            "checkpoints · step", "checkpoints · tool"} <= set(names)
-    bars = page.evaluate("document.getElementById('timeline').data"
-                         ".find(t => t.name === 'tool attempts').y")
+    assert {
+        "steps",
+        "model calls",
+        "tool attempts",
+        "errors",
+        "checkpoints · task",
+        "checkpoints · step",
+        "checkpoints · tool",
+    } <= set(names)
+    bars = page.evaluate(
+        "document.getElementById('timeline').data.find(t => t.name === 'tool attempts').y"
+    )
     assert bars == ["tool · write_file", "tool · read_file"]
 
     page.uncheck("[data-level-filter=timeline] input[value=step]")
-    visible = page.evaluate("Object.fromEntries(Array.from(document.getElementById('timeline')"
-                            ".data, t => [t.name, t.visible]))")
+    visible = page.evaluate(
+        "Object.fromEntries(Array.from(document.getElementById('timeline')"
+        ".data, t => [t.name, t.visible]))"
+    )
     assert visible["checkpoints · step"] is False
     assert visible["checkpoints · task"] is not False
 

@@ -26,7 +26,8 @@ def finish(task, to: str, *, hours_ago: float, error_class: str = "", message: s
         task_transition(task_id=task.id, to="running")
     task_transition(task_id=task.id, to=to, fields=fields)
     task.__class__.objects.filter(id=task.id).update(
-        finished_at=timezone.now() - timedelta(hours=hours_ago))
+        finished_at=timezone.now() - timedelta(hours=hours_ago)
+    )
 
 
 @pytest.fixture
@@ -34,39 +35,74 @@ def fixture(make_task, make_call):
     """Tasks, tool calls and reviews whose statistics are computed by hand in the tests."""
     now = timezone.now()
     t1, t2, t3, t4, t5, t6 = (make_task() for _ in range(6))
-    finish(t1, "failed", hours_ago=1, error_class="budget_exceeded",
-           message="max_steps=5 reached")
-    finish(t2, "failed", hours_ago=2, error_class="budget_exceeded",
-           message="max_steps=7 reached")
-    finish(t3, "failed", hours_ago=3, error_class="timeout",
-           message="session timeout: 3600s exceeded (layer: session)")
+    finish(t1, "failed", hours_ago=1, error_class="budget_exceeded", message="max_steps=5 reached")
+    finish(t2, "failed", hours_ago=2, error_class="budget_exceeded", message="max_steps=7 reached")
+    finish(
+        t3,
+        "failed",
+        hours_ago=3,
+        error_class="timeout",
+        message="session timeout: 3600s exceeded (layer: session)",
+    )
     finish(t4, "succeeded", hours_ago=1)
     finish(t5, "canceled", hours_ago=1, error_class="canceled", message="")
     finish(t6, "failed", hours_ago=72, error_class="timeout", message="old")
 
     for ms in (10, 20, 30):
         make_call(t4, "write_file", "succeeded", attempts=1, duration_ms=ms, step_index=0)
-    make_call(t4, "write_file", "failed", attempts=1, duration_ms=40, step_index=0,
-              error_class="permanent")
+    make_call(
+        t4,
+        "write_file",
+        "failed",
+        attempts=1,
+        duration_ms=40,
+        step_index=0,
+        error_class="permanent",
+    )
     make_call(t4, "http_request", "succeeded", attempts=3, duration_ms=100, step_index=1)
-    make_call(t4, "http_request", "timed_out", attempts=2, duration_ms=200, step_index=1,
-              error_class="timeout")
-    make_call(t4, "http_request", "failed", attempts=1, duration_ms=300, step_index=1,
-              error_class="transient")
+    make_call(
+        t4,
+        "http_request",
+        "timed_out",
+        attempts=2,
+        duration_ms=200,
+        step_index=1,
+        error_class="timeout",
+    )
+    make_call(
+        t4,
+        "http_request",
+        "failed",
+        attempts=1,
+        duration_ms=300,
+        step_index=1,
+        error_class="transient",
+    )
     make_call(t4, "http_request", "succeeded", attempts=1, duration_ms=400, step_index=1)
-    make_call(t4, "read_file", "failed", attempts=0, step_index=2,
-              error_class="invalid_arguments")
+    make_call(t4, "read_file", "failed", attempts=0, step_index=2, error_class="invalid_arguments")
     # Not counted: policy outcomes, calls without an outcome, and calls outside the window.
     make_call(t4, "read_file", "denied", error_class="denied", step_index=2)
     make_call(t4, "read_file", "awaiting_review", step_index=2)
-    make_call(t4, "write_file", "failed", attempts=1, duration_ms=999, error_class="permanent",
-              at=now - timedelta(days=3))
+    make_call(
+        t4,
+        "write_file",
+        "failed",
+        attempts=1,
+        duration_ms=999,
+        error_class="permanent",
+        at=now - timedelta(days=3),
+    )
 
     def review(tool: str, status: str, *, edited=None, hours_ago: float = 1):
         call = make_call(t4, tool, "approved")
         return ReviewRequest.objects.create(
-            task=t4, tool_call=call, tool=tool, status=status, edited_arguments=edited,
-            requested_at=now - timedelta(hours=hours_ago))
+            task=t4,
+            tool_call=call,
+            tool=tool,
+            status=status,
+            edited_arguments=edited,
+            requested_at=now - timedelta(hours=hours_ago),
+        )
 
     review("write_file", "approved")
     review("write_file", "approved", edited={"path": "b.txt"})
@@ -125,23 +161,40 @@ def test_duration_percentiles_interpolate_like_percentile_cont(window):
 def test_sqlite_percentiles_match_postgresql():
     """The SQLite fallback (window functions) gives percentile_cont's numbers."""
     db = sqlite3.connect(":memory:")
-    db.execute('CREATE TABLE "tasks_toolcall" (tool TEXT, duration_ms REAL, created_at TEXT, '
-               "status TEXT)")
+    db.execute(
+        'CREATE TABLE "tasks_toolcall" (tool TEXT, duration_ms REAL, created_at TEXT, status TEXT)'
+    )
     rows = [("a", d) for d in (10, 20, 30, 40)] + [("b", d) for d in (100, 200, 300, 400, 7)]
     db.executemany("INSERT INTO tasks_toolcall VALUES (?, ?, '2026-01-01', 'succeeded')", rows)
     sql = stats.sqlite_percentiles_sql(table='"tasks_toolcall"', statuses=1).replace("%s", "?")
     result = db.execute(sql, ["2025-01-01", "2027-01-01", "succeeded"]).fetchall()
     # percentile_cont over b = [7, 100, 200, 300, 400]: p50 = 200, p95 = 300 + 0.8 * 100.
     assert [(t, n, round(p50, 6), round(p95, 6)) for t, n, p50, p95 in result] == [
-        ("a", 4, 25.0, 38.5), ("b", 5, 200.0, 380.0)]
+        ("a", 4, 25.0, 38.5),
+        ("b", 5, 200.0, 380.0),
+    ]
 
 
 def test_review_outcomes_per_tool_split_edited_from_approved(window):
     assert stats.review_outcomes(window) == [
-        {"tool": "http_request", "approved": 0, "edited": 0, "rejected": 0, "expired": 0,
-         "canceled": 0, "pending": 1},
-        {"tool": "write_file", "approved": 1, "edited": 1, "rejected": 1, "expired": 1,
-         "canceled": 0, "pending": 0},
+        {
+            "tool": "http_request",
+            "approved": 0,
+            "edited": 0,
+            "rejected": 0,
+            "expired": 0,
+            "canceled": 0,
+            "pending": 1,
+        },
+        {
+            "tool": "write_file",
+            "approved": 1,
+            "edited": 1,
+            "rejected": 1,
+            "expired": 1,
+            "canceled": 0,
+            "pending": 0,
+        },
     ]
 
 
@@ -161,8 +214,12 @@ def test_failure_groups_by_fingerprint(window, fixture):
 
 def test_task_outcomes_in_window(window):
     assert stats.task_outcomes(window) == {
-        "succeeded": 1, "failed": 3, "canceled": 1, "failure_rate": 0.75,
-        "failure_rate_pct": 75.0}
+        "succeeded": 1,
+        "failed": 3,
+        "canceled": 1,
+        "failure_rate": 0.75,
+        "failure_rate_pct": 75.0,
+    }
 
 
 def test_api_returns_the_statistics(fixture, api_client, viewer):
@@ -172,7 +229,9 @@ def test_api_returns_the_statistics(fixture, api_client, viewer):
     assert body["window"]["bucket"] == "hour"
     assert body["tasks"]["failed"] == 3
     assert {g["message"] for g in body["groups"]} == {
-        "max_steps=<n> reached", "session timeout: <n>s exceeded (layer: session)"}
+        "max_steps=<n> reached",
+        "session timeout: <n>s exceeded (layer: session)",
+    }
     assert [d["tool"] for d in body["durations"]] == ["http_request", "write_file"]
 
 
@@ -182,10 +241,15 @@ def test_api_wider_window_uses_day_buckets_and_includes_older_rows(fixture, api_
     assert body["tasks"]["failed"] == 4
 
 
-@pytest.mark.parametrize("params, field", [
-    ({"since": "yesterday"}, "since"), ({"since": "24h", "bucket": "week"}, "bucket"),
-    ({"since": "90d", "bucket": "hour"}, "bucket"), ({"since": "900d"}, "since"),
-])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"since": "yesterday"}, "since"),
+        ({"since": "24h", "bucket": "week"}, "bucket"),
+        ({"since": "90d", "bucket": "hour"}, "bucket"),
+        ({"since": "900d"}, "since"),
+    ],
+)
 def test_api_rejects_a_bad_window_with_422_naming_the_field(api_client, viewer, params, field):
     response = api_client(viewer).get("/api/v1/stats/failures", params)
     assert response.status_code == 422
@@ -201,11 +265,11 @@ def test_page_shows_groups_with_links_to_affected_tasks(fixture, as_user, viewer
     assert response.status_code == 200
     html = response.content.decode()
     assert "max_steps=&lt;n&gt; reached" in html
-    fingerprint = stats.failure_groups(window_parse(
-        since="24h", bucket=None, now=timezone.now()))[0]["fingerprint"]
+    fingerprint = stats.failure_groups(window_parse(since="24h", bucket=None, now=timezone.now()))[
+        0
+    ]["fingerprint"]
     assert f"fingerprint={fingerprint}" in html
-    for chart in ("by-tool", "by-step", "over-time", "heatmap", "retries", "durations",
-                  "reviews"):
+    for chart in ("by-tool", "by-step", "over-time", "heatmap", "retries", "durations", "reviews"):
         assert f'id="chart-{chart}"' in html
 
 
@@ -222,8 +286,7 @@ def test_csv_export_has_a_header_and_one_row_per_group(fixture, as_user, viewer)
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
     rows = list(csv.reader(io.StringIO(response.content.decode())))
-    assert rows[0] == ["fingerprint", "error_class", "message", "tasks", "first_seen",
-                       "last_seen"]
+    assert rows[0] == ["fingerprint", "error_class", "message", "tasks", "first_seen", "last_seen"]
     assert [(r[1], r[3]) for r in rows[1:]] == [("budget_exceeded", "2"), ("timeout", "1")]
 
 
@@ -232,31 +295,46 @@ def test_csv_of_an_unknown_table_is_404(as_user, viewer):
 
 
 def test_statistics_page_query_count_does_not_grow_with_data(
-        fixture, as_user, viewer, make_task, make_call, django_assert_max_num_queries):
+    fixture, as_user, viewer, make_task, make_call, django_assert_max_num_queries
+):
     client = as_user(viewer)
     client.get("/stats/failures/")
     for n in range(30):
         task = make_task()
         finish(task, "failed", hours_ago=0.5, error_class=f"e{n % 5}", message=f"boom {n}")
-        make_call(task, f"tool{n % 7}", "failed", attempts=1 + n % 3, duration_ms=n,
-                  error_class=f"e{n % 4}")
+        make_call(
+            task,
+            f"tool{n % 7}",
+            "failed",
+            attempts=1 + n % 3,
+            duration_ms=n,
+            error_class=f"e{n % 4}",
+        )
     with django_assert_max_num_queries(16):
         assert client.get("/stats/failures/").status_code == 200
 
 
 def test_retry_all_in_a_group_is_offered_to_operators_only(fixture, as_user, operator, viewer):
     assert 'data-testid="retry-group"' in as_user(operator).get("/stats/failures/").content.decode()
-    assert 'data-testid="retry-group"' not in as_user(viewer).get(
-        "/stats/failures/").content.decode()
+    assert (
+        'data-testid="retry-group"' not in as_user(viewer).get("/stats/failures/").content.decode()
+    )
 
 
 def test_retry_all_in_a_group_confirms_the_groups_failed_tasks(fixture, as_user, operator):
     t1, t2 = fixture["tasks"][:2]
     t1.refresh_from_db()
     window = window_parse(since="24h", bucket=None, now=timezone.now())
-    response = as_user(operator).post("/tasks/bulk/", {
-        "action": "retry", "select": "matching", "status": "failed",
-        "fingerprint": t1.error_fingerprint, "finished_from": window.since.isoformat(),
-        "finished_to": window.until.isoformat(), "next": "/tasks/"})
+    response = as_user(operator).post(
+        "/tasks/bulk/",
+        {
+            "action": "retry",
+            "select": "matching",
+            "status": "failed",
+            "fingerprint": t1.error_fingerprint,
+            "finished_from": window.since.isoformat(),
+            "finished_to": window.until.isoformat(),
+            "next": "/tasks/",
+        },
+    )
     assert {t["id"] for t in response.context["tasks"]} == {t1.id, t2.id}
-

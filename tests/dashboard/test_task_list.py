@@ -21,27 +21,40 @@ def listed(client, **params) -> list[str]:
 @pytest.fixture
 def tasks(make_task, make_call, operator, viewer):
     now = timezone.now()
-    a = make_task(title="alpha report", status="failed", error_class="timeout",
-                  error_message="session timeout: 60s exceeded", created_at=now - timedelta(days=3))
-    b = make_task(title="beta deploy", status="succeeded", created_by=viewer,
-                  created_at=now - timedelta(days=1))
-    c = make_task(title="gamma cleanup", status="running", goal="remove the temp files",
-                  created_at=now)
+    a = make_task(
+        title="alpha report",
+        status="failed",
+        error_class="timeout",
+        error_message="session timeout: 60s exceeded",
+        created_at=now - timedelta(days=3),
+    )
+    b = make_task(
+        title="beta deploy",
+        status="succeeded",
+        created_by=viewer,
+        created_at=now - timedelta(days=1),
+    )
+    c = make_task(
+        title="gamma cleanup", status="running", goal="remove the temp files", created_at=now
+    )
     make_call(a, "http_request", "failed")
     make_call(b, "write_file", "succeeded")
     return a, b, c
 
 
-@pytest.mark.parametrize("params, expected", [
-    ({}, ["gamma cleanup", "beta deploy", "alpha report"]),
-    ({"status": "failed"}, ["alpha report"]),
-    ({"status": ["failed", "running"]}, ["gamma cleanup", "alpha report"]),
-    ({"tool": "write_file"}, ["beta deploy"]),
-    ({"error_class": "timeout"}, ["alpha report"]),
-    ({"creator": "viewer"}, ["beta deploy"]),
-    ({"q": "temp files"}, ["gamma cleanup"]),
-    ({"q": "DEPLOY"}, ["beta deploy"]),
-])
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ({}, ["gamma cleanup", "beta deploy", "alpha report"]),
+        ({"status": "failed"}, ["alpha report"]),
+        ({"status": ["failed", "running"]}, ["gamma cleanup", "alpha report"]),
+        ({"tool": "write_file"}, ["beta deploy"]),
+        ({"error_class": "timeout"}, ["alpha report"]),
+        ({"creator": "viewer"}, ["beta deploy"]),
+        ({"q": "temp files"}, ["gamma cleanup"]),
+        ({"q": "DEPLOY"}, ["beta deploy"]),
+    ],
+)
 def test_filters_narrow_the_list(as_user, viewer, tasks, params, expected):
     assert listed(as_user(viewer), **params) == expected
 
@@ -49,8 +62,10 @@ def test_filters_narrow_the_list(as_user, viewer, tasks, params, expected):
 def test_date_range_filters_by_creation_day(as_user, viewer, tasks):
     today = timezone.now().date()
     client = as_user(viewer)
-    assert listed(client, created_from=today - timedelta(days=1)) == ["gamma cleanup",
-                                                                      "beta deploy"]
+    assert listed(client, created_from=today - timedelta(days=1)) == [
+        "gamma cleanup",
+        "beta deploy",
+    ]
     assert listed(client, created_to=today - timedelta(days=2)) == ["alpha report"]
 
 
@@ -61,15 +76,27 @@ def test_free_text_finds_a_task_by_its_id(as_user, viewer, tasks):
 def test_filters_stay_in_the_pager_links(as_user, viewer, make_task):
     for n in range(55):
         make_task(title=f"t{n}", status="failed", error_class="timeout")
-    html = as_user(viewer).get("/tasks/", {"status": "failed", "error_class": "timeout"}
-                               ).content.decode()
+    html = (
+        as_user(viewer)
+        .get("/tasks/", {"status": "failed", "error_class": "timeout"})
+        .content.decode()
+    )
     assert "status=failed&amp;error_class=timeout&amp;page=2" in html
 
 
 def test_row_shows_failure_reason_and_badges(as_user, viewer, make_task):
-    make_task(title="flappy", status="failed", error_class="transient",
-              error_message="HTTP 503 from upstream", retry_count=2, rollback_count=1,
-              redispatch_count=1, attempt=3, tokens_used=1234, seconds_used=12.5)
+    make_task(
+        title="flappy",
+        status="failed",
+        error_class="transient",
+        error_message="HTTP 503 from upstream",
+        retry_count=2,
+        rollback_count=1,
+        redispatch_count=1,
+        attempt=3,
+        tokens_used=1234,
+        seconds_used=12.5,
+    )
     html = as_user(viewer).get("/tasks/").content.decode()
     assert "transient</span>: HTTP 503 from upstream" in html
     assert "rolled back" in html and "retried ×2" in html and "redispatched" in html
@@ -79,8 +106,10 @@ def test_row_shows_failure_reason_and_badges(as_user, viewer, make_task):
 def test_bulk_cancel_asks_for_confirmation_first(as_user, operator, tasks):
     client = as_user(operator)
     running = tasks[2]
-    response = client.post("/tasks/bulk/", {"action": "cancel", "select": "ids",
-                                            "ids": [str(running.id)], "next": "/tasks/"})
+    response = client.post(
+        "/tasks/bulk/",
+        {"action": "cancel", "select": "ids", "ids": [str(running.id)], "next": "/tasks/"},
+    )
     assert response.status_code == 200
     assert 'data-testid="bulk-confirm"' in response.content.decode()
     running.refresh_from_db()
@@ -92,9 +121,17 @@ def test_bulk_cancel_confirmed_cancels_each_and_skips_finished(as_user, operator
     for task in queued:
         task_transition(task_id=task.id, to="queued")
     done = make_task(title="done", status="succeeded")
-    response = as_user(operator).post("/tasks/bulk/", {
-        "action": "cancel", "select": "ids", "confirmed": "on", "reason": "cleanup",
-        "ids": [str(t.id) for t in [*queued, done]], "next": "/tasks/?status=queued"})
+    response = as_user(operator).post(
+        "/tasks/bulk/",
+        {
+            "action": "cancel",
+            "select": "ids",
+            "confirmed": "on",
+            "reason": "cleanup",
+            "ids": [str(t.id) for t in [*queued, done]],
+            "next": "/tasks/?status=queued",
+        },
+    )
     assert response.status_code == 302 and response["Location"] == "/tasks/?status=queued"
     for task in queued:
         task.refresh_from_db()
@@ -109,20 +146,29 @@ def test_bulk_select_all_matching_uses_the_list_filters(as_user, operator, make_
     drop = [make_task(title=f"drop {n}", error_class="x") for n in range(2)]
     for task in [keep, *drop]:
         task_transition(task_id=task.id, to="queued")
-    response = as_user(operator).post("/tasks/bulk/", {
-        "action": "cancel", "select": "matching", "error_class": "x", "next": "/tasks/"})
+    response = as_user(operator).post(
+        "/tasks/bulk/",
+        {"action": "cancel", "select": "matching", "error_class": "x", "next": "/tasks/"},
+    )
     assert [t["title"] for t in response.context["tasks"]] == ["drop 1", "drop 0"]
 
 
 def test_bulk_redirect_never_leaves_the_task_list(as_user, operator, tasks):
-    response = as_user(operator).post("/tasks/bulk/", {
-        "action": "cancel", "ids": [str(tasks[2].id)], "confirmed": "on",
-        "next": "https://elsewhere.example/"})
+    response = as_user(operator).post(
+        "/tasks/bulk/",
+        {
+            "action": "cancel",
+            "ids": [str(tasks[2].id)],
+            "confirmed": "on",
+            "next": "https://elsewhere.example/",
+        },
+    )
     assert response["Location"] == "/tasks/"
 
 
-def test_list_query_count_does_not_grow_with_rows(as_user, viewer, make_task,
-                                                  django_assert_max_num_queries):
+def test_list_query_count_does_not_grow_with_rows(
+    as_user, viewer, make_task, django_assert_max_num_queries
+):
     client = as_user(viewer)
     make_task()
     client.get("/tasks/")
@@ -135,13 +181,25 @@ def test_list_query_count_does_not_grow_with_rows(as_user, viewer, make_task,
 
 
 def test_bulk_retry_reruns_failed_tasks_and_skips_the_others(as_user, operator, run_task):
-    failed = run_task([{"call": "list_files", "args": {}}] * 3 + [{"final": "x"}],
-                      ["list_files"], budget={"max_steps": 1})
+    failed = run_task(
+        [{"call": "list_files", "args": {}}] * 3 + [{"final": "x"}],
+        ["list_files"],
+        budget={"max_steps": 1},
+    )
     done = run_task([{"final": "x"}], [])
     assert (failed.status, done.status) == ("failed", "succeeded")
-    response = as_user(operator).post("/tasks/bulk/", {
-        "action": "retry", "select": "ids", "confirmed": "on", "reason": "after the fix",
-        "ids": [str(failed.id), str(done.id)], "next": "/tasks/"}, follow=True)
+    response = as_user(operator).post(
+        "/tasks/bulk/",
+        {
+            "action": "retry",
+            "select": "ids",
+            "confirmed": "on",
+            "reason": "after the fix",
+            "ids": [str(failed.id), str(done.id)],
+            "next": "/tasks/",
+        },
+        follow=True,
+    )
     failed.refresh_from_db()
     done.refresh_from_db()
     assert failed.status == "queued" and done.status == "succeeded"

@@ -11,9 +11,11 @@ from tasks.models import TaskEvent, ToolCall
 
 pytestmark = pytest.mark.django_db
 
-SCRIPT = [{"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
-          {"call": "read_file", "args": {"path": "missing.txt"}},
-          {"final": "done"}]
+SCRIPT = [
+    {"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
+    {"call": "read_file", "args": {"path": "missing.txt"}},
+    {"final": "done"},
+]
 TOOLS = ["write_file", "read_file"]
 
 
@@ -51,13 +53,15 @@ def test_full_frame_log_lists_every_event(as_user, viewer, run_task):
     task = run_task(SCRIPT, TOOLS)
     response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "events", "view": "frames"})
     assert [e.id for e in response.context["page"].object_list] == list(
-        TaskEvent.objects.filter(task=task).order_by("id").values_list("id", flat=True))
+        TaskEvent.objects.filter(task=task).order_by("id").values_list("id", flat=True)
+    )
 
 
 def test_tab_requested_by_htmx_returns_only_the_fragment(as_user, viewer, run_task):
     task = run_task(SCRIPT, TOOLS)
-    response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "calls"},
-                                   headers={"HX-Request": "true"})
+    response = as_user(viewer).get(
+        f"/tasks/{task.id}/", {"tab": "calls"}, headers={"HX-Request": "true"}
+    )
     html = response.content.decode()
     assert "<html" not in html and 'data-testid="tab-calls"' in html
     assert "missing.txt: no such file" in html
@@ -65,14 +69,31 @@ def test_tab_requested_by_htmx_returns_only_the_fragment(as_user, viewer, run_ta
 
 def test_tool_calls_tab_lists_every_attempt_with_its_error(as_user, viewer, make_task, make_call):
     task = make_task(status="failed")
-    make_call(task, "http_request", "succeeded", attempts=2, attempt_log=[
-        {"n": 1, "started_at": "2026-01-01T00:00:00+00:00", "status": "failed",
-         "error_class": "transient", "error_message": "HTTP 503 first"},
-        {"n": 2, "started_at": "2026-01-01T00:00:05+00:00", "status": "succeeded",
-         "error_class": "", "error_message": ""}])
+    make_call(
+        task,
+        "http_request",
+        "succeeded",
+        attempts=2,
+        attempt_log=[
+            {
+                "n": 1,
+                "started_at": "2026-01-01T00:00:00+00:00",
+                "status": "failed",
+                "error_class": "transient",
+                "error_message": "HTTP 503 first",
+            },
+            {
+                "n": 2,
+                "started_at": "2026-01-01T00:00:05+00:00",
+                "status": "succeeded",
+                "error_class": "",
+                "error_message": "",
+            },
+        ],
+    )
     html = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "calls"}).content.decode()
     assert "transient: HTTP 503 first" in html
-    assert html.count("<li><span class=\"pill\">") == 2
+    assert html.count('<li><span class="pill">') == 2
 
 
 def test_reviews_tab_lists_the_tasks_reviews(as_user, viewer, operator, make_task, make_call):
@@ -80,9 +101,16 @@ def test_reviews_tab_lists_the_tasks_reviews(as_user, viewer, operator, make_tas
 
     task = make_task(status="waiting_review")
     call = make_call(task, "write_file", "awaiting_review")
-    ReviewRequest.objects.create(task=task, tool_call=call, tool="write_file",
-                                 status="rejected", decided_by=operator, comment="too risky",
-                                 requested_at=timezone.now(), decided_at=timezone.now())
+    ReviewRequest.objects.create(
+        task=task,
+        tool_call=call,
+        tool="write_file",
+        status="rejected",
+        decided_by=operator,
+        comment="too risky",
+        requested_at=timezone.now(),
+        decided_at=timezone.now(),
+    )
     html = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "reviews"}).content.decode()
     assert "too risky" in html and "by operator" in html
 
@@ -99,31 +127,37 @@ def test_events_download_is_the_full_frame_log_as_json(as_user, viewer, run_task
     assert response["Content-Disposition"].startswith("attachment;")
     frames = json.loads(b"".join(response.streaming_content))
     assert [f["seq"] for f in frames] == list(
-        TaskEvent.objects.filter(task=task).order_by("id").values_list("id", flat=True))
+        TaskEvent.objects.filter(task=task).order_by("id").values_list("id", flat=True)
+    )
     assert frames[-1]["payload"]["to"] == "succeeded"
 
 
 def test_live_fragment_polls_while_active_and_stops_when_terminal(as_user, viewer, make_task):
     task = make_task(status="running")
     client = as_user(viewer)
-    assert 'hx-trigger="every 2s [harnessLive()]"' in client.get(
-        f"/tasks/{task.id}/live/").content.decode()
+    assert (
+        'hx-trigger="every 2s [harnessLive()]"'
+        in client.get(f"/tasks/{task.id}/live/").content.decode()
+    )
     task.__class__.objects.filter(id=task.id).update(status="succeeded")
     html = client.get(f"/tasks/{task.id}/live/").content.decode()
     assert "hx-trigger" not in html and 'id="timeline-data"' in html
 
 
 def test_unknown_task_is_404(as_user, viewer):
-    assert as_user(viewer).get(
-        "/tasks/00000000-0000-0000-0000-000000000000/").status_code == 404
+    assert as_user(viewer).get("/tasks/00000000-0000-0000-0000-000000000000/").status_code == 404
 
 
-def test_task_page_query_count_does_not_grow_with_steps(as_user, viewer, run_task,
-                                                       django_assert_max_num_queries):
+def test_task_page_query_count_does_not_grow_with_steps(
+    as_user, viewer, run_task, django_assert_max_num_queries
+):
     client = as_user(viewer)
     small = run_task([{"call": "list_files", "args": {}}, {"final": "x"}], ["list_files"])
-    big = run_task([{"call": "list_files", "args": {}}] * 12 + [{"final": "x"}],
-                   ["list_files"], budget={"max_steps": 100})
+    big = run_task(
+        [{"call": "list_files", "args": {}}] * 12 + [{"final": "x"}],
+        ["list_files"],
+        budget={"max_steps": 100},
+    )
     assert ToolCall.objects.filter(task=big).count() == 12
     client.get(f"/tasks/{small.id}/")
     with django_assert_max_num_queries(14) as small_queries:
@@ -142,8 +176,17 @@ def test_seq_opens_the_checkpoints_page_holding_that_checkpoint(as_user, viewer,
 
     task = make_task(status="succeeded")
     Checkpoint.objects.bulk_create(
-        Checkpoint(task=task, seq=n, level="step", trigger="after_step", payload=b"x",
-                   checksum="0", created_at=timezone.now()) for n in range(1, 251))
+        Checkpoint(
+            task=task,
+            seq=n,
+            level="step",
+            trigger="after_step",
+            payload=b"x",
+            checksum="0",
+            created_at=timezone.now(),
+        )
+        for n in range(1, 251)
+    )
     response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "checkpoints", "seq": 150})
     assert response.context["page"].number == 2
     assert 'id="checkpoint-150"' in response.content.decode()

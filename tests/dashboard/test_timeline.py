@@ -29,18 +29,27 @@ def timeline_of(task: Task) -> dict:
         task=task,
         events=task_timeline_events(task=task, types=charts.TIMELINE_EVENT_TYPES),
         calls=task_tool_call_attempts(task=task),
-        checkpoints=task_checkpoint_marks(task_id=task.id), now=at(0))
+        checkpoints=task_checkpoint_marks(task_id=task.id),
+        now=at(0),
+    )
 
 
 @pytest.mark.django_db
 def test_bars_match_a_real_runs_events_tool_calls_and_checkpoints(run_task):
     task = run_task(
-        [{"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
-         {"call": "flaky", "args": {"key": "tl", "fail_times": 1, "error": "permanent"}},
-         {"calls": [{"call": "read_file", "args": {"path": "a.txt"}},
-                    {"call": "read_file", "args": {"path": "nope.txt"}}]},
-         {"final": "done"}],
-        ["write_file", "read_file", "flaky"])
+        [
+            {"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
+            {"call": "flaky", "args": {"key": "tl", "fail_times": 1, "error": "permanent"}},
+            {
+                "calls": [
+                    {"call": "read_file", "args": {"path": "a.txt"}},
+                    {"call": "read_file", "args": {"path": "nope.txt"}},
+                ]
+            },
+            {"final": "done"},
+        ],
+        ["write_file", "read_file", "flaky"],
+    )
     assert task.status == "succeeded"
     figure = timeline_of(task)
     by_name = traces(figure)
@@ -52,8 +61,9 @@ def test_bars_match_a_real_runs_events_tool_calls_and_checkpoints(run_task):
     calls = list(ToolCall.objects.filter(task=task))
     attempts = [a for c in calls for a in c.attempt_log]
     tool_bars = by_name["tool attempts"]
-    assert Counter(tool_bars["y"]) == Counter(charts.tool_row(c.tool) for c in calls
-                                              for _ in c.attempt_log)
+    assert Counter(tool_bars["y"]) == Counter(
+        charts.tool_row(c.tool) for c in calls for _ in c.attempt_log
+    )
     assert len(tool_bars["x"]) == len(attempts) == 4
     failed = [a for a in attempts if a["status"] != "succeeded"]
     assert len(by_name["errors"]["x"]) == len(failed) == 2
@@ -68,71 +78,147 @@ def test_bars_match_a_real_runs_events_tool_calls_and_checkpoints(run_task):
 def test_every_attempt_is_a_bar_and_failed_attempts_are_marked():
     task = Task(status="failed")
     log = [
-        {"n": 1, "started_at": at(1).isoformat(), "finished_at": at(2).isoformat(),
-         "status": "failed", "error_class": "transient", "error_message": "HTTP 503"},
-        {"n": 2, "started_at": at(5).isoformat(), "finished_at": at(6).isoformat(),
-         "status": "timed_out", "error_class": "timeout", "error_message": "slow"},
-        {"n": 3, "started_at": at(9).isoformat(), "finished_at": at(9.5).isoformat(),
-         "status": "succeeded", "error_class": "", "error_message": ""},
+        {
+            "n": 1,
+            "started_at": at(1).isoformat(),
+            "finished_at": at(2).isoformat(),
+            "status": "failed",
+            "error_class": "transient",
+            "error_message": "HTTP 503",
+        },
+        {
+            "n": 2,
+            "started_at": at(5).isoformat(),
+            "finished_at": at(6).isoformat(),
+            "status": "timed_out",
+            "error_class": "timeout",
+            "error_message": "slow",
+        },
+        {
+            "n": 3,
+            "started_at": at(9).isoformat(),
+            "finished_at": at(9.5).isoformat(),
+            "status": "succeeded",
+            "error_class": "",
+            "error_message": "",
+        },
     ]
-    call = {"call_id": "0.0.0", "tool": "http_request", "status": "succeeded", "step_index": 0,
-            "attempts": 3, "attempt_log": log, "started": at(9).isoformat()}
-    figure = charts.task_timeline(task=task, events=[], calls=[call], checkpoints=[],
-                                  now=at(20))
+    call = {
+        "call_id": "0.0.0",
+        "tool": "http_request",
+        "status": "succeeded",
+        "step_index": 0,
+        "attempts": 3,
+        "attempt_log": log,
+        "started": at(9).isoformat(),
+    }
+    figure = charts.task_timeline(task=task, events=[], calls=[call], checkpoints=[], now=at(20))
     bars = traces(figure)["tool attempts"]
     assert bars["x"] == [1000.0, 1000.0, 500.0]
     assert bars["base"][0] == "2026-01-01 12:00:01.000000"
-    assert bars["marker"]["color"] == [charts.STATUS_COLORS["failed"],
-                                       charts.STATUS_COLORS["timed_out"],
-                                       charts.STATUS_COLORS["succeeded"]]
-    assert traces(figure)["errors"]["x"] == ["2026-01-01 12:00:02.000000",
-                                             "2026-01-01 12:00:06.000000"]
+    assert bars["marker"]["color"] == [
+        charts.STATUS_COLORS["failed"],
+        charts.STATUS_COLORS["timed_out"],
+        charts.STATUS_COLORS["succeeded"],
+    ]
+    assert traces(figure)["errors"]["x"] == [
+        "2026-01-01 12:00:02.000000",
+        "2026-01-01 12:00:06.000000",
+    ]
     assert traces(figure)["steps"]["x"] == [8500.0]
 
 
 def status(seconds: float, frm: str, to: str, n: int) -> dict:
-    return {"id": n, "type": "status", "step_index": 0, "at": at(seconds).isoformat(),
-            "from": frm, "to": to, "reason": "", "duration_ms": None}
+    return {
+        "id": n,
+        "type": "status",
+        "step_index": 0,
+        "at": at(seconds).isoformat(),
+        "from": frm,
+        "to": to,
+        "reason": "",
+        "duration_ms": None,
+    }
 
 
 def test_waiting_for_a_human_is_a_shaded_span_until_the_decision():
-    events = [status(0, "queued", "running", 1), status(10, "running", "waiting_review", 2),
-              status(70, "waiting_review", "queued", 3), status(71, "queued", "running", 4),
-              status(80, "running", "waiting_review", 5)]
-    figure = charts.task_timeline(task=Task(status="waiting_review"), events=events, calls=[],
-                                  checkpoints=[], now=at(100))
+    events = [
+        status(0, "queued", "running", 1),
+        status(10, "running", "waiting_review", 2),
+        status(70, "waiting_review", "queued", 3),
+        status(71, "queued", "running", 4),
+        status(80, "running", "waiting_review", 5),
+    ]
+    figure = charts.task_timeline(
+        task=Task(status="waiting_review"), events=events, calls=[], checkpoints=[], now=at(100)
+    )
     human = traces(figure)["waiting for human"]
     # The closed wait (10 s -> 70 s) and the open one, shaded up to now.
     assert human["x"] == [60000.0, 20000.0]
     assert [(s["x0"], s["x1"]) for s in figure["layout"]["shapes"]] == [
         ("2026-01-01 12:00:10.000000", "2026-01-01 12:01:10.000000"),
-        ("2026-01-01 12:01:20.000000", "2026-01-01 12:01:40.000000")]
+        ("2026-01-01 12:01:20.000000", "2026-01-01 12:01:40.000000"),
+    ]
 
 
 def cp(seq: int, seconds: float, level: str, *, superseded: bool = False) -> dict:
-    return {"id": seq, "seq": seq, "level": level, "trigger": "after_step", "step_index": seq,
-            "superseded": superseded, "at": at(seconds).isoformat()}
+    return {
+        "id": seq,
+        "seq": seq,
+        "level": level,
+        "trigger": "after_step",
+        "step_index": seq,
+        "superseded": superseded,
+        "at": at(seconds).isoformat(),
+    }
 
 
 def test_checkpoints_are_markers_by_level_and_superseded_ones_are_dimmed():
-    checkpoints = [cp(1, 1, "task"), cp(2, 2, "step"), cp(3, 3, "tool", superseded=True),
-                   cp(4, 4, "step", superseded=True), cp(5, 5, "step")]
-    decision = {"id": 1, "type": "model_decision", "step_index": 1, "at": at(3.5).isoformat(),
-                "duration_ms": 100, "turn": 2, "prompt_tokens": 1, "completion_tokens": 1}
-    figure = charts.task_timeline(task=Task(status="succeeded"), events=[decision], calls=[],
-                                  checkpoints=checkpoints, now=at(9))
+    checkpoints = [
+        cp(1, 1, "task"),
+        cp(2, 2, "step"),
+        cp(3, 3, "tool", superseded=True),
+        cp(4, 4, "step", superseded=True),
+        cp(5, 5, "step"),
+    ]
+    decision = {
+        "id": 1,
+        "type": "model_decision",
+        "step_index": 1,
+        "at": at(3.5).isoformat(),
+        "duration_ms": 100,
+        "turn": 2,
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+    }
+    figure = charts.task_timeline(
+        task=Task(status="succeeded"),
+        events=[decision],
+        calls=[],
+        checkpoints=checkpoints,
+        now=at(9),
+    )
     by_name = traces(figure)
     assert len(by_name["checkpoints · step"]["x"]) == 2
-    assert by_name["checkpoints · step (superseded)"]["marker"]["opacity"] == \
-        charts.SUPERSEDED_OPACITY
+    assert (
+        by_name["checkpoints · step (superseded)"]["marker"]["opacity"] == charts.SUPERSEDED_OPACITY
+    )
     assert by_name["checkpoints · tool (superseded)"]["meta"]["level"] == "tool"
     # The model call made on the abandoned branch (between seq 2 and the rollback's seq 5).
     assert by_name["model calls"]["marker"]["opacity"] == [charts.SUPERSEDED_OPACITY]
 
 
 def test_a_running_call_without_a_finished_attempt_is_an_open_bar_to_now():
-    call = {"call_id": "0.1.0", "tool": "sleep", "status": "running", "step_index": 1,
-            "attempts": 1, "attempt_log": [], "started": at(10).isoformat()}
-    figure = charts.task_timeline(task=Task(status="running"), events=[], calls=[call],
-                                  checkpoints=[], now=at(13))
+    call = {
+        "call_id": "0.1.0",
+        "tool": "sleep",
+        "status": "running",
+        "step_index": 1,
+        "attempts": 1,
+        "attempt_log": [],
+        "started": at(10).isoformat(),
+    }
+    figure = charts.task_timeline(
+        task=Task(status="running"), events=[], calls=[call], checkpoints=[], now=at(13)
+    )
     assert traces(figure)["tool attempts"]["x"] == [3000.0]

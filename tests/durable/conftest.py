@@ -53,8 +53,11 @@ def durable_settings(settings, tmp_path: Path, harness_config_text: str) -> Iter
     settings.HARNESS_ENABLE_TEST_TOOLS = True
     settings.HARNESS_CONFIG_FILE = config
     harness_config.cache_clear()
-    yield {"HARNESS_CONFIG": str(config), "HARNESS_ENABLE_TEST_TOOLS": "1",
-           **{key: str(value) for key, value in {**paths, **FAST_CLOCKS}.items()}}
+    yield {
+        "HARNESS_CONFIG": str(config),
+        "HARNESS_ENABLE_TEST_TOOLS": "1",
+        **{key: str(value) for key, value in {**paths, **FAST_CLOCKS}.items()},
+    }
     harness_config.cache_clear()
 
 
@@ -100,8 +103,12 @@ class Fleet:
         log = open(self.log_dir / f"sweeper-{len(self.sweepers) + 1}.log", "wb")  # noqa: SIM115
         process = subprocess.Popen(
             [sys.executable, str(ROOT / "manage.py"), "harness_sweep", "--loop"],
-            cwd=ROOT, env=self.pool.env, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=ROOT,
+            env=self.pool.env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         log.close()
         self.sweepers.append(process)
@@ -136,14 +143,22 @@ def task_status(task_id: Any) -> str:
 
 
 def wait_status(task_id: Any, *statuses: str, timeout: float = 60) -> Task:
-    wait_for(lambda: task_status(task_id) in statuses, timeout,
-             message=f"task {task_id} to be {'/'.join(statuses)}")
+    wait_for(
+        lambda: task_status(task_id) in statuses,
+        timeout,
+        message=f"task {task_id} to be {'/'.join(statuses)}",
+    )
     return Task.objects.get(id=task_id)
 
 
 def make_task(script: list[dict], tools: list[str], *, enqueue: bool = True, **extra: Any) -> Task:
-    spec = TaskSpec.model_validate({
-        "title": extra.pop("title", "durable"), "goal": "exercise durable execution",
-        "model": {"kind": "scripted", "script": script}, "tools": tools, **extra,
-    })
+    spec = TaskSpec.model_validate(
+        {
+            "title": extra.pop("title", "durable"),
+            "goal": "exercise durable execution",
+            "model": {"kind": "scripted", "script": script},
+            "tools": tools,
+            **extra,
+        }
+    )
     return task_create(spec=spec, user=None, enqueue=enqueue)

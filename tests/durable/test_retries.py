@@ -16,9 +16,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 def test_flaky_tool_failing_twice_succeeds_on_the_third_attempt_after_growing_waits(fleet):
     fleet.worker()
     task = make_task(
-        [{"call": "flaky", "args": {"key": "k1", "fail_times": 2, "error": "transient"}},
-         {"final": "done"}],
-        ["flaky"], retry={"initial_s": 0.3, "factor": 2, "jitter": "none", "max_attempts": 5},
+        [
+            {"call": "flaky", "args": {"key": "k1", "fail_times": 2, "error": "transient"}},
+            {"final": "done"},
+        ],
+        ["flaky"],
+        retry={"initial_s": 0.3, "factor": 2, "jitter": "none", "max_attempts": 5},
     )
     task = wait_status(task.id, "succeeded")
 
@@ -33,14 +36,19 @@ def test_flaky_tool_failing_twice_succeeds_on_the_third_attempt_after_growing_wa
     assert delays == [0.3, 0.6]
     assert all(e.payload["call_id"] == call.call_id for e in scheduled)
     # Each attempt started no earlier than the wait scheduled after the previous one.
-    for before, after, delay in zip(call.attempt_log[:-1], call.attempt_log[1:], delays,
-                                    strict=True):
-        gap = (datetime.fromisoformat(after["started_at"])
-               - datetime.fromisoformat(before["finished_at"])).total_seconds()
+    for before, after, delay in zip(
+        call.attempt_log[:-1], call.attempt_log[1:], delays, strict=True
+    ):
+        gap = (
+            datetime.fromisoformat(after["started_at"])
+            - datetime.fromisoformat(before["finished_at"])
+        ).total_seconds()
         assert gap >= delay
 
-    statuses = [(e.payload["from"], e.payload["to"])
-                for e in task.events.filter(type="status").order_by("id")]
+    statuses = [
+        (e.payload["from"], e.payload["to"])
+        for e in task.events.filter(type="status").order_by("id")
+    ]
     assert statuses.count(("running", "retry_wait")) == 2
     assert statuses.count(("retry_wait", "queued")) == 2
     assert task.retry_count == 2
@@ -51,8 +59,10 @@ def test_flaky_tool_failing_twice_succeeds_on_the_third_attempt_after_growing_wa
 def test_permanent_error_is_not_retried_and_reaches_the_model(fleet):
     fleet.worker()
     task = make_task(
-        [{"call": "flaky", "args": {"key": "k2", "fail_times": 5, "error": "permanent"}},
-         {"final": "gave up"}],
+        [
+            {"call": "flaky", "args": {"key": "k2", "fail_times": 5, "error": "permanent"}},
+            {"final": "gave up"},
+        ],
         ["flaky"],
     )
     task = wait_status(task.id, "succeeded")
@@ -68,7 +78,8 @@ def test_transient_errors_past_the_attempt_limit_go_to_the_model(fleet):
     fleet.worker()
     task = make_task(
         [{"call": "flaky", "args": {"key": "k3", "fail_times": 10}}, {"final": "gave up"}],
-        ["flaky"], retry={"initial_s": 0.1, "max_attempts": 2},
+        ["flaky"],
+        retry={"initial_s": 0.1, "max_attempts": 2},
     )
     task = wait_status(task.id, "succeeded")
     call = ToolCall.objects.get(task=task)

@@ -11,10 +11,12 @@ from tasks.retry import RetryPolicy, classify_exception, is_retryable, retry_pol
 from tasks.spec import RetrySpec
 from tasks.tools.registry import registry
 
-CONFIG = HarnessConfig.model_validate({
-    "retry": {"initial_s": 1, "factor": 2, "max_s": 60, "jitter": "none", "max_attempts": 5},
-    "checkpoint_triggers": [{"event": "on_retryable_error", "level": "step"}],
-})
+CONFIG = HarnessConfig.model_validate(
+    {
+        "retry": {"initial_s": 1, "factor": 2, "max_s": 60, "jitter": "none", "max_attempts": 5},
+        "checkpoint_triggers": [{"event": "on_retryable_error", "level": "step"}],
+    }
+)
 
 
 def test_waits_double_from_the_initial_wait_up_to_the_maximum():
@@ -40,18 +42,23 @@ def test_a_servers_retry_after_is_a_lower_bound():
 
 
 def test_tool_overrides_global_and_task_overrides_tool_field_by_field():
-    policy = retry_policy(config=CONFIG,
-                          tool_override=RetrySpec(initial_s=0.5, max_attempts=2),
-                          task_override=RetrySpec(max_attempts=4))
+    policy = retry_policy(
+        config=CONFIG,
+        tool_override=RetrySpec(initial_s=0.5, max_attempts=2),
+        task_override=RetrySpec(max_attempts=4),
+    )
     assert (policy.initial_s, policy.max_attempts, policy.max_s) == (0.5, 4, 60)
 
 
 def test_the_retryable_error_trigger_caps_attempts_of_every_policy():
-    config = HarnessConfig.model_validate({
-        "retry": {"max_attempts": 5},
-        "checkpoint_triggers": [{"event": "on_retryable_error", "level": "step",
-                                 "max_retries": 2}],
-    })
+    config = HarnessConfig.model_validate(
+        {
+            "retry": {"max_attempts": 5},
+            "checkpoint_triggers": [
+                {"event": "on_retryable_error", "level": "step", "max_retries": 2}
+            ],
+        }
+    )
     assert retry_policy(config=config, task_override=RetrySpec(max_attempts=9)).max_attempts == 3
 
 

@@ -24,13 +24,16 @@ def running_task(*, silent_s: float, **fields) -> Task:
     task = make_task([{"final": "x"}], [])
     task_acquire(task_id=task.id, worker_id="lost-host:1")
     Task.objects.filter(id=task.id).update(
-        heartbeat_at=timezone.now() - timedelta(seconds=silent_s), **fields)
+        heartbeat_at=timezone.now() - timedelta(seconds=silent_s), **fields
+    )
     return task
 
 
 def statuses(task: Task) -> list[tuple[str, str]]:
-    return [(e.payload["from"], e.payload["to"])
-            for e in task.events.filter(type="status").order_by("id")]
+    return [
+        (e.payload["from"], e.payload["to"])
+        for e in task.events.filter(type="status").order_by("id")
+    ]
 
 
 def test_a_silent_running_task_is_stalled_and_redispatched(queue):
@@ -72,7 +75,8 @@ def test_a_cancel_requested_before_the_worker_died_is_honoured(queue):
 def test_a_queued_task_whose_job_vanished_is_enqueued_again(queue, settings):
     task = make_task([{"final": "x"}], [])
     Task.objects.filter(id=task.id).update(
-        updated_at=timezone.now() - timedelta(seconds=settings.HARNESS_REQUEUE_GRACE_S + 1))
+        updated_at=timezone.now() - timedelta(seconds=settings.HARNESS_REQUEUE_GRACE_S + 1)
+    )
     queue.connection.flushdb()  # Redis restarted empty
     assert sweep_once().requeued == 1
     task.refresh_from_db()

@@ -18,7 +18,8 @@ def timeout_layers(task) -> list[str]:
 def test_tool_timeout_stops_the_call_records_timed_out_and_the_model_carries_on(fleet):
     fleet.worker()
     task = make_task(
-        [{"call": "sleep", "args": {"seconds": 30}}, {"final": "moved on"}], ["sleep"],
+        [{"call": "sleep", "args": {"seconds": 30}}, {"final": "moved on"}],
+        ["sleep"],
         budget={"tool_timeout_s": 0.5, "turn_timeout_s": 5, "session_timeout_s": 60},
         retry={"max_attempts": 1},
     )
@@ -34,8 +35,11 @@ def test_run_command_past_its_tool_timeout_is_killed(fleet, tmp_path):
     fleet.worker()
     pid_file = tmp_path / "pid"
     task = make_task(
-        [{"call": "run_command", "args": {"command": f"echo $$ > {pid_file}; exec sleep 60"}},
-         {"final": "done"}], ["run_command"],
+        [
+            {"call": "run_command", "args": {"command": f"echo $$ > {pid_file}; exec sleep 60"}},
+            {"final": "done"},
+        ],
+        ["run_command"],
         budget={"tool_timeout_s": 0.5, "turn_timeout_s": 5, "session_timeout_s": 60},
     )
     task = wait_status(task.id, "succeeded")
@@ -49,7 +53,8 @@ def test_run_command_past_its_tool_timeout_is_killed(fleet, tmp_path):
 def test_turn_timeout_bounds_the_model_call_and_fails_the_task_when_retries_run_out(fleet):
     fleet.worker()
     task = make_task(
-        [{"final": "too slow", "delay_s": 30}], [],
+        [{"final": "too slow", "delay_s": 30}],
+        [],
         budget={"tool_timeout_s": 0.2, "turn_timeout_s": 0.5, "session_timeout_s": 60},
         retry={"initial_s": 0.1, "max_attempts": 2},
     )
@@ -63,7 +68,8 @@ def test_turn_timeout_bounds_the_model_call_and_fails_the_task_when_retries_run_
 def test_session_timeout_fails_the_task_after_a_final_checkpoint(fleet):
     fleet.worker()
     task = make_task(
-        [{"call": "sleep", "args": {"seconds": 0.4}}] * 20 + [{"final": "never"}], ["sleep"],
+        [{"call": "sleep", "args": {"seconds": 0.4}}] * 20 + [{"final": "never"}],
+        ["sleep"],
         budget={"tool_timeout_s": 0.8, "turn_timeout_s": 1, "session_timeout_s": 1.5},
     )
     task = wait_status(task.id, "failed")

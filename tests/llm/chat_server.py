@@ -44,8 +44,11 @@ class ChatServer:
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                reply = server._take(Received(path=self.path, headers=dict(self.headers),
-                                              body=body, at=time.monotonic()))
+                reply = server._take(
+                    Received(
+                        path=self.path, headers=dict(self.headers), body=body, at=time.monotonic()
+                    )
+                )
                 data = json.dumps(reply.body).encode()
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
@@ -84,37 +87,63 @@ class ChatServer:
 
     # -- queueing replies ----------------------------------------------------------------
 
-    def _completion(self, message: dict[str, Any], finish_reason: str, prompt_tokens: int,
-                    completion_tokens: int) -> dict[str, Any]:
+    def _completion(
+        self,
+        message: dict[str, Any],
+        finish_reason: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> dict[str, Any]:
         n = next(self._ids)
         return {
             "id": f"chatcmpl-test{n:06d}",
             "object": "chat.completion",
             "created": 1_700_000_000 + n,
             "model": SERVED_MODEL,
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": finish_reason}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "choices": [
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
             "system_fingerprint": "fp_test",
         }
 
-    def tool_calls(self, *calls: tuple[str, dict[str, Any] | str], content: str | None = None,
-                   prompt_tokens: int = 100, completion_tokens: int = 20) -> None:
+    def tool_calls(
+        self,
+        *calls: tuple[str, dict[str, Any] | str],
+        content: str | None = None,
+        prompt_tokens: int = 100,
+        completion_tokens: int = 20,
+    ) -> None:
         """One turn calling tools; a str instead of a dict is sent as the raw arguments."""
-        message = {"role": "assistant", "content": content, "refusal": None, "tool_calls": [
-            {"id": f"call_{next(self._ids):08x}", "type": "function",
-             "function": {"name": name,
-                          "arguments": args if isinstance(args, str) else json.dumps(args)}}
-            for name, args in calls
-        ]}
-        self.replies.append(Reply(200, self._completion(message, "tool_calls", prompt_tokens,
-                                                        completion_tokens)))
+        message = {
+            "role": "assistant",
+            "content": content,
+            "refusal": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{next(self._ids):08x}",
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
+                }
+                for name, args in calls
+            ],
+        }
+        self.replies.append(
+            Reply(200, self._completion(message, "tool_calls", prompt_tokens, completion_tokens))
+        )
 
     def answer(self, text: str, *, prompt_tokens: int = 100, completion_tokens: int = 20) -> None:
         message = {"role": "assistant", "content": text, "refusal": None}
-        self.replies.append(Reply(200, self._completion(message, "stop", prompt_tokens,
-                                                        completion_tokens)))
+        self.replies.append(
+            Reply(200, self._completion(message, "stop", prompt_tokens, completion_tokens))
+        )
 
     def error(self, status: int, message: str, *, headers: dict[str, str] | None = None) -> None:
         reply = error_reply(status, message)
@@ -126,7 +155,9 @@ class ChatServer:
 
 
 def error_reply(status: int, message: str) -> Reply:
-    kind = "rate_limit_error" if status == 429 else (
-        "server_error" if status >= 500 else "invalid_request_error")
-    return Reply(status, {"error": {"message": message, "type": kind, "param": None,
-                                    "code": None}})
+    kind = (
+        "rate_limit_error"
+        if status == 429
+        else ("server_error" if status >= 500 else "invalid_request_error")
+    )
+    return Reply(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})

@@ -11,8 +11,9 @@ from tasks.spec import TaskSpec
 
 
 def create(model: dict[str, Any], tools: list[str], **extra: Any) -> Task:
-    spec = TaskSpec.model_validate({"title": "t", "goal": extra.pop("goal", "do it"),
-                                    "model": model, "tools": tools, **extra})
+    spec = TaskSpec.model_validate(
+        {"title": "t", "goal": extra.pop("goal", "do it"), "model": model, "tools": tools, **extra}
+    )
     return task_create(spec=spec, user=None, enqueue=False)
 
 

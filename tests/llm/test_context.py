@@ -19,7 +19,8 @@ def _turn(n: int, calls: int) -> list[Message]:
     proposed = [ProposedCall(call_id=f"0.{n}.{i}", tool="noop") for i in range(calls)]
     return [Message(role="assistant", content="", calls=proposed)] + [
         Message(role="tool", content='{"ok": true}', call_id=c.call_id, name="noop")
-        for c in proposed]
+        for c in proposed
+    ]
 
 
 def _state(turn_sizes: list[int]) -> AgentState:
@@ -63,8 +64,10 @@ def test_nothing_folds_before_the_interval_unless_history_doubles_the_window():
 
 
 def test_hard_facts_are_amounts_dates_ids_and_user_constraints_verbatim():
-    text = (f"Done. {FACT_LINE} The weather was fine.\nOrder #4521 ships on March 3, 2025. "
-            f"Ticket 5b0e8a3c-2f1d-4e0a-9c1b-7d2e3f4a5b6c is closed. {CONSTRAINT}")
+    text = (
+        f"Done. {FACT_LINE} The weather was fine.\nOrder #4521 ships on March 3, 2025. "
+        f"Ticket 5b0e8a3c-2f1d-4e0a-9c1b-7d2e3f4a5b6c is closed. {CONSTRAINT}"
+    )
     facts = extract_facts(text, constraints=True)
     assert FACT_LINE in facts
     assert "Order #4521 ships on March 3, 2025." in facts
@@ -83,17 +86,25 @@ def _head_state(task) -> AgentState:
 
 @db
 def test_a_500_turn_task_keeps_its_state_bounded_and_its_hard_facts():
-    script = ([{"call": "read_file", "args": {"path": "invoice.txt"}}]
-              + [{"call": "list_files", "args": {}}] * 498
-              + [{"final": "paid"}])
-    task = run(create({"kind": "scripted", "script": script}, ["read_file", "list_files"],
-                      goal=f"Pay the invoice in invoice.txt. {CONSTRAINT}",
-                      workspace={"files": {"invoice.txt": f"{FACT_LINE}\n"}},
-                      budget={"max_steps": 1000}))
+    script = (
+        [{"call": "read_file", "args": {"path": "invoice.txt"}}]
+        + [{"call": "list_files", "args": {}}] * 498
+        + [{"final": "paid"}]
+    )
+    task = run(
+        create(
+            {"kind": "scripted", "script": script},
+            ["read_file", "list_files"],
+            goal=f"Pay the invoice in invoice.txt. {CONSTRAINT}",
+            workspace={"files": {"invoice.txt": f"{FACT_LINE}\n"}},
+            budget={"max_steps": 1000},
+        )
+    )
 
     assert task.status == "succeeded", task.error_message
-    sizes = list(Checkpoint.objects.filter(task=task).order_by("seq")
-                 .values_list("size_bytes", flat=True))
+    sizes = list(
+        Checkpoint.objects.filter(task=task).order_by("seq").values_list("size_bytes", flat=True)
+    )
     assert len(sizes) >= 1000
     assert max(sizes) < 16_000
     # Flat, not growing: the last hundred checkpoints are no larger than those at turn ~100.
@@ -114,12 +125,20 @@ def test_a_500_turn_task_keeps_its_state_bounded_and_its_hard_facts():
 def test_the_model_writes_the_summary_when_it_can(chat_server):
     chat_server.tool_calls(("read_file", {"path": "invoice.txt"}))
     chat_server.tool_calls(("list_files", {}))
-    chat_server.answer("Read invoice.txt (INV-2031, $4,250.00); listed files.",
-                       prompt_tokens=300, completion_tokens=30)
+    chat_server.answer(
+        "Read invoice.txt (INV-2031, $4,250.00); listed files.",
+        prompt_tokens=300,
+        completion_tokens=30,
+    )
     chat_server.answer("paid")
-    task = run(create({"kind": "openai"}, ["read_file", "list_files"],
-                      workspace={"files": {"invoice.txt": FACT_LINE}},
-                      context={"recent_history_window": 2, "summary_interval": 2}))
+    task = run(
+        create(
+            {"kind": "openai"},
+            ["read_file", "list_files"],
+            workspace={"files": {"invoice.txt": FACT_LINE}},
+            context={"recent_history_window": 2, "summary_interval": 2},
+        )
+    )
 
     assert task.status == "succeeded", task.error_message
     summary_request = chat_server.requests[2].body
@@ -141,8 +160,13 @@ def test_a_failed_summary_call_falls_back_to_the_extractive_summary(chat_server)
     chat_server.tool_calls(("list_files", {}))
     chat_server.error(503, "The engine is currently overloaded")
     chat_server.answer("done")
-    task = run(create({"kind": "openai"}, ["list_files"],
-                      context={"recent_history_window": 2, "summary_interval": 2}))
+    task = run(
+        create(
+            {"kind": "openai"},
+            ["list_files"],
+            context={"recent_history_window": 2, "summary_interval": 2},
+        )
+    )
 
     assert task.status == "succeeded", task.error_message
     (fold,) = event_payloads(task, "context_folded")

@@ -37,7 +37,9 @@ def test_two_tool_task_completes_with_settings_as_the_only_configuration(chat_se
     assert task.result == "notes.txt says hello"
     assert (task.workspace_path / "notes.txt").read_text() == "hello"
     assert [(c.tool, c.status) for c in ToolCall.objects.filter(task=task)] == [
-        ("write_file", "succeeded"), ("read_file", "succeeded")]
+        ("write_file", "succeeded"),
+        ("read_file", "succeeded"),
+    ]
 
     first, second, third = chat_server.requests
     assert first.headers["Authorization"] == f"Bearer {API_KEY}"
@@ -51,7 +53,9 @@ def test_two_tool_task_completes_with_settings_as_the_only_configuration(chat_se
     assistant, result = second.body["messages"][-2:]
     assert assistant["tool_calls"][0]["id"] == "0.0.0"
     assert assistant["tool_calls"][0]["function"] == {
-        "name": "write_file", "arguments": '{"path": "notes.txt", "content": "hello"}'}
+        "name": "write_file",
+        "arguments": '{"path": "notes.txt", "content": "hello"}',
+    }
     assert result["role"] == "tool" and result["tool_call_id"] == "0.0.0"
     assert third.body["messages"][-1]["tool_call_id"] == "0.1.0"
     assert "hello" in third.body["messages"][-1]["content"]
@@ -62,8 +66,18 @@ def test_per_task_model_and_endpoint_override_the_settings(chat_server, settings
     settings.OPENAI_BASE_URL = "https://api.openai.com/v1"
     settings.HARNESS_MODEL_ENDPOINTS = [chat_server.base_url]
     chat_server.answer("done")
-    task = run(create({"kind": "openai", "model": "local-llama", "base_url": chat_server.base_url,
-                       "temperature": 0.2, "max_output_tokens": 256}, []))
+    task = run(
+        create(
+            {
+                "kind": "openai",
+                "model": "local-llama",
+                "base_url": chat_server.base_url,
+                "temperature": 0.2,
+                "max_output_tokens": 256,
+            },
+            [],
+        )
+    )
     assert task.status == "succeeded"
     body = chat_server.requests[0].body
     assert (body["model"], body["temperature"], body["max_tokens"]) == ("local-llama", 0.2, 256)
@@ -119,16 +133,20 @@ def test_malformed_arguments_get_feedback_and_the_corrected_call_runs(chat_serve
 def _approve(task, call_id: str) -> None:
     """An operator's approval, as the review service records it."""
     call = ToolCall.objects.get(task=task, call_id=call_id)
-    ToolCall.objects.filter(pk=call.pk).update(status="approved",
-                                               arguments_hash=canonical_hash(call.arguments))
-    ReviewRequest.objects.filter(tool_call=call).update(status="approved",
-                                                        decided_at=timezone.now())
+    ToolCall.objects.filter(pk=call.pk).update(
+        status="approved", arguments_hash=canonical_hash(call.arguments)
+    )
+    ReviewRequest.objects.filter(tool_call=call).update(
+        status="approved", decided_at=timezone.now()
+    )
 
 
 def test_several_calls_in_one_turn_each_get_their_own_checkpoint_and_review(chat_server):
-    chat_server.tool_calls(("write_file", {"path": "app.conf", "content": "port=8080\n"}),
-                           ("write_file", {"path": "db.conf", "content": "pool=5\n"}),
-                           ("read_file", {"path": "app.conf"}))
+    chat_server.tool_calls(
+        ("write_file", {"path": "app.conf", "content": "port=8080\n"}),
+        ("write_file", {"path": "db.conf", "content": "pool=5\n"}),
+        ("read_file", {"path": "app.conf"}),
+    )
     chat_server.answer("configured")
     task = run(create(OPENAI, ["write_file", "read_file"]))
 
@@ -151,15 +169,17 @@ def test_several_calls_in_one_turn_each_get_their_own_checkpoint_and_review(chat
     assert {c.id for c in reviewed} == {first.checkpoint_id, second.checkpoint_id}
     assert Checkpoint.objects.filter(task=task, trigger="before_write_operation").count() == 2
     assert [c.status for c in ToolCall.objects.filter(task=task).order_by("call_id")] == [
-        "succeeded"] * 3
+        "succeeded"
+    ] * 3
     # Resuming never asked the model again: one turn proposed all three calls.
     assert len(chat_server.requests) == 2
     results = [m for m in chat_server.requests[1].body["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in results] == ["0.0.0", "0.0.1", "0.0.2"]
 
 
-def test_tokens_and_cost_are_counted_per_call_and_per_task_and_shown(chat_server, client,
-                                                                      django_user_model):
+def test_tokens_and_cost_are_counted_per_call_and_per_task_and_shown(
+    chat_server, client, django_user_model
+):
     # harness.yaml prices gpt-4o-mini (and its dated variants) per 1000 tokens.
     chat_server.tool_calls(("list_files", {}), prompt_tokens=1000, completion_tokens=500)
     chat_server.answer("nothing here", prompt_tokens=2000, completion_tokens=100)
@@ -168,7 +188,9 @@ def test_tokens_and_cost_are_counted_per_call_and_per_task_and_shown(chat_server
     decisions = event_payloads(task, "model_decision")
     assert [d["model"] for d in decisions] == [SERVED_MODEL, SERVED_MODEL]
     assert [(d["prompt_tokens"], d["completion_tokens"]) for d in decisions] == [
-        (1000, 500), (2000, 100)]
+        (1000, 500),
+        (2000, 100),
+    ]
     assert decisions[0]["cost_usd"] == pytest.approx(0.00015 + 0.0003)
     assert decisions[1]["cost_usd"] == pytest.approx(0.0003 + 0.00006)
     assert task.tokens_used == 3600
@@ -187,8 +209,9 @@ def test_replay_reruns_a_task_from_its_recorded_decisions_without_the_model(chat
     original = run(create(OPENAI, ["write_file", "append_file"]))
     assert original.status == "succeeded"
 
-    replay = run(create({"kind": "replay", "task_id": str(original.id)},
-                        ["write_file", "append_file"]))
+    replay = run(
+        create({"kind": "replay", "task_id": str(original.id)}, ["write_file", "append_file"])
+    )
     assert replay.status == "succeeded"
     assert replay.result == "a.txt has two parts"
     assert (replay.workspace_path / "a.txt").read_text() == "one two"
@@ -207,8 +230,9 @@ def test_replay_of_a_task_without_decisions_is_refused():
 
 def _decide(server_url: str | None = None, *, timeout_s: float = 5.0):
     model = OpenAIChatModel(OpenAIModelSpec(kind="openai", model="m", base_url=server_url))
-    state = AgentState(messages=[Message(role="system", content="s"),
-                                 Message(role="user", content="go")])
+    state = AgentState(
+        messages=[Message(role="system", content="s"), Message(role="user", content="go")]
+    )
     return model.decide(state=state, tools=[], timeout_s=timeout_s)
 
 
@@ -218,7 +242,10 @@ def test_429_is_transient_and_carries_retry_after(chat_server, settings):
     with pytest.raises(ModelError) as exc:
         _decide(chat_server.base_url)
     assert (exc.value.error_class, exc.value.status, exc.value.retry_after_s) == (
-        "transient", 429, 7.0)
+        "transient",
+        429,
+        7.0,
+    )
     assert "Rate limit reached" in str(exc.value)
 
 

@@ -13,8 +13,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 def test_a_429_with_retry_after_is_retried_after_that_delay(chat_server, workers, task_api):
     chat_server.error(429, "Rate limit reached for gpt-4o-mini", headers={"Retry-After": "2"})
     chat_server.answer("done")
-    created = task_api.create({"title": "rate limited", "goal": "answer",
-                               "model": {"kind": "openai"}})
+    created = task_api.create(
+        {"title": "rate limited", "goal": "answer", "model": {"kind": "openai"}}
+    )
 
     done = task_api.wait(created["id"], "succeeded")
     assert done["result"] == "done"

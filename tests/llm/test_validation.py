@@ -31,14 +31,18 @@ def _feedback_for(task, call_id: str) -> str:
 
 
 def test_a_failing_deep_check_makes_the_model_try_again_and_a_passing_one_ends_the_task():
-    task = run(create(
-        scripted({"final": "the total is 4250"},
-                 {"call": "write_file", "args": {"path": "out/report.txt", "content": "ok"}},
-                 {"final": '{"invoice": "INV-2031"}'},
-                 {"final": '```json\n{"invoice": "INV-2031", "total": 4250}\n```'}),
-        ["write_file"],
-        checks={"files_exist": ["out/*.txt"], "json_schema": REPORT_SCHEMA},
-    ))
+    task = run(
+        create(
+            scripted(
+                {"final": "the total is 4250"},
+                {"call": "write_file", "args": {"path": "out/report.txt", "content": "ok"}},
+                {"final": '{"invoice": "INV-2031"}'},
+                {"final": '```json\n{"invoice": "INV-2031", "total": 4250}\n```'},
+            ),
+            ["write_file"],
+            checks={"files_exist": ["out/*.txt"], "json_schema": REPORT_SCHEMA},
+        )
+    )
 
     assert task.status == "succeeded", task.error_message
     assert '"total": 4250' in task.result
@@ -67,8 +71,9 @@ def test_the_feedback_reaches_the_model_as_its_next_input(chat_server):
 
 
 def test_failing_checks_past_the_bound_fail_the_task_with_validation_failed():
-    task = run(create(scripted(*[{"final": "no"}] * 5), [],
-                      checks={"regex": "^yes$", "max_retries": 2}))
+    task = run(
+        create(scripted(*[{"final": "no"}] * 5), [], checks={"regex": "^yes$", "max_retries": 2})
+    )
     assert task.status == "failed"
     assert task.error_class == "validation_failed"
     assert "3 steps in a row failed validation" in task.error_message
@@ -78,20 +83,31 @@ def test_failing_checks_past_the_bound_fail_the_task_with_validation_failed():
 def test_a_passing_step_resets_the_bound():
     bad = {"call": "write_file", "args": {"path": "a.txt"}}  # content missing
     good = {"call": "list_files", "args": {}}
-    task = run(create(scripted(bad, bad, good, bad, bad, {"final": "done"}),
-                      ["write_file", "list_files"], checks={"max_retries": 2}))
+    task = run(
+        create(
+            scripted(bad, bad, good, bad, bad, {"final": "done"}),
+            ["write_file", "list_files"],
+            checks={"max_retries": 2},
+        )
+    )
     assert task.status == "succeeded", task.error_message
 
 
 def test_model_review_sends_a_rejected_answer_back(chat_server):
     chat_server.answer("The invoice total is $4,000.")
-    chat_server.answer("FAIL: the invoice says $4,250.00, not $4,000.", prompt_tokens=50,
-                       completion_tokens=10)
+    chat_server.answer(
+        "FAIL: the invoice says $4,250.00, not $4,000.", prompt_tokens=50, completion_tokens=10
+    )
     chat_server.answer("The invoice total is $4,250.00.")
     chat_server.answer("PASS", prompt_tokens=50, completion_tokens=1)
-    task = run(create({"kind": "openai"}, [], goal="Report the invoice total ($4,250.00).",
-                      checks={"model_review": {"sample_rate": 1.0,
-                                               "instructions": "Check the amount."}}))
+    task = run(
+        create(
+            {"kind": "openai"},
+            [],
+            goal="Report the invoice total ($4,250.00).",
+            checks={"model_review": {"sample_rate": 1.0, "instructions": "Check the amount."}},
+        )
+    )
 
     assert task.status == "succeeded" and task.result == "The invoice total is $4,250.00."
     review = chat_server.requests[1].body
@@ -119,12 +135,17 @@ def test_a_model_that_cannot_review_skips_the_review_and_says_so():
 
 
 def test_a_write_outside_the_allowed_paths_is_refused_before_anyone_reviews_it():
-    task = run(create(
-        scripted({"call": "write_file", "args": {"path": "etc/app.conf", "content": "x"}},
-                 {"call": "write_file", "args": {"path": "out/app.conf", "content": "x"}},
-                 {"final": "done"}),
-        ["write_file"], checks={"allowed_paths": ["out/**"]},
-    ))
+    task = run(
+        create(
+            scripted(
+                {"call": "write_file", "args": {"path": "etc/app.conf", "content": "x"}},
+                {"call": "write_file", "args": {"path": "out/app.conf", "content": "x"}},
+                {"final": "done"},
+            ),
+            ["write_file"],
+            checks={"allowed_paths": ["out/**"]},
+        )
+    )
     # The first call breaks the task's path limit: refused, no review, nothing written.
     refused = ToolCall.objects.get(task=task, call_id="0.0.0")
     assert (refused.status, refused.error_class) == ("failed", "check_failed")
@@ -136,11 +157,16 @@ def test_a_write_outside_the_allowed_paths_is_refused_before_anyone_reviews_it()
 
 
 def test_content_over_the_size_limit_is_refused():
-    task = run(create(
-        scripted({"call": "write_file", "args": {"path": "big.txt", "content": "x" * 101}},
-                 {"final": "done"}),
-        ["write_file"], checks={"max_write_bytes": 100},
-    ))
+    task = run(
+        create(
+            scripted(
+                {"call": "write_file", "args": {"path": "big.txt", "content": "x" * 101}},
+                {"final": "done"},
+            ),
+            ["write_file"],
+            checks={"max_write_bytes": 100},
+        )
+    )
     assert task.status == "succeeded"
     assert not (task.workspace_path / "big.txt").exists()
     assert "at most 100 bytes" in _feedback_for(task, "0.0.0").splitlines()[1]
@@ -148,11 +174,15 @@ def test_content_over_the_size_limit_is_refused():
 
 def test_a_request_to_a_host_off_the_allowlist_never_reaches_review(settings):
     settings.HARNESS_HTTP_ALLOWLIST = ["api.example.com"]
-    task = run(create(
-        scripted({"call": "http_request", "args": {"url": "https://evil.example.net/x"}},
-                 {"final": "done"}),
-        ["http_request"],
-    ))
+    task = run(
+        create(
+            scripted(
+                {"call": "http_request", "args": {"url": "https://evil.example.net/x"}},
+                {"final": "done"},
+            ),
+            ["http_request"],
+        )
+    )
     assert task.status == "succeeded"
     assert not ReviewRequest.objects.filter(task=task).exists()
     feedback = _feedback_for(task, "0.0.0").splitlines()
@@ -161,11 +191,15 @@ def test_a_request_to_a_host_off_the_allowlist_never_reaches_review(settings):
 
 
 def test_a_non_zero_exit_code_goes_back_with_stderr():
-    task = run(create(
-        scripted({"call": "run_command", "args": {"command": "echo oops >&2; exit 3"}},
-                 {"final": "gave up"}),
-        ["run_command"],
-    ))
+    task = run(
+        create(
+            scripted(
+                {"call": "run_command", "args": {"command": "echo oops >&2; exit 3"}},
+                {"final": "gave up"},
+            ),
+            ["run_command"],
+        )
+    )
     call = ToolCall.objects.get(task=task)
     assert (call.status, call.error_class) == ("failed", "check_failed")
     assert call.result["result"]["exit_code"] == 3  # the raw result stays for operators
@@ -188,29 +222,38 @@ def partial_receipt(ctx: ToolContext, args: Receipt) -> Receipt:
 
 
 def test_a_result_missing_required_fields_fails_its_shallow_check():
-    task = run(create(
-        scripted({"call": "test_partial_receipt", "args": {"receipt_id": "R-1", "amount": 1}},
-                 {"final": "done"}),
-        ["test_partial_receipt"],
-    ))
+    task = run(
+        create(
+            scripted(
+                {"call": "test_partial_receipt", "args": {"receipt_id": "R-1", "amount": 1}},
+                {"final": "done"},
+            ),
+            ["test_partial_receipt"],
+        )
+    )
     call = ToolCall.objects.get(task=task)
     assert call.error_class == "check_failed"
     assert "amount: Field required" in call.result["observation"].splitlines()[0]
 
 
-@pytest.mark.parametrize("checks, message", [
-    ({"regex": "("}, "invalid regular expression"),
-    ({"json_schema": {"type": "no-such-type"}}, "invalid JSON schema"),
-    ({"files_exist": ["../etc/passwd"]}, "leaves the workspace"),
-])
+@pytest.mark.parametrize(
+    "checks, message",
+    [
+        ({"regex": "("}, "invalid regular expression"),
+        ({"json_schema": {"type": "no-such-type"}}, "invalid JSON schema"),
+        ({"files_exist": ["../etc/passwd"]}, "leaves the workspace"),
+    ],
+)
 def test_bad_checks_are_refused_in_the_spec(checks, message):
     with pytest.raises(PydanticValidationError) as exc:
-        TaskSpec.model_validate({"title": "t", "goal": "g", "model": scripted({"final": "x"}),
-                                 "checks": checks})
+        TaskSpec.model_validate(
+            {"title": "t", "goal": "g", "model": scripted({"final": "x"}), "checks": checks}
+        )
     assert message in str(exc.value)
 
 
 def test_a_spec_cannot_carry_an_api_key_instead_of_its_name():
     with pytest.raises(PydanticValidationError):
-        TaskSpec.model_validate({"title": "t", "goal": "g",
-                                 "model": {"kind": "openai", "api_key_env": "sk-live-123"}})
+        TaskSpec.model_validate(
+            {"title": "t", "goal": "g", "model": {"kind": "openai", "api_key_env": "sk-live-123"}}
+        )

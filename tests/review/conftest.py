@@ -39,12 +39,18 @@ def decider(db, django_user_model):
     return user
 
 
-def make_task(script: list[dict], tools: list[str], *, user=None, enqueue: bool = False,
-              **extra: Any) -> Task:
-    spec = TaskSpec.model_validate({
-        "title": extra.pop("title", "review test"), "goal": "tidy the workspace",
-        "model": {"kind": "scripted", "script": script}, "tools": tools, **extra,
-    })
+def make_task(
+    script: list[dict], tools: list[str], *, user=None, enqueue: bool = False, **extra: Any
+) -> Task:
+    spec = TaskSpec.model_validate(
+        {
+            "title": extra.pop("title", "review test"),
+            "goal": "tidy the workspace",
+            "model": {"kind": "scripted", "script": script},
+            "tools": tools,
+            **extra,
+        }
+    )
     return task_create(spec=spec, user=user, enqueue=enqueue)
 
 
@@ -62,10 +68,21 @@ def paused_review(db) -> Callable[..., ReviewRequest]:
     """paused_review(user=, script=, tools=, files=, ...) -> the pending review of a task whose
     loop ran in-process until the policy paused it (default: delete_file on old.log)."""
 
-    def make(*, user=None, script: list[dict] | None = None, tools: list[str] | None = None,
-             files: dict[str, str] | None = None, **extra: Any) -> ReviewRequest:
-        task = make_task(script or delete_script(), tools or ["delete_file"], user=user,
-                         workspace={"files": files or {"old.log": "stale\n"}}, **extra)
+    def make(
+        *,
+        user=None,
+        script: list[dict] | None = None,
+        tools: list[str] | None = None,
+        files: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> ReviewRequest:
+        task = make_task(
+            script or delete_script(),
+            tools or ["delete_file"],
+            user=user,
+            workspace={"files": files or {"old.log": "stale\n"}},
+            **extra,
+        )
         task_transition(task_id=task.id, to="queued")
         assert run_in_process(task) == "paused"
         return ReviewRequest.objects.get(task=task, status="pending")

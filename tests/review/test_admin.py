@@ -13,10 +13,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def rule_form(**fields) -> dict:
-    return {"name": "no-secrets", "position": 10, "enabled": "on", "action": "deny",
-            "tool": "read_file", "risk": "", "path_glob": "", "command_regex": "",
-            "url_host": "", "reason": "", "expires_after": "", "on_expiry": "reject",
-            "approvals_required": 1, **fields}
+    return {
+        "name": "no-secrets",
+        "position": 10,
+        "enabled": "on",
+        "action": "deny",
+        "tool": "read_file",
+        "risk": "",
+        "path_glob": "",
+        "command_regex": "",
+        "url_host": "",
+        "reason": "",
+        "expires_after": "",
+        "on_expiry": "reject",
+        "approvals_required": 1,
+        **fields,
+    }
 
 
 def test_an_admin_adds_a_rule_that_the_policy_applies(admin_user):
@@ -26,8 +38,10 @@ def test_an_admin_adds_a_rule_that_the_policy_applies(admin_user):
     assert bad.status_code == 200 and "invalid regular expression" in bad.content.decode()
     assert not ReviewRule.objects.exists()
 
-    added = client.post("/admin/review/reviewrule/add/",
-                        rule_form(path_glob="secrets/*", reason="Secrets stay secret."))
+    added = client.post(
+        "/admin/review/reviewrule/add/",
+        rule_form(path_glob="secrets/*", reason="Secrets stay secret."),
+    )
     assert added.status_code == 302
     decision = evaluate(tool=registry.get("read_file"), args={"path": "secrets/key.pem"})
     assert decision.action == "deny" and decision.reason == "Secrets stay secret."

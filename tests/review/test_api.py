@@ -33,12 +33,12 @@ def test_list_and_get_show_what_an_operator_needs(paused_review, api_client, vie
 def test_list_filters_by_tool_risk_and_task(paused_review, api_client, operator):
     deletion = paused_review()
     config = paused_review(
-        script=[{"call": "write_file", "args": {"path": "a.conf", "content": "x"}},
-                {"final": "x"}], tools=["write_file"])
+        script=[{"call": "write_file", "args": {"path": "a.conf", "content": "x"}}, {"final": "x"}],
+        tools=["write_file"],
+    )
     client = api_client(operator)
     assert [r["id"] for r in client.get("/api/v1/reviews?tool=write_file").json()] == [config.id]
-    assert [r["id"] for r in client.get("/api/v1/reviews?risk=destructive").json()] == [
-        deletion.id]
+    assert [r["id"] for r in client.get("/api/v1/reviews?risk=destructive").json()] == [deletion.id]
     by_task = client.get(f"/api/v1/reviews?task_id={deletion.task_id}").json()
     assert [r["id"] for r in by_task] == [deletion.id]
     assert [r["id"] for r in client.get("/api/v1/reviews").json()] == [deletion.id, config.id]
@@ -62,8 +62,13 @@ def test_permission_matrix(paused_review, api_client, operator, viewer, outsider
 
 
 def test_four_eyes_over_the_api(paused_review, api_client, operator, second_operator, decider):
-    ReviewRule.objects.create(name="two-person-delete", tool="delete_file", action="review",
-                              approvals_required=2, forbid_creator=True)
+    ReviewRule.objects.create(
+        name="two-person-delete",
+        tool="delete_file",
+        action="review",
+        approvals_required=2,
+        forbid_creator=True,
+    )
     review = paused_review(user=operator)
     creator = decide(api_client(operator), review.id, decision="approve")
     assert creator.status_code == 403 and "creator" in creator.json()["detail"]

@@ -25,12 +25,21 @@ def page(browser):
     return page
 
 
-def test_operator_approves_in_the_browser_and_the_task_finishes(live_server, workers, page,
-                                                                 operator):
-    task = make_task(delete_script(), ["delete_file"], enqueue=True, title="clean old logs",
-                     workspace={"files": {"old.log": "stale\n"}})
-    wait_for(lambda: Task.objects.get(pk=task.pk).status == "waiting_review", 90,
-             message="the task to pause for review")
+def test_operator_approves_in_the_browser_and_the_task_finishes(
+    live_server, workers, page, operator
+):
+    task = make_task(
+        delete_script(),
+        ["delete_file"],
+        enqueue=True,
+        title="clean old logs",
+        workspace={"files": {"old.log": "stale\n"}},
+    )
+    wait_for(
+        lambda: Task.objects.get(pk=task.pk).status == "waiting_review",
+        90,
+        message="the task to pause for review",
+    )
 
     page.goto(f"{live_server.url}/reviews/")
     assert "/accounts/login/" in page.url

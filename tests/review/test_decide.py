@@ -65,8 +65,13 @@ def test_approval_runs_exactly_the_approved_call(paused_review, operator):
 
 def test_rejection_reaches_the_model_and_nothing_runs(paused_review, operator):
     review = paused_review()
-    review_decide(review_id=review.id, user=operator, decision="reject",
-                  reason="that log is evidence", comment="archive it instead")
+    review_decide(
+        review_id=review.id,
+        user=operator,
+        decision="reject",
+        reason="that log is evidence",
+        comment="archive it instead",
+    )
     task = Task.objects.get(pk=review.task_id)
     assert run_in_process(task) == "succeeded"
     assert (task.workspace_path / "old.log").exists()
@@ -79,14 +84,22 @@ def test_rejection_reaches_the_model_and_nothing_runs(paused_review, operator):
 
 def test_edited_arguments_are_what_runs(paused_review, operator):
     review = paused_review(
-        script=[{"call": "write_file", "args": {"path": "app.conf", "content": "debug=true\n"}},
-                {"final": "configured"}],
-        tools=["write_file"], files={"app.conf": "debug=false\n"},
+        script=[
+            {"call": "write_file", "args": {"path": "app.conf", "content": "debug=true\n"}},
+            {"final": "configured"},
+        ],
+        tools=["write_file"],
+        files={"app.conf": "debug=false\n"},
     )
     assert review.matched_rules[0]["name"] == "protected-config"
     edited = {"path": "app.conf", "content": "debug=false\nlog=info\n"}
-    review_decide(review_id=review.id, user=operator, decision="approve", arguments=edited,
-                  comment="keep debug off")
+    review_decide(
+        review_id=review.id,
+        user=operator,
+        decision="approve",
+        arguments=edited,
+        comment="keep debug off",
+    )
     task = Task.objects.get(pk=review.task_id)
     assert run_in_process(task) == "succeeded"
     assert (task.workspace_path / "app.conf").read_text() == "debug=false\nlog=info\n"
@@ -100,8 +113,12 @@ def test_edited_arguments_are_what_runs(paused_review, operator):
 def test_invalid_edited_arguments_change_nothing(paused_review, operator):
     review = paused_review()
     with pytest.raises(ReviewInvalid) as exc:
-        review_decide(review_id=review.id, user=operator, decision="approve",
-                      arguments={"path": "old.log", "force": True})
+        review_decide(
+            review_id=review.id,
+            user=operator,
+            decision="approve",
+            arguments={"path": "old.log", "force": True},
+        )
     assert exc.value.errors[0]["field"] == "arguments.force"
     review.refresh_from_db()
     assert review.status == "pending" and review.edited_arguments is None
@@ -110,12 +127,18 @@ def test_invalid_edited_arguments_change_nothing(paused_review, operator):
 
 
 def test_edits_the_policy_denies_are_refused(paused_review, operator):
-    review = paused_review(script=[{"call": "run_command", "args": {"command": "ls"}},
-                                   {"final": "x"}],
-                           tools=["run_command"], review={"always": ["run_command"]})
+    review = paused_review(
+        script=[{"call": "run_command", "args": {"command": "ls"}}, {"final": "x"}],
+        tools=["run_command"],
+        review={"always": ["run_command"]},
+    )
     with pytest.raises(ReviewInvalid, match="denies"):
-        review_decide(review_id=review.id, user=operator, decision="approve",
-                      arguments={"command": "rm -rf /"})
+        review_decide(
+            review_id=review.id,
+            user=operator,
+            decision="approve",
+            arguments={"command": "rm -rf /"},
+        )
     review.refresh_from_db()
     assert review.status == "pending"
 
@@ -145,10 +168,18 @@ def test_viewers_cannot_decide(paused_review, viewer):
 
 
 def test_four_eyes_needs_distinct_operators_and_never_the_creator(
-    paused_review, operator, second_operator, decider,
+    paused_review,
+    operator,
+    second_operator,
+    decider,
 ):
-    ReviewRule.objects.create(name="two-person-delete", tool="delete_file", action="review",
-                              approvals_required=2, forbid_creator=True)
+    ReviewRule.objects.create(
+        name="two-person-delete",
+        tool="delete_file",
+        action="review",
+        approvals_required=2,
+        forbid_creator=True,
+    )
     review = paused_review(user=operator)
     assert (review.approvals_required, review.forbid_creator) == (2, True)
     with pytest.raises(ReviewForbidden):
@@ -168,14 +199,20 @@ def test_four_eyes_needs_distinct_operators_and_never_the_creator(
     assert review.task.events.filter(type="review_approval").count() == 1
 
 
-def test_an_edit_under_four_eyes_needs_fresh_approvals(paused_review, operator,
-                                                       second_operator, decider):
-    ReviewRule.objects.create(name="two-person-delete", tool="delete_file", action="review",
-                              approvals_required=2)
+def test_an_edit_under_four_eyes_needs_fresh_approvals(
+    paused_review, operator, second_operator, decider
+):
+    ReviewRule.objects.create(
+        name="two-person-delete", tool="delete_file", action="review", approvals_required=2
+    )
     review = paused_review(files={"old.log": "x", "older.log": "y"})
     review_decide(review_id=review.id, user=operator, decision="approve")
-    review_decide(review_id=review.id, user=second_operator, decision="approve",
-                  arguments={"path": "older.log"})
+    review_decide(
+        review_id=review.id,
+        user=second_operator,
+        decision="approve",
+        arguments={"path": "older.log"},
+    )
     review.refresh_from_db()
     assert review.status == "pending", "the first approval was for other arguments"
     review_decide(review_id=review.id, user=decider, decision="approve")
@@ -202,8 +239,13 @@ def test_expiry_with_reject_tells_the_model_and_resumes(paused_review):
 
 
 def test_expiry_with_fail_task_fails_the_task(paused_review):
-    ReviewRule.objects.create(name="delete-or-fail", tool="delete_file", action="review",
-                              expires_after=timedelta(minutes=5), on_expiry="fail_task")
+    ReviewRule.objects.create(
+        name="delete-or-fail",
+        tool="delete_file",
+        action="review",
+        expires_after=timedelta(minutes=5),
+        on_expiry="fail_task",
+    )
     review = paused_review()
     assert review.expires_at - review.requested_at == timedelta(minutes=5)
     reviews_expire_overdue(now=review.expires_at)
@@ -219,7 +261,8 @@ def test_the_periodic_sweep_expires_overdue_reviews(paused_review):
     fresh = paused_review()
     # Injected time: this review was requested long enough ago to be overdue now.
     ReviewRequest.objects.filter(pk=review.pk).update(
-        expires_at=timezone.now() - timedelta(seconds=1))
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
     call_command("harness_sweep")
     assert ReviewRequest.objects.get(pk=review.pk).status == "expired"
     assert ReviewRequest.objects.get(pk=fresh.pk).status == "pending"

@@ -28,8 +28,11 @@ def status_of(task: Task) -> str:
 
 
 def wait_status(task: Task, *statuses: str, timeout: float = 90.0) -> str:
-    return wait_for(lambda: status_of(task) if status_of(task) in statuses else None,
-                    timeout, message=f"task {task.pk} to become {'/'.join(statuses)}")
+    return wait_for(
+        lambda: status_of(task) if status_of(task) in statuses else None,
+        timeout,
+        message=f"task {task.pk} to become {'/'.join(statuses)}",
+    )
 
 
 def pending_review(task: Task) -> ReviewRequest:
@@ -47,10 +50,10 @@ def last_tool_message(task: Task) -> str:
     return [m.content for m in state.messages if m.role == "tool"][-1]
 
 
-def test_delete_file_pauses_and_the_job_ends_then_approval_deletes(workers, api_client,
-                                                                   operator):
-    task = make_task(delete_script(), ["delete_file"], enqueue=True,
-                     workspace={"files": {"old.log": "stale\n"}})
+def test_delete_file_pauses_and_the_job_ends_then_approval_deletes(workers, api_client, operator):
+    task = make_task(
+        delete_script(), ["delete_file"], enqueue=True, workspace={"files": {"old.log": "stale\n"}}
+    )
     review = pending_review(task)
     task.refresh_from_db()
     job = Job.fetch(task.rq_job_id, connection=django_rq.get_connection("default"))
@@ -66,11 +69,17 @@ def test_delete_file_pauses_and_the_job_ends_then_approval_deletes(workers, api_
 
 
 def test_rejection_reason_reaches_the_next_model_turn(workers, api_client, operator):
-    task = make_task(delete_script(), ["delete_file"], enqueue=True,
-                     workspace={"files": {"old.log": "stale\n"}})
+    task = make_task(
+        delete_script(), ["delete_file"], enqueue=True, workspace={"files": {"old.log": "stale\n"}}
+    )
     review = pending_review(task)
-    response = decide(api_client(operator), review.id, decision="reject",
-                      reason="needed for the audit", comment="leave logs alone")
+    response = decide(
+        api_client(operator),
+        review.id,
+        decision="reject",
+        reason="needed for the audit",
+        comment="leave logs alone",
+    )
     assert response.status_code == 200
     assert wait_status(task, "succeeded", "failed") == "succeeded"
     assert (task.workspace_path / "old.log").read_text() == "stale\n"
@@ -80,22 +89,33 @@ def test_rejection_reason_reaches_the_next_model_turn(workers, api_client, opera
 
 def test_edit_then_approve_writes_the_edited_content(workers, api_client, operator):
     task = make_task(
-        [{"call": "write_file", "args": {"path": "svc.conf", "content": "workers=64\n"}},
-         {"final": "tuned"}], ["write_file"], enqueue=True,
-        workspace={"files": {"svc.conf": "workers=4\n"}})
+        [
+            {"call": "write_file", "args": {"path": "svc.conf", "content": "workers=64\n"}},
+            {"final": "tuned"},
+        ],
+        ["write_file"],
+        enqueue=True,
+        workspace={"files": {"svc.conf": "workers=4\n"}},
+    )
     review = pending_review(task)
-    response = decide(api_client(operator), review.id, decision="approve",
-                      arguments={"path": "svc.conf", "content": "workers=8\n"},
-                      comment="64 is too many")
+    response = decide(
+        api_client(operator),
+        review.id,
+        decision="approve",
+        arguments={"path": "svc.conf", "content": "workers=8\n"},
+        comment="64 is too many",
+    )
     assert response.status_code == 200
     assert wait_status(task, "succeeded", "failed") == "succeeded"
     assert (task.workspace_path / "svc.conf").read_text() == "workers=8\n"
 
 
-def test_twenty_concurrent_decisions_one_wins_and_the_tool_runs_once(workers, api_client,
-                                                                    operator):
-    task = make_task([{"call": "ledger_append", "args": {"key": "race", "value": "v"}},
-                      {"final": "recorded"}], ["ledger_append"], enqueue=True)
+def test_twenty_concurrent_decisions_one_wins_and_the_tool_runs_once(workers, api_client, operator):
+    task = make_task(
+        [{"call": "ledger_append", "args": {"key": "race", "value": "v"}}, {"final": "recorded"}],
+        ["ledger_append"],
+        enqueue=True,
+    )
     review = pending_review(task)
     clients = [api_client(operator) for _ in range(20)]
     barrier = threading.Barrier(20)
@@ -121,8 +141,9 @@ def test_twenty_concurrent_decisions_one_wins_and_the_tool_runs_once(workers, ap
 
 
 def test_expired_review_resumes_the_task_with_expiry_feedback(workers):
-    task = make_task(delete_script(), ["delete_file"], enqueue=True,
-                     workspace={"files": {"old.log": "stale\n"}})
+    task = make_task(
+        delete_script(), ["delete_file"], enqueue=True, workspace={"files": {"old.log": "stale\n"}}
+    )
     review = pending_review(task)
     assert reviews_expire_overdue(now=review.expires_at + timedelta(seconds=1)) == 1
     assert wait_status(task, "succeeded", "failed") == "succeeded"

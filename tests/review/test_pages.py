@@ -24,8 +24,7 @@ def test_anonymous_users_are_sent_to_login(paused_review):
     client = Client()
     for url in ("/reviews/", f"/reviews/{review.id}/"):
         response = client.get(url)
-        assert response.status_code == 302 and response["Location"].startswith(
-            "/accounts/login/")
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
     response = client.post(f"/reviews/{review.id}/decide/", {"decision": "approve"})
     assert response.status_code == 302
     assert ReviewRequest.objects.get(pk=review.pk).status == "pending"
@@ -38,13 +37,13 @@ def test_inbox_lists_pending_oldest_first_and_the_nav_counts_them(paused_review,
     client.post(f"/reviews/{first.id}/decide/", {"decision": "reject", "reason": "no"})
     third = paused_review(title="third")
     page = client.get("/reviews/").content.decode()
-    assert page.index(f'data-review-id="{second.id}"') < page.index(
-        f'data-review-id="{third.id}"')
+    assert page.index(f'data-review-id="{second.id}"') < page.index(f'data-review-id="{third.id}"')
     assert f'data-review-id="{first.id}"' not in page
     assert 'data-testid="pending-count">2<' in page
     everything = client.get("/reviews/?status=all").content.decode()
     assert everything.index(f'data-review-id="{third.id}"') < everything.index(
-        f'data-review-id="{first.id}"')
+        f'data-review-id="{first.id}"'
+    )
     only_tool = client.get("/reviews/?tool=write_file").content.decode()
     assert "data-review-id" not in only_tool
 
@@ -72,12 +71,12 @@ def test_decisions_need_the_csrf_token(paused_review, operator):
     review = paused_review()
     client = Client(enforce_csrf_checks=True)
     client.force_login(operator)
-    assert client.post(f"/reviews/{review.id}/decide/",
-                       {"decision": "approve"}).status_code == 403
+    assert client.post(f"/reviews/{review.id}/decide/", {"decision": "approve"}).status_code == 403
     page = client.get(f"/reviews/{review.id}/")
     token = page.context["csrf_token"]
-    response = client.post(f"/reviews/{review.id}/decide/",
-                           {"decision": "approve", "csrfmiddlewaretoken": str(token)})
+    response = client.post(
+        f"/reviews/{review.id}/decide/", {"decision": "approve", "csrfmiddlewaretoken": str(token)}
+    )
     assert response.status_code == 302
     assert response["Location"] == f"/tasks/{review.task_id}/"
     assert Task.objects.get(pk=review.task_id).status == "queued"
@@ -86,11 +85,14 @@ def test_decisions_need_the_csrf_token(paused_review, operator):
 def test_invalid_edits_are_shown_with_field_errors_and_change_nothing(paused_review, operator):
     review = paused_review()
     client = logged_in(operator)
-    not_json = client.post(f"/reviews/{review.id}/decide/",
-                           {"decision": "edit", "arguments": "{path: old.log"})
+    not_json = client.post(
+        f"/reviews/{review.id}/decide/", {"decision": "edit", "arguments": "{path: old.log"}
+    )
     assert not_json.status_code == 422 and "must be valid JSON" in not_json.content.decode()
-    wrong = client.post(f"/reviews/{review.id}/decide/", {
-        "decision": "edit", "arguments": json.dumps({"path": "old.log", "recursive": True})})
+    wrong = client.post(
+        f"/reviews/{review.id}/decide/",
+        {"decision": "edit", "arguments": json.dumps({"path": "old.log", "recursive": True})},
+    )
     assert wrong.status_code == 422
     assert "arguments.recursive" in wrong.content.decode()
     review.refresh_from_db()
@@ -99,9 +101,14 @@ def test_invalid_edits_are_shown_with_field_errors_and_change_nothing(paused_rev
 
 def test_edit_then_approve_from_the_page(paused_review, operator):
     review = paused_review(files={"old.log": "a", "other.log": "b"})
-    response = logged_in(operator).post(f"/reviews/{review.id}/decide/", {
-        "decision": "edit", "arguments": json.dumps({"path": "other.log"}),
-        "comment": "the other one"})
+    response = logged_in(operator).post(
+        f"/reviews/{review.id}/decide/",
+        {
+            "decision": "edit",
+            "arguments": json.dumps({"path": "other.log"}),
+            "comment": "the other one",
+        },
+    )
     assert response.status_code == 302
     review.refresh_from_db()
     assert review.status == "approved" and review.edited_arguments == {"path": "other.log"}
@@ -115,8 +122,10 @@ def test_a_call_with_an_unknown_outcome_offers_mark_done_rerun_or_fail(paused_re
     client = logged_in(operator)
     page = client.get(f"/reviews/{review.id}/").content.decode()
     assert 'data-testid="mark-done"' in page and 'data-testid="approve"' not in page
-    response = client.post(f"/reviews/{review.id}/decide/", {
-        "decision": "mark_done", "result": json.dumps({"deleted": True}), "comment": "checked"})
+    response = client.post(
+        f"/reviews/{review.id}/decide/",
+        {"decision": "mark_done", "result": json.dumps({"deleted": True}), "comment": "checked"},
+    )
     assert response.status_code == 302
     review.refresh_from_db()
     assert review.status == "approved" and review.decision_reason == "mark_done"

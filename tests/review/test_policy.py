@@ -32,11 +32,19 @@ def test_defaults_allow_reads_review_destructive_and_deny_rm_rf_root():
 
 
 def test_admin_rules_run_before_the_configured_ones():
-    ReviewRule.objects.create(name="scratch-is-fine", tool="delete_file", path_glob="tmp/*",
-                              action="allow")
-    ReviewRule.objects.create(name="careful-with-docs", tool="write_file", path_glob="docs/**",
-                              action="review", approvals_required=2, forbid_creator=True,
-                              expires_after=timedelta(minutes=30), on_expiry="fail_task")
+    ReviewRule.objects.create(
+        name="scratch-is-fine", tool="delete_file", path_glob="tmp/*", action="allow"
+    )
+    ReviewRule.objects.create(
+        name="careful-with-docs",
+        tool="write_file",
+        path_glob="docs/**",
+        action="review",
+        approvals_required=2,
+        forbid_creator=True,
+        expires_after=timedelta(minutes=30),
+        on_expiry="fail_task",
+    )
     assert decide("delete_file", path="tmp/x.log").action == "allow"
     assert decide("delete_file", path="src/x.py").action == "review"
     docs = decide("write_file", path="docs/a/b.md", content="x")

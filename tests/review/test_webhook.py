@@ -53,7 +53,10 @@ def receiver():
 
 
 def test_a_paused_call_notifies_the_webhook_with_a_deep_link(
-    webhook_config, receiver, paused_review, settings,
+    webhook_config,
+    receiver,
+    paused_review,
+    settings,
 ):
     url, received = receiver
     webhook_config(url)
@@ -67,7 +70,9 @@ def test_a_paused_call_notifies_the_webhook_with_a_deep_link(
 
 
 def test_a_broken_webhook_is_logged_and_the_pause_still_holds(
-    webhook_config, paused_review, caplog,
+    webhook_config,
+    paused_review,
+    caplog,
 ):
     # Nothing listens on port 9 (discard) on loopback: the connection is refused at once.
     webhook_config("http://127.0.0.1:9/hook")

@@ -39,13 +39,21 @@ def _workspace(settings, tmp_path):
 
 
 def test_a_timed_out_call_that_will_not_stop_goes_to_review_as_unknown_outcome():
-    spec = TaskSpec.model_validate({
-        "title": "charge", "goal": "charge 40",
-        "model": {"kind": "scripted", "script": [
-            {"call": "stubborn_charge", "args": {"amount": 40}}, {"final": "charged"}]},
-        "tools": ["stubborn_charge"],
-        "budget": {"tool_timeout_s": 0.2},
-    })
+    spec = TaskSpec.model_validate(
+        {
+            "title": "charge",
+            "goal": "charge 40",
+            "model": {
+                "kind": "scripted",
+                "script": [
+                    {"call": "stubborn_charge", "args": {"amount": 40}},
+                    {"final": "charged"},
+                ],
+            },
+            "tools": ["stubborn_charge"],
+            "budget": {"tool_timeout_s": 0.2},
+        }
+    )
     task = task_create(spec=spec, user=None, enqueue=False)
     task_transition(task_id=task.id, to="queued")
 

@@ -15,10 +15,13 @@ pytestmark = pytest.mark.django_db
 SPEC = {
     "title": "write a file",
     "goal": "write hello to a.txt",
-    "model": {"kind": "scripted", "script": [
-        {"call": "write_file", "args": {"path": "a.txt", "content": "hello"}},
-        {"final": "done"},
-    ]},
+    "model": {
+        "kind": "scripted",
+        "script": [
+            {"call": "write_file", "args": {"path": "a.txt", "content": "hello"}},
+            {"final": "done"},
+        ],
+    },
     "tools": ["write_file"],
 }
 
@@ -27,6 +30,7 @@ SPEC = {
 def client_for():
     def make(user) -> Client:
         return Client(headers={"Authorization": f"Bearer {api_token_create(user=user)}"})
+
     return make
 
 
@@ -89,8 +93,11 @@ def test_unknown_or_malformed_id_gets_404(viewer, client_for, path):
 
 
 def test_viewer_can_read_but_not_cancel(operator, viewer, client_for):
-    task_id = client_for(operator).post("/api/v1/tasks", SPEC,
-                                        content_type="application/json").json()["id"]
+    task_id = (
+        client_for(operator)
+        .post("/api/v1/tasks", SPEC, content_type="application/json")
+        .json()["id"]
+    )
     viewer_client = client_for(viewer)
     assert viewer_client.get(f"/api/v1/tasks/{task_id}").status_code == 200
     listing = viewer_client.get("/api/v1/tasks?status=queued").json()
@@ -102,8 +109,9 @@ def test_viewer_can_read_but_not_cancel(operator, viewer, client_for):
 def test_operator_cancels_a_queued_task_and_a_second_cancel_conflicts(operator, client_for):
     client = client_for(operator)
     task_id = client.post("/api/v1/tasks", SPEC, content_type="application/json").json()["id"]
-    response = client.post(f"/api/v1/tasks/{task_id}/cancel", {"reason": "not needed"},
-                           content_type="application/json")
+    response = client.post(
+        f"/api/v1/tasks/{task_id}/cancel", {"reason": "not needed"}, content_type="application/json"
+    )
     assert response.status_code == 200 and response.json()["status"] == "canceled"
     again = client.post(f"/api/v1/tasks/{task_id}/cancel", content_type="application/json")
     assert again.status_code == 409

@@ -24,7 +24,11 @@ def _custom_tools(settings, tmp_path):
 def test_registered_tool_declares_its_flags():
     spec = registry.get("open_ticket")
     assert (spec.risk, spec.side_effect, spec.idempotent, spec.timeout_s) == (
-        "external", True, True, 15)
+        "external",
+        True,
+        True,
+        15,
+    )
     assert spec.description.startswith("Open a ticket")
     assert spec.json_schema()["properties"]["severity"]["maximum"] == 4
 
@@ -43,15 +47,21 @@ def no_review_rules(settings, tmp_path):
 
 
 def test_a_task_uses_a_custom_tool_end_to_end(no_review_rules):
-    spec = TaskSpec.model_validate({
-        "title": "file a ticket", "goal": "report the outage",
-        "model": {"kind": "scripted", "script": [
-            {"call": "ticket_status", "args": {"key": "OPS-9"}},
-            {"call": "open_ticket", "args": {"title": "API down", "severity": 1}},
-            {"final": "opened"},
-        ]},
-        "tools": ["open_ticket", "ticket_status"],
-    })
+    spec = TaskSpec.model_validate(
+        {
+            "title": "file a ticket",
+            "goal": "report the outage",
+            "model": {
+                "kind": "scripted",
+                "script": [
+                    {"call": "ticket_status", "args": {"key": "OPS-9"}},
+                    {"call": "open_ticket", "args": {"title": "API down", "severity": 1}},
+                    {"final": "opened"},
+                ],
+            },
+            "tools": ["open_ticket", "ticket_status"],
+        }
+    )
     task = task_create(spec=spec, user=None, enqueue=False)
     task_transition(task_id=task.id, to="queued")
     task_run(task_id=task.id)

@@ -21,8 +21,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def running() -> Task:
-    spec = TaskSpec.model_validate({"title": "t", "goal": "g", "tools": [],
-                                    "model": {"kind": "scripted", "script": [{"final": "x"}]}})
+    spec = TaskSpec.model_validate(
+        {
+            "title": "t",
+            "goal": "g",
+            "tools": [],
+            "model": {"kind": "scripted", "script": [{"final": "x"}]},
+        }
+    )
     task = task_create(spec=spec, user=None, enqueue=False)
     task_transition(task_id=task.id, to="queued")
     return task_acquire(task_id=task.id, worker_id="w1")
@@ -31,8 +37,15 @@ def running() -> Task:
 def checkpoint(task: Task, seq: int) -> Checkpoint:
     from django.utils import timezone
 
-    return Checkpoint(task_id=task.id, seq=seq, level="step", trigger="after_step",
-                      payload=b"x", checksum="0" * 64, created_at=timezone.now())
+    return Checkpoint(
+        task_id=task.id,
+        seq=seq,
+        level="step",
+        trigger="after_step",
+        payload=b"x",
+        checksum="0" * 64,
+        created_at=timezone.now(),
+    )
 
 
 def test_write_updates_the_task_and_inserts_rows_with_their_ids(running):
@@ -40,9 +53,13 @@ def test_write_updates_the_task_and_inserts_rows_with_their_ids(running):
     event = event_build(task_id=running.id, type="tool_finished", payload={"n": 1})
     cp = checkpoint(running, 1)
 
-    canceled = task_fenced_write(task_id=running.id, epoch=running.lease_epoch,
-                                 inserts=[cp, call, event], current_step=3,
-                                 head_checkpoint_id=cp.id)
+    canceled = task_fenced_write(
+        task_id=running.id,
+        epoch=running.lease_epoch,
+        inserts=[cp, call, event],
+        current_step=3,
+        head_checkpoint_id=cp.id,
+    )
 
     assert canceled is False
     task = Task.objects.get(id=running.id)
@@ -51,8 +68,9 @@ def test_write_updates_the_task_and_inserts_rows_with_their_ids(running):
     assert TaskEvent.objects.get(id=event.id).payload == {"n": 1}
     call.status = "succeeded"
     call.result = {"ok": True}
-    task_fenced_write(task_id=running.id, epoch=running.lease_epoch,
-                      updates=[(call, ["status", "result"])])
+    task_fenced_write(
+        task_id=running.id, epoch=running.lease_epoch, updates=[(call, ["status", "result"])]
+    )
     stored = ToolCall.objects.get(task=running)
     assert (stored.status, stored.result) == ("succeeded", {"ok": True})
 
@@ -60,10 +78,12 @@ def test_write_updates_the_task_and_inserts_rows_with_their_ids(running):
 def test_a_stale_lease_writes_nothing(running):
     before = TaskEvent.objects.filter(task=running).count()
     with pytest.raises(LeaseLost):
-        task_fenced_write(task_id=running.id, epoch=running.lease_epoch - 1,
-                          inserts=[checkpoint(running, 1),
-                                event_build(task_id=running.id, type="x")],
-                          current_step=9)
+        task_fenced_write(
+            task_id=running.id,
+            epoch=running.lease_epoch - 1,
+            inserts=[checkpoint(running, 1), event_build(task_id=running.id, type="x")],
+            current_step=9,
+        )
     assert not Checkpoint.objects.filter(task=running).exists()
     assert TaskEvent.objects.filter(task=running).count() == before
     assert Task.objects.get(id=running.id).current_step == 0

@@ -15,21 +15,31 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
 def spec(*turns: dict, tools: list[str], **extra) -> dict:
-    return {"title": "files", "goal": "write the files",
-            "model": {"kind": "scripted", "script": list(turns)}, "tools": tools, **extra}
+    return {
+        "title": "files",
+        "goal": "write the files",
+        "model": {"kind": "scripted", "script": list(turns)},
+        "tools": tools,
+        **extra,
+    }
 
 
 def test_a_scripted_task_runs_in_a_worker_with_checkpoints_of_every_level(
     workers, task_api, api_client, viewer
 ):
-    done = task_api.run(spec(
-        {"call": "write_file", "args": {"path": "docs/notes.md", "content": "# Notes\n"}},
-        {"calls": [{"call": "read_file", "args": {"path": "docs/notes.md"}},
-                   {"call": "append_file",
-                    "args": {"path": "docs/notes.md", "content": "more\n"}}]},
-        {"final": "notes written"},
-        tools=["write_file", "read_file", "append_file"],
-    ))
+    done = task_api.run(
+        spec(
+            {"call": "write_file", "args": {"path": "docs/notes.md", "content": "# Notes\n"}},
+            {
+                "calls": [
+                    {"call": "read_file", "args": {"path": "docs/notes.md"}},
+                    {"call": "append_file", "args": {"path": "docs/notes.md", "content": "more\n"}},
+                ]
+            },
+            {"final": "notes written"},
+            tools=["write_file", "read_file", "append_file"],
+        )
+    )
     assert done["status"] == "succeeded" and done["result"] == "notes written"
     task = Task.objects.get(id=done["id"])
     assert (task.workspace_path / "docs" / "notes.md").read_text() == "# Notes\nmore\n"
@@ -49,12 +59,16 @@ def test_a_scripted_task_runs_in_a_worker_with_checkpoints_of_every_level(
 
     calls = client.get(f"/api/v1/tasks/{task.id}/tool-calls").json()
     assert [(c["tool"], c["status"]) for c in calls] == [
-        ("write_file", "succeeded"), ("read_file", "succeeded"), ("append_file", "succeeded")]
+        ("write_file", "succeeded"),
+        ("read_file", "succeeded"),
+        ("append_file", "succeeded"),
+    ]
 
 
 def test_tampering_with_a_stored_checkpoint_is_reported(workers, task_api, api_client, viewer):
-    done = task_api.run(spec({"call": "list_files", "args": {}}, {"final": "ok"},
-                             tools=["list_files"]))
+    done = task_api.run(
+        spec({"call": "list_files", "args": {}}, {"final": "ok"}, tools=["list_files"])
+    )
     victim = Checkpoint.objects.filter(task_id=done["id"]).order_by("seq")[1]
     Checkpoint.objects.filter(pk=victim.pk).update(
         payload=zlib.compress(zlib.decompress(victim.payload).replace(b"list_files", b"rm_files"))
@@ -66,20 +80,26 @@ def test_tampering_with_a_stored_checkpoint_is_reported(workers, task_api, api_c
 
 
 def test_two_workers_handed_the_same_task_run_it_once(workers, task_api, wait_for):
-    created = task_api.create(spec(
-        {"call": "sleep", "args": {"seconds": 0.5}},
-        {"call": "append_file", "args": {"path": "count.txt", "content": "x"}},
-        {"final": "done"},
-        tools=["sleep", "append_file"],
-    ))
+    created = task_api.create(
+        spec(
+            {"call": "sleep", "args": {"seconds": 0.5}},
+            {"call": "append_file", "args": {"path": "count.txt", "content": "x"}},
+            {"final": "done"},
+            tools=["sleep", "append_file"],
+        )
+    )
     # The API enqueued one job; hand the same task to the other worker too.
     duplicate = django_rq.get_queue("default").enqueue(run_task, created["id"], job_timeout=-1)
     task_api.wait(created["id"], "succeeded")
     original = django_rq.get_queue("default").fetch_job(
-        Task.objects.values_list("rq_job_id", flat=True).get(id=created["id"]))
+        Task.objects.values_list("rq_job_id", flat=True).get(id=created["id"])
+    )
     jobs = [original, duplicate]
-    wait_for(lambda: all(j.get_status(refresh=True) == "finished" for j in jobs), 30,
-             message="both jobs to finish")
+    wait_for(
+        lambda: all(j.get_status(refresh=True) == "finished" for j in jobs),
+        30,
+        message="both jobs to finish",
+    )
     # Whichever job came first ran the task; the other found it taken and left it alone.
     assert sorted(j.return_value() for j in jobs) == ["skipped", "succeeded"]
     task = Task.objects.get(id=created["id"])

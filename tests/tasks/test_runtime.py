@@ -15,10 +15,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def make_task(script, tools, **extra) -> Task:
-    spec = TaskSpec.model_validate({
-        "title": "t", "goal": "do it", "model": {"kind": "scripted", "script": script},
-        "tools": tools, **extra,
-    })
+    spec = TaskSpec.model_validate(
+        {
+            "title": "t",
+            "goal": "do it",
+            "model": {"kind": "scripted", "script": script},
+            "tools": tools,
+            **extra,
+        }
+    )
     return task_create(spec=spec, user=None, enqueue=False)
 
 
@@ -37,9 +42,11 @@ def _workspace(settings, tmp_path):
 
 def test_scripted_task_writes_files_and_checkpoints_every_level():
     task = make_task(
-        [{"call": "write_file", "args": {"path": "a.txt", "content": "hello"}},
-         {"call": "read_file", "args": {"path": "a.txt"}},
-         {"final": "wrote a.txt"}],
+        [
+            {"call": "write_file", "args": {"path": "a.txt", "content": "hello"}},
+            {"call": "read_file", "args": {"path": "a.txt"}},
+            {"final": "wrote a.txt"},
+        ],
         ["write_file", "read_file"],
     )
     queue(task)
@@ -54,15 +61,16 @@ def test_scripted_task_writes_files_and_checkpoints_every_level():
     assert all(checkpoint_verify(c) for c in cps)
     assert task.head_checkpoint_id == cps[-1].id
     calls = list(ToolCall.objects.filter(task=task).order_by("id"))
-    assert [(c.tool, c.status) for c in calls] == [("write_file", "succeeded"),
-                                                   ("read_file", "succeeded")]
+    assert [(c.tool, c.status) for c in calls] == [
+        ("write_file", "succeeded"),
+        ("read_file", "succeeded"),
+    ]
     assert calls[1].result["content"] == "hello"
 
 
 def test_invalid_arguments_are_not_executed_and_the_model_gets_three_lines():
     task = make_task(
-        [{"call": "write_file", "args": {"path": "a.txt"}},
-         {"final": "gave up"}],
+        [{"call": "write_file", "args": {"path": "a.txt"}}, {"final": "gave up"}],
         ["write_file"],
     )
     queue(task)
@@ -79,7 +87,8 @@ def test_invalid_arguments_are_not_executed_and_the_model_gets_three_lines():
 def test_step_budget_fails_the_task_with_budget_exceeded():
     task = make_task(
         [{"call": "list_files", "args": {}}] * 5 + [{"final": "x"}],
-        ["list_files"], budget={"max_steps": 2},
+        ["list_files"],
+        budget={"max_steps": 2},
     )
     queue(task)
     task_run(task_id=task.id)
@@ -102,9 +111,12 @@ def test_tampered_checkpoint_is_detected_on_load_and_recorded():
     task_run(task_id=task.id)
     head = Checkpoint.objects.filter(task=task).order_by("-seq").first()
     import zlib
+
     Checkpoint.objects.filter(pk=head.pk).update(
-        payload=zlib.compress(b'{"state":{},"snapshot":null}'))
+        payload=zlib.compress(b'{"state":{},"snapshot":null}')
+    )
     from checkpoints.services import checkpoint_load_latest_valid
+
     loaded = checkpoint_load_latest_valid(task_id=task.id, head_id=head.id)
     assert loaded.checkpoint.seq == head.seq - 1
     assert task.events.filter(type="checkpoint_corrupted").count() == 1

@@ -23,24 +23,36 @@ def _workspace(settings, tmp_path):
 
 def test_an_approved_call_runs_once_when_the_task_resumes():
     args = {"key": "pay-1", "value": "42"}
-    spec = TaskSpec.model_validate({
-        "title": "t", "goal": "g", "tools": ["ledger_append", "noop"],
-        "model": {"kind": "scripted", "script": [
-            {"call": "noop", "args": {}}, {"call": "ledger_append", "args": args},
-            {"final": "paid"}]},
-    })
+    spec = TaskSpec.model_validate(
+        {
+            "title": "t",
+            "goal": "g",
+            "tools": ["ledger_append", "noop"],
+            "model": {
+                "kind": "scripted",
+                "script": [
+                    {"call": "noop", "args": {}},
+                    {"call": "ledger_append", "args": args},
+                    {"final": "paid"},
+                ],
+            },
+        }
+    )
     task = task_create(spec=spec, user=None, enqueue=False)
     task_transition(task_id=task.id, to="queued")
     assert task_run(task_id=task.id) == "paused"  # external calls wait for review
     call = ToolCall.objects.get(task=task, tool="ledger_append")
     assert call.status == "awaiting_review" and ledger_records(key="pay-1") == []
 
-    ToolCall.objects.filter(id=call.id).update(status="approved",
-                                               arguments_hash=canonical_hash(call.arguments))
+    ToolCall.objects.filter(id=call.id).update(
+        status="approved", arguments_hash=canonical_hash(call.arguments)
+    )
     task_transition(task_id=task.id, to="queued", reason="approved")
     assert task_run(task_id=task.id) == "succeeded"
 
     assert len(ledger_records(key="pay-1")) == 1
     assert Task.objects.get(id=task.id).result == "paid"
     assert [(c.tool, c.status) for c in ToolCall.objects.filter(task=task).order_by("id")] == [
-        ("noop", "succeeded"), ("ledger_append", "succeeded")]
+        ("noop", "succeeded"),
+        ("ledger_append", "succeeded"),
+    ]

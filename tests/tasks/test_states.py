@@ -11,22 +11,42 @@ from tasks.states import TERMINAL, TRANSITIONS, IllegalTransition, TaskStatus, c
 S = TaskStatus
 
 
-@pytest.mark.parametrize(("frm", "to"), [
-    (S.PENDING, S.QUEUED), (S.QUEUED, S.RUNNING), (S.RUNNING, S.SUCCEEDED),
-    (S.RUNNING, S.FAILED), (S.RUNNING, S.WAITING_REVIEW), (S.WAITING_REVIEW, S.QUEUED),
-    (S.RUNNING, S.RETRY_WAIT), (S.RETRY_WAIT, S.QUEUED), (S.RUNNING, S.STALLED),
-    (S.STALLED, S.QUEUED), (S.STALLED, S.FAILED), (S.PENDING, S.CANCELED),
-    (S.QUEUED, S.CANCELED), (S.WAITING_REVIEW, S.CANCELED), (S.STALLED, S.CANCELED),
-])
+@pytest.mark.parametrize(
+    ("frm", "to"),
+    [
+        (S.PENDING, S.QUEUED),
+        (S.QUEUED, S.RUNNING),
+        (S.RUNNING, S.SUCCEEDED),
+        (S.RUNNING, S.FAILED),
+        (S.RUNNING, S.WAITING_REVIEW),
+        (S.WAITING_REVIEW, S.QUEUED),
+        (S.RUNNING, S.RETRY_WAIT),
+        (S.RETRY_WAIT, S.QUEUED),
+        (S.RUNNING, S.STALLED),
+        (S.STALLED, S.QUEUED),
+        (S.STALLED, S.FAILED),
+        (S.PENDING, S.CANCELED),
+        (S.QUEUED, S.CANCELED),
+        (S.WAITING_REVIEW, S.CANCELED),
+        (S.STALLED, S.CANCELED),
+    ],
+)
 def test_design_transitions_are_allowed(frm, to):
     assert can_transition(frm, to)
 
 
-@pytest.mark.parametrize(("frm", "to"), [
-    (S.PENDING, S.RUNNING), (S.QUEUED, S.SUCCEEDED), (S.WAITING_REVIEW, S.RUNNING),
-    (S.SUCCEEDED, S.RUNNING), (S.CANCELED, S.FAILED), (S.RETRY_WAIT, S.RUNNING),
-    (S.PENDING, S.WAITING_REVIEW),
-])
+@pytest.mark.parametrize(
+    ("frm", "to"),
+    [
+        (S.PENDING, S.RUNNING),
+        (S.QUEUED, S.SUCCEEDED),
+        (S.WAITING_REVIEW, S.RUNNING),
+        (S.SUCCEEDED, S.RUNNING),
+        (S.CANCELED, S.FAILED),
+        (S.RETRY_WAIT, S.RUNNING),
+        (S.PENDING, S.WAITING_REVIEW),
+    ],
+)
 def test_other_transitions_are_illegal(frm, to):
     assert not can_transition(frm, to)
 
@@ -42,8 +62,9 @@ def test_every_state_has_a_row():
 
 @pytest.mark.django_db
 def test_illegal_transition_raises_and_changes_nothing():
-    spec = TaskSpec.model_validate({"title": "t", "goal": "g",
-                                    "model": {"kind": "scripted", "script": [{"final": "x"}]}})
+    spec = TaskSpec.model_validate(
+        {"title": "t", "goal": "g", "model": {"kind": "scripted", "script": [{"final": "x"}]}}
+    )
     task = task_create(spec=spec, user=None, enqueue=False)
     with pytest.raises(IllegalTransition):
         task_transition(task_id=task.id, to=S.SUCCEEDED)
@@ -54,8 +75,9 @@ def test_illegal_transition_raises_and_changes_nothing():
 
 @pytest.mark.django_db
 def test_each_transition_writes_one_status_event():
-    spec = TaskSpec.model_validate({"title": "t", "goal": "g",
-                                    "model": {"kind": "scripted", "script": [{"final": "x"}]}})
+    spec = TaskSpec.model_validate(
+        {"title": "t", "goal": "g", "model": {"kind": "scripted", "script": [{"final": "x"}]}}
+    )
     task = task_create(spec=spec, user=None, enqueue=False)
     task_transition(task_id=task.id, to=S.QUEUED, reason="go")
     task_transition(task_id=task.id, to=S.CANCELED, reason="stop")

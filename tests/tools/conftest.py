@@ -47,4 +47,3 @@ def test_tools(settings, tmp_path: Path) -> Path:
     settings.HARNESS_ENABLE_TEST_TOOLS = True
     settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
     return settings.HARNESS_LEDGER_DIR
-

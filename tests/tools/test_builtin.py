@@ -55,8 +55,9 @@ def escape_workspace(workspace: Path, outside: Path) -> Path:
 
 @pytest.mark.parametrize("tool_name", sorted(FILE_TOOLS))
 @pytest.mark.parametrize("escape", sorted(ESCAPES))
-def test_file_tools_refuse_paths_outside_the_workspace(call, ctx, escape_workspace, outside,
-                                                       tool_name, escape):
+def test_file_tools_refuse_paths_outside_the_workspace(
+    call, ctx, escape_workspace, outside, tool_name, escape
+):
     path = ESCAPES[escape].format(outside=outside)
     before_outside, before_inside = tree(outside), tree(escape_workspace)
     spec = registry.get(tool_name)
@@ -70,8 +71,10 @@ def test_file_tools_refuse_paths_outside_the_workspace(call, ctx, escape_workspa
 
     assert excinfo.value.error_class == "permanent"
     message = str(excinfo.value)
-    assert any(word in message for word in ("absolute", "leaves the workspace", "symlink",
-                                            "outside the workspace"))
+    assert any(
+        word in message
+        for word in ("absolute", "leaves the workspace", "symlink", "outside the workspace")
+    )
     assert tree(outside) == before_outside
     assert tree(escape_workspace) == before_inside
 
@@ -173,8 +176,10 @@ def test_search_text_reports_path_line_and_text(call, workspace):
 
     found = call("search_text", {"pattern": r"os\.\w+"})
 
-    assert found == {"matches": [{"path": "a.py", "line": 4, "text": "    return os.getcwd()"}],
-                     "truncated": False}
+    assert found == {
+        "matches": [{"path": "a.py", "line": 4, "text": "    return os.getcwd()"}],
+        "truncated": False,
+    }
 
 
 def test_search_text_rejects_an_invalid_regular_expression(call):
@@ -186,8 +191,9 @@ def test_write_preview_is_a_diff_against_the_current_file(ctx, workspace):
     (workspace / "app.conf").write_text("debug = false\n")
     spec = registry.get("write_file")
 
-    preview = spec.preview(ctx, spec.args_model.model_validate(
-        {"path": "app.conf", "content": "debug = true\n"}))
+    preview = spec.preview(
+        ctx, spec.args_model.model_validate({"path": "app.conf", "content": "debug = true\n"})
+    )
 
     assert "-debug = false" in preview
     assert "+debug = true" in preview

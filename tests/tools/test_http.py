@@ -20,10 +20,14 @@ class Handler(BaseHTTPRequestHandler):
     def _respond(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length).decode() if length else None
-        self.server.requests.append({
-            "method": self.command, "path": self.path, "body": body,
-            "idempotency_key": self.headers.get("Idempotency-Key"),
-        })
+        self.server.requests.append(
+            {
+                "method": self.command,
+                "path": self.path,
+                "body": body,
+                "idempotency_key": self.headers.get("Idempotency-Key"),
+            }
+        )
         status, headers, payload = 200, {"Content-Type": "application/json"}, b""
         if self.path == "/ok":
             payload = json.dumps(self.server.requests[-1]).encode()
@@ -74,8 +78,15 @@ def url(server: ThreadingHTTPServer, path: str) -> str:
 
 
 def test_a_200_is_a_result_and_carries_the_idempotency_key(call, server):
-    result = call("http_request", {"method": "POST", "url": url(server, "/ok"),
-                                   "headers": {"idempotency-key": "forged"}, "body": "hello"})
+    result = call(
+        "http_request",
+        {
+            "method": "POST",
+            "url": url(server, "/ok"),
+            "headers": {"idempotency-key": "forged"},
+            "body": "hello",
+        },
+    )
 
     assert result["status"] == 200
     assert result["truncated"] is False
@@ -149,8 +160,9 @@ def test_head_returns_no_body(call, server):
 
 
 @pytest.mark.parametrize("allowlist", [[], ["localhost", "*.127.0.0.1"]])
-def test_a_host_not_on_the_allowlist_is_refused_before_any_request(call, server, settings,
-                                                                    allowlist):
+def test_a_host_not_on_the_allowlist_is_refused_before_any_request(
+    call, server, settings, allowlist
+):
     settings.HARNESS_HTTP_ALLOWLIST = allowlist
 
     with pytest.raises(PermanentToolError) as excinfo:
@@ -171,29 +183,35 @@ def test_a_call_stopped_before_it_starts_sends_nothing(call, ctx, server):
     assert server.requests == []
 
 
-@pytest.mark.parametrize(("host", "allowed"), [
-    ("api.example.com", True),
-    ("API.Example.COM", True),
-    ("deep.api.example.com", True),
-    ("example.com", False),
-    ("badexample.com", False),
-    ("example.com.evil.net", False),
-    ("status.internal", True),
-    ("other.internal", False),
-])
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("api.example.com", True),
+        ("API.Example.COM", True),
+        ("deep.api.example.com", True),
+        ("example.com", False),
+        ("badexample.com", False),
+        ("example.com.evil.net", False),
+        ("status.internal", True),
+        ("other.internal", False),
+    ],
+)
 def test_allowlist_matches_exact_hosts_and_subdomain_wildcards(host, allowed):
     assert host_allowed(host, ["*.example.com", "status.internal"]) is allowed
 
 
-@pytest.mark.parametrize("arguments", [
-    {"url": "ftp://example.com/file"},
-    {"url": "example.com/path"},
-    {"url": "http:///nohost"},
-    {"url": "https://example.com", "method": "TRACE"},
-    {"url": "https://example.com", "headers": {"X-Count": 3}},
-    {"url": "https://example.com", "timeout_s": 120},
-    {"url": "https://example.com", "follow_redirects": True},
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"url": "ftp://example.com/file"},
+        {"url": "example.com/path"},
+        {"url": "http:///nohost"},
+        {"url": "https://example.com", "method": "TRACE"},
+        {"url": "https://example.com", "headers": {"X-Count": 3}},
+        {"url": "https://example.com", "timeout_s": 120},
+        {"url": "https://example.com", "follow_redirects": True},
+    ],
+)
 def test_bad_arguments_are_rejected(arguments):
     with pytest.raises(ValidationError):
         registry.get("http_request").args_model.model_validate(arguments)
@@ -202,7 +220,8 @@ def test_bad_arguments_are_rejected(arguments):
 def test_preview_shows_method_url_and_body(ctx):
     spec = registry.get("http_request")
     args = spec.args_model.model_validate(
-        {"method": "PUT", "url": "https://api.example.com/items/1", "body": '{"name": "x"}'})
+        {"method": "PUT", "url": "https://api.example.com/items/1", "body": '{"name": "x"}'}
+    )
 
     preview = spec.preview(ctx, args)
 

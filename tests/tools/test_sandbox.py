@@ -67,13 +67,21 @@ def test_tmpdir_is_outside_the_workspace_and_removed_afterwards(call, workspace)
 
 
 def test_resource_limits_apply_and_subshells_still_fork(call):
-    result = call("run_command", {
-        "command": "ulimit -n; ulimit -v; ulimit -f; (echo forked) | cat; sh -c 'echo nested'",
-        "timeout_s": 5,
-    })
+    result = call(
+        "run_command",
+        {
+            "command": "ulimit -n; ulimit -v; ulimit -f; (echo forked) | cat; sh -c 'echo nested'",
+            "timeout_s": 5,
+        },
+    )
 
-    assert result["stdout"].splitlines() == ["256", str(1024 * 1024), str(100 * 1024 * 2),
-                                             "forked", "nested"]
+    assert result["stdout"].splitlines() == [
+        "256",
+        str(1024 * 1024),
+        str(100 * 1024 * 2),
+        "forked",
+        "nested",
+    ]
 
 
 def test_memory_limit_stops_a_large_allocation(call):
@@ -108,8 +116,10 @@ def test_processes_ignoring_sigterm_are_killed_after_the_grace(call, workspace):
     started = time.monotonic()
 
     with pytest.raises(ToolError, match="timed out"):
-        call("run_command", {"command": "trap '' TERM; sleep 60 & echo $! > child.pid; wait",
-                             "timeout_s": 0.5})
+        call(
+            "run_command",
+            {"command": "trap '' TERM; sleep 60 & echo $! > child.pid; wait", "timeout_s": 0.5},
+        )
 
     assert time.monotonic() - started < 5
     assert not is_running(wait_for_pid_file(workspace / "child.pid"))
@@ -152,14 +162,17 @@ def test_a_missing_workspace_is_a_permanent_error(call, tmp_path):
         call("run_command", {"command": "true"}, context=gone)
 
 
-@pytest.mark.parametrize("arguments", [
-    {},
-    {"command": ""},
-    {"command": "x" * 10_001},
-    {"command": "true", "timeout_s": 61},
-    {"command": "true", "timeout_s": 0},
-    {"command": "true", "shell": "bash"},
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"command": ""},
+        {"command": "x" * 10_001},
+        {"command": "true", "timeout_s": 61},
+        {"command": "true", "timeout_s": 0},
+        {"command": "true", "shell": "bash"},
+    ],
+)
 def test_bad_arguments_are_rejected(arguments):
     with pytest.raises(ValidationError):
         registry.get("run_command").args_model.model_validate(arguments)
@@ -167,11 +180,16 @@ def test_bad_arguments_are_rejected(arguments):
 
 def test_declared_as_a_non_idempotent_write_with_a_preview(ctx):
     spec = registry.get("run_command")
-    preview = spec.preview(ctx, spec.args_model.model_validate(
-        {"command": "make test", "timeout_s": 10}))
+    preview = spec.preview(
+        ctx, spec.args_model.model_validate({"command": "make test", "timeout_s": 10})
+    )
 
     assert (spec.risk, spec.side_effect, spec.idempotent, spec.timeout_s) == (
-        "write", True, False, 60)
+        "write",
+        True,
+        False,
+        60,
+    )
     assert preview.splitlines()[0] == "$ make test"
     assert "workspace" in preview
     assert "wall clock 10s" in preview and "memory 1024 MiB" in preview

@@ -36,8 +36,9 @@ def test_test_tools_are_listed_when_enabled(test_tools):
     assert set(TEST_TOOLS) <= set(registry.names())
 
 
-@pytest.mark.parametrize(("error", "exc_type"), [("transient", TransientToolError),
-                                                 ("permanent", PermanentToolError)])
+@pytest.mark.parametrize(
+    ("error", "exc_type"), [("transient", TransientToolError), ("permanent", PermanentToolError)]
+)
 def test_flaky_fails_the_given_number_of_times_then_succeeds(call, test_tools, error, exc_type):
     arguments = {"key": f"k-{error}", "fail_times": 2, "error": error}
 
@@ -115,21 +116,25 @@ def test_sleep_stops_at_the_call_timeout(call, workspace, test_tools):
     assert excinfo.value.error_class == "timeout"
 
 
-@pytest.mark.parametrize(("name", "arguments"), [
-    ("sleep", {"seconds": 3601}),
-    ("sleep", {"seconds": -1}),
-    ("flaky", {"key": "k", "fail_times": -1}),
-    ("flaky", {"key": "k", "fail_times": 1, "error": "sometimes"}),
-    ("ledger_append", {"value": "v"}),
-    ("noop", {"anything": 1}),
-])
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("sleep", {"seconds": 3601}),
+        ("sleep", {"seconds": -1}),
+        ("flaky", {"key": "k", "fail_times": -1}),
+        ("flaky", {"key": "k", "fail_times": 1, "error": "sometimes"}),
+        ("ledger_append", {"value": "v"}),
+        ("noop", {"anything": 1}),
+    ],
+)
 def test_bad_arguments_are_rejected(test_tools, name, arguments):
     with pytest.raises(ValidationError):
         registry.get(name).args_model.model_validate(arguments)
 
 
-def test_ledger_append_records_every_execution_with_its_idempotency_key(call, ctx, workspace,
-                                                                        test_tools):
+def test_ledger_append_records_every_execution_with_its_idempotency_key(
+    call, ctx, workspace, test_tools
+):
     other = ToolContext(task_id="task-1", call_id="call-2", workspace=workspace, timeout_s=30)
 
     first = call("ledger_append", {"key": "order", "value": "1"})
@@ -141,7 +146,10 @@ def test_ledger_append_records_every_execution_with_its_idempotency_key(call, ct
     assert workspace not in ledger_path().parents
     records = ledger_records(key="order")
     assert [(r["idempotency_key"], r["value"]) for r in records] == [
-        ("task-1:call-1", "1"), ("task-1:call-1", "1"), ("task-1:call-2", "2")]
+        ("task-1:call-1", "1"),
+        ("task-1:call-1", "1"),
+        ("task-1:call-2", "2"),
+    ]
     assert {r["pid"] for r in records} == {os.getpid()}
     assert all(r["at"].endswith("+00:00") for r in records)
     assert list(workspace.iterdir()) == []
@@ -149,12 +157,16 @@ def test_ledger_append_records_every_execution_with_its_idempotency_key(call, ct
 
 def test_concurrent_ledger_appends_are_whole_lines(call, test_tools):
     with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(lambda i: call("ledger_append", {"key": "c", "value": str(i) * 500}),
-                      range(50)))
+        list(
+            pool.map(
+                lambda i: call("ledger_append", {"key": "c", "value": str(i) * 500}), range(50)
+            )
+        )
 
     lines = ledger_path().read_text().splitlines()
     assert sorted(json.loads(line)["value"] for line in lines) == sorted(
-        str(i) * 500 for i in range(50))
+        str(i) * 500 for i in range(50)
+    )
 
 
 def test_noop_returns_ok(call, test_tools):

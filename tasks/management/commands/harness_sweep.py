@@ -26,7 +26,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--loop", action="store_true", help="sweep until stopped")
         parser.add_argument(
-            "--interval", type=float, default=None,
+            "--interval",
+            type=float,
+            default=None,
             help="seconds between sweeps with --loop (default: HARNESS_SWEEP_INTERVAL_S)",
         )
 

@@ -17,32 +17,45 @@ DEMO_SPECS: list[dict] = [
         "title": DEMO_PREFIX + "write release notes",
         "goal": "Read the changelog and write release notes for version 1.2.",
         "tools": ["read_file", "list_files", "write_file", "append_file"],
-        "workspace": {"files": {
-            "CHANGELOG.md": "## 1.2\n- faster checkpoints\n- review queue filters\n",
-        }},
-        "model": {"kind": "scripted", "script": [
-            {"call": "list_files", "args": {}},
-            {"call": "read_file", "args": {"path": "CHANGELOG.md"}},
-            {"call": "write_file", "args": {
-                "path": "notes/RELEASE-1.2.md",
-                "content": "# Release 1.2\n\n- Faster checkpoints.\n- Review queue filters.\n",
-            }},
-            {"call": "append_file", "args": {"path": "notes/index.md",
-                                             "content": "- [1.2](RELEASE-1.2.md)\n"}},
-            {"final": "Release notes written to notes/RELEASE-1.2.md."},
-        ]},
+        "workspace": {
+            "files": {
+                "CHANGELOG.md": "## 1.2\n- faster checkpoints\n- review queue filters\n",
+            }
+        },
+        "model": {
+            "kind": "scripted",
+            "script": [
+                {"call": "list_files", "args": {}},
+                {"call": "read_file", "args": {"path": "CHANGELOG.md"}},
+                {
+                    "call": "write_file",
+                    "args": {
+                        "path": "notes/RELEASE-1.2.md",
+                        "content": "# Release 1.2\n\n- Faster checkpoints.\n- Review queue filters.\n",
+                    },
+                },
+                {
+                    "call": "append_file",
+                    "args": {"path": "notes/index.md", "content": "- [1.2](RELEASE-1.2.md)\n"},
+                },
+                {"final": "Release notes written to notes/RELEASE-1.2.md."},
+            ],
+        },
     },
     {
         "title": DEMO_PREFIX + "clean up old logs",
         "goal": "Delete the stale log file; keep everything else.",
         "tools": ["list_files", "delete_file"],
         "workspace": {"files": {"logs/old.log": "stale\n" * 20, "README.txt": "keep me\n"}},
-        "model": {"kind": "scripted", "script": [
-            {"call": "list_files", "args": {"path": "logs"}},
-            # Destructive: the `destructive` review rule pauses the task here.
-            {"call": "delete_file", "args": {"path": "logs/old.log"}},
-            {"final": "Deleted logs/old.log."},
-        ]},
+        "model": {
+            "kind": "scripted",
+            "script": [
+                {"call": "list_files", "args": {"path": "logs"}},
+                # Destructive: the `destructive` review rule pauses the task here.
+                {"call": "delete_file", "args": {"path": "logs/old.log"}},
+                {"final": "Deleted logs/old.log."},
+            ],
+        },
     },
     {
         "title": DEMO_PREFIX + "raise the worker limit",
@@ -50,13 +63,21 @@ DEMO_SPECS: list[dict] = [
         "priority": "high",
         "tools": ["read_file", "write_file"],
         "workspace": {"files": {"service.conf": "max_workers = 4\nlog_level = info\n"}},
-        "model": {"kind": "scripted", "script": [
-            {"call": "read_file", "args": {"path": "service.conf"}},
-            # A *.conf file: the `protected-config` review rule pauses the task here.
-            {"call": "write_file", "args": {"path": "service.conf",
-                                            "content": "max_workers = 8\nlog_level = info\n"}},
-            {"final": "service.conf now allows 8 workers."},
-        ]},
+        "model": {
+            "kind": "scripted",
+            "script": [
+                {"call": "read_file", "args": {"path": "service.conf"}},
+                # A *.conf file: the `protected-config` review rule pauses the task here.
+                {
+                    "call": "write_file",
+                    "args": {
+                        "path": "service.conf",
+                        "content": "max_workers = 8\nlog_level = info\n",
+                    },
+                },
+                {"final": "service.conf now allows 8 workers."},
+            ],
+        },
     },
 ]
 
@@ -65,8 +86,11 @@ class Command(BaseCommand):
     help = "Create a few scripted demo tasks (skipped when demo tasks already exist)."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--username", default="admin",
-                            help="the user the demo tasks are created by (default: admin)")
+        parser.add_argument(
+            "--username",
+            default="admin",
+            help="the user the demo tasks are created by (default: admin)",
+        )
 
     def handle(self, *args, username: str, **options) -> None:
         user = get_user_model().objects.filter(username=username).first()
