@@ -270,7 +270,8 @@ def seed(*, tasks: int, big_steps: int) -> dict[str, Any]:
                 "call_id": "format('0.%%s.0', i)",
                 "tool": "tool",
                 "arguments": "jsonb_build_object('path', format('f%%s.txt', i))",
-                "risk": "CASE WHEN tool IN ('write_file','run_command') THEN 'write' ELSE 'read' END",
+                "risk": "CASE WHEN tool IN ('write_file','run_command') "
+                "THEN 'write' ELSE 'read' END",
                 "status": "status",
                 "step_index": "i",
                 "result": "CASE WHEN status = 'succeeded' THEN '{\"ok\": true}'::jsonb ELSE "

@@ -575,7 +575,28 @@ def _wants_own_processes(pytest_args: Sequence[str]) -> bool:
     )
 
 
+def lint() -> int:
+    """The checks CI runs before any test: style, formatting and the layer contracts."""
+    bin_dir = Path(sys.executable).parent
+    steps = [
+        [str(bin_dir / "ruff"), "check", "."],
+        [str(bin_dir / "ruff"), "format", "--check", "."],
+        [str(bin_dir / "lint-imports")],
+    ]
+    for argv in steps:
+        say(" ".join([Path(argv[0]).name, *argv[1:]]))
+        code = subprocess.run(argv, cwd=ROOT, check=False).returncode
+        if code:
+            say(f"{Path(argv[0]).name} failed (exit {code}): fix it before the tests run")
+            return code
+    return 0
+
+
 def cmd_test(pytest_args: list[str]) -> int:
+    if os.environ.get("HARNESS_SKIP_LINT") != "1":
+        code = lint()
+        if code:
+            return code
     database_url = os.environ.get("TEST_DATABASE_URL", DEFAULT_TEST_DATABASE_URL)
     redis_url = os.environ.get("TEST_REDIS_URL", DEFAULT_TEST_REDIS_URL)
     if urlsplit(database_url).scheme.startswith("postgres"):

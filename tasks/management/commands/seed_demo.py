@@ -31,7 +31,9 @@ DEMO_SPECS: list[dict] = [
                     "call": "write_file",
                     "args": {
                         "path": "notes/RELEASE-1.2.md",
-                        "content": "# Release 1.2\n\n- Faster checkpoints.\n- Review queue filters.\n",
+                        "content": (
+                            "# Release 1.2\n\n- Faster checkpoints.\n- Review queue filters.\n"
+                        ),
                     },
                 },
                 {
