@@ -24,6 +24,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_rq",
+    # Swagger UI's JavaScript and CSS, served from the installed package (no CDN).
+    "ninja",
     "tasks",
     "checkpoints",
     "review",
@@ -56,6 +58,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "harness_site.context_processors.navigation",
             ],
+            "builtins": ["harness_site.filters"],
         },
     },
 ]

@@ -67,7 +67,6 @@ def _detail(
         {
             "review": review,
             "rules": [selectors.rule_text(rule) for rule in review.matched_rules],
-            "preview_lines": review.preview.splitlines(),
             "arguments_text": arguments_text
             or json.dumps(review.arguments, indent=2, ensure_ascii=False),
             "original_text": json.dumps(review.original_arguments, indent=2, ensure_ascii=False),
