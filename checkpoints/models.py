@@ -65,3 +65,90 @@ class Blob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sha256[:12]} ({self.size} B)"
+
+
+# --- LangGraph checkpoints (checkpoints.langgraph.DjangoCheckpointSaver) ----------------------
+# LangGraph's own shape, kept apart from the harness's Checkpoint: a graph's checkpoint is keyed
+# by (thread_id, checkpoint_ns, checkpoint_id) and its channel values are stored once per
+# channel version in GraphBlob. Bodies are LangGraph serializer output (`type` names the
+# encoding, e.g. "msgpack"), never pickle: the saver's serializer refuses pickle.
+
+
+class GraphCheckpoint(models.Model):
+    """One LangGraph checkpoint. `checkpoint` holds the serialized Checkpoint minus the channel
+    values stored in GraphBlob; `metadata` is LangGraph's CheckpointMetadata as JSON (source,
+    step, parents, run_id, ...), filterable by `list(filter=...)`."""
+
+    # Set when the graph runs as a harness task (thread_id is then the task id), so the task
+    # page lists its graph checkpoints and deleting the task deletes them.
+    task = models.ForeignKey(
+        "tasks.Task",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="graph_checkpoints",
+    )
+    thread_id = models.TextField()
+    checkpoint_ns = models.TextField(default="", blank=True)
+    checkpoint_id = models.TextField()
+    parent_checkpoint_id = models.TextField(null=True, blank=True)
+    type = models.TextField()
+    checkpoint = models.BinaryField()
+    metadata = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            # Also the index of every lookup: latest per (thread, ns) is the last entry of
+            # this index, list() walks it backwards.
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "checkpoint_id"],
+                name="graphcheckpoint_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.checkpoint_ns}/{self.checkpoint_id}"
+
+
+class GraphBlob(models.Model):
+    """One channel value at one version: stored once, shared by every checkpoint of the thread
+    whose channel_versions name that version. `blob` is NULL for an emptied channel."""
+
+    thread_id = models.TextField()
+    checkpoint_ns = models.TextField(default="", blank=True)
+    channel = models.TextField()
+    version = models.TextField()
+    type = models.TextField()
+    blob = models.BinaryField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "channel", "version"],
+                name="graphblob_key",
+            ),
+        ]
+
+
+class GraphWrite(models.Model):
+    """A pending write of one LangGraph task (node run) against a checkpoint: what a resumed
+    super-step replays instead of running the node again. `idx` is the write's position, or
+    LangGraph's negative index for the special channels (error, interrupt, resume)."""
+
+    thread_id = models.TextField()
+    checkpoint_ns = models.TextField(default="", blank=True)
+    checkpoint_id = models.TextField()
+    graph_task_id = models.TextField()
+    task_path = models.TextField(default="", blank=True)
+    idx = models.IntegerField()
+    channel = models.TextField()
+    type = models.TextField()
+    blob = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "checkpoint_id", "graph_task_id", "idx"],
+                name="graphwrite_key",
+            ),
+        ]
