@@ -232,7 +232,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
         checkpoint_ns = configurable.get("checkpoint_ns") or ""
-        parent_id = configurable.get("checkpoint_id")
+        parent_id = configurable.get("checkpoint_id") or ""
 
         body = dict(checkpoint)
         inline: dict[str, Any] = {}
@@ -459,7 +459,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         GraphCheckpoint.objects.using(self.using).filter(pk__in=doomed).delete()
         GraphCheckpoint.objects.using(self.using).filter(
             pk__in=[r.pk for r in kept.values()]
-        ).update(parent_checkpoint_id=None)
+        ).update(parent_checkpoint_id="")
         stale_writes = GraphWrite.objects.using(self.using).filter(thread_id=thread_id)
         stale_blobs = GraphBlob.objects.using(self.using).filter(thread_id=thread_id)
         for checkpoint_ns, row in kept.items():

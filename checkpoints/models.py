@@ -91,7 +91,7 @@ class GraphCheckpoint(models.Model):
     thread_id = models.TextField()
     checkpoint_ns = models.TextField(default="", blank=True)
     checkpoint_id = models.TextField()
-    parent_checkpoint_id = models.TextField(null=True, blank=True)
+    parent_checkpoint_id = models.TextField(default="", blank=True)  # "" = the first one
     type = models.TextField()
     checkpoint = models.BinaryField()
     metadata = models.JSONField(default=dict)
@@ -129,6 +129,9 @@ class GraphBlob(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.checkpoint_ns}/{self.channel}@{self.version}"
+
 
 class GraphWrite(models.Model):
     """A pending write of one LangGraph task (node run) against a checkpoint: what a resumed
@@ -152,3 +155,6 @@ class GraphWrite(models.Model):
                 name="graphwrite_key",
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint_id}/{self.graph_task_id}/{self.idx}:{self.channel}"

@@ -52,7 +52,7 @@ class Migration(migrations.Migration):
                 ('thread_id', models.TextField()),
                 ('checkpoint_ns', models.TextField(blank=True, default='')),
                 ('checkpoint_id', models.TextField()),
-                ('parent_checkpoint_id', models.TextField(blank=True, null=True)),
+                ('parent_checkpoint_id', models.TextField(blank=True, default='')),
                 ('type', models.TextField()),
                 ('checkpoint', models.BinaryField()),
                 ('metadata', models.JSONField(default=dict)),
