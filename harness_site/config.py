@@ -72,7 +72,7 @@ class CheckpointTrigger(_Strict):
 class ReviewRuleConfig(_Strict):
     name: str = Field(min_length=1, max_length=100)
     tool: str | None = None
-    risk: Literal["read", "write", "external", "destructive"] | None = None
+    risk: Literal["read", "write", "execute", "external", "destructive"] | None = None
     path_glob: str | None = None
     command_regex: Regex | None = None
     url_host: str | None = None
@@ -135,6 +135,20 @@ class ModelPrice(_Strict):
     completion_per_1k: float = Field(ge=0)
 
 
+class SandboxConfig(_Strict):
+    """Limits of the `run_command` sandbox (tasks/tools/sandbox.py), each for the whole
+    sandbox, and whether a call may ask for network access."""
+
+    memory_mb: int = Field(default=1024, ge=16, le=1024 * 1024)
+    processes: int = Field(default=256, ge=4, le=100_000)
+    disk_mb: int = Field(default=512, ge=1, le=1024 * 1024)
+    file_mb: int = Field(default=100, ge=1, le=1024 * 1024)
+    tmp_mb: int = Field(default=256, ge=1, le=1024 * 1024)
+    # Off by default: a call asking for network fails unless this is true (and the request,
+    # like every command, goes through review).
+    allow_network: bool = False
+
+
 class RetentionConfig(_Strict):
     keep_last_per_task: int = Field(default=50, ge=1)
     keep_levels: list[Literal["task", "step", "tool"]] = ["task", "step"]
@@ -159,6 +173,7 @@ class HarnessConfig(_Strict):
     context: ContextConfig = ContextConfig()
     retention: RetentionConfig = RetentionConfig()
     validation: ValidationConfig = ValidationConfig()
+    sandbox: SandboxConfig = SandboxConfig()
     # USD per 1000 tokens, by model name; a key also prices every model whose name starts with
     # it (`gpt-4o-mini` prices `gpt-4o-mini-2024-07-18`). Unpriced models cost 0.
     pricing: dict[str, ModelPrice] = {}

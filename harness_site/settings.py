@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from harness_site.env import env_bool, env_float, env_int, env_list, env_str
 
@@ -100,6 +101,12 @@ HARNESS_LEDGER_DIR = Path(env_str("HARNESS_LEDGER_DIR", str(DATA_DIR / "ledger")
 # Dotted module paths whose @tool-decorated functions join the registry at start-up.
 HARNESS_TOOL_MODULES = env_list("HARNESS_TOOL_MODULES", [])
 HARNESS_HTTP_ALLOWLIST = env_list("HARNESS_HTTP_ALLOWLIST", [])
+# The command sandbox (tasks/tools/sandbox.py): `bwrap` (bubblewrap from .venv, HARNESS_BWRAP,
+# or PATH) or `off`, which runs run_command UNSANDBOXED as the worker's user (logged loudly).
+HARNESS_SANDBOX = env_str("HARNESS_SANDBOX", "bwrap").strip().lower()
+if HARNESS_SANDBOX not in ("bwrap", "off"):
+    raise ImproperlyConfigured(f"HARNESS_SANDBOX={HARNESS_SANDBOX!r}: expected bwrap or off")
+HARNESS_BWRAP = env_str("HARNESS_BWRAP", "")
 # Durable execution (tasks/sweep.py): a running task heartbeats every HARNESS_HEARTBEAT_S; the
 # sweep calls it stalled once its heartbeat is older than HARNESS_STALE_AFTER_S and redispatches
 # it at most HARNESS_MAX_REDISPATCHES times; queued tasks whose RQ job vanished (a Redis restart

@@ -111,6 +111,7 @@ class RuleAction(models.TextChoices):
 class RuleRisk(models.TextChoices):
     READ = "read"
     WRITE = "write"
+    EXECUTE = "execute"
     EXTERNAL = "external"
     DESTRUCTIVE = "destructive"
 

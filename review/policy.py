@@ -3,7 +3,9 @@
 Rules come from the admin (`ReviewRule`, enabled ones by position), then `harness.yaml`
 (`review_rules`), then the task spec's `review.always`. A matching `deny` from any source
 wins, so an admin rule can never unblock a call the configuration refuses; otherwise the first
-matching rule in that order decides. With no matching rule, calls run (`allow`)."""
+matching rule in that order decides. With no matching rule, calls run (`allow`) — except
+`execute` tools (run_command): they are reviewed unless an explicit allow rule names them, so
+the default does not rest on a pattern guessing which commands are dangerous."""
 
 from __future__ import annotations
 
@@ -30,6 +32,13 @@ class PolicyDecision:
 
 
 ALLOW = PolicyDecision(action="allow")
+EXECUTE_REVIEW = PolicyDecision(
+    action="review",
+    rules=[
+        {"name": "execute-default", "risk": "execute", "action": "review", "source": "built-in"}
+    ],
+    reason="commands run only after review unless an allow rule names them",
+)
 
 
 def rule_matches(rule: ReviewRuleConfig, *, tool: ToolSpec, args: dict[str, Any]) -> bool:
@@ -110,4 +119,6 @@ def evaluate(
             ],
             reason=f"this task asks for review of every {tool.name} call",
         )
+    if tool.risk == "execute":
+        return EXECUTE_REVIEW
     return ALLOW

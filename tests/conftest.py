@@ -103,6 +103,14 @@ def roles(db):
 
 
 @pytest.fixture
+def commands_allowed(db):
+    """An explicit admin allow rule for run_command (otherwise every command waits for review)."""
+    from review.models import ReviewRule
+
+    return ReviewRule.objects.create(name="trust-commands", tool="run_command", action="allow")
+
+
+@pytest.fixture
 def operator(roles, django_user_model):
     """May decide reviews, cancel, retry and roll back."""
     user = django_user_model.objects.create_user(username="operator", password=PASSWORD)
@@ -236,6 +244,24 @@ def parent_pid(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
         return None
+
+
+def processes_running(marker: str) -> list[int]:
+    """Live processes whose command line contains `marker` (zombies, already killed and only
+    waiting to be reaped, do not count). Sandboxed commands report pids of their own PID
+    namespace, so tests find their processes by a unique marker in the command line instead."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker in cmdline and state != "Z" and "bwrap" not in cmdline.split(" ", 1)[0]:
+            found.append(int(entry.name))
+    return found
 
 
 def child_pids(pid: int) -> list[int]:

@@ -187,4 +187,4 @@ def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
 
 
 # run_command and http_request live in their own modules; importing them registers them.
-from tasks.tools import http, sandbox  # noqa: E402,F401
+from tasks.tools import command, http  # noqa: E402,F401

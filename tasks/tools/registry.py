@@ -30,12 +30,14 @@ from pydantic import BaseModel
 
 from tasks.spec import RetrySpec
 
-Risk = Literal["read", "write", "external", "destructive"]
+# `execute` runs a program (run_command): reviewed unless an explicit allow rule names it.
+Risk = Literal["read", "write", "execute", "external", "destructive"]
 RecoveryStrategy = Literal["rollback", "retry", "forward"]
 
 _DEFAULT_STRATEGY: dict[str, RecoveryStrategy] = {
     "read": "retry",
     "write": "rollback",
+    "execute": "rollback",
     "destructive": "rollback",
     "external": "retry",
 }

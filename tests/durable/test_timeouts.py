@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tasks.models import ToolCall
+from tests.conftest import processes_running
 
-from .conftest import make_task, process_alive, wait_status
+from .conftest import make_task, wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -31,12 +32,11 @@ def test_tool_timeout_stops_the_call_records_timed_out_and_the_model_carries_on(
     assert task.result == "moved on"
 
 
-def test_run_command_past_its_tool_timeout_is_killed(fleet, tmp_path):
+def test_run_command_past_its_tool_timeout_is_killed(fleet, commands_allowed):
     fleet.worker()
-    pid_file = tmp_path / "pid"
     task = make_task(
         [
-            {"call": "run_command", "args": {"command": f"echo $$ > {pid_file}; exec sleep 60"}},
+            {"call": "run_command", "args": {"command": "exec sleep 60.5"}},
             {"final": "done"},
         ],
         ["run_command"],
@@ -47,7 +47,7 @@ def test_run_command_past_its_tool_timeout_is_killed(fleet, tmp_path):
     # A non-idempotent tool that timed out is not retried: it may have half-acted.
     assert call.status == "timed_out" and call.attempts == 1
     assert timeout_layers(task) == ["tool"]
-    assert not process_alive(int(pid_file.read_text()))
+    assert processes_running("sleep 60.5") == []
 
 
 def test_turn_timeout_bounds_the_model_call_and_fails_the_task_when_retries_run_out(fleet):

@@ -190,7 +190,7 @@ def test_a_request_to_a_host_off_the_allowlist_never_reaches_review(settings):
     assert "api.example.com" in feedback[1]
 
 
-def test_a_non_zero_exit_code_goes_back_with_stderr():
+def test_a_non_zero_exit_code_goes_back_with_stderr(commands_allowed):
     task = run(
         create(
             scripted(

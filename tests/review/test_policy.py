@@ -31,6 +31,32 @@ def test_defaults_allow_reads_review_destructive_and_deny_rm_rf_root():
     assert denied.action == "deny" and "never allowed" in denied.reason
 
 
+@pytest.mark.parametrize(
+    "command", ["ls", "rm -fr /", "rm -r -f /", "rm -Rf /", "find / -delete", "curl x | sh"]
+)
+def test_every_command_is_reviewed_by_default(command):
+    decision = decide("run_command", command=command)
+
+    assert decision.action == "review"
+    assert decision.rules[0]["name"] == "commands"
+
+
+def test_commands_are_reviewed_even_without_any_configured_rule(settings, tmp_path):
+    from harness_site.config import harness_config
+
+    empty = tmp_path / "harness.yaml"
+    empty.write_text("retry: {max_attempts: 2}\n")
+    settings.HARNESS_CONFIG_FILE = empty
+    harness_config.cache_clear()
+    try:
+        decision = decide("run_command", command="ls")
+    finally:
+        harness_config.cache_clear()
+
+    assert decision.action == "review"
+    assert decision.rules[0]["name"] == "execute-default"
+
+
 def test_admin_rules_run_before_the_configured_ones():
     ReviewRule.objects.create(
         name="scratch-is-fine", tool="delete_file", path_glob="tmp/*", action="allow"
