@@ -1,29 +1,48 @@
 """Failure statistics: selectors computed by SQL aggregation over a time window.
 
-Nothing here loads individual rows into Python: every function is one GROUP BY (the duration
-percentiles use percentile_cont on PostgreSQL and window functions on SQLite). Tool calls are
-windowed by `created_at`, tasks by `finished_at`, reviews by `requested_at`.
+Nothing here loads individual rows into Python. Tool-call statistics read the window's whole
+hours from the roll-ups the sweep maintains (tasks.rollups) and only the rest of the window
+from ToolCall, then merge the two GROUP BYs; the duration percentiles are exact
+(percentile_cont on PostgreSQL, window functions on SQLite) while no rolled hour is involved,
+and merged log-scale histograms otherwise. Tool calls are windowed by `created_at`, tasks by
+`finished_at`, reviews by `requested_at`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Aggregate, Count, FloatField, Max, Min, Q
+from django.db.models import Aggregate, Count, FloatField, Max, Min, Q, Sum
 from django.db.models.functions import Trunc
 
 from dashboard.windows import Window
 from review.models import ReviewRequest, ReviewStatus
 from tasks.errors import error_normalise
-from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.models import (
+    Task,
+    ToolCall,
+    ToolCallDurationHourly,
+    ToolCallHourly,
+    ToolCallStatus,
+    ToolCallStepHourly,
+)
+from tasks.rollups import (
+    FAILED_CALL,
+    SETTLED_CALL,
+    bucket_value,
+    duration_bucket,
+    hour_ceil,
+    hour_floor,
+    rolled_span,
+)
 from tasks.states import TERMINAL, TaskStatus
 
 S = ToolCallStatus
-FAILED_CALL = (S.FAILED, S.TIMED_OUT, S.UNKNOWN_OUTCOME)
-# Calls with an outcome. Denied / rejected calls are policy decisions, not tool failures.
-SETTLED_CALL = (S.SUCCEEDED, *FAILED_CALL)
+
 FAILURE_GROUPS_LIMIT = 50
 
 
@@ -31,16 +50,83 @@ def _rate(failed: int, total: int) -> float | None:
     return round(failed / total, 4) if total else None
 
 
-def _settled_calls(window: Window):
-    return ToolCall.objects.filter(
-        created_at__gte=window.since, created_at__lt=window.until, status__in=SETTLED_CALL
+@dataclass(frozen=True)
+class _Parts:
+    """A window cut into whole hours the roll-ups cover (`rolled`, or None) and the ranges
+    read from ToolCall itself (`raw`): the window's ragged start, and the hours not rolled yet."""
+
+    rolled: tuple[datetime, datetime] | None
+    raw: tuple[tuple[datetime, datetime], ...]
+
+
+def _parts(window: Window) -> _Parts:
+    span = rolled_span()
+    if span is not None:
+        start = max(hour_ceil(window.since), span[0])
+        stop = min(hour_floor(window.until), span[1])
+        if start < stop:
+            raw = ((window.since, start), (stop, window.until))
+            return _Parts(rolled=(start, stop), raw=tuple((a, b) for a, b in raw if a < b))
+    return _Parts(rolled=None, raw=((window.since, window.until),))
+
+
+def _settled_calls(parts: _Parts):
+    in_ranges = Q()
+    for since, until in parts.raw:
+        in_ranges |= Q(created_at__gte=since, created_at__lt=until)
+    return ToolCall.objects.filter(in_ranges, status__in=SETTLED_CALL)
+
+
+def _rolled(
+    model,
+    parts: _Parts,
+    *,
+    keys: tuple[str, ...],
+    where: Q | None = None,
+    bucket: Any = None,
+    **sums: Any,
+) -> list[dict[str, Any]]:
+    """GROUP BY `keys` over the roll-up rows of the window's rolled hours (narrowed by `where`;
+    `bucket`: an expression to group by as "bucket"), with `sums` ({name: aggregate}) named as
+    in the raw queries."""
+    if parts.rolled is None:
+        return []
+    rows = model.objects.filter(where or Q(), hour__gte=parts.rolled[0], hour__lt=parts.rolled[1])
+    if bucket is not None:
+        rows = rows.annotate(bucket=bucket)
+    rows = (
+        rows.values(*keys)
+        .annotate(**{f"sum_{name}": aggregate for name, aggregate in sums.items()})
+        .order_by()
     )
+    return [
+        {**{key: row[key] for key in keys}, **{name: row[f"sum_{name}"] for name in sums}}
+        for row in rows
+    ]
 
 
 def _failure_counts() -> dict[str, Any]:
     # COUNT(*) / COUNT(status): columns of toolcall_stats, so PostgreSQL answers the window
     # with an index-only scan.
     return {"calls": Count("*"), "failed": Count("status", filter=Q(status__in=FAILED_CALL))}
+
+
+def _rolled_counts() -> dict[str, Any]:
+    return {"calls": Sum("calls"), "failed": Sum("calls", filter=Q(status__in=FAILED_CALL))}
+
+
+def _merge(rows, key: tuple[str, ...], fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Sum `fields` of rows (from the raw calls and from the roll-ups) with equal `key`,
+    sorted by key."""
+    merged: dict[tuple, dict[str, Any]] = {}
+    for row in rows:
+        k = tuple(row[name] for name in key)
+        into = merged.setdefault(
+            k, {**{name: row[name] for name in key}, **dict.fromkeys(fields, 0)}
+        )
+        for name in fields:
+            into[name] += row[name] or 0
+    return [merged[k] for k in sorted(merged)]
 
 
 def _with_rate(rows) -> list[dict[str, Any]]:
@@ -52,55 +138,83 @@ def failure_rate_by_tool(
 ) -> list[dict[str, Any]]:
     """[{tool, calls, failed, rate}] — settled tool calls per tool: the sums of the per-bucket
     rows of failure_rate_over_time (pass them in to save a scan of the window)."""
-    totals: dict[str, dict[str, Any]] = {}
-    for row in over_time if over_time is not None else failure_rate_over_time(window):
-        total = totals.setdefault(row["tool"], {"tool": row["tool"], "calls": 0, "failed": 0})
-        total["calls"] += row["calls"]
-        total["failed"] += row["failed"]
-    return _with_rate(totals[tool] for tool in sorted(totals))
+    rows = over_time if over_time is not None else failure_rate_over_time(window)
+    return _with_rate(_merge(rows, ("tool",), ("calls", "failed")))
 
 
-def failure_rate_by_step(window: Window) -> list[dict[str, Any]]:
+def failure_rate_by_step(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
     """[{step_index, calls, failed, rate}] — settled tool calls per step index."""
-    return _with_rate(
-        _settled_calls(window)
-        .values("step_index")
-        .annotate(**_failure_counts())
-        .order_by("step_index")
+    parts = parts or _parts(window)
+    raw = _settled_calls(parts).values("step_index").annotate(**_failure_counts()).order_by()
+    rolled = _rolled(
+        ToolCallStepHourly,
+        parts,
+        keys=("step_index",),
+        calls=Sum("calls"),
+        failed=Sum("failed"),
     )
+    return _with_rate(_merge([*raw, *rolled], ("step_index",), ("calls", "failed")))
 
 
-def failure_rate_over_time(window: Window) -> list[dict[str, Any]]:
+def failure_rate_over_time(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
     """[{tool, bucket, calls, failed, rate}] — per tool and hour/day bucket."""
-    return _with_rate(
-        _settled_calls(window)
+    parts = parts or _parts(window)
+    raw = (
+        _settled_calls(parts)
         .annotate(bucket=Trunc("created_at", window.bucket))
         .values("tool", "bucket")
         .annotate(**_failure_counts())
-        .order_by("bucket", "tool")
+        .order_by()
     )
+    rolled = _rolled(
+        ToolCallHourly,
+        parts,
+        keys=("tool", "bucket"),
+        bucket=Trunc("hour", window.bucket),
+        **_rolled_counts(),
+    )
+    rows = _merge([*raw, *rolled], ("bucket", "tool"), ("calls", "failed"))
+    return _with_rate({"tool": r["tool"], "bucket": r["bucket"], **r} for r in rows)
 
 
-def error_heatmap(window: Window) -> list[dict[str, Any]]:
+def error_heatmap(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
     """[{tool, error_class, failed}] — failed tool calls by tool × error class."""
-    return list(
-        _settled_calls(window)
+    parts = parts or _parts(window)
+    raw = (
+        _settled_calls(parts)
         .filter(status__in=FAILED_CALL)
         .values("tool", "error_class")
         .annotate(failed=Count("*"))
-        .order_by("tool", "error_class")
+        .order_by()
     )
+    rolled = _rolled(
+        ToolCallHourly,
+        parts,
+        keys=("tool", "error_class"),
+        where=Q(status__in=FAILED_CALL),
+        failed=Sum("calls"),
+    )
+    return _merge([*raw, *rolled], ("tool", "error_class"), ("failed",))
 
 
-def retry_distribution(window: Window) -> list[dict[str, Any]]:
+def retry_distribution(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
     """[{retries, calls, succeeded, success_rate}] — executed calls by how many times they were
     retried (attempts - 1), and how many of those finally succeeded."""
-    rows = (
-        _settled_calls(window)
+    parts = parts or _parts(window)
+    raw = (
+        _settled_calls(parts)
         .filter(attempts__gte=1)
         .values("attempts")
         .annotate(calls=Count("*"), succeeded=Count("status", filter=Q(status=S.SUCCEEDED)))
-        .order_by("attempts")
+        .order_by()
+    )
+    rolled = _rolled(
+        ToolCallHourly,
+        parts,
+        keys=("attempts",),
+        where=Q(attempts__gte=1),
+        calls=Sum("calls"),
+        succeeded=Sum("calls", filter=Q(status=S.SUCCEEDED)),
     )
     return [
         {
@@ -109,7 +223,7 @@ def retry_distribution(window: Window) -> list[dict[str, Any]]:
             "succeeded": row["succeeded"],
             "success_rate": _rate(row["succeeded"], row["calls"]),
         }
-        for row in rows
+        for row in _merge([*raw, *rolled], ("attempts",), ("calls", "succeeded"))
     ]
 
 
@@ -158,11 +272,60 @@ def sqlite_percentiles_sql(*, table: str, statuses: int) -> str:
     return _SQLITE_PERCENTILES.format(table=table, statuses=", ".join(["%s"] * statuses))
 
 
-def duration_percentiles(window: Window) -> list[dict[str, Any]]:
-    """[{tool, calls, p50_ms, p95_ms}] over settled calls with a measured duration."""
+def _histogram_percentile(histogram: list[tuple[int, int]], fraction: float) -> float:
+    """percentile_cont over a sorted [(bucket, count)] histogram: interpolated between the
+    durations at the ranks around (n - 1) * fraction, each read as its bucket's middle."""
+    rank = (sum(n for _, n in histogram) - 1) * fraction
+    low = int(rank)
+
+    def at(index: int) -> float:
+        seen = 0
+        for bucket, n in histogram:
+            seen += n
+            if seen > index:
+                return bucket_value(bucket)
+        return bucket_value(histogram[-1][0])
+
+    below = at(low)
+    return below + (rank - low) * (at(low + 1) - below)
+
+
+def _duration_histograms(parts: _Parts) -> list[dict[str, Any]]:
+    raw = (
+        _settled_calls(parts)
+        .filter(duration_ms__isnull=False)
+        .annotate(bucket=duration_bucket())
+        .values("tool", "bucket")
+        .annotate(calls=Count("*"))
+        .order_by()
+    )
+    rolled = _rolled(ToolCallDurationHourly, parts, keys=("tool", "bucket"), calls=Sum("calls"))
+    rows = [{**row, "bucket": int(row["bucket"])} for row in [*raw, *rolled]]
+    by_tool: dict[str, list[tuple[int, int]]] = {}
+    for row in _merge(rows, ("tool", "bucket"), ("calls",)):
+        by_tool.setdefault(row["tool"], []).append((row["bucket"], row["calls"]))
+    return [
+        {
+            "tool": tool,
+            "calls": sum(n for _, n in histogram),
+            "p50_ms": round(_histogram_percentile(histogram, 0.5), 3),
+            "p95_ms": round(_histogram_percentile(histogram, 0.95), 3),
+        }
+        for tool, histogram in by_tool.items()
+    ]
+
+
+def duration_percentiles(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
+    """[{tool, calls, p50_ms, p95_ms}] over settled calls with a measured duration.
+
+    Exact (percentile_cont) while the window holds no rolled-up hour; otherwise read from the
+    merged log-scale histograms (within 4.4% of the exact figure, tasks.rollups)."""
+    parts = parts or _parts(window)
+    if parts.rolled is not None:
+        return _duration_histograms(parts)
     if connection.vendor == "postgresql":
         rows = (
-            _settled_calls(window)
+            _settled_calls(parts)
             .filter(duration_ms__isnull=False)
             .values("tool")
             .annotate(
@@ -286,9 +449,18 @@ TABLES: dict[str, Callable[[Window], list[dict[str, Any]]]] = {
 }
 
 
+# The tables read from tool calls (and their roll-ups): they take the window's parts.
+_CALL_TABLES = {"by_step", "over_time", "heatmap", "retries", "durations"}
+
+
 def failure_statistics(window: Window) -> dict[str, Any]:
     """Everything the statistics page and `GET /api/v1/stats/failures` show."""
-    tables = {key: table(window) for key, table in TABLES.items() if key != "by_tool"}
+    parts = _parts(window)
+    tables = {
+        key: table(window, parts=parts) if key in _CALL_TABLES else table(window)
+        for key, table in TABLES.items()
+        if key != "by_tool"
+    }
     return {
         "window": {"since": window.since, "until": window.until, "bucket": window.bucket},
         "tasks": task_outcomes(window),

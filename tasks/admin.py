@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from tasks.models import ApiToken, AuditEntry, SweepRun, Task, TaskEvent, ToolCall
+from tasks.models import (
+    ApiToken,
+    AuditEntry,
+    RolledHour,
+    SweepRun,
+    Task,
+    TaskEvent,
+    ToolCall,
+    ToolCallDurationHourly,
+    ToolCallHourly,
+    ToolCallStepHourly,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -68,6 +79,29 @@ class AuditEntryAdmin(ReadOnlyAdmin):
 @admin.register(SweepRun)
 class SweepRunAdmin(ReadOnlyAdmin):
     list_display = ("name", "finished_at", "duration_ms", "runs", "counts", "host")
+
+
+@admin.register(RolledHour)
+class RolledHourAdmin(ReadOnlyAdmin):
+    list_display = ("hour", "unsettled", "rolled_at")
+    date_hierarchy = "hour"
+
+
+@admin.register(ToolCallHourly)
+class ToolCallHourlyAdmin(ReadOnlyAdmin):
+    list_display = ("hour", "tool", "status", "error_class", "attempts", "calls")
+    list_filter = ("tool", "status")
+
+
+@admin.register(ToolCallStepHourly)
+class ToolCallStepHourlyAdmin(ReadOnlyAdmin):
+    list_display = ("hour", "step_index", "calls", "failed")
+
+
+@admin.register(ToolCallDurationHourly)
+class ToolCallDurationHourlyAdmin(ReadOnlyAdmin):
+    list_display = ("hour", "tool", "bucket", "calls")
+    list_filter = ("tool",)
 
 
 @admin.register(ApiToken)

@@ -208,7 +208,8 @@ class SweepRun(models.Model):
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()
     duration_ms = models.FloatField(default=0.0)
-    # {"stalled": n, "redispatched": n, "failed": n, "requeued": n, "reviews_expired": n}
+    # {"stalled": n, "redispatched": n, "failed": n, "requeued": n, "reviews_expired": n,
+    #  "hours_rolled": n, ...}
     counts = models.JSONField(default=dict)
     runs = models.PositiveBigIntegerField(default=0)
     host = models.CharField(max_length=200, blank=True, default="")
@@ -258,3 +259,82 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.target}"
+
+
+# --- statistics roll-ups (written only by tasks.rollups, from the sweep) -----------------------
+# The failure statistics read whole, rolled-up hours from these tables and only the window's
+# ragged edges (less than an hour at the start, the not-yet-rolled hours at the end) from
+# ToolCall, so a 30-day window costs about what a 1-hour window does.
+
+
+class ToolCallHourly(models.Model):
+    """Settled tool calls per hour of `created_at` × tool × status × error class × attempts."""
+
+    hour = models.DateTimeField()
+    tool = models.CharField(max_length=100)
+    status = models.CharField(max_length=20, choices=ToolCallStatus.choices)
+    error_class = models.CharField(max_length=50, blank=True, default="")
+    attempts = models.PositiveIntegerField()
+    calls = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            # Leading `hour`: also the index every window read scans.
+            models.UniqueConstraint(
+                fields=["hour", "tool", "status", "error_class", "attempts"],
+                name="toolcallhourly_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H:00} {self.tool} {self.status}: {self.calls}"
+
+
+class ToolCallStepHourly(models.Model):
+    """Settled tool calls per hour × step index (the statistics' failure rate per step)."""
+
+    hour = models.DateTimeField()
+    step_index = models.PositiveIntegerField()
+    calls = models.PositiveIntegerField()
+    failed = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["hour", "step_index"], name="toolcallstephourly_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H:00} step {self.step_index}: {self.calls}"
+
+
+class ToolCallDurationHourly(models.Model):
+    """Settled calls with a measured duration per hour × tool × log-scale duration bucket
+    (`tasks.rollups.duration_bucket`): percentiles of any window merge these histograms."""
+
+    hour = models.DateTimeField()
+    tool = models.CharField(max_length=100)
+    bucket = models.IntegerField()
+    calls = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["hour", "tool", "bucket"], name="toolcalldurationhourly_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H:00} {self.tool} bucket {self.bucket}: {self.calls}"
+
+
+class RolledHour(models.Model):
+    """One row per hour the roll-ups cover (empty hours included, so the covered span is
+    contiguous). `unsettled`: calls of that hour that had no final outcome when it was rolled;
+    the sweep rolls such an hour again while it is young (tasks.rollups.RESETTLE_WITHIN)."""
+
+    hour = models.DateTimeField(unique=True)
+    unsettled = models.PositiveIntegerField(default=0)
+    rolled_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H:00} ({self.unsettled} unsettled)"

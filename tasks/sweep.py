@@ -8,6 +8,7 @@ crash or a Redis restart left behind is repaired from it.
 2. A queued task (or one whose retry backoff is past) whose RQ job is gone — Redis restarted or
    was flushed, or the job died before it acquired the task — is enqueued again.
 3. Overdue reviews expire (`review.services.reviews_expire_overdue`).
+4. Finished hours of tool calls are rolled up for the statistics (`tasks.rollups`).
 
 Every step is safe to run concurrently from several sweepers and to repeat: transitions are
 row-locked and conditional, and a duplicate job finds its task taken and exits.
@@ -30,6 +31,7 @@ from django.utils import timezone
 
 from tasks import services
 from tasks.models import SweepRun, Task, ToolCall, ToolCallStatus
+from tasks.rollups import rollups_advance
 from tasks.states import TaskStatus
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,7 @@ class SweepCounts:
     canceled: int = 0
     requeued: int = 0
     reviews_expired: int = 0
+    hours_rolled: int = 0
 
     def any(self) -> bool:
         return any(asdict(self).values())
@@ -229,6 +232,7 @@ def sweep_once() -> SweepCounts:
     )
     counts.requeued = tasks_requeue_orphaned(grace_s=settings.HARNESS_REQUEUE_GRACE_S)
     counts.reviews_expired = reviews_expire_overdue()
+    counts.hours_rolled = rollups_advance(now=started)
     sweep_record(started=started, duration_ms=(time.monotonic() - clock) * 1000, counts=counts)
     if counts.any():
         log.info("sweep: %s", asdict(counts))

@@ -1,0 +1,103 @@
+"""Statistics roll-ups: after the sweep folds whole hours into per-hour rows, every statistic
+of a window is what the raw calls give (durations within the histogram's resolution), and a
+call that settles after its hour was rolled still arrives."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from dashboard import stats
+from dashboard.windows import window_parse
+from tasks.models import RolledHour, ToolCall
+from tasks.rollups import HOUR, RESETTLE_EVERY, ROLL_LAG, hour_floor, rollups_advance
+
+pytestmark = pytest.mark.django_db
+
+COUNTED = ("by_tool", "by_step", "over_time", "heatmap", "retries")
+
+
+@pytest.fixture
+def history(make_task, make_call):
+    """Three days of calls at random minutes, every status and error class, plus one call
+    still awaiting review."""
+    rng = random.Random(17)
+    now = timezone.now()
+    task = make_task()
+    outcomes = [
+        ("succeeded", ""),
+        ("succeeded", ""),
+        ("failed", "permanent"),
+        ("failed", "transient"),
+        ("timed_out", "timeout"),
+        ("unknown_outcome", "unknown_outcome"),
+        ("denied", "denied"),
+    ]
+    for _ in range(400):
+        status, error_class = rng.choice(outcomes)
+        make_call(
+            task,
+            rng.choice(["read_file", "write_file", "http_request"]),
+            status,
+            at=now - timedelta(minutes=rng.uniform(1, 3 * 24 * 60)),
+            error_class=error_class,
+            attempts=rng.choice([0, 1, 1, 2, 3]),
+            step_index=rng.randrange(6),
+            duration_ms=rng.choice([None, rng.uniform(0.5, 900)]),
+        )
+    pending = make_call(task, "write_file", "awaiting_review", at=now - timedelta(hours=5))
+    return {"now": now, "task": task, "pending": pending}
+
+
+def statistics(now, since="7d"):
+    window = window_parse(since=since, bucket=None, now=now)
+    return stats.failure_statistics(window)
+
+
+def test_rolled_up_statistics_equal_the_raw_ones(history):
+    now = history["now"]
+    for since in ("7d", "24h", "90m"):
+        raw = statistics(now, since)
+        assert rollups_advance(now=now) >= 0
+        assert RolledHour.objects.exists()
+        rolled = statistics(now, since)
+        for key in COUNTED:
+            assert rolled[key] == raw[key], (since, key)
+        assert rolled["tasks"] == raw["tasks"]
+        assert [(d["tool"], d["calls"]) for d in rolled["durations"]] == [
+            (d["tool"], d["calls"]) for d in raw["durations"]
+        ]
+        for exact, approx in zip(raw["durations"], rolled["durations"], strict=True):
+            assert approx["p50_ms"] == pytest.approx(exact["p50_ms"], rel=0.05)
+
+
+def test_rolled_hours_cover_history_up_to_the_lag_contiguously(history):
+    now = history["now"]
+    rollups_advance(now=now)
+    hours = list(RolledHour.objects.order_by("hour").values_list("hour", flat=True))
+    oldest = ToolCall.objects.order_by("created_at").first().created_at
+    assert hours[0] == hour_floor(oldest)
+    assert hours[-1] == hour_floor(now - ROLL_LAG) - HOUR
+    assert all(b - a == HOUR for a, b in zip(hours, hours[1:], strict=False))
+    # Rolling again changes nothing.
+    before = statistics(now)
+    rollups_advance(now=now)
+    assert statistics(now) == before
+
+
+def test_call_settling_after_its_hour_was_rolled_reaches_the_statistics(history):
+    now = history["now"]
+    rollups_advance(now=now)
+    pending = history["pending"]
+    assert RolledHour.objects.get(hour=hour_floor(pending.created_at)).unsettled == 1
+    before = {row["tool"]: row for row in statistics(now)["by_tool"]}["write_file"]
+
+    ToolCall.objects.filter(id=pending.id).update(status="failed", error_class="permanent")
+    rollups_advance(now=now + RESETTLE_EVERY)
+
+    after = {row["tool"]: row for row in statistics(now)["by_tool"]}["write_file"]
+    assert (after["calls"], after["failed"]) == (before["calls"] + 1, before["failed"] + 1)
+    assert RolledHour.objects.get(hour=hour_floor(pending.created_at)).unsettled == 0
