@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StringConstraints,
     ValidationError,
     field_validator,
 )
@@ -165,6 +166,15 @@ DEFAULT_TRIGGERS = [
 ]
 
 
+GraphName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
+GraphRef = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+    ),
+]
+
+
 class HarnessConfig(_Strict):
     checkpoint_triggers: list[CheckpointTrigger] = DEFAULT_TRIGGERS
     review_rules: list[ReviewRuleConfig] = []
@@ -179,6 +189,10 @@ class HarnessConfig(_Strict):
     pricing: dict[str, ModelPrice] = {}
     review_webhook_url: str | None = None
     max_concurrent_tasks: int | None = Field(default=None, ge=1)
+    # LangGraph graphs a TaskSpec may name (`"agent": {"kind": "langgraph", "graph": NAME}`):
+    # NAME -> "package.module:attribute", a compiled graph or a StateGraph. Only operators
+    # name code to import; a spec only picks a NAME from here.
+    langgraph_graphs: dict[GraphName, GraphRef] = {}
 
     def trigger(self, event: str) -> CheckpointTrigger | None:
         """The configured trigger for a loop boundary, or None when it is switched off."""

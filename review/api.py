@@ -56,6 +56,8 @@ class ReviewOut(Schema):
     decision_reason: str
     comment: str
     url: str
+    # For a LangGraph interrupt: its id, mode, allowed decisions and, once decided, the answer.
+    interrupt: dict[str, Any] | None
 
     @staticmethod
     def resolve_task_title(obj: ReviewRequest) -> str:
@@ -86,12 +88,15 @@ class ReviewOut(Schema):
 
 class DecisionIn(Schema):
     # approve | reject; for a call whose outcome is unknown: mark_done | rerun | fail_task.
-    decision: Literal["approve", "reject", "mark_done", "rerun", "fail_task"]
+    # respond: answer a LangGraph interrupt (`response`: any JSON for a plain interrupt, the
+    # tool's answer as a string for a HumanInTheLoopMiddleware action).
+    decision: Literal["approve", "reject", "respond", "mark_done", "rerun", "fail_task"]
     comment: str = Field(default="", max_length=10_000)
     arguments: dict[str, Any] | None = None
     reason: str = Field(default="", max_length=200)
     # mark_done: what the call returned, as the operator found it (the model sees it).
     result: Any = None
+    response: Any = None
 
 
 @router.get("reviews", response=list[ReviewOut])
@@ -126,6 +131,7 @@ def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
             arguments=body.arguments,
             reason=body.reason,
             result=body.result,
+            response=body.response,
         )
     except services.ReviewError as exc:
         return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})

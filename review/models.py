@@ -15,6 +15,8 @@ class ReviewStatus(models.TextChoices):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    # A human answered a LangGraph interrupt instead of approving or rejecting it.
+    RESPONDED = "responded"
     EXPIRED = "expired"
     CANCELED = "canceled"
 
@@ -62,6 +64,11 @@ class ReviewRequest(models.Model):
     # The operator's reason for a rejection (sent back to the model with the comment).
     decision_reason = models.CharField(max_length=200, blank=True, default="")
     comment = models.TextField(blank=True, default="")
+    # A LangGraph interrupt under review (kind `langgraph`): {"id", "mode": plain | batched |
+    # per_call, "index" (the action within a batched request), "allowed": the decisions the
+    # graph accepts, "value" (plain)}; once decided also "decision", the exact answer the graph
+    # is resumed with (tasks.graph_runner).
+    interrupt = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["requested_at"]

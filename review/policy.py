@@ -9,6 +9,7 @@ the default does not rest on a pattern guessing which commands are dangerous."""
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
@@ -122,3 +123,33 @@ def evaluate(
     if tool.risk == "execute":
         return EXECUTE_REVIEW
     return ALLOW
+
+
+@dataclass(frozen=True)
+class _GraphAction:
+    """What rule_matches reads of a tool, for an action a LangGraph graph asks a human about."""
+
+    name: str
+    risk: str = "graph"
+
+
+def interrupt_policy(
+    *, tool_name: str, args: dict[str, Any], spec: dict[str, Any] | None = None
+) -> PolicyDecision:
+    """How a LangGraph interrupt is reviewed. The graph already decided to ask a human, so it
+    is always a review; the first rule matching the action (by tool name and arguments, as for
+    a harness tool) sets approvals, four-eyes and expiry. A matching deny rule is shown to the
+    reviewer as the reason: the graph, not the harness, runs the action."""
+    matched = [
+        (source, rule)
+        for source, rule in policy_rules()
+        if rule_matches(rule, tool=_GraphAction(name=tool_name), args=args)  # type: ignore[arg-type]
+    ]
+    for source, rule in matched:
+        if rule.action in ("review", "deny"):
+            return dataclasses.replace(_decision(rule, source), action="review")
+    return PolicyDecision(
+        action="review",
+        rules=[{"name": "langgraph-interrupt", "action": "review", "source": "graph"}],
+        reason="the graph asks for a human decision",
+    )

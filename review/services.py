@@ -68,6 +68,7 @@ def review_request_open(
     decision: PolicyDecision,
     preview: str,
     kind: str = "policy",
+    interrupt: dict[str, Any] | None = None,
 ) -> ReviewRequest:
     """Called by the loop inside its fenced transaction, just before the task pauses."""
     now = timezone.now()
@@ -90,6 +91,7 @@ def review_request_open(
         requested_at=now,
         expires_at=expires_at,
         reason=decision.reason[:200],
+        interrupt=interrupt,
     )
     url = harness_config().review_webhook_url
     if url:
@@ -185,11 +187,12 @@ def review_decide(
     *,
     review_id: Any,
     user: AbstractBaseUser,
-    decision: Literal["approve", "reject", "mark_done", "rerun", "fail_task"],
+    decision: Literal["approve", "reject", "respond", "mark_done", "rerun", "fail_task"],
     comment: str = "",
     arguments: dict[str, Any] | None = None,
     reason: str = "",
     result: Any = None,
+    response: Any = None,
 ) -> ReviewRequest:
     """Approve (optionally with edited arguments) or reject a pending review.
 
@@ -206,17 +209,26 @@ def review_decide(
         return review_resolve_unknown_outcome(
             review_id=review_id, user=user, decision=decision, result=result, comment=comment
         )
-    if decision not in ("approve", "reject"):
+    if decision not in ("approve", "reject", "respond"):
         raise ReviewInvalid(
-            "decision must be approve or reject",
-            errors=[{"field": "decision", "message": "approve or reject"}],
+            "decision must be approve, reject or respond",
+            errors=[{"field": "decision", "message": "approve, reject or respond"}],
         )
     if not user_can_decide(user):
         raise ReviewForbidden("only operators may decide reviews")
-    task_id, tool_name, spec = ReviewRequest.objects.values_list(
-        "task_id", "tool", "task__spec"
+    task_id, tool_name, spec, interrupt = ReviewRequest.objects.values_list(
+        "task_id", "tool", "task__spec", "interrupt"
     ).get(id=review_id)
-    if decision == "approve" and arguments is not None:
+    if interrupt is not None:
+        _graph_decision_check(
+            interrupt=interrupt, decision=decision, arguments=arguments, response=response
+        )
+    elif decision == "respond":
+        raise ReviewInvalid(
+            "respond answers a LangGraph interrupt; this review is a tool call",
+            errors=[{"field": "decision", "message": "approve or reject"}],
+        )
+    elif decision == "approve" and arguments is not None:
         _validate_arguments(tool_name=tool_name, arguments=arguments, spec=spec)
     actor = user.get_username()
     with transaction.atomic():
@@ -241,6 +253,15 @@ def review_decide(
                 raise ReviewConflict("you already approved this call; another operator must")
             approved = review.arguments if arguments is None else arguments
             approved_hash = canonical_hash(approved)
+            if (
+                interrupt is not None
+                and approved != review.original_arguments
+                and "edit" not in interrupt.get("allowed", [])
+            ):
+                raise ReviewInvalid(
+                    "this interrupt does not accept edited arguments",
+                    errors=[{"field": "arguments", "message": "edits are not allowed here"}],
+                )
             if arguments is not None and approved_hash != canonical_hash(review.arguments):
                 review.edited_arguments = arguments
                 review.save(update_fields=["edited_arguments"])
@@ -291,11 +312,12 @@ def review_decide(
             task=task,
             review=review,
             user=user,
-            status=ReviewStatus.REJECTED,
+            status=ReviewStatus.RESPONDED if decision == "respond" else ReviewStatus.REJECTED,
             comment=comment,
             reason=reason,
             approved=None,
             now=now,
+            response=response,
         )
 
 
@@ -309,10 +331,20 @@ def _settle(
     reason: str,
     approved: dict[str, Any] | None,
     now: datetime,
+    response: Any = None,
 ) -> ReviewRequest:
     """Close the review, settle its ToolCall, requeue the task. Caller holds both locks."""
     actor = user.get_username()
     call = review.tool_call
+    update_fields = ["status", "decided_at", "decided_by", "comment", "decision_reason"]
+    if review.interrupt is not None:
+        review.interrupt = {
+            **review.interrupt,
+            "decision": graph_resume_value(
+                review=review, status=status, approved=approved, comment=comment, response=response
+            ),
+        }
+        update_fields.append("interrupt")
     if status == ReviewStatus.APPROVED:
         call.status = ToolCallStatus.APPROVED
         call.arguments = approved
@@ -332,8 +364,10 @@ def _settle(
     review.decided_by = user
     review.comment = comment
     review.decision_reason = reason[:200]
-    review.save(update_fields=["status", "decided_at", "decided_by", "comment", "decision_reason"])
-    verb = "approved" if status == ReviewStatus.APPROVED else "rejected"
+    review.save(update_fields=update_fields)
+    verb = {ReviewStatus.APPROVED: "approved", ReviewStatus.RESPONDED: "responded"}.get(
+        status, "rejected"
+    )
     payload = {
         "review_id": review.id,
         "call_id": call.call_id,
@@ -367,6 +401,11 @@ def _settle(
 
 
 def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str, now: datetime) -> None:
+    # A graph may pause on several interrupts at once (one review each): it resumes with all
+    # the answers, so the task waits until the last of them is decided. The caller holds the
+    # task's lock, so of two concurrent last decisions exactly one sees none pending.
+    if ReviewRequest.objects.filter(task_id=task.id, status=ReviewStatus.PENDING).exists():
+        return
     waited = (now - review.requested_at).total_seconds()
     task = task_transition(
         task_id=task.id,
@@ -377,6 +416,67 @@ def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str, now: 
         fields={"review_wait_s": task.review_wait_s + max(0.0, waited)},
     )
     task_enqueue(task=task)
+
+
+# --- LangGraph interrupts (kind `langgraph`, see tasks.graph_runner) ---------------------------
+
+
+def _graph_decision_check(
+    *, interrupt: dict[str, Any], decision: str, arguments: Any, response: Any
+) -> None:
+    allowed = interrupt.get("allowed") or []
+    wanted = "edit" if decision == "approve" and arguments is not None else decision
+    if decision not in allowed and not (decision == "approve" and "edit" in allowed):
+        raise ReviewInvalid(
+            f"this interrupt accepts {', '.join(allowed)}",
+            errors=[{"field": "decision", "message": " | ".join(allowed)}],
+        )
+    if wanted == "edit" and not isinstance(arguments, dict):
+        raise ReviewInvalid(
+            "arguments must be a JSON object",
+            errors=[{"field": "arguments", "message": "must be a JSON object"}],
+        )
+    if decision == "respond":
+        if response is None:
+            raise ReviewInvalid(
+                "respond needs a response",
+                errors=[{"field": "response", "message": "required for respond"}],
+            )
+        if interrupt.get("mode") != "plain" and not isinstance(response, str):
+            raise ReviewInvalid(
+                "the response to a tool approval is the tool's answer: a string",
+                errors=[{"field": "response", "message": "must be a string"}],
+            )
+
+
+def graph_resume_value(
+    *,
+    review: ReviewRequest,
+    status: str,
+    approved: dict[str, Any] | None,
+    comment: str,
+    response: Any,
+) -> dict[str, Any]:
+    """The answer the graph gets for this review, in the shape its interrupt expects: a plain
+    interrupt gets {"type": approve | reject | respond, ...}; a HumanInTheLoopMiddleware
+    action gets the middleware's decision (approve, edit with the edited action, reject with
+    a message, respond with a message). An expired review answers as a rejection."""
+    plain = (review.interrupt or {}).get("mode") == "plain"
+    if status == ReviewStatus.APPROVED:
+        if approved is not None and approved != review.original_arguments and not plain:
+            return {"type": "edit", "edited_action": {"name": review.tool, "args": approved}}
+        return {"type": "approve"}
+    if status == ReviewStatus.RESPONDED:
+        return (
+            {"type": "respond", "value": response}
+            if plain
+            else {
+                "type": "respond",
+                "message": response,
+            }
+        )
+    message = comment or ("the review expired" if status == ReviewStatus.EXPIRED else "")
+    return {"type": "reject", "message": message}
 
 
 # --- calls whose outcome is unknown --------------------------------------------------------
@@ -544,7 +644,16 @@ def _expire(*, task: Task, review: ReviewRequest, now: datetime) -> None:
     call.save(update_fields=["status", "error_class", "error_message", "result", "finished_at"])
     review.status = ReviewStatus.EXPIRED
     review.decided_at = now
-    review.save(update_fields=["status", "decided_at"])
+    update_fields = ["status", "decided_at"]
+    if review.interrupt is not None:
+        review.interrupt = {
+            **review.interrupt,
+            "decision": graph_resume_value(
+                review=review, status=ReviewStatus.EXPIRED, approved=None, comment="", response=None
+            ),
+        }
+        update_fields.append("interrupt")
+    review.save(update_fields=update_fields)
     event_record(
         task_id=task.id,
         type="review_expired",

@@ -273,7 +273,9 @@ def task_spec_check(spec: TaskSpec) -> None:
         except UnknownTool:
             known = ", ".join(registry.names())
             raise SpecError(f"tools.{index}", f"unknown tool {name!r}; known: {known}") from None
-    if spec.model.kind == "scripted":
+    if spec.agent is not None:
+        _agent_spec_check(spec)
+    elif spec.model.kind == "scripted":
         allowed = set(spec.tools)
         for t_index, turn in enumerate(spec.model.script):
             names = [turn.call] if turn.call else [c.call for c in turn.calls or []]
@@ -314,7 +316,18 @@ def _timeouts_check(spec: TaskSpec) -> None:
         )
 
 
+def _agent_spec_check(spec: TaskSpec) -> None:
+    from harness_site.config import harness_config
+
+    graphs = harness_config().langgraph_graphs
+    if spec.agent.graph not in graphs:
+        known = ", ".join(sorted(graphs)) or "none (harness.yaml langgraph_graphs)"
+        raise SpecError("agent.graph", f"unknown graph {spec.agent.graph!r}; registered: {known}")
+
+
 def _model_spec_check(spec: TaskSpec) -> None:
+    if spec.model is None:
+        return
     if spec.model.kind == "openai":
         from tasks.llm import ModelError
         from tasks.llm.openai import endpoint_for

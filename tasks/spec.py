@@ -79,6 +79,31 @@ ModelSpec = Annotated[
 ]
 
 
+AGENT_INPUT_MAX_BYTES = 256 * 1024
+
+
+class LangGraphAgentSpec(_Spec):
+    """An operator-registered LangGraph graph (harness.yaml `langgraph_graphs`) instead of the
+    harness's own loop; `input` is the graph's first input (its state's JSON)."""
+
+    kind: Literal["langgraph"]
+    graph: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+    input: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("input")
+    @classmethod
+    def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
+        import json
+
+        try:
+            size = len(json.dumps(value, allow_nan=False).encode())
+        except ValueError:
+            raise ValueError("must be JSON without NaN or infinite numbers") from None
+        if size > AGENT_INPUT_MAX_BYTES:
+            raise ValueError(f"at most {AGENT_INPUT_MAX_BYTES} bytes of JSON (got {size})")
+        return value
+
+
 def _check_relative_paths(paths: Iterable[str]) -> None:
     """Workspace-relative paths only; raised as ValueError so pydantic reports the field."""
     from tasks.tools.workspace import PathEscapeError, validate_relative_path
@@ -181,7 +206,9 @@ class TaskSpec(_Spec):
     title: str = Field(min_length=1, max_length=200)
     goal: str = Field(min_length=1, max_length=100_000)
     priority: Literal["high", "default", "low"] = "default"
-    model: ModelSpec
+    # Exactly one: the harness's loop driven by `model`, or a registered graph (`agent`).
+    model: ModelSpec | None = None
+    agent: LangGraphAgentSpec | None = None
     tools: list[str] = Field(default_factory=list, max_length=200)
     workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
@@ -193,3 +220,9 @@ class TaskSpec(_Spec):
     system_prompt: str | None = Field(default=None, max_length=50_000)
     context: ContextSpec | None = None
     checks: ChecksSpec | None = None
+
+    @model_validator(mode="after")
+    def _model_or_agent(self) -> TaskSpec:
+        if (self.model is None) == (self.agent is None):
+            raise ValueError("give exactly one of 'model' (the harness loop) or 'agent' (a graph)")
+        return self

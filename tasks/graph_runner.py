@@ -1,0 +1,515 @@
+"""Graphs as tasks: an operator-registered LangGraph graph run by an RQ job under the task's
+state machine (`tasks.jobs.run_task` dispatches here when the spec has `agent`).
+
+    acquire (lease epoch) -> the graph's thread (thread_id = task id) in DjangoCheckpointSaver:
+        no checkpoint yet           -> start with spec.agent.input
+        interrupts, all decided     -> Command(resume={interrupt id: answer})
+        interrupts, not yet reviewed-> open the reviews (a crash came between) and pause
+        otherwise                   -> None: continue from the latest checkpoint (retry, resume,
+                                       redispatch after a crash, kill -9 or a cancel)
+    stream super-steps: each LangGraph checkpoint is a step on the timeline (one fenced write
+    of its events: heartbeat, lease proof, cancel flag), each node run and tool call a span;
+    between super-steps: lease, cancel, session timeout, step budget
+    end: interrupts -> one review per action, task waiting_review, the job ends;
+         no next node -> succeeded with the graph's answer; an exception -> failed.
+
+What a graph node does between two checkpoints is LangGraph's: a cancel or a lost lease stops
+the run at the next super-step boundary, and `turn_timeout_s` bounds one super-step
+(LangGraph's step_timeout). Completed nodes of an interrupted super-step are not re-run: their
+pending writes are in the checkpointer.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import time
+import typing
+from typing import Any, NoReturn
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from langgraph.errors import GraphRecursionError
+from langgraph.types import Command
+
+from checkpoints.langgraph import DjangoCheckpointSaver
+from harness_site.config import harness_config
+from review.models import ReviewRequest, ReviewStatus
+from review.policy import interrupt_policy
+from review.services import review_request_open
+from tasks import services
+from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.runtime import Paused, StopRun, Watchdog, worker_identity
+from tasks.spec import TaskSpec
+from tasks.states import LeaseLost, TaskStatus
+
+log = logging.getLogger(__name__)
+
+RESULT_MAX_CHARS = 5000
+TEXT_MAX_CHARS = 500
+REVIEW_KIND = "langgraph"
+ALL_DECISIONS = ["approve", "edit", "reject", "respond"]
+PLAIN_DECISIONS = ["approve", "reject", "respond"]
+
+
+class GraphNotRegistered(Exception):
+    pass
+
+
+def graph_load(name: str) -> Any:
+    """The graph harness.yaml registers as `name`, compiled without a checkpointer of its own
+    (the runner attaches the task's). Only operators name code to import."""
+    ref = harness_config().langgraph_graphs.get(name)
+    if ref is None:
+        raise GraphNotRegistered(f"graph {name!r} is not registered in harness.yaml")
+    module_name, _, attr_path = ref.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for attr in attr_path.split("."):
+        target = getattr(target, attr)
+    if hasattr(target, "compile") and not hasattr(target, "stream"):
+        target = target.compile()  # a StateGraph builder
+    if not hasattr(target, "stream") or not hasattr(target, "copy"):
+        raise GraphNotRegistered(f"{ref} is not a LangGraph graph (compiled or StateGraph)")
+    return target
+
+
+def is_graph_task(*, task_id: Any) -> bool:
+    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first()
+    return bool(spec and spec.get("agent"))
+
+
+def graph_task_run(*, task_id: Any) -> str:
+    """As tasks.runtime.task_run, for a task whose spec names a graph."""
+    worker_id = worker_identity()
+    try:
+        task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+        if task is None and services.task_wake(task_id=task_id):
+            task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+    except services.CapacityFull:
+        services.task_defer(task_id=task_id)
+        return "deferred"
+    if task is None:
+        log.info("task %s is not queued; nothing to do", task_id)
+        return "skipped"
+    return GraphRun(task, worker_id).execute()
+
+
+def graph_thread_config(*, task_id: Any, checkpoint_id: str | None = None) -> dict[str, Any]:
+    configurable: dict[str, Any] = {"thread_id": str(task_id), "checkpoint_ns": ""}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+
+
+def _text(value: Any, limit: int = TEXT_MAX_CHARS) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more]"
+
+
+class GraphRun:
+    def __init__(self, task: Task, worker_id: str) -> None:
+        self.task = task
+        self.task_id = task.id
+        self.epoch = task.lease_epoch
+        self.worker_id = worker_id
+        self.spec = TaskSpec.model_validate(task.spec)
+        timeouts = harness_config().timeouts
+        budget = self.spec.budget
+        self.session_s = budget.session_timeout_s or timeouts.session_s
+        self.step_s = budget.turn_timeout_s or timeouts.turn_s
+        self.session_started = task.started_at or timezone.now()
+        self.human_wait_s = task.review_wait_s
+        self.run_started = time.monotonic()
+        self.seconds_before = task.seconds_used
+        self.steps_used = task.steps_used
+        self.step_index = task.current_step
+        self.cancel_seen = task.cancel_requested
+        self.pending_events: list[Any] = []
+        self.saver = DjangoCheckpointSaver(task_id=task.id)
+        self.config = {
+            **graph_thread_config(task_id=task.id),
+            "recursion_limit": budget.max_steps + 10,
+        }
+        self.config["configurable"]["harness_workspace"] = str(task.workspace_path)
+        self.watchdog = Watchdog(
+            task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
+        )
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def event(self, type: str, payload: dict[str, Any]) -> None:
+        self.pending_events.append(
+            services.event_build(
+                task_id=self.task_id, type=type, payload=payload, step_index=self.step_index
+            )
+        )
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "current_step": self.step_index,
+            "steps_used": self.steps_used,
+            "seconds_used": self.seconds_before + (time.monotonic() - self.run_started),
+        }
+
+    def commit(self, *, inserts: list[Any] = (), **fields: Any) -> None:
+        """One fenced write: lease proof + heartbeat + usage + this step's events (+ rows)."""
+        self.cancel_seen = services.task_fenced_write(
+            task_id=self.task_id,
+            epoch=self.epoch,
+            inserts=[*inserts, *self.pending_events],
+            **{**self.usage(), **fields},
+        )
+        self.pending_events = []
+
+    def boundary_checks(self) -> None:
+        if self.watchdog.lease_lost.is_set():
+            raise LeaseLost("heartbeat found the lease taken")
+        if self.watchdog.cancel_requested.is_set() or self.cancel_seen:
+            raise StopRun("canceled", "canceled by operator")
+        elapsed = (timezone.now() - self.session_started).total_seconds() - self.human_wait_s
+        if elapsed > self.session_s:
+            self.event("timeout", {"layer": "session", "limit_s": self.session_s})
+            raise StopRun(
+                "timeout", f"session timeout: {self.session_s:g}s exceeded (layer: session)"
+            )
+        if self.steps_used >= self.spec.budget.max_steps:
+            raise StopRun("budget_exceeded", f"max_steps={self.spec.budget.max_steps} reached")
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def execute(self) -> str:
+        self.watchdog.start()
+        try:
+            graph = graph_load(self.spec.agent.graph).copy(
+                update={"checkpointer": self.saver, "step_timeout": self.step_s}
+            )
+            self.boundary_checks()
+            first = self.first_input(graph)
+            self.stream(graph, first)
+            self.settle(graph)
+            return "succeeded"
+        except Paused:
+            return "paused"
+        except LeaseLost as exc:
+            log.warning("task %s: %s; stopping without further writes", self.task_id, exc)
+            return "lease_lost"
+        except StopRun as stop:
+            return self.finish_stopped(stop)
+        except GraphRecursionError as exc:
+            return self.finish_stopped(StopRun("budget_exceeded", str(exc)[:500]))
+        except TimeoutError as exc:
+            return self.finish_stopped(
+                StopRun("timeout", f"a super-step exceeded {self.step_s:g}s (layer: turn): {exc}")
+            )
+        except GraphNotRegistered as exc:
+            return self.finish_stopped(StopRun("graph_not_registered", str(exc)))
+        except Exception as exc:  # the graph's own error: the task fails, its state is kept
+            log.exception("task %s: graph failed", self.task_id)
+            return self.finish_stopped(StopRun("graph_error", f"{type(exc).__name__}: {exc}"))
+        finally:
+            self.watchdog.finish()
+            self.saver.close()
+
+    def first_input(self, graph: Any) -> Any:
+        state = graph.get_state(self.config)
+        if state.created_at is None:
+            self.event("task_started", {"worker": self.worker_id, "epoch": self.epoch})
+            return self.spec.agent.input
+        checkpoint_id = state.config["configurable"]["checkpoint_id"]
+        if state.interrupts:
+            reviews = self.reviews_of(checkpoint_id)
+            if not reviews:
+                self.pause_for_reviews(state)  # the run stopped before it opened them
+            if any(r.status == ReviewStatus.PENDING for r in reviews):
+                self.pause(reason="reviews still pending")
+            answers = self.answers(reviews)
+            self.event(
+                "graph_resumed",
+                {"checkpoint_id": checkpoint_id, "answers": _jsonable(answers)},
+            )
+            return Command(resume=answers)
+        self.event(
+            "resumed",
+            {
+                "worker": self.worker_id,
+                "epoch": self.epoch,
+                "graph_checkpoint_id": checkpoint_id,
+                "next": list(state.next),
+            },
+        )
+        return None
+
+    def stream(self, graph: Any, first: Any) -> None:
+        self.commit()
+        for mode, chunk in graph.stream(
+            first, self.config, stream_mode=["checkpoints", "tasks"], durability="sync"
+        ):
+            if mode == "tasks" and "result" in chunk:
+                self.record_node(chunk)
+            elif mode == "checkpoints":
+                self.record_super_step(chunk)
+                self.boundary_checks()
+
+    def record_super_step(self, chunk: dict[str, Any]) -> None:
+        metadata = chunk.get("metadata") or {}
+        step = int(metadata.get("step", 0))
+        if metadata.get("source") == "loop" and step > 0:
+            self.steps_used += 1
+        self.step_index = max(step, 0)
+        self.event(
+            "graph_step",
+            {
+                "checkpoint_id": chunk["config"]["configurable"]["checkpoint_id"],
+                "step": step,
+                "source": metadata.get("source"),
+                "parents": metadata.get("parents") or {},
+                "next": list(chunk.get("next") or []),
+            },
+        )
+        self.commit()
+
+    def record_node(self, chunk: dict[str, Any]) -> None:
+        result = chunk.get("result")
+        writes = result if isinstance(result, dict) else {}
+        self.event(
+            "graph_node",
+            {
+                "node": chunk["name"],
+                "graph_task_id": chunk["id"],
+                "error": _text(chunk["error"]) if chunk.get("error") else "",
+                "writes": sorted(str(k) for k in writes),
+                "interrupts": len(chunk.get("interrupts") or []),
+            },
+        )
+        messages = writes.get("messages") if isinstance(writes, dict) else None
+        for message in messages if isinstance(messages, list) else []:
+            for call in getattr(message, "tool_calls", None) or []:
+                self.event(
+                    "graph_tool_call",
+                    {
+                        "node": chunk["name"],
+                        "tool": call.get("name"),
+                        "tool_call_id": call.get("id"),
+                        "arguments": _jsonable(call.get("args")),
+                    },
+                )
+            if getattr(message, "type", "") == "tool":
+                self.event(
+                    "graph_tool_result",
+                    {
+                        "node": chunk["name"],
+                        "tool": getattr(message, "name", ""),
+                        "tool_call_id": getattr(message, "tool_call_id", ""),
+                        "status": getattr(message, "status", "success"),
+                        "content": _text(message.content),
+                    },
+                )
+
+    def settle(self, graph: Any) -> None:
+        state = graph.get_state(self.config)
+        if state.interrupts:
+            self.pause_for_reviews(state)
+        result = self.answer_of(state.values)
+        self.event("task_finished", {"result": result[:2000]})
+        with transaction.atomic():
+            self.commit()
+            services.task_transition(
+                task_id=self.task_id,
+                to=TaskStatus.SUCCEEDED,
+                expect_epoch=self.epoch,
+                reason="graph finished",
+                fields={"result": result, **self.usage()},
+            )
+
+    @staticmethod
+    def answer_of(values: Any) -> str:
+        messages = values.get("messages") if isinstance(values, dict) else None
+        if messages:
+            content = getattr(messages[-1], "content", messages[-1])
+            return _text(content, RESULT_MAX_CHARS)
+        return _text(values, RESULT_MAX_CHARS)
+
+    # -- interrupts are reviews --------------------------------------------------------------
+
+    def reviews_of(self, checkpoint_id: str) -> list[ReviewRequest]:
+        return [
+            review
+            for review in ReviewRequest.objects.filter(task_id=self.task_id, kind=REVIEW_KIND)
+            if (review.interrupt or {}).get("checkpoint_id") == checkpoint_id
+        ]
+
+    @staticmethod
+    def answers(reviews: list[ReviewRequest]) -> dict[str, Any]:
+        """Command(resume=...) by interrupt id: a batched HumanInTheLoopMiddleware request gets
+        {"decisions": [...]} in action order, any other interrupt its single answer."""
+        answers: dict[str, Any] = {}
+        batched: dict[str, list[tuple[int, Any]]] = {}
+        for review in reviews:
+            interrupt = review.interrupt
+            decision = interrupt.get("decision") or {"type": "reject", "message": ""}
+            if interrupt["mode"] == "batched":
+                batched.setdefault(interrupt["id"], []).append((interrupt["index"], decision))
+            else:
+                answers[interrupt["id"]] = decision
+        for interrupt_id, decisions in batched.items():
+            answers[interrupt_id] = {"decisions": [d for _i, d in sorted(decisions)]}
+        return answers
+
+    def pause_for_reviews(self, state: Any) -> NoReturn:
+        checkpoint_id = state.config["configurable"]["checkpoint_id"]
+        nodes = {i.id: task.name for task in state.tasks for i in task.interrupts}
+        rows: list[tuple[ToolCall, dict[str, Any], str]] = []
+        for interrupt in state.interrupts:
+            for index, (tool, args, meta, preview) in enumerate(
+                interrupt_actions(interrupt, node=nodes.get(interrupt.id, "interrupt"))
+            ):
+                row = ToolCall(
+                    task_id=self.task_id,
+                    call_id=f"lg:{checkpoint_id}:{interrupt.id}:{index}"[:100],
+                    tool=tool[:100],
+                    arguments=args,
+                    risk="graph",
+                    status=ToolCallStatus.AWAITING_REVIEW,
+                    step_index=self.step_index,
+                )
+                meta = {
+                    **meta,
+                    "id": interrupt.id,
+                    "index": index,
+                    "checkpoint_id": checkpoint_id,
+                    "node": nodes.get(interrupt.id, ""),
+                }
+                rows.append((row, meta, preview))
+                self.event(
+                    "review_requested",
+                    {"call_id": row.call_id, "tool": tool, "interrupt_id": interrupt.id},
+                )
+
+        def open_reviews() -> None:
+            for row, meta, preview in rows:
+                review_request_open(
+                    tool_call=row,
+                    checkpoint_id=None,
+                    decision=interrupt_policy(
+                        tool_name=row.tool, args=row.arguments, spec=self.task.spec
+                    ),
+                    preview=preview,
+                    kind=REVIEW_KIND,
+                    interrupt=meta,
+                )
+
+        self.pause(
+            reason=f"graph interrupt: {rows[0][0].tool}",
+            inserts=[r[0] for r in rows],
+            then=open_reviews,
+        )
+
+    def pause(self, *, reason: str, inserts: list[Any] = (), then: Any = None) -> NoReturn:
+        with transaction.atomic():
+            self.commit(inserts=list(inserts))
+            if then is not None:
+                then()
+            services.task_transition(
+                task_id=self.task_id,
+                to=TaskStatus.WAITING_REVIEW,
+                expect_epoch=self.epoch,
+                reason=reason[:500],
+                fields={"worker_id": ""},
+            )
+        raise Paused()
+
+    def finish_stopped(self, stop: StopRun) -> str:
+        to = TaskStatus.CANCELED if stop.error_class == "canceled" else TaskStatus.FAILED
+        self.event(
+            "task_stopped", {"error_class": stop.error_class, "message": stop.message[:2000]}
+        )
+        try:
+            with transaction.atomic():
+                self.commit()
+                services.task_transition(
+                    task_id=self.task_id,
+                    to=to,
+                    expect_epoch=self.epoch,
+                    reason=stop.message[:500],
+                    fields={
+                        "error_class": stop.error_class,
+                        "error_message": stop.message[:5000],
+                        **self.usage(),
+                    },
+                )
+        except LeaseLost:
+            return "lease_lost"
+        return str(to)
+
+
+def interrupt_actions(interrupt: Any, *, node: str) -> list[tuple[str, dict, dict, str]]:
+    """(tool, arguments, interrupt meta, preview) for each decision an interrupt asks for."""
+    value = interrupt.value
+    if isinstance(value, dict) and isinstance(value.get("action_requests"), list):
+        configs = {c.get("action_name"): c for c in value.get("review_configs") or []}
+        out = []
+        for action in value["action_requests"]:
+            allowed = (configs.get(action.get("name")) or {}).get("allowed_decisions")
+            out.append(
+                (
+                    str(action.get("name", "action")),
+                    _jsonable(action.get("args") or {}),
+                    {"mode": "batched", "allowed": list(allowed or ALL_DECISIONS)},
+                    str(action.get("description", "")),
+                )
+            )
+        return out
+    if isinstance(value, dict) and value.get("type") == "tool_approval":
+        return [
+            (
+                str(value.get("name", "tool")),
+                _jsonable(value.get("args") or {}),
+                {
+                    "mode": "per_call",
+                    "allowed": decisions_of(interrupt.response_schema) or ALL_DECISIONS,
+                    "tool_call_id": value.get("tool_call_id"),
+                },
+                str(value.get("description", "")),
+            )
+        ]
+    arguments = _jsonable(value) if isinstance(value, dict) else {"value": _jsonable(value)}
+    return [
+        (
+            node,
+            arguments,
+            {"mode": "plain", "allowed": PLAIN_DECISIONS},
+            json.dumps(arguments, indent=2, ensure_ascii=False, default=str),
+        )
+    ]
+
+
+_DECISION_TYPES = {
+    "ApproveDecision": "approve",
+    "EditDecision": "edit",
+    "RejectDecision": "reject",
+    "RespondDecision": "respond",
+}
+
+
+def decisions_of(schema: Any) -> list[str]:
+    """The decisions a per-call tool approval accepts, read from its response_schema (a
+    union of the middleware's decision types)."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        name = getattr(node, "__name__", "")
+        if name in _DECISION_TYPES and _DECISION_TYPES[name] not in found:
+            found.append(_DECISION_TYPES[name])
+            return
+        for arg in typing.get_args(node):
+            walk(arg)
+
+    if schema is not None:
+        walk(schema)
+    return found
