@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('review', '0002_rules_approvals'),
+        ('review', '0003_rule_risk_execute'),
     ]
 
     operations = [
