@@ -151,8 +151,19 @@ class SandboxConfig(_Strict):
 
 
 class RetentionConfig(_Strict):
+    """checkpoints/retention.py: once a task finishes, of each checkpoint level it keeps the
+    newest `keep_last_per_task` (every checkpoint of a level in `keep_levels`). The sweep
+    applies it every `every` seconds; unreferenced blobs are collected every `gc_every`."""
+
     keep_last_per_task: int = Field(default=50, ge=1)
     keep_levels: list[Literal["task", "step", "tool"]] = ["task", "step"]
+    every: float = Field(default=600.0, gt=0)
+    gc_every: float = Field(default=86400.0, gt=0)
+
+    @field_validator("every", "gc_every", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float:
+        return parse_duration(value)
 
 
 DEFAULT_TRIGGERS = [

@@ -114,6 +114,9 @@ HARNESS_BWRAP = env_str("HARNESS_BWRAP", "")
 HARNESS_HEARTBEAT_S = env_float("HARNESS_HEARTBEAT_S", 5.0)
 HARNESS_STALE_AFTER_S = env_float("HARNESS_STALE_AFTER_S", 2 * HARNESS_HEARTBEAT_S)
 HARNESS_SWEEP_INTERVAL_S = env_float("HARNESS_SWEEP_INTERVAL_S", 5.0)
+# The retention job the sweep runs on the schedule of harness.yaml's `retention` (a dotted path:
+# checkpoints build on tasks, so the sweep names the job instead of importing it).
+HARNESS_RETENTION_JOB = env_str("HARNESS_RETENTION_JOB", "checkpoints.retention.retention_run")
 HARNESS_MAX_REDISPATCHES = env_int("HARNESS_MAX_REDISPATCHES", 3, minimum=0)
 HARNESS_REQUEUE_GRACE_S = env_float("HARNESS_REQUEUE_GRACE_S", 10.0)
 # A task that finds `max_concurrent_tasks` already running is put back after this delay.

@@ -45,7 +45,7 @@ HOUR = timedelta(hours=1)
 ROLL_LAG = timedelta(minutes=5)
 RESETTLE_WITHIN = timedelta(days=2)
 RESETTLE_EVERY = timedelta(minutes=2)
-MAX_HOURS_PER_RUN = 24 * 14
+MAX_HOURS_PER_RUN = 48
 MAX_RESETTLE_PER_RUN = 48
 # Duration histogram resolution: BUCKETS_PER_DOUBLING buckets per factor of two, so a bucket's
 # geometric middle is within 2^(1/16) - 1 ≈ 4.4% of every duration in it.

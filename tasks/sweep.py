@@ -9,6 +9,9 @@ crash or a Redis restart left behind is repaired from it.
    was flushed, or the job died before it acquired the task — is enqueued again.
 3. Overdue reviews expire (`review.services.reviews_expire_overdue`).
 4. Finished hours of tool calls are rolled up for the statistics (`tasks.rollups`).
+5. Every `retention.every` (harness.yaml), retention thins the checkpoints of the tasks that
+   finished since its last run, and every `retention.gc_every` it collects unreferenced blobs
+   (the job named by settings.HARNESS_RETENTION_JOB, `checkpoints.retention.retention_run`).
 
 Every step is safe to run concurrently from several sweepers and to repeat: transitions are
 row-locked and conditional, and a duplicate job finds its task taken and exits.
@@ -20,7 +23,7 @@ import logging
 import socket
 import time
 from dataclasses import asdict, dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,7 +31,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
+from harness_site.config import harness_config
 from tasks import services
 from tasks.models import SweepRun, Task, ToolCall, ToolCallStatus
 from tasks.rollups import rollups_advance
@@ -50,6 +55,8 @@ class SweepCounts:
     requeued: int = 0
     reviews_expired: int = 0
     hours_rolled: int = 0
+    checkpoints_deleted: int = 0
+    blobs_deleted: int = 0
 
     def any(self) -> bool:
         return any(asdict(self).values())
@@ -218,6 +225,50 @@ def sweep_record(*, started: Any, duration_ms: float, counts: SweepCounts) -> No
         SweepRun.objects.get_or_create(name=SWEEPER_NAME, defaults={**values, "runs": 1})
 
 
+RETENTION_NAME = "retention"
+
+
+def _due(run: SweepRun | None, key: str, every_s: float, now: Any) -> bool:
+    last = run.counts.get(key) if run else None
+    return last is None or now - datetime.fromisoformat(last) >= timedelta(seconds=every_s)
+
+
+def sweep_retention(*, now: Any) -> dict[str, Any]:
+    """Run the retention job if it is due; returns its counts ({} when it did not run). Its
+    SweepRun row ("retention") keeps the job's state between runs (the finished_at cursor,
+    when it and the garbage collection last ran). Lock contract: that row, select_for_update
+    with skip_locked, so one sweeper runs retention at a time and the others skip it."""
+    policy = harness_config().retention
+    SweepRun.objects.get_or_create(
+        name=RETENTION_NAME, defaults={"started_at": now, "finished_at": now}
+    )
+    with transaction.atomic():
+        run = (
+            SweepRun.objects.select_for_update(skip_locked=True).filter(name=RETENTION_NAME).first()
+        )
+        if run is None or not _due(run, "ran_at", policy.every, now):
+            return {}
+        collect = _due(run, "collected_at", policy.gc_every, now)
+        clock = time.monotonic()
+        result = import_string(settings.HARNESS_RETENTION_JOB)(
+            state=run.counts, collect_garbage=collect
+        )
+        run.counts = {
+            **result,
+            "ran_at": now.isoformat(),
+            "collected_at": now.isoformat() if collect else run.counts.get("collected_at"),
+        }
+        run.started_at = now
+        run.finished_at = timezone.now()
+        run.duration_ms = (time.monotonic() - clock) * 1000
+        run.runs += 1
+        run.host = socket.gethostname()
+        run.save(
+            update_fields=["counts", "started_at", "finished_at", "duration_ms", "runs", "host"]
+        )
+    return result
+
+
 def sweep_once() -> SweepCounts:
     """One pass of the sweep; safe to run from several processes at once."""
     from review.services import reviews_expire_overdue  # review builds on tasks: import late
@@ -233,6 +284,9 @@ def sweep_once() -> SweepCounts:
     counts.requeued = tasks_requeue_orphaned(grace_s=settings.HARNESS_REQUEUE_GRACE_S)
     counts.reviews_expired = reviews_expire_overdue()
     counts.hours_rolled = rollups_advance(now=started)
+    retention = sweep_retention(now=started)
+    counts.checkpoints_deleted = retention.get("checkpoints_deleted", 0)
+    counts.blobs_deleted = retention.get("blobs_deleted", 0)
     sweep_record(started=started, duration_ms=(time.monotonic() - clock) * 1000, counts=counts)
     if counts.any():
         log.info("sweep: %s", asdict(counts))

@@ -1,5 +1,6 @@
-"""Retention: old tool-level checkpoints go, what rollback needs stays, and blobs nothing
-references any more are collected."""
+"""Retention: once a task finished, old checkpoints beyond the keep rule go, whatever an open
+review, a rollback, a held task or an unknown outcome still needs stays, it runs from the
+sweep on its schedule, and blobs nothing references any more are collected."""
 
 from __future__ import annotations
 
@@ -9,53 +10,151 @@ import pytest
 from django.utils import timezone
 
 from checkpoints.models import Blob, Checkpoint
-from checkpoints.retention import BLOB_GRACE_S, checkpoints_apply_retention
+from checkpoints.recovery import checkpoint_rollback
+from checkpoints.retention import BLOB_GRACE_S, checkpoints_apply_retention, retention_run
 from checkpoints.services import checkpoint_decode
 from checkpoints.snapshots import snapshot_blob_keys, snapshot_restore
 from harness_site import config
+from review.models import ReviewRequest
+from tasks.models import ToolCall, ToolCallStatus
+from tasks.sweep import sweep_once, sweep_retention
 from tests.checkpoints.conftest import NO_REVIEW_CONFIG, spec_dict
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+WRITES = 5
 
-def test_retention_keeps_recent_step_and_head_checkpoints_and_collects_orphan_blobs(
-    settings, tmp_path, make_task, run_inline
-):
-    path = tmp_path / "retention.yaml"
-    path.write_text(
-        NO_REVIEW_CONFIG + "retention: {keep_last_per_task: 3, keep_levels: [task, step]}\n"
-    )
-    settings.HARNESS_CONFIG_FILE = path
-    config.harness_config.cache_clear()
-    task = make_task(
-        spec_dict(
-            *[
-                {"call": "write_file", "args": {"path": f"f{i}.txt", "content": f"v{i}"}}
-                for i in range(4)
-            ],
-            {"final": "done"},
-            tools=["write_file"],
+
+@pytest.fixture
+def policy(settings, tmp_path):
+    def use(retention: str) -> None:
+        path = tmp_path / "retention.yaml"
+        path.write_text(NO_REVIEW_CONFIG + f"retention: {retention}\n")
+        settings.HARNESS_CONFIG_FILE = path
+        config.harness_config.cache_clear()
+
+    return use
+
+
+@pytest.fixture
+def finished_task(make_task, run_inline, operator):
+    """A succeeded task that wrote WRITES files (one tool-level checkpoint before each)."""
+
+    def make():
+        task = make_task(
+            spec_dict(
+                *[
+                    {"call": "write_file", "args": {"path": f"f{i}.txt", "content": f"v{i}"}}
+                    for i in range(WRITES)
+                ],
+                {"final": "done"},
+                tools=["write_file"],
+            ),
+            user=operator,
         )
+        assert run_inline(task) == "succeeded"
+        return task
+
+    return make
+
+
+def ids(task, **filters) -> list:
+    return list(
+        Checkpoint.objects.filter(task=task, **filters).order_by("seq").values_list("id", flat=True)
     )
-    assert run_inline(task) == "succeeded"
+
+
+def test_retention_keeps_the_newest_per_level_and_the_head_and_collects_orphan_blobs(
+    policy, finished_task, tmp_path
+):
+    policy("{keep_last_per_task: 3, keep_levels: [task, step]}")
+    task = finished_task()
     before = list(Checkpoint.objects.filter(task=task).order_by("seq"))
-    tool_level = [c for c in before if c.level == "tool"]
-    assert len(tool_level) == 4
+    tool_level = [c.id for c in before if c.level == "tool"]
+    assert len(tool_level) == WRITES
     orphan = Blob.objects.create(sha256="0" * 64, size=1, data=b"x")
     Blob.objects.update(created_at=timezone.now() - timedelta(seconds=BLOB_GRACE_S + 60))
 
-    result = checkpoints_apply_retention()
+    result = retention_run(state={}, collect_garbage=True)
 
     after = list(Checkpoint.objects.filter(task=task).order_by("seq"))
-    assert result.checkpoints_deleted == len(before) - len(after) > 0
-    assert all(c.level != "tool" for c in after[:-3])
+    assert result["checkpoints_deleted"] == len(before) - len(after) == WRITES - 3
+    assert ids(task, level="tool") == tool_level[-3:]
     assert {c.id for c in before if c.level in ("task", "step")} <= {c.id for c in after}
     task.refresh_from_db()
     assert task.head_checkpoint_id in {c.id for c in after}
     assert not Blob.objects.filter(sha256=orphan.sha256).exists()
-    assert result.blobs_deleted >= 1
+    assert result["blobs_deleted"] >= 1
     # Every remaining checkpoint still restores.
     for checkpoint in after:
         snapshot = checkpoint_decode(checkpoint).snapshot
         assert snapshot_blob_keys(snapshot) <= set(Blob.objects.values_list("sha256", flat=True))
     snapshot_restore(workspace=tmp_path / "check", snapshot=checkpoint_decode(after[0]).snapshot)
+
+
+def test_retention_never_removes_what_reviews_rollbacks_held_tasks_and_unknown_outcomes_need(
+    policy, finished_task, operator, run_inline
+):
+    policy("{keep_last_per_task: 1, keep_levels: [task]}")
+    control, reviewed, forked, held, unknown = (finished_task() for _ in range(5))
+    # An open review of an old checkpoint.
+    review_target = ids(reviewed, level="tool")[0]
+    ReviewRequest.objects.create(
+        task=reviewed,
+        tool_call=ToolCall.objects.filter(task=reviewed).first(),
+        tool="write_file",
+        checkpoint_id=review_target,
+        requested_at=timezone.now(),
+    )
+    # A branch forked from an old checkpoint: rolled back, resumed, finished again.
+    fork_target = ids(forked, level="step")[1]
+    checkpoint_rollback(
+        task_id=forked.id, checkpoint_id=fork_target, user=operator, reason="redo", resume=True
+    )
+    assert run_inline(forked) == "succeeded"
+    # A task rolled back and held: every one of its checkpoints may be the next target.
+    checkpoint_rollback(
+        task_id=held.id,
+        checkpoint_id=ids(held, level="step")[2],
+        user=operator,
+        reason="inspect",
+        resume=False,
+    )
+    held_before = ids(held)
+    # A finished task with a call whose outcome nobody knows yet.
+    ToolCall.objects.filter(id=ToolCall.objects.filter(task=unknown).first().id).update(
+        status=ToolCallStatus.UNKNOWN_OUTCOME
+    )
+    unknown_before = ids(unknown)
+
+    result = checkpoints_apply_retention()
+
+    assert result.checkpoints_deleted > 0
+    # The rule deletes old tool and step checkpoints where nothing protects them...
+    assert len(ids(control, level="tool")) == len(ids(control, level="step")) == 1
+    # ...but not these.
+    assert review_target in ids(reviewed)
+    assert fork_target in ids(forked)
+    assert ids(held) == held_before
+    assert ids(unknown) == unknown_before
+
+
+def test_the_sweep_runs_retention_on_its_schedule_for_newly_finished_tasks(policy, finished_task):
+    policy("{keep_last_per_task: 1, keep_levels: [task, step], every: 10m}")
+    first = finished_task()
+    now = timezone.now()
+    assert sweep_retention(now=now)["checkpoints_deleted"] == WRITES - 1
+    assert len(ids(first, level="tool")) == 1
+
+    second = finished_task()
+    assert sweep_retention(now=now + timedelta(minutes=5)) == {}  # not due yet
+    assert len(ids(second, level="tool")) == WRITES
+    later = sweep_retention(now=now + timedelta(minutes=11))
+    assert (later["tasks"], later["checkpoints_deleted"]) == (1, WRITES - 1)
+    assert len(ids(second, level="tool")) == 1
+
+
+def test_sweep_once_reports_what_retention_deleted(policy, finished_task):
+    policy("{keep_last_per_task: 2, keep_levels: [task, step]}")
+    finished_task()
+    assert sweep_once().checkpoints_deleted == WRITES - 2
