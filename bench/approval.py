@@ -83,6 +83,7 @@ def _event_time(task_id: Any, type: str, **payload: Any) -> float:
 
 def _one(client: Any, worker: RqWorker, key: str) -> dict[str, float]:
     from review.models import ReviewRequest
+    from tasks.canonical import canonical_hash
     from tasks.tools.testing import ledger_records
 
     task = _task(key)
@@ -93,7 +94,11 @@ def _one(client: Any, worker: RqWorker, key: str) -> dict[str, float]:
     sent = time.time()
     response = client.post(
         f"/api/v1/reviews/{review.id}/decision",
-        data={"decision": "approve", "comment": "bench"},
+        data={
+            "decision": "approve",
+            "arguments_hash": canonical_hash(review.arguments),
+            "comment": "bench",
+        },
         content_type="application/json",
     )
     answered = time.time()

@@ -13,6 +13,7 @@ from ninja.errors import HttpError
 
 from checkpoints import recovery, selectors
 from checkpoints.services import CheckpointCorrupted
+from harness_site.api_auth import OPERATE
 from harness_site.api_utils import optional_body
 from tasks.api import CheckpointOut, ErrorOut, TaskOut
 from tasks.selectors import access_task, user_can_operate
@@ -135,7 +136,7 @@ def rollback_preview(request: HttpRequest, task_id: str, checkpoint_id: UUID):
     return Status(200, selectors.rollback_preview(task=task, checkpoint=checkpoint).as_dict())
 
 
-@router.post("tasks/{task_id}/rollback", response={200: RecoveryOut, **ERRORS})
+@router.post("tasks/{task_id}/rollback", auth=OPERATE, response={200: RecoveryOut, **ERRORS})
 def rollback(request: HttpRequest, task_id: str, body: RollbackIn):
     """Restore the workspace and agent state to the checkpoint (409 while running or
     queued); the new `rollback` checkpoint becomes head, later ones are superseded; then
@@ -151,7 +152,7 @@ def rollback(request: HttpRequest, task_id: str, body: RollbackIn):
     )
 
 
-@router.post("tasks/{task_id}/retry", response={200: RecoveryOut, **ERRORS})
+@router.post("tasks/{task_id}/retry", auth=OPERATE, response={200: RecoveryOut, **ERRORS})
 def retry(request: HttpRequest, task_id: str):
     """Re-run the failed step from its step checkpoint: failed or timed-out calls run again
     under fresh call_ids, finished ones replay from the ledger."""
@@ -166,7 +167,7 @@ def retry(request: HttpRequest, task_id: str):
     )
 
 
-@router.post("tasks/{task_id}/recover", response={200: RecoveryOut, **ERRORS})
+@router.post("tasks/{task_id}/recover", auth=OPERATE, response={200: RecoveryOut, **ERRORS})
 def recover(request: HttpRequest, task_id: str):
     """Recover with a strategy chosen now: rollback (needs checkpoint_id), retry, forward, or
     auto (see GET …/recovery-plan)."""
@@ -183,7 +184,7 @@ def recover(request: HttpRequest, task_id: str):
     )
 
 
-@router.post("tasks/{task_id}/resume", response={200: TaskOut, **ERRORS})
+@router.post("tasks/{task_id}/resume", auth=OPERATE, response={200: TaskOut, **ERRORS})
 def resume(request: HttpRequest, task_id: str):
     """Resume a held task; a failed, canceled or stalled task goes forward from its newest
     valid checkpoint."""

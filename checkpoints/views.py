@@ -4,7 +4,6 @@ retry / resume buttons of the task page. Thin: read through selectors, act throu
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -12,7 +11,7 @@ from django.views.decorators.http import require_POST
 from checkpoints import recovery, selectors
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted
-from harness_site.access import operator_required
+from harness_site.access import operator_required, viewer_required
 from tasks.selectors import access_task
 from tasks.states import IllegalTransition, TransitionConflict
 
@@ -67,7 +66,7 @@ def rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
     )
 
 
-@login_required
+@viewer_required
 def diff_page(request: HttpRequest, task_id) -> HttpResponse:
     task = access_task(request.user, task_id)
     checkpoints = list(Checkpoint.objects.filter(task=task).order_by("seq"))

@@ -3,36 +3,16 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from django.utils import timezone
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, ValidationError
-from ninja.security import HttpBearer, SessionAuth
 
-from tasks.models import ApiToken
-from tasks.services import api_token_hash
-
-
-class BearerToken(HttpBearer):
-    def authenticate(self, request: HttpRequest, token: str):
-        row = (
-            ApiToken.objects.select_related("user")
-            .filter(token_hash=api_token_hash(token), revoked=False, user__is_active=True)
-            .first()
-        )
-        if row is None:
-            return None
-        now = timezone.now()
-        if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
-            ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
-        request.user = row.user
-        return row.user
-
+from harness_site.api_auth import READ, credentials_problem
 
 api = NinjaAPI(
     title="Agent Harness API",
     version="1",
     urls_namespace="api",
-    auth=[BearerToken(), SessionAuth()],
+    auth=READ,
     docs_url="/docs",
     openapi_url="/openapi.json",
 )
@@ -50,7 +30,13 @@ def _validation_error(request: HttpRequest, exc: ValidationError):
 
 @api.exception_handler(AuthenticationError)
 def _unauthenticated(request: HttpRequest, exc: AuthenticationError):
-    return api.create_response(request, {"detail": "authentication required"}, status=401)
+    response = api.create_response(
+        request,
+        {"detail": "authentication required", "reason": credentials_problem(request)},
+        status=401,
+    )
+    response["WWW-Authenticate"] = "Bearer"  # RFC 9110: a 401 names the scheme to use
+    return response
 
 
 from checkpoints.api import router as checkpoints_router  # noqa: E402

@@ -1,14 +1,21 @@
-"""The two roles (DESIGN §6): `operators` decide reviews and cancel, retry and roll back
-tasks; `viewers` only read. Both are plain Django groups, so admins manage membership in the
-admin site."""
+"""The roles (DESIGN §6): `operators` create tasks, decide reviews and cancel, retry and roll
+back tasks; `creators` create tasks (running code on the workers) and read; `viewers` only
+read. A logged-in user in none of them sees nothing. All are plain Django groups, so admins
+manage membership in the admin site."""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import Group, Permission
 
 ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
-    "operators": ("tasks.operate_task", "review.decide_review"),
-    "viewers": (),
+    "operators": (
+        "tasks.view_task",
+        "tasks.add_task",
+        "tasks.operate_task",
+        "review.decide_review",
+    ),
+    "creators": ("tasks.view_task", "tasks.add_task"),
+    "viewers": ("tasks.view_task",),
 }
 
 

@@ -10,8 +10,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja import Field, Query, Router, Schema, Status
 
+from harness_site.api_auth import role_auth
 from review import selectors, services
 from review.models import ReviewRequest
+from tasks.canonical import canonical_hash
 
 router = Router(tags=["reviews"])
 
@@ -38,6 +40,8 @@ class ReviewOut(Schema):
     kind: str
     status: str
     arguments: dict[str, Any]
+    # sha256 hex of the canonical JSON of `arguments`: an approval sends it back.
+    arguments_hash: str
     original_arguments: dict[str, Any]
     edited_arguments: dict[str, Any] | None
     matched_rules: list[dict[str, Any]]
@@ -68,6 +72,10 @@ class ReviewOut(Schema):
         return obj.tool_call.call_id
 
     @staticmethod
+    def resolve_arguments_hash(obj: ReviewRequest) -> str:
+        return canonical_hash(obj.arguments)
+
+    @staticmethod
     def resolve_approvals(obj: ReviewRequest) -> list[dict[str, Any]]:
         return selectors.review_approvers(review=obj)
 
@@ -91,6 +99,8 @@ class DecisionIn(Schema):
     # respond: answer a LangGraph interrupt (`response`: any JSON for a plain interrupt, the
     # tool's answer as a string for a HumanInTheLoopMiddleware action).
     decision: Literal["approve", "reject", "respond", "mark_done", "rerun", "fail_task"]
+    # approve: the `arguments_hash` of the arguments the decider was shown (required).
+    arguments_hash: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
     comment: str = Field(default="", max_length=10_000)
     arguments: dict[str, Any] | None = None
     reason: str = Field(default="", max_length=200)
@@ -118,6 +128,7 @@ def review_get(request: HttpRequest, review_id: str):
 
 @router.post(
     "reviews/{review_id}/decision",
+    auth=role_auth(selectors.user_can_decide, "decide reviews (operators may)"),
     response={200: ReviewOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
 )
 def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
@@ -127,6 +138,7 @@ def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
             review_id=review.id,
             user=request.user,
             decision=body.decision,
+            arguments_hash=body.arguments_hash,
             comment=body.comment,
             arguments=body.arguments,
             reason=body.reason,

@@ -86,6 +86,32 @@ def _decision(rule: ReviewRuleConfig, source: str) -> PolicyDecision:
     )
 
 
+def strictest(decisions: list[PolicyDecision]) -> PolicyDecision:
+    """Several matching rules at once: a deny wins; otherwise the review needs the most
+    approvals any of them asks, bans the creator if any does, and expires at the earliest
+    deadline (with that rule's `on_expiry`). The first decision names the reason."""
+    denied = [d for d in decisions if d.action == "deny"]
+    if denied:
+        return denied[0]
+    reviews = [d for d in decisions if d.action == "review"]
+    if not reviews:
+        return decisions[0] if decisions else ALLOW
+    expiring = [d for d in reviews if d.expires_after_s]
+    soonest = min(expiring, key=lambda d: d.expires_after_s) if expiring else reviews[0]
+    rules: list[dict[str, Any]] = []
+    for d in reviews:
+        rules.extend(r for r in d.rules if r not in rules)
+    return PolicyDecision(
+        action="review",
+        rules=rules,
+        reason=reviews[0].reason,
+        expires_after_s=soonest.expires_after_s,
+        on_expiry=soonest.on_expiry,
+        approvals_required=max(d.approvals_required for d in reviews),
+        forbid_creator=any(d.forbid_creator for d in reviews),
+    )
+
+
 def evaluate(
     *, tool: ToolSpec, args: dict[str, Any], spec: dict[str, Any] | None = None
 ) -> PolicyDecision:
@@ -106,7 +132,8 @@ def evaluate(
             return PolicyDecision(
                 action="allow", rules=[_describe(rule, source)], reason=rule.reason
             )
-        return _decision(rule, source)
+        reviews = [(s, r) for s, r in matched if r.action == "review"]
+        return strictest([_decision(r, s) for s, r in reviews])
     if tool.name in always:
         return PolicyDecision(
             action="review",

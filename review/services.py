@@ -142,8 +142,9 @@ def _field_errors(exc: ValidationError) -> list[dict[str, str]]:
     ]
 
 
-def _validate_arguments(*, tool_name: str, arguments: Any, spec: dict[str, Any]) -> None:
-    """Edited arguments must satisfy the tool's schema and must not be denied by policy."""
+def _validate_arguments(*, tool_name: str, arguments: Any, spec: dict[str, Any]) -> PolicyDecision:
+    """Edited arguments must satisfy the tool's schema and must not be denied by policy.
+    Returns the policy's decision on them (the edit is held to it)."""
     if not isinstance(arguments, dict):
         raise ReviewInvalid(
             "arguments must be a JSON object",
@@ -165,6 +166,38 @@ def _validate_arguments(*, tool_name: str, arguments: Any, spec: dict[str, Any])
             f"the policy denies these arguments: {policy.reason}",
             errors=[{"field": "arguments", "message": policy.reason}],
         )
+    return policy
+
+
+def _check_seen(*, review: ReviewRequest, seen_hash: str | None, now: datetime) -> None:
+    """An approval names the arguments its decider saw; a decision after the deadline is
+    refused whether or not the sweep has expired the review yet. Caller holds the lock."""
+    if review.expires_at is not None and now >= review.expires_at:
+        raise ReviewConflict(
+            f"review {review.id} expired at {review.expires_at.isoformat()}; it can no longer "
+            "be decided"
+        )
+    if seen_hash is None:
+        return
+    current = canonical_hash(review.arguments)
+    if seen_hash != current:
+        raise ReviewConflict(
+            "the arguments under review changed since you saw them (arguments_hash "
+            f"{seen_hash[:12]}..., now {current[:12]}...): reload and decide again",
+            errors=[{"field": "arguments_hash", "message": f"stale; current is {current}"}],
+        )
+
+
+def _tighten(*, review: ReviewRequest, edit: PolicyDecision) -> None:
+    """An edit is held to the policy on the new arguments as well as the old: the stricter
+    of the two applies (more approvals, creator ban). Caller holds the lock."""
+    if edit.action != "review":
+        return
+    review.approvals_required = max(review.approvals_required, edit.approvals_required)
+    review.forbid_creator = review.forbid_creator or edit.forbid_creator
+    review.matched_rules = review.matched_rules + [
+        rule for rule in edit.rules if rule not in review.matched_rules
+    ]
 
 
 def _rejection_feedback(*, tool: str, reason: str, comment: str) -> str:
@@ -188,6 +221,7 @@ def review_decide(
     review_id: Any,
     user: AbstractBaseUser,
     decision: Literal["approve", "reject", "respond", "mark_done", "rerun", "fail_task"],
+    arguments_hash: str | None = None,
     comment: str = "",
     arguments: dict[str, Any] | None = None,
     reason: str = "",
@@ -195,6 +229,11 @@ def review_decide(
     response: Any = None,
 ) -> ReviewRequest:
     """Approve (optionally with edited arguments) or reject a pending review.
+
+    An approval must carry `arguments_hash`, the canonical hash of the arguments its decider
+    was shown (`ReviewRequest.arguments`): missing is ReviewInvalid, any other value
+    ReviewConflict. Edited arguments are checked against the policy again and the stricter
+    requirements apply. A decision at or after `expires_at` is ReviewConflict.
 
     An approval is recorded per operator; the call is approved once `approvals_required`
     distinct operators approved the same arguments. Then the ToolCall carries the approved
@@ -205,6 +244,8 @@ def review_decide(
 
     A review of kind `unknown_outcome` takes the decisions of `review_resolve_unknown_outcome`
     instead (`mark_done` with an optional `result`, `rerun`, `fail_task`)."""
+    if not user_can_decide(user):
+        raise ReviewForbidden("only operators may decide reviews")
     if decision in UNKNOWN_OUTCOME_DECISIONS:
         return review_resolve_unknown_outcome(
             review_id=review_id, user=user, decision=decision, result=result, comment=comment
@@ -214,8 +255,16 @@ def review_decide(
             "decision must be approve, reject or respond",
             errors=[{"field": "decision", "message": "approve, reject or respond"}],
         )
-    if not user_can_decide(user):
-        raise ReviewForbidden("only operators may decide reviews")
+    if decision == "approve" and not arguments_hash:
+        raise ReviewInvalid(
+            "an approval must name the arguments it approves",
+            errors=[
+                {
+                    "field": "arguments_hash",
+                    "message": "required: the arguments_hash of the arguments you were shown",
+                }
+            ],
+        )
     task_id, tool_name, spec, interrupt = ReviewRequest.objects.values_list(
         "task_id", "tool", "task__spec", "interrupt"
     ).get(id=review_id)
@@ -228,8 +277,9 @@ def review_decide(
             "respond answers a LangGraph interrupt; this review is a tool call",
             errors=[{"field": "decision", "message": "approve or reject"}],
         )
-    elif decision == "approve" and arguments is not None:
-        _validate_arguments(tool_name=tool_name, arguments=arguments, spec=spec)
+    edit_policy = None
+    if interrupt is None and decision == "approve" and arguments is not None:
+        edit_policy = _validate_arguments(tool_name=tool_name, arguments=arguments, spec=spec)
     actor = user.get_username()
     with transaction.atomic():
         task = task_lock(task_id=task_id)
@@ -244,13 +294,8 @@ def review_decide(
         if task.status != TaskStatus.WAITING_REVIEW:
             raise ReviewConflict(f"task is {task.status}, not waiting for review")
         now = timezone.now()
+        _check_seen(review=review, seen_hash=arguments_hash, now=now)
         if decision == "approve":
-            if review.forbid_creator and task.created_by_id == user.pk:
-                raise ReviewForbidden(
-                    "the task's creator may not approve its calls (four-eyes rule)"
-                )
-            if review.approvals.filter(user=user).exists():
-                raise ReviewConflict("you already approved this call; another operator must")
             approved = review.arguments if arguments is None else arguments
             approved_hash = canonical_hash(approved)
             if (
@@ -264,7 +309,22 @@ def review_decide(
                 )
             if arguments is not None and approved_hash != canonical_hash(review.arguments):
                 review.edited_arguments = arguments
-                review.save(update_fields=["edited_arguments"])
+                if edit_policy is not None:
+                    _tighten(review=review, edit=edit_policy)
+            if review.forbid_creator and task.created_by_id == user.pk:
+                raise ReviewForbidden(
+                    "the task's creator may not approve its calls (four-eyes rule)"
+                )
+            if review.approvals.filter(user=user).exists():
+                raise ReviewConflict("you already approved this call; another operator must")
+            review.save(
+                update_fields=[
+                    "edited_arguments",
+                    "approvals_required",
+                    "forbid_creator",
+                    "matched_rules",
+                ]
+            )
             ReviewApproval.objects.create(
                 review=review, user=user, arguments_hash=approved_hash, comment=comment, at=now
             )
@@ -530,6 +590,7 @@ def review_resolve_unknown_outcome(
         if task.status != TaskStatus.WAITING_REVIEW:
             raise ReviewConflict(f"task is {task.status}, not waiting for review")
         now = timezone.now()
+        _check_seen(review=review, seen_hash=None, now=now)
         call = review.tool_call
         before = {"status": review.status, "call": call.status}
         if decision == "mark_done":

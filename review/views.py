@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from harness_site.access import viewer_required
 from review import selectors, services
 from review.models import ReviewRequest, ReviewStatus, RuleRisk
+from tasks.canonical import canonical_hash
 from tasks.tools.registry import UnknownTool, registry
 
 # Form buttons -> review_decide decisions ("edit" approves the edited arguments).
@@ -24,7 +25,7 @@ DECISIONS = {
 }
 
 
-@login_required
+@viewer_required
 def inbox(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", ReviewStatus.PENDING)
     filters = {key: request.GET.get(key, "") for key in ("tool", "risk", "task")}
@@ -69,6 +70,7 @@ def _detail(
             "rules": [selectors.rule_text(rule) for rule in review.matched_rules],
             "arguments_text": arguments_text
             or json.dumps(review.arguments, indent=2, ensure_ascii=False),
+            "arguments_hash": canonical_hash(review.arguments),
             "original_text": json.dumps(review.original_arguments, indent=2, ensure_ascii=False),
             "schema": schema,
             "recent_messages": selectors.review_recent_messages(review=review),
@@ -84,12 +86,12 @@ def _detail(
     )
 
 
-@login_required
+@viewer_required
 def review_detail(request: HttpRequest, review_id: int) -> HttpResponse:
     return _detail(request, selectors.access_review(request.user, review_id))
 
 
-@login_required
+@viewer_required
 @require_POST
 def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
     review = selectors.access_review(request.user, review_id)
@@ -117,6 +119,7 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             review_id=review.id,
             user=request.user,
             decision=DECISIONS.get(choice, choice),
+            arguments_hash=request.POST.get("arguments_hash") or None,
             comment=request.POST.get("comment", "").strip(),
             arguments=arguments,
             reason=request.POST.get("reason", "").strip(),

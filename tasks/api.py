@@ -13,6 +13,7 @@ from ninja.pagination import PageNumberPagination, paginate
 
 from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_verify
+from harness_site.api_auth import CREATE, OPERATE
 from harness_site.api_utils import optional_body
 from tasks import selectors, services
 from tasks.models import Task
@@ -125,7 +126,7 @@ def _require_operator(request: HttpRequest) -> None:
         raise HttpError(403, "only operators may do this")
 
 
-@router.post("tasks", response={201: TaskOut, 422: ErrorOut})
+@router.post("tasks", auth=CREATE, response={201: TaskOut, 403: ErrorOut, 422: ErrorOut})
 def task_create(request: HttpRequest, spec: TaskSpec):
     try:
         task = services.task_create(spec=spec, user=request.user)
@@ -179,7 +180,9 @@ def task_tool_calls(request: HttpRequest, task_id: str):
     return selectors.task_tool_calls(task=task)
 
 
-@router.post("tasks/{task_id}/cancel", response={200: TaskOut, 403: ErrorOut, 409: ErrorOut})
+@router.post(
+    "tasks/{task_id}/cancel", auth=OPERATE, response={200: TaskOut, 403: ErrorOut, 409: ErrorOut}
+)
 def task_cancel(request: HttpRequest, task_id: str):
     task = selectors.access_task(request.user, task_id)
     _require_operator(request)

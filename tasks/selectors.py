@@ -17,18 +17,51 @@ from django.utils import timezone
 from tasks.models import SweepRun, Task, TaskEvent, ToolCall
 from tasks.sweep import SWEEPER_NAME
 
+# The role groups (harness_site/roles.py grants their permissions). Membership alone counts
+# too, so a group created by hand in the admin works before `roles_ensure` ran.
+READ_GROUPS = ("viewers", "creators", "operators")
+CREATE_GROUPS = ("creators", "operators")
+# Holding any of these lets a user read (deciding a review means reading it first).
+READ_PERMISSIONS = (
+    "tasks.view_task",
+    "tasks.add_task",
+    "tasks.operate_task",
+    "review.decide_review",
+)
 
-def user_can_view(user: AbstractBaseUser) -> bool:
+
+def _active(user: AbstractBaseUser | None) -> bool:
     return bool(user and user.is_authenticated and user.is_active)
 
 
-def user_can_operate(user: AbstractBaseUser) -> bool:
+def _in_group(user: AbstractBaseUser, names: tuple[str, ...]) -> bool:
+    return user.groups.filter(name__in=names).exists()
+
+
+def user_can_view(user: AbstractBaseUser | None) -> bool:
+    """Viewers, creators, operators and superusers read; a logged-in user in no group sees
+    nothing."""
+    if not _active(user):
+        return False
+    if user.is_superuser or any(user.has_perm(perm) for perm in READ_PERMISSIONS):
+        return True
+    return _in_group(user, READ_GROUPS)
+
+
+def user_can_create(user: AbstractBaseUser | None) -> bool:
+    """Creating a task runs code on the workers: operators and `creators` only."""
+    if not user_can_view(user):
+        return False
+    return user.is_superuser or user.has_perm("tasks.add_task") or _in_group(user, CREATE_GROUPS)
+
+
+def user_can_operate(user: AbstractBaseUser | None) -> bool:
     """Operators act (cancel, retry, roll back, decide); viewers only read."""
     if not user_can_view(user):
         return False
     if user.is_superuser or user.has_perm("tasks.operate_task"):
         return True
-    return user.groups.filter(name="operators").exists()
+    return _in_group(user, ("operators",))
 
 
 def access_task(user: AbstractBaseUser, task_id: Any, *, lock: bool = False) -> Task:

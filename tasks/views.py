@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -18,7 +17,7 @@ from django.views.decorators.http import require_POST
 
 from checkpoints.selectors import task_checkpoint_marks, task_checkpoints
 from checkpoints.services import checkpoint_verify
-from harness_site.access import operator_required
+from harness_site.access import operator_required, viewer_required
 from harness_site.config import harness_config
 from harness_site.htmx import is_htmx
 from harness_site.pagination import CappedPaginator
@@ -44,7 +43,7 @@ def _query_without(request: HttpRequest, *names: str) -> str:
 # --- the list -------------------------------------------------------------------------------
 
 
-@login_required
+@viewer_required
 def task_list(request: HttpRequest) -> HttpResponse:
     form = TaskFilterForm(request.GET)
     filters = form.filters()
@@ -182,7 +181,7 @@ def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
     return context
 
 
-@login_required
+@viewer_required
 def task_detail(request: HttpRequest, task_id) -> HttpResponse:
     task = selectors.access_task(request.user, task_id)
     tab = request.GET.get("tab") if request.GET.get("tab") in TABS else "events"
@@ -195,7 +194,7 @@ def task_detail(request: HttpRequest, task_id) -> HttpResponse:
     return render(request, "tasks/detail.html", context)
 
 
-@login_required
+@viewer_required
 def task_live(request: HttpRequest, task_id) -> HttpResponse:
     """The HTMX poll: header + timeline data. Once the task is terminal the fragment comes
     back without its polling trigger, so polling stops."""
@@ -203,7 +202,7 @@ def task_live(request: HttpRequest, task_id) -> HttpResponse:
     return render(request, "tasks/_live.html", _live_context(request, task))
 
 
-@login_required
+@viewer_required
 def task_events_download(request: HttpRequest, task_id) -> StreamingHttpResponse:
     """The full frame log as a JSON array, streamed in chunks (tasks can have many events)."""
     task = selectors.access_task(request.user, task_id)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from dashboard import selectors
 from dashboard.forms import AuditFilterForm
+from harness_site.access import viewer_required
 
 PAGE_SIZE = 50
 
 
-@login_required
+@viewer_required
 def audit_log(request: HttpRequest) -> HttpResponse:
     form = AuditFilterForm(request.GET or None)
     filters = form.cleaned_data if form.is_valid() else {}

@@ -4,17 +4,16 @@ without being Django staff; the full django-rq views stay at /django-rq/ for sta
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from dashboard import queues, services
-from harness_site.access import operator_required
+from harness_site.access import operator_required, viewer_required
 from tasks.selectors import sweep_last_run, user_can_operate
 
 
-@login_required
+@viewer_required
 def operations(request: HttpRequest) -> HttpResponse:
     return render(
         request,

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from dashboard import charts, selectors, stats
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
+from harness_site.access import viewer_required
 from harness_site.htmx import is_htmx
 from tasks.selectors import tasks_list
 
 
-@login_required
+@viewer_required
 def overview(request: HttpRequest) -> HttpResponse:
     window = request_window(request, default="24h")
     context = {"status": selectors.status_counts(), "window": window}

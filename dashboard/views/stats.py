@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from dashboard import charts, stats
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
+from harness_site.access import viewer_required
 from tasks.bulk import BULK_ACTIONS
 from tasks.selectors import user_can_operate
 
@@ -27,7 +27,7 @@ CSV_TABLES: dict[str, tuple[str, ...]] = {
 }
 
 
-@login_required
+@viewer_required
 def failure_stats(request: HttpRequest) -> HttpResponse:
     window = request_window(request, default="24h")
     data = stats.failure_statistics(window)
@@ -61,7 +61,7 @@ def failure_stats(request: HttpRequest) -> HttpResponse:
     )
 
 
-@login_required
+@viewer_required
 def failure_stats_csv(request: HttpRequest, table: str) -> HttpResponse:
     columns = CSV_TABLES.get(table)
     if columns is None:

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from review.models import ReviewRequest
+from tasks.canonical import canonical_hash
 from tasks.models import Task, ToolCall
 from tasks.runtime import task_run
 from tasks.services import CapacityFull, task_acquire, task_transition
@@ -118,7 +119,11 @@ def test_unknown_outcome_decisions_are_checked(queue, operator, viewer):
     task = crashed_mid_call()
     review = ReviewRequest.objects.get(task=task)
     assert decide(viewer, review, {"decision": "rerun"}).status_code == 403
-    response = decide(operator, review, {"decision": "approve"})
+    response = decide(
+        operator,
+        review,
+        {"decision": "approve", "arguments_hash": canonical_hash(review.arguments)},
+    )
     assert response.status_code == 422 and "mark_done" in response.json()["detail"]
     assert decide(operator, review, {"decision": "mark_done"}).status_code == 200
     assert decide(operator, review, {"decision": "rerun"}).status_code == 409

@@ -34,7 +34,10 @@ def test_an_openai_task_configured_by_environment_runs_on_workers_through_review
         "/api/v1/reviews", {"status": "pending", "task_id": created["id"]}
     ).json()
     assert (review["tool"], review["call_id"]) == ("write_file", "0.0.0")
-    decided = operator_api.post(f"/api/v1/reviews/{review['id']}/decision", {"decision": "approve"})
+    decided = operator_api.post(
+        f"/api/v1/reviews/{review['id']}/decision",
+        {"decision": "approve", "arguments_hash": review["arguments_hash"]},
+    )
     assert decided.status_code == 200, decided.content
 
     done = task_api.wait(created["id"], "succeeded")

@@ -24,6 +24,11 @@ from .conftest import run_in_process
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def shown(review: ReviewRequest) -> str:
+    """The arguments_hash an operator looking at the review right now is shown."""
+    return canonical_hash(ReviewRequest.objects.get(pk=review.pk).arguments)
+
+
 def tool_messages(task: Task) -> list[str]:
     """What the model was shown as tool results, from the task's head checkpoint."""
     task.refresh_from_db()
@@ -44,7 +49,13 @@ def test_delete_file_pauses_before_running(paused_review):
 
 def test_approval_runs_exactly_the_approved_call(paused_review, operator):
     review = paused_review()
-    review_decide(review_id=review.id, user=operator, decision="approve", comment="ok")
+    review_decide(
+        review_id=review.id,
+        user=operator,
+        decision="approve",
+        arguments_hash=shown(review),
+        comment="ok",
+    )
     call = ToolCall.objects.get(pk=review.tool_call_id)
     assert call.status == "approved"
     assert call.arguments_hash == canonical_hash({"path": "old.log"})
@@ -97,6 +108,7 @@ def test_edited_arguments_are_what_runs(paused_review, operator):
         review_id=review.id,
         user=operator,
         decision="approve",
+        arguments_hash=shown(review),
         arguments=edited,
         comment="keep debug off",
     )
@@ -117,6 +129,7 @@ def test_invalid_edited_arguments_change_nothing(paused_review, operator):
             review_id=review.id,
             user=operator,
             decision="approve",
+            arguments_hash=shown(review),
             arguments={"path": "old.log", "force": True},
         )
     assert exc.value.errors[0]["field"] == "arguments.force"
@@ -137,6 +150,7 @@ def test_edits_the_policy_denies_are_refused(paused_review, operator):
             review_id=review.id,
             user=operator,
             decision="approve",
+            arguments_hash=shown(review),
             arguments={"command": "rm -rf /"},
         )
     review.refresh_from_db()
@@ -145,7 +159,9 @@ def test_edits_the_policy_denies_are_refused(paused_review, operator):
 
 def test_arguments_changed_after_approval_never_run(paused_review, operator):
     review = paused_review()
-    review_decide(review_id=review.id, user=operator, decision="approve")
+    review_decide(
+        review_id=review.id, user=operator, decision="approve", arguments_hash=shown(review)
+    )
     ToolCall.objects.filter(pk=review.tool_call_id).update(arguments={"path": "other.log"})
     task = Task.objects.get(pk=review.task_id)
     assert run_in_process(task) == "failed"
@@ -158,13 +174,20 @@ def test_a_decided_review_cannot_be_decided_again(paused_review, operator, secon
     review = paused_review()
     review_decide(review_id=review.id, user=operator, decision="reject", reason="no")
     with pytest.raises(ReviewConflict):
-        review_decide(review_id=review.id, user=second_operator, decision="approve")
+        review_decide(
+            review_id=review.id,
+            user=second_operator,
+            decision="approve",
+            arguments_hash=shown(review),
+        )
 
 
 def test_viewers_cannot_decide(paused_review, viewer):
     review = paused_review()
     with pytest.raises(ReviewForbidden):
-        review_decide(review_id=review.id, user=viewer, decision="approve")
+        review_decide(
+            review_id=review.id, user=viewer, decision="approve", arguments_hash=shown(review)
+        )
 
 
 def test_four_eyes_needs_distinct_operators_and_never_the_creator(
@@ -183,16 +206,27 @@ def test_four_eyes_needs_distinct_operators_and_never_the_creator(
     review = paused_review(user=operator)
     assert (review.approvals_required, review.forbid_creator) == (2, True)
     with pytest.raises(ReviewForbidden):
-        review_decide(review_id=review.id, user=operator, decision="approve")
+        review_decide(
+            review_id=review.id, user=operator, decision="approve", arguments_hash=shown(review)
+        )
 
-    review_decide(review_id=review.id, user=second_operator, decision="approve")
+    review_decide(
+        review_id=review.id, user=second_operator, decision="approve", arguments_hash=shown(review)
+    )
     review.refresh_from_db()
     assert review.status == "pending" and review.approvals.count() == 1
     assert Task.objects.get(pk=review.task_id).status == "waiting_review"
     with pytest.raises(ReviewConflict):
-        review_decide(review_id=review.id, user=second_operator, decision="approve")
+        review_decide(
+            review_id=review.id,
+            user=second_operator,
+            decision="approve",
+            arguments_hash=shown(review),
+        )
 
-    review_decide(review_id=review.id, user=decider, decision="approve")
+    review_decide(
+        review_id=review.id, user=decider, decision="approve", arguments_hash=shown(review)
+    )
     review.refresh_from_db()
     assert review.status == "approved"
     assert Task.objects.get(pk=review.task_id).status == "queued"
@@ -206,16 +240,21 @@ def test_an_edit_under_four_eyes_needs_fresh_approvals(
         name="two-person-delete", tool="delete_file", action="review", approvals_required=2
     )
     review = paused_review(files={"old.log": "x", "older.log": "y"})
-    review_decide(review_id=review.id, user=operator, decision="approve")
+    review_decide(
+        review_id=review.id, user=operator, decision="approve", arguments_hash=shown(review)
+    )
     review_decide(
         review_id=review.id,
         user=second_operator,
         decision="approve",
+        arguments_hash=shown(review),
         arguments={"path": "older.log"},
     )
     review.refresh_from_db()
     assert review.status == "pending", "the first approval was for other arguments"
-    review_decide(review_id=review.id, user=decider, decision="approve")
+    review_decide(
+        review_id=review.id, user=decider, decision="approve", arguments_hash=shown(review)
+    )
     review.refresh_from_db()
     assert review.status == "approved"
     assert ToolCall.objects.get(pk=review.tool_call_id).arguments == {"path": "older.log"}

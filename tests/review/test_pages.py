@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 
 from review.models import ReviewRequest
+from tasks.canonical import canonical_hash
 from tasks.models import Task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,7 +76,12 @@ def test_decisions_need_the_csrf_token(paused_review, operator):
     page = client.get(f"/reviews/{review.id}/")
     token = page.context["csrf_token"]
     response = client.post(
-        f"/reviews/{review.id}/decide/", {"decision": "approve", "csrfmiddlewaretoken": str(token)}
+        f"/reviews/{review.id}/decide/",
+        {
+            "decision": "approve",
+            "csrfmiddlewaretoken": str(token),
+            "arguments_hash": page.context["arguments_hash"],
+        },
     )
     assert response.status_code == 302
     assert response["Location"] == f"/tasks/{review.task_id}/"
@@ -91,7 +97,11 @@ def test_invalid_edits_are_shown_with_field_errors_and_change_nothing(paused_rev
     assert not_json.status_code == 422 and "must be valid JSON" in not_json.content.decode()
     wrong = client.post(
         f"/reviews/{review.id}/decide/",
-        {"decision": "edit", "arguments": json.dumps({"path": "old.log", "recursive": True})},
+        {
+            "decision": "edit",
+            "arguments": json.dumps({"path": "old.log", "recursive": True}),
+            "arguments_hash": canonical_hash({"path": "old.log"}),
+        },
     )
     assert wrong.status_code == 422
     assert "arguments.recursive" in wrong.content.decode()
@@ -106,6 +116,7 @@ def test_edit_then_approve_from_the_page(paused_review, operator):
         {
             "decision": "edit",
             "arguments": json.dumps({"path": "other.log"}),
+            "arguments_hash": canonical_hash({"path": "old.log"}),
             "comment": "the other one",
         },
     )

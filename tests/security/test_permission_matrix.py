@@ -1,0 +1,191 @@
+"""The permission matrix, generated: every URL pattern and every OpenAPI operation has a
+decision below, and every role is tried against every one of them.
+
+A new page or API operation without a decision fails `test_every_*_has_a_decision`; a decision
+that no longer matches anything fails too, so the table cannot rot."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from harness_site.api import api
+
+from .conftest import ROLES, api_client, page_client
+
+pytestmark = pytest.mark.django_db
+
+# Who may do what: a level names the least role that may.
+ALLOWED = {
+    "public": set(ROLES),
+    "read": {"viewer", "creator", "operator", "superuser"},
+    "create": {"creator", "operator", "superuser"},
+    "operate": {"operator", "superuser"},
+    "staff": {"superuser"},
+}
+
+# route (as Django prints it) -> (method, level). Third-party sections decided by prefix.
+PAGES: dict[str, tuple[str, str]] = {
+    "": ("GET", "read"),
+    "tasks/": ("GET", "read"),
+    "tasks/bulk/": ("POST", "operate"),
+    "tasks/<uuid:task_id>/": ("GET", "read"),
+    "tasks/<uuid:task_id>/live/": ("GET", "read"),
+    "tasks/<uuid:task_id>/events.json": ("GET", "read"),
+    "tasks/<uuid:task_id>/cancel/": ("POST", "operate"),
+    "tasks/<uuid:task_id>/checkpoints/<uuid:checkpoint_id>/rollback/": ("GET", "operate"),
+    "tasks/<uuid:task_id>/checkpoints/diff/": ("GET", "read"),
+    "tasks/<uuid:task_id>/recover/": ("POST", "operate"),
+    "reviews/": ("GET", "read"),
+    "reviews/<int:review_id>/": ("GET", "read"),
+    "reviews/<int:review_id>/decide/": ("POST", "operate"),
+    "stats/failures/": ("GET", "read"),
+    "stats/failures/<slug:table>.csv": ("GET", "read"),
+    "ops/": ("GET", "read"),
+    "ops/jobs/<slug:queue_name>/<str:job_id>/requeue/": ("POST", "operate"),
+    "audit/": ("GET", "read"),
+    # The schema and its viewer describe the API, they hold no data.
+    "api/v1/": ("GET", "public"),
+    "api/v1/openapi.json": ("GET", "public"),
+    "api/v1/docs": ("GET", "public"),
+}
+PREFIXES: dict[str, tuple[str, str, str]] = {
+    # prefix -> (sample path, method, level)
+    "admin/": ("/admin/", "GET", "staff"),
+    "django-rq/": ("/django-rq/", "GET", "staff"),
+    "accounts/": ("/accounts/login/", "GET", "public"),
+}
+
+# "METHOD /api/v1/path" -> level
+OPERATIONS: dict[str, str] = {
+    "POST /api/v1/tasks": "create",
+    "GET /api/v1/tasks": "read",
+    "GET /api/v1/tasks/{task_id}": "read",
+    "GET /api/v1/tasks/{task_id}/checkpoints": "read",
+    "GET /api/v1/tasks/{task_id}/events": "read",
+    "GET /api/v1/tasks/{task_id}/tool-calls": "read",
+    "POST /api/v1/tasks/{task_id}/cancel": "operate",
+    "GET /api/v1/reviews": "read",
+    "GET /api/v1/reviews/{review_id}": "read",
+    "POST /api/v1/reviews/{review_id}/decision": "operate",
+    "GET /api/v1/stats/failures": "read",
+    "GET /api/v1/tasks/{task_id}/rollback/preview": "read",
+    "POST /api/v1/tasks/{task_id}/rollback": "operate",
+    "POST /api/v1/tasks/{task_id}/retry": "operate",
+    "POST /api/v1/tasks/{task_id}/recover": "operate",
+    "POST /api/v1/tasks/{task_id}/resume": "operate",
+    "GET /api/v1/tasks/{task_id}/recovery-plan": "read",
+    "GET /api/v1/tasks/{task_id}/checkpoints/diff": "read",
+}
+
+
+def url_routes() -> list[tuple[str, Any]]:
+    """(route, callback) of every URL pattern, nested includes flattened."""
+
+    def walk(patterns, prefix: str):
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                yield from walk(p.url_patterns, prefix + str(p.pattern))
+            elif isinstance(p, URLPattern):
+                yield prefix + str(p.pattern), p.callback
+
+    return list(walk(get_resolver().url_patterns, ""))
+
+
+def page_routes() -> list[str]:
+    """Pages: every route except the API operations (decided from the schema below)."""
+    return [
+        route
+        for route, callback in url_routes()
+        if callback.__module__ != "ninja.operation"
+        and not any(route.startswith(prefix) for prefix in PREFIXES)
+    ]
+
+
+def schema_operations() -> list[str]:
+    schema = api.get_openapi_schema()
+    paths = schema["paths"]
+    return [f"{method.upper()} {path}" for path, methods in paths.items() for method in methods]
+
+
+def test_every_page_has_a_decision():
+    routes = page_routes()
+    assert sorted(set(routes) - set(PAGES)) == [], "pages without an access decision"
+    assert sorted(set(PAGES) - set(routes)) == [], "decisions for pages that no longer exist"
+
+
+def test_every_api_operation_has_a_decision():
+    operations = schema_operations()
+    assert sorted(set(operations) - set(OPERATIONS)) == [], "operations without a decision"
+    assert sorted(set(OPERATIONS) - set(operations)) == [], "decisions for vanished operations"
+
+
+def _fill(template: str, ids: dict[str, str]) -> str:
+    def value(match: re.Match) -> str:
+        name = match.group("name")
+        return ids.get(name, "x")
+
+    filled = re.sub(r"<(?:\w+:)?(?P<name>\w+)>", value, template)
+    return "/" + re.sub(r"\{(?P<name>\w+)\}", value, filled).lstrip("/")
+
+
+@pytest.fixture
+def ids(waiting_task) -> dict[str, str]:
+    task, review = waiting_task
+    return {
+        "task_id": str(task.id),
+        "review_id": str(review.id),
+        "checkpoint_id": str(uuid.uuid4()),
+        "table": "by_tool",
+        "queue_name": "default",
+        "job_id": "nojob",
+    }
+
+
+def _page_cases() -> list[tuple[str, str, str]]:
+    cases = [(route, method, level) for route, (method, level) in PAGES.items()]
+    cases += [(sample, method, level) for sample, method, level in PREFIXES.values()]
+    return cases
+
+
+def _is_login_redirect(response) -> bool:
+    return response.status_code == 302 and "login" in response.get("Location", "")
+
+
+@pytest.mark.parametrize("route, method, level", _page_cases(), ids=lambda v: str(v))
+def test_page_access_by_role(cast, ids, route, method, level):
+    url = _fill(route, ids)
+    for role in ROLES:
+        client = page_client(cast[role])
+        response = client.post(url, {}) if method == "POST" else client.get(url)
+        where = f"{role} {method} {url} -> {response.status_code}"
+        assert response.status_code < 500, where
+        if role in ALLOWED[level]:
+            assert response.status_code not in (401, 403), where
+            assert not _is_login_redirect(response), where
+        elif role == "anonymous" or level == "staff":
+            assert _is_login_redirect(response) or response.status_code == 403, where
+        else:
+            assert response.status_code == 403, where
+
+
+@pytest.mark.parametrize("operation, level", list(OPERATIONS.items()))
+def test_api_access_by_role(cast, ids, operation, level):
+    method, template = operation.split(" ", 1)
+    url = _fill(template, ids)
+    for role in ROLES:
+        client = api_client(cast[role])
+        response = client.post(url, {}) if method == "POST" else client.get(url)
+        where = f"{role} {operation} -> {response.status_code} {response.content[:200]!r}"
+        assert response.status_code < 500, where
+        if role in ALLOWED[level]:
+            assert response.status_code not in (401, 403), where
+        elif role == "anonymous":
+            assert response.status_code == 401, where
+            assert "missing credentials" in response.json()["reason"], where
+        else:
+            assert response.status_code == 403, where
