@@ -52,6 +52,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "api/v1/": ("GET", "public"),
     "api/v1/openapi.json": ("GET", "public"),
     "api/v1/docs": ("GET", "public"),
+    "favicon.ico": ("GET", "public"),
 }
 PREFIXES: dict[str, tuple[str, str, str]] = {
     # prefix -> (sample path, method, level)
