@@ -49,8 +49,10 @@ class RecoverIn(Schema):
 class RecoveryOut(Schema):
     kind: str
     task: TaskOut
-    checkpoint: CheckpointOut
-    from_checkpoint: UUID
+    # None for a graph task, whose checkpoints are LangGraph's (graph_checkpoint_id).
+    checkpoint: CheckpointOut | None
+    from_checkpoint: UUID | None
+    graph_checkpoint_id: str = ""
     files_restored: list[str]
     files_deleted: list[str]
     superseded: int
@@ -119,7 +121,8 @@ def _run(action, **kwargs) -> Status:
             "kind": result.kind,
             "task": result.task,
             "checkpoint": result.checkpoint,
-            "from_checkpoint": result.base.id,
+            "from_checkpoint": result.base.id if result.base else None,
+            "graph_checkpoint_id": result.graph_checkpoint_id,
             "files_restored": restored.written if restored else [],
             "files_deleted": restored.deleted if restored else [],
             "superseded": result.superseded,
@@ -191,6 +194,45 @@ def resume(request: HttpRequest, task_id: str):
     task = _operate(request, task_id)
     body = optional_body(request, ResumeIn)
     return _run(recovery.task_resume, task_id=task.id, user=request.user, reason=body.reason)
+
+
+class GraphCheckpointOut(Schema):
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    step: int | None
+    source: str
+    parents: dict[str, str]
+    run_id: str
+    head: bool
+    superseded: bool
+
+
+class GraphPreviewOut(Schema):
+    task_id: UUID
+    task_status: str
+    checkpoint_id: str
+    step: int | None
+    source: str
+    allowed: bool
+    blocked: str
+    values: dict[str, Any]
+    superseded: list[dict[str, Any]]
+
+
+@router.get("tasks/{task_id}/graph-checkpoints", response={200: list[GraphCheckpointOut], **ERRORS})
+def graph_checkpoints(request: HttpRequest, task_id: str):
+    """A graph task's LangGraph checkpoints, newest first, with LangGraph's metadata (source,
+    step, parents); `superseded` ones were left behind by a rollback. POST …/rollback with one
+    of these ids as `checkpoint_id` forks the graph from it."""
+    task = access_task(request.user, task_id)
+    return Status(200, selectors.graph_checkpoints(task=task))
+
+
+@router.get("tasks/{task_id}/graph-rollback/preview", response={200: GraphPreviewOut, **ERRORS})
+def graph_rollback_preview(request: HttpRequest, task_id: str, checkpoint_id: UUID):
+    """What rolling a graph task back to this LangGraph checkpoint would do."""
+    task = access_task(request.user, task_id)
+    return _run(recovery.graph_rollback_preview, task=task, checkpoint_id=str(checkpoint_id))
 
 
 @router.get("tasks/{task_id}/recovery-plan", response={200: PlanOut, **ERRORS})

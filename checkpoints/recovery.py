@@ -16,13 +16,16 @@ the operation left.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from langgraph.checkpoint.base.id import uuid6
 
+from checkpoints.langgraph import DjangoCheckpointSaver
 from checkpoints.models import Checkpoint
 from checkpoints.selectors import (
     RETRYABLE,
@@ -30,6 +33,8 @@ from checkpoints.selectors import (
     checkpoint_get,
     done_call_ids,
     failed_call,
+    graph_checkpoints,
+    graph_task,
     recovery_blocked,
     recovery_plan,
     step_checkpoint,
@@ -70,10 +75,12 @@ class RecoveryInvalid(ValueError):
 class RecoveryResult:
     task: Task
     kind: str
-    checkpoint: Checkpoint
-    base: Checkpoint
+    # None for a graph task: its state is its LangGraph thread (see the end of this module).
+    checkpoint: Checkpoint | None
+    base: Checkpoint | None
     restored: RestoreResult | None
     superseded: int
+    graph_checkpoint_id: str = ""
 
 
 def _actor(user: AbstractBaseUser | None) -> str:
@@ -268,6 +275,11 @@ def checkpoint_rollback(
     reason = _require_reason(reason)
     with transaction.atomic():
         task = _lock(task_id)
+        if graph_task(task):
+            task = _graph_rollback(
+                task=task, checkpoint_id=str(checkpoint_id), user=user, reason=reason, resume=resume
+            )
+            return RecoveryResult(task, "rollback", None, None, None, 0, str(checkpoint_id))
         chosen = checkpoint_get(task=task, checkpoint_id=checkpoint_id)
         try:
             base = checkpoint_decode(chosen)
@@ -330,6 +342,9 @@ def task_retry(
     reason = (reason or "").strip()[:2000] or "retry requested"
     with transaction.atomic():
         task = _lock(task_id, refuse=(TaskStatus.SUCCEEDED, TaskStatus.WAITING_REVIEW))
+        if graph_task(task):
+            task = _graph_requeue(task=task, user=user, kind="retry", reason=reason)
+            return RecoveryResult(task, "retry", None, None, None, 0)
         newest = _newest_valid(task)
         base = newest
         row = failed_call(task, newest)
@@ -384,6 +399,9 @@ def task_forward(
     reason = (reason or "").strip()[:2000] or "forward requested"
     with transaction.atomic():
         task = _lock(task_id, refuse=(TaskStatus.SUCCEEDED, TaskStatus.WAITING_REVIEW))
+        if graph_task(task):
+            task = _graph_requeue(task=task, user=user, kind="forward", reason=reason)
+            return RecoveryResult(task, "forward", None, None, None, 0)
         base = _newest_valid(task)
         state = base.state.model_copy(deep=True)
         state.recovery = RecoveryNote(
@@ -465,3 +483,158 @@ def task_recover(
     if strategy == "retry":
         return task_retry(task_id=task_id, user=user, reason=reason, resume=resume)
     return task_forward(task_id=task_id, user=user, reason=reason, resume=resume)
+
+
+# --- graph tasks (LangGraph checkpoints, see checkpoints.langgraph) ---------------------------
+# A graph task's state is its LangGraph thread. Retry, forward and resume queue it and the graph
+# runner continues from the latest LangGraph checkpoint; rollback forks: a copy of an earlier
+# checkpoint (source "fork", parent = that checkpoint) becomes the latest, so the super-steps
+# after it run again, and the checkpoints after it are left behind (superseded), not deleted.
+
+
+def _graph_requeue(*, task: Task, user: AbstractBaseUser | None, kind: str, reason: str) -> Task:
+    """Queue a stopped graph task to continue from its latest LangGraph checkpoint. Runs inside
+    the caller's transaction with the task row locked."""
+    actor = _actor(user)
+    before = {"status": task.status}
+    Task.objects.filter(id=task.id).update(
+        error_class="",
+        error_message="",
+        result="",
+        cancel_requested=False,
+        retry_at=None,
+        updated_at=timezone.now(),
+    )
+    services.event_record(
+        task_id=task.id,
+        type=kind,
+        actor=actor,
+        step_index=task.current_step,
+        payload={"reason": reason, "resume": True, "graph": True},
+    )
+    task = services.task_transition(
+        task_id=task.id, to=TaskStatus.QUEUED, actor=actor, reason=f"{kind}: {reason}"[:500]
+    )
+    services.task_enqueue(task=task)
+    services.audit_record(
+        user=user,
+        action=kind,
+        task_id=task.id,
+        reason=reason,
+        before=before,
+        after={"status": task.status},
+    )
+    return task
+
+
+def graph_rollback_preview(*, task: Task, checkpoint_id: str) -> dict[str, Any]:
+    """What a rollback to this LangGraph checkpoint would do: the state it goes back to, the
+    nodes that run next, and the checkpoints it leaves behind."""
+    listed = graph_checkpoints(task=task)
+    chosen = next((c for c in listed if c["checkpoint_id"] == checkpoint_id), None)
+    if chosen is None:
+        raise RecoveryInvalid("checkpoint_id", "not a checkpoint of this task's graph")
+    saver = DjangoCheckpointSaver(task_id=task.id)
+    loaded = saver.get_tuple(_graph_config(task, checkpoint_id))
+    values = {
+        key: _short_json(value)
+        for key, value in (loaded.checkpoint["channel_values"] if loaded else {}).items()
+        if not key.startswith("branch:") and not key.startswith("__")
+    }
+    later = [c for c in listed if c["checkpoint_id"] > checkpoint_id and not c["superseded"]]
+    return {
+        "task_id": task.id,
+        "task_status": task.status,
+        "checkpoint_id": checkpoint_id,
+        "step": chosen["step"],
+        "source": chosen["source"],
+        "allowed": not recovery_blocked(task),
+        "blocked": recovery_blocked(task),
+        "values": values,
+        "superseded": [{"checkpoint_id": c["checkpoint_id"], "step": c["step"]} for c in later],
+    }
+
+
+def _graph_rollback(
+    *,
+    task: Task,
+    checkpoint_id: str,
+    user: AbstractBaseUser | None,
+    reason: str,
+    resume: bool,
+) -> Task:
+    """Fork the task's graph from an earlier checkpoint (LangGraph's checkpoint_id semantics:
+    the copy's parent is that checkpoint, so the run continues from there). Inside the
+    caller's transaction, task row locked."""
+    preview = graph_rollback_preview(task=task, checkpoint_id=checkpoint_id)
+    saver = DjangoCheckpointSaver(task_id=task.id)
+    base = saver.get_tuple(_graph_config(task, checkpoint_id))
+    step = int(base.metadata.get("step", 0))
+    fork = {
+        **base.checkpoint,
+        "id": str(uuid6(clock_seq=step)),
+        "ts": timezone.now().isoformat(),
+    }
+    metadata = {**base.metadata, "source": "fork", "step": step}
+    # No new channel versions: the fork names the very blobs its base names.
+    forked = saver.put(_graph_config(task, checkpoint_id), fork, metadata, {})
+    actor = _actor(user)
+    Task.objects.filter(id=task.id).update(
+        current_step=max(step, 0),
+        error_class="",
+        error_message="",
+        result="",
+        cancel_requested=False,
+        retry_at=None,
+        rollback_count=task.rollback_count + 1,
+        updated_at=timezone.now(),
+    )
+    services.task_reviews_close(task_id=task.id, comment=f"superseded by rollback ({actor})")
+    services.event_record(
+        task_id=task.id,
+        type="rollback",
+        actor=actor,
+        step_index=max(step, 0),
+        payload={
+            "reason": reason,
+            "resume": resume,
+            "graph": True,
+            "from_checkpoint": checkpoint_id,
+            "from_step": step,
+            "checkpoint_id": forked["configurable"]["checkpoint_id"],
+            "superseded": len(preview["superseded"]),
+        },
+    )
+    target = TaskStatus.QUEUED if resume else TaskStatus.HELD
+    before = {"status": task.status}
+    if task.status != target:
+        task = services.task_transition(
+            task_id=task.id, to=target, actor=actor, reason=f"rollback: {reason}"[:500]
+        )
+    if resume:
+        services.task_enqueue(task=task)
+    services.audit_record(
+        user=user,
+        action="rollback",
+        task_id=task.id,
+        reason=reason,
+        target=f"{task.id} graph checkpoint {checkpoint_id}",
+        before=before,
+        after={"status": task.status, "graph_checkpoint": forked["configurable"]["checkpoint_id"]},
+    )
+    return task
+
+
+def _graph_config(task: Task, checkpoint_id: str) -> dict[str, Any]:
+    return {
+        "configurable": {
+            "thread_id": str(task.id),
+            "checkpoint_ns": "",
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def _short_json(value: Any, limit: int = 2000) -> Any:
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return json.loads(text) if len(text) <= limit else text[:limit] + "…"

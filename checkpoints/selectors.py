@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
-from checkpoints.models import Checkpoint
+from checkpoints.models import Checkpoint, GraphCheckpoint
 from checkpoints.services import (
     CheckpointCorrupted,
     LoadedCheckpoint,
@@ -466,3 +466,40 @@ def checkpoint_diff(*, a: Checkpoint, b: Checkpoint) -> CheckpointDiff:
         messages_only_b=[_message_dict(m) for m in mb[common:]],
         files=files,
     )
+
+
+# --- LangGraph checkpoints of a graph task (checkpoints.langgraph) ---------------------------
+
+
+def graph_checkpoints(*, task: Task) -> list[dict[str, Any]]:
+    """The task's LangGraph checkpoints (root namespace), newest first, with LangGraph's
+    metadata. `superseded`: not on the path from the newest checkpoint back to the first,
+    i.e. left behind by a rollback's fork."""
+    rows = list(
+        GraphCheckpoint.objects.filter(thread_id=str(task.id), checkpoint_ns="")
+        .order_by("-checkpoint_id")
+        .values("checkpoint_id", "parent_checkpoint_id", "metadata")
+    )
+    parents = {row["checkpoint_id"]: row["parent_checkpoint_id"] for row in rows}
+    on_path: set[str] = set()
+    cursor = rows[0]["checkpoint_id"] if rows else ""
+    while cursor and cursor not in on_path:
+        on_path.add(cursor)
+        cursor = parents.get(cursor, "")
+    return [
+        {
+            "checkpoint_id": row["checkpoint_id"],
+            "parent_checkpoint_id": row["parent_checkpoint_id"] or None,
+            "step": row["metadata"].get("step"),
+            "source": row["metadata"].get("source", ""),
+            "parents": row["metadata"].get("parents") or {},
+            "run_id": row["metadata"].get("run_id", ""),
+            "head": index == 0,
+            "superseded": row["checkpoint_id"] not in on_path,
+        }
+        for index, row in enumerate(rows)
+    ]
+
+
+def graph_task(task: Task) -> bool:
+    return bool((task.spec or {}).get("agent"))

@@ -12,6 +12,11 @@ urlpatterns = [
         views.rollback_page,
         name="rollback",
     ),
+    path(
+        "tasks/<uuid:task_id>/graph-checkpoints/<uuid:checkpoint_id>/rollback/",
+        views.graph_rollback_page,
+        name="graph_rollback",
+    ),
     path("tasks/<uuid:task_id>/checkpoints/diff/", views.diff_page, name="diff"),
     path("tasks/<uuid:task_id>/recover/", views.recover_action, name="recover"),
 ]

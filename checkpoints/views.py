@@ -4,7 +4,7 @@ retry / resume buttons of the task page. Thin: read through selectors, act throu
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -59,6 +59,49 @@ def rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
             "checkpoint": checkpoint,
             "error": error,
             "preview": selectors.rollback_preview(task=task, checkpoint=checkpoint),
+            "reason": request.POST.get("reason", ""),
+            "then": request.POST.get("then", "hold"),
+        },
+        status=status,
+    )
+
+
+@operator_required
+def graph_rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
+    """Preview, then fork a graph task from one of its LangGraph checkpoints."""
+    task = access_task(request.user, task_id)
+    error, status = "", 200
+    if request.method == "POST":
+        try:
+            result = recovery.checkpoint_rollback(
+                task_id=task.id,
+                checkpoint_id=checkpoint_id,
+                user=request.user,
+                reason=request.POST.get("reason", ""),
+                resume=request.POST.get("then") == "resume",
+            )
+        except REFUSALS as exc:
+            error = str(exc)
+            status = 422 if isinstance(exc, recovery.RecoveryInvalid) else 409
+        else:
+            messages.success(
+                request,
+                f"Rolled the graph back to checkpoint {checkpoint_id}; task is "
+                f"{result.task.status}.",
+            )
+            return redirect("tasks:detail", task_id=task.id)
+        task.refresh_from_db()
+    try:
+        preview = recovery.graph_rollback_preview(task=task, checkpoint_id=str(checkpoint_id))
+    except recovery.RecoveryInvalid as exc:
+        raise Http404(exc.message) from None
+    return render(
+        request,
+        "checkpoints/graph_rollback.html",
+        {
+            "task": task,
+            "preview": preview,
+            "error": error,
             "reason": request.POST.get("reason", ""),
             "then": request.POST.get("then", "hold"),
         },

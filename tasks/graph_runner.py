@@ -81,8 +81,15 @@ def is_graph_task(*, task_id: Any) -> bool:
 
 
 def graph_task_run(*, task_id: Any) -> str:
-    """As tasks.runtime.task_run, for a task whose spec names a graph."""
+    """As tasks.runtime.task_run, for a task whose spec names a graph. The graph's code is
+    imported before the task is taken: importing a graph (and LangChain) can take seconds,
+    which must not count against the heartbeat."""
     worker_id = worker_identity()
+    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first() or {}
+    try:
+        graph = graph_load(spec["agent"]["graph"])
+    except (GraphNotRegistered, KeyError, TypeError):
+        graph = None  # the run fails the task, naming the reason
     try:
         task = services.task_acquire(task_id=task_id, worker_id=worker_id)
         if task is None and services.task_wake(task_id=task_id):
@@ -93,7 +100,7 @@ def graph_task_run(*, task_id: Any) -> str:
     if task is None:
         log.info("task %s is not queued; nothing to do", task_id)
         return "skipped"
-    return GraphRun(task, worker_id).execute()
+    return GraphRun(task, worker_id, graph=graph).execute()
 
 
 def graph_thread_config(*, task_id: Any, checkpoint_id: str | None = None) -> dict[str, Any]:
@@ -113,7 +120,8 @@ def _text(value: Any, limit: int = TEXT_MAX_CHARS) -> str:
 
 
 class GraphRun:
-    def __init__(self, task: Task, worker_id: str) -> None:
+    def __init__(self, task: Task, worker_id: str, *, graph: Any = None) -> None:
+        self.graph = graph
         self.task = task
         self.task_id = task.id
         self.epoch = task.lease_epoch
@@ -186,7 +194,7 @@ class GraphRun:
     def execute(self) -> str:
         self.watchdog.start()
         try:
-            graph = graph_load(self.spec.agent.graph).copy(
+            graph = (self.graph or graph_load(self.spec.agent.graph)).copy(
                 update={"checkpointer": self.saver, "step_timeout": self.step_s}
             )
             self.boundary_checks()

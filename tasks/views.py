@@ -15,7 +15,12 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from checkpoints.selectors import task_checkpoint_marks, task_checkpoints
+from checkpoints.selectors import (
+    graph_checkpoints,
+    graph_task,
+    task_checkpoint_marks,
+    task_checkpoints,
+)
 from checkpoints.services import checkpoint_verify
 from harness_site.access import operator_required, viewer_required
 from harness_site.config import harness_config
@@ -31,6 +36,7 @@ LIST_PAGE_SIZE = 50
 TAB_PAGE_SIZE = 100
 EVENTS_PAGE_SIZE = 200
 TABS = ("events", "calls", "reviews", "checkpoints")
+GRAPH_CHECKPOINTS_SHOWN = 500
 
 
 def _query_without(request: HttpRequest, *names: str) -> str:
@@ -168,6 +174,9 @@ def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
         )
     elif tab == "reviews":
         context["reviews"] = task_reviews(task_id=task.id)
+    elif graph_task(task):
+        # A graph task's checkpoints are LangGraph's (checkpoints.langgraph).
+        context["graph_checkpoints"] = graph_checkpoints(task=task)[:GRAPH_CHECKPOINTS_SHOWN]
     else:
         checkpoints = task_checkpoints(task_id=task.id)
         seq = request.GET.get("seq")

@@ -63,3 +63,133 @@ def test_graph_pauses_at_its_interrupt_and_finishes_after_approval(task_api, api
     done = task_api.get(task["id"])
     assert done["status"] == "succeeded"
     assert '"published": "1.5.0"' in done["result"]
+
+
+def test_rejection_reaches_the_graph_with_the_comment(task_api, api_client, operator):
+    task = task_api.create(RELEASE)
+    run_task(task["id"])
+    review = ReviewRequest.objects.get(task_id=task["id"])
+
+    body = {"decision": "reject", "comment": "freeze week"}
+    assert decide(api_client(operator), review.id, body).status_code == 200
+    assert run_task(task["id"]) == "succeeded"
+
+    result = task_api.get(task["id"])["result"]
+    assert '"published": ""' in result
+    assert "publish: skipped (freeze week)" in result
+
+
+def test_respond_resumes_a_plain_interrupt_with_the_json_value(task_api, api_client, operator):
+    task = task_api.create(RELEASE)
+    run_task(task["id"])
+    review = ReviewRequest.objects.get(task_id=task["id"])
+
+    body = {"decision": "respond", "response": {"version": "2.0.0"}}
+    assert decide(api_client(operator), review.id, body).status_code == 200
+    review.refresh_from_db()
+    assert review.status == "responded"
+    assert review.interrupt["decision"] == {"type": "respond", "value": {"version": "2.0.0"}}
+    run_task(task["id"])
+
+    assert '"published": "2.0.0"' in task_api.get(task["id"])["result"]
+
+
+def test_a_plain_interrupt_refuses_edited_arguments(task_api, api_client, operator):
+    task = task_api.create(RELEASE)
+    run_task(task["id"])
+    review = ReviewRequest.objects.get(task_id=task["id"])
+
+    response = decide(
+        api_client(operator), review.id, {"decision": "approve", "arguments": {"version": "9"}}
+    )
+
+    assert response.status_code == 422
+    assert task_api.get(task["id"])["status"] == "waiting_review"
+
+
+ANNOUNCE = {
+    "title": "announce",
+    "goal": "announce the release",
+    "agent": {
+        "kind": "langgraph",
+        "graph": "announcer",
+        "input": {
+            "messages": [
+                {"role": "user", "content": '{"channel": "#general", "text": "v1.5 is out"}'}
+            ]
+        },
+    },
+}
+
+
+def test_middleware_tool_call_edited_in_review_runs_with_the_edited_arguments(
+    task_api, api_client, operator
+):
+    task = task_api.create(ANNOUNCE)
+    assert run_task(task["id"]) == "paused"
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    assert review.tool == "send_announcement"
+    assert review.original_arguments == {"channel": "#general", "text": "v1.5 is out"}
+    assert review.interrupt["mode"] == "batched"
+    assert set(review.interrupt["allowed"]) == {"approve", "edit", "reject", "respond"}
+
+    edited = {"channel": "#releases", "text": "v1.5 is out"}
+    body = {"decision": "approve", "arguments": edited}
+    assert decide(api_client(operator), review.id, body).status_code == 200
+    assert run_task(task["id"]) == "succeeded"
+
+    result = task_api.get(task["id"])["result"]
+    assert "posted to #releases: v1.5 is out" in result
+    assert "#general" not in result
+
+
+def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from_there(
+    task_api, api_client, operator, client
+):
+    api = api_client(operator)
+    task = task_api.create(RELEASE)
+    run_task(task["id"])
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    decide(api, review.id, {"decision": "reject", "comment": "not yet"})
+    run_task(task["id"])
+    assert "publish: skipped (not yet)" in task_api.get(task["id"])["result"]
+
+    listed = api.get(f"/api/v1/tasks/{task['id']}/graph-checkpoints").json()
+    assert [c["step"] for c in listed] == [4, 3, 2, 1, 0, -1]
+    assert listed[0]["head"] and not any(c["superseded"] for c in listed)
+    before_approval = next(c for c in listed if c["step"] == 2)  # next: approve
+
+    preview = api.get(
+        f"/api/v1/tasks/{task['id']}/graph-rollback/preview",
+        {"checkpoint_id": before_approval["checkpoint_id"]},
+    ).json()
+    assert preview["values"]["version"] == "1.5.0"
+    assert [c["step"] for c in preview["superseded"]] == [4, 3]
+
+    response = api.post(
+        f"/api/v1/tasks/{task['id']}/rollback",
+        {
+            "checkpoint_id": before_approval["checkpoint_id"],
+            "resume": True,
+            "reason": "ask again",
+        },
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["graph_checkpoint_id"] == before_approval["checkpoint_id"]
+    assert run_task(task["id"]) == "paused"  # the approval step runs again
+    again = ReviewRequest.objects.filter(task_id=task["id"], status="pending").get()
+    decide(api, again.id, {"decision": "approve"})
+    assert run_task(task["id"]) == "succeeded"
+    assert '"published": "1.5.0"' in task_api.get(task["id"])["result"]
+
+    listed = api.get(f"/api/v1/tasks/{task['id']}/graph-checkpoints").json()
+    superseded = sorted(c["step"] for c in listed if c["superseded"])
+    assert superseded == [3, 4]
+    forks = [c for c in listed if c["source"] == "fork"]
+    assert len(forks) == 1 and forks[0]["parent_checkpoint_id"] == before_approval["checkpoint_id"]
+
+    client.force_login(operator)
+    page = client.get(f"/tasks/{task['id']}/?tab=checkpoints").content.decode()
+    assert 'data-testid="graph-checkpoints"' in page
+    assert before_approval["checkpoint_id"] in page
+    assert "superseded" in page

@@ -1,0 +1,89 @@
+"""LangGraph graphs run by real rqworkers: a worker killed with SIGKILL mid-node, a cancel
+mid-graph, and a review decided after the worker that paused the graph has exited. Each
+resumes from the graph's latest LangGraph checkpoint: finished super-steps do not run again."""
+
+from __future__ import annotations
+
+import pytest
+
+from checkpoints.recovery import task_resume
+from review.models import ReviewRequest
+from review.services import review_decide
+from tasks.models import Task
+from tasks.services import task_cancel, task_create
+from tasks.spec import TaskSpec
+from tests.conftest import wait_for
+
+from .conftest import TEST_CONFIG, wait_status
+from .graphs import runs
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def harness_config_text() -> str:
+    return TEST_CONFIG + (
+        "langgraph_graphs:\n"
+        '  slow_steps: "tests.durable.graphs:graph"\n'
+        '  release_bot: "examples.langgraph_release:graph"\n'
+    )
+
+
+def graph_task(graph: str, graph_input: dict) -> Task:
+    spec = TaskSpec.model_validate(
+        {
+            "title": graph,
+            "goal": "run a graph",
+            "agent": {"kind": "langgraph", "graph": graph, "input": graph_input},
+        }
+    )
+    return task_create(spec=spec, user=None)
+
+
+def test_graph_killed_mid_node_is_redispatched_and_resumes_from_its_checkpoint(fleet, tmp_path):
+    fleet.worker(2)
+    fleet.sweeper()
+    task = graph_task("slow_steps", {"marker_dir": str(tmp_path), "sleep_s": 2})
+    wait_for(lambda: "slow:start" in runs(tmp_path), message="the slow node to start")
+    fleet.kill_worker_of(task.id)
+
+    task = wait_status(task.id, "succeeded")
+    assert '"trail": "first,slow,last"' in task.result
+    # `first` finished before the kill and is in a checkpoint: it does not run again; the
+    # killed `slow` does.
+    assert runs(tmp_path) == ["first", "slow:start", "slow:start", "slow:end", "last"]
+    assert task.redispatch_count == 1
+    assert task.events.filter(type="resumed").count() == 1
+
+
+def test_graph_canceled_mid_node_stops_at_the_super_step_and_resumes_after_it(
+    fleet, tmp_path, operator
+):
+    fleet.worker(1)
+    task = graph_task("slow_steps", {"marker_dir": str(tmp_path), "sleep_s": 1.5})
+    wait_for(lambda: "slow:start" in runs(tmp_path), message="the slow node to start")
+    task_cancel(task_id=task.id, user=operator, reason="pause it")
+
+    task = wait_status(task.id, "canceled")
+    assert runs(tmp_path) == ["first", "slow:start", "slow:end"]
+    task_resume(task_id=task.id, user=operator, reason="go on")
+
+    task = wait_status(task.id, "succeeded")
+    assert runs(tmp_path) == ["first", "slow:start", "slow:end", "last"]
+    assert '"trail": "first,slow,last"' in task.result
+
+
+def test_review_is_resumed_by_a_new_worker_after_the_pausing_one_exited(fleet, operator):
+    fleet.worker(1)
+    task = graph_task("release_bot", {"changes": ["breaking: new API"], "current": "1.9.0"})
+    wait_status(task.id, "waiting_review")
+    fleet.pool.stop()
+    assert all(p.poll() is not None for p in fleet.pool.processes)
+
+    review = ReviewRequest.objects.get(task=task)
+    assert review.original_arguments["version"] == "2.0.0"
+    fleet.worker(1)
+    review_decide(review_id=review.id, user=operator, decision="approve", comment="ship")
+
+    task = wait_status(task.id, "succeeded")
+    assert '"published": "2.0.0"' in task.result
