@@ -9,6 +9,7 @@ import pytest
 from checkpoints.recovery import task_resume
 from review.models import ReviewRequest
 from review.services import review_decide
+from tasks.canonical import canonical_hash
 from tasks.models import Task
 from tasks.services import task_cancel, task_create
 from tasks.spec import TaskSpec
@@ -83,7 +84,13 @@ def test_review_is_resumed_by_a_new_worker_after_the_pausing_one_exited(fleet, o
     review = ReviewRequest.objects.get(task=task)
     assert review.original_arguments["version"] == "2.0.0"
     fleet.worker(1)
-    review_decide(review_id=review.id, user=operator, decision="approve", comment="ship")
+    review_decide(
+        review_id=review.id,
+        user=operator,
+        decision="approve",
+        arguments_hash=canonical_hash(review.arguments),
+        comment="ship",
+    )
 
     task = wait_status(task.id, "succeeded")
     assert '"published": "2.0.0"' in task.result
