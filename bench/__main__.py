@@ -9,7 +9,7 @@ import argparse
 import logging
 import sys
 
-from bench.common import SIZES, BenchError, setup_django
+from bench.common import SIZES, BenchError, git_dirty, setup_django
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,6 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run benchmarks, write bench/results/*.json and results.md")
     run.add_argument("--size", choices=SIZES, default="full")
+    run.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="run at full size on a tree with uncommitted changes (results are marked dirty)",
+    )
     run.add_argument(
         "--only",
         action="append",
@@ -37,6 +42,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "render":
         print(render_to_file())
         return 0
+    if args.command == "run" and args.size == "full" and not args.allow_dirty:
+        # Results are committed next to the code they measure: they must name one commit.
+        try:
+            dirty = git_dirty()
+        except BenchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if dirty:
+            print(
+                "error: the tree has uncommitted changes (" + ", ".join(dirty[:5]) + "); "
+                "commit them (results record the commit) or pass --allow-dirty",
+                file=sys.stderr,
+            )
+            return 2
     try:
         setup_django()
     except BenchError as exc:

@@ -223,8 +223,30 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "git_commit": _git_commit(),
+        "git_dirty": bool(_dirty_or_unknown()),
         "versions": _versions(),
     }
+
+
+# Paths a run itself writes: they do not make the tree dirty for the next run.
+_RESULT_PATHS = ("bench/results/", "bench/results.md")
+
+
+def git_dirty() -> list[str]:
+    """Paths with uncommitted changes (besides the result files), or [] for a clean tree."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=BENCH_DIR.parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BenchError(f"cannot tell whether the tree is clean: {exc}") from None
+    paths = [line[3:] for line in out.stdout.splitlines()]
+    return [p for p in paths if not p.startswith(_RESULT_PATHS)]
 
 
 def _git_commit() -> str:
@@ -240,6 +262,13 @@ def _git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return ""
     return out.stdout.strip()
+
+
+def _dirty_or_unknown() -> list[str]:
+    try:
+        return git_dirty()
+    except BenchError:
+        return ["?"]
 
 
 def _versions() -> dict[str, str]:

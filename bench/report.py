@@ -39,6 +39,23 @@ def _profile_table(entries: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _commits_line(results: list[dict[str, Any]]) -> str:
+    commits: dict[str, list[str]] = {}
+    for r in results:
+        env = r["environment"]
+        commit = (env.get("git_commit") or "unknown") + (
+            " (dirty tree)" if env.get("git_dirty") else ""
+        )
+        commits.setdefault(commit, []).append(r["name"])
+    if len(commits) == 1:
+        return f"All results come from commit {next(iter(commits))}."
+    return (
+        "**Results come from different commits:** "
+        + "; ".join(f"{commit}: {', '.join(names)}" for commit, names in sorted(commits.items()))
+        + "."
+    )
+
+
 def render(results: list[dict[str, Any]]) -> str:
     lines = ["# Benchmark results", ""]
     if not results:
@@ -55,6 +72,8 @@ def render(results: list[dict[str, Any]]) -> str:
         f"{env.get('postgresql_synchronous_commit')}) on loopback, Python {env['python']}, "
         + ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items())
         + ".",
+        "",
+        _commits_line(results),
         "",
         "Each figure is the median over repeated runs with its p95 and sample count; **ratio** "
         "is ours ÷ reference, both measured in the same run against the same PostgreSQL; the "
