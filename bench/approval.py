@@ -1,14 +1,19 @@
-"""(3) Approval latency: from a decision's HTTP response to the approved tool starting in an
-idle worker.
+"""(3) Approval latency: from the operator's click — the start of the decision request — to
+the approved tool starting in an idle worker.
 
 A task calls `ledger_append` (risk `external`, so harness.yaml's `external` rule pauses it for
 review) on a real `rqworker` subprocess. Once the task waits for review and the worker is idle
 again, an operator approves through `POST /api/v1/reviews/{id}/decision` (Django's test client
 in this process, Bearer token: the full API stack without a socket). The tool stamps the
-moment it runs in its ledger record; latency = that stamp − the moment the response returned.
-The breakdown comes from the task's events: response → `running` (job picked up, work horse
-forked, lease acquired) → `tool_started` (head checkpoint loaded, ledger, approved arguments
-checked) → the tool's own stamp (pre-tool checkpoint written, tool thread started).
+moment it runs in its ledger record; latency = that stamp − the moment the request was sent
+(the decision's own processing counts: the operator waits for it too). The breakdown comes
+from the task's events: request → response (the decision: lock, audit, enqueue on commit),
+response → `running` (job picked up, work horse forked, lease acquired) → `tool_started` (head
+checkpoint loaded, ledger, approved arguments checked) → the tool's own stamp (pre-tool
+checkpoint written, tool thread started).
+
+Expected run time (quiet 2-CPU machine): smoke ~15 s, full ~1 min (43 approvals, each waiting
+for the worker to go idle).
 """
 
 from __future__ import annotations
@@ -111,7 +116,8 @@ def _one(client: Any, worker: RqWorker, key: str) -> dict[str, float]:
     started = _event_time(task.id, "tool_started")
     tasks_delete([task.id])
     return {
-        "latency": tool_ran - answered,
+        "latency": tool_ran - sent,
+        "from_response": tool_ran - answered,
         "request": answered - sent,
         "pickup": running - answered,
         "resume": started - running,
@@ -145,20 +151,26 @@ def run(size: str) -> dict[str, Any]:
     finally:
         user.delete()
     ms = {name: stats(values, scale=1000) for name, values in samples.items()}
-    p50 = ms["latency"]["median"]
+    p50, p95 = ms["latency"]["median"], ms["latency"]["p95"]
     breakdown = ", ".join(
-        f"{name} {ms[name]['median']:.1f} ms" for name in ("pickup", "resume", "tool")
+        f"{name} {ms[name]['median']:.1f} ms" for name in ("request", "pickup", "resume", "tool")
     )
     return {
         "title": TITLE,
         "figures": [
             figure(
-                figure="Approve → approved tool running in an idle worker",
+                figure="Click (decision request sent) → approved tool running in an idle worker",
                 unit="ms",
                 ours=ms["latency"],
-                target="p50 ≤ 50 ms",
-                met=p50 <= 50,
+                target="p50 ≤ 50 ms, p95 ≤ 100 ms",
+                met=p50 <= 50 and p95 <= 100,
                 note=f"median breakdown: {breakdown}",
+            ),
+            figure(
+                figure="Decision response → approved tool running",
+                unit="ms",
+                ours=ms["from_response"],
+                target="(info)",
             ),
             figure(
                 figure="Decision request → HTTP response",
@@ -176,7 +188,8 @@ def run(size: str) -> dict[str, Any]:
             "One real `manage.py rqworker` subprocess, idle before each decision; the decision "
             "goes through the real API stack (`POST /api/v1/reviews/{id}/decision`, Bearer "
             "token) in this process. Latency = the `ledger_append` tool's own timestamp − the "
-            "moment the decision's response returned. Breakdown (medians): *pickup* = response "
+            "moment the decision request was sent (the click). Breakdown (medians): *request* = "
+            "the decision request until its response; *pickup* = response "
             "→ the task's `running` event (RQ dequeues, forks a work horse, the horse connects "
             "and acquires the lease); *resume* = `running` → `tool_started` (head checkpoint "
             "loaded, ledger, approved arguments checked); *tool* = `tool_started` → the tool "
