@@ -6,6 +6,8 @@ channel version every step, so one blob row + one checkpoint row) and `put_write
 step's tool message. Ours writes through Django's connection into the checkpoints app's tables;
 PostgresSaver through its own autocommit psycopg connection (what `from_conn_string` opens)
 into its tables in the reference schema.
+
+Expected run time (quiet 2-CPU machine): smoke ~5 s; full ~30 s.
 """
 
 from __future__ import annotations

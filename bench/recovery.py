@@ -12,6 +12,9 @@ worker acquired it after the sweep redispatched it) − the moment of the kill. 
 Expected: the last heartbeat came 0..H before the kill, so the heartbeat goes stale H..2H
 after it; the sweep sees it within S more; then enqueue, dequeue, fork and acquisition. Target
 (the issue): under 2 heartbeat intervals plus the sweep period.
+
+Expected run time (quiet 2-CPU machine): smoke ~30 s; full ~4 min (3 heartbeat settings × 12
+kills, each waiting for detection, redispatch and the task to finish).
 """
 
 from __future__ import annotations
