@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from checkpoints.models import Blob, Checkpoint
+from checkpoints.models import Blob, Checkpoint, GraphBlob, GraphCheckpoint, GraphWrite
 from tasks.admin import ReadOnlyAdmin
 
 
@@ -33,3 +33,26 @@ class BlobAdmin(ReadOnlyAdmin):
     list_display = ("sha256", "size", "created_at")
     search_fields = ("sha256",)
     exclude = ("data",)
+
+
+@admin.register(GraphCheckpoint)
+class GraphCheckpointAdmin(ReadOnlyAdmin):
+    """LangGraph's own checkpoints, written only by checkpoints.langgraph's saver."""
+
+    list_display = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "task")
+    search_fields = ("thread_id", "checkpoint_id")
+    exclude = ("checkpoint",)
+    raw_id_fields = ("task",)
+
+
+@admin.register(GraphBlob)
+class GraphBlobAdmin(ReadOnlyAdmin):
+    list_display = ("thread_id", "checkpoint_ns", "channel", "version", "type")
+    search_fields = ("thread_id", "channel")
+    exclude = ("blob",)
+
+
+@admin.register(GraphWrite)
+class GraphWriteAdmin(ReadOnlyAdmin):
+    list_display = ("thread_id", "checkpoint_id", "graph_task_id", "idx", "channel", "type")
+    search_fields = ("thread_id", "checkpoint_id")
