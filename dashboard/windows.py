@@ -3,6 +3,7 @@ share: `since` is a duration back from now (`24h`, `7d`, `90m`) or an ISO dateti
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -39,16 +40,21 @@ def window_parse(
     """Raises WindowError naming the bad parameter."""
     label = (since or default).strip()
     try:
-        start = now - timedelta(seconds=parse_duration(label))
+        seconds = parse_duration(label)
     except ValueError:
         try:
             start = datetime.fromisoformat(label)
         except ValueError:
             raise WindowError(
-                "since", f"not a duration (24h, 7d) or ISO datetime: {label!r}"
+                "since", f"not a duration (24h, 7d) or ISO datetime: {label[:40]!r}"
             ) from None
         if start.tzinfo is None:
             start = start.replace(tzinfo=UTC)
+    else:
+        # Checked before the subtraction: 999999999d or 1e30h overflow a datetime.
+        if not math.isfinite(seconds) or seconds > MAX_SPAN.total_seconds():
+            raise WindowError("since", f"the window may span at most {MAX_SPAN.days} days")
+        start = now - timedelta(seconds=seconds)
     if start >= now:
         raise WindowError("since", "since must lie in the past")
     if now - start > MAX_SPAN:

@@ -23,7 +23,11 @@ def _validation_error(request: HttpRequest, exc: ValidationError):
     """422 with one entry per bad field: {"field": "body.budget.max_steps", "message": ...}."""
     errors = []
     for item in exc.errors:
-        loc = [str(p) for p in item.get("loc", ()) if p not in ("body", "payload")]
+        # ninja prefixes where a value came from ("body", "query", "path"): the field is the rest.
+        loc = [str(p) for p in item.get("loc", ())]
+        if loc and loc[0] in ("body", "query", "path"):
+            loc = loc[1:]
+        loc = [p for p in loc if p != "payload"]
         errors.append({"field": ".".join(loc) or "body", "message": item.get("msg", "invalid")})
     return api.create_response(request, {"detail": "invalid input", "errors": errors}, status=422)
 

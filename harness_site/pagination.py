@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.utils.functional import cached_property
+from ninja import Field, Schema
+from ninja.pagination import PageNumberPagination
+
+MAX_API_PAGE = 10_000
 
 
 class CappedPaginator(Paginator):
@@ -20,3 +24,12 @@ class CappedPaginator(Paginator):
     @property
     def capped(self) -> bool:
         return self.count > self.cap
+
+
+class ApiPagination(PageNumberPagination):
+    """ninja's page-number pagination with the page number bounded: an offset past what
+    PostgreSQL's bigint holds was a 500."""
+
+    class Input(Schema):
+        page: int = Field(1, ge=1, le=MAX_API_PAGE)
+        page_size: int | None = Field(None, ge=1, le=500)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import dj_database_url
@@ -38,6 +39,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "harness_site.inputs.InputGuardMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -100,7 +102,14 @@ HARNESS_BLOB_DIR = Path(env_str("HARNESS_BLOB_DIR", str(DATA_DIR / "blobs")))
 HARNESS_LEDGER_DIR = Path(env_str("HARNESS_LEDGER_DIR", str(DATA_DIR / "ledger")))
 # Dotted module paths whose @tool-decorated functions join the registry at start-up.
 HARNESS_TOOL_MODULES = env_list("HARNESS_TOOL_MODULES", [])
+# Origins `http_request` may call: `scheme://host[:port]` (`*.example.com` for subdomains); a
+# bare host means https on 443 and http on 80 only.
 HARNESS_HTTP_ALLOWLIST = env_list("HARNESS_HTTP_ALLOWLIST", [])
+# Networks (CIDR) `http_request` may reach although they are loopback, private or link-local.
+HARNESS_HTTP_ALLOW_NETWORKS = [
+    str(ipaddress.ip_network(net, strict=False))
+    for net in env_list("HARNESS_HTTP_ALLOW_NETWORKS", [])
+]
 # The command sandbox (tasks/tools/sandbox.py): `bwrap` (bubblewrap from .venv, HARNESS_BWRAP,
 # or PATH) or `off`, which runs run_command UNSANDBOXED as the worker's user (logged loudly).
 HARNESS_SANDBOX = env_str("HARNESS_SANDBOX", "bwrap").strip().lower()
@@ -122,13 +131,14 @@ HARNESS_REQUEUE_GRACE_S = env_float("HARNESS_REQUEUE_GRACE_S", 10.0)
 # A task that finds `max_concurrent_tasks` already running is put back after this delay.
 HARNESS_CAPACITY_RETRY_S = env_float("HARNESS_CAPACITY_RETRY_S", 2.0)
 # Model defaults for `{"kind": "openai"}` tasks. The API key is read from the environment
-# variable a spec names (`api_key_env`, default OPENAI_API_KEY) when the call is made; it is
-# never stored in a spec, a checkpoint or an event.
+# variable bound to the endpoint (OPENAI_API_KEY for OPENAI_BASE_URL) when the call is made;
+# it is never stored in a spec, a checkpoint or an event.
 HARNESS_MODEL = env_str("HARNESS_MODEL", "")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
-# Base URLs a task's own `model.base_url` may name besides OPENAI_BASE_URL (`*`: any). A key
-# is only ever sent to an endpoint the operator listed, never to one a task author chose.
-HARNESS_MODEL_ENDPOINTS = [u.rstrip("/") for u in env_list("HARNESS_MODEL_ENDPOINTS", [])]
+# Base URLs a task's own `model.base_url` may name besides OPENAI_BASE_URL, each bound to the
+# variable holding its key: `URL=VAR` (key in $VAR), bare `URL` (no key), `*` (any URL, never a
+# key). A key only ever goes to the endpoint it is bound to (tasks/llm/openai.py).
+HARNESS_MODEL_ENDPOINTS = env_list("HARNESS_MODEL_ENDPOINTS", [])
 HARNESS_BASE_URL = env_str("HARNESS_BASE_URL", "http://127.0.0.1:8000")
 
 # --- Auth, i18n, static --------------------------------------------------------------------

@@ -7,14 +7,15 @@ from typing import Any
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Router, Schema, Status
+from ninja import Query, Router, Schema, Status
 from ninja.errors import HttpError
-from ninja.pagination import PageNumberPagination, paginate
+from ninja.pagination import paginate
 
 from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_verify
 from harness_site.api_auth import CREATE, OPERATE
 from harness_site.api_utils import optional_body
+from harness_site.pagination import ApiPagination
 from tasks import selectors, services
 from tasks.models import Task
 from tasks.spec import TaskSpec
@@ -142,7 +143,7 @@ def task_create(request: HttpRequest, spec: TaskSpec):
 
 
 @router.get("tasks", response=list[TaskOut])
-@paginate(PageNumberPagination, page_size=50)
+@paginate(ApiPagination, page_size=50)
 def task_list(request: HttpRequest, status: str | None = None, q: str | None = None):
     return selectors.tasks_list(status=status, q=q)
 
@@ -159,7 +160,9 @@ def task_checkpoints(request: HttpRequest, task_id: str):
 
 
 @router.get("tasks/{task_id}/events", response=list[EventOut])
-def task_events(request: HttpRequest, task_id: str, after: int | None = None):
+def task_events(
+    request: HttpRequest, task_id: str, after: int | None = Query(None, ge=0, le=2**63 - 1)
+):
     task = selectors.access_task(request.user, task_id)
     return [
         {

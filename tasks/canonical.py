@@ -19,3 +19,15 @@ def sha256_hex(data: bytes) -> str:
 
 def canonical_hash(value: Any) -> str:
     return sha256_hex(canonical_bytes(value))
+
+
+def nul_free(value: Any) -> Any:
+    """`value` with every NUL character (in strings and keys) replaced by U+FFFD: PostgreSQL
+    stores none in text or jsonb, and tools and models produce them (binary command output)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {nul_free(k): nul_free(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [nul_free(v) for v in value]
+    return value

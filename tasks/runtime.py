@@ -44,12 +44,12 @@ from checkpoints.services import (
 from harness_site.config import harness_config
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo, Message, ProposedCall
-from tasks.canonical import canonical_hash
+from tasks.canonical import canonical_hash, nul_free
 from tasks.context import HARNESS_AUTHOR, context_apply, context_policy, goal_facts
 from tasks.llm import ModelDecision, ModelError, model_for_spec
 from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
 from tasks.retry import TIMEOUT, UNKNOWN_OUTCOME, classify_exception, is_retryable, retry_policy
-from tasks.spec import TaskSpec
+from tasks.spec import MAX_TURN_TOKENS, TaskSpec
 from tasks.states import LeaseLost, TaskStatus
 from tasks.tools.registry import ToolContext, ToolError, ToolSpec, UnknownTool, registry
 from tasks.validation import (
@@ -68,6 +68,8 @@ OBSERVATION_MAX_CHARS = 4000
 # After a tool's timeout its stop event is set; it gets this long to stop (run_command kills its
 # process group: SIGTERM, then SIGKILL after 2 s) before the call is abandoned.
 TOOL_STOP_GRACE_S = 3.0
+# Task.cost_usd is a decimal(12, 6): the running cost stops just below what it holds.
+MAX_COST_USD = 999_999.0
 
 
 class StopRun(Exception):
@@ -559,19 +561,19 @@ class TaskRun:
         return out
 
     def charge(self, usage: ModelDecision) -> dict[str, Any]:
-        """Count a model call's tokens and cost against the task; the event fields for it."""
+        """Count a model call's tokens and cost against the task; the event fields for it.
+        An adapter's counts are input too (a server can report anything): each is clamped to
+        MAX_TURN_TOKENS and the running cost to what the task row holds."""
         model = usage.model or self.model.name
-        cost = self.config.cost_usd(
-            model=model,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-        )
-        self.state.budget.tokens += usage.tokens
-        self.state.budget.cost_usd += cost
+        prompt = min(max(usage.prompt_tokens, 0), MAX_TURN_TOKENS)
+        completion = min(max(usage.completion_tokens, 0), MAX_TURN_TOKENS)
+        cost = self.config.cost_usd(model=model, prompt_tokens=prompt, completion_tokens=completion)
+        self.state.budget.tokens += min(prompt + completion, MAX_TURN_TOKENS)
+        self.state.budget.cost_usd = min(self.state.budget.cost_usd + cost, MAX_COST_USD)
         return {
             "model": model,
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
             "cost_usd": round(cost, 8),
         }
 
@@ -590,7 +592,16 @@ class TaskRun:
             )
         if call.error is not None:
             raise call.error
-        return call.value
+        decision = call.value
+        return dataclasses.replace(
+            decision,
+            text=nul_free(decision.text),
+            final=nul_free(decision.final),
+            calls=[
+                dataclasses.replace(c, tool=nul_free(c.tool), args=nul_free(c.args))
+                for c in decision.calls
+            ],
+        )
 
     def model_turn(self) -> None:
         started = time.monotonic()
@@ -1238,6 +1249,7 @@ class TaskRun:
             json.dumps(result)
         except (TypeError, ValueError):
             result = {"value": str(result)}
+        result = nul_free(result)
         return ToolOutcome(
             status=ToolCallStatus.SUCCEEDED, observation=_observation(result), result=result
         )
@@ -1250,6 +1262,7 @@ class TaskRun:
             log.error("tool %s raised", tool.name, exc_info=exc)
             error_class, retry_after_s = classify_exception(exc), None
             what = f"{type(exc).__name__}: {exc}"
+        what = nul_free(what)
         status = ToolCallStatus.FAILED
         if error_class == TIMEOUT:
             status = ToolCallStatus.TIMED_OUT

@@ -12,7 +12,12 @@ from harness_site.config import Regex
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+MAX_TIMEOUT_S = 30 * 86400
+# Far above any real model's turn, far below what the task row's counters hold.
+MAX_TURN_TOKENS = 10**9
 
 
 class ScriptedTurn(_Spec):
@@ -21,7 +26,7 @@ class ScriptedTurn(_Spec):
     calls: list[ScriptedCall] | None = None
     final: str | None = None
     # Tokens this turn reports as used (lets tests and demos exercise the token budget).
-    tokens: int = Field(default=0, ge=0)
+    tokens: int = Field(default=0, ge=0, le=MAX_TURN_TOKENS)
     # Seconds the model takes to answer this turn (lets tests and demos exercise the turn
     # timeout, which the harness enforces whether or not the model honours it).
     delay_s: float = Field(default=0, ge=0, le=3600)
@@ -55,11 +60,12 @@ class OpenAIModelSpec(_Spec):
     model: str | None = Field(default=None, min_length=1, max_length=200)
     # Unset: OPENAI_BASE_URL. Any other endpoint must be listed in HARNESS_MODEL_ENDPOINTS.
     base_url: str | None = Field(default=None, max_length=2000)
-    # The name of the environment variable holding the API key, never the key itself. Unset in
-    # the worker's environment: requests go without a key (local servers need none).
-    api_key_env: str = Field(default="OPENAI_API_KEY", pattern=r"^[A-Z][A-Z0-9_]*_API_KEY$")
+    # The name of the environment variable holding the API key, never the key itself. Keys are
+    # bound to endpoints by the operator (HARNESS_MODEL_ENDPOINTS): unset takes the endpoint's
+    # own; naming any other is refused. Unset in the worker's environment: no key is sent.
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Z][A-Z0-9_]*_API_KEY$")
     temperature: float | None = Field(default=None, ge=0, le=2)
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=10**7)
 
     @field_validator("base_url")
     @classmethod
@@ -127,18 +133,19 @@ class WorkspaceSpec(_Spec):
 
 class BudgetSpec(_Spec):
     max_steps: int = Field(default=50, ge=1, le=100_000)
-    max_tokens: int = Field(default=1_000_000, ge=1)
-    session_timeout_s: float | None = Field(default=None, gt=0)
-    turn_timeout_s: float | None = Field(default=None, gt=0)
-    tool_timeout_s: float | None = Field(default=None, gt=0)
+    max_tokens: int = Field(default=1_000_000, ge=1, le=10**15)
+    # Upper bounds keep deadlines representable (a datetime overflows around 1e11 s).
+    session_timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
+    turn_timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
+    tool_timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
 
 
 class RetrySpec(_Spec):
     """Overrides of `harness.yaml` `retry`, field by field (per task, or per tool in `@tool`)."""
 
-    initial_s: float | None = Field(default=None, gt=0)
-    factor: float | None = Field(default=None, ge=1)
-    max_s: float | None = Field(default=None, gt=0)
+    initial_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
+    factor: float | None = Field(default=None, ge=1, le=1000)
+    max_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     jitter: Literal["none", "full", "equal"] | None = None
     max_attempts: int | None = Field(default=None, ge=1, le=100)
 

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from harness_site.config import ValidationConfig
 from tasks.llm.base import ModelAdapter, ModelDecision, ModelError
 from tasks.spec import ChecksSpec
-from tasks.tools.http import host_allowed
+from tasks.tools.http import host_allowed, url_allowed
 from tasks.tools.registry import ToolSpec
 from tasks.tools.workspace import PathEscapeError, call_paths, glob_match, resolve_in_workspace
 
@@ -105,7 +105,7 @@ def check_call(*, tool: ToolSpec, args: dict[str, Any], limits: CheckLimits) -> 
     if isinstance(url, str):
         host = urlsplit(url).hostname or ""
         allowlist = list(settings.HARNESS_HTTP_ALLOWLIST)
-        if not host_allowed(host, allowlist) or (
+        if not url_allowed(url) or (
             limits.allowed_hosts is not None and not host_allowed(host, limits.allowed_hosts)
         ):
             hosts = limits.allowed_hosts if limits.allowed_hosts is not None else allowlist

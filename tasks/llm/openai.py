@@ -1,16 +1,18 @@
 """The OpenAI-compatible adapter: chat completions with tool calling, over plain HTTP (httpx).
 
 Works with any server speaking that wire format (hosted APIs, vLLM, Ollama, LM Studio, a
-proxy): `POST {base_url}/chat/completions`. The endpoint, model and key come from the task's
-model spec or from settings (OPENAI_BASE_URL, HARNESS_MODEL, the variable `api_key_env`
-names). Errors are classified for the loop: 408, 429 (with `Retry-After`), 5xx, connection
-errors and timeouts are transient; other 4xx are permanent and keep the server's message.
+proxy): `POST {base_url}/chat/completions`. The endpoint and model come from the task's model
+spec or from settings (OPENAI_BASE_URL, HARNESS_MODEL); the key from the environment variable
+the operator bound to that endpoint (`model_endpoints`). Errors are classified for the loop:
+408, 429 (with `Retry-After`), 5xx, connection errors and timeouts are transient; other 4xx
+are permanent and keep the server's message.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -33,17 +35,37 @@ ERROR_MESSAGE_CHARS = 1000
 class Endpoint:
     base_url: str
     model: str
-    api_key_env: str
+    # The environment variable holding this endpoint's key; None: requests carry no key.
+    api_key_env: str | None
 
     @property
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
 
 
+_KEY_ENV = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def model_endpoints() -> dict[str, str | None]:
+    """base URL -> the environment variable holding its key (None: no key).
+
+    OPENAI_BASE_URL takes OPENAI_API_KEY; each HARNESS_MODEL_ENDPOINTS entry is `URL=VAR`
+    (that endpoint's key is in $VAR), a bare `URL` (no key) or `*` (any URL, never a key).
+    An entry naming OPENAI_BASE_URL rebinds its key."""
+    endpoints: dict[str, str | None] = {settings.OPENAI_BASE_URL: "OPENAI_API_KEY"}
+    for entry in settings.HARNESS_MODEL_ENDPOINTS:
+        url, sep, env = entry.strip().rpartition("=")
+        if not sep or not _KEY_ENV.fullmatch(env):
+            url, env = entry.strip(), None
+        endpoints[url.rstrip("/")] = env
+    return endpoints
+
+
 def endpoint_for(spec: OpenAIModelSpec) -> Endpoint:
     """The endpoint a spec resolves to, with settings as defaults. Raises a permanent
-    ModelError for a missing model name or an endpoint the operator has not allowed: the key
-    must never go to a server a task author picked."""
+    ModelError for a missing model name, an endpoint the operator has not allowed, or a key
+    variable the operator did not bind to that endpoint: a key only ever goes to the endpoint
+    configured for it, never to a server a task author picked."""
     model = spec.model or settings.HARNESS_MODEL
     if not model:
         raise ModelError(
@@ -51,14 +73,24 @@ def endpoint_for(spec: OpenAIModelSpec) -> Endpoint:
             error_class="permanent",
         )
     base_url = spec.base_url or settings.OPENAI_BASE_URL
-    allowed = settings.HARNESS_MODEL_ENDPOINTS
-    if base_url != settings.OPENAI_BASE_URL and "*" not in allowed and base_url not in allowed:
+    endpoints = model_endpoints()
+    if base_url in endpoints:
+        key_env = endpoints[base_url]
+    elif "*" in endpoints:
+        key_env = None
+    else:
         raise ModelError(
             f"model endpoint {base_url} is not allowed: use OPENAI_BASE_URL or add "
             "it to HARNESS_MODEL_ENDPOINTS",
             error_class="permanent",
         )
-    return Endpoint(base_url=base_url, model=model, api_key_env=spec.api_key_env)
+    if spec.api_key_env is not None and spec.api_key_env != key_env:
+        raise ModelError(
+            f"api_key_env {spec.api_key_env} is not the key of {base_url} (configured: "
+            f"{key_env or 'no key'}); keys are bound to endpoints in HARNESS_MODEL_ENDPOINTS",
+            error_class="permanent",
+        )
+    return Endpoint(base_url=base_url, model=model, api_key_env=key_env)
 
 
 def tool_schema(tool: ToolSpec) -> dict[str, Any]:
@@ -200,7 +232,7 @@ class OpenAIChatModel(ModelAdapter):
         if self.spec.max_output_tokens is not None:
             body["max_tokens"] = self.spec.max_output_tokens
         headers = {"Accept": "application/json"}
-        key = os.environ.get(self.endpoint.api_key_env)
+        key = os.environ.get(self.endpoint.api_key_env) if self.endpoint.api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
         url = self.endpoint.url

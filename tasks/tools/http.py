@@ -1,4 +1,11 @@
-"""`http_request`: an HTTP call to a host on the operator's allowlist (HARNESS_HTTP_ALLOWLIST).
+"""`http_request`: an HTTP call to an origin on the operator's allowlist (HARNESS_HTTP_ALLOWLIST).
+
+The allowlist names origins: `https://api.example.com` (default port), `http://127.0.0.1:8080`,
+`https://*.example.com:8443`; a bare host means https on 443 and http on 80 only. The host is
+resolved once, every address it resolves to is checked against loopback, private, link-local
+and other special ranges (refused unless HARNESS_HTTP_ALLOW_NETWORKS lists them), and the
+connection goes to the address that passed the check, never to a second lookup (no DNS
+rebinding); the Host header and TLS server name stay the URL's host.
 
 Responses the model can act on (2xx, 3xx, 4xx other than 429) are results; rate limiting, 5xx
 and connection failures are transient errors so the harness retries them with backoff. Every
@@ -8,9 +15,14 @@ server-side.
 
 from __future__ import annotations
 
+import ipaddress
+import re
+import socket
 import time
+from dataclasses import dataclass
 from typing import Literal
 
+import httpcore
 import httpx
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -61,6 +73,64 @@ class HttpRequestArgs(BaseModel):
         return value
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class Origin:
+    scheme: str | None  # None: a bare host entry (http on 80, https on 443)
+    host: str  # lower case; `*.example.com` matches subdomains, not the apex
+    port: int | None
+
+    def allows(self, scheme: str, host: str, port: int) -> bool:
+        if not host_allowed(host, [self.host]):
+            return False
+        if self.scheme is None:
+            return port == DEFAULT_PORTS[scheme]
+        return scheme == self.scheme and port == (self.port or DEFAULT_PORTS[scheme])
+
+    def __str__(self) -> str:
+        if self.scheme is None:
+            return self.host
+        return f"{self.scheme}://{self.host}" + (f":{self.port}" if self.port else "")
+
+
+_ORIGIN = re.compile(r"(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\[\]@?#\s]+)(?::(?P<port>\d{1,5}))?/?")
+
+
+def origin_parse(entry: str) -> Origin:
+    """One HARNESS_HTTP_ALLOWLIST entry. Raises ValueError naming what is wrong."""
+    entry = entry.strip()
+    scheme, sep, rest = entry.partition("://")
+    if not sep:
+        scheme, rest = None, entry
+    match = _ORIGIN.fullmatch(rest)
+    if (scheme is not None and scheme not in DEFAULT_PORTS) or not match:
+        raise ValueError(f"HARNESS_HTTP_ALLOWLIST entry {entry!r}: use scheme://host[:port]")
+    if scheme is None and match["port"]:
+        raise ValueError(f"HARNESS_HTTP_ALLOWLIST entry {entry!r}: a port needs a scheme")
+    host = match["host"].strip("[]").lower().rstrip(".")
+    return Origin(scheme=scheme, host=host, port=int(match["port"]) if match["port"] else None)
+
+
+def allowlist() -> list[Origin]:
+    return [origin_parse(e) for e in settings.HARNESS_HTTP_ALLOWLIST if e.strip()]
+
+
+def origin_allowed(url: httpx.URL, origins: list[Origin]) -> bool:
+    port = url.port or DEFAULT_PORTS[url.scheme]
+    return any(o.allows(url.scheme, url.host, port) for o in origins)
+
+
+def url_allowed(url: str) -> bool:
+    """Whether `url` names an origin on HARNESS_HTTP_ALLOWLIST (False for a malformed URL)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return False
+    return parsed.scheme in DEFAULT_PORTS and origin_allowed(parsed, allowlist())
+
+
 def host_allowed(host: str, allowlist: list[str]) -> bool:
     """Exact host match, or `*.example.com` for any subdomain of example.com (not the apex)."""
     host = host.lower().rstrip(".")
@@ -72,6 +142,67 @@ def host_allowed(host: str, allowlist: list[str]) -> bool:
         elif entry and host == entry:
             return True
     return False
+
+
+def _special(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    return (
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or address.is_multicast
+        or address.is_reserved
+        or address.is_unspecified
+        or not address.is_global
+    )
+
+
+def address_check(host: str, port: int) -> str:
+    """Resolve `host` once and return the address to connect to: the first one that is public
+    or inside HARNESS_HTTP_ALLOW_NETWORKS. Raises PermanentToolError when none is (a name
+    resolving to a private address is refused even if it also has public ones), and
+    TransientToolError when the name does not resolve."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise TransientToolError(f"cannot resolve {host!r}: {exc}") from None
+    allowed_networks = [
+        ipaddress.ip_network(n, strict=False) for n in settings.HARNESS_HTTP_ALLOW_NETWORKS
+    ]
+    addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    refused = [
+        a for a in addresses if _special(a) and not any(a in net for net in allowed_networks)
+    ]
+    if refused or not addresses:
+        raise PermanentToolError(
+            f"{host!r} resolves to {', '.join(map(str, refused or addresses))}: a loopback, "
+            "private or link-local address is not reachable unless HARNESS_HTTP_ALLOW_NETWORKS "
+            "lists it"
+        )
+    return str(addresses[0])
+
+
+class _PinnedBackend(httpcore.SyncBackend):
+    """Connects to the address that was checked, whatever the URL's host resolves to now."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        return super().connect_tcp(self.address, port, timeout, local_address, socket_options)
+
+
+class _PinnedTransport(httpx.HTTPTransport):
+    def __init__(self, address: str) -> None:
+        super().__init__(trust_env=False)
+        # httpx has no public hook for the network backend; the pool it builds is replaced by
+        # one with the same TLS context and the pinned backend (Host header and SNI come from
+        # the request URL, so they stay the name the operator allowed).
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(trust_env=False),
+            network_backend=_PinnedBackend(address),
+        )
 
 
 def _preview(ctx: ToolContext, args: HttpRequestArgs) -> str:
@@ -92,12 +223,14 @@ def http_request(ctx: ToolContext, args: HttpRequestArgs) -> dict:
     """Make an HTTP request to an allowlisted host. Returns status, selected headers and the
     body (truncated at 64 KiB). Redirects are not followed: a 3xx comes back with its Location."""
     url = httpx.URL(args.url)
-    allowlist = list(settings.HARNESS_HTTP_ALLOWLIST)
-    if not host_allowed(url.host, allowlist):
+    origins = allowlist()
+    if not origin_allowed(url, origins):
         raise PermanentToolError(
-            f"host {url.host!r} is not allowed: add it to HARNESS_HTTP_ALLOWLIST"
-            + ("" if allowlist else " (the allowlist is empty, so no host is allowed)")
+            f"host {url.host!r} (port {url.port or DEFAULT_PORTS[url.scheme]}) is not allowed: "
+            "add its origin to HARNESS_HTTP_ALLOWLIST"
+            + ("" if origins else " (the allowlist is empty, so no host is allowed)")
         )
+    address = address_check(url.host, url.port or DEFAULT_PORTS[url.scheme])
     if ctx.stop.is_set():
         raise ToolError("request not sent: task canceled", error_class="canceled")
     headers = {k: v for k, v in args.headers.items() if k.lower() != "idempotency-key"}
@@ -108,7 +241,12 @@ def http_request(ctx: ToolContext, args: HttpRequestArgs) -> dict:
     # trust_env=False: no proxy settings or ~/.netrc credentials from the worker's environment
     # may ride along on a request the model composed.
     try:
-        with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
+        with httpx.Client(
+            timeout=timeout_s,
+            follow_redirects=False,
+            trust_env=False,
+            transport=_PinnedTransport(address),
+        ) as client:
             with client.stream(
                 args.method,
                 url,

@@ -177,9 +177,7 @@ def test_several_calls_in_one_turn_each_get_their_own_checkpoint_and_review(chat
     assert [m["tool_call_id"] for m in results] == ["0.0.0", "0.0.1", "0.0.2"]
 
 
-def test_tokens_and_cost_are_counted_per_call_and_per_task_and_shown(
-    chat_server, client, django_user_model
-):
+def test_tokens_and_cost_are_counted_per_call_and_per_task_and_shown(chat_server, client, viewer):
     # harness.yaml prices gpt-4o-mini (and its dated variants) per 1000 tokens.
     chat_server.tool_calls(("list_files", {}), prompt_tokens=1000, completion_tokens=500)
     chat_server.answer("nothing here", prompt_tokens=2000, completion_tokens=100)
@@ -196,7 +194,7 @@ def test_tokens_and_cost_are_counted_per_call_and_per_task_and_shown(
     assert task.tokens_used == 3600
     assert task.cost_usd == Decimal("0.000810")
 
-    client.force_login(django_user_model.objects.create_user("viewer", password="x" * 12))
+    client.force_login(viewer)
     page = client.get(f"/tasks/{task.id}/").content.decode()
     assert "$0.000810" in page
     assert "1000" in page and "2000" in page  # prompt tokens per step

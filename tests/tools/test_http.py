@@ -62,8 +62,9 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server(settings) -> Iterator[ThreadingHTTPServer]:
-    settings.HARNESS_HTTP_ALLOWLIST = ["127.0.0.1"]
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    settings.HARNESS_HTTP_ALLOWLIST = [f"http://127.0.0.1:{httpd.server_address[1]}"]
+    settings.HARNESS_HTTP_ALLOW_NETWORKS = ["127.0.0.1/32"]
     httpd.daemon_threads = True
     httpd.requests = []
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
@@ -120,10 +121,11 @@ def test_a_429_is_transient(call, server):
 
 
 def test_a_refused_connection_is_transient(call, settings):
-    settings.HARNESS_HTTP_ALLOWLIST = ["127.0.0.1"]
+    settings.HARNESS_HTTP_ALLOW_NETWORKS = ["127.0.0.1/32"]
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound but not listening: connections are refused
+        settings.HARNESS_HTTP_ALLOWLIST = [f"http://127.0.0.1:{port}"]
 
         with pytest.raises(TransientToolError, match="connection failed"):
             call("http_request", {"url": f"http://127.0.0.1:{port}/"})

@@ -1,0 +1,100 @@
+"""Bounds on every request's input, before any view parses it: JSON nested at most
+MAX_JSON_DEPTH deep (400), no NUL characters in query parameters, form fields or JSON strings,
+and no non-finite numbers (`NaN`, `Infinity`, which Python's JSON parser accepts) in JSON
+(422 naming the field). PostgreSQL cannot store NUL in text or jsonb, and recursion on deep
+JSON exhausts the stack: both were 500s."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+MAX_JSON_DEPTH = 64
+
+
+class _NonFinite:
+    """What `NaN` / `Infinity` parse to here, so the walk below can name where they were."""
+
+
+# A JSON string (escapes included), unrolled so long strings match without backtracking.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_BRACKET = re.compile(rb"[\[\]{}]")
+# Worth parsing for: NUL (escaped or raw) and the bare NaN / Infinity tokens.
+_SUSPICIOUS = re.compile(rb"\\u0000|\x00|NaN|Infinity")
+
+
+def json_depth(raw: bytes) -> int:
+    """How deep `raw` nests, without parsing it (so without recursion); strings are blanked
+    first so brackets inside them do not count."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
+        return MAX_JSON_DEPTH
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_STRING.sub(b'""', raw)):
+        depth += 1 if match.group() in (b"[", b"{") else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _problems(value: Any, path: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+    if isinstance(value, _NonFinite):
+        yield ".".join(path) or "body", "must be a finite number"
+    elif isinstance(value, str):
+        if "\x00" in value:
+            yield ".".join(path) or "body", "NUL characters are not allowed"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                yield ".".join(path) or "body", "NUL characters are not allowed in keys"
+            yield from _problems(item, (*path, key))
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            yield from _problems(item, (*path, str(position)))
+
+
+def _invalid(request: HttpRequest, errors: list[dict[str, str]], status: int) -> HttpResponse:
+    detail = "invalid input" if status == 422 else errors[0]["message"]
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": detail, "errors": errors}, status=status)
+    lines = "\n".join(f"{e['field']}: {e['message']}" for e in errors)
+    return HttpResponse(lines, status=status, content_type="text/plain; charset=utf-8")
+
+
+class InputGuardMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        errors = [
+            {"field": name, "message": "NUL characters are not allowed"}
+            for name, values in request.GET.lists()
+            if "\x00" in name or any("\x00" in v for v in values)
+        ]
+        if errors:
+            return _invalid(request, errors, 422)
+        content_type = request.content_type or ""
+        if request.method in ("POST", "PUT", "PATCH") and content_type.endswith("json"):
+            raw = request.body
+            if json_depth(raw) > MAX_JSON_DEPTH:
+                message = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+                return _invalid(request, [{"field": "body", "message": message}], 400)
+            if _SUSPICIOUS.search(raw):
+                try:
+                    data = json.loads(raw, parse_constant=lambda _: _NonFinite())
+                except ValueError:
+                    data = None  # malformed: the view's parser answers 400 with its own words
+                errors = [{"field": f, "message": m} for f, m in _problems(data, ())]
+                if errors:
+                    return _invalid(request, errors, 422)
+        elif request.method == "POST" and content_type == "application/x-www-form-urlencoded":
+            errors = [
+                {"field": name, "message": "NUL characters are not allowed"}
+                for name, values in request.POST.lists()
+                if "\x00" in name or any("\x00" in v for v in values)
+            ]
+            if errors:
+                return _invalid(request, errors, 422)
+        return self.get_response(request)
