@@ -69,6 +69,21 @@ class RecoveryNote(_State):
     last_failure: ErrorInfo | None = None
 
 
+class McpTool(_State):
+    """An MCP server's tool as discovered when the task started (tasks/tools/mcp.py). Recorded in
+    the first checkpoint so a resumed task sees the same tools, whatever the server lists now."""
+
+    server: str
+    tool: str  # the server's own name for it; the harness calls it `<server>__<tool>`
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    annotations: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.server}__{self.tool}"
+
+
 class AgentState(_State):
     schema_version: int = SCHEMA_VERSION
     messages: list[Message] = Field(default_factory=list)
@@ -91,6 +106,8 @@ class AgentState(_State):
     checks: Checks = Field(default_factory=Checks)
     final: str | None = None
     recovery: RecoveryNote | None = None
+    # The MCP tools this task may call, as listed when it started (None: not listed yet).
+    mcp_tools: list[McpTool] | None = None
 
     def new_call_id(self, index: int) -> str:
         return f"{self.branch}.{self.turn_index}.{index}"

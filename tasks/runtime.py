@@ -51,6 +51,8 @@ from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
 from tasks.retry import TIMEOUT, UNKNOWN_OUTCOME, classify_exception, is_retryable, retry_policy
 from tasks.spec import MAX_TURN_TOKENS, TaskSpec
 from tasks.states import LeaseLost, TaskStatus
+from tasks.tools.mcp import mcp_servers_named, mcp_tool_spec
+from tasks.tools.mcp_client import McpConnections, McpUnavailable, mcp_tools_discover
 from tasks.tools.registry import ToolContext, ToolError, ToolSpec, UnknownTool, registry
 from tasks.validation import (
     CHECK_ERROR_CLASSES,
@@ -267,6 +269,10 @@ class TaskRun:
         self.watchdog = Watchdog(
             task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
         )
+        # MCP sessions of this run (opened on first use, closed when the job ends) and the
+        # task's MCP tools by name, as recorded in its first checkpoint.
+        self.mcp = McpConnections(task_id=task.id, workspace=self.workspace)
+        self.mcp_specs: dict[str, ToolSpec] = {}
 
     # -- bookkeeping ---------------------------------------------------------------------
 
@@ -441,6 +447,7 @@ class TaskRun:
             return self.finish_stopped(StopRun("internal_error", f"{type(exc).__name__}: {exc}"))
         finally:
             self.watchdog.finish()
+            self.mcp.close()
 
     def start(self) -> None:
         try:
@@ -452,9 +459,11 @@ class TaskRun:
             self.state = self.initial_state()
             self.materialise_spec_files()
             self.event("task_started", {"worker": self.worker_id, "epoch": self.epoch})
+            self.mcp_tools_list()
             self.commit(trigger="task_start")
             return
         self.state = loaded.state
+        self.mcp_tools_list()
         self.load_ledger()
         if loaded.checkpoint.id != self.head_id:
             self.event(
@@ -475,6 +484,40 @@ class TaskRun:
             },
         )
         self.commit(trigger=None, fields={"head_checkpoint_id": self.head_id})
+
+    def mcp_tools_list(self) -> None:
+        """The task's MCP tools: listed from the servers when it starts (recorded in the state,
+        so in the first checkpoint), taken from the state when it resumes."""
+        if self.state.mcp_tools is None and mcp_servers_named(self.spec.tools):
+            try:
+                tools, reports = mcp_tools_discover(connections=self.mcp, names=self.spec.tools)
+            except McpUnavailable as exc:
+                for server, message in self.mcp.errors.items():
+                    self.event("mcp_server_error", {"server": server, "message": message})
+                raise StopRun("mcp_unavailable", str(exc)) from None
+            self.state.mcp_tools = tools
+            for report in reports:
+                self.event("mcp_tools_listed", report)
+        for tool in self.state.mcp_tools or []:
+            spec = mcp_tool_spec(tool)
+            self.mcp_specs[tool.name] = dataclasses.replace(
+                spec, func=self.mcp.caller(tool, idempotent=spec.idempotent)
+            )
+
+    def tool_names(self) -> list[str]:
+        """The tools this task may call: the spec's, with `<server>__*` expanded."""
+        names = [n for n in self.spec.tools if not n.endswith("__*")]
+        return names + [n for n in self.mcp_specs if n not in names]
+
+    def tool(self, name: str) -> ToolSpec:
+        spec = self.mcp_specs.get(name)
+        return spec if spec is not None else registry.get(name)
+
+    def note_mcp_errors(self) -> None:
+        """Connection errors of this run's MCP servers, for the timeline and /ops/."""
+        for server, message in self.mcp.errors.items():
+            self.event("mcp_server_error", {"server": server, "message": message})
+        self.mcp.errors.clear()
 
     def initial_state(self) -> AgentState:
         tools = ", ".join(self.spec.tools) or "none"
@@ -550,9 +593,9 @@ class TaskRun:
         """The task's tools, their documentation capped by the context policy."""
         cap = self.context.tool_doc_max_chars
         out = []
-        for name in self.spec.tools:
+        for name in self.tool_names():
             try:
-                tool = registry.get(name)
+                tool = self.tool(name)
             except UnknownTool:
                 continue
             if len(tool.description) > cap:
@@ -820,7 +863,7 @@ class TaskRun:
 
     def run_call(self, call: ProposedCall) -> ToolOutcome:
         try:
-            tool = registry.get(call.tool) if call.tool in self.spec.tools else None
+            tool = self.tool(call.tool) if call.tool in self.tool_names() else None
         except UnknownTool:
             tool = None
         row, is_new = self.ledger_row(call, tool)
@@ -834,7 +877,7 @@ class TaskRun:
                 call,
                 error_class="invalid_call",
                 what=(f"tool {call.tool!r} is not available to this task"),
-                expected=f"one of: {', '.join(self.spec.tools) or '(no tools)'}",
+                expected=f"one of: {', '.join(self.tool_names()) or '(no tools)'}",
                 check="call an available tool or give a final answer",
             )
         if call.raw_error:
@@ -915,7 +958,7 @@ class TaskRun:
         runs again with the same call_id; a non-idempotent one is never blindly re-run: its
         outcome is unknown and a human decides (mark it done, re-run it, or fail the task)."""
         try:
-            tool = registry.get(row.tool)
+            tool = self.tool(row.tool)
         except UnknownTool:
             tool = None
         if row.status == ToolCallStatus.RUNNING and tool is not None and tool.idempotent:
@@ -1107,6 +1150,12 @@ class TaskRun:
             )
             self.commit(trigger=trigger, extra=[row])
         outcome = self.invoke(tool, ctx, args)
+        if tool.server:
+            self.note_mcp_errors()
+        if outcome.error_class == UNKNOWN_OUTCOME and tool.side_effect and not tool.idempotent:
+            # The tool itself cannot tell whether it took effect (an MCP server that died or
+            # timed out mid-call).
+            self.escalate_unknown_outcome(row, message=outcome.error_message)
         if outcome.abandoned and tool.side_effect and not tool.idempotent:
             # Timed out, ignored its stop, and may still act: neither "failed" (the model would
             # try again, a duplicate) nor "succeeded" is known. A human decides.

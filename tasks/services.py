@@ -29,6 +29,7 @@ from tasks.states import (
     TransitionConflict,
     can_transition,
 )
+from tasks.tools.mcp import mcp_server_of
 from tasks.tools.registry import UnknownTool, registry
 
 
@@ -268,6 +269,9 @@ def task_defer(*, task_id: Any) -> None:
 def task_spec_check(spec: TaskSpec) -> None:
     """Checks that need the registry or the config, beyond the pydantic schema."""
     for index, name in enumerate(spec.tools):
+        if mcp_server_of(name) is not None:
+            # An MCP server's tool: the server says which exist when the task starts.
+            continue
         try:
             registry.get(name)
         except UnknownTool:
@@ -280,7 +284,7 @@ def task_spec_check(spec: TaskSpec) -> None:
         for t_index, turn in enumerate(spec.model.script):
             names = [turn.call] if turn.call else [c.call for c in turn.calls or []]
             for name in names:
-                if name and name not in allowed:
+                if name and name not in allowed and mcp_server_of(name) is None:
                     # A scripted model may deliberately call a tool it was not given (to test
                     # the harness's refusal), but never one that does not exist at all.
                     try:

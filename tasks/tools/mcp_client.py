@@ -1,0 +1,367 @@
+"""Talking to MCP servers for one task run (the tools are described in tasks/tools/mcp.py).
+
+One client session per server per task run, opened on first use and reused, closed when the
+job ends; the SDK is async, so every session of a run lives on one event loop in a blocking
+portal thread (never `asyncio.run` per call). The call id travels in the request's `_meta`
+(`agent-harness/idempotency_key`, `agent-harness/call_id`) so a server can deduplicate.
+`isError` results go back to the model as tool errors. A server found dead before a call (a
+crashed stdio server) is restarted, once per call attempt; one that dies or times out during a
+call is a transient failure for an idempotent tool and an unknown outcome otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import AbstractContextManager, asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.from_thread import start_blocking_portal
+from mcp import ClientSession, MCPError, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import PaginatedRequestParams
+
+from harness_site.config import McpServerConfig, harness_config
+from tasks.agent_state import McpTool
+from tasks.retry import TIMEOUT, TRANSIENT, UNKNOWN_OUTCOME
+from tasks.tools.mcp import (
+    MAX_DESCRIPTION_CHARS,
+    TOOL_NAME,
+    JsonSchemaArgs,
+    check_input_schema,
+    content_text,
+    mcp_name,
+    mcp_server_of,
+    mcp_servers_named,
+    result_json,
+    tool_pattern_matches,
+)
+from tasks.tools.registry import PermanentToolError, ToolContext, ToolError, TransientToolError
+
+META_KEY = "agent-harness/idempotency_key"
+CALL_ID_META_KEY = "agent-harness/call_id"
+MAX_TOOLS_PER_SERVER = 500
+MAX_LIST_PAGES = 20
+PING_TIMEOUT_S = 5.0
+# The SDK's own read timeout stops a call this much before the harness's tool timeout, so the
+# call ends with a classified error (timeout / unknown outcome) instead of being abandoned.
+TIMEOUT_MARGIN_S = 0.5
+# JSON-RPC error codes the SDK's client raises itself (mcp_types.jsonrpc).
+CONNECTION_CLOSED = -32000
+REQUEST_TIMEOUT = -32001
+
+
+class McpUnavailable(Exception):
+    """A server could not be started, reached or listed."""
+
+
+def _headers(config: McpServerConfig) -> dict[str, str]:
+    """Header values from the worker's environment; a missing variable fails closed."""
+    headers = {}
+    for header, var in config.headers_env.items():
+        value = os.environ.get(var)
+        if not value:
+            raise McpUnavailable(f"environment variable {var} (for header {header}) is not set")
+        headers[header] = value
+    return headers
+
+
+def stdio_parameters(*, config: McpServerConfig, workspace: Path) -> Any:
+    """How to start a stdio server: inside the task's sandbox, the workspace as its working
+    directory, its configured environment plus PATH and nothing else."""
+    raise McpUnavailable(
+        "stdio MCP servers run only inside the command sandbox, which is not available in "
+        "this build; use a streamable HTTP server (url) instead"
+    )
+
+
+@asynccontextmanager
+async def _session(*, server: str, config: McpServerConfig, workspace: Path) -> AsyncIterator[Any]:
+    if config.url is not None:
+        http = create_mcp_http_client(headers=_headers(config))
+        async with (
+            http,
+            streamable_http_client(config.url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            with anyio.fail_after(config.connect_timeout_s):
+                await session.initialize()
+            yield session
+    else:
+        params = stdio_parameters(config=config, workspace=workspace)
+        with open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                with anyio.fail_after(config.connect_timeout_s):
+                    await session.initialize()
+                yield session
+
+
+def _describe_error(exc: BaseException) -> str:
+    """A one-line reason, unwrapping anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:500]
+
+
+class _Connection:
+    def __init__(self, context: AbstractContextManager[Any], session: Any) -> None:
+        self.context = context
+        self.session = session
+        self.dead = False
+
+
+class McpConnections:
+    """The MCP sessions of one task run, on one event loop (a blocking portal thread) that
+    starts with the first session and stops in `close()` at the end of the job."""
+
+    def __init__(self, *, task_id: Any, workspace: Path) -> None:
+        self.task_id = task_id
+        self.workspace = workspace
+        self.servers = harness_config().mcp_servers
+        self._portal_context: AbstractContextManager[Any] | None = None
+        self._portal: Any = None
+        self._connections: dict[str, _Connection] = {}
+        self._lock = threading.Lock()
+        # server -> the last connection or call error seen by this run (for /ops/).
+        self.errors: dict[str, str] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def _portal_started(self) -> Any:
+        if self._portal is None:
+            self._portal_context = start_blocking_portal()
+            self._portal = self._portal_context.__enter__()
+        return self._portal
+
+    def _connect(self, server: str) -> _Connection:
+        config = self.servers.get(server)
+        if config is None:
+            raise McpUnavailable(f"MCP server {server!r} is not configured in harness.yaml")
+        portal = self._portal_started()
+        context = portal.wrap_async_context_manager(
+            _session(server=server, config=config, workspace=self.workspace)
+        )
+        try:
+            session = context.__enter__()
+        except TimeoutError:
+            reason = f"MCP server {server!r} did not answer within {config.connect_timeout_s:g}s"
+            self.errors[server] = reason
+            raise McpUnavailable(reason) from None
+        except McpUnavailable as exc:
+            self.errors[server] = str(exc)
+            raise
+        except BaseException as exc:
+            reason = f"could not start MCP server {server!r}: {_describe_error(exc)}"
+            self.errors[server] = reason
+            raise McpUnavailable(reason) from None
+        return _Connection(context, session)
+
+    def _disconnect(self, connection: _Connection) -> None:
+        with suppress(BaseException):
+            connection.context.__exit__(None, None, None)
+
+    def connection(self, server: str) -> _Connection:
+        with self._lock:
+            current = self._connections.get(server)
+            if current is not None and not current.dead:
+                return current
+            if current is not None:
+                self._disconnect(current)
+                del self._connections[server]
+            fresh = self._connect(server)
+            self._connections[server] = fresh
+            return fresh
+
+    def close(self) -> None:
+        """End every session (stdio servers are stopped) and the event loop."""
+        with self._lock:
+            for connection in self._connections.values():
+                self._disconnect(connection)
+            self._connections.clear()
+            if self._portal_context is not None:
+                with suppress(BaseException):
+                    self._portal_context.__exit__(None, None, None)
+            self._portal_context = self._portal = None
+
+    # -- discovery ---------------------------------------------------------------------
+
+    def list_tools(self, server: str) -> tuple[list[McpTool], list[str]]:
+        """All of a server's tools (paginated) -> (tools, names skipped with the reason)."""
+        connection = self.connection(server)
+        tools: list[McpTool] = []
+        skipped: list[str] = []
+        cursor = None
+        for _page in range(MAX_LIST_PAGES):
+            try:
+                result = self._portal.call(self._list_page, connection.session, cursor)
+            except BaseException as exc:
+                connection.dead = True
+                reason = f"listing the tools of {server!r} failed: {_describe_error(exc)}"
+                self.errors[server] = reason
+                raise McpUnavailable(reason) from None
+            for item in result.tools:
+                name = mcp_name(server, item.name)
+                problem = None if TOOL_NAME.match(name) else "name not accepted by model APIs"
+                problem = problem or check_input_schema(item.input_schema)
+                if problem:
+                    skipped.append(f"{item.name[:80]}: {problem}")
+                    continue
+                annotations = (
+                    item.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
+                    if item.annotations is not None
+                    else {}
+                )
+                tools.append(
+                    McpTool(
+                        server=server,
+                        tool=item.name,
+                        description=(item.description or "")[:MAX_DESCRIPTION_CHARS],
+                        input_schema=item.input_schema,
+                        annotations=annotations,
+                    )
+                )
+            cursor = result.next_cursor
+            if cursor is None or len(tools) >= MAX_TOOLS_PER_SERVER:
+                break
+        return tools[:MAX_TOOLS_PER_SERVER], skipped
+
+    @staticmethod
+    async def _list_page(session: Any, cursor: str | None) -> Any:
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        return await session.list_tools(params=params)
+
+    # -- calls -------------------------------------------------------------------------
+
+    def caller(self, tool: McpTool, *, idempotent: bool) -> Callable[[ToolContext, Any], Any]:
+        def call(ctx: ToolContext, args: JsonSchemaArgs) -> Any:
+            return self.call(tool, ctx, args.arguments(), idempotent=idempotent)
+
+        return call
+
+    def _alive(self, connection: _Connection) -> bool:
+        try:
+            self._portal.call(self._ping, connection.session)
+        except BaseException:
+            return False
+        return True
+
+    @staticmethod
+    async def _ping(session: Any) -> None:
+        with anyio.fail_after(PING_TIMEOUT_S):
+            await session.send_ping()
+
+    def call(
+        self, tool: McpTool, ctx: ToolContext, arguments: dict[str, Any], *, idempotent: bool
+    ) -> Any:
+        server = tool.server
+        try:
+            connection = self.connection(server)
+            if not self._alive(connection):
+                # Dead before this call was sent (a crashed stdio server): restart it, once.
+                connection.dead = True
+                connection = self.connection(server)
+        except McpUnavailable as exc:
+            # Nothing was sent: another attempt cannot duplicate anything.
+            raise TransientToolError(str(exc)) from None
+        read_timeout = max(ctx.timeout_s - TIMEOUT_MARGIN_S, ctx.timeout_s * 0.9)
+        meta = {META_KEY: ctx.idempotency_key, CALL_ID_META_KEY: ctx.call_id}
+        future = self._portal.start_task_soon(
+            self._call_tool, connection.session, tool.tool, arguments, read_timeout, meta
+        )
+        try:
+            result = self._wait(future, ctx)
+        except CancelledError:
+            raise ToolError("stopped: the call was canceled", error_class="canceled") from None
+        except BaseException as exc:
+            raise self._call_failure(server, connection, exc, idempotent=idempotent) from None
+        if result.is_error:
+            raise PermanentToolError(
+                f"{tool.name} reported an error: {content_text(result.content) or '(no text)'}"
+            )
+        return result_json(result)
+
+    @staticmethod
+    async def _call_tool(
+        session: Any, name: str, arguments: dict[str, Any], timeout: float, meta: dict[str, Any]
+    ) -> Any:
+        return await session.call_tool(name, arguments, read_timeout_seconds=timeout, meta=meta)
+
+    @staticmethod
+    def _wait(future: Future, ctx: ToolContext) -> Any:
+        """The call's result; a stop (cancel, lease lost, the harness's timeout) cancels it."""
+        while True:
+            try:
+                return future.result(timeout=0.05)
+            except FutureTimeout:
+                if ctx.stop.is_set():
+                    future.cancel()
+                    raise CancelledError() from None
+
+    def _call_failure(
+        self, server: str, connection: _Connection, exc: BaseException, *, idempotent: bool
+    ) -> ToolError:
+        reason = _describe_error(exc)
+        if isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+            # The server answered with an error (unknown tool, invalid params): permanent.
+            return PermanentToolError(f"MCP server {server!r} refused the call: {exc.message}")
+        timed_out = isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
+        if not timed_out:
+            connection.dead = True
+            self.errors[server] = reason
+        what = "timed out" if timed_out else f"lost its connection ({reason})"
+        if idempotent:
+            # Safe to send again with the same idempotency key.
+            return ToolError(
+                f"MCP server {server!r} {what} during the call",
+                error_class=TIMEOUT if timed_out else TRANSIENT,
+            )
+        return ToolError(
+            f"MCP server {server!r} {what} during the call; the tool is not idempotent, so "
+            "whether it took effect is unknown",
+            error_class=UNKNOWN_OUTCOME,
+        )
+
+
+# --- a task's MCP tools ---------------------------------------------------------------------
+
+
+def mcp_tools_discover(
+    *, connections: McpConnections, names: list[str]
+) -> tuple[list[McpTool], list[dict[str, Any]]]:
+    """List the servers a spec names -> (the tools it may use, one report per server for the
+    `mcp_tools_listed` event). A tool named one by one that the server does not offer fails
+    closed (McpUnavailable names it)."""
+    chosen: list[McpTool] = []
+    reports: list[dict[str, Any]] = []
+    for server in mcp_servers_named(names):
+        tools, skipped = connections.list_tools(server)
+        patterns = [n for n in names if mcp_server_of(n) == server]
+        offered = {t.name for t in tools}
+        missing = [p for p in patterns if not p.endswith("*") and p not in offered]
+        if missing:
+            raise McpUnavailable(
+                f"MCP server {server!r} does not offer {', '.join(missing)}; it offers: "
+                + (", ".join(sorted(offered))[:1000] or "(no tools)")
+            )
+        mine = [t for t in tools if any(tool_pattern_matches(p, t.name) for p in patterns)]
+        chosen.extend(mine)
+        reports.append(
+            {
+                "server": server,
+                "transport": connections.servers[server].transport,
+                "tool_count": len(tools),
+                "tools": [t.model_dump(mode="json") for t in mine],
+                **({"skipped": skipped[:20]} if skipped else {}),
+            }
+        )
+    return chosen, reports

@@ -1,0 +1,86 @@
+"""MCP servers written with the official SDK (tests/mcp/server.py), started by the tests, and
+the durable-execution fleet (real rqworkers, a sweeper) configured to use them."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, wait_for
+from tests.durable.conftest import (  # noqa: F401  (fixtures)
+    durable_settings,
+    fleet,
+    make_task,
+    queue,
+    wait_status,
+)
+
+BASE_CONFIG = """
+retry: {initial_s: 0.2, factor: 2, max_s: 5, jitter: full, max_attempts: 4}
+timeouts: {session_s: 600, turn_s: 60, tool_s: 30}
+review_rules:
+  - {name: destructive, risk: destructive, action: review}
+  - {name: external, risk: external, action: review}
+"""
+
+
+class McpHttpServer:
+    def __init__(self, *, state: Path, port: int, process: subprocess.Popen) -> None:
+        self.state = state
+        self.port = port
+        self.process = process
+        self.url = f"http://127.0.0.1:{port}/mcp"
+
+    def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
+        path = self.state / "calls.jsonl"
+        if not path.exists():
+            return []
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line]
+        return [row for row in rows if tool is None or row["tool"] == tool]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def mcp_http(tmp_path_factory) -> Iterator[McpHttpServer]:
+    """The test server over streamable HTTP, shared by a module's tests (use distinct keys)."""
+    state = tmp_path_factory.mktemp("mcp-http")
+    port = _free_port()
+    log = open(state / "server.log", "wb")  # noqa: SIM115
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.mcp.server", "http", str(port)],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "MCP_TEST_STATE": str(state), "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    log.close()
+    try:
+        wait_for(lambda: _accepts(port), 30, message="the MCP HTTP server to listen")
+        yield McpHttpServer(state=state, port=port, process=process)
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def harness_config_text(mcp_http: McpHttpServer) -> str:
+    return BASE_CONFIG + f"mcp_servers:\n  remote: {{url: {json.dumps(mcp_http.url)}}}\n"

@@ -1,0 +1,111 @@
+"""The MCP server the tests start, written with the official SDK: `python -m tests.mcp.server
+stdio` or `... http PORT`. Every call is appended to `calls.jsonl` in MCP_TEST_STATE (default:
+the working directory) with its arguments and the harness's idempotency key from `_meta`, so
+tests count what really reached the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+server = MCPServer("harness-test")
+STATE = Path(os.environ.get("MCP_TEST_STATE") or ".")
+
+
+def record(ctx: Context, tool: str, **args: object) -> str:
+    meta = dict(ctx.request_context.meta or {})
+    key = str(meta.get("agent-harness/idempotency_key", ""))
+    with open(STATE / "calls.jsonl", "a") as fh:
+        fh.write(json.dumps({"tool": tool, "args": args, "key": key, "pid": os.getpid()}) + "\n")
+    return key
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def lookup(key: str, ctx: Context) -> dict:
+    """Look up a record by key."""
+    return {"key": key, "value": key.upper(), "idempotency_key": record(ctx, "lookup", key=key)}
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+def purge(key: str, ctx: Context) -> dict:
+    """Delete a record for good."""
+    record(ctx, "purge", key=key)
+    return {"purged": key}
+
+
+@server.tool()
+def unmarked(key: str, ctx: Context) -> dict:
+    """A tool that declares no annotations."""
+    record(ctx, "unmarked", key=key)
+    return {"ok": key}
+
+
+@server.tool(
+    annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+)
+async def sync(key: str, slow_times: int, ctx: Context) -> dict:
+    """Synchronise a record; the first `slow_times` calls for a key hang past any timeout."""
+    record(ctx, "sync", key=key)
+    seen = sum(
+        1
+        for line in (STATE / "calls.jsonl").read_text().splitlines()
+        if json.loads(line)["tool"] == "sync" and json.loads(line)["args"]["key"] == key
+    )
+    if seen <= slow_times:
+        await anyio.sleep(30)
+    return {"synced": key, "attempt": seen}
+
+
+@server.tool(
+    annotations=ToolAnnotations(
+        destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
+)
+async def note(text: str, ctx: Context) -> dict:
+    """Append a note (not idempotent); waits while the test holds `hold` in the state folder."""
+    record(ctx, "note", text=text)
+    while (STATE / "hold").exists():
+        await anyio.sleep(0.05)
+    return {"noted": text}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def refuse(reason: str, ctx: Context) -> str:
+    """Always fails, reporting `reason` as a tool error."""
+    record(ctx, "refuse", reason=reason)
+    raise ToolError(f"refused: {reason}")
+
+
+@server.tool(
+    annotations=ToolAnnotations(
+        destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
+)
+def crash(ctx: Context) -> str:
+    """The server process dies in the middle of the call."""
+    record(ctx, "crash")
+    os._exit(17)
+
+
+@server.tool(
+    annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+)
+def write_text(path: str, content: str, ctx: Context) -> dict:
+    """Write a text file relative to the server's working directory (the task workspace)."""
+    record(ctx, "write_text", path=path)
+    Path(path).write_text(content)
+    return {"path": path, "bytes": len(content)}
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()

@@ -1,0 +1,126 @@
+"""An MCP server over streamable HTTP as a tool source, against real workers: annotations decide
+review and retries, the call id reaches the server, errors go back to the model."""
+
+from __future__ import annotations
+
+import pytest
+
+from checkpoints.models import Checkpoint
+from checkpoints.services import checkpoint_decode
+from review.models import ReviewRequest
+from tasks.models import ToolCall
+from tests.conftest import wait_for
+
+from .conftest import make_task, wait_status
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+def test_read_only_tool_runs_without_review_and_its_call_id_reaches_the_server(fleet, mcp_http):
+    fleet.worker()
+    task = make_task(
+        [{"call": "remote__lookup", "args": {"key": "ro-1"}}, {"final": "found"}],
+        ["remote__*"],
+    )
+    task = wait_status(task.id, "succeeded")
+
+    call = ToolCall.objects.get(task=task, tool="remote__lookup")
+    assert call.status == "succeeded" and call.risk == "read"
+    assert call.result["value"] == "RO-1"
+    # The harness's idempotency key (task id and call id) travelled in the request's _meta.
+    [seen] = [c for c in mcp_http.calls("lookup") if c["args"]["key"] == "ro-1"]
+    assert seen["key"] == f"{task.id}:{call.call_id}"
+    assert not ReviewRequest.objects.filter(task=task).exists()
+
+    # The tools were listed once, at the start, and recorded in the first checkpoint.
+    listed = task.events.get(type="mcp_tools_listed").payload
+    assert listed["server"] == "remote" and listed["tool_count"] >= 6
+    first = Checkpoint.objects.filter(task=task).order_by("seq").first()
+    assert first.trigger == "task_start"
+    recorded = {t.name for t in checkpoint_decode(first).state.mcp_tools}
+    assert {"remote__lookup", "remote__purge", "remote__unmarked"} <= recorded
+
+
+def test_unannotated_tool_is_reviewed_as_destructive(fleet, mcp_http):
+    fleet.worker()
+    task = make_task(
+        [{"call": "remote__unmarked", "args": {"key": "un-1"}}, {"final": "done"}],
+        ["remote__unmarked"],
+    )
+    wait_status(task.id, "waiting_review")
+    review = ReviewRequest.objects.get(task=task)
+    assert review.tool == "remote__unmarked"
+    assert [rule["name"] for rule in review.matched_rules] == ["destructive"]
+    assert not [c for c in mcp_http.calls("unmarked") if c["args"]["key"] == "un-1"]
+
+
+def test_is_error_result_goes_back_to_the_model(fleet, mcp_http):
+    fleet.worker()
+    task = make_task(
+        [{"call": "remote__refuse", "args": {"reason": "no such ticket"}}, {"final": "gave up"}],
+        ["remote__refuse"],
+    )
+    task = wait_status(task.id, "succeeded")
+    call = ToolCall.objects.get(task=task, tool="remote__refuse")
+    assert call.status == "failed" and call.attempts == 1
+    assert "refused: no such ticket" in call.result["observation"]
+
+
+def test_schema_invalid_call_never_reaches_the_server(fleet, mcp_http):
+    fleet.worker()
+    task = make_task(
+        [
+            {"call": "remote__lookup", "args": {"key": 42}},
+            {"call": "remote__purge", "args": {"id": "x"}},
+            {"final": "done"},
+        ],
+        ["remote__*"],
+    )
+    task = wait_status(task.id, "succeeded")
+    calls = {c.tool: c for c in ToolCall.objects.filter(task=task)}
+    assert calls["remote__lookup"].error_class == "invalid_arguments"
+    assert "key: 42 is not of type 'string'" in calls["remote__lookup"].error_message
+    # Invalid arguments are refused before policy: the destructive tool never asked a human.
+    assert calls["remote__purge"].error_class == "invalid_arguments"
+    assert not ReviewRequest.objects.filter(task=task).exists()
+    assert not [c for c in mcp_http.calls() if c["args"].get("key") == 42]
+    assert not mcp_http.calls("purge") or all(c["args"].get("key") for c in mcp_http.calls("purge"))
+
+
+def test_idempotent_tool_is_retried_after_a_timeout_with_the_same_key(fleet, mcp_http):
+    fleet.worker()
+    task = make_task(
+        [{"call": "remote__sync", "args": {"key": "sy-1", "slow_times": 1}}, {"final": "synced"}],
+        ["remote__sync"],
+        budget={"tool_timeout_s": 2},
+    )
+    task = wait_status(task.id, "succeeded")
+    call = ToolCall.objects.get(task=task, tool="remote__sync")
+    assert call.status == "succeeded" and call.attempts == 2
+    assert [a["error_class"] for a in call.attempt_log] == ["timeout", ""]
+    seen = [c for c in mcp_http.calls("sync") if c["args"]["key"] == "sy-1"]
+    assert len(seen) == 2 and seen[0]["key"] == seen[1]["key"] == f"{task.id}:{call.call_id}"
+
+
+def test_non_idempotent_call_escalates_after_its_worker_is_killed(fleet, mcp_http):
+    fleet.worker(2)
+    fleet.sweeper()
+    hold = mcp_http.state / "hold"
+    hold.touch()
+    try:
+        task = make_task(
+            [{"call": "remote__note", "args": {"text": "nk-1"}}, {"final": "noted"}],
+            ["remote__note"],
+        )
+        wait_for(
+            lambda: [c for c in mcp_http.calls("note") if c["args"]["text"] == "nk-1"],
+            message="the note call to reach the server",
+        )
+        fleet.kill_worker_of(task.id)
+        task = wait_status(task.id, "waiting_review")
+    finally:
+        hold.unlink()
+    review = ReviewRequest.objects.get(task=task)
+    assert review.kind == "unknown_outcome" and review.tool == "remote__note"
+    assert ToolCall.objects.get(task=task).status == "unknown_outcome"
+    assert len([c for c in mcp_http.calls("note") if c["args"]["text"] == "nk-1"]) == 1
