@@ -9,10 +9,13 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Case, DateTimeField, F, IntegerField, QuerySet, Value, When
 from django.http import Http404
+from pydantic import ValidationError
 
 from review.models import ReviewRequest, ReviewStatus
 from tasks.agent_state import Message
 from tasks.selectors import user_can_view
+from tasks.tools.mcp import MCP_DEFAULT_HINTS
+from tasks.tools.registry import ToolSpec
 
 
 def user_can_decide(user: AbstractBaseUser | None) -> bool:
@@ -166,3 +169,35 @@ def task_reviews(*, task_id: Any) -> QuerySet[ReviewRequest]:
         .select_related("decided_by")
         .order_by("requested_at", "id")
     )
+
+
+def review_mcp_facts(*, review: ReviewRequest, tool: ToolSpec | None) -> dict[str, Any] | None:
+    """What the review page shows about an MCP server's tool: the server, the tool's own name,
+    its description, each annotation (declared, or MCP's default) and whether the arguments
+    under review satisfy the tool's inputSchema."""
+    if tool is None or not tool.server:
+        return None
+    declared = tool.annotations or {}
+    hints = [
+        {
+            "name": name,
+            "value": declared[name] if isinstance(declared.get(name), bool) else default,
+            "declared": isinstance(declared.get(name), bool),
+        }
+        for name, default in MCP_DEFAULT_HINTS.items()
+    ]
+    try:
+        tool.args_model.model_validate(review.arguments)
+        schema_check = ""
+    except ValidationError as exc:
+        schema_check = "; ".join(str(item["msg"]) for item in exc.errors())
+    return {
+        "server": tool.server,
+        "tool": tool.name.partition("__")[2],
+        "description": tool.description,
+        "title": declared.get("title", ""),
+        "hints": hints,
+        "risk": tool.risk,
+        "idempotent": tool.idempotent,
+        "schema_check": schema_check,
+    }

@@ -25,9 +25,9 @@ from review.policy import PolicyDecision, evaluate
 from review.selectors import user_can_decide
 from tasks.canonical import canonical_hash
 from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.selectors import task_tool
 from tasks.services import audit_record, event_record, task_enqueue, task_lock, task_transition
 from tasks.states import TaskStatus
-from tasks.tools.registry import UnknownTool, registry
 from tasks.validation import compact_feedback
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,9 @@ def _field_errors(exc: ValidationError) -> list[dict[str, str]]:
     ]
 
 
-def _validate_arguments(*, tool_name: str, arguments: Any, spec: dict[str, Any]) -> PolicyDecision:
+def _validate_arguments(
+    *, task_id: Any, tool_name: str, arguments: Any, spec: dict[str, Any]
+) -> PolicyDecision:
     """Edited arguments must satisfy the tool's schema and must not be denied by policy.
     Returns the policy's decision on them (the edit is held to it)."""
     if not isinstance(arguments, dict):
@@ -150,10 +152,9 @@ def _validate_arguments(*, tool_name: str, arguments: Any, spec: dict[str, Any])
             "arguments must be a JSON object",
             errors=[{"field": "arguments", "message": "must be a JSON object"}],
         )
-    try:
-        tool = registry.get(tool_name)
-    except UnknownTool:
-        raise ReviewConflict(f"tool {tool_name!r} is no longer available") from None
+    tool = task_tool(task_id=task_id, name=tool_name)
+    if tool is None:
+        raise ReviewConflict(f"tool {tool_name!r} is no longer available")
     try:
         tool.args_model.model_validate(arguments)
     except ValidationError as exc:
@@ -279,7 +280,9 @@ def review_decide(
         )
     edit_policy = None
     if interrupt is None and decision == "approve" and arguments is not None:
-        edit_policy = _validate_arguments(tool_name=tool_name, arguments=arguments, spec=spec)
+        edit_policy = _validate_arguments(
+            task_id=task_id, tool_name=tool_name, arguments=arguments, spec=spec
+        )
     actor = user.get_username()
     with transaction.atomic():
         task = task_lock(task_id=task_id)

@@ -14,7 +14,7 @@ from harness_site.access import viewer_required
 from review import selectors, services
 from review.models import ReviewRequest, ReviewStatus, RuleRisk
 from tasks.canonical import canonical_hash
-from tasks.tools.registry import UnknownTool, registry
+from tasks.selectors import task_tool
 
 # Form buttons -> review_decide decisions ("edit" approves the edited arguments).
 DECISIONS = {
@@ -57,10 +57,8 @@ def _detail(
     error: str = "",
     status: int = 200,
 ) -> HttpResponse:
-    try:
-        schema = json.dumps(registry.get(review.tool).json_schema(), indent=2)
-    except UnknownTool:
-        schema = ""
+    tool = task_tool(task_id=review.task_id, name=review.tool)
+    schema = json.dumps(tool.json_schema(), indent=2) if tool is not None else ""
     can_decide = selectors.user_can_decide(request.user)
     return render(
         request,
@@ -73,6 +71,7 @@ def _detail(
             "arguments_hash": canonical_hash(review.arguments),
             "original_text": json.dumps(review.original_arguments, indent=2, ensure_ascii=False),
             "schema": schema,
+            "mcp": selectors.review_mcp_facts(review=review, tool=tool),
             "recent_messages": selectors.review_recent_messages(review=review),
             "approvals": selectors.review_approvers(review=review),
             "can_decide": can_decide and review.status == ReviewStatus.PENDING,

@@ -14,8 +14,11 @@ from django.db.models.functions import Cast
 from django.http import Http404
 from django.utils import timezone
 
+from harness_site.config import harness_config
 from tasks.models import SweepRun, Task, TaskEvent, ToolCall
 from tasks.sweep import SWEEPER_NAME
+from tasks.tools.mcp import mcp_server_of, recorded_tool
+from tasks.tools.registry import ToolSpec, UnknownTool, registry
 
 # The role groups (harness_site/roles.py grants their permissions). Membership alone counts
 # too, so a group created by hand in the admin works before `roles_ensure` ran.
@@ -62,6 +65,24 @@ def user_can_operate(user: AbstractBaseUser | None) -> bool:
     if user.is_superuser or user.has_perm("tasks.operate_task"):
         return True
     return _in_group(user, ("operators",))
+
+
+def task_tool(*, task_id: Any, name: str) -> ToolSpec | None:
+    """A tool as this task knows it: a registered one, or an MCP server's tool as listed when
+    the task started (its `mcp_tools_listed` events), described but not callable here."""
+    if mcp_server_of(name) is None:
+        try:
+            return registry.get(name)
+        except UnknownTool:
+            return None
+    server = name.partition("__")[0]
+    for payload in TaskEvent.objects.filter(
+        task_id=task_id, type="mcp_tools_listed", payload__server=server
+    ).values_list("payload", flat=True):
+        spec = recorded_tool(payload.get("tools") or [], name)
+        if spec is not None:
+            return spec
+    return None
 
 
 def access_task(user: AbstractBaseUser, task_id: Any, *, lock: bool = False) -> Task:
@@ -296,6 +317,40 @@ def task_model_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
         "calls": sum(r["calls"] for r in rows),
         "cost_usd": sum(r["cost_usd"] for r in rows),
     }
+
+
+def mcp_servers_overview() -> list[dict[str, Any]]:
+    """The configured MCP servers for /ops/: transport, where they are, how many tools each
+    listed last time a task started, and the last connection error a run saw. Each lookup is
+    the newest matching event, read backwards along (type, created_at)."""
+    rows = []
+    for name, config in harness_config().mcp_servers.items():
+        listed = (
+            TaskEvent.objects.filter(type="mcp_tools_listed", payload__server=name)
+            .order_by("-created_at")
+            .values("payload", "created_at")
+            .first()
+        )
+        error = (
+            TaskEvent.objects.filter(type="mcp_server_error", payload__server=name)
+            .order_by("-created_at")
+            .values("payload", "created_at", "task_id")
+            .first()
+        )
+        rows.append(
+            {
+                "name": name,
+                "transport": config.transport,
+                "target": config.url or " ".join(config.command or []),
+                "network": config.network,
+                "tool_count": listed["payload"].get("tool_count") if listed else None,
+                "listed_at": listed["created_at"] if listed else None,
+                "last_error": error["payload"].get("message", "") if error else "",
+                "last_error_at": error["created_at"] if error else None,
+                "last_error_task_id": error["task_id"] if error else None,
+            }
+        )
+    return rows
 
 
 def sweep_last_run() -> SweepRun | None:

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from dashboard import queues, services
 from harness_site.access import operator_required, viewer_required
-from tasks.selectors import sweep_last_run, user_can_operate
+from tasks.selectors import mcp_servers_overview, sweep_last_run, user_can_operate
 
 
 @viewer_required
@@ -23,6 +23,7 @@ def operations(request: HttpRequest) -> HttpResponse:
             "workers": queues.workers_overview(),
             "failed_jobs": queues.failed_jobs(),
             "sweep": sweep_last_run(),
+            "mcp_servers": mcp_servers_overview(),
             "can_operate": user_can_operate(request.user),
         },
     )

@@ -64,6 +64,15 @@ def tool_pattern_matches(pattern: str, name: str) -> bool:
 # --- annotations -> policy --------------------------------------------------------------------
 
 
+# MCP's defaults for a tool that declares no annotations.
+MCP_DEFAULT_HINTS = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
+
+
 def _hint(annotations: dict[str, Any], key: str, default: bool) -> bool:
     value = annotations.get(key)
     return value if isinstance(value, bool) else default
@@ -72,12 +81,16 @@ def _hint(annotations: dict[str, Any], key: str, default: bool) -> bool:
 def tool_policy(annotations: dict[str, Any]) -> tuple[Risk, bool, bool]:
     """(risk, side_effect, idempotent) from a tool's annotations, MCP's defaults filling the
     gaps: a tool that declares nothing is destructive, not idempotent and open-world."""
-    if _hint(annotations, "readOnlyHint", False):
+
+    def hint(key: str) -> bool:
+        return _hint(annotations, key, MCP_DEFAULT_HINTS[key])
+
+    if hint("readOnlyHint"):
         return "read", False, True
-    idempotent = _hint(annotations, "idempotentHint", False)
-    if _hint(annotations, "destructiveHint", True):
+    idempotent = hint("idempotentHint")
+    if hint("destructiveHint"):
         return "destructive", True, idempotent
-    if _hint(annotations, "openWorldHint", True):
+    if hint("openWorldHint"):
         return "external", True, idempotent
     return "write", True, idempotent
 

@@ -83,4 +83,10 @@ def mcp_http(tmp_path_factory) -> Iterator[McpHttpServer]:
 
 @pytest.fixture
 def harness_config_text(mcp_http: McpHttpServer) -> str:
-    return BASE_CONFIG + f"mcp_servers:\n  remote: {{url: {json.dumps(mcp_http.url)}}}\n"
+    # `down` points at a port nothing listens on.
+    return (
+        BASE_CONFIG
+        + "mcp_servers:\n"
+        + f"  remote: {{url: {json.dumps(mcp_http.url)}}}\n"
+        + f"  down: {{url: 'http://127.0.0.1:{_free_port()}/mcp', connect_timeout_s: 5}}\n"
+    )

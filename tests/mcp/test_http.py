@@ -124,3 +124,25 @@ def test_non_idempotent_call_escalates_after_its_worker_is_killed(fleet, mcp_htt
     assert review.kind == "unknown_outcome" and review.tool == "remote__note"
     assert ToolCall.objects.get(task=task).status == "unknown_outcome"
     assert len([c for c in mcp_http.calls("note") if c["args"]["text"] == "nk-1"]) == 1
+
+
+def test_unreachable_server_fails_the_task_closed_and_ops_shows_servers(
+    fleet, mcp_http, operator, client
+):
+    fleet.worker()
+    ok = make_task(
+        [{"call": "remote__lookup", "args": {"key": "ops-1"}}, {"final": "ok"}], ["remote__*"]
+    )
+    down = make_task([{"call": "down__anything", "args": {}}, {"final": "never"}], ["down__*"])
+    wait_status(ok.id, "succeeded")
+    down = wait_status(down.id, "failed")
+    assert down.error_class == "mcp_unavailable"
+    assert "could not start MCP server 'down'" in down.error_message
+    assert not ToolCall.objects.filter(task=down).exists()
+
+    client.force_login(operator)
+    page = client.get("/ops/").content.decode()
+    assert 'data-server="remote"' in page and 'data-server="down"' in page
+    # The eight tools of tests/mcp/server.py.
+    assert 'data-testid="mcp-tools-remote">8<' in page
+    assert "could not start MCP server" in page.split('data-testid="mcp-error-down"')[1][:400]

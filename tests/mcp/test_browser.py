@@ -1,0 +1,63 @@
+"""A destructive MCP tool pauses for review; an operator reads the server, tool, annotations and
+schema check on the review page in headless Chromium, approves, and the call runs once."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.models import ToolCall
+from tests.conftest import PASSWORD, needs_chromium, wait_for
+
+from .conftest import make_task, wait_status
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.integration,
+    pytest.mark.django_db(transaction=True),
+    needs_chromium,
+]
+
+
+def test_destructive_tool_is_approved_in_the_browser_and_runs_once(
+    live_server, fleet, mcp_http, browser, operator
+):
+    fleet.worker()
+    task = make_task(
+        [{"call": "remote__purge", "args": {"key": "pg-1"}}, {"final": "purged"}],
+        ["remote__*"],
+        title="purge a record",
+    )
+    wait_status(task.id, "waiting_review")
+    assert not [c for c in mcp_http.calls("purge") if c["args"]["key"] == "pg-1"]
+
+    page = browser.new_page()
+    page.set_default_timeout(15_000)
+    page.goto(f"{live_server.url}/accounts/login/?next=/reviews/")
+    page.fill("input[name=username]", operator.username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/reviews/")
+    page.click("[data-testid=review-inbox] a:has-text('remote__purge')")
+
+    assert page.inner_text("[data-testid=mcp-server]") == "remote"
+    assert "Delete a record for good." in page.inner_text("[data-testid=mcp-description]")
+    hints = page.inner_text("[data-testid=mcp-annotations]")
+    assert "destructiveHint: true" in hints and "idempotentHint: true" in hints
+    assert "openWorldHint: true (not declared; MCP default)" in hints
+    assert "match the tool's inputSchema" in page.inner_text("[data-testid=mcp-schema-check]")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("[data-testid=approve]")
+    page.wait_for_url(f"{live_server.url}/tasks/{task.pk}/")
+
+    wait_status(task.id, "succeeded")
+    call = ToolCall.objects.get(task=task, tool="remote__purge")
+    assert call.status == "succeeded" and call.result == {"purged": "pg-1"}
+    purged = [c for c in mcp_http.calls("purge") if c["args"]["key"] == "pg-1"]
+    assert len(purged) == 1 and purged[0]["key"] == f"{task.id}:{call.call_id}"
+
+    def shown_on_the_timeline() -> bool:
+        page.goto(f"{live_server.url}/tasks/{task.pk}/")
+        return "remote__purge" in page.content()
+
+    wait_for(shown_on_the_timeline, 30, interval=0.3, message="the call on the task page")
