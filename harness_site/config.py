@@ -181,7 +181,10 @@ class McpServerConfig(_Strict):
     stdio (`command`): started per task run inside the task's sandbox, the workspace as its
     working directory, `env` (plus PATH) as its whole environment, `ro_paths` mounted read-only,
     no network unless `network: true`. Streamable HTTP (`url`): shared; `headers_env` maps a
-    header to the environment variable of the worker that holds its value (never the value)."""
+    header to the environment variable of the worker that holds its value (never the value).
+    In `command`, `env` and `ro_paths`, `{python}` stands for the worker's own interpreter (its
+    virtualenv and base installation are then mounted read-only) and `{harness}` for the
+    harness's base directory, so a server shipped with the harness needs no machine paths."""
 
     command: list[Annotated[str, StringConstraints(min_length=1)]] | None = Field(
         default=None, min_length=1
@@ -200,8 +203,10 @@ class McpServerConfig(_Strict):
     @classmethod
     def _absolute(cls, paths: list[str]) -> list[str]:
         for path in paths:
-            if not path.startswith("/") or "\0" in path:
-                raise ValueError(f"{path!r}: read-only mounts must be absolute paths")
+            if not path.startswith(("/", "{harness}/")) or "\0" in path:
+                raise ValueError(
+                    f"{path!r}: read-only mounts must be absolute paths (or start {{harness}}/)"
+                )
         return paths
 
     @field_validator("url")

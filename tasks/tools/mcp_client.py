@@ -11,7 +11,11 @@ call is a transient failure for an idempotent tool and an unknown outcome otherw
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import CancelledError, Future
@@ -22,14 +26,17 @@ from typing import Any
 
 import anyio
 from anyio.from_thread import start_blocking_portal
-from mcp import ClientSession, MCPError, stdio_client
+from django.conf import settings
+from mcp import ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.types import PaginatedRequestParams
+from mcp.shared.message import SessionMessage
+from mcp.types import PaginatedRequestParams, jsonrpc_message_adapter
 
 from harness_site.config import McpServerConfig, harness_config
 from tasks.agent_state import McpTool
 from tasks.retry import TIMEOUT, TRANSIENT, UNKNOWN_OUTCOME
+from tasks.tools.command import command_limits
 from tasks.tools.mcp import (
     MAX_DESCRIPTION_CHARS,
     TOOL_NAME,
@@ -43,12 +50,15 @@ from tasks.tools.mcp import (
     tool_pattern_matches,
 )
 from tasks.tools.registry import PermanentToolError, ToolContext, ToolError, TransientToolError
+from tasks.tools.sandbox import SandboxProcess, sandbox_spawn
 
 META_KEY = "agent-harness/idempotency_key"
 CALL_ID_META_KEY = "agent-harness/call_id"
 MAX_TOOLS_PER_SERVER = 500
 MAX_LIST_PAGES = 20
 PING_TIMEOUT_S = 5.0
+# The longest JSON-RPC message a stdio server may send (one line).
+MAX_MESSAGE_BYTES = 16 * 1024**2
 # The SDK's own read timeout stops a call this much before the harness's tool timeout, so the
 # call ends with a classified error (timeout / unknown outcome) instead of being abandoned.
 TIMEOUT_MARGIN_S = 0.5
@@ -72,13 +82,103 @@ def _headers(config: McpServerConfig) -> dict[str, str]:
     return headers
 
 
-def stdio_parameters(*, config: McpServerConfig, workspace: Path) -> Any:
-    """How to start a stdio server: inside the task's sandbox, the workspace as its working
-    directory, its configured environment plus PATH and nothing else."""
-    raise McpUnavailable(
-        "stdio MCP servers run only inside the command sandbox, which is not available in "
-        "this build; use a streamable HTTP server (url) instead"
+# --- stdio servers, inside the task's sandbox --------------------------------------------------
+
+
+def _expand(value: str) -> str:
+    """`{python}`: the worker's own interpreter; `{harness}`: the harness's base directory (so
+    a shipped example server is configured without machine-specific paths)."""
+    return value.replace("{python}", sys.executable).replace("{harness}", str(settings.BASE_DIR))
+
+
+def server_spawn(*, config: McpServerConfig, workspace: Path) -> SandboxProcess:
+    """Start a stdio server in a sandbox of its own over the task's workspace (its working
+    directory): its configured environment (plus PATH and the sandbox's basics) and nothing
+    else, `ro_paths` read-only, no network unless configured. The limits of `run_command`
+    apply for the whole sandbox, without a wall or CPU clock: the server lives as long as the
+    run and is killed, with everything it started, when the run ends."""
+    argv = [_expand(part) for part in config.command or []]
+    ro_paths = [Path(_expand(path)) for path in config.ro_paths]
+    if any("{python}" in part for part in config.command or []):
+        # The interpreter needs its environment (a virtualenv) and its base installation.
+        ro_paths += [Path(sys.prefix), Path(sys.base_prefix)]
+    limits = dataclasses.replace(command_limits(1), wall_s=None, cpu_s=None)
+    return sandbox_spawn(
+        argv=argv,
+        workspace=workspace,
+        limits=limits,
+        env={key: _expand(value) for key, value in config.env.items()},
+        network=config.network,
+        ro_paths=list(dict.fromkeys(ro_paths)),
+        stderr=subprocess.DEVNULL,
     )
+
+
+def _readline(pipe: Any) -> bytes:
+    try:
+        return pipe.readline(MAX_MESSAGE_BYTES)
+    except (OSError, ValueError):  # closed under us by the shutdown
+        return b""
+
+
+def _write(pipe: Any, data: bytes) -> None:
+    pipe.write(data)
+    pipe.flush()
+
+
+@asynccontextmanager
+async def sandboxed_stdio(
+    *, config: McpServerConfig, workspace: Path
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio transport, over a sandboxed process: newline-delimited JSON-RPC on its
+    stdin and stdout (blocking pipe I/O in worker threads), and at the end a `close()` that
+    kills everything the server started."""
+    process = await anyio.to_thread.run_sync(
+        functools.partial(server_spawn, config=config, workspace=workspace)
+    )
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def stdout_reader() -> None:
+        async with read_writer:
+            while line := await anyio.to_thread.run_sync(
+                _readline, process.stdout, abandon_on_cancel=True
+            ):
+                try:
+                    item: SessionMessage | Exception = SessionMessage(
+                        jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    )
+                except ValueError as exc:
+                    item = exc
+                try:
+                    await read_writer.send(item)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+
+    async def stdin_writer() -> None:
+        async with write_reader:
+            async for message in write_reader:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    await anyio.to_thread.run_sync(
+                        _write, process.stdin, (data + "\n").encode(), abandon_on_cancel=True
+                    )
+                except (OSError, ValueError):
+                    # The server is gone: end the session's reads instead of hanging.
+                    await read_writer.aclose()
+                    return
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(stdout_reader)
+            tasks.start_soon(stdin_writer)
+            try:
+                yield read_stream, write_stream
+            finally:
+                tasks.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(process.close)
 
 
 @asynccontextmanager
@@ -94,15 +194,13 @@ async def _session(*, server: str, config: McpServerConfig, workspace: Path) -> 
                 await session.initialize()
             yield session
     else:
-        params = stdio_parameters(config=config, workspace=workspace)
-        with open(os.devnull, "w") as errlog:
-            async with (
-                stdio_client(params, errlog=errlog) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                with anyio.fail_after(config.connect_timeout_s):
-                    await session.initialize()
-                yield session
+        async with (
+            sandboxed_stdio(config=config, workspace=workspace) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            with anyio.fail_after(config.connect_timeout_s):
+                await session.initialize()
+            yield session
 
 
 def _describe_error(exc: BaseException) -> str:
@@ -269,6 +367,7 @@ class McpConnections:
             if not self._alive(connection):
                 # Dead before this call was sent (a crashed stdio server): restart it, once.
                 connection.dead = True
+                self.errors[server] = "the server had stopped answering; restarted for a call"
                 connection = self.connection(server)
         except McpUnavailable as exc:
             # Nothing was sent: another attempt cannot duplicate anything.

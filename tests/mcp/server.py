@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+import uuid
 from pathlib import Path
 
 import anyio
@@ -16,21 +18,27 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 server = MCPServer("harness-test")
-STATE = Path(os.environ.get("MCP_TEST_STATE") or ".")
+STATE = Path(os.environ["MCP_TEST_STATE"]) if os.environ.get("MCP_TEST_STATE") else None
+# Tells one run of this server from the next (PIDs repeat inside a sandbox's PID namespace).
+BOOT = uuid.uuid4().hex
 
 
 def record(ctx: Context, tool: str, **args: object) -> str:
+    """Append the call to calls.jsonl in MCP_TEST_STATE (not set for stdio runs, whose only
+    writable folder is the task workspace)."""
     meta = dict(ctx.request_context.meta or {})
     key = str(meta.get("agent-harness/idempotency_key", ""))
-    with open(STATE / "calls.jsonl", "a") as fh:
-        fh.write(json.dumps({"tool": tool, "args": args, "key": key, "pid": os.getpid()}) + "\n")
+    if STATE is not None:
+        with open(STATE / "calls.jsonl", "a") as fh:
+            fh.write(json.dumps({"tool": tool, "args": args, "key": key, "boot": BOOT}) + "\n")
     return key
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def lookup(key: str, ctx: Context) -> dict:
     """Look up a record by key."""
-    return {"key": key, "value": key.upper(), "idempotency_key": record(ctx, "lookup", key=key)}
+    key_seen = record(ctx, "lookup", key=key)
+    return {"key": key, "value": key.upper(), "idempotency_key": key_seen, "boot": BOOT}
 
 
 @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
@@ -102,6 +110,28 @@ def write_text(path: str, content: str, ctx: Context) -> dict:
     record(ctx, "write_text", path=path)
     Path(path).write_text(content)
     return {"path": path, "bytes": len(content)}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def exit_soon(ctx: Context) -> dict:
+    """Answers, then the server process exits (as a crashing server would, between calls)."""
+    record(ctx, "exit_soon")
+    threading.Timer(0.2, os._exit, args=(3,)).start()
+    return {"boot": BOOT}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def probe(path: str, ctx: Context) -> dict:
+    """What the server process can see: its uid, working directory, environment variable
+    names, whether `path` exists, and how many processes are visible."""
+    record(ctx, "probe", path=path)
+    return {
+        "uid": os.getuid(),
+        "cwd": os.getcwd(),
+        "env": sorted(os.environ),
+        "exists": os.path.exists(path),
+        "processes": len([p for p in os.listdir("/proc") if p.isdigit()]),
+    }
 
 
 if __name__ == "__main__":

@@ -143,6 +143,6 @@ def test_unreachable_server_fails_the_task_closed_and_ops_shows_servers(
     client.force_login(operator)
     page = client.get("/ops/").content.decode()
     assert 'data-server="remote"' in page and 'data-server="down"' in page
-    # The eight tools of tests/mcp/server.py.
-    assert 'data-testid="mcp-tools-remote">8<' in page
+    # The ten tools of tests/mcp/server.py.
+    assert 'data-testid="mcp-tools-remote">10<' in page
     assert "could not start MCP server" in page.split('data-testid="mcp-error-down"')[1][:400]
