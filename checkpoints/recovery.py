@@ -290,7 +290,9 @@ def checkpoint_rollback(
         _rekey(state, None)
         undone = calls_undone(task, chosen, done_call_ids(base))
         irreversible = [
-            f"{row.tool} {row.call_id}" for row in undone if tool_is_irreversible(row.tool)
+            f"{row.tool} {row.call_id}"
+            for row in undone
+            if tool_is_irreversible(row.tool, task_id=task.id)
         ]
         restored = snapshot_restore(workspace=task.workspace_path, snapshot=base.snapshot)
         state.recovery = RecoveryNote(

@@ -25,10 +25,10 @@ from checkpoints.snapshots import (
     workspace_manifest,
 )
 from tasks.models import Task, ToolCall, ToolCallStatus
-from tasks.selectors import as_text
+from tasks.selectors import as_text, task_tool
 from tasks.spec import TaskSpec
 from tasks.states import TaskStatus
-from tasks.tools.registry import ToolSpec, UnknownTool, registry
+from tasks.tools.registry import ToolSpec
 
 # Ledger statuses of calls that actually ran (or may have: running / unknown_outcome).
 EXECUTED = (
@@ -71,19 +71,20 @@ def task_checkpoints(*, task_id: Any) -> QuerySet[Checkpoint]:
     return Checkpoint.objects.filter(task_id=task_id).order_by("seq")
 
 
-def tool_or_none(name: str) -> ToolSpec | None:
-    try:
-        return registry.get(name)
-    except UnknownTool:
-        return None
+def tool_or_none(name: str, *, task_id: Any) -> ToolSpec | None:
+    return task_tool(task_id=task_id, name=name)
 
 
-def tool_is_irreversible(name: str) -> bool:
+def tool_is_irreversible(name: str, *, task_id: Any) -> bool:
     """A side effect outside the workspace, which restoring files cannot undo: external
-    tools, and non-idempotent tools that do not (only) write the workspace."""
-    tool = tool_or_none(name)
+    tools, and non-idempotent tools that do not (only) write the workspace. An MCP tool's
+    effects are outside unless it declares `openWorldHint: false` (a stdio server working on
+    the workspace)."""
+    tool = tool_or_none(name, task_id=task_id)
     if tool is None or not tool.side_effect:
         return False
+    if tool.server:
+        return (tool.annotations or {}).get("openWorldHint", True) is not False
     return tool.risk == "external" or (
         not tool.idempotent and tool.risk not in ("write", "destructive")
     )
@@ -212,7 +213,7 @@ def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
             "workspace and a rollback cannot undo it",
         }
         for row in undone
-        if tool_is_irreversible(row.tool)
+        if tool_is_irreversible(row.tool, task_id=task.id)
     ]
     preview.superseded_seqs = list(
         Checkpoint.objects.filter(task=task, seq__gt=checkpoint.seq, superseded=False)
@@ -316,7 +317,7 @@ def recovery_plan(*, task: Task) -> RecoveryPlan:
     strategy = spec.recovery.get(row.tool, "auto")
     source = f"the task's recovery setting for {row.tool}"
     if strategy == "auto":
-        tool = tool_or_none(row.tool)
+        tool = tool_or_none(row.tool, task_id=task.id)
         strategy = tool.recovery if tool is not None else "forward"
         source = f"{row.tool}'s default"
     if strategy == "rollback":

@@ -42,6 +42,11 @@ class ToolRateOut(RateOut):
     tool: str
 
 
+class ServerRateOut(RateOut):
+    server: str
+    tools: int
+
+
 class StepRateOut(RateOut):
     step_index: int
 
@@ -94,6 +99,8 @@ class FailureStatsOut(Schema):
     window: WindowOut
     tasks: TaskOutcomesOut
     by_tool: list[ToolRateOut]
+    # MCP tools (`<server>__<tool>`) summed per server.
+    by_mcp_server: list[ServerRateOut]
     by_step: list[StepRateOut]
     over_time: list[BucketRateOut]
     heatmap: list[HeatCellOut]

@@ -142,6 +142,17 @@ def failure_rate_by_tool(
     return _with_rate(_merge(rows, ("tool",), ("calls", "failed")))
 
 
+def failure_rate_by_mcp_server(by_tool: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """[{server, tools, calls, failed, rate}] — the per-tool rows of MCP tools
+    (`<server>__<tool>`) summed per server."""
+    rows = [
+        {"server": row["tool"].partition("__")[0], "tools": 1, **row}
+        for row in by_tool
+        if "__" in row["tool"].strip("_")
+    ]
+    return _with_rate(_merge(rows, ("server",), ("tools", "calls", "failed")))
+
+
 def failure_rate_by_step(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
     """[{step_index, calls, failed, rate}] — settled tool calls per step index."""
     parts = parts or _parts(window)
@@ -464,6 +475,7 @@ def failure_statistics(window: Window) -> dict[str, Any]:
     return {
         "window": {"since": window.since, "until": window.until, "bucket": window.bucket},
         "tasks": task_outcomes(window),
-        "by_tool": failure_rate_by_tool(window, over_time=tables["over_time"]),
+        "by_tool": (by_tool := failure_rate_by_tool(window, over_time=tables["over_time"])),
+        "by_mcp_server": failure_rate_by_mcp_server(by_tool),
         **tables,
     }

@@ -130,7 +130,7 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         assert client.get("/").status_code == 200
 
         demo = dict(re.findall(r"created demo task (\S+): (.+)", up.text))
-        assert len(demo) == 3, up.text
+        assert len(demo) == 4, up.text
 
         def demo_settled() -> dict[str, str] | None:
             statuses = {
@@ -145,6 +145,8 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         "Demo: write release notes": "succeeded",
         "Demo: clean up old logs": "waiting_review",
         "Demo: raise the worker limit": "waiting_review",
+        # The bundled MCP server listed the notes, then its destructive tool paused for review.
+        "Demo: tidy the notes (MCP server)": "waiting_review",
     }
 
     up.process.send_signal(signal.SIGINT)

@@ -38,6 +38,8 @@ SEPARATOR = "__"
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_RESULT_CHARS = 64 * 1024
 MAX_DESCRIPTION_CHARS = 4000
+# Recorded in every checkpoint of the task: keep each tool's schema bounded.
+MAX_SCHEMA_CHARS = 32 * 1024
 
 
 # --- names ------------------------------------------------------------------------------------
@@ -136,6 +138,8 @@ def args_model_for(tool: McpTool) -> type[JsonSchemaArgs]:
 def check_input_schema(schema: Any) -> str | None:
     if not isinstance(schema, dict):
         return "inputSchema is not an object"
+    if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
+        return f"inputSchema is larger than {MAX_SCHEMA_CHARS} characters"
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:

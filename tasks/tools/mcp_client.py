@@ -413,6 +413,10 @@ class McpConnections:
         if isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
             # The server answered with an error (unknown tool, invalid params): permanent.
             return PermanentToolError(f"MCP server {server!r} refused the call: {exc.message}")
+        if type(exc) is RuntimeError:
+            # The SDK's own verdict on an answer (structured content against the tool's
+            # outputSchema, an input request this client does not take): the server answered.
+            return PermanentToolError(f"MCP server {server!r} answered unusably: {reason}")
         timed_out = isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
         if not timed_out:
             connection.dead = True

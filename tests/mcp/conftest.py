@@ -31,6 +31,10 @@ review_rules:
 """
 
 
+# An environment variable no process here sets: a header that names it cannot be sent.
+UNSET = "MCP_TEST_TOKEN_NEVER_SET"
+
+
 class McpHttpServer:
     def __init__(self, *, state: Path, port: int, process: subprocess.Popen) -> None:
         self.state = state
@@ -89,4 +93,6 @@ def harness_config_text(mcp_http: McpHttpServer) -> str:
         + "mcp_servers:\n"
         + f"  remote: {{url: {json.dumps(mcp_http.url)}}}\n"
         + f"  down: {{url: 'http://127.0.0.1:{_free_port()}/mcp', connect_timeout_s: 5}}\n"
+        + f"  locked: {{url: {json.dumps(mcp_http.url)}, "
+        + f"headers_env: {{Authorization: {UNSET}}}}}\n"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from checkpoints.models import Checkpoint
 from tasks.models import ToolCall
 from tests.conftest import PASSWORD, needs_chromium, wait_for
 
@@ -19,7 +20,7 @@ pytestmark = [
 
 
 def test_destructive_tool_is_approved_in_the_browser_and_runs_once(
-    live_server, fleet, mcp_http, browser, operator
+    live_server, fleet, mcp_http, browser, operator, api_client
 ):
     fleet.worker()
     task = make_task(
@@ -31,7 +32,8 @@ def test_destructive_tool_is_approved_in_the_browser_and_runs_once(
     assert not [c for c in mcp_http.calls("purge") if c["args"]["key"] == "pg-1"]
 
     page = browser.new_page()
-    page.set_default_timeout(15_000)
+    # A loaded CI machine can take a while to answer the approval POST.
+    page.set_default_timeout(45_000)
     page.goto(f"{live_server.url}/accounts/login/?next=/reviews/")
     page.fill("input[name=username]", operator.username)
     page.fill("input[name=password]", PASSWORD)
@@ -61,3 +63,12 @@ def test_destructive_tool_is_approved_in_the_browser_and_runs_once(
         return "remote__purge" in page.content()
 
     wait_for(shown_on_the_timeline, 30, interval=0.3, message="the call on the task page")
+
+    # The resumed run used the tools recorded at the start; it did not list them again.
+    assert task.events.filter(type="mcp_tools_listed").count() == 1
+    # The purge happened on the server: a rollback past it says it cannot be undone.
+    start = Checkpoint.objects.get(task=task, trigger="task_start")
+    preview = api_client(operator).get(
+        f"/api/v1/tasks/{task.id}/rollback/preview", {"checkpoint_id": str(start.id)}
+    )
+    assert [c["tool"] for c in preview.json()["irreversible"]] == ["remote__purge"]

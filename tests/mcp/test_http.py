@@ -11,7 +11,7 @@ from review.models import ReviewRequest
 from tasks.models import ToolCall
 from tests.conftest import wait_for
 
-from .conftest import make_task, wait_status
+from .conftest import UNSET, make_task, wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -126,19 +126,31 @@ def test_non_idempotent_call_escalates_after_its_worker_is_killed(fleet, mcp_htt
     assert len([c for c in mcp_http.calls("note") if c["args"]["text"] == "nk-1"]) == 1
 
 
-def test_unreachable_server_fails_the_task_closed_and_ops_shows_servers(
+def test_unreachable_server_fails_the_task_closed_and_ops_and_stats_show_servers(
     fleet, mcp_http, operator, client
 ):
     fleet.worker()
     ok = make_task(
-        [{"call": "remote__lookup", "args": {"key": "ops-1"}}, {"final": "ok"}], ["remote__*"]
+        [
+            {"call": "remote__lookup", "args": {"key": "ops-1"}},
+            {"call": "remote__refuse", "args": {"reason": "ops"}},
+            {"final": "ok"},
+        ],
+        ["remote__*"],
     )
     down = make_task([{"call": "down__anything", "args": {}}, {"final": "never"}], ["down__*"])
+    locked = make_task([{"final": "never"}], ["locked__lookup"])
     wait_status(ok.id, "succeeded")
     down = wait_status(down.id, "failed")
     assert down.error_class == "mcp_unavailable"
     assert "could not start MCP server 'down'" in down.error_message
     assert not ToolCall.objects.filter(task=down).exists()
+    # A header whose variable is not set is not sent empty: the server is not contacted.
+    locked = wait_status(locked.id, "failed")
+    assert locked.error_class == "mcp_unavailable"
+    assert f"environment variable {UNSET} (for header Authorization) is not set" in (
+        locked.error_message
+    )
 
     client.force_login(operator)
     page = client.get("/ops/").content.decode()
@@ -146,3 +158,9 @@ def test_unreachable_server_fails_the_task_closed_and_ops_shows_servers(
     # The ten tools of tests/mcp/server.py.
     assert 'data-testid="mcp-tools-remote">10<' in page
     assert "could not start MCP server" in page.split('data-testid="mcp-error-down"')[1][:400]
+
+    stats = client.get("/api/v1/stats/failures", {"since": "1h"}).json()
+    assert {"server": "remote", "tools": 2, "calls": 2, "failed": 1, "rate": 0.5} in stats[
+        "by_mcp_server"
+    ]
+    assert 'data-server="remote"' in client.get("/stats/failures/").content.decode()

@@ -48,6 +48,11 @@ def test_file_written_by_a_stdio_server_is_in_the_workspace_and_rolled_back(
     assert (task.workspace_path / "report.txt").read_text() == "draft"
 
     before = Checkpoint.objects.get(task=task, trigger="before_write_operation")
+    preview = api_client(operator).get(
+        f"/api/v1/tasks/{task.id}/rollback/preview", {"checkpoint_id": str(before.id)}
+    )
+    # The server declared openWorldHint: false: its effects are the workspace's, undoable.
+    assert preview.json()["irreversible"] == []
     response = api_client(operator).post(
         f"/api/v1/tasks/{task.id}/rollback",
         {"checkpoint_id": str(before.id), "resume": False, "reason": "undo the report"},

@@ -1,5 +1,6 @@
 """`manage.py seed_demo`: a few scripted tasks that show the harness at work — one that
-finishes, two that pause for a human decision. Idempotent: does nothing once demo tasks exist."""
+finishes, three that pause for a human decision (one of them calling the bundled MCP server,
+examples/mcp_notes). Idempotent: does nothing once demo tasks exist."""
 
 from __future__ import annotations
 
@@ -78,6 +79,28 @@ DEMO_SPECS: list[dict] = [
                     },
                 },
                 {"final": "service.conf now allows 8 workers."},
+            ],
+        },
+    },
+    {
+        "title": DEMO_PREFIX + "tidy the notes (MCP server)",
+        "goal": "List the notes kept by the notes MCP server and delete the outdated one.",
+        # Every tool of the bundled MCP server (examples/mcp_notes, harness.yaml mcp_servers).
+        "tools": ["notes__*"],
+        "workspace": {
+            "files": {
+                "notes/meeting-2023.txt": "Outdated: the 2023 planning meeting.\n",
+                "notes/todo.txt": "Ship MCP support.\n",
+            }
+        },
+        "model": {
+            "kind": "scripted",
+            "script": [
+                # readOnlyHint: runs without review.
+                {"call": "notes__list_notes", "args": {}},
+                # destructiveHint: the `destructive` review rule pauses the task here.
+                {"call": "notes__delete_note", "args": {"name": "meeting-2023.txt"}},
+                {"final": "Deleted the outdated note meeting-2023.txt."},
             ],
         },
     },
