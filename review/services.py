@@ -404,7 +404,11 @@ def _settle(
         review.interrupt = {
             **review.interrupt,
             "decision": graph_resume_value(
-                review=review, status=status, approved=approved, comment=comment, response=response
+                review=review,
+                status=status,
+                approved=approved,
+                comment=comment or reason,
+                response=response,
             ),
         }
         update_fields.append("interrupt")

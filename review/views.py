@@ -21,6 +21,7 @@ DECISIONS = {
     "approve": "approve",
     "edit": "approve",
     "reject": "reject",
+    "respond": "respond",
     **{name: name for name in services.UNKNOWN_OUTCOME_DECISIONS},
 }
 
@@ -76,6 +77,9 @@ def _detail(
             "approvals": selectors.review_approvers(review=review),
             "can_decide": can_decide and review.status == ReviewStatus.PENDING,
             "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,
+            # A LangGraph interrupt offers only the decisions its graph accepts.
+            "graph": review.interrupt,
+            "allowed": (review.interrupt or {}).get("allowed") or ["approve", "edit", "reject"],
             "creator_blocked": review.forbid_creator
             and review.task.created_by_id == request.user.pk,
             "errors": errors or [],
@@ -95,16 +99,21 @@ def review_detail(request: HttpRequest, review_id: int) -> HttpResponse:
 def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
     review = selectors.access_review(request.user, review_id)
     choice = request.POST.get("decision", "")
-    arguments = result = None
+    arguments = result = response = None
     arguments_text = request.POST.get("arguments")
     result_text = request.POST.get("result", "").strip()
+    response_text = request.POST.get("response", "")
     try:
         if choice == "edit":
             arguments = json.loads(arguments_text or "")
         if choice == "mark_done" and result_text:
             result = json.loads(result_text)
+        if choice == "respond":
+            # A plain interrupt is answered with JSON; a tool approval with the tool's text.
+            plain = (review.interrupt or {}).get("mode") == "plain"
+            response = json.loads(response_text) if plain else response_text
     except ValueError as exc:
-        field = "arguments" if choice == "edit" else "result"
+        field = {"edit": "arguments", "respond": "response"}.get(choice, "result")
         return _detail(
             request,
             review,
@@ -123,6 +132,7 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             arguments=arguments,
             reason=request.POST.get("reason", "").strip(),
             result=result,
+            response=response,
         )
     except services.ReviewInvalid as exc:
         return _detail(

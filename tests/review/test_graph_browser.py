@@ -1,0 +1,100 @@
+"""LangGraph interrupts reviewed in headless Chromium: an operator approves a plain interrupt,
+edits a HumanInTheLoopMiddleware tool call and rejects another interrupt; real workers resume
+each graph with the decision (the workers that paused them have moved on meanwhile)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from review.models import ReviewRequest
+from tasks.models import Task
+from tasks.services import task_create
+from tasks.spec import TaskSpec
+from tests.conftest import PASSWORD, needs_chromium, wait_for
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.integration,
+    pytest.mark.django_db(transaction=True),
+    needs_chromium,
+]
+
+
+@pytest.fixture
+def page(browser):
+    page = browser.new_page()
+    page.set_default_timeout(60_000)  # a loaded CI machine
+    return page
+
+
+def graph_task(title: str, graph: str, graph_input: dict) -> Task:
+    spec = {
+        "title": title,
+        "goal": "run a graph",
+        "agent": {"kind": "langgraph", "graph": graph, "input": graph_input},
+    }
+    return task_create(spec=TaskSpec.model_validate(spec), user=None)
+
+
+def status(task: Task) -> str:
+    return Task.objects.values_list("status", flat=True).get(pk=task.pk)
+
+
+def test_operator_approves_edits_and_rejects_graph_interrupts_in_the_browser(
+    live_server, workers, page, operator
+):
+    approve = graph_task("release 1.5", "release_bot", {"changes": ["fix"], "current": "1.4.0"})
+    reject = graph_task("release 3.0", "release_bot", {"changes": ["breaking"], "current": "2.1.0"})
+    message = {"channel": "#general", "text": "v1.5 is out"}
+    edit = graph_task(
+        "announce",
+        "announcer",
+        {"messages": [{"role": "user", "content": json.dumps(message)}]},
+    )
+    for task in (approve, reject, edit):
+        wait_for(lambda t=task: status(t) == "waiting_review", 120, message="the graph to pause")
+
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", operator.username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+
+    def open_review(task: Task) -> None:
+        review = ReviewRequest.objects.get(task=task)
+        page.goto(f"{live_server.url}/reviews/{review.id}/")
+        assert page.query_selector("[data-testid=graph-interrupt]") is not None
+
+    # A plain interrupt: approve, reject or respond; no edit form.
+    open_review(approve)
+    assert '"version": "1.5.0"' in page.inner_text("[data-testid=current-arguments]")
+    assert page.query_selector("[data-testid=edit-approve]") is None
+    assert page.query_selector("[data-testid=respond]") is not None
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("[data-testid=approve]")
+    page.wait_for_url(f"{live_server.url}/tasks/{approve.pk}/")
+
+    open_review(reject)
+    page.fill("input[name=reason]", "not this week")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("[data-testid=reject]")
+    page.wait_for_url(f"{live_server.url}/tasks/{reject.pk}/")
+
+    # The middleware's tool call: edit the arguments, then approve.
+    open_review(edit)
+    page.fill("[data-testid=arguments]", json.dumps({**message, "channel": "#releases"}))
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("[data-testid=edit-approve]")
+    page.wait_for_url(f"{live_server.url}/tasks/{edit.pk}/")
+
+    for task in (approve, reject, edit):
+        wait_for(lambda t=task: status(t) == "succeeded", 120, message="the graph to finish")
+    assert '"published": "1.5.0"' in Task.objects.get(pk=approve.pk).result
+    rejected = Task.objects.get(pk=reject.pk).result
+    assert '"published": ""' in rejected and "not this week" in rejected
+    edited = Task.objects.get(pk=edit.pk).result
+    assert "posted to #releases: v1.5 is out" in edited and "#general" not in edited
+
+    page.goto(f"{live_server.url}/tasks/{edit.pk}/?tab=checkpoints")
+    assert page.query_selector("[data-testid=graph-checkpoints]") is not None
