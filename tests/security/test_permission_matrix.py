@@ -39,6 +39,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "tasks/<uuid:task_id>/cancel/": ("POST", "operate"),
     "tasks/<uuid:task_id>/checkpoints/<uuid:checkpoint_id>/rollback/": ("GET", "operate"),
     "tasks/<uuid:task_id>/checkpoints/diff/": ("GET", "read"),
+    "tasks/<uuid:task_id>/graph-checkpoints/<uuid:checkpoint_id>/rollback/": ("GET", "operate"),
     "tasks/<uuid:task_id>/recover/": ("POST", "operate"),
     "reviews/": ("GET", "read"),
     "reviews/<int:review_id>/": ("GET", "read"),
@@ -81,6 +82,8 @@ OPERATIONS: dict[str, str] = {
     "POST /api/v1/tasks/{task_id}/resume": "operate",
     "GET /api/v1/tasks/{task_id}/recovery-plan": "read",
     "GET /api/v1/tasks/{task_id}/checkpoints/diff": "read",
+    "GET /api/v1/tasks/{task_id}/graph-checkpoints": "read",
+    "GET /api/v1/tasks/{task_id}/graph-rollback/preview": "read",
 }
 
 
