@@ -88,8 +88,8 @@ def graph_task_run(*, task_id: Any) -> str:
     spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first() or {}
     try:
         graph = graph_load(spec["agent"]["graph"])
-    except (GraphNotRegistered, KeyError, TypeError):
-        graph = None  # the run fails the task, naming the reason
+    except Exception:  # the run loads it again, and fails the task naming the reason
+        graph = None
     try:
         task = services.task_acquire(task_id=task_id, worker_id=worker_id)
         if task is None and services.task_wake(task_id=task_id):
@@ -215,7 +215,10 @@ class GraphRun:
             return self.finish_stopped(
                 StopRun("timeout", f"a super-step exceeded {self.step_s:g}s (layer: turn): {exc}")
             )
-        except GraphNotRegistered as exc:
+        except (GraphNotRegistered, ImportError, AttributeError) as exc:
+            if self.graph is not None:  # raised by the graph's own code, not by loading it
+                log.exception("task %s: graph failed", self.task_id)
+                return self.finish_stopped(StopRun("graph_error", f"{type(exc).__name__}: {exc}"))
             return self.finish_stopped(StopRun("graph_not_registered", str(exc)))
         except Exception as exc:  # the graph's own error: the task fails, its state is kept
             log.exception("task %s: graph failed", self.task_id)

@@ -193,3 +193,24 @@ def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from
     assert 'data-testid="graph-checkpoints"' in page
     assert before_approval["checkpoint_id"] in page
     assert "superseded" in page
+
+
+def test_a_registered_graph_that_does_not_import_fails_the_task_naming_it(
+    task_api, settings, tmp_path
+):
+    from harness_site import config
+
+    path = tmp_path / "harness.yaml"
+    path.write_text('langgraph_graphs:\n  broken: "examples.no_such_module:graph"\n')
+    settings.HARNESS_CONFIG_FILE = path
+    config.harness_config.cache_clear()
+    try:
+        task = task_api.create({**RELEASE, "agent": {"kind": "langgraph", "graph": "broken"}})
+        run_task(task["id"])
+        failed = task_api.get(task["id"])
+    finally:
+        config.harness_config.cache_clear()
+
+    assert failed["status"] == "failed"
+    assert failed["error_class"] == "graph_not_registered"
+    assert "no_such_module" in failed["error_message"]

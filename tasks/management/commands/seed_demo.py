@@ -104,6 +104,32 @@ DEMO_SPECS: list[dict] = [
             ],
         },
     },
+    {
+        # A LangGraph graph (examples/langgraph_release.py, harness.yaml langgraph_graphs):
+        # its approval step is an interrupt, which pauses the task for review.
+        "title": DEMO_PREFIX + "cut release 1.5 (LangGraph)",
+        "goal": "Plan the next version, draft its notes and publish after approval.",
+        "agent": {
+            "kind": "langgraph",
+            "graph": "release_bot",
+            "input": {"changes": ["fix login redirect", "faster search"], "current": "1.4.2"},
+        },
+    },
+    {
+        # A LangChain create_agent graph with HumanInTheLoopMiddleware
+        # (examples/langgraph_agent.py): the gated tool call is reviewed (approve, edit, ...).
+        "title": DEMO_PREFIX + "announce the release (LangChain agent)",
+        "goal": "Announce the release in the team channel.",
+        "agent": {
+            "kind": "langgraph",
+            "graph": "announcer",
+            "input": {
+                "messages": [
+                    {"role": "user", "content": '{"channel": "#general", "text": "v1.5 is out"}'}
+                ]
+            },
+        },
+    },
 ]
 
 
