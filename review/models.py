@@ -21,6 +21,10 @@ class ReviewStatus(models.TextChoices):
     CANCELED = "canceled"
 
 
+# The argument names that say what a call acts on, most telling first.
+TARGET_ARGUMENTS = ("path", "command", "url", "key", "agent")
+
+
 class ReviewRequest(models.Model):
     """A paused tool call waiting for a human. Decisions change it only under
     select_for_update(), so exactly one of several concurrent decisions wins."""
@@ -87,6 +91,22 @@ class ReviewRequest(models.Model):
         return (
             self.edited_arguments if self.edited_arguments is not None else self.original_arguments
         )
+
+    @property
+    def target(self) -> str:
+        """What the call acts on, for lists: its path, command, URL or key argument."""
+        arguments = self.arguments if isinstance(self.arguments, dict) else {}
+        for key in TARGET_ARGUMENTS:
+            value = arguments.get(key)
+            if isinstance(value, str | int | float) and str(value):
+                return str(value)
+            if isinstance(value, list) and value:  # run_command's argv form
+                return " ".join(str(part) for part in value)
+        return ""
+
+    @property
+    def rule_names(self) -> list[str]:
+        return [str(rule.get("name", "?")) for rule in self.matched_rules if isinstance(rule, dict)]
 
 
 class ReviewApproval(models.Model):

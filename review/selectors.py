@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Case, DateTimeField, F, IntegerField, QuerySet, Value, When
+from django.db.models import Case, Count, DateTimeField, F, IntegerField, QuerySet, Value, When
 from django.http import Http404
 from pydantic import ValidationError
 
@@ -160,6 +160,19 @@ def rule_text(rule: dict[str, Any]) -> RuleText:
         reason=rule.get("reason", ""),
         extra="; ".join(extra),
     )
+
+
+def task_reviews_pending(*, task_id: Any) -> list[ReviewRequest]:
+    """A task's pending reviews, oldest first, each with `approvals_given` and
+    `approvals_missing` (the task page's "waiting for your review" banner)."""
+    reviews = list(
+        ReviewRequest.objects.filter(task_id=task_id, status=ReviewStatus.PENDING)
+        .annotate(approvals_given=Count("approvals"))
+        .order_by("requested_at", "id")
+    )
+    for review in reviews:
+        review.approvals_missing = max(1, review.approvals_required - review.approvals_given)
+    return reviews
 
 
 def task_reviews(*, task_id: Any) -> QuerySet[ReviewRequest]:

@@ -26,9 +26,15 @@
     if (indices.length && window.Plotly) Plotly.restyle(el, { visible: visible }, indices);
   }
 
+  // The figure JSON each chart was last drawn from: a swap that left it unchanged (a tab
+  // switch, an out-of-band update) does not redraw the chart.
+  var drawn = new WeakMap();
+
   function render(el) {
     var source = document.getElementById(el.dataset.figure);
     if (!source || !window.Plotly) return;
+    if (drawn.get(el) === source.textContent) return;
+    drawn.set(el, source.textContent);
     var figure = JSON.parse(source.textContent);
     var config = { displaylogo: false, responsive: true };
     var first = !el.dataset.rendered;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -356,3 +356,45 @@ def mcp_servers_overview() -> list[dict[str, Any]]:
 def sweep_last_run() -> SweepRun | None:
     """The sweep's latest run (when, how long, what it did), or None if it never ran."""
     return SweepRun.objects.filter(name=SWEEPER_NAME).first()
+
+
+def task_change_token(*, task: Task) -> str:
+    """Changes whenever anything the task page shows about the task changes: its row (status,
+    step, usage, head checkpoint; `updated_at` moves on every write) or its frame log (the
+    newest event id, from event_task_seq). The live page's ETags are built on it."""
+    last_event = (
+        TaskEvent.objects.filter(task=task).order_by("-id").values_list("id", flat=True).first()
+    )
+    return f"{task.status}:{task.updated_at.isoformat()}:{task.head_checkpoint_id}:{last_event}"
+
+
+# The statuses in which a task waits for a person, each with the word the pages use for it.
+_WAITS = {"waiting_review": "review", "held": "held"}
+
+
+def task_wait_times(events: Iterable[dict[str, Any]], *, now: datetime) -> dict[str, float]:
+    """Seconds spent waiting for a review and on hold, kept apart (a held task never waited
+    for a review), from the task's `status` events (dicts with `at` as ISO text, `to`)."""
+    totals = dict.fromkeys(_WAITS.values(), 0.0)
+    waiting: str | None = None
+    since: datetime | None = None
+    for event in events:
+        if event["type"] != "status":
+            continue
+        at = _iso(event["at"])
+        if waiting is not None and since is not None and at is not None:
+            totals[waiting] += max(0.0, (at - since).total_seconds())
+        waiting, since = _WAITS.get(event["to"]), at
+    if waiting is not None and since is not None:
+        totals[waiting] += max(0.0, (now - since).total_seconds())
+    return totals
+
+
+def _iso(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -3,6 +3,7 @@ live header, timeline and tabs. Thin: read through selectors, act through servic
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from django.views.decorators.http import require_POST
 
 from checkpoints.selectors import (
@@ -24,13 +26,14 @@ from checkpoints.selectors import (
 from checkpoints.services import checkpoint_verify
 from harness_site.access import operator_required, viewer_required
 from harness_site.config import harness_config
+from harness_site.context_processors import pending_reviews_count
 from harness_site.htmx import is_htmx
 from harness_site.pagination import CappedPaginator
-from review.selectors import task_reviews
+from review.selectors import task_reviews, task_reviews_pending
 from tasks import bulk, charts, selectors, services
 from tasks.forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
 from tasks.models import Task
-from tasks.states import TERMINAL, IllegalTransition, TransitionConflict
+from tasks.states import TERMINAL, IllegalTransition, TaskStatus, TransitionConflict
 
 LIST_PAGE_SIZE = 50
 TAB_PAGE_SIZE = 100
@@ -131,7 +134,8 @@ def _budget(task: Task) -> dict[str, Any]:
 
 
 def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
-    """The header and the timeline: what the live poll refreshes."""
+    """The header, the timeline and the model usage: what the live poll refreshes."""
+    now = timezone.now()
     events = selectors.task_timeline_events(
         task=task, types=charts.TIMELINE_EVENT_TYPES | selectors.USAGE_EVENTS
     )
@@ -140,14 +144,19 @@ def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
         events=events,
         calls=selectors.task_tool_call_attempts(task=task),
         checkpoints=task_checkpoint_marks(task_id=task.id),
-        now=timezone.now(),
+        now=now,
     )
     figure["layout"]["uirevision"] = str(task.id)
+    pending = (
+        task_reviews_pending(task_id=task.id) if task.status == TaskStatus.WAITING_REVIEW else []
+    )
     return {
         "task": task,
-        "events": events,
         "timeline": figure,
         "budget": _budget(task),
+        "waits": selectors.task_wait_times(events, now=now),
+        "model_usage": selectors.task_model_usage(events),
+        "pending_reviews": pending,
         "live": task.status not in TERMINAL,
         "can_operate": selectors.user_can_operate(request.user),
     }
@@ -155,7 +164,7 @@ def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
 
 def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
     page_number = request.GET.get("page")
-    context: dict[str, Any] = {"tab": tab, "task": task, "view": ""}
+    context: dict[str, Any] = {"tab": tab, "tabs": TABS, "task": task, "view": ""}
     if tab == "events":
         view = "frames" if request.GET.get("view") == "frames" else "compact"
         if view == "frames":
@@ -187,28 +196,81 @@ def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
         context["page"] = page
         context["checkpoints"] = [(cp, checkpoint_verify(cp)) for cp in page.object_list]
     context["can_operate"] = selectors.user_can_operate(request.user)
+    context["tabs_live"] = task.status not in TERMINAL
     return context
+
+
+def _etag(request: HttpRequest, task: Task, fragment: str, *extra: Any) -> str:
+    """A weak validator for one live fragment of the task page as this user sees it: the
+    task's change token (read once per request) plus whatever else the fragment shows."""
+    if not hasattr(request, "_task_change_token"):
+        request._task_change_token = selectors.task_change_token(task=task)
+    raw = "|".join([request._task_change_token, fragment, str(request.user.pk), *map(str, extra)])
+    return 'W/"' + hashlib.sha256(raw.encode()).hexdigest()[:32] + '"'
+
+
+def _tabs_etag(request: HttpRequest, task: Task) -> str:
+    # The tab region at this URL: which tab, view and page it shows.
+    return _etag(request, task, "tabs?" + request.GET.urlencode())
+
+
+def _header_etag(request: HttpRequest, task: Task, pending: list) -> str:
+    # The navigation's review count and the banner's approvals change without the task.
+    approvals = [(r.id, r.approvals_given) for r in pending]
+    return _etag(request, task, "header", pending_reviews_count(request), approvals)
+
+
+def _poll_headers(etag: str) -> str:
+    """The hx-headers of a polling fragment: it asks for its next version with If-None-Match
+    and gets a 304 (no swap, see base.html's htmx config) while nothing changed."""
+    return json.dumps({"If-None-Match": etag})
+
+
+def _polled(request: HttpRequest, template: str, context: dict[str, Any], etag: str):
+    response = render(request, template, {**context, "poll_headers": _poll_headers(etag)})
+    response["ETag"] = etag
+    patch_cache_control(response, no_cache=True, private=True)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
 
 
 @viewer_required
 def task_detail(request: HttpRequest, task_id) -> HttpResponse:
+    """The task page. Tabs are plain links (?tab=, ?page=, ?view=) that work without
+    JavaScript; HTMX swaps just the tab region for them and, while the task is not terminal,
+    polls that region (a 304 while nothing changed)."""
     task = selectors.access_task(request.user, task_id)
     tab = request.GET.get("tab") if request.GET.get("tab") in TABS else "events"
-    if is_htmx(request):
-        return render(request, "tasks/_tab.html", _tab_context(request, task, tab))
+    tabs_etag = _tabs_etag(request, task)
+    if is_htmx(request) and not request.headers.get("HX-History-Restore-Request"):
+        not_modified = get_conditional_response(request, etag=tabs_etag)
+        if not_modified is not None:
+            return not_modified
+        return _polled(request, "tasks/_tabs.html", _tab_context(request, task, tab), tabs_etag)
     context = _live_context(request, task)
     context.update(_tab_context(request, task, tab))
-    context["model_usage"] = selectors.task_model_usage(context["events"])
-    context["tabs"] = TABS
-    return render(request, "tasks/detail.html", context)
+    context["tabs_poll_headers"] = _poll_headers(tabs_etag)
+    context["poll_headers"] = _poll_headers(_header_etag(request, task, context["pending_reviews"]))
+    response = render(request, "tasks/detail.html", context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
 
 
 @viewer_required
 def task_live(request: HttpRequest, task_id) -> HttpResponse:
-    """The HTMX poll: header + timeline data. Once the task is terminal the fragment comes
-    back without its polling trigger, so polling stops."""
+    """The header poll: header, review banner and timeline, with the model usage and the
+    navigation's review count swapped out of band. A 304 while nothing changed; once the task
+    is terminal the fragment comes back without its polling trigger, so polling stops."""
     task = selectors.access_task(request.user, task_id)
-    return render(request, "tasks/_live.html", _live_context(request, task))
+    pending = (
+        task_reviews_pending(task_id=task.id) if task.status == TaskStatus.WAITING_REVIEW else []
+    )
+    etag = _header_etag(request, task, pending)
+    not_modified = get_conditional_response(request, etag=etag)
+    if not_modified is not None:
+        return not_modified
+    context = _live_context(request, task)
+    return _polled(request, "tasks/_live.html", {**context, "oob": True}, etag)
 
 
 @viewer_required

@@ -1,0 +1,170 @@
+"""The task page as an operator uses it, in headless Chromium: the event log grows while a
+real worker runs the task (no reload), tabs are links with history, a waiting task shows its
+review banner, and the inbox rows link whole. Plus the live fragments' ETag contract."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+
+import pytest
+
+from tasks.models import Task, TaskEvent
+from tasks.services import event_record, task_create
+from tests.conftest import needs_chromium, wait_for
+
+from .conftest import spec
+from .test_browser import log_in
+
+ROW_SEQS = (
+    "Array.from(document.querySelectorAll('[data-testid=event-rows] tr'),"
+    " r => +r.cells[0].innerText)"
+)
+
+
+@pytest.mark.integration
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@needs_chromium
+def test_event_log_grows_in_order_while_the_task_runs(live_server, browser, workers, operator):
+    script = [{"call": "sleep", "args": {"seconds": 0.6}} for _ in range(6)] + [{"final": "ok"}]
+    task = task_create(
+        spec=spec(script, ["sleep"], title="slow and steady"), user=operator, enqueue=True
+    )
+    wait_for(
+        lambda: Task.objects.get(id=task.id).status == "running", 60, message="the task to run"
+    )
+    page = log_in(browser, live_server, operator, f"/tasks/{task.id}/")
+    page.evaluate("window.notReloaded = true")
+    first = page.evaluate(ROW_SEQS)
+
+    page.wait_for_selector("[data-testid=task-status]:has-text('succeeded')", timeout=60_000)
+    page.wait_for_function(
+        "n => document.querySelectorAll('[data-testid=event-rows] tr').length > n",
+        arg=len(first),
+    )
+    assert page.evaluate("window.notReloaded") is True
+    seqs = page.evaluate(ROW_SEQS)
+    events = list(TaskEvent.objects.filter(task=task).order_by("id").values_list("id", flat=True))
+    assert seqs == sorted(seqs)
+    assert seqs[: len(first)] == first
+    assert seqs[-1] == events[-1]  # the final status change is on the page
+    assert page.inner_text("[data-testid=model-usage]").startswith("Model usage: 7 calls")
+    # Terminal: both live regions come back without their polling trigger.
+    page.wait_for_selector("#task-tabs:not([hx-trigger])", state="attached")
+    assert page.query_selector("#task-live[hx-trigger]") is None
+
+
+@pytest.mark.parametrize("javascript", [True, False])
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@needs_chromium
+def test_tabs_are_links_that_keep_history(live_server, browser, run_task, viewer, javascript):
+    task = run_task(
+        [{"call": "write_file", "args": {"path": "a.txt", "content": "hi"}}, {"final": "done"}],
+        ["write_file"],
+    )
+    context = browser.new_context(java_script_enabled=javascript)
+    page = log_in(context, live_server, viewer, f"/tasks/{task.id}/")
+
+    def shown() -> tuple[str, str, str]:
+        active = page.inner_text("[data-testid=tabs] a.active")
+        body = page.get_attribute("#tab-body > .tab", "data-testid")
+        return active, body, page.url.split("?", 1)[-1]
+
+    assert shown()[:2] == ("events", "tab-events")
+    page.click("[data-tab=calls]")
+    page.wait_for_url("**/?tab=calls")
+    assert shown() == ("calls", "tab-calls", "tab=calls")
+    assert "a.txt" in page.inner_text("#tab-body")
+    page.click("[data-tab=checkpoints]")
+    page.wait_for_url("**/?tab=checkpoints")
+    assert shown() == ("checkpoints", "tab-checkpoints", "tab=checkpoints")
+
+    page.go_back()
+    page.wait_for_url("**/?tab=calls")
+    page.wait_for_selector("[data-testid=tab-calls]")
+    assert shown() == ("calls", "tab-calls", "tab=calls")
+    page.go_back()
+    page.wait_for_selector("[data-testid=tab-events]")
+    assert shown()[:2] == ("events", "tab-events")
+    context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@needs_chromium
+def test_waiting_task_shows_its_review_and_the_inbox_row_links_whole(
+    live_server, browser, run_task, operator
+):
+    task = run_task(
+        [{"call": "write_file", "args": {"path": "etc/app.conf", "content": "x"}}, {"final": "."}],
+        ["write_file"],
+    )
+    assert task.status == "waiting_review"
+    review = task.reviews.get()
+
+    page = log_in(browser, live_server, operator, f"/tasks/{task.id}/")
+    banner = page.inner_text("[data-testid=review-banner]")
+    assert banner.startswith("Waiting for your review")
+    assert "etc/app.conf" in banner
+    page.click("[data-testid=review-banner-link]")
+    page.wait_for_url(f"**/reviews/{review.id}/")
+
+    page.goto(f"{live_server.url}/reviews/")
+    row = page.locator(f"[data-review-id='{review.id}']")
+    assert row.locator("[data-testid=review-target]").inner_text() == "etc/app.conf"
+    assert "protected-config" in row.inner_text()
+    assert "write_file" in row.inner_text()
+    # A click anywhere on the row (here: the age cell, which holds no link) opens the review.
+    box = row.locator("td").nth(6).bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_url(f"**/reviews/{review.id}/")
+
+
+# --- the ETag contract of the live fragments (no browser) ----------------------------------
+
+
+@pytest.mark.django_db
+def test_live_header_is_304_until_the_task_changes(as_user, viewer, make_task):
+    task = make_task(status="running")
+    client = as_user(viewer)
+    first = client.get(f"/tasks/{task.id}/live/")
+    assert first.status_code == 200
+    etag = first["ETag"]
+    again = client.get(f"/tasks/{task.id}/live/", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b""
+
+    event_record(task_id=task.id, type="model_decision", payload={"turn": 1})
+    changed = client.get(f"/tasks/{task.id}/live/", headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and changed["ETag"] != etag
+    assert 'hx-swap-oob="true"' in changed.content.decode()  # usage and navigation ride along
+
+
+@pytest.mark.django_db
+def test_tab_region_poll_is_304_until_the_task_changes(as_user, viewer, make_task):
+    task = make_task(status="running")
+    client = as_user(viewer)
+    page = client.get(f"/tasks/{task.id}/", {"tab": "calls"})
+    html = page.content.decode()
+    assert 'id="task-tabs"' in html and "every 2s" in html
+    etag = client.get(f"/tasks/{task.id}/", {"tab": "calls"}, headers={"HX-Request": "true"})[
+        "ETag"
+    ]
+    poll = client.get(
+        f"/tasks/{task.id}/",
+        {"tab": "calls"},
+        headers={"HX-Request": "true", "If-None-Match": etag},
+    )
+    assert poll.status_code == 304
+    other_tab = client.get(
+        f"/tasks/{task.id}/",
+        {"tab": "events"},
+        headers={"HX-Request": "true", "If-None-Match": etag},
+    )
+    assert other_tab.status_code == 200
+    assert 'data-testid="tab-events"' in other_tab.content.decode()
+    # The page embeds the same validator its first poll will send.
+    headers = re.search(r'id="task-tabs"[^>]*hx-headers="([^"]*)"', html).group(1)
+    assert json.loads(unescape(headers)) == {"If-None-Match": etag}
