@@ -10,6 +10,7 @@ from html import unescape
 
 import pytest
 
+from tasks.canonical import canonical_hash
 from tasks.models import Task, TaskEvent
 from tasks.services import event_record, task_create
 from tests.conftest import needs_chromium, wait_for
@@ -27,33 +28,60 @@ ROW_SEQS = (
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 @needs_chromium
-def test_event_log_grows_in_order_while_the_task_runs(live_server, browser, workers, operator):
-    script = [{"call": "sleep", "args": {"seconds": 0.6}} for _ in range(6)] + [{"final": "ok"}]
+def test_operator_watches_the_task_run_to_the_end_without_reloading(
+    live_server, browser, workers, operator, api_client
+):
+    # The review is the gate: the page is open before the rest of the run happens.
+    script = [
+        {"call": "write_file", "args": {"path": "etc/app.conf", "content": "on"}},
+        *({"call": "sleep", "args": {"seconds": 0.3}} for _ in range(4)),
+        {"final": "ok"},
+    ]
     task = task_create(
-        spec=spec(script, ["sleep"], title="slow and steady"), user=operator, enqueue=True
+        spec=spec(script, ["write_file", "sleep"], title="slow and steady"),
+        user=operator,
+        enqueue=True,
     )
     wait_for(
-        lambda: Task.objects.get(id=task.id).status == "running", 60, message="the task to run"
+        lambda: Task.objects.get(id=task.id).status == "waiting_review",
+        90,
+        message="the task to pause for review",
     )
     page = log_in(browser, live_server, operator, f"/tasks/{task.id}/")
+    page.set_default_timeout(60_000)
     page.evaluate("window.notReloaded = true")
+    assert page.is_visible("[data-testid=review-banner]")
+    assert page.inner_text("[data-testid=pending-count]") == "1"
     first = page.evaluate(ROW_SEQS)
 
-    page.wait_for_selector("[data-testid=task-status]:has-text('succeeded')", timeout=60_000)
+    api = api_client(operator)
+    review = api.get(f"/api/v1/reviews/{task.reviews.get().id}").json()
+    # The hash of the arguments the decider saw (the API's own field once it carries one).
+    shown = review.get("arguments_hash") or canonical_hash(review["arguments"])
+    decided = api.post(
+        f"/api/v1/reviews/{review['id']}/decision",
+        {"decision": "approve", "arguments_hash": shown},
+    )
+    assert decided.status_code == 200, decided.content
+
+    page.wait_for_selector("[data-testid=task-status]:has-text('succeeded')")
     page.wait_for_function(
-        "n => document.querySelectorAll('[data-testid=event-rows] tr').length > n",
+        "n => document.querySelectorAll('[data-testid=event-rows] tr').length > n + 8",
         arg=len(first),
     )
     assert page.evaluate("window.notReloaded") is True
     seqs = page.evaluate(ROW_SEQS)
-    events = list(TaskEvent.objects.filter(task=task).order_by("id").values_list("id", flat=True))
     assert seqs == sorted(seqs)
     assert seqs[: len(first)] == first
-    assert seqs[-1] == events[-1]  # the final status change is on the page
-    assert page.inner_text("[data-testid=model-usage]").startswith("Model usage: 7 calls")
-    # Terminal: both live regions come back without their polling trigger.
+    # Terminal: both live regions come back without their polling trigger...
     page.wait_for_selector("#task-tabs:not([hx-trigger])", state="attached")
     assert page.query_selector("#task-live[hx-trigger]") is None
+    # ...after the last event, the usage and the navigation's count were brought up to date.
+    last = TaskEvent.objects.filter(task=task).order_by("id").last()
+    assert page.evaluate(ROW_SEQS)[-1] == last.id
+    assert page.inner_text("[data-testid=model-usage]").startswith("Model usage: 6 calls")
+    assert page.query_selector("[data-testid=pending-count]") is None
+    assert page.query_selector("[data-testid=review-banner]") is None
 
 
 @pytest.mark.parametrize("javascript", [True, False])
