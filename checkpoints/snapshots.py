@@ -18,13 +18,15 @@ and hash. A file whose stat is unchanged reuses its hash without being read. As 
 "racy clean" rule, a file modified within RACY_NS of the scan that hashed it is re-hashed next
 time, because a same-size rewrite inside one timestamp tick would otherwise go unnoticed.
 Only blobs that are new since the previous capture are checked against the store (one batched
-existence query), and only those missing are uploaded.
+existence query), and only those missing are uploaded. When the caller knows which files
+changed (the built-in file tools report them), only their directories are scanned again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import shutil
 import threading
 import time
@@ -233,6 +235,36 @@ def _segments(entries: list[_Entry]) -> list[tuple[bytes, bool, int]]:
     return segments
 
 
+def _scan_dir(
+    root_str: str, prefix: str, previous: _Dir | None, scan_ns: int, uploader: _Uploader
+) -> tuple[_Dir, list[str]] | None:
+    """One directory: its _Dir (reused when its listing is unchanged and was not racy) and
+    its subdirectories' prefixes; None if it does not exist (any more)."""
+    stats: list[_Stat] = []
+    others: list[str] = []
+    subdirs: list[str] = []
+    try:
+        it = os.scandir(os.path.join(root_str, prefix) if prefix else root_str)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    add = stats.append  # the hot loop: one lstat per file, nothing else
+    with it:
+        for entry in it:
+            if entry.is_dir(follow_symlinks=False):
+                subdirs.append(prefix + entry.name + "/")
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if st.st_mode & 0o170000 == 0o100000:  # S_ISREG
+                add((entry.name, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode & 0o7777))
+            else:
+                others.append(prefix + entry.name)
+    listing = tuple(stats)
+    if previous is not None and not previous.racy and previous.listing == listing:
+        previous.others = others
+        return previous, subdirs
+    return _rebuild_dir(root_str, prefix, listing, others, previous, scan_ns, uploader), subdirs
+
+
 def _survey(root: Path, index: _Index, store: BlobStore | None) -> tuple[dict[str, _Dir], set[str]]:
     """Scan the workspace, reusing the index for every directory whose listing (names, sizes,
     mtimes, inodes, modes) is unchanged; updates the index. -> ({prefix: _Dir}, the digests
@@ -244,32 +276,35 @@ def _survey(root: Path, index: _Index, store: BlobStore | None) -> tuple[dict[st
     stack = [""]
     while stack:
         prefix = stack.pop()
-        stats: list[_Stat] = []
-        others: list[str] = []
-        try:
-            it = os.scandir(os.path.join(root_str, prefix) if prefix else root_str)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        add = stats.append  # the hot loop: one lstat per file, nothing else
-        with it:
-            for entry in it:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(prefix + entry.name + "/")
-                    continue
-                st = entry.stat(follow_symlinks=False)
-                if st.st_mode & 0o170000 == 0o100000:  # S_ISREG
-                    add((entry.name, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode & 0o7777))
-                else:
-                    others.append(prefix + entry.name)
-        listing = tuple(stats)
-        previous = index.dirs.get(prefix)
-        if previous is not None and not previous.racy and previous.listing == listing:
-            previous.others = others
-            dirs[prefix] = previous
+        scanned = _scan_dir(root_str, prefix, index.dirs.get(prefix), scan_ns, uploader)
+        if scanned is not None:
+            dirs[prefix], subdirs = scanned
+            stack.extend(subdirs)
+    uploader.flush()
+    index.dirs = dirs
+    return dirs, uploader.stored
+
+
+def _survey_known(
+    root: Path, index: _Index, store: BlobStore | None, changed: Iterable[str]
+) -> tuple[dict[str, _Dir], set[str]]:
+    """Like _survey, for a workspace whose only changes since the index's last survey are the
+    files at `changed` (relative paths a tool reported): only their directories (and any the
+    last survey found racy) are scanned again, every other directory is taken from the index."""
+    root_str = str(root)
+    scan_ns = time.time_ns()
+    uploader = _Uploader(store, index.referenced)
+    dirs = dict(index.dirs)
+    prefixes = {posixpath.dirname(path) for path in changed}
+    prefixes = {p + "/" if p else "" for p in prefixes}
+    prefixes |= {prefix for prefix, known in dirs.items() if known.racy}
+    for prefix in sorted(prefixes):
+        scanned = _scan_dir(root_str, prefix, dirs.get(prefix), scan_ns, uploader)
+        if scanned is None:
+            for gone in [p for p in dirs if p.startswith(prefix)]:
+                del dirs[gone]
         else:
-            dirs[prefix] = _rebuild_dir(
-                root_str, prefix, listing, others, previous, scan_ns, uploader
-            )
+            dirs[prefix] = scanned[0]
     uploader.flush()
     index.dirs = dirs
     return dirs, uploader.stored
@@ -278,8 +313,14 @@ def _survey(root: Path, index: _Index, store: BlobStore | None) -> tuple[dict[st
 # --- capture ----------------------------------------------------------------------------------
 
 
-def snapshot_capture(*, task_id: Any, workspace: Path) -> dict:
-    """Capture the workspace; -> the snapshot reference stored in the checkpoint payload."""
+def snapshot_capture(
+    *, task_id: Any, workspace: Path, changed: Iterable[str] | None = None
+) -> dict:
+    """Capture the workspace; -> the snapshot reference stored in the checkpoint payload.
+
+    `changed`: the relative paths of every file changed since this process last captured
+    this workspace, when the changes are known (the harness's own file tools report them):
+    only their directories are scanned, not the whole workspace. None: survey everything."""
     root = Path(workspace)
     store = blob_store()
     index = _index_for(root)
@@ -288,7 +329,10 @@ def snapshot_capture(*, task_id: Any, workspace: Path) -> dict:
         # longer than this), so "already stored" is trusted only for a while.
         if time.monotonic() - index.referenced_at > TRUST_STORED_S:
             index.referenced = set()
-        dirs, stored = _survey(root, index, store)
+        if changed is not None and index.dirs:
+            dirs, stored = _survey_known(root, index, store, changed)
+        else:
+            dirs, stored = _survey(root, index, store)
         hashes = set().union(*(d.hashes for d in dirs.values()))
         # Hashes the index reused (or a preview / restore computed without uploading) that
         # this process has not seen stored recently.

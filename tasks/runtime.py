@@ -254,6 +254,8 @@ class TaskRun:
         self.deferred_rows: list[ToolCall] = []
         # The last captured workspace manifest; None once a tool may have changed the files.
         self.snapshot: dict | None = None
+        # Workspace files changed (as tools reported) since `snapshot` was captured.
+        self.changed: set[str] = set()
         self.cancel_seen = task.cancel_requested
         # call_id -> ledger row; see load_ledger.
         self.ledger: dict[str, ToolCall] = {}
@@ -413,11 +415,18 @@ class TaskRun:
     def capture_snapshot(self) -> dict | None:
         """The workspace manifest stored with a checkpoint (see checkpoints.snapshots). Only
         tool calls change the workspace during a run, so a checkpoint with no call since the
-        last capture (after a model turn) reuses that manifest instead of rescanning."""
+        last capture (after a model turn) reuses that manifest instead of rescanning; after
+        calls of tools that report their changes, only the changed files' folders are
+        scanned; after any other tool (commands, user tools), the whole workspace."""
         from checkpoints.snapshots import snapshot_capture
 
-        if self.snapshot is None:
-            self.snapshot = snapshot_capture(task_id=self.task_id, workspace=self.workspace)
+        if self.snapshot is None or self.changed:
+            self.snapshot = snapshot_capture(
+                task_id=self.task_id,
+                workspace=self.workspace,
+                changed=self.changed if self.snapshot is not None else None,
+            )
+            self.changed = set()
         return self.snapshot
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -1265,12 +1274,17 @@ class TaskRun:
         process group — and after a short grace the call is abandoned: its late result is
         never recorded, and its stop event stays set."""
         self.watchdog.watch_call(ctx.stop)
-        self.snapshot = None
+        # The files the call changes are known only from a tool that reports them, and only
+        # once it has returned (an abandoned call may still write).
+        snapshot, self.snapshot = self.snapshot, None
         try:
             call = InThread(lambda: tool.func(ctx, args), name=f"tool-{ctx.call_id}")
             if not call.wait(ctx.timeout_s):
                 ctx.stop.set()
                 abandoned = not call.wait(TOOL_STOP_GRACE_S)
+                if not abandoned and tool.reports_changes:
+                    self.snapshot = snapshot
+                    self.changed |= ctx.changed
                 if self.watchdog.cancel_requested.is_set():
                     return self.failed_outcome(
                         tool, ToolError("stopped: task canceled", error_class="canceled")
@@ -1289,6 +1303,9 @@ class TaskRun:
                 )
         finally:
             self.watchdog.watch_call(None)
+        if tool.reports_changes:
+            self.snapshot = snapshot
+            self.changed |= ctx.changed
         if call.error is not None:
             return self.failed_outcome(tool, call.error)
         result = call.value

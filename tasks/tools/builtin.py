@@ -89,7 +89,7 @@ def _walk(root, start, recursive: bool):
             break
 
 
-@tool(risk="read", timeout_s=10)
+@tool(risk="read", timeout_s=10, reports_changes=True)
 def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict:
     """Read a text file from the workspace."""
     target = resolve_in_workspace(ctx.workspace, args.path)
@@ -105,7 +105,7 @@ def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict:
     }
 
 
-@tool(risk="read", timeout_s=10)
+@tool(risk="read", timeout_s=10, reports_changes=True)
 def list_files(ctx: ToolContext, args: ListFilesArgs) -> dict:
     """List files in a workspace folder with their sizes."""
     start = resolve_in_workspace(ctx.workspace, args.path, allow_root=True)
@@ -121,7 +121,7 @@ def list_files(ctx: ToolContext, args: ListFilesArgs) -> dict:
     return {"files": files, "truncated": len(files) >= args.limit}
 
 
-@tool(risk="read", timeout_s=20)
+@tool(risk="read", timeout_s=20, reports_changes=True)
 def search_text(ctx: ToolContext, args: SearchTextArgs) -> dict:
     """Search workspace text files for a regular expression; returns path, line and text."""
     try:
@@ -147,12 +147,20 @@ def search_text(ctx: ToolContext, args: SearchTextArgs) -> dict:
     return {"matches": matches, "truncated": False}
 
 
-@tool(risk="write", side_effect=True, idempotent=True, timeout_s=20, preview=_write_preview)
+@tool(
+    risk="write",
+    side_effect=True,
+    idempotent=True,
+    timeout_s=20,
+    preview=_write_preview,
+    reports_changes=True,
+)
 def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict:
     """Create or replace a text file in the workspace."""
     target = resolve_in_workspace(ctx.workspace, args.path)
     if target.is_dir():
         raise PermanentToolError(f"{args.path} is a folder")
+    ctx.record_change(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     data = args.content.encode("utf-8")
     tmp = target.with_name(f".{target.name}.harness-tmp")
@@ -162,19 +170,34 @@ def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict:
     return {"path": args.path, "bytes": len(data)}
 
 
-@tool(risk="write", side_effect=True, idempotent=False, timeout_s=20, preview=_append_preview)
+@tool(
+    risk="write",
+    side_effect=True,
+    idempotent=False,
+    timeout_s=20,
+    preview=_append_preview,
+    reports_changes=True,
+)
 def append_file(ctx: ToolContext, args: AppendFileArgs) -> dict:
     """Append text to a file in the workspace (creating it if missing)."""
     target = resolve_in_workspace(ctx.workspace, args.path)
     if target.is_dir():
         raise PermanentToolError(f"{args.path} is a folder")
+    ctx.record_change(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "ab") as fh:
         fh.write(args.content.encode("utf-8"))
     return {"path": args.path, "size": target.stat().st_size}
 
 
-@tool(risk="destructive", side_effect=True, idempotent=True, timeout_s=20, preview=_delete_preview)
+@tool(
+    risk="destructive",
+    side_effect=True,
+    idempotent=True,
+    timeout_s=20,
+    preview=_delete_preview,
+    reports_changes=True,
+)
 def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
     """Delete a file from the workspace."""
     target = resolve_in_workspace(ctx.workspace, args.path)
@@ -182,6 +205,7 @@ def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
         raise PermanentToolError(f"{args.path} is a folder; only files can be deleted")
     existed = target.exists()
     if existed:
+        ctx.record_change(target)
         target.unlink()
     return {"path": args.path, "deleted": existed}
 

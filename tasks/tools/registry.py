@@ -77,10 +77,17 @@ class ToolContext:
     timeout_s: float
     # Set by the harness when the call must stop (cancel, lease lost, timeout).
     stop: threading.Event = field(default_factory=threading.Event)
+    # Relative paths of the workspace files the call changed, as a tool that
+    # `reports_changes` records them (record_change) before it touches them.
+    changed: set[str] = field(default_factory=set)
 
     @property
     def idempotency_key(self) -> str:
         return f"{self.task_id}:{self.call_id}"
+
+    def record_change(self, target: Path) -> None:
+        """Note that the file at `target` (inside the workspace) is about to change."""
+        self.changed.add(target.relative_to(self.workspace).as_posix())
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,10 @@ class ToolSpec:
     server: str = ""
     input_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
+    # True: every workspace file the tool changes goes through ctx.record_change (a tool that
+    # changes none records nothing), so the next snapshot scans only those files' folders.
+    # False (commands, user tools): the next snapshot surveys the whole workspace.
+    reports_changes: bool = False
 
     def json_schema(self) -> dict[str, Any]:
         if self.input_schema is not None:
@@ -162,6 +173,7 @@ def tool(
     test_only: bool = False,
     preview: Callable[[ToolContext, Any], str] | None = None,
     retry: RetrySpec | dict[str, Any] | None = None,
+    reports_changes: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register `func(ctx, args)` as a tool. The argument model is read from the type hint of
     the second parameter (a pydantic return annotation, if any, is the result model every
@@ -194,6 +206,7 @@ def tool(
                 preview=preview,
                 result_model=result_model,
                 retry=RetrySpec.model_validate(retry) if isinstance(retry, dict) else retry,
+                reports_changes=reports_changes,
             )
         )
         return func

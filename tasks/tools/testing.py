@@ -83,7 +83,7 @@ def ledger_records(*, key: str | None = None) -> list[dict]:
     return [r for r in records if key is None or r["key"] == key]
 
 
-@tool(risk="read", test_only=True, timeout_s=10)
+@tool(risk="read", test_only=True, timeout_s=10, reports_changes=True)
 def flaky(ctx: ToolContext, args: FlakyArgs) -> dict:
     """Fail `fail_times` times for `key` (with a transient or permanent error), then succeed.
     The count is shared by all workers and survives restarts."""
@@ -101,7 +101,7 @@ def flaky(ctx: ToolContext, args: FlakyArgs) -> dict:
     return {"key": args.key, "attempt": attempt, "ok": True}
 
 
-@tool(risk="read", test_only=True, timeout_s=MAX_SLEEP_S)
+@tool(risk="read", test_only=True, timeout_s=MAX_SLEEP_S, reports_changes=True)
 def sleep(ctx: ToolContext, args: SleepArgs) -> dict:
     """Sleep for `seconds`; stops early when the call is canceled or times out."""
     started = time.monotonic()
@@ -116,7 +116,14 @@ def sleep(ctx: ToolContext, args: SleepArgs) -> dict:
     return {"slept_s": round(time.monotonic() - started, 3)}
 
 
-@tool(risk="external", side_effect=True, idempotent=False, test_only=True, timeout_s=10)
+@tool(
+    risk="external",
+    side_effect=True,
+    idempotent=False,
+    test_only=True,
+    timeout_s=10,
+    reports_changes=True,  # it writes outside the workspace only
+)
 def ledger_append(ctx: ToolContext, args: LedgerAppendArgs) -> dict:
     """Record `key`/`value` in the external ledger: a non-idempotent side effect that tests
     count per idempotency key to detect duplicate executions."""
@@ -136,7 +143,7 @@ def ledger_append(ctx: ToolContext, args: LedgerAppendArgs) -> dict:
     return {"recorded": True, "key": args.key, "idempotency_key": ctx.idempotency_key}
 
 
-@tool(risk="read", test_only=True, timeout_s=5)
+@tool(risk="read", test_only=True, timeout_s=5, reports_changes=True)
 def noop(ctx: ToolContext, args: NoopArgs) -> dict:
     """Do nothing (for benchmarks of the loop's own overhead)."""
     return {"ok": True}
