@@ -48,7 +48,8 @@ class Task(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Indexed by task_finished_status (leading column).
+    finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -82,6 +83,12 @@ class Task(models.Model):
         indexes = [
             models.Index(fields=["status", "-created_at"], name="task_status_created"),
             models.Index(fields=["error_class", "-finished_at"], name="task_error_finished"),
+            # The statistics' task outcomes and error-class mix over a window of finished_at,
+            # answered from the index alone (index-only scans; no column the worker updates
+            # every step, so those updates stay HOT).
+            models.Index(
+                fields=["finished_at", "status", "error_class"], name="task_finished_status"
+            ),
             # Failure groups (stats) and the list's `fingerprint` filter.
             models.Index(fields=["error_fingerprint", "-finished_at"], name="task_fprint_finished"),
             # The list's creator filter, newest first.
@@ -279,9 +286,10 @@ class ToolCallHourly(models.Model):
 
     class Meta:
         constraints = [
-            # Leading `hour`: also the index every window read scans.
+            # Leading `hour`, covering `calls`: every window read is an index-only scan.
             models.UniqueConstraint(
                 fields=["hour", "tool", "status", "error_class", "attempts"],
+                include=["calls"],
                 name="toolcallhourly_key",
             ),
         ]
@@ -300,7 +308,11 @@ class ToolCallStepHourly(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["hour", "step_index"], name="toolcallstephourly_key"),
+            models.UniqueConstraint(
+                fields=["hour", "step_index"],
+                include=["calls", "failed"],
+                name="toolcallstephourly_key",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -319,7 +331,9 @@ class ToolCallDurationHourly(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["hour", "tool", "bucket"], name="toolcalldurationhourly_key"
+                fields=["hour", "tool", "bucket"],
+                include=["calls"],
+                name="toolcalldurationhourly_key",
             ),
         ]
 
