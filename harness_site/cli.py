@@ -1,6 +1,6 @@
 """`harness`: the two README commands.
 
-    harness up [--port 8000] [--workers 2] [--no-demo]   run everything on this machine
+    harness up [--host 127.0.0.1] [--port 8000] [--workers 2] [--no-demo]   run it all here
     harness test [pytest args...]                         make sure services exist, run pytest
 
 `up` supervises its children in their own process groups: Ctrl-C (SIGINT) or SIGTERM stops
@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 from urllib.parse import unquote, urlsplit
+
+from harness_site.env import DEFAULT_SECRET_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 QUEUES = ("high", "default", "low")
@@ -259,11 +261,12 @@ def _django_setup() -> None:
     django.setup()
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def _port_free(port: int, *, host: str = "127.0.0.1") -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind(("127.0.0.1", port))
+            sock.bind((host, port))
         except OSError:
             return False
     return True
@@ -298,13 +301,40 @@ def admin_ensure(*, username: str = "admin") -> str | None:
     return password
 
 
+def secret_key_guard(*, host: str) -> None:
+    """Serving beyond loopback with the development SECRET_KEY would let anyone forge
+    sessions: refuse, saying how to fix it."""
+    if (
+        host in LOCAL_HOSTS
+        or os.environ.get("SECRET_KEY", DEFAULT_SECRET_KEY) != DEFAULT_SECRET_KEY
+    ):
+        return
+    raise CliError(
+        f"--host {host} serves beyond this machine, but SECRET_KEY is the development default "
+        "(anyone could forge sessions): set SECRET_KEY to a long random value, e.g. "
+        "SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"
+    )
+
+
+def admin_password_save(*, data_dir: Path, password: str) -> Path:
+    """The one-time admin password, also in a file only this user can read (the terminal
+    scrolls; the file stays until deleted)."""
+    path = data_dir / "admin-password.txt"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"admin\n{password}\n")
+    os.chmod(path, 0o600)  # an older file may have been created with other bits
+    return path
+
+
 def cmd_up(args: argparse.Namespace) -> int:
+    secret_key_guard(host=args.host)
     if not 1 <= args.port <= 65535:
         raise CliError(f"--port {args.port}: expected 1-65535")
     if args.workers < 1:
         raise CliError(f"--workers {args.workers}: expected at least 1")
-    if not _port_free(args.port):
-        raise CliError(f"port {args.port} on 127.0.0.1 is in use; pick another with --port")
+    if not _port_free(args.port, host=args.host):
+        raise CliError(f"port {args.port} on {args.host} is in use; pick another with --port")
 
     _django_setup()
     from django.conf import settings
@@ -327,6 +357,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     call_command("migrate", interactive=False, verbosity=1)
     roles_ensure()
     password = admin_ensure()
+    password_file = None
+    if password is not None and "HARNESS_ADMIN_PASSWORD" not in os.environ:
+        password_file = admin_password_save(data_dir=data_dir, password=password)
     connections.close_all()
 
     supervisor = Supervisor()
@@ -371,7 +404,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 "gunicorn",
                 "harness_site.wsgi",
                 "--bind",
-                f"127.0.0.1:{args.port}",
+                f"{args.host}:{args.port}",
                 "--workers",
                 "1",
                 "--threads",
@@ -389,7 +422,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             call_command("seed_demo", username="admin")
             connections.close_all()
 
-        url = f"http://127.0.0.1:{args.port}/"
+        shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+        url = f"http://{f'[{shown}]' if ':' in shown else shown}:{args.port}/"
         if not wait_until(
             lambda: (
                 _http_ok(url + "accounts/login/")
@@ -405,8 +439,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                 print(f"  login: admin / {password}", flush=True)
             elif password is not None:
                 print(
-                    f"  login: admin / {password}   (shown once; set HARNESS_ADMIN_PASSWORD "
-                    "to choose it)",
+                    f"  login: admin / {password}   (shown once, also in {password_file}; "
+                    "set HARNESS_ADMIN_PASSWORD to choose it)",
                     flush=True,
                 )
             else:
@@ -643,6 +677,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="run the web server, workers, sweeper (and Redis)")
+    up.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to serve on (default 127.0.0.1; beyond loopback needs SECRET_KEY)",
+    )
     up.add_argument("--port", type=int, default=8000)
     up.add_argument("--workers", type=int, default=2, help="rqworker processes (default 2)")
     up.add_argument("--no-demo", action="store_true", help="do not seed demo tasks")

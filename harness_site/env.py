@@ -6,6 +6,9 @@ import os
 
 from django.core.exceptions import ImproperlyConfigured
 
+# The development SECRET_KEY: fine for `harness up` on loopback, refused beyond it.
+DEFAULT_SECRET_KEY = "dev-only-insecure-key-set-SECRET_KEY-in-production"
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 

@@ -8,12 +8,14 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from harness_site.env import env_bool, env_float, env_int, env_list, env_str
+from harness_site.env import DEFAULT_SECRET_KEY, env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HARNESS_DATA_DIR", str(BASE_DIR / ".data")))
 
-SECRET_KEY = env_str("SECRET_KEY", "dev-only-insecure-key-set-SECRET_KEY-in-production")
+# The default only suits `harness up` on loopback: `harness up --host` beyond loopback refuses
+# it and `manage.py check --deploy` reports it (harness.E001).
+SECRET_KEY = env_str("SECRET_KEY", DEFAULT_SECRET_KEY)
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -36,6 +38,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -140,6 +143,42 @@ OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip
 # key). A key only ever goes to the endpoint it is bound to (tasks/llm/openai.py).
 HARNESS_MODEL_ENDPOINTS = env_list("HARNESS_MODEL_ENDPOINTS", [])
 HARNESS_BASE_URL = env_str("HARNESS_BASE_URL", "http://127.0.0.1:8000")
+
+# --- Deploy security ------------------------------------------------------------------------
+# Off by default so `harness up` works over plain http on loopback; behind TLS turn them on
+# (README "Deploying"). `manage.py check --deploy` lists what is still missing.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("HARNESS_SECURE_COOKIES", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if env_bool("HARNESS_BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp): scripts only from this site (Plotly and HTMX are
+# served locally; no inline scripts or handlers in templates), no plugins, no framing.
+# Styles allow inline because Plotly and HTMX set them. HARNESS_CSP=report-only or off.
+_CSP = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+HARNESS_CSP = env_str("HARNESS_CSP", "enforce")
+if HARNESS_CSP not in ("enforce", "report-only", "off"):
+    raise ValueError(f"HARNESS_CSP={HARNESS_CSP!r}: expected enforce, report-only or off")
+if HARNESS_CSP == "enforce":
+    CONTENT_SECURITY_POLICY = _CSP
+elif HARNESS_CSP == "report-only":
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP
 
 # --- Auth, i18n, static --------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -10,3 +10,5 @@ class TasksConfig(AppConfig):
         from harness_site.config import harness_config
 
         harness_config()
+        # Registers the deploy checks (`manage.py check --deploy`).
+        import harness_site.checks  # noqa: F401

@@ -1,0 +1,88 @@
+"""Deploy safety: the development SECRET_KEY never serves beyond loopback, `check --deploy`
+reports it, the security settings exist, pages carry a Content-Security-Policy, and the
+one-time admin password lands in a file only its owner can read."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness_site.cli import admin_password_save
+from tests.conftest import ROOT
+
+ENV_DROP = ("SECRET_KEY", "DATABASE_URL", "REDIS_URL")
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ENV_DROP}
+    env.update(HARNESS_DATA_DIR=str(tmp_path), PYTHONPATH=str(ROOT), **extra)
+    return env
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3"])
+def test_up_refuses_the_default_secret_key_beyond_loopback(tmp_path, host):
+    result = subprocess.run(
+        [sys.executable, "-m", "harness_site.cli", "up", "--host", host, "--port", "8"],
+        cwd=ROOT,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stdout + result.stderr
+    assert not (tmp_path / "harness.sqlite3").exists(), "nothing may start"
+
+
+def test_check_deploy_reports_the_default_secret_key(tmp_path):
+    def check(**extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "ERROR"],
+            cwd=ROOT,
+            env=_env(tmp_path, **extra),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    default = check()
+    assert default.returncode != 0 and "harness.E001" in default.stderr + default.stdout
+    chosen = check(SECRET_KEY="a-long-random-production-secret-" + "x7Qp" * 10)
+    assert "harness.E001" not in chosen.stderr + chosen.stdout
+
+
+def test_secure_cookie_hsts_and_csp_settings_exist(settings):
+    for name in (
+        "SESSION_COOKIE_SECURE",
+        "CSRF_COOKIE_SECURE",
+        "SECURE_HSTS_SECONDS",
+        "SECURE_SSL_REDIRECT",
+        "CONTENT_SECURITY_POLICY",
+    ):
+        assert hasattr(settings, name), name
+
+
+@pytest.mark.django_db
+def test_pages_carry_a_content_security_policy_without_inline_scripts(client, operator):
+    client.force_login(operator)
+    response = client.get("/")
+    policy = response["Content-Security-Policy"]
+    assert "script-src 'self'" in policy
+    assert "unsafe-inline" not in policy.split("script-src", 1)[1].split(";", 1)[0]
+    assert "frame-ancestors 'none'" in policy
+
+
+def test_the_generated_admin_password_is_in_a_file_only_its_owner_reads(tmp_path):
+    stale = tmp_path / "admin-password.txt"
+    stale.write_text("old")
+    stale.chmod(0o644)
+    path = admin_password_save(data_dir=tmp_path, password="s3cret-once")
+    assert path.read_text().splitlines() == ["admin", "s3cret-once"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
