@@ -87,9 +87,9 @@ def _event_time(task_id: Any, type: str, **payload: Any) -> float:
 
 
 def _one(client: Any, worker: RqWorker, key: str) -> dict[str, float]:
+    from agent.tools.testing import ledger_records
     from review.models import ReviewRequest
     from tasks.canonical import canonical_hash
-    from tasks.tools.testing import ledger_records
 
     task = _task(key)
     wait_for(lambda: _status(task.id) == "waiting_review", what="the task to pause for review")

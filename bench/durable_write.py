@@ -120,7 +120,7 @@ class Ours:
     """A TaskRun holding the lease of a running task; each call commits one step."""
 
     def __init__(self) -> None:
-        from tasks.runtime import TaskRun, worker_identity
+        from agent.runtime import TaskRun, worker_identity
         from tasks.services import task_acquire
 
         task = scripted_task(script=[{"final": "done"}], tools=[], title="bench durable_write")

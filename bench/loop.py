@@ -1,6 +1,6 @@
 """(2) Loop overhead end to end: steps per second in one worker process, for two tools.
 
-Ours: `tasks.runtime.task_run` in-process against PostgreSQL (acquisition to `succeeded`),
+Ours: `agent.runtime.task_run` in-process against PostgreSQL (acquisition to `succeeded`),
 the scripted model proposing one call per turn, then a final answer. Two variants:
 
 - `read`: the `noop` test tool (a read-only step: the loop's best case);
@@ -80,7 +80,7 @@ def ours_cleanup(task: Any) -> None:
 
 
 def ours_run(task: Any) -> None:
-    from tasks.runtime import task_run
+    from agent.runtime import task_run
 
     outcome = task_run(task_id=task.id)
     if outcome != "succeeded":
@@ -444,7 +444,7 @@ def run(size: str) -> dict[str, Any]:
             "retention": retention,
         },
         "notes": (
-            "Ours: `tasks.runtime.task_run` in-process (acquire → succeeded), scripted model, "
+            "Ours: `agent.runtime.task_run` in-process (acquire → succeeded), scripted model, "
             "every checkpoint trigger of harness.yaml on; the `noop` test tool (read-only "
             f"steps) or `write_file` of a new {WRITE_CHARS}-character file per step. "
             "LangGraph: `create_react_agent` with a fake chat model making the same calls and "

@@ -82,8 +82,8 @@ def _kill(task_id: Any, workers: list[RqWorker]) -> RqWorker:
 
 def _stop(task_id: Any, operator: Any, *, timeout: float) -> None:
     """Cancel the task (a running one stops at its next heartbeat), then delete its rows."""
+    from checkpoints.recovery import task_cancel
     from tasks.models import Task
-    from tasks.services import task_cancel
     from tasks.states import TERMINAL
 
     if Task.objects.filter(id=task_id).exclude(status__in=TERMINAL).exists():

@@ -4,6 +4,7 @@ of two checkpoints. Thin: parse, call one service or selector, shape the output.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -12,14 +13,35 @@ from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
 from checkpoints import recovery, selectors
-from checkpoints.services import CheckpointCorrupted
+from checkpoints.models import Checkpoint
+from checkpoints.services import CheckpointCorrupted, checkpoint_verify
 from harness_site.api_auth import OPERATE
 from harness_site.api_utils import optional_body
-from tasks.api import CheckpointOut, ErrorOut, TaskOut
+from tasks.schemas import ErrorOut, TaskOut
 from tasks.selectors import access_task, user_can_operate
 from tasks.states import IllegalTransition, TransitionConflict
 
 router = Router(tags=["recovery"])
+
+
+class CheckpointOut(Schema):
+    id: UUID
+    name: str
+    seq: int
+    parent_id: UUID | None
+    level: str
+    trigger: str
+    step_index: int
+    created_at: datetime
+    size_bytes: int
+    checksum: str
+    checksum_ok: bool
+    superseded: bool
+
+    @staticmethod
+    def resolve_checksum_ok(obj: Checkpoint) -> bool:
+        return checkpoint_verify(obj)
+
 
 Reason = Field(min_length=1, max_length=2000, description="why (recorded in the audit log)")
 

@@ -40,7 +40,11 @@ from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
+from django.db.models import Sum
+from django.db.models.functions import Length
 from django.utils.module_loading import import_string
+
+from checkpoints.models import Blob
 
 # Rows per IN (...) query: well under PostgreSQL's and SQLite's parameter limits.
 BATCH = 900
@@ -145,8 +149,6 @@ class DatabaseBlobStore(BlobStore):
     """Blobs as rows of `checkpoints.Blob` (sha256 primary key)."""
 
     def missing(self, keys: Iterable[str]) -> set[str]:
-        from checkpoints.models import Blob
-
         wanted = set(keys)
         for batch in batched(list(wanted)):
             wanted.difference_update(
@@ -155,25 +157,17 @@ class DatabaseBlobStore(BlobStore):
         return wanted
 
     def _write(self, blobs: Mapping[str, tuple[bytes, int]]) -> None:
-        from checkpoints.models import Blob
-
         rows = [Blob(sha256=key, size=size, data=data) for key, (data, size) in blobs.items()]
         # ON CONFLICT DO NOTHING: a blob is immutable, so whoever stored it first wins.
         Blob.objects.bulk_create(rows, batch_size=200, ignore_conflicts=True)
 
     def _read(self, keys: list[str]) -> dict[str, bytes]:
-        from checkpoints.models import Blob
-
         return {
             key: bytes(data)
             for key, data in Blob.objects.filter(sha256__in=keys).values_list("sha256", "data")
         }
 
     def stored_size(self, keys: Iterable[str]) -> int:
-        from django.db.models import Sum
-        from django.db.models.functions import Length
-
-        from checkpoints.models import Blob
 
         total = 0
         for batch in batched(set(keys)):
@@ -183,8 +177,6 @@ class DatabaseBlobStore(BlobStore):
         return total
 
     def keys_older_than(self, moment: datetime) -> Iterator[str]:
-        from checkpoints.models import Blob
-
         yield from (
             Blob.objects.filter(created_at__lt=moment)
             .values_list("sha256", flat=True)
@@ -192,8 +184,6 @@ class DatabaseBlobStore(BlobStore):
         )
 
     def delete_many(self, keys: Iterable[str]) -> int:
-        from checkpoints.models import Blob
-
         deleted = 0
         for batch in batched(keys):
             deleted += Blob.objects.filter(sha256__in=batch).delete()[0]

@@ -1,4 +1,5 @@
-"""Recovery operations (DESIGN §5): rollback, retry, forward, resume, and `auto`.
+"""Operator control of a task's run: cancel, and the recovery operations (DESIGN §5) rollback,
+retry, forward, resume and `auto`.
 
 Every operation forks: it picks a base checkpoint, builds the state to continue from, writes a
 new checkpoint (trigger `rollback` / `retry` / `forward`, parent = the base) that becomes the
@@ -50,10 +51,11 @@ from checkpoints.services import (
     checkpoint_next_seq,
 )
 from checkpoints.snapshots import RestoreResult, snapshot_capture, snapshot_restore
+from review.services import reviews_cancel_pending
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo, RecoveryNote
 from tasks.models import Task, ToolCall
-from tasks.states import TaskStatus
+from tasks.states import TERMINAL, TaskStatus, TransitionConflict
 
 STRATEGIES = ("rollback", "retry", "forward", "auto")
 
@@ -203,7 +205,7 @@ def _fork(
     if kind == "rollback":
         updates["rollback_count"] = task.rollback_count + 1
     Task.objects.filter(id=task.id).update(**updates)
-    services.task_reviews_close(task_id=task.id, comment=f"superseded by {kind} ({actor})")
+    reviews_cancel_pending(task_id=task.id, comment=f"superseded by {kind} ({actor})")
     services.event_record(
         task_id=task.id,
         type=kind,
@@ -424,6 +426,49 @@ def task_forward(
             state=state,
             snapshot=snapshot,
         )
+
+
+def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Task:
+    """Cancel now when no worker holds the task; otherwise ask the worker to stop at its next
+    boundary (it also stops a running tool)."""
+    actor = user.get_username()
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(id=task_id)
+        if task.status in TERMINAL:
+            raise TransitionConflict(f"task is already {task.status}")
+        if task.status == TaskStatus.RUNNING:
+            Task.objects.filter(id=task_id).update(cancel_requested=True)
+            services.event_record(
+                task_id=task_id, type="cancel_requested", payload={"reason": reason}, actor=actor
+            )
+            services.audit_record(
+                user=user,
+                action="cancel",
+                task_id=task_id,
+                reason=reason,
+                before={"status": task.status},
+                after={"cancel_requested": True},
+            )
+            task.cancel_requested = True
+            return task
+        before = {"status": task.status}
+        task = services.task_transition(
+            task_id=task_id,
+            to=TaskStatus.CANCELED,
+            reason=reason or "canceled by operator",
+            actor=actor,
+            fields={"error_class": "canceled", "error_message": reason},
+        )
+        reviews_cancel_pending(task_id=task_id, comment=f"task canceled by {actor}")
+        services.audit_record(
+            user=user,
+            action="cancel",
+            task_id=task_id,
+            reason=reason,
+            before=before,
+            after={"status": task.status},
+        )
+        return task
 
 
 def task_resume(*, task_id: Any, user: AbstractBaseUser | None, reason: str = "") -> Task:

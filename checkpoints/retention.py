@@ -1,6 +1,6 @@
 """Retention (`retention` in harness.yaml): thin out the checkpoints of finished tasks, then
 collect the blobs no remaining checkpoint references. The sweep runs `retention_run` every
-`retention.every` (tasks.sweep, by the dotted path in settings.HARNESS_RETENTION_JOB).
+`retention.every` (agent.sweep, by the dotted path in settings.HARNESS_RETENTION_JOB).
 
 Once a task has finished (succeeded, failed, canceled), of each checkpoint level it keeps the
 newest `keep_last_per_task`, and every checkpoint of a level in `keep_levels` (by default

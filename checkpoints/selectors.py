@@ -24,6 +24,7 @@ from checkpoints.snapshots import (
     snapshot_manifest,
     workspace_manifest,
 )
+from tasks.agent_state import Message
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.selectors import as_text, task_tool
 from tasks.spec import TaskSpec
@@ -504,3 +505,15 @@ def graph_checkpoints(*, task: Task) -> list[dict[str, Any]]:
 
 def graph_task(task: Task) -> bool:
     return bool((task.spec or {}).get("agent"))
+
+
+def checkpoint_recent_messages(*, checkpoint: Checkpoint | None, limit: int = 8) -> list[Message]:
+    """The agent's last messages at a checkpoint (for a review: what the model had seen when it
+    proposed the call). Empty when the checkpoint is gone or corrupt."""
+    if checkpoint is None:
+        return []
+    try:
+        state = checkpoint_decode(checkpoint).state
+    except CheckpointCorrupted:
+        return []
+    return [m for m in state.messages if m.role != "system"][-limit:]

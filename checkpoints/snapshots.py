@@ -41,7 +41,7 @@ from django.conf import settings
 
 from checkpoints.blobstore import BlobStore, batched, blob_key, blob_store
 from tasks.canonical import canonical_bytes
-from tasks.tools.workspace import resolve_in_workspace
+from tasks.paths import resolve_in_workspace
 
 SNAPSHOT_VERSION = 1
 CHUNK_TARGET = 32

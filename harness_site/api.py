@@ -44,8 +44,8 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError):
 
 
 from checkpoints.api import router as checkpoints_router  # noqa: E402
+from dashboard.task_api import router as tasks_router  # noqa: E402
 from review.api import router as review_router  # noqa: E402
-from tasks.api import router as tasks_router  # noqa: E402
 
 api.add_router("/", tasks_router)
 api.add_router("/", review_router)

@@ -106,7 +106,7 @@ class TimeoutConfig(_Strict):
 
 
 class ContextConfig(_Strict):
-    """How AgentState stays bounded (tasks/context.py). A TaskSpec `context` overrides any key."""
+    """How AgentState stays bounded (agent/context.py). A TaskSpec `context` overrides any key."""
 
     # Messages after the pinned system prompt and goal kept verbatim.
     recent_history_window: int = Field(default=20, ge=2)
@@ -124,7 +124,7 @@ class ContextConfig(_Strict):
 
 
 class ValidationConfig(_Strict):
-    """The validation funnel's defaults (tasks/validation.py); a TaskSpec `checks` narrows them."""
+    """The validation funnel's defaults (agent/validation.py); a TaskSpec `checks` narrows them."""
 
     # Consecutive steps that may fail a check before the task fails with `validation_failed`.
     max_retries: int = Field(default=3, ge=0, le=100)
@@ -138,7 +138,7 @@ class ModelPrice(_Strict):
 
 
 class SandboxConfig(_Strict):
-    """Limits of the `run_command` sandbox (tasks/tools/sandbox.py), each for the whole
+    """Limits of the `run_command` sandbox (agent/tools/sandbox.py), each for the whole
     sandbox, and whether a call may ask for network access."""
 
     memory_mb: int = Field(default=1024, ge=16, le=1024 * 1024)

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "tasks",
     "checkpoints",
     "review",
+    "agent",
     "dashboard",
 ]
 
@@ -92,7 +93,7 @@ HARNESS_QUEUES = ("high", "default", "low")
 RQ_QUEUES = {name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": -1} for name in HARNESS_QUEUES}
 # A job enqueued inside a transaction is sent to Redis only once that transaction commits.
 # The worker class imports the agent loop once, before it forks a work horse per job.
-RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "tasks.worker.Worker"}
+RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "agent.worker.Worker"}
 RQ_SHOW_ADMIN_LINK = True
 
 # --- Harness ------------------------------------------------------------------------------
@@ -113,13 +114,13 @@ HARNESS_HTTP_ALLOW_NETWORKS = [
     str(ipaddress.ip_network(net, strict=False))
     for net in env_list("HARNESS_HTTP_ALLOW_NETWORKS", [])
 ]
-# The command sandbox (tasks/tools/sandbox.py): `bwrap` (bubblewrap from .venv, HARNESS_BWRAP,
+# The command sandbox (agent/tools/sandbox.py): `bwrap` (bubblewrap from .venv, HARNESS_BWRAP,
 # or PATH) or `off`, which runs run_command UNSANDBOXED as the worker's user (logged loudly).
 HARNESS_SANDBOX = env_str("HARNESS_SANDBOX", "bwrap").strip().lower()
 if HARNESS_SANDBOX not in ("bwrap", "off"):
     raise ImproperlyConfigured(f"HARNESS_SANDBOX={HARNESS_SANDBOX!r}: expected bwrap or off")
 HARNESS_BWRAP = env_str("HARNESS_BWRAP", "")
-# Durable execution (tasks/sweep.py): a running task heartbeats every HARNESS_HEARTBEAT_S; the
+# Durable execution (agent/sweep.py): a running task heartbeats every HARNESS_HEARTBEAT_S; the
 # sweep calls it stalled once its heartbeat is older than HARNESS_STALE_AFTER_S and redispatches
 # it at most HARNESS_MAX_REDISPATCHES times; queued tasks whose RQ job vanished (a Redis restart
 # or flush) are re-enqueued once they have waited HARNESS_REQUEUE_GRACE_S.
@@ -140,7 +141,7 @@ HARNESS_MODEL = env_str("HARNESS_MODEL", "")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
 # Base URLs a task's own `model.base_url` may name besides OPENAI_BASE_URL, each bound to the
 # variable holding its key: `URL=VAR` (key in $VAR), bare `URL` (no key), `*` (any URL, never a
-# key). A key only ever goes to the endpoint it is bound to (tasks/llm/openai.py).
+# key). A key only ever goes to the endpoint it is bound to (agent/llm/openai.py).
 HARNESS_MODEL_ENDPOINTS = env_list("HARNESS_MODEL_ENDPOINTS", [])
 HARNESS_BASE_URL = env_str("HARNESS_BASE_URL", "http://127.0.0.1:8000")
 

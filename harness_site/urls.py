@@ -14,8 +14,8 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("django-rq/", include("django_rq.urls")),
     path("api/v1/", api.urls),
-    path("reviews/", include("review.urls")),
+    path("reviews/", include("dashboard.review_urls")),
     path("", include("dashboard.urls")),
     path("", include("checkpoints.urls")),
-    path("", include("tasks.urls")),
+    path("", include("dashboard.task_urls")),
 ]

@@ -71,7 +71,7 @@ class ReviewRequest(models.Model):
     # A LangGraph interrupt under review (kind `langgraph`): {"id", "mode": plain | batched |
     # per_call, "index" (the action within a batched request), "allowed": the decisions the
     # graph accepts, "value" (plain)}; once decided also "decision", the exact answer the graph
-    # is resumed with (tasks.graph_runner).
+    # is resumed with (agent.graph_runner).
     interrupt = models.JSONField(null=True, blank=True)
 
     class Meta:

@@ -17,8 +17,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harness_site.config import ReviewRuleConfig, harness_config
+from review.models import ReviewRule
+from tasks.paths import call_paths, glob_match
 from tasks.tools.registry import ToolSpec
-from tasks.tools.workspace import call_paths, glob_match
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,6 @@ def _describe(rule: ReviewRuleConfig, source: str) -> dict[str, Any]:
 
 def policy_rules() -> list[tuple[str, ReviewRuleConfig]]:
     """(source, rule) in evaluation order: admin rules first, then harness.yaml."""
-    from review.models import ReviewRule
-
     admin = [("admin", rule.as_config()) for rule in ReviewRule.objects.filter(enabled=True)]
     return admin + [("harness.yaml", rule) for rule in harness_config().review_rules]
 

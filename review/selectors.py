@@ -12,7 +12,6 @@ from django.http import Http404
 from pydantic import ValidationError
 
 from review.models import ReviewRequest, ReviewStatus
-from tasks.agent_state import Message
 from tasks.selectors import user_can_view
 from tasks.tools.mcp import MCP_DEFAULT_HINTS
 from tasks.tools.registry import ToolSpec
@@ -93,20 +92,6 @@ def review_approvers(*, review: ReviewRequest) -> list[dict[str, Any]]:
         }
         for a in review.approvals.select_related("user")
     ]
-
-
-def review_recent_messages(*, review: ReviewRequest, limit: int = 8) -> list[Message]:
-    """The agent's last messages before the pause, from the review's checkpoint (what the
-    model had seen when it proposed the call). Empty when the checkpoint is gone or corrupt."""
-    from checkpoints.services import CheckpointCorrupted, checkpoint_decode
-
-    if review.checkpoint is None:
-        return []
-    try:
-        state = checkpoint_decode(review.checkpoint).state
-    except CheckpointCorrupted:
-        return []
-    return [m for m in state.messages if m.role != "system"][-limit:]
 
 
 _MATCHERS = (

@@ -24,11 +24,11 @@ from review.models import ReviewApproval, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, evaluate
 from review.selectors import user_can_decide
 from tasks.canonical import canonical_hash
+from tasks.feedback import compact_feedback
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.selectors import task_tool
 from tasks.services import audit_record, event_record, task_enqueue, task_lock, task_transition
 from tasks.states import TaskStatus
-from tasks.validation import compact_feedback
 
 log = logging.getLogger(__name__)
 
@@ -485,7 +485,7 @@ def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str, now: 
     task_enqueue(task=task)
 
 
-# --- LangGraph interrupts (kind `langgraph`, see tasks.graph_runner) ---------------------------
+# --- LangGraph interrupts (kind `langgraph`, see agent.graph_runner) ---------------------------
 
 
 def _graph_decision_check(
@@ -677,6 +677,14 @@ def review_resolve_unknown_outcome(
 
 
 # --- expiry (called by the periodic sweep) ------------------------------------------------
+
+
+def reviews_cancel_pending(*, task_id: Any, comment: str) -> int:
+    """Cancel the task's pending reviews (the task was canceled, or recovery moved it to a
+    state where the paused call no longer waits). Call with the task row locked."""
+    return ReviewRequest.objects.filter(task_id=task_id, status=ReviewStatus.PENDING).update(
+        status=ReviewStatus.CANCELED, decided_at=timezone.now(), comment=comment
+    )
 
 
 def reviews_expire_overdue(*, now: datetime | None = None) -> int:

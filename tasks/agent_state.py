@@ -89,7 +89,7 @@ class AgentState(_State):
     messages: list[Message] = Field(default_factory=list)
     summary: str = ""
     hard_facts: list[str] = Field(default_factory=list)
-    # turn_index when older turns were last folded into the summary (tasks/context.py).
+    # turn_index when older turns were last folded into the summary (agent/context.py).
     folded_at_turn: int = 0
     turn_index: int = 0
     step_index: int = 0
@@ -111,3 +111,18 @@ class AgentState(_State):
 
     def new_call_id(self, index: int) -> str:
         return f"{self.branch}.{self.turn_index}.{index}"
+
+
+def context_note(state: AgentState) -> str:
+    """What the model is told about folded history: the summary and the hard facts."""
+    parts = []
+    if state.summary:
+        parts.append(
+            "Summary of earlier turns (older messages were folded into it):\n" + state.summary
+        )
+    if state.hard_facts:
+        parts.append(
+            "Facts to keep exactly as written:\n"
+            + "\n".join(f"- {fact}" for fact in state.hard_facts)
+        )
+    return "\n\n".join(parts)

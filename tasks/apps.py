@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from harness_site.config import harness_config
+
 
 class TasksConfig(AppConfig):
     name = "tasks"
@@ -7,8 +9,6 @@ class TasksConfig(AppConfig):
 
     def ready(self) -> None:
         # Fail start-up (web, workers, CLI) on a bad harness.yaml, naming the bad key.
-        from harness_site.config import harness_config
-
         harness_config()
         # Registers the deploy checks (`manage.py check --deploy`).
         import harness_site.checks  # noqa: F401

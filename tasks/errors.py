@@ -1,4 +1,7 @@
-"""Error fingerprints: the error class plus the message with its volatile parts (ids, numbers,
+"""Error vocabulary shared by every layer: the tool error classes (how a tool reports a
+failure, and whether it is worth retrying) and error fingerprints.
+
+Error fingerprints: the error class plus the message with its volatile parts (ids, numbers,
 paths, hashes) replaced, so that "the same failure" groups together across tasks.
 
 Computed when an error is recorded (`tasks.services.task_transition`) and stored in
@@ -41,3 +44,27 @@ def error_fingerprint(error_class: str, message: str) -> str:
         return ""
     key = f"{error_class}\n{error_normalise(message)}"
     return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+class ToolError(Exception):
+    """A tool's own failure. `error_class` classifies it for retry decisions:
+    `transient` (worth retrying: timeouts, rate limits, connection errors, 5xx) or
+    `permanent` (bad arguments, 4xx, the tool's own refusal)."""
+
+    error_class = "permanent"
+
+    def __init__(
+        self, message: str, *, error_class: str | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message)
+        if error_class is not None:
+            self.error_class = error_class
+        self.retry_after_s = retry_after_s
+
+
+class TransientToolError(ToolError):
+    error_class = "transient"
+
+
+class PermanentToolError(ToolError):
+    error_class = "permanent"

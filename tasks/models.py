@@ -5,7 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from tasks.states import TaskStatus
+from tasks.states import TERMINAL, TaskStatus
 
 
 class Priority(models.TextChoices):
@@ -101,8 +101,6 @@ class Task(models.Model):
 
     @property
     def is_terminal(self) -> bool:
-        from tasks.states import TERMINAL
-
         return self.status in TERMINAL
 
     @property
@@ -205,6 +203,10 @@ class ToolCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.call_id} {self.tool} ({self.status})"
+
+
+# The one sweeper's row (several processes may sweep at once; they share it).
+SWEEPER_NAME = "default"
 
 
 class SweepRun(models.Model):

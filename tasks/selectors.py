@@ -15,8 +15,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from harness_site.config import harness_config
-from tasks.models import SweepRun, Task, TaskEvent, ToolCall
-from tasks.sweep import SWEEPER_NAME
+from tasks.models import SWEEPER_NAME, SweepRun, Task, TaskEvent, ToolCall
 from tasks.tools.mcp import mcp_server_of, recorded_tool
 from tasks.tools.registry import ToolSpec, UnknownTool, registry
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import django_rq
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
@@ -18,9 +19,10 @@ from django.db.models import F
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from harness_site.config import harness_config
 from tasks.errors import error_fingerprint
 from tasks.models import ApiToken, AuditEntry, Task, TaskEvent
-from tasks.spec import TaskSpec
+from tasks.spec import ModelEndpointError, TaskSpec, model_endpoint
 from tasks.states import (
     TERMINAL,
     IllegalTransition,
@@ -204,16 +206,17 @@ def queue_name_for(priority: str) -> str:
     return priority if priority in settings.HARNESS_QUEUES else "default"
 
 
+# The job by dotted path: enqueueing a task never imports the agent loop, which sits above
+# every app (docs/architecture.md).
+RUN_TASK_JOB = "agent.jobs.run_task"
+
+
 def task_enqueue(*, task: Task, delay_s: float | None = None) -> None:
     """Put `run_task` on the task's priority queue once the surrounding transaction commits;
     with `delay_s`, RQ's scheduler (a worker started `--with-scheduler`) enqueues it then.
 
     A failure to reach Redis is logged, not raised: the task is durable in the database and
     the sweep re-enqueues queued tasks whose job is missing."""
-    import django_rq
-
-    from tasks.jobs import run_task
-
     task_id = str(task.id)
     queue_name = queue_name_for(task.priority)
 
@@ -230,9 +233,9 @@ def task_enqueue(*, task: Task, delay_s: float | None = None) -> None:
             # before its time.
             at = timezone.now() + timedelta(seconds=delay_s)
             at += timedelta(microseconds=(1_000_000 - at.microsecond) % 1_000_000)
-            job = queue.enqueue_at(at, run_task, task_id, **options)
+            job = queue.enqueue_at(at, RUN_TASK_JOB, task_id, **options)
         else:
-            job = queue.enqueue(run_task, task_id, **options)
+            job = queue.enqueue(RUN_TASK_JOB, task_id, **options)
         Task.objects.filter(id=task_id).update(rq_job_id=job.id)
 
     transaction.on_commit(send, robust=True)
@@ -300,8 +303,6 @@ def task_spec_check(spec: TaskSpec) -> None:
 def _timeouts_check(spec: TaskSpec) -> None:
     """Session > turn > tool, each from the spec's budget or harness.yaml's `timeouts`; the
     error names the field the spec set (or should set) to fix the order."""
-    from harness_site.config import harness_config
-
     defaults = harness_config().timeouts
     budget = spec.budget
     tool_s = budget.tool_timeout_s or defaults.tool_s
@@ -321,8 +322,6 @@ def _timeouts_check(spec: TaskSpec) -> None:
 
 
 def _agent_spec_check(spec: TaskSpec) -> None:
-    from harness_site.config import harness_config
-
     graphs = harness_config().langgraph_graphs
     if spec.agent.graph not in graphs:
         known = ", ".join(sorted(graphs)) or "none (harness.yaml langgraph_graphs)"
@@ -333,12 +332,9 @@ def _model_spec_check(spec: TaskSpec) -> None:
     if spec.model is None:
         return
     if spec.model.kind == "openai":
-        from tasks.llm import ModelError
-        from tasks.llm.openai import endpoint_for
-
         try:
-            endpoint_for(spec.model)
-        except ModelError as exc:
+            model_endpoint(spec.model)
+        except ModelEndpointError as exc:
             raise SpecError("model", str(exc)) from None
     elif spec.model.kind == "replay":
         try:
@@ -375,59 +371,6 @@ def task_create(*, spec: TaskSpec, user: AbstractBaseUser | None, enqueue: bool 
     return task
 
 
-def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Task:
-    """Cancel now when no worker holds the task; otherwise ask the worker to stop at its next
-    boundary (it also stops a running tool)."""
-    actor = user.get_username()
-    with transaction.atomic():
-        task = Task.objects.select_for_update().get(id=task_id)
-        if task.status in TERMINAL:
-            raise TransitionConflict(f"task is already {task.status}")
-        if task.status == TaskStatus.RUNNING:
-            Task.objects.filter(id=task_id).update(cancel_requested=True)
-            event_record(
-                task_id=task_id, type="cancel_requested", payload={"reason": reason}, actor=actor
-            )
-            audit_record(
-                user=user,
-                action="cancel",
-                task_id=task_id,
-                reason=reason,
-                before={"status": task.status},
-                after={"cancel_requested": True},
-            )
-            task.cancel_requested = True
-            return task
-        before = {"status": task.status}
-        task = task_transition(
-            task_id=task_id,
-            to=TaskStatus.CANCELED,
-            reason=reason or "canceled by operator",
-            actor=actor,
-            fields={"error_class": "canceled", "error_message": reason},
-        )
-        task_reviews_close(task_id=task_id, comment=f"task canceled by {actor}")
-        audit_record(
-            user=user,
-            action="cancel",
-            task_id=task_id,
-            reason=reason,
-            before=before,
-            after={"status": task.status},
-        )
-        return task
-
-
-def task_reviews_close(*, task_id: Any, comment: str) -> int:
-    """Cancel the task's pending reviews (the task was canceled, or recovery moved it to a
-    state where the paused call no longer waits). Call with the task row locked."""
-    from review.models import ReviewRequest, ReviewStatus
-
-    return ReviewRequest.objects.filter(task_id=task_id, status=ReviewStatus.PENDING).update(
-        status=ReviewStatus.CANCELED, decided_at=timezone.now(), comment=comment
-    )
-
-
 # --- worker leases --------------------------------------------------------------------------
 
 
@@ -448,8 +391,6 @@ def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
     """Atomically take a queued task for this worker, bumping the lease epoch (the fencing
     token). Returns None when the task is not queued (a duplicate job, or already taken);
     raises CapacityFull, changing nothing, when `max_concurrent_tasks` are already running."""
-    from harness_site.config import harness_config
-
     limit = harness_config().max_concurrent_tasks
     now = timezone.now()
     with transaction.atomic():

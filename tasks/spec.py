@@ -3,12 +3,16 @@ environment variable that holds them, never stored in a spec."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness_site.config import Regex
+from tasks.paths import PathEscapeError, validate_relative_path
 
 
 class _Spec(BaseModel):
@@ -53,7 +57,7 @@ class ScriptedModelSpec(_Spec):
 
 
 class OpenAIModelSpec(_Spec):
-    """Any server speaking the chat-completions wire format (tasks/llm/openai.py)."""
+    """Any server speaking the chat-completions wire format (agent/llm/openai.py)."""
 
     kind: Literal["openai"]
     # Unset: the HARNESS_MODEL setting.
@@ -78,6 +82,70 @@ class OpenAIModelSpec(_Spec):
 class ReplayModelSpec(_Spec):
     kind: Literal["replay"]
     task_id: str
+
+
+@dataclass(frozen=True)
+class ModelEndpoint:
+    base_url: str
+    model: str
+    # The environment variable holding this endpoint's key; None: requests carry no key.
+    api_key_env: str | None
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+
+class ModelEndpointError(ValueError):
+    """An OpenAI-compatible model spec that cannot run here (no model name, an endpoint the
+    operator has not allowed, or a key not bound to that endpoint)."""
+
+
+_KEY_ENV = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def model_endpoints() -> dict[str, str | None]:
+    """base URL -> the environment variable holding its key (None: no key).
+
+    OPENAI_BASE_URL takes OPENAI_API_KEY; each HARNESS_MODEL_ENDPOINTS entry is `URL=VAR`
+    (that endpoint's key is in $VAR), a bare `URL` (no key) or `*` (any URL, never a key).
+    An entry naming OPENAI_BASE_URL rebinds its key."""
+    endpoints: dict[str, str | None] = {settings.OPENAI_BASE_URL: "OPENAI_API_KEY"}
+    for entry in settings.HARNESS_MODEL_ENDPOINTS:
+        url, sep, env = entry.strip().rpartition("=")
+        if not sep or not _KEY_ENV.fullmatch(env):
+            url, env = entry.strip(), None
+        endpoints[url.rstrip("/")] = env
+    return endpoints
+
+
+def model_endpoint(spec: OpenAIModelSpec) -> ModelEndpoint:
+    """The endpoint a spec resolves to, with settings as defaults. Raises ModelEndpointError
+    for a missing model name, an endpoint the operator has not allowed, or a key variable the
+    operator did not bind to that endpoint: a key only ever goes to the endpoint configured
+    for it, never to a server a task author picked."""
+    model = spec.model or settings.HARNESS_MODEL
+    if not model:
+        raise ModelEndpointError(
+            "no model name: set `model` in the task's model spec or the HARNESS_MODEL setting"
+        )
+    base_url = spec.base_url or settings.OPENAI_BASE_URL
+    endpoints = model_endpoints()
+    if base_url in endpoints:
+        key_env = endpoints[base_url]
+    elif "*" in endpoints:
+        key_env = None
+    else:
+        raise ModelEndpointError(
+            f"model endpoint {base_url} is not allowed: use OPENAI_BASE_URL or add "
+            "it to HARNESS_MODEL_ENDPOINTS"
+        )
+    if spec.api_key_env is not None and spec.api_key_env != key_env:
+        raise ModelEndpointError(
+            f"api_key_env {spec.api_key_env} is not the key of {base_url} (configured: "
+            f"{key_env or 'no key'}); keys are bound to endpoints in HARNESS_MODEL_ENDPOINTS"
+        )
+    return ModelEndpoint(base_url=base_url, model=model, api_key_env=key_env)
 
 
 ModelSpec = Annotated[
@@ -112,8 +180,6 @@ class LangGraphAgentSpec(_Spec):
 
 def _check_relative_paths(paths: Iterable[str]) -> None:
     """Workspace-relative paths only; raised as ValueError so pydantic reports the field."""
-    from tasks.tools.workspace import PathEscapeError, validate_relative_path
-
     for path in paths:
         try:
             validate_relative_path(path)
@@ -176,7 +242,7 @@ class ModelReviewSpec(_Spec):
 
 
 class ChecksSpec(_Spec):
-    """The validation funnel for this task (tasks/validation.py). Deep checks on the final
+    """The validation funnel for this task (agent/validation.py). Deep checks on the final
     answer: `files_exist`, `regex`, `json_schema`, `model_review`. Stricter checks on write,
     destructive and external calls: `allowed_paths`, `allowed_hosts`, `max_write_bytes`."""
 

@@ -8,10 +8,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from dashboard import charts, stats
+from dashboard.bulk import BULK_ACTIONS
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
 from harness_site.access import viewer_required
-from tasks.bulk import BULK_ACTIONS
 from tasks.selectors import user_can_operate
 
 # CSV export: one table of the statistics per file, with its columns in order.

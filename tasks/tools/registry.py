@@ -26,9 +26,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
+from django.conf import settings
 from pydantic import BaseModel
 
+from tasks.errors import PermanentToolError, ToolError, TransientToolError
 from tasks.spec import RetrySpec
+
+__all__ = [
+    "PermanentToolError",
+    "ToolContext",
+    "ToolError",
+    "ToolSpec",
+    "TransientToolError",
+    "UnknownTool",
+    "registry",
+    "tool",
+]
 
 # `execute` runs a program (run_command): reviewed unless an explicit allow rule names it.
 Risk = Literal["read", "write", "execute", "external", "destructive"]
@@ -41,30 +54,6 @@ _DEFAULT_STRATEGY: dict[str, RecoveryStrategy] = {
     "destructive": "rollback",
     "external": "retry",
 }
-
-
-class ToolError(Exception):
-    """A tool's own failure. `error_class` classifies it for retry decisions:
-    `transient` (worth retrying: timeouts, rate limits, connection errors, 5xx) or
-    `permanent` (bad arguments, 4xx, the tool's own refusal)."""
-
-    error_class = "permanent"
-
-    def __init__(
-        self, message: str, *, error_class: str | None = None, retry_after_s: float | None = None
-    ) -> None:
-        super().__init__(message)
-        if error_class is not None:
-            self.error_class = error_class
-        self.retry_after_s = retry_after_s
-
-
-class TransientToolError(ToolError):
-    error_class = "transient"
-
-
-class PermanentToolError(ToolError):
-    error_class = "permanent"
 
 
 @dataclass
@@ -157,8 +146,6 @@ registry = ToolRegistry()
 
 
 def _test_tools_enabled() -> bool:
-    from django.conf import settings
-
     return bool(settings.HARNESS_ENABLE_TEST_TOOLS)
 
 
@@ -221,9 +208,7 @@ _load_lock = threading.Lock()
 def load_tool_modules() -> None:
     """Import the built-in tools, the test tools and every module in HARNESS_TOOL_MODULES
     (each once; a module added to the setting later is picked up on the next lookup)."""
-    from django.conf import settings
-
-    wanted = ["tasks.tools.builtin", "tasks.tools.testing", *settings.HARNESS_TOOL_MODULES]
+    wanted = ["agent.tools.builtin", "agent.tools.testing", *settings.HARNESS_TOOL_MODULES]
     if _imported.issuperset(wanted):
         return
     with _load_lock:

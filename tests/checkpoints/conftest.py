@@ -83,8 +83,8 @@ def make_task(db) -> Callable[..., Any]:
 @pytest.fixture
 def run_inline(db) -> Callable[..., str]:
     """Queue (if needed) and run the task in this process, as a worker would."""
+    from agent.runtime import task_run
     from tasks.models import Task
-    from tasks.runtime import task_run
     from tasks.services import task_transition
 
     def run(task) -> str:

@@ -9,11 +9,13 @@ import zlib
 
 import pytest
 
+from agent.tools.testing import ledger_records
 from checkpoints.models import Checkpoint
 from checkpoints.recovery import (
     RecoveryConflict,
     RecoveryInvalid,
     checkpoint_rollback,
+    task_cancel,
     task_forward,
     task_resume,
     task_retry,
@@ -21,8 +23,6 @@ from checkpoints.recovery import (
 from checkpoints.selectors import recovery_plan, rollback_preview
 from checkpoints.services import checkpoint_decode
 from tasks.models import AuditEntry, Task, ToolCall
-from tasks.services import task_cancel
-from tasks.tools.testing import ledger_records
 from tests.checkpoints.conftest import checkpoint_after_step, files_of, spec_dict
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from agent.sweep import sweep_once, sweep_retention
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.recovery import checkpoint_rollback
 from checkpoints.retention import BLOB_GRACE_S, checkpoints_apply_retention, retention_run
@@ -17,7 +18,6 @@ from checkpoints.snapshots import snapshot_blob_keys, snapshot_restore
 from harness_site import config
 from review.models import ReviewRequest
 from tasks.models import ToolCall, ToolCallStatus
-from tasks.sweep import sweep_once, sweep_retention
 from tests.checkpoints.conftest import NO_REVIEW_CONFIG, spec_dict
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -54,7 +54,7 @@ def spec(script: list[dict], tools: list[str], **extra: Any) -> TaskSpec:
 @pytest.fixture
 def run_task(operator) -> Callable[..., Task]:
     """Create a task as the operator and run it through the real loop in this process."""
-    from tasks.runtime import task_run
+    from agent.runtime import task_run
 
     def run(script: list[dict], tools: list[str], **extra: Any) -> Task:
         task = task_create(spec=spec(script, tools, **extra), user=operator, enqueue=False)

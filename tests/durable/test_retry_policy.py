@@ -6,8 +6,8 @@ import random
 
 import pytest
 
+from agent.retry import RetryPolicy, classify_exception, is_retryable, retry_policy
 from harness_site.config import HarnessConfig
-from tasks.retry import RetryPolicy, classify_exception, is_retryable, retry_policy
 from tasks.spec import RetrySpec
 from tasks.tools.registry import registry
 

@@ -10,10 +10,10 @@ from django.core.management import call_command
 from django.utils import timezone
 from rq.registry import ScheduledJobRegistry
 
+from agent.sweep import sweep_once
 from tasks.models import Task, ToolCall
 from tasks.selectors import sweep_last_run
 from tasks.services import task_acquire, task_enqueue, task_transition
-from tasks.sweep import sweep_once
 
 from .conftest import make_task
 

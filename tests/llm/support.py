@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.runtime import task_run
 from tasks.models import Task
-from tasks.runtime import task_run
 from tasks.services import task_create, task_transition
 from tasks.spec import TaskSpec
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from agent.context import context_apply, extract_facts
 from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_load_latest_valid
 from harness_site.config import ContextConfig
 from tasks.agent_state import AgentState, Message, ProposedCall
-from tasks.context import context_apply, extract_facts
 from tests.llm.support import create, event_payloads, run
 
 FACT_LINE = "Invoice INV-2031 totals $4,250.00 and is due 2024-07-15."

@@ -9,12 +9,12 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from agent.llm import ModelError
+from agent.llm.openai import OpenAIChatModel
 from checkpoints.models import Checkpoint
 from review.models import ReviewRequest
 from tasks.agent_state import AgentState, Message
 from tasks.canonical import canonical_hash
-from tasks.llm import ModelError
-from tasks.llm.openai import OpenAIChatModel
 from tasks.models import ToolCall
 from tasks.services import SpecError
 from tasks.spec import OpenAIModelSpec

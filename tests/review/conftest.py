@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 
+from agent.runtime import task_run
 from review.models import ReviewRequest
 from tasks.models import Task
-from tasks.runtime import task_run
 from tasks.services import task_create, task_transition
 from tasks.spec import TaskSpec
 from tests.conftest import PASSWORD

@@ -11,11 +11,11 @@ import pytest
 from django.db import connection
 from rq.job import Job
 
+from agent.tools.testing import ledger_records
 from checkpoints.services import checkpoint_decode
 from review.models import ReviewRequest
 from review.services import reviews_expire_overdue
 from tasks.models import Task, ToolCall
-from tasks.tools.testing import ledger_records
 from tests.conftest import ApiClient, wait_for
 
 from .conftest import delete_script, make_task

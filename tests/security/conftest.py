@@ -94,7 +94,7 @@ def second_operator(roles, django_user_model):
 def paused(db):
     """paused(script, tools, files, user=) -> the pending review of a task the real loop ran
     in-process until the policy paused it."""
-    from tasks.runtime import task_run
+    from agent.runtime import task_run
     from tasks.services import task_create, task_transition
     from tasks.spec import TaskSpec
 

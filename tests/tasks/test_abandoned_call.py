@@ -8,9 +8,9 @@ import threading
 import pytest
 from pydantic import BaseModel
 
+from agent.runtime import task_run
 from review.models import ReviewRequest
 from tasks.models import ToolCall
-from tasks.runtime import task_run
 from tasks.services import task_create, task_transition
 from tasks.spec import TaskSpec
 from tasks.tools import ToolContext, tool

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from agent.runtime import task_run
 from tasks.models import ToolCall
-from tasks.runtime import task_run
 from tasks.services import task_create, task_transition
 from tasks.spec import TaskSpec
 from tasks.tools import registry

@@ -1,4 +1,4 @@
-"""LangGraph graphs as tasks (tasks.graph_runner): the registered examples run under the task
+"""LangGraph graphs as tasks (agent.graph_runner): the registered examples run under the task
 state machine; interrupts become reviews and decisions resume the graph. These call the RQ job
 function in this process; test_graph_workers.py drives the same through real workers."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from agent.jobs import run_task
 from review.models import ReviewRequest
-from tasks.jobs import run_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

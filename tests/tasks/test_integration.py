@@ -7,8 +7,8 @@ import zlib
 import django_rq
 import pytest
 
+from agent.jobs import run_task
 from checkpoints.models import Checkpoint
-from tasks.jobs import run_task
 from tasks.models import Task
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from agent.runtime import task_run
 from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_verify
 from tasks.models import Task, ToolCall
-from tasks.runtime import task_run
 from tasks.services import task_create
 from tasks.spec import TaskSpec
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from agent.runtime import task_run
+from agent.tools.testing import ledger_records
 from tasks.canonical import canonical_hash
 from tasks.models import Task, ToolCall
-from tasks.runtime import task_run
 from tasks.services import task_create, task_transition
 from tasks.spec import TaskSpec
-from tasks.tools.testing import ledger_records
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from tasks.paths import PathEscapeError
 from tasks.tools import PermanentToolError, registry
-from tasks.tools.workspace import PathEscapeError
 
 
 def tree(root: Path) -> dict[str, bytes | str]:

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from pydantic import ValidationError
 
+from agent.tools.http import host_allowed
 from tasks.tools import PermanentToolError, ToolError, TransientToolError, registry
-from tasks.tools.http import host_allowed
 
 
 class Handler(BaseHTTPRequestHandler):

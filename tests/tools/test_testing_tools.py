@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from pydantic import ValidationError
 
+from agent.tools.testing import ledger_path, ledger_records
 from tasks.tools import (
     PermanentToolError,
     ToolContext,
@@ -18,7 +19,6 @@ from tasks.tools import (
     UnknownTool,
     registry,
 )
-from tasks.tools.testing import ledger_path, ledger_records
 
 TEST_TOOLS = ["flaky", "ledger_append", "noop", "sleep"]
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from review import views
+from dashboard.views import reviews as views
 
 app_name = "review"
 

@@ -26,25 +26,17 @@ import jsonschema
 from django.conf import settings
 from pydantic import ValidationError
 
+from agent.llm.base import ModelAdapter, ModelDecision, ModelError
+from agent.tools.http import host_allowed, url_allowed
 from harness_site.config import ValidationConfig
-from tasks.llm.base import ModelAdapter, ModelDecision, ModelError
+from tasks.feedback import compact_feedback
+from tasks.paths import PathEscapeError, call_paths, glob_match, resolve_in_workspace
 from tasks.spec import ChecksSpec
-from tasks.tools.http import host_allowed, url_allowed
 from tasks.tools.registry import ToolSpec
-from tasks.tools.workspace import PathEscapeError, call_paths, glob_match, resolve_in_workspace
 
 # Tool-call error classes that count as failed checks for the retry bound.
 CHECK_ERROR_CLASSES = frozenset({"invalid_call", "invalid_arguments", "check_failed"})
 SIZED_ARGUMENTS = ("content", "body")
-FEEDBACK_LINE_CHARS = 300
-
-
-def compact_feedback(*, what: str, expected: str, check: str) -> str:
-    """Feedback to the model: at most three short lines."""
-    return "\n".join(
-        " ".join(line.split())[:FEEDBACK_LINE_CHARS]
-        for line in (f"Error: {what}", f"Expected: {expected}", f"Check: {check}")
-    )
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 from mcp.types import PaginatedRequestParams, jsonrpc_message_adapter
 
+from agent.retry import TIMEOUT, TRANSIENT, UNKNOWN_OUTCOME
+from agent.tools.command import command_limits
+from agent.tools.sandbox import SandboxProcess, sandbox_spawn
 from harness_site.config import McpServerConfig, harness_config
 from tasks.agent_state import McpTool
-from tasks.retry import TIMEOUT, TRANSIENT, UNKNOWN_OUTCOME
-from tasks.tools.command import command_limits
 from tasks.tools.mcp import (
     MAX_DESCRIPTION_CHARS,
     TOOL_NAME,
@@ -50,7 +51,6 @@ from tasks.tools.mcp import (
     tool_pattern_matches,
 )
 from tasks.tools.registry import PermanentToolError, ToolContext, ToolError, TransientToolError
-from tasks.tools.sandbox import SandboxProcess, sandbox_spawn
 
 META_KEY = "agent-harness/idempotency_key"
 CALL_ID_META_KEY = "agent-harness/call_id"

@@ -2,23 +2,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
+from agent.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
+from agent.llm.openai import OpenAIChatModel
+from agent.llm.replay import ReplayModel
+from agent.llm.scripted import ScriptedModel
 
 
 def model_for_spec(model_spec: Any) -> ModelAdapter:
     """The adapter for a TaskSpec's `model` (a validated pydantic model)."""
     kind = model_spec.kind
     if kind == "scripted":
-        from tasks.llm.scripted import ScriptedModel
-
         return ScriptedModel(model_spec)
     if kind == "openai":
-        from tasks.llm.openai import OpenAIChatModel
-
         return OpenAIChatModel(model_spec)
     if kind == "replay":
-        from tasks.llm.replay import ReplayModel
-
         return ReplayModel(model_spec)
     raise ModelError(f"unknown model kind {kind!r}", error_class="permanent")
 

@@ -12,85 +12,27 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from django.conf import settings
 
-from tasks.agent_state import AgentState, Message
-from tasks.context import context_note
-from tasks.http_headers import retry_after_seconds
-from tasks.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
-from tasks.spec import OpenAIModelSpec
+from agent.http_headers import retry_after_seconds
+from agent.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
+from tasks.agent_state import AgentState, Message, context_note
+from tasks.spec import ModelEndpoint, ModelEndpointError, OpenAIModelSpec, model_endpoint
 from tasks.tools.registry import ToolSpec
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 ERROR_MESSAGE_CHARS = 1000
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    base_url: str
-    model: str
-    # The environment variable holding this endpoint's key; None: requests carry no key.
-    api_key_env: str | None
-
-    @property
-    def url(self) -> str:
-        return f"{self.base_url}/chat/completions"
-
-
-_KEY_ENV = re.compile(r"[A-Z][A-Z0-9_]*")
-
-
-def model_endpoints() -> dict[str, str | None]:
-    """base URL -> the environment variable holding its key (None: no key).
-
-    OPENAI_BASE_URL takes OPENAI_API_KEY; each HARNESS_MODEL_ENDPOINTS entry is `URL=VAR`
-    (that endpoint's key is in $VAR), a bare `URL` (no key) or `*` (any URL, never a key).
-    An entry naming OPENAI_BASE_URL rebinds its key."""
-    endpoints: dict[str, str | None] = {settings.OPENAI_BASE_URL: "OPENAI_API_KEY"}
-    for entry in settings.HARNESS_MODEL_ENDPOINTS:
-        url, sep, env = entry.strip().rpartition("=")
-        if not sep or not _KEY_ENV.fullmatch(env):
-            url, env = entry.strip(), None
-        endpoints[url.rstrip("/")] = env
-    return endpoints
-
-
-def endpoint_for(spec: OpenAIModelSpec) -> Endpoint:
-    """The endpoint a spec resolves to, with settings as defaults. Raises a permanent
-    ModelError for a missing model name, an endpoint the operator has not allowed, or a key
-    variable the operator did not bind to that endpoint: a key only ever goes to the endpoint
-    configured for it, never to a server a task author picked."""
-    model = spec.model or settings.HARNESS_MODEL
-    if not model:
-        raise ModelError(
-            "no model name: set `model` in the task's model spec or the HARNESS_MODEL setting",
-            error_class="permanent",
-        )
-    base_url = spec.base_url or settings.OPENAI_BASE_URL
-    endpoints = model_endpoints()
-    if base_url in endpoints:
-        key_env = endpoints[base_url]
-    elif "*" in endpoints:
-        key_env = None
-    else:
-        raise ModelError(
-            f"model endpoint {base_url} is not allowed: use OPENAI_BASE_URL or add "
-            "it to HARNESS_MODEL_ENDPOINTS",
-            error_class="permanent",
-        )
-    if spec.api_key_env is not None and spec.api_key_env != key_env:
-        raise ModelError(
-            f"api_key_env {spec.api_key_env} is not the key of {base_url} (configured: "
-            f"{key_env or 'no key'}); keys are bound to endpoints in HARNESS_MODEL_ENDPOINTS",
-            error_class="permanent",
-        )
-    return Endpoint(base_url=base_url, model=model, api_key_env=key_env)
+def endpoint_for(spec: OpenAIModelSpec) -> ModelEndpoint:
+    """The endpoint a spec resolves to; a permanent ModelError when the spec cannot run."""
+    try:
+        return model_endpoint(spec)
+    except ModelEndpointError as exc:
+        raise ModelError(str(exc), error_class="permanent") from None
 
 
 def tool_schema(tool: ToolSpec) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """Graphs as tasks: an operator-registered LangGraph graph run by an RQ job under the task's
-state machine (`tasks.jobs.run_task` dispatches here when the spec has `agent`).
+state machine (`agent.jobs.run_task` dispatches here when the spec has `agent`).
 
     acquire (lease epoch) -> the graph's thread (thread_id = task id) in DjangoCheckpointSaver:
         no checkpoint yet           -> start with spec.agent.input
@@ -34,6 +34,7 @@ from django.utils import timezone
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 
+from agent.runtime import Paused, StopRun, Watchdog, worker_identity
 from checkpoints.langgraph import DjangoCheckpointSaver
 from harness_site.config import harness_config
 from review.models import ReviewRequest, ReviewStatus
@@ -41,7 +42,6 @@ from review.policy import interrupt_policy
 from review.services import review_request_open
 from tasks import services
 from tasks.models import Task, ToolCall, ToolCallStatus
-from tasks.runtime import Paused, StopRun, Watchdog, worker_identity
 from tasks.spec import TaskSpec
 from tasks.states import LeaseLost, TaskStatus
 
@@ -81,7 +81,7 @@ def is_graph_task(*, task_id: Any) -> bool:
 
 
 def graph_task_run(*, task_id: Any) -> str:
-    """As tasks.runtime.task_run, for a task whose spec names a graph. The graph's code is
+    """As agent.runtime.task_run, for a task whose spec names a graph. The graph's code is
     imported before the task is taken: importing a graph (and LangChain) can take seconds,
     which must not count against the heartbeat."""
     worker_id = worker_identity()

@@ -10,7 +10,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tasks.tools.registry import PermanentToolError
+from tasks.errors import PermanentToolError
 
 
 class PathEscapeError(PermanentToolError):

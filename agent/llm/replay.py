@@ -7,16 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
 from tasks.agent_state import AgentState
-from tasks.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
+from tasks.models import TaskEvent
 from tasks.spec import ReplayModelSpec
 from tasks.tools.registry import ToolSpec
 
 
 def recorded_decisions(*, task_id: str) -> dict[int, dict[str, Any]]:
     """{turn number (1-based): model_decision payload} for a task."""
-    from tasks.models import TaskEvent
-
     turns: dict[int, dict[str, Any]] = {}
     for payload in (
         TaskEvent.objects.filter(task_id=task_id, type="model_decision")

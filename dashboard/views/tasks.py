@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from django.views.decorators.http import require_POST
 
+from checkpoints import recovery
 from checkpoints.selectors import (
     graph_checkpoints,
     graph_task,
@@ -24,14 +25,15 @@ from checkpoints.selectors import (
     task_checkpoints,
 )
 from checkpoints.services import checkpoint_verify
+from dashboard import bulk
+from dashboard.task_forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
 from harness_site.access import operator_required, viewer_required
 from harness_site.config import harness_config
 from harness_site.context_processors import pending_reviews_count
 from harness_site.htmx import is_htmx
 from harness_site.pagination import CappedPaginator
 from review.selectors import task_reviews, task_reviews_pending
-from tasks import bulk, charts, selectors, services
-from tasks.forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
+from tasks import charts, selectors
 from tasks.models import Task
 from tasks.states import TERMINAL, IllegalTransition, TaskStatus, TransitionConflict
 
@@ -304,7 +306,7 @@ def task_events_download(request: HttpRequest, task_id) -> StreamingHttpResponse
 def task_cancel(request: HttpRequest, task_id) -> HttpResponse:
     task = selectors.access_task(request.user, task_id)
     try:
-        services.task_cancel(
+        recovery.task_cancel(
             task_id=task.id, user=request.user, reason=request.POST.get("reason", "")
         )
         messages.success(request, "Cancel requested.")

@@ -9,9 +9,8 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from checkpoints.recovery import RecoveryConflict, RecoveryInvalid, task_retry
+from checkpoints.recovery import RecoveryConflict, RecoveryInvalid, task_cancel, task_retry
 from tasks.models import Task
-from tasks.services import task_cancel
 from tasks.states import IllegalTransition, TransitionConflict
 
 BulkAction = Callable[..., Any]  # f(*, task_id, user, reason)

@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from checkpoints.selectors import checkpoint_recent_messages
 from harness_site.access import viewer_required
 from review import selectors, services
 from review.models import ReviewRequest, ReviewStatus, RuleRisk
@@ -73,7 +74,7 @@ def _detail(
             "original_text": json.dumps(review.original_arguments, indent=2, ensure_ascii=False),
             "schema": schema,
             "mcp": selectors.review_mcp_facts(review=review, tool=tool),
-            "recent_messages": selectors.review_recent_messages(review=review),
+            "recent_messages": checkpoint_recent_messages(checkpoint=review.checkpoint),
             "approvals": selectors.review_approvers(review=review),
             "can_decide": can_decide and review.status == ReviewStatus.PENDING,
             "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,

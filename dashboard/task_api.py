@@ -4,87 +4,24 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
+from checkpoints import recovery
+from checkpoints.api import CheckpointOut
 from checkpoints.models import Checkpoint
-from checkpoints.services import checkpoint_verify
 from harness_site.api_auth import CREATE, OPERATE
 from harness_site.api_utils import optional_body
 from harness_site.pagination import ApiPagination
 from tasks import selectors, services
-from tasks.models import Task
+from tasks.schemas import ErrorOut, TaskOut
 from tasks.spec import TaskSpec
 from tasks.states import IllegalTransition, TransitionConflict
 
 router = Router(tags=["tasks"])
-
-
-class ErrorOut(Schema):
-    detail: str
-    errors: list[dict[str, str]] | None = None
-
-
-class TaskOut(Schema):
-    id: UUID
-    title: str
-    goal: str
-    status: str
-    priority: str
-    current_step: int
-    steps_used: int
-    tokens_used: int
-    cost_usd: float
-    seconds_used: float
-    result: str
-    error_class: str
-    error_message: str
-    created_by: str | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    updated_at: datetime
-    heartbeat_at: datetime | None
-    worker_id: str
-    attempt: int
-    redispatch_count: int
-    retry_count: int
-    rollback_count: int
-    retry_at: datetime | None
-    cancel_requested: bool
-    head_checkpoint: UUID | None
-    spec: dict[str, Any]
-
-    @staticmethod
-    def resolve_created_by(obj: Task) -> str | None:
-        return obj.created_by.get_username() if obj.created_by_id else None
-
-    @staticmethod
-    def resolve_head_checkpoint(obj: Task) -> UUID | None:
-        return obj.head_checkpoint_id
-
-
-class CheckpointOut(Schema):
-    id: UUID
-    name: str
-    seq: int
-    parent_id: UUID | None
-    level: str
-    trigger: str
-    step_index: int
-    created_at: datetime
-    size_bytes: int
-    checksum: str
-    checksum_ok: bool
-    superseded: bool
-
-    @staticmethod
-    def resolve_checksum_ok(obj: Checkpoint) -> bool:
-        return checkpoint_verify(obj)
 
 
 class EventOut(Schema):
@@ -192,7 +129,7 @@ def task_cancel(request: HttpRequest, task_id: str):
     body = optional_body(request, CancelIn)
     try:
         return Status(
-            200, services.task_cancel(task_id=task.id, user=request.user, reason=body.reason)
+            200, recovery.task_cancel(task_id=task.id, user=request.user, reason=body.reason)
         )
     except (TransitionConflict, IllegalTransition) as exc:
         raise _conflict(exc) from None

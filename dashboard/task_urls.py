@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tasks import views
+from dashboard.views import tasks as views
 
 app_name = "tasks"
 

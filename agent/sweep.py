@@ -26,22 +26,25 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import django_rq
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 from django.utils.module_loading import import_string
+from rq.job import Job
+from rq.registry import ScheduledJobRegistry
 
 from harness_site.config import harness_config
+from review.services import reviews_expire_overdue
 from tasks import services
-from tasks.models import SweepRun, Task, ToolCall, ToolCallStatus
+from tasks.models import SWEEPER_NAME, SweepRun, Task, ToolCall, ToolCallStatus
 from tasks.rollups import rollups_advance
 from tasks.states import TaskStatus
 
 log = logging.getLogger(__name__)
 
-SWEEPER_NAME = "default"
 # RQ job states after which the job will not run its task (any other state: it still may).
 _ENDED_JOB_STATES = {"finished", "failed", "stopped", "canceled", "stuck"}
 
@@ -157,10 +160,6 @@ def _job_states(job_ids_by_queue: dict[str, list[str]], *, grace_s: float) -> di
     more than `grace_s` is `stuck`: no scheduler runs for its queue (the worker holding the
     scheduler lock died; the lock outlives it by a minute), so it is removed here and its task
     enqueued directly, rather than waiting for a scheduler to come back."""
-    import django_rq
-    from rq.job import Job
-    from rq.registry import ScheduledJobRegistry
-
     states: dict[str, str] = {}
     for queue_name, job_ids in job_ids_by_queue.items():
         queue = django_rq.get_queue(queue_name)
@@ -271,8 +270,6 @@ def sweep_retention(*, now: Any) -> dict[str, Any]:
 
 def sweep_once() -> SweepCounts:
     """One pass of the sweep; safe to run from several processes at once."""
-    from review.services import reviews_expire_overdue  # review builds on tasks: import late
-
     started = timezone.now()
     clock = time.monotonic()
     counts = SweepCounts()

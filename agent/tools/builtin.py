@@ -8,8 +8,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tasks.paths import relative_name, resolve_in_workspace
 from tasks.tools.registry import PermanentToolError, ToolContext, tool
-from tasks.tools.workspace import relative_name, resolve_in_workspace
 
 MAX_READ_BYTES = 256 * 1024
 MAX_WRITE_BYTES = 10 * 1024 * 1024
@@ -211,4 +211,4 @@ def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
 
 
 # run_command and http_request live in their own modules; importing them registers them.
-from tasks.tools import command, http  # noqa: E402,F401
+from agent.tools import command, http  # noqa: E402,F401

@@ -19,9 +19,9 @@ import json
 import re
 from dataclasses import dataclass
 
+from agent.llm.base import ModelAdapter, ModelDecision, ModelError
 from harness_site.config import ContextConfig
 from tasks.agent_state import AgentState, Message
-from tasks.llm.base import ModelAdapter, ModelDecision, ModelError
 from tasks.spec import ContextSpec
 
 # Messages the harness itself writes to the model (check feedback) carry this name: they are
@@ -70,21 +70,6 @@ def context_policy(*, config: ContextConfig, override: ContextSpec | None) -> Co
     return ContextConfig.model_validate(
         {**config.model_dump(), **override.model_dump(exclude_none=True)}
     )
-
-
-def context_note(state: AgentState) -> str:
-    """What the model is told about folded history: the summary and the hard facts."""
-    parts = []
-    if state.summary:
-        parts.append(
-            "Summary of earlier turns (older messages were folded into it):\n" + state.summary
-        )
-    if state.hard_facts:
-        parts.append(
-            "Facts to keep exactly as written:\n"
-            + "\n".join(f"- {fact}" for fact in state.hard_facts)
-        )
-    return "\n\n".join(parts)
 
 
 # --- hard facts -------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
-from tasks.sweep import sweep_once
+from agent.sweep import sweep_once
 
 log = logging.getLogger(__name__)
 

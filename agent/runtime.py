@@ -1,4 +1,4 @@
-"""The agent loop, run inside an RQ job (`tasks.jobs.run_task`).
+"""The agent loop, run inside an RQ job (`agent.jobs.run_task`).
 
     acquire (lease epoch) -> load head checkpoint (verified) or start -> loop:
         boundary checks (cancel, budgets, session timeout)
@@ -35,34 +35,41 @@ from django.db.models.functions import Now
 from django.utils import timezone
 from pydantic import ValidationError
 
-from checkpoints.services import (
-    NoValidCheckpoint,
-    checkpoint_build,
-    checkpoint_load_latest_valid,
-    checkpoint_next_seq,
-)
-from harness_site.config import harness_config
-from tasks import services
-from tasks.agent_state import AgentState, ErrorInfo, Message, ProposedCall
-from tasks.canonical import canonical_hash, nul_free
-from tasks.context import HARNESS_AUTHOR, context_apply, context_policy, goal_facts
-from tasks.llm import ModelDecision, ModelError, model_for_spec
-from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
-from tasks.retry import TIMEOUT, UNKNOWN_OUTCOME, classify_exception, is_retryable, retry_policy
-from tasks.spec import MAX_TURN_TOKENS, TaskSpec
-from tasks.states import LeaseLost, TaskStatus
-from tasks.tools.mcp import mcp_servers_named, mcp_tool_spec
-from tasks.tools.mcp_client import McpConnections, McpUnavailable, mcp_tools_discover
-from tasks.tools.registry import ToolContext, ToolError, ToolSpec, UnknownTool, registry
-from tasks.validation import (
+from agent.context import HARNESS_AUTHOR, context_apply, context_policy, goal_facts
+from agent.llm import ModelDecision, ModelError, model_for_spec
+from agent.retry import TIMEOUT, UNKNOWN_OUTCOME, classify_exception, is_retryable, retry_policy
+from agent.tools.mcp_client import McpConnections, McpUnavailable, mcp_tools_discover
+from agent.validation import (
     CHECK_ERROR_CLASSES,
     CheckFailure,
     check_call,
     check_final,
     check_limits,
     check_result,
-    compact_feedback,
 )
+from checkpoints.alignment import context_align
+from checkpoints.services import (
+    NoValidCheckpoint,
+    checkpoint_build,
+    checkpoint_load_latest_valid,
+    checkpoint_next_seq,
+)
+from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
+from harness_site.config import harness_config
+from review import policy
+from review.models import ReviewStatus
+from review.policy import PolicyDecision
+from review.services import review_request_open
+from tasks import services
+from tasks.agent_state import AgentState, ErrorInfo, Message, ProposedCall
+from tasks.canonical import canonical_hash, nul_free
+from tasks.feedback import compact_feedback
+from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
+from tasks.paths import resolve_in_workspace
+from tasks.spec import MAX_TURN_TOKENS, TaskSpec
+from tasks.states import LeaseLost, TaskStatus
+from tasks.tools.mcp import mcp_servers_named, mcp_tool_spec
+from tasks.tools.registry import ToolContext, ToolError, ToolSpec, UnknownTool, registry
 
 log = logging.getLogger(__name__)
 
@@ -418,8 +425,6 @@ class TaskRun:
         last capture (after a model turn) reuses that manifest instead of rescanning; after
         calls of tools that report their changes, only the changed files' folders are
         scanned; after any other tool (commands, user tools), the whole workspace."""
-        from checkpoints.snapshots import snapshot_capture
-
         if self.snapshot is None or self.changed:
             self.snapshot = snapshot_capture(
                 task_id=self.task_id,
@@ -543,8 +548,6 @@ class TaskRun:
         )
 
     def materialise_spec_files(self) -> None:
-        from tasks.tools.workspace import resolve_in_workspace
-
         for rel, content in self.spec.workspace.files.items():
             target = resolve_in_workspace(self.workspace, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -554,8 +557,6 @@ class TaskRun:
         """Rebuild the workspace from the checkpoint's snapshot when it is missing here
         (another machine, a wiped disk); after an operator's recovery, bring it in line with
         the head wherever it is."""
-        from checkpoints.snapshots import snapshot_materialise_if_missing
-
         if snapshot_materialise_if_missing(
             workspace=self.workspace, manifest=loaded.snapshot, sync=self.state.recovery is not None
         ):
@@ -564,8 +565,6 @@ class TaskRun:
     def align_context(self, loaded: Any) -> None:
         """After a rollback, retry or redispatch, tell the agent what happened (see
         checkpoints.alignment)."""
-        from checkpoints.alignment import context_align
-
         summary = context_align(
             task_id=self.task_id,
             state=self.state,
@@ -718,7 +717,7 @@ class TaskRun:
             self.finish_step()
 
     def check_final_answer(self, final: str) -> CheckFailure | None:
-        """The TaskSpec's deep checks on a final answer (tasks/validation.py)."""
+        """The TaskSpec's deep checks on a final answer (agent/validation.py)."""
         if self.spec.checks is None:
             return None
         verdict = check_final(
@@ -976,10 +975,6 @@ class TaskRun:
         self.escalate_unknown_outcome(row)
 
     def escalate_unknown_outcome(self, row: ToolCall, *, message: str | None = None) -> NoReturn:
-        from review.models import ReviewStatus
-        from review.policy import PolicyDecision
-        from review.services import review_request_open
-
         message = message or (
             f"{row.tool} (call {row.call_id}) was running when its worker stopped; it is not "
             "idempotent, so whether it took effect is unknown"
@@ -1074,8 +1069,6 @@ class TaskRun:
         )
 
     def gate_and_execute(self, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
-        from review import policy
-
         decision = policy.evaluate(tool=tool, args=row.arguments, spec=self.task.spec)
         if decision.action == "deny":
             return self.refuse(
@@ -1092,8 +1085,6 @@ class TaskRun:
         return self.execute_call(row, tool, args)
 
     def pause_for_review(self, row: ToolCall, tool: ToolSpec, args: Any, decision: Any) -> None:
-        from review.services import review_request_open
-
         ctx = self.tool_context(row)
         preview = ""
         if tool.preview is not None:

@@ -27,7 +27,7 @@ import httpx
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tasks.http_headers import retry_after_seconds
+from agent.http_headers import retry_after_seconds
 from tasks.tools.registry import (
     PermanentToolError,
     ToolContext,

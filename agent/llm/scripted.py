@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
+from agent.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
 from tasks.agent_state import AgentState
-from tasks.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
 from tasks.spec import ScriptedModelSpec
 from tasks.tools.registry import ToolSpec
 

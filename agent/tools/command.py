@@ -1,5 +1,5 @@
 """`run_command`: a shell command in the task's workspace, in the kernel sandbox of
-tasks/tools/sandbox.py (namespaces, whole-sandbox limits, everything killed at the end).
+agent/tools/sandbox.py (namespaces, whole-sandbox limits, everything killed at the end).
 
 Its risk class is `execute`: every call is reviewed unless an explicit allow rule names it
 (review/policy.py). Limits come from harness.yaml `sandbox`; network access is off unless the
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.tools.sandbox import WORKSPACE, Limits, limit_message, sandbox_run
 from harness_site.config import harness_config
 from tasks.tools.registry import PermanentToolError, ToolContext, ToolError, tool
-from tasks.tools.sandbox import WORKSPACE, Limits, limit_message, sandbox_run
 
 TOOL_TIMEOUT_S = 60.0
 MAX_COMMAND_CHARS = 10_000

@@ -1,0 +1,55 @@
+"""The API's shapes of a task and of an error, shared by every app's router."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from ninja import Schema
+
+from tasks.models import Task
+
+
+class ErrorOut(Schema):
+    detail: str
+    errors: list[dict[str, str]] | None = None
+
+
+class TaskOut(Schema):
+    id: UUID
+    title: str
+    goal: str
+    status: str
+    priority: str
+    current_step: int
+    steps_used: int
+    tokens_used: int
+    cost_usd: float
+    seconds_used: float
+    result: str
+    error_class: str
+    error_message: str
+    created_by: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+    heartbeat_at: datetime | None
+    worker_id: str
+    attempt: int
+    redispatch_count: int
+    retry_count: int
+    rollback_count: int
+    retry_at: datetime | None
+    cancel_requested: bool
+    head_checkpoint: UUID | None
+    spec: dict[str, Any]
+
+    @staticmethod
+    def resolve_created_by(obj: Task) -> str | None:
+        return obj.created_by.get_username() if obj.created_by_id else None
+
+    @staticmethod
+    def resolve_head_checkpoint(obj: Task) -> UUID | None:
+        return obj.head_checkpoint_id
