@@ -636,7 +636,7 @@ def _graph_rollback(
         rollback_count=task.rollback_count + 1,
         updated_at=timezone.now(),
     )
-    services.task_reviews_close(task_id=task.id, comment=f"superseded by rollback ({actor})")
+    reviews_cancel_pending(task_id=task.id, comment=f"superseded by rollback ({actor})")
     services.event_record(
         task_id=task.id,
         type="rollback",
