@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from checkpoints.recovery import task_resume
+from checkpoints.recovery import task_cancel, task_resume
 from review.models import ReviewRequest
 from review.services import review_decide
 from tasks.canonical import canonical_hash
 from tasks.models import Task
-from tasks.services import task_cancel, task_create
+from tasks.services import task_create
 from tasks.spec import TaskSpec
 from tests.conftest import wait_for
 
