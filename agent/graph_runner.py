@@ -139,6 +139,7 @@ class GraphRun:
         self.step_index = task.current_step
         self.cancel_seen = task.cancel_requested
         self.pending_events: list[Any] = []
+        self.node_started: dict[str, float] = {}
         self.saver = DjangoCheckpointSaver(task_id=task.id)
         self.config = {
             **graph_thread_config(task_id=task.id),
@@ -234,9 +235,12 @@ class GraphRun:
             return self.spec.agent.input
         checkpoint_id = state.config["configurable"]["checkpoint_id"]
         if state.interrupts:
-            reviews = self.reviews_of(checkpoint_id)
+            # Reviews canceled with the task (cancel, then resume) ask again.
+            reviews = [
+                r for r in self.reviews_of(checkpoint_id) if r.status != ReviewStatus.CANCELED
+            ]
             if not reviews:
-                self.pause_for_reviews(state)  # the run stopped before it opened them
+                self.pause_for_reviews(state)  # not asked yet, or asked and canceled
             if any(r.status == ReviewStatus.PENDING for r in reviews):
                 self.pause(reason="reviews still pending")
             answers = self.answers(reviews)
@@ -261,7 +265,9 @@ class GraphRun:
         for mode, chunk in graph.stream(
             first, self.config, stream_mode=["checkpoints", "tasks"], durability="sync"
         ):
-            if mode == "tasks" and "result" in chunk:
+            if mode == "tasks" and "result" not in chunk:
+                self.node_started[chunk["id"]] = time.monotonic()
+            elif mode == "tasks":
                 self.record_node(chunk)
             elif mode == "checkpoints":
                 self.record_super_step(chunk)
@@ -288,18 +294,29 @@ class GraphRun:
     def record_node(self, chunk: dict[str, Any]) -> None:
         result = chunk.get("result")
         writes = result if isinstance(result, dict) else {}
+        messages = writes.get("messages")
+        messages = messages if isinstance(messages, list) else []
+        started = self.node_started.pop(chunk["id"], None)
+        error = chunk.get("error")
         self.event(
             "graph_node",
             {
                 "node": chunk["name"],
                 "graph_task_id": chunk["id"],
-                "error": _text(chunk["error"]) if chunk.get("error") else "",
+                "duration_ms": round((time.monotonic() - started) * 1000, 3) if started else 0,
+                "error_class": type(error).__name__ if error else "",
+                "error": _text(error) if error else "",
                 "writes": sorted(str(k) for k in writes),
                 "interrupts": len(chunk.get("interrupts") or []),
+                # the tools this node ran (a ToolNode's results)
+                "tool": ", ".join(
+                    str(getattr(m, "name", ""))
+                    for m in messages
+                    if getattr(m, "type", "") == "tool"
+                ),
             },
         )
-        messages = writes.get("messages") if isinstance(writes, dict) else None
-        for message in messages if isinstance(messages, list) else []:
+        for message in messages:
             for call in getattr(message, "tool_calls", None) or []:
                 self.event(
                     "graph_tool_call",
@@ -382,7 +399,8 @@ class GraphRun:
             ):
                 row = ToolCall(
                     task_id=self.task_id,
-                    call_id=f"lg:{checkpoint_id}:{interrupt.id}:{index}"[:100],
+                    # The epoch tells apart a second asking after a cancel.
+                    call_id=f"lg:{checkpoint_id}:{interrupt.id}:{index}:{self.epoch}"[:100],
                     tool=tool[:100],
                     arguments=args,
                     risk="graph",

@@ -18,7 +18,15 @@ from tasks.states import TaskStatus
 
 # The events the timeline reads (the rest of the frame log is in the events tab).
 TIMELINE_EVENT_TYPES = frozenset(
-    {"model_decision", "step_finished", "model_error", "tool_refused", "task_stopped", "status"}
+    {
+        "model_decision",
+        "step_finished",
+        "model_error",
+        "tool_refused",
+        "task_stopped",
+        "status",
+        "graph_node",  # a LangGraph node run (tasks.graph_runner)
+    }
 )
 
 ROW_STEPS = "steps"
@@ -40,6 +48,10 @@ SUPERSEDED_OPACITY = 0.3
 
 def tool_row(name: str) -> str:
     return f"tool · {name}"
+
+
+def node_row(name: str) -> str:
+    return f"node · {name}"
 
 
 def plotly_time(at: datetime) -> str:
@@ -144,6 +156,7 @@ def task_timeline(
     tool_bars = _Bars("tool attempts", "#1e7b34")
     human_bars = _Bars("waiting for human", "rgba(178,106,0,0.45)")
     backoff_bars = _Bars("retry backoff", "rgba(120,120,120,0.35)")
+    node_bars = _Bars("graph nodes", "#0b7285")
     errors: dict[str, list] = defaultdict(list)
 
     def extend_step(index: int | None, start: datetime, end: datetime) -> None:
@@ -177,6 +190,16 @@ def task_timeline(
         elif kind == "step_finished":
             finished = int(_number(e["step"]) or 0) - 1
             extend_step(finished, at, at)
+        elif kind == "graph_node":
+            start = at - _ms(_number(e["duration_ms"]) or 0.0)
+            row = node_row(e["node"] or "?")
+            text = f"{e['node']} · step {e['step_index']} · {_number(e['duration_ms']) or 0:.0f} ms"
+            if e["tool"]:
+                text += f" · tools: {e['tool']}"
+            node_bars.add(row, start, at, text, "#b3261e" if e["error_class"] else "")
+            if e["error_class"]:
+                error(row, at, f"{e['node']} failed: {e['error_class']}")
+            extend_step(e["step_index"], start, at)
         elif kind == "model_error":
             error(ROW_MODEL, at, f"model error: {e['error_class'] or ''}")
         elif kind == "tool_refused":
@@ -240,7 +263,7 @@ def task_timeline(
     superseded = superseded_ranges(checkpoints)
     data = [
         b.trace(superseded)
-        for b in (steps_bars, model_bars, tool_bars, human_bars, backoff_bars)
+        for b in (steps_bars, model_bars, node_bars, tool_bars, human_bars, backoff_bars)
         if b.rows
     ]
     data += _checkpoint_traces(checkpoints)
@@ -262,7 +285,7 @@ def task_timeline(
     tool_rows = sorted(
         {tool_row(c["tool"]) for c in calls} | {y for y in errors["y"] if y.startswith("tool · ")}
     )
-    rows = [ROW_STEPS, ROW_MODEL, *tool_rows]
+    rows = [ROW_STEPS, ROW_MODEL, *sorted(set(node_bars.rows)), *tool_rows]
     rows += [r for r, bars in ((ROW_HUMAN, human_bars), (ROW_BACKOFF, backoff_bars)) if bars.rows]
     if checkpoints:
         rows.append(ROW_CHECKPOINTS)

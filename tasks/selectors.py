@@ -181,6 +181,7 @@ _EVENT_KEYS = (
     "prompt_tokens",
     "completion_tokens",
     "cost_usd",
+    "node",
 )
 
 

@@ -193,6 +193,8 @@ def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from
     assert 'data-testid="graph-checkpoints"' in page
     assert before_approval["checkpoint_id"] in page
     assert "superseded" in page
+    # The timeline draws each node run as a span on its node's row.
+    assert "node \\u00b7 plan" in page or "node · plan" in page
 
 
 def test_a_registered_graph_that_does_not_import_fails_the_task_naming_it(
@@ -214,3 +216,23 @@ def test_a_registered_graph_that_does_not_import_fails_the_task_naming_it(
     assert failed["status"] == "failed"
     assert failed["error_class"] == "graph_not_registered"
     assert "no_such_module" in failed["error_message"]
+
+
+def test_a_graph_canceled_while_waiting_for_review_asks_again_when_resumed(
+    task_api, api_client, operator
+):
+    from checkpoints.recovery import task_resume
+    from tasks.services import task_cancel
+
+    task = task_api.create(RELEASE)
+    run_task(task["id"])
+    task_cancel(task_id=task["id"], user=operator, reason="later")
+    assert task_api.get(task["id"])["status"] == "canceled"
+    assert ReviewRequest.objects.get(task_id=task["id"]).status == "canceled"
+
+    task_resume(task_id=task["id"], user=operator, reason="now")
+    assert run_task(task["id"]) == "paused"
+    pending = ReviewRequest.objects.get(task_id=task["id"], status="pending")
+    decide(api_client(operator), pending.id, {"decision": "approve"})
+    assert run_task(task["id"]) == "succeeded"
+    assert '"published": "1.5.0"' in task_api.get(task["id"])["result"]
