@@ -37,7 +37,14 @@ from pydantic import ValidationError
 
 from agent.context import HARNESS_AUTHOR, context_apply, context_policy, goal_facts
 from agent.llm import ModelDecision, ModelError, model_for_spec
-from agent.retry import TIMEOUT, UNKNOWN_OUTCOME, classify_exception, is_retryable, retry_policy
+from agent.retry import (
+    TIMEOUT,
+    TRANSIENT,
+    UNKNOWN_OUTCOME,
+    classify_exception,
+    is_retryable,
+    retry_policy,
+)
 from agent.tools.mcp_client import McpConnections, McpUnavailable, mcp_tools_discover
 from agent.validation import (
     CHECK_ERROR_CLASSES,
@@ -506,8 +513,9 @@ class TaskRun:
             try:
                 tools, reports = mcp_tools_discover(connections=self.mcp, names=self.spec.tools)
             except McpUnavailable as exc:
-                for server, message in self.mcp.errors.items():
-                    self.event("mcp_server_error", {"server": server, "message": message})
+                self.note_mcp_errors()
+                if exc.transient:
+                    self.retry_mcp_listing(exc)
                 raise StopRun("mcp_unavailable", str(exc)) from None
             self.state.mcp_tools = tools
             for report in reports:
@@ -517,6 +525,23 @@ class TaskRun:
             self.mcp_specs[tool.name] = dataclasses.replace(
                 spec, func=self.mcp.caller(tool, idempotent=spec.idempotent)
             )
+
+    def retry_mcp_listing(self, exc: McpUnavailable) -> None:
+        """A server that did not answer when the task (re)started: try again after a backoff,
+        counted like the attempts of a model turn (the next model decision resets them); the
+        task fails with `mcp_unavailable` once they are used up."""
+        attempt = self.state.model_retries + 1
+        policy = retry_policy(config=self.config, task_override=self.spec.retry)
+        if attempt >= policy.max_attempts:
+            return
+        self.state.model_retries = attempt
+        self.schedule_retry(
+            attempt=attempt,
+            delay_s=policy.delay_s(attempt),
+            error=ErrorInfo(
+                error_class=TRANSIENT, message=str(exc)[:2000], step_index=self.state.step_index
+            ),
+        )
 
     def tool_names(self) -> list[str]:
         """The tools this task may call: the spec's, with `<server>__*` expanded."""

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -35,7 +36,12 @@ from mcp.types import PaginatedRequestParams, jsonrpc_message_adapter
 
 from agent.retry import TIMEOUT, TRANSIENT, UNKNOWN_OUTCOME
 from agent.tools.command import command_limits
-from agent.tools.sandbox import SandboxProcess, sandbox_spawn
+from agent.tools.sandbox import (
+    SandboxProcess,
+    SandboxUnavailable,
+    limit_message,
+    sandbox_spawn,
+)
 from harness_site.config import McpServerConfig, harness_config
 from tasks.agent_state import McpTool
 from tasks.tools.mcp import (
@@ -59,6 +65,8 @@ MAX_LIST_PAGES = 20
 PING_TIMEOUT_S = 5.0
 # The longest JSON-RPC message a stdio server may send (one line).
 MAX_MESSAGE_BYTES = 16 * 1024**2
+# How often a running call checks its stdio server's sandbox limits (the workspace quota).
+LIMIT_CHECK_S = 1.0
 # The SDK's own read timeout stops a call this much before the harness's tool timeout, so the
 # call ends with a classified error (timeout / unknown outcome) instead of being abandoned.
 TIMEOUT_MARGIN_S = 0.5
@@ -68,7 +76,12 @@ REQUEST_TIMEOUT = -32001
 
 
 class McpUnavailable(Exception):
-    """A server could not be started, reached or listed."""
+    """A server could not be started, reached or listed. `transient`: trying again later may
+    help (it did not answer); otherwise the configuration or the server's tool list is wrong."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 def _headers(config: McpServerConfig) -> dict[str, str]:
@@ -129,10 +142,10 @@ def _write(pipe: Any, data: bytes) -> None:
 @asynccontextmanager
 async def sandboxed_stdio(
     *, config: McpServerConfig, workspace: Path
-) -> AsyncIterator[tuple[Any, Any]]:
+) -> AsyncIterator[tuple[Any, Any, SandboxProcess]]:
     """The SDK's stdio transport, over a sandboxed process: newline-delimited JSON-RPC on its
     stdin and stdout (blocking pipe I/O in worker threads), and at the end a `close()` that
-    kills everything the server started."""
+    kills everything the server started. Yields the streams and the process."""
     process = await anyio.to_thread.run_sync(
         functools.partial(server_spawn, config=config, workspace=workspace)
     )
@@ -173,7 +186,7 @@ async def sandboxed_stdio(
             tasks.start_soon(stdout_reader)
             tasks.start_soon(stdin_writer)
             try:
-                yield read_stream, write_stream
+                yield read_stream, write_stream, process
             finally:
                 tasks.cancel_scope.cancel()
     finally:
@@ -182,7 +195,10 @@ async def sandboxed_stdio(
 
 
 @asynccontextmanager
-async def _session(*, server: str, config: McpServerConfig, workspace: Path) -> AsyncIterator[Any]:
+async def _session(
+    *, server: str, config: McpServerConfig, workspace: Path
+) -> AsyncIterator[tuple[Any, SandboxProcess | None]]:
+    """(an initialized client session, the sandboxed server process for a stdio server)."""
     if config.url is not None:
         http = create_mcp_http_client(headers=_headers(config))
         async with (
@@ -192,15 +208,23 @@ async def _session(*, server: str, config: McpServerConfig, workspace: Path) -> 
         ):
             with anyio.fail_after(config.connect_timeout_s):
                 await session.initialize()
-            yield session
+            yield session, None
     else:
         async with (
-            sandboxed_stdio(config=config, workspace=workspace) as (read, write),
+            sandboxed_stdio(config=config, workspace=workspace) as (read, write, process),
             ClientSession(read, write) as session,
         ):
             with anyio.fail_after(config.connect_timeout_s):
                 await session.initialize()
-            yield session
+            yield session, process
+
+
+def _limit_text(crossed: str, connection: _Connection) -> str:
+    assert connection.process is not None
+    return (
+        f"the MCP server was stopped: {limit_message(crossed, connection.process.limits)}; "
+        "what it wrote so far stays in the workspace (a rollback undoes it)"
+    )
 
 
 def _describe_error(exc: BaseException) -> str:
@@ -212,10 +236,30 @@ def _describe_error(exc: BaseException) -> str:
 
 
 class _Connection:
-    def __init__(self, context: AbstractContextManager[Any], session: Any) -> None:
+    def __init__(
+        self, context: AbstractContextManager[Any], session: Any, process: SandboxProcess | None
+    ) -> None:
         self.context = context
         self.session = session
+        # A stdio server's sandbox (its limits are checked while calls run); None over HTTP.
+        self.process = process
         self.dead = False
+
+    def limit_crossed(self) -> str | None:
+        """The sandbox limit a stdio server has crossed (its workspace quota), which also
+        stops it; None while within its limits."""
+        if self.process is None:
+            return None
+        crossed = self.process.check_limits()
+        if crossed is not None:
+            self.process.kill(crossed)
+            self.dead = True
+        return crossed
+
+
+class _LimitCrossed(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 class McpConnections:
@@ -250,19 +294,22 @@ class McpConnections:
             _session(server=server, config=config, workspace=self.workspace)
         )
         try:
-            session = context.__enter__()
+            session, process = context.__enter__()
         except TimeoutError:
             reason = f"MCP server {server!r} did not answer within {config.connect_timeout_s:g}s"
             self.errors[server] = reason
-            raise McpUnavailable(reason) from None
+            raise McpUnavailable(reason, transient=True) from None
         except McpUnavailable as exc:
             self.errors[server] = str(exc)
             raise
         except BaseException as exc:
             reason = f"could not start MCP server {server!r}: {_describe_error(exc)}"
             self.errors[server] = reason
-            raise McpUnavailable(reason) from None
-        return _Connection(context, session)
+            # No sandbox on this machine will not fix itself; a server that is down may.
+            raise McpUnavailable(
+                reason, transient=not isinstance(exc, SandboxUnavailable)
+            ) from None
+        return _Connection(context, session, process)
 
     def _disconnect(self, connection: _Connection) -> None:
         with suppress(BaseException):
@@ -306,7 +353,7 @@ class McpConnections:
                 connection.dead = True
                 reason = f"listing the tools of {server!r} failed: {_describe_error(exc)}"
                 self.errors[server] = reason
-                raise McpUnavailable(reason) from None
+                raise McpUnavailable(reason, transient=True) from None
             for item in result.tools:
                 name = mcp_name(server, item.name)
                 problem = None if TOOL_NAME.match(name) else "name not accepted by model APIs"
@@ -378,9 +425,12 @@ class McpConnections:
             self._call_tool, connection.session, tool.tool, arguments, read_timeout, meta
         )
         try:
-            result = self._wait(future, ctx)
+            result = self._wait(future, ctx, connection)
         except CancelledError:
             raise ToolError("stopped: the call was canceled", error_class="canceled") from None
+        except _LimitCrossed as exc:
+            self.errors[server] = str(exc)
+            raise PermanentToolError(str(exc)) from None
         except BaseException as exc:
             raise self._call_failure(server, connection, exc, idempotent=idempotent) from None
         if result.is_error:
@@ -396,15 +446,27 @@ class McpConnections:
         return await session.call_tool(name, arguments, read_timeout_seconds=timeout, meta=meta)
 
     @staticmethod
-    def _wait(future: Future, ctx: ToolContext) -> Any:
-        """The call's result; a stop (cancel, lease lost, the harness's timeout) cancels it."""
+    def _wait(future: Future, ctx: ToolContext, connection: _Connection) -> Any:
+        """The call's result; a stop (cancel, lease lost, the harness's timeout) cancels it. A
+        stdio server's sandbox limits are checked as it runs and once it answered: crossing
+        one stops the server (it is restarted for the next call)."""
+        checked = time.monotonic()
         while True:
             try:
-                return future.result(timeout=0.05)
+                result = future.result(timeout=0.05)
+                break
             except FutureTimeout:
                 if ctx.stop.is_set():
                     future.cancel()
                     raise CancelledError() from None
+                if time.monotonic() - checked >= LIMIT_CHECK_S:
+                    checked = time.monotonic()
+                    if (crossed := connection.limit_crossed()) is not None:
+                        future.cancel()
+                        raise _LimitCrossed(_limit_text(crossed, connection)) from None
+        if (crossed := connection.limit_crossed()) is not None:
+            raise _LimitCrossed(_limit_text(crossed, connection))
+        return result
 
     def _call_failure(
         self, server: str, connection: _Connection, exc: BaseException, *, idempotent: bool

@@ -61,12 +61,9 @@ def _accepts(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.fixture(scope="module")
-def mcp_http(tmp_path_factory) -> Iterator[McpHttpServer]:
-    """The test server over streamable HTTP, shared by a module's tests (use distinct keys)."""
-    state = tmp_path_factory.mktemp("mcp-http")
-    port = _free_port()
-    log = open(state / "server.log", "wb")  # noqa: SIM115
+def http_server_start(*, state: Path, port: int) -> McpHttpServer:
+    """Start tests/mcp/server.py over streamable HTTP on `port`; returns once it listens."""
+    log = open(state / "server.log", "ab")  # noqa: SIM115
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.mcp.server", "http", str(port)],
         cwd=ROOT,
@@ -78,20 +75,39 @@ def mcp_http(tmp_path_factory) -> Iterator[McpHttpServer]:
     )
     log.close()
     try:
-        wait_for(lambda: _accepts(port), 30, message="the MCP HTTP server to listen")
-        yield McpHttpServer(state=state, port=port, process=process)
-    finally:
+        wait_for(lambda: _accepts(port), 60, message="the MCP HTTP server to listen")
+    except BaseException:
         process.kill()
         process.wait(timeout=10)
+        raise
+    return McpHttpServer(state=state, port=port, process=process)
+
+
+@pytest.fixture(scope="module")
+def mcp_http(tmp_path_factory) -> Iterator[McpHttpServer]:
+    """The test server over streamable HTTP, shared by a module's tests (use distinct keys)."""
+    server = http_server_start(state=tmp_path_factory.mktemp("mcp-http"), port=_free_port())
+    try:
+        yield server
+    finally:
+        server.process.kill()
+        server.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def late_port() -> int:
+    """A port no server listens on until a test starts one there (server `late`)."""
+    return _free_port()
 
 
 @pytest.fixture
-def harness_config_text(mcp_http: McpHttpServer) -> str:
-    # `down` points at a port nothing listens on.
+def harness_config_text(mcp_http: McpHttpServer, late_port: int) -> str:
+    # `down` points at a port nothing listens on; `late` at one a test may start a server on.
     return (
         BASE_CONFIG
         + "mcp_servers:\n"
         + f"  remote: {{url: {json.dumps(mcp_http.url)}}}\n"
+        + f"  late: {{url: 'http://127.0.0.1:{late_port}/mcp'}}\n"
         + f"  down: {{url: 'http://127.0.0.1:{_free_port()}/mcp', connect_timeout_s: 5}}\n"
         + f"  locked: {{url: {json.dumps(mcp_http.url)}, "
         + f"headers_env: {{Authorization: {UNSET}}}}}\n"

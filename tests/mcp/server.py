@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -110,6 +111,21 @@ def write_text(path: str, content: str, ctx: Context) -> dict:
     record(ctx, "write_text", path=path)
     Path(path).write_text(content)
     return {"path": path, "bytes": len(content)}
+
+
+@server.tool(
+    annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+)
+def fill(path: str, mib: int, ctx: Context) -> dict:
+    """Write `mib` MiB of zeros to a file in the working directory, 10 MiB a second."""
+    record(ctx, "fill", path=path, mib=mib)
+    with open(path, "wb") as fh:
+        for _ in range(mib):
+            fh.write(b"\1" * 1024**2)
+            fh.flush()
+            os.fsync(fh.fileno())
+            time.sleep(0.1)
+    return {"path": path, "mib": mib}
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))

@@ -11,7 +11,7 @@ from review.models import ReviewRequest
 from tasks.models import ToolCall
 from tests.conftest import wait_for
 
-from .conftest import UNSET, make_task, wait_status
+from .conftest import UNSET, http_server_start, make_task, wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -102,6 +102,26 @@ def test_idempotent_tool_is_retried_after_a_timeout_with_the_same_key(fleet, mcp
     assert len(seen) == 2 and seen[0]["key"] == seen[1]["key"] == f"{task.id}:{call.call_id}"
 
 
+def test_non_idempotent_call_that_times_out_escalates_instead_of_failing(fleet, mcp_http):
+    fleet.worker()
+    hold = mcp_http.state / "hold"
+    hold.touch()
+    try:
+        task = make_task(
+            [{"call": "remote__note", "args": {"text": "nt-1"}}, {"final": "noted"}],
+            ["remote__note"],
+            budget={"tool_timeout_s": 2},
+        )
+        task = wait_status(task.id, "waiting_review")
+    finally:
+        hold.unlink()
+    call = ToolCall.objects.get(task=task)
+    # It reached the server and did not answer in time: it may have taken effect.
+    assert call.status == "unknown_outcome" and "timed out" in call.error_message
+    assert ReviewRequest.objects.get(task=task).kind == "unknown_outcome"
+    assert len([c for c in mcp_http.calls("note") if c["args"]["text"] == "nt-1"]) == 1
+
+
 def test_non_idempotent_call_escalates_after_its_worker_is_killed(fleet, mcp_http):
     fleet.worker(2)
     fleet.sweeper()
@@ -155,8 +175,8 @@ def test_unreachable_server_fails_the_task_closed_and_ops_and_stats_show_servers
     client.force_login(operator)
     page = client.get("/ops/").content.decode()
     assert 'data-server="remote"' in page and 'data-server="down"' in page
-    # The ten tools of tests/mcp/server.py.
-    assert 'data-testid="mcp-tools-remote">10<' in page
+    # The eleven tools of tests/mcp/server.py.
+    assert 'data-testid="mcp-tools-remote">11<' in page
     assert "could not start MCP server" in page.split('data-testid="mcp-error-down"')[1][:400]
 
     stats = client.get("/api/v1/stats/failures", {"since": "1h"}).json()
@@ -164,3 +184,29 @@ def test_unreachable_server_fails_the_task_closed_and_ops_and_stats_show_servers
         "by_mcp_server"
     ]
     assert 'data-server="remote"' in client.get("/stats/failures/").content.decode()
+
+
+def test_server_not_up_yet_is_retried_until_it_answers(fleet, late_port, tmp_path):
+    fleet.worker()
+    task = make_task(
+        [{"call": "late__lookup", "args": {"key": "late-1"}}, {"final": "found"}],
+        ["late__lookup"],
+        # Three retries (the on_retryable_error trigger's cap), 5 s apart: time to start it.
+        retry={"initial_s": 5, "factor": 1, "max_s": 5, "jitter": "none"},
+    )
+    wait_for(
+        lambda: task.events.filter(type="retry_scheduled").exists(),
+        message="the listing to be retried",
+    )
+    server = http_server_start(state=tmp_path, port=late_port)
+    try:
+        task = wait_status(task.id, "succeeded", timeout=120)
+    finally:
+        server.process.kill()
+        server.process.wait(timeout=10)
+    assert ToolCall.objects.get(task=task).result["value"] == "LATE-1"
+    assert task.events.filter(type="mcp_tools_listed").count() == 1
+    assert (
+        "could not start MCP server 'late'"
+        in (task.events.filter(type="mcp_server_error").first().payload["message"])
+    )

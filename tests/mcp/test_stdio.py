@@ -27,7 +27,8 @@ mcp_servers:
 
 @pytest.fixture
 def harness_config_text() -> str:
-    return BASE_CONFIG + STDIO_CONFIG
+    # A 2 MiB workspace quota for the server's sandbox.
+    return BASE_CONFIG + STDIO_CONFIG + "sandbox: {disk_mb: 2}\n"
 
 
 def test_file_written_by_a_stdio_server_is_in_the_workspace_and_rolled_back(
@@ -103,3 +104,22 @@ def test_server_that_crashes_mid_call_escalates_and_the_task_goes_on(fleet):
     task = wait_status(task.id, "succeeded")
     assert ToolCall.objects.get(task=task, tool="local__lookup").result["value"] == "AFTER"
     assert ToolCall.objects.get(task=task, tool="local__crash").attempts == 1
+
+
+def test_stdio_server_past_its_workspace_quota_is_stopped_and_told(fleet):
+    fleet.worker()
+    task = make_task(
+        [
+            {"call": "local__fill", "args": {"path": "big.bin", "mib": 40}},
+            {"call": "local__lookup", "args": {"key": "small"}},
+            {"final": "done"},
+        ],
+        ["local__*"],
+    )
+    task = wait_status(task.id, "succeeded", timeout=120)
+    fill = ToolCall.objects.get(task=task, tool="local__fill")
+    assert fill.status == "failed"
+    assert "the workspace grew past its quota of 2 MiB" in fill.error_message
+    # Stopped long before it wrote 40 MiB; the next call ran on a fresh server.
+    assert (task.workspace_path / "big.bin").stat().st_size < 40 * 1024**2
+    assert ToolCall.objects.get(task=task, tool="local__lookup").status == "succeeded"
