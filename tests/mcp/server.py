@@ -117,14 +117,14 @@ def write_text(path: str, content: str, ctx: Context) -> dict:
     annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 )
 def fill(path: str, mib: int, ctx: Context) -> dict:
-    """Write `mib` MiB of zeros to a file in the working directory, 10 MiB a second."""
+    """Write `mib` files of 1 MiB each (`<path>.<n>`) in the working directory, ten a second."""
     record(ctx, "fill", path=path, mib=mib)
-    with open(path, "wb") as fh:
-        for _ in range(mib):
+    for n in range(mib):
+        with open(f"{path}.{n}", "wb") as fh:
             fh.write(b"\1" * 1024**2)
             fh.flush()
             os.fsync(fh.fileno())
-            time.sleep(0.1)
+        time.sleep(0.1)
     return {"path": path, "mib": mib}
 
 
