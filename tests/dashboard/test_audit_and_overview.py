@@ -66,7 +66,7 @@ def test_overview_counts_every_status_with_the_oldest_review(as_user, viewer, ma
     assert 'data-testid="oldest-review">oldest 2' in html
     assert 'href="/tasks/?status=stalled"' in html
     # Active tasks: the counts poll for updates.
-    assert 'hx-trigger="every 5s [harnessLive()]"' in html
+    assert 'hx-trigger="every 5s" data-live-poll' in html
 
 
 def test_overview_window_numbers_link_to_the_prefiltered_list(as_user, viewer, make_task):

@@ -136,7 +136,7 @@ def test_live_fragment_polls_while_active_and_stops_when_terminal(as_user, viewe
     task = make_task(status="running")
     client = as_user(viewer)
     assert (
-        'hx-trigger="every 2s [harnessLive()]"'
+        'hx-trigger="every 2s" data-live-poll'
         in client.get(f"/tasks/{task.id}/live/").content.decode()
     )
     task.__class__.objects.filter(id=task.id).update(status="succeeded")
