@@ -63,6 +63,7 @@ from checkpoints.services import (
 )
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
 from harness_site.config import harness_config
+from multiagent import coordinator, delegation
 from review import policy
 from review.models import ReviewStatus
 from review.policy import PolicyDecision
@@ -73,7 +74,7 @@ from tasks.canonical import canonical_hash, nul_free
 from tasks.feedback import compact_feedback
 from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
 from tasks.paths import resolve_in_workspace
-from tasks.spec import MAX_TURN_TOKENS, TaskSpec
+from tasks.spec import DELEGATE_TOOL, MAX_TURN_TOKENS, TaskSpec
 from tasks.states import LeaseLost, TaskStatus
 from tasks.tools.mcp import mcp_servers_named, mcp_tool_spec
 from tasks.tools.registry import ToolContext, ToolError, ToolSpec, UnknownTool, registry
@@ -192,6 +193,8 @@ class Watchdog(threading.Thread):
         self.stop = threading.Event()
         self.cancel_requested = threading.Event()
         self.lease_lost = threading.Event()
+        # The global checkpoint round the task must prepare for (None: none asked).
+        self.hold_round_id: Any = None
         self._done = threading.Event()
         # Guards `_call_stop` against a halt racing with a call starting or ending.
         self._lock = threading.Lock()
@@ -220,7 +223,13 @@ class Watchdog(threading.Thread):
                     self.lease_lost.set()
                     self._halt()
                     return
-                if Task.objects.filter(id=self.task_id, cancel_requested=True).exists():
+                cancel, hold = (
+                    Task.objects.filter(id=self.task_id)
+                    .values_list("cancel_requested", "hold_round_id")
+                    .get()
+                )
+                self.hold_round_id = hold
+                if cancel:
                     self.cancel_requested.set()
                     self._halt()
         except Exception:  # the loop's own fenced writes will notice a broken database
@@ -324,18 +333,20 @@ class TaskRun:
         extra: list[Any] | None = None,
         fields: dict[str, Any] | None = None,
         then: Callable[[Any], None] | None = None,
+        level: str | None = None,
     ) -> None:
         """One durable write: [checkpoint] + task row (fenced) + pending events (+ extra rows),
         in one transaction; `then(checkpoint or None)` runs last inside it. `trigger` None, or
-        a trigger switched off in harness.yaml, writes no checkpoint."""
+        a trigger switched off in harness.yaml, writes no checkpoint; a `level` writes one at
+        that level whatever harness.yaml says."""
         configured = self.config.trigger(trigger) if trigger else None
         checkpoint = None
-        if configured is not None:
+        if configured is not None or (trigger and level):
             checkpoint = checkpoint_build(
                 task_id=self.task_id,
                 seq=self.seq,
                 state=self.state,
-                level=configured.level,
+                level=level or configured.level,
                 trigger=trigger,
                 snapshot=self.capture_snapshot(),
                 parent_id=self.head_id,
@@ -602,6 +613,8 @@ class TaskRun:
     def boundary_checks(self) -> None:
         if self.watchdog.lease_lost.is_set():
             raise LeaseLost("heartbeat found the lease taken")
+        if self.watchdog.hold_round_id is not None:
+            self.prepare_for_round(self.watchdog.hold_round_id)
         # cancel_seen is the task row's flag as of the last commit, which is never further
         # back than the previous model turn or tool call.
         if self.watchdog.cancel_requested.is_set() or self.cancel_seen:
@@ -802,6 +815,8 @@ class TaskRun:
         state = self.state
         while state.next_call < len(state.pending):
             call = state.pending[state.next_call]
+            if call.tool == DELEGATE_TOOL and call.tool in self.spec.tools:
+                self.await_delegations()
             outcome = self.run_call(call)
             state.messages.append(
                 Message(
@@ -1361,6 +1376,120 @@ class TaskRun:
             ),
         )
 
+    # -- multi-agent groups (multiagent/) -----------------------------------------------
+
+    def await_delegations(self) -> None:
+        """The delegate calls of this step start their children together; the parent then
+        waits without a worker until all of them have ended, and their outcomes become the
+        calls' results (run_call replays them from the ledger)."""
+        state = self.state
+        tool = registry.get(DELEGATE_TOOL)
+        new: list[tuple[ToolCall, delegation.Delegation]] = []
+        refused: list[ToolCall] = []
+        started: list[ToolCall] = []
+        for call in state.pending[state.next_call :]:
+            if call.tool != DELEGATE_TOOL or call.raw_error:
+                continue
+            row, _ = self.ledger_row(call, tool)
+            if row.status == ToolCallStatus.RUNNING:
+                started.append(row)
+            elif row.status == ToolCallStatus.PROPOSED:
+                plan = delegation.delegation_plan(
+                    spec=self.spec,
+                    title=self.task.title,
+                    call_id=call.call_id,
+                    arguments=call.args,
+                    steps_used=state.budget.steps,
+                    tokens_used=state.budget.tokens,
+                )
+                if isinstance(plan, str):
+                    row.status = ToolCallStatus.FAILED
+                    row.error_class = "invalid_call"
+                    row.error_message = plan
+                    row.result = {"observation": plan}
+                    refused.append(row)
+                else:
+                    new.append((row, plan))
+        if new:
+            now = timezone.now()
+            for row, plan in new:
+                row.status = ToolCallStatus.RUNNING
+                row.attempts = 1
+                row.started_at = now
+                self.event(
+                    "delegated",
+                    {"call_id": row.call_id, "agent": plan.args.agent, "goal": plan.args.goal},
+                )
+            self.pause(
+                to=TaskStatus.WAITING_CHILDREN,
+                trigger="before_delegate",
+                reason=f"waiting for {len(new) + len(started)} child task(s)",
+                extra=[*refused, *(row for row, _ in new)],
+                then=lambda _checkpoint: delegation.delegation_start(
+                    parent=self.task, delegations=[plan for _, plan in new]
+                ),
+            )
+        children = delegation.delegation_children(
+            parent_id=self.task_id, call_ids=[row.call_id for row in started]
+        )
+        if any(not child.is_terminal for child in children.values()):
+            self.pause(
+                to=TaskStatus.WAITING_CHILDREN,
+                trigger=None,
+                reason="waiting for child tasks",
+                extra=refused,
+            )
+        for row in started:
+            child = children.get(row.call_id)
+            delegation.delegation_settle(row=row, child=child)
+            tokens, cost = delegation.child_usage(child)
+            state.budget.tokens += tokens
+            state.budget.cost_usd += cost
+            self.event(
+                "delegation_finished",
+                {"call_id": row.call_id, "status": row.status, "child": row.result.get("task_id")},
+            )
+        if started or refused:
+            self.commit(trigger=None, extra=[*refused, *started])
+
+    def prepare_for_round(self, round_id: Any) -> None:
+        """Two-phase commit, phase one: at this step boundary write a local checkpoint and a
+        vote in one write, then hold (`prepared`; the job ends) until the round ends."""
+        voted: list[bool] = []
+
+        def vote(checkpoint: Any) -> None:
+            if coordinator.round_vote(
+                round_id=round_id, task_id=self.task_id, checkpoint_id=checkpoint.id
+            ):
+                services.task_transition(
+                    task_id=self.task_id,
+                    to=TaskStatus.PREPARED,
+                    expect_epoch=self.epoch,
+                    reason="prepared for a global checkpoint",
+                    fields={"worker_id": ""},
+                )
+                voted.append(True)
+
+        self.event("global_prepare", {"round_id": str(round_id)})
+        self.commit(trigger="global_prepare", level="step", then=vote)
+        self.watchdog.hold_round_id = None
+        if voted:
+            # This vote may complete the round: commit it now rather than at the next sweep.
+            coordinator.round_advance(round_id=round_id)
+            raise Paused()
+
+    def wake_parent(self) -> None:
+        """A child that ended may be the last one its parent waits for; a participant that
+        ended before it could prepare may be the last one a round waits for."""
+        try:
+            if self.task.parent_id is not None:
+                delegation.delegation_wake(parent_id=self.task.parent_id)
+            hold = Task.objects.values_list("hold_round_id", flat=True).get(id=self.task_id)
+            if hold is not None:
+                coordinator.round_advance(round_id=hold)
+        except Exception:  # the sweep does it later
+            log.exception("task %s: waking its parent or advancing its round failed", self.task_id)
+
     # -- endings -------------------------------------------------------------------------
 
     def finish_success(self) -> None:
@@ -1376,6 +1505,7 @@ class TaskRun:
                 fields={"result": self.state.final or "", **self._usage_fields()},
             )
         self.pending_events = []
+        self.wake_parent()
 
     def finish_stopped(self, stop: StopRun) -> str:
         to = TaskStatus.CANCELED if stop.error_class == "canceled" else TaskStatus.FAILED
@@ -1407,6 +1537,7 @@ class TaskRun:
             )
         except LeaseLost:
             return "lease_lost"
+        self.wake_parent()
         return str(to)
 
 

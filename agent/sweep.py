@@ -12,6 +12,9 @@ crash or a Redis restart left behind is repaired from it.
 5. Every `retention.every` (harness.yaml), retention thins the checkpoints of the tasks that
    finished since its last run, and every `retention.gc_every` it collects unreferenced blobs
    (the job named by settings.HARNESS_RETENTION_JOB, `checkpoints.retention.retention_run`).
+6. Multi-agent groups: a parent waiting for children that have all ended is woken (a child
+   canceled on its own, or whose end was not reported); open global checkpoint rounds are
+   advanced (committed when complete, aborted past their deadline).
 
 Every step is safe to run concurrently from several sweepers and to repeat: transitions are
 row-locked and conditional, and a duplicate job finds its task taken and exits.
@@ -37,6 +40,8 @@ from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 
 from harness_site.config import harness_config
+from multiagent.coordinator import rounds_advance_open
+from multiagent.delegation import delegations_wake_ready
 from review.services import reviews_expire_overdue
 from tasks import services
 from tasks.models import SWEEPER_NAME, SweepRun, Task, ToolCall, ToolCallStatus
@@ -60,6 +65,8 @@ class SweepCounts:
     hours_rolled: int = 0
     checkpoints_deleted: int = 0
     blobs_deleted: int = 0
+    parents_woken: int = 0
+    rounds_ended: int = 0
 
     def any(self) -> bool:
         return any(asdict(self).values())
@@ -284,6 +291,8 @@ def sweep_once() -> SweepCounts:
     retention = sweep_retention(now=started)
     counts.checkpoints_deleted = retention.get("checkpoints_deleted", 0)
     counts.blobs_deleted = retention.get("blobs_deleted", 0)
+    counts.rounds_ended = rounds_advance_open()
+    counts.parents_woken = delegations_wake_ready()
     sweep_record(started=started, duration_ms=(time.monotonic() - clock) * 1000, counts=counts)
     if counts.any():
         log.info("sweep: %s", asdict(counts))

@@ -117,7 +117,7 @@ def _newest_valid(task: Task) -> LoadedCheckpoint:
     return loaded
 
 
-def _new_branch(task: Task, state: AgentState) -> int:
+def new_branch(task: Task, state: AgentState) -> int:
     """A branch number no call_id of this task has used, so calls on the new branch never
     collide with the ledger rows of superseded ones."""
     used = [state.branch]
@@ -128,7 +128,7 @@ def _new_branch(task: Task, state: AgentState) -> int:
     return max(used) + 1
 
 
-def _rekey(state: AgentState, call_ids: set[str] | None) -> dict[str, str]:
+def calls_rekey(state: AgentState, call_ids: set[str] | None) -> dict[str, str]:
     """Give fresh call_ids on the state's branch to the pending calls not yet finished (all of
     them, or those in `call_ids`), in `pending` and in the assistant message that proposed
     them, so they run again instead of replaying the ledger."""
@@ -288,8 +288,8 @@ def checkpoint_rollback(
         except CheckpointCorrupted as exc:
             raise RecoveryInvalid("checkpoint_id", str(exc)) from None
         state = base.state.model_copy(deep=True)
-        state.branch = _new_branch(task, state)
-        _rekey(state, None)
+        state.branch = new_branch(task, state)
+        calls_rekey(state, None)
         undone = calls_undone(task, chosen, done_call_ids(base))
         irreversible = [
             f"{row.tool} {row.call_id}"
@@ -367,8 +367,8 @@ def task_retry(
                 task=task, call_id__in=pending_ids, status__in=RETRYABLE
             ).values_list("call_id", flat=True)
         )
-        state.branch = _new_branch(task, state)
-        rekeyed = _rekey(state, failed)
+        state.branch = new_branch(task, state)
+        rekeyed = calls_rekey(state, failed)
         state.recovery = RecoveryNote(
             kind="retry",
             reason=reason,
@@ -430,9 +430,16 @@ def task_forward(
 
 def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Task:
     """Cancel now when no worker holds the task; otherwise ask the worker to stop at its next
-    boundary (it also stops a running tool)."""
+    boundary (it also stops a running tool). Cancel propagates down: every child task still
+    going is canceled too."""
     actor = user.get_username()
     with transaction.atomic():
+        for child_id in (
+            Task.objects.filter(parent_id=task_id)
+            .exclude(status__in=TERMINAL)
+            .values_list("id", flat=True)
+        ):
+            task_cancel(task_id=child_id, user=user, reason=reason or f"parent {task_id} canceled")
         task = Task.objects.select_for_update().get(id=task_id)
         if task.status in TERMINAL:
             raise TransitionConflict(f"task is already {task.status}")

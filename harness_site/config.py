@@ -61,6 +61,7 @@ CheckpointEvent = Literal[
     "before_write_operation",
     "before_external_call",
     "before_review",
+    "before_delegate",
     "on_retryable_error",
 ]
 
@@ -231,12 +232,31 @@ class McpServerConfig(_Strict):
         return "stdio" if self.command is not None else "http"
 
 
+class MultiAgentConfig(_Strict):
+    """Multi-agent groups (multiagent/): when the coordinator takes a global checkpoint, and
+    how long a participant may take to prepare before the round aborts."""
+
+    # `children_finished`: when every child delegated in one turn has ended;
+    # `operator_request`: when an operator asks (POST /api/v1/tasks/{id}/global-checkpoints).
+    global_checkpoints: list[Literal["children_finished", "operator_request"]] = [
+        "children_finished",
+        "operator_request",
+    ]
+    prepare_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+
+    @field_validator("prepare_timeout_s", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float:
+        return parse_duration(value)
+
+
 DEFAULT_TRIGGERS = [
     CheckpointTrigger(event="task_start", level="task"),
     CheckpointTrigger(event="after_model", level="step"),
     CheckpointTrigger(event="before_write_operation", level="tool"),
     CheckpointTrigger(event="before_external_call", level="tool"),
     CheckpointTrigger(event="before_review", level="tool"),
+    CheckpointTrigger(event="before_delegate", level="step"),
     CheckpointTrigger(event="after_step", level="step"),
     CheckpointTrigger(event="on_retryable_error", level="step", max_retries=3),
 ]
@@ -270,6 +290,7 @@ class HarnessConfig(_Strict):
     # name code to import; a spec only picks a NAME from here.
     langgraph_graphs: dict[GraphName, GraphRef] = {}
     mcp_servers: dict[McpServerName, McpServerConfig] = {}
+    multi_agent: MultiAgentConfig = MultiAgentConfig()
 
     def trigger(self, event: str) -> CheckpointTrigger | None:
         """The configured trigger for a loop boundary, or None when it is switched off."""

@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "checkpoints",
     "review",
     "agent",
+    "multiagent",
     "dashboard",
 ]
 

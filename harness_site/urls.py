@@ -18,4 +18,5 @@ urlpatterns = [
     path("", include("dashboard.urls")),
     path("", include("checkpoints.urls")),
     path("", include("dashboard.task_urls")),
+    path("", include("multiagent.urls")),
 ]

@@ -34,6 +34,9 @@ class ReviewOut(Schema):
     id: int
     task_id: UUID
     task_title: str
+    # A sub-agent's review names the parent task that delegated to it.
+    parent_task_id: UUID | None
+    parent_task_title: str | None
     call_id: str
     tool: str
     risk: str
@@ -66,6 +69,14 @@ class ReviewOut(Schema):
     @staticmethod
     def resolve_task_title(obj: ReviewRequest) -> str:
         return obj.task.title
+
+    @staticmethod
+    def resolve_parent_task_id(obj: ReviewRequest) -> UUID | None:
+        return obj.task.parent_id
+
+    @staticmethod
+    def resolve_parent_task_title(obj: ReviewRequest) -> str | None:
+        return obj.task.parent.title if obj.task.parent_id else None
 
     @staticmethod
     def resolve_call_id(obj: ReviewRequest) -> str:

@@ -41,7 +41,7 @@ def reviews_list(
     """Pending first (oldest first: the longest wait is the most urgent), then decided ones,
     most recently decided first. `status` is comma-separated; `task` is a task id or a piece
     of its title."""
-    qs = ReviewRequest.objects.select_related("task", "tool_call", "decided_by")
+    qs = ReviewRequest.objects.select_related("task", "task__parent", "tool_call", "decided_by")
     if status:
         qs = qs.filter(status__in=[s for s in status.split(",") if s])
     if tool:

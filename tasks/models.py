@@ -64,6 +64,23 @@ class Task(models.Model):
     cancel_requested = models.BooleanField(default=False)
     rq_job_id = models.CharField(max_length=100, blank=True, default="")
 
+    # Multi-agent groups (multiagent/): a child task started by its parent's `delegate` call
+    # `parent_call_id`, running the parent's sub-agent `agent_name`.
+    # Indexed by the `task_parent_call` constraint (parent first).
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="children",
+        db_index=False,
+    )
+    parent_call_id = models.CharField(max_length=100, blank=True, default="")
+    agent_name = models.CharField(max_length=100, blank=True, default="")
+    # The global checkpoint round (multiagent.models.CheckpointRound) this task must prepare
+    # for: a worker that sees it stops at its next step boundary.
+    hold_round_id = models.UUIDField(null=True, blank=True)
+
     # Not indexed: nothing looks tasks up by their head, and leaving the columns the worker
     # updates on every step (heartbeat, head, usage) out of every index lets PostgreSQL apply
     # that update as a HOT update, touching no index at all.
@@ -93,6 +110,14 @@ class Task(models.Model):
             models.Index(fields=["error_fingerprint", "-finished_at"], name="task_fprint_finished"),
             # The list's creator filter, newest first.
             models.Index(fields=["created_by", "-created_at"], name="task_creator_created"),
+        ]
+        constraints = [
+            # One child per delegate call: starting children is idempotent.
+            models.UniqueConstraint(
+                fields=["parent", "parent_call_id"],
+                condition=models.Q(parent__isnull=False),
+                name="task_parent_call",
+            ),
         ]
         permissions = [("operate_task", "Can cancel, retry, resume and roll back tasks")]
 

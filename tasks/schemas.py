@@ -45,6 +45,14 @@ class TaskOut(Schema):
     cancel_requested: bool
     head_checkpoint: UUID | None
     spec: dict[str, Any]
+    # Multi-agent groups: the parent that delegated to this task, and the tasks it delegated to.
+    parent_id: UUID | None
+    agent_name: str
+    children: list[UUID]
+
+    @staticmethod
+    def resolve_children(obj: Task) -> list[UUID]:
+        return list(obj.children.order_by("created_at").values_list("id", flat=True))
 
     @staticmethod
     def resolve_created_by(obj: Task) -> str | None:

@@ -271,7 +271,17 @@ def task_defer(*, task_id: Any) -> None:
 
 def task_spec_check(spec: TaskSpec) -> None:
     """Checks that need the registry or the config, beyond the pydantic schema."""
-    for index, name in enumerate(spec.tools):
+    _tools_check(spec.tools, spec.model, prefix="")
+    if spec.agent is not None:
+        _agent_spec_check(spec)
+    for name, agent in (spec.agents or {}).items():
+        _tools_check(agent.tools, agent.model, prefix=f"agents.{name}.")
+    _model_spec_check(spec)
+    _timeouts_check(spec)
+
+
+def _tools_check(tools: list[str], model: Any, *, prefix: str) -> None:
+    for index, name in enumerate(tools):
         if mcp_server_of(name) is not None:
             # An MCP server's tool: the server says which exist when the task starts.
             continue
@@ -279,12 +289,12 @@ def task_spec_check(spec: TaskSpec) -> None:
             registry.get(name)
         except UnknownTool:
             known = ", ".join(registry.names())
-            raise SpecError(f"tools.{index}", f"unknown tool {name!r}; known: {known}") from None
-    if spec.agent is not None:
-        _agent_spec_check(spec)
-    elif spec.model.kind == "scripted":
-        allowed = set(spec.tools)
-        for t_index, turn in enumerate(spec.model.script):
+            raise SpecError(
+                f"{prefix}tools.{index}", f"unknown tool {name!r}; known: {known}"
+            ) from None
+    if model is not None and model.kind == "scripted":
+        allowed = set(tools)
+        for t_index, turn in enumerate(model.script):
             names = [turn.call] if turn.call else [c.call for c in turn.calls or []]
             for name in names:
                 if name and name not in allowed and mcp_server_of(name) is None:
@@ -294,10 +304,8 @@ def task_spec_check(spec: TaskSpec) -> None:
                         registry.get(name)
                     except UnknownTool:
                         raise SpecError(
-                            f"model.script.{t_index}", f"unknown tool {name!r}"
+                            f"{prefix}model.script.{t_index}", f"unknown tool {name!r}"
                         ) from None
-    _model_spec_check(spec)
-    _timeouts_check(spec)
 
 
 def _timeouts_check(spec: TaskSpec) -> None:
@@ -350,8 +358,17 @@ def _model_spec_check(spec: TaskSpec) -> None:
             )
 
 
-def task_create(*, spec: TaskSpec, user: AbstractBaseUser | None, enqueue: bool = True) -> Task:
-    """Validate, store and (after commit) enqueue a task. Durable before acknowledged."""
+def task_create(
+    *,
+    spec: TaskSpec,
+    user: AbstractBaseUser | None,
+    enqueue: bool = True,
+    parent: Task | None = None,
+    parent_call_id: str = "",
+    agent_name: str = "",
+) -> Task:
+    """Validate, store and (after commit) enqueue a task. Durable before acknowledged. A child
+    task names its parent, the parent's delegate call and the sub-agent it runs."""
     task_spec_check(spec)
     with transaction.atomic():
         task = Task.objects.create(
@@ -360,9 +377,15 @@ def task_create(*, spec: TaskSpec, user: AbstractBaseUser | None, enqueue: bool 
             spec=spec.model_dump(mode="json", exclude_none=True),
             priority=spec.priority,
             created_by=user if user is not None and user.is_authenticated else None,
+            parent=parent,
+            parent_call_id=parent_call_id,
+            agent_name=agent_name,
         )
         actor = user.get_username() if user is not None and user.is_authenticated else ""
-        event_record(task_id=task.id, type="created", payload={"title": spec.title}, actor=actor)
+        payload: dict[str, Any] = {"title": spec.title}
+        if parent is not None:
+            payload.update(parent_id=str(parent.id), agent=agent_name, call_id=parent_call_id)
+        event_record(task_id=task.id, type="created", payload=payload, actor=actor)
         if enqueue:
             task = task_transition(
                 task_id=task.id, to=TaskStatus.QUEUED, reason="created", actor=actor
@@ -396,7 +419,11 @@ def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
     with transaction.atomic():
         if limit is not None:
             _lock_capacity()
-        updated = Task.objects.filter(id=task_id, status=TaskStatus.QUEUED).update(
+        # A task held by a global checkpoint round (multiagent.coordinator) is not taken: the
+        # round enqueues it again when it ends.
+        updated = Task.objects.filter(
+            id=task_id, status=TaskStatus.QUEUED, hold_round_id__isnull=True
+        ).update(
             status=TaskStatus.RUNNING,
             lease_epoch=F("lease_epoch") + 1,
             attempt=F("attempt") + 1,

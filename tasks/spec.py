@@ -275,6 +275,33 @@ class ChecksSpec(_Spec):
         return value
 
 
+DELEGATE_TOOL = "delegate"
+# Sub-agent names: what the model writes in `delegate {agent}`.
+AGENT_NAME = r"^[a-z][a-z0-9_-]{0,62}$"
+
+
+class AgentSpec(_Spec):
+    """A named sub-agent a task may delegate to (`delegate {agent, goal, inputs}`): each
+    delegation starts a child task with this model, tools, budget and review overrides."""
+
+    model: ModelSpec
+    tools: list[str] = Field(default_factory=list, max_length=200)
+    # Capped by what the parent has left when the child starts.
+    budget: BudgetSpec | None = None
+    review: ReviewOverride | None = None
+    system_prompt: str | None = Field(default=None, max_length=50_000)
+    # The child's goal; `{goal}` and `{inputs}` are replaced by the delegate call's goal and
+    # inputs (JSON). Unset: the goal, then the inputs.
+    goal_template: str | None = Field(default=None, max_length=10_000)
+
+    @field_validator("tools")
+    @classmethod
+    def _no_nesting(cls, tools: list[str]) -> list[str]:
+        if DELEGATE_TOOL in tools:
+            raise ValueError("sub-agents cannot delegate further")
+        return tools
+
+
 class TaskSpec(_Spec):
     title: str = Field(min_length=1, max_length=200)
     goal: str = Field(min_length=1, max_length=100_000)
@@ -293,9 +320,24 @@ class TaskSpec(_Spec):
     system_prompt: str | None = Field(default=None, max_length=50_000)
     context: ContextSpec | None = None
     checks: ChecksSpec | None = None
+    # Sub-agents this task may delegate to; setting any makes the `delegate` tool available.
+    agents: dict[Annotated[str, Field(pattern=AGENT_NAME)], AgentSpec] | None = Field(
+        default=None, max_length=20
+    )
 
     @model_validator(mode="after")
     def _model_or_agent(self) -> TaskSpec:
         if (self.model is None) == (self.agent is None):
             raise ValueError("give exactly one of 'model' (the harness loop) or 'agent' (a graph)")
+        return self
+
+    @model_validator(mode="after")
+    def _delegate_tool(self) -> TaskSpec:
+        if self.agents and self.agent is not None:
+            raise ValueError("sub-agents (`agents`) need the harness loop (`model`), not a graph")
+        if self.agents:
+            if DELEGATE_TOOL not in self.tools:
+                self.tools = [*self.tools, DELEGATE_TOOL]
+        elif DELEGATE_TOOL in self.tools:
+            raise ValueError("the delegate tool needs `agents` to delegate to")
         return self

@@ -18,6 +18,13 @@ class TaskStatus(models.TextChoices):
     # Put on hold by an operator's recovery (rollback / retry / forward with resume=false):
     # nothing runs until the operator resumes it.
     HELD = "held"
+    # A parent whose `delegate` calls started child tasks: no worker holds it; it is queued
+    # again once every child it waits for has ended (multiagent.delegation).
+    WAITING_CHILDREN = "waiting_children"
+    # Stopped at a step boundary with a local checkpoint for a global checkpoint round (two-phase
+    # commit, multiagent.coordinator): no worker holds it; the coordinator queues it again when
+    # the round commits or aborts.
+    PREPARED = "prepared"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELED = "canceled"
@@ -29,12 +36,24 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     S.PENDING: frozenset({S.QUEUED, S.CANCELED}),
     S.QUEUED: frozenset({S.RUNNING, S.CANCELED, S.FAILED, S.HELD}),
     S.RUNNING: frozenset(
-        {S.SUCCEEDED, S.FAILED, S.CANCELED, S.WAITING_REVIEW, S.RETRY_WAIT, S.STALLED, S.QUEUED}
+        {
+            S.SUCCEEDED,
+            S.FAILED,
+            S.CANCELED,
+            S.WAITING_REVIEW,
+            S.RETRY_WAIT,
+            S.STALLED,
+            S.QUEUED,
+            S.WAITING_CHILDREN,
+            S.PREPARED,
+        }
     ),
     S.WAITING_REVIEW: frozenset({S.QUEUED, S.CANCELED, S.FAILED, S.HELD}),
     S.RETRY_WAIT: frozenset({S.QUEUED, S.CANCELED, S.FAILED, S.HELD}),
     S.STALLED: frozenset({S.QUEUED, S.FAILED, S.CANCELED, S.HELD}),
     S.HELD: frozenset({S.QUEUED, S.CANCELED}),
+    S.WAITING_CHILDREN: frozenset({S.QUEUED, S.CANCELED, S.FAILED, S.HELD}),
+    S.PREPARED: frozenset({S.QUEUED, S.CANCELED, S.HELD}),
     # Terminal states are left only by an operator's explicit recovery (retry / rollback).
     S.SUCCEEDED: frozenset({S.QUEUED, S.HELD}),
     S.FAILED: frozenset({S.QUEUED, S.HELD}),

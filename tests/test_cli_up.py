@@ -130,7 +130,7 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         assert client.get("/").status_code == 200
 
         demo = dict(re.findall(r"created demo task (\S+): (.+)", up.text))
-        assert len(demo) == 4, up.text
+        assert len(demo) == 5, up.text
 
         def demo_settled() -> dict[str, str] | None:
             statuses = {
@@ -147,6 +147,7 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         "Demo: raise the worker limit": "waiting_review",
         # The bundled MCP server listed the notes, then its destructive tool paused for review.
         "Demo: tidy the notes (MCP server)": "waiting_review",
+        "Demo: market survey by three sub-agents": "succeeded",
     }
 
     up.process.send_signal(signal.SIGINT)

@@ -208,7 +208,12 @@ _load_lock = threading.Lock()
 def load_tool_modules() -> None:
     """Import the built-in tools, the test tools and every module in HARNESS_TOOL_MODULES
     (each once; a module added to the setting later is picked up on the next lookup)."""
-    wanted = ["agent.tools.builtin", "agent.tools.testing", *settings.HARNESS_TOOL_MODULES]
+    wanted = [
+        "agent.tools.builtin",
+        "agent.tools.testing",
+        "multiagent.tools",
+        *settings.HARNESS_TOOL_MODULES,
+    ]
     if _imported.issuperset(wanted):
         return
     with _load_lock:

@@ -41,6 +41,8 @@ PAGES: dict[str, tuple[str, str]] = {
     "tasks/<uuid:task_id>/checkpoints/diff/": ("GET", "read"),
     "tasks/<uuid:task_id>/graph-checkpoints/<uuid:checkpoint_id>/rollback/": ("GET", "operate"),
     "tasks/<uuid:task_id>/recover/": ("POST", "operate"),
+    "tasks/<uuid:task_id>/group/": ("GET", "read"),
+    "tasks/<uuid:task_id>/group-rollback/": ("GET", "operate"),
     "reviews/": ("GET", "read"),
     "reviews/<int:review_id>/": ("GET", "read"),
     "reviews/<int:review_id>/decide/": ("POST", "operate"),
@@ -84,6 +86,12 @@ OPERATIONS: dict[str, str] = {
     "GET /api/v1/tasks/{task_id}/checkpoints/diff": "read",
     "GET /api/v1/tasks/{task_id}/graph-checkpoints": "read",
     "GET /api/v1/tasks/{task_id}/graph-rollback/preview": "read",
+    "GET /api/v1/tasks/{task_id}/group": "read",
+    "GET /api/v1/tasks/{task_id}/global-checkpoints": "read",
+    "POST /api/v1/tasks/{task_id}/global-checkpoints": "operate",
+    "GET /api/v1/tasks/{task_id}/global-checkpoints/rounds/{round_id}": "read",
+    "GET /api/v1/tasks/{task_id}/group-rollback/preview": "read",
+    "POST /api/v1/tasks/{task_id}/group-rollback": "operate",
 }
 
 

@@ -15,6 +15,60 @@ DEMO_PREFIX = "Demo: "
 
 DEMO_SPECS: list[dict] = [
     {
+        # A multi-agent task: three sub-agents research in parallel; a global checkpoint is
+        # taken when all three have answered; the parent then writes the summary. Its page
+        # shows the agents, one timeline lane each, and the group rollback to that cut.
+        "title": DEMO_PREFIX + "market survey by three sub-agents",
+        "goal": "Survey three regions with one sub-agent each, then summarise their findings.",
+        "tools": ["write_file"],
+        "agents": {
+            region: {
+                "model": {
+                    "kind": "scripted",
+                    "script": [
+                        {
+                            "call": "write_file",
+                            "args": {
+                                "path": "findings.md",
+                                "content": f"# {region}\n\nDemand is steady.\n",
+                            },
+                        },
+                        {"final": f"{region}: demand is steady."},
+                    ],
+                },
+                "tools": ["write_file"],
+                "budget": {"max_steps": 5},
+            }
+            for region in ("north", "south", "west")
+        },
+        "model": {
+            "kind": "scripted",
+            "script": [
+                {
+                    "calls": [
+                        {
+                            "call": "delegate",
+                            "args": {
+                                "agent": region,
+                                "goal": f"Survey demand in the {region} region.",
+                                "inputs": {"region": region},
+                            },
+                        }
+                        for region in ("north", "south", "west")
+                    ]
+                },
+                {
+                    "call": "write_file",
+                    "args": {
+                        "path": "summary.md",
+                        "content": "# Survey\n\nAll three regions report steady demand.\n",
+                    },
+                },
+                {"final": "Summary written to summary.md."},
+            ],
+        },
+    },
+    {
         "title": DEMO_PREFIX + "write release notes",
         "goal": "Read the changelog and write release notes for version 1.2.",
         "tools": ["read_file", "list_files", "write_file", "append_file"],

@@ -1,0 +1,387 @@
+"""Group recovery: roll a whole group back to a global checkpoint, all or nothing.
+
+Every participant of the cut gets its workspace and AgentState back from its local checkpoint
+(a new `group_rollback` checkpoint, parent = that local checkpoint, becomes its head; its later
+checkpoints are superseded); later global checkpoints are superseded; tasks started after the
+cut are canceled. Delegations open at the cut stay bound to the same children (they are rolled
+back too), so the parent waits for them again instead of starting new ones.
+
+All or nothing: every local checkpoint is decoded and verified and every blob its snapshot
+needs is looked up before anything changes; workspaces are restored with their current
+contents captured first, and if any restore (or the database transaction) fails, the
+workspaces already restored are put back. The database changes are one transaction.
+
+Lock contract: the group's task rows in id order (multiagent.selectors.group_lock), then
+checkpoint rows. Refused (409) while any participant runs, is queued, or a round is open.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from checkpoints.blobstore import blob_store
+from checkpoints.models import Checkpoint
+from checkpoints.recovery import RecoveryConflict, RecoveryInvalid, calls_rekey, new_branch
+from checkpoints.selectors import calls_undone, done_call_ids
+from checkpoints.services import (
+    CheckpointCorrupted,
+    LoadedCheckpoint,
+    checkpoint_build,
+    checkpoint_decode,
+    checkpoint_next_seq,
+)
+from checkpoints.snapshots import (
+    manifest_changes,
+    snapshot_blob_keys,
+    snapshot_capture,
+    snapshot_manifest,
+    snapshot_restore,
+    workspace_manifest,
+)
+from multiagent.models import GlobalCheckpoint
+from multiagent.selectors import group_lock, group_member_ids
+from review.services import reviews_cancel_pending
+from tasks import services
+from tasks.agent_state import RecoveryNote
+from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.spec import DELEGATE_TOOL
+from tasks.states import TERMINAL, TaskStatus
+
+_BLOCKING = {
+    TaskStatus.RUNNING: "is running",
+    TaskStatus.QUEUED: "is queued and a worker may take it at any moment",
+    TaskStatus.PREPARED: "is held by a global checkpoint round",
+    TaskStatus.PENDING: "has not started",
+}
+
+
+@dataclass
+class Participant:
+    task: Task
+    loaded: LoadedCheckpoint
+    status_at_cut: str
+    files_restore: list[str] = field(default_factory=list)
+    files_delete: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GroupPlan:
+    global_checkpoint: GlobalCheckpoint
+    participants: list[Participant]
+    # Tasks of the group started after the cut: canceled by the rollback.
+    later_tasks: list[Task]
+    blocked: str
+
+
+def _blocked(members: list[Task]) -> str:
+    for task in members:
+        if task.hold_round_id is not None:
+            return f"task {task.id} is held by a global checkpoint round in progress"
+        if task.status in _BLOCKING:
+            return f"task {task.id} ({task.agent_name or task.title}) {_BLOCKING[task.status]}"
+    return ""
+
+
+def _plan(*, members: list[Task], global_checkpoint: GlobalCheckpoint) -> GroupPlan:
+    """Load and verify every participant's local checkpoint and the blobs its snapshot needs.
+    Raises RecoveryInvalid naming the participant that cannot be restored."""
+    by_id = {str(t.id): t for t in members}
+    store = blob_store()
+    participants = []
+    for entry in global_checkpoint.participants:
+        task = by_id.get(entry["task_id"])
+        checkpoint = Checkpoint.objects.filter(
+            id=entry["checkpoint_id"], task_id=entry["task_id"]
+        ).first()
+        if task is None or checkpoint is None:
+            raise RecoveryInvalid(
+                "global_checkpoint_id",
+                f"participant {entry['task_id']} cannot be restored: its checkpoint is gone",
+            )
+        try:
+            loaded = checkpoint_decode(checkpoint)
+            missing = store.missing(snapshot_blob_keys(loaded.snapshot))
+        except (CheckpointCorrupted, KeyError, ValueError) as exc:
+            raise RecoveryInvalid(
+                "global_checkpoint_id",
+                f"participant {task.id} ({task.agent_name or task.title}) cannot be restored: "
+                f"{exc}",
+            ) from None
+        if missing:
+            raise RecoveryInvalid(
+                "global_checkpoint_id",
+                f"participant {task.id} cannot be restored: {len(missing)} snapshot blob(s) "
+                "are missing",
+            )
+        write, delete, _ = manifest_changes(
+            workspace_manifest(task.workspace_path) if task.workspace_path.is_dir() else {},
+            snapshot_manifest(loaded.snapshot),
+        )
+        participants.append(
+            Participant(
+                task=task,
+                loaded=loaded,
+                status_at_cut=entry.get("status", ""),
+                files_restore=write,
+                files_delete=delete,
+            )
+        )
+    in_cut = {p.task.id for p in participants}
+    later = [
+        t for t in members if t.id not in in_cut and t.created_at > global_checkpoint.created_at
+    ]
+    return GroupPlan(
+        global_checkpoint=global_checkpoint,
+        participants=participants,
+        later_tasks=later,
+        blocked=_blocked(members),
+    )
+
+
+def group_rollback_preview(*, root: Task, global_checkpoint: GlobalCheckpoint) -> dict[str, Any]:
+    """What rolling the group back would do, per agent, computed without changing anything."""
+    members = list(Task.objects.filter(id__in=group_member_ids(root_id=root.id)).order_by("id"))
+    try:
+        plan = _plan(members=members, global_checkpoint=global_checkpoint)
+    except RecoveryInvalid as exc:
+        return {
+            "global_checkpoint_id": global_checkpoint.id,
+            "seq": global_checkpoint.seq,
+            "allowed": False,
+            "blocked": exc.message,
+            "participants": [],
+            "canceled": [],
+            "superseded_global_seqs": [],
+        }
+    return {
+        "global_checkpoint_id": global_checkpoint.id,
+        "seq": global_checkpoint.seq,
+        "allowed": not plan.blocked,
+        "blocked": plan.blocked,
+        "participants": [
+            {
+                "task_id": p.task.id,
+                "agent": p.task.agent_name,
+                "title": p.task.title,
+                "status": p.task.status,
+                "status_at_cut": p.status_at_cut,
+                "checkpoint_id": p.loaded.checkpoint.id,
+                "checkpoint_seq": p.loaded.checkpoint.seq,
+                "step_index": p.loaded.checkpoint.step_index,
+                "files_restore": p.files_restore,
+                "files_delete": p.files_delete,
+                "checkpoints_superseded": Checkpoint.objects.filter(
+                    task=p.task, seq__gt=p.loaded.checkpoint.seq, superseded=False
+                ).count(),
+            }
+            for p in plan.participants
+        ],
+        "canceled": [t.id for t in plan.later_tasks if t.status not in TERMINAL],
+        "superseded_global_seqs": list(
+            GlobalCheckpoint.objects.filter(
+                root=root, seq__gt=global_checkpoint.seq, superseded=False
+            ).values_list("seq", flat=True)
+        ),
+    }
+
+
+def _restore_workspaces(plan: GroupPlan) -> list[tuple[Participant, dict | None]]:
+    """Restore every participant's workspace; if one fails, put back those already done.
+    -> (participant, its workspace before) for each, to undo them later."""
+    done: list[tuple[Participant, dict | None]] = []
+    try:
+        for p in plan.participants:
+            before = (
+                snapshot_capture(task_id=p.task.id, workspace=p.task.workspace_path)
+                if p.task.workspace_path.is_dir()
+                else None
+            )
+            done.append((p, before))
+            snapshot_restore(workspace=p.task.workspace_path, snapshot=p.loaded.snapshot)
+    except OSError as exc:
+        _undo(done)
+        raise RecoveryConflict(
+            f"the workspace of task {p.task.id} could not be restored ({exc}); nothing was changed"
+        ) from None
+    return done
+
+
+def _undo(done: list[tuple[Participant, dict | None]]) -> None:
+    for p, before in reversed(done):
+        try:
+            snapshot_restore(workspace=p.task.workspace_path, snapshot=before)
+        except Exception:  # best effort: the loop syncs the workspace to its head on resume
+            continue
+
+
+def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bool) -> str:
+    """Write the participant's `group_rollback` checkpoint and move it; -> its new status."""
+    task, base = p.task, p.loaded
+    state = base.state.model_copy(deep=True)
+    # Delegate calls open at the cut stay bound to their children (rolled back with the
+    # group); other unfinished calls run again under fresh call_ids on a new branch.
+    pending = state.pending[state.next_call :]
+    open_delegations = {c.call_id for c in pending if c.tool == DELEGATE_TOOL}
+    state.branch = new_branch(task, state)
+    calls_rekey(state, {c.call_id for c in pending} - open_delegations)
+    undone = calls_undone(task, base.checkpoint, done_call_ids(base))
+    actor = user.get_username() if user is not None and user.is_authenticated else "system"
+    state.recovery = RecoveryNote(
+        kind="rollback",
+        reason=reason,
+        actor=actor,
+        from_seq=base.checkpoint.seq,
+        undone={
+            "files_restored": p.files_restore[:200],
+            "files_deleted": p.files_delete[:200],
+            "calls": [f"{r.tool} {r.call_id} (step {r.step_index})" for r in undone][:100],
+            "group": f"global checkpoint {plan.global_checkpoint.seq}",
+        },
+    )
+    state.last_error = None
+    seq = checkpoint_next_seq(task_id=task.id)
+    checkpoint = checkpoint_build(
+        task_id=task.id,
+        seq=seq,
+        state=state,
+        level="task",
+        trigger="group_rollback",
+        snapshot=base.snapshot,
+        parent_id=base.checkpoint.id,
+    )
+    checkpoint.save(force_insert=True)
+    superseded = Checkpoint.objects.filter(
+        task=task, seq__gt=base.checkpoint.seq, seq__lt=seq, superseded=False
+    ).update(superseded=True)
+    if open_delegations:
+        # The children are back at the cut too: the calls that started them wait again.
+        started = Task.objects.filter(parent=task, parent_call_id__in=open_delegations).values_list(
+            "parent_call_id", flat=True
+        )
+        ToolCall.objects.filter(task=task, call_id__in=list(started)).update(
+            status=ToolCallStatus.RUNNING, result=None, error_class="", error_message=""
+        )
+    terminal_at_cut = p.status_at_cut in TERMINAL
+    Task.objects.filter(id=task.id).update(
+        head_checkpoint_id=checkpoint.id,
+        current_step=state.step_index,
+        steps_used=state.budget.steps,
+        tokens_used=state.budget.tokens,
+        error_class="" if not terminal_at_cut else task.error_class,
+        error_message="" if not terminal_at_cut else task.error_message,
+        result="" if not terminal_at_cut else task.result,
+        cancel_requested=False,
+        retry_at=None,
+        rollback_count=task.rollback_count + 1,
+        updated_at=timezone.now(),
+    )
+    reviews_cancel_pending(task_id=task.id, comment=f"superseded by group rollback ({actor})")
+    services.event_record(
+        task_id=task.id,
+        type="group_rollback",
+        actor=actor,
+        step_index=state.step_index,
+        payload={
+            "reason": reason,
+            "resume": resume,
+            "global_checkpoint_id": str(plan.global_checkpoint.id),
+            "global_seq": plan.global_checkpoint.seq,
+            "from_checkpoint": str(base.checkpoint.id),
+            "from_seq": base.checkpoint.seq,
+            "checkpoint_id": str(checkpoint.id),
+            "seq": seq,
+            "superseded": superseded,
+            "files_restored": len(p.files_restore),
+            "files_deleted": len(p.files_delete),
+        },
+    )
+    if terminal_at_cut and task.status == p.status_at_cut:
+        return task.status
+    target = TaskStatus.QUEUED if resume and not terminal_at_cut else TaskStatus.HELD
+    if task.status != target:
+        task = services.task_transition(
+            task_id=task.id, to=target, actor=actor, reason=f"group rollback: {reason}"[:500]
+        )
+    if target == TaskStatus.QUEUED:
+        services.task_enqueue(task=task)
+    return target
+
+
+def group_rollback(
+    *,
+    root_id: Any,
+    global_checkpoint_id: Any,
+    user: AbstractBaseUser | None,
+    reason: str,
+    resume: bool,
+) -> dict[str, Any]:
+    """Roll every participant of the group back to the global checkpoint, or none."""
+    reason = (reason or "").strip()[:2000]
+    if not reason:
+        raise RecoveryInvalid("reason", "a reason is required")
+    with transaction.atomic():
+        members = group_lock(root_id=root_id)
+        global_checkpoint = GlobalCheckpoint.objects.filter(
+            root_id=root_id, id=global_checkpoint_id
+        ).first()
+        if global_checkpoint is None:
+            raise RecoveryInvalid("global_checkpoint_id", "no such global checkpoint in this group")
+        if global_checkpoint.superseded:
+            raise RecoveryInvalid(
+                "global_checkpoint_id", "this global checkpoint was superseded by a rollback"
+            )
+        blocked = _blocked(members)
+        if blocked:
+            raise RecoveryConflict(blocked)
+        plan = _plan(members=members, global_checkpoint=global_checkpoint)
+        before = _restore_workspaces(plan)
+        try:
+            with transaction.atomic():
+                statuses = {
+                    str(p.task.id): _fork(p, plan=plan, user=user, reason=reason, resume=resume)
+                    for p in plan.participants
+                }
+                canceled = []
+                for task in plan.later_tasks:
+                    if task.status in TERMINAL:
+                        continue
+                    services.task_transition(
+                        task_id=task.id,
+                        to=TaskStatus.CANCELED,
+                        reason="started after the global checkpoint the group was rolled back to",
+                        fields={"error_class": "canceled", "error_message": "group rollback"},
+                    )
+                    reviews_cancel_pending(task_id=task.id, comment="group rollback")
+                    canceled.append(str(task.id))
+                later = GlobalCheckpoint.objects.filter(
+                    root_id=root_id, seq__gt=global_checkpoint.seq, superseded=False
+                ).update(superseded=True)
+                services.audit_record(
+                    user=user,
+                    action="group_rollback",
+                    task_id=root_id,
+                    reason=reason,
+                    target=f"{root_id} global checkpoint {global_checkpoint.seq}",
+                    after={
+                        "statuses": statuses,
+                        "canceled": canceled,
+                        "global_superseded": later,
+                    },
+                )
+        except Exception:
+            _undo(before)
+            raise
+        return {
+            "global_checkpoint_id": global_checkpoint.id,
+            "seq": global_checkpoint.seq,
+            "participants": [
+                {"task_id": task_id, "status": status} for task_id, status in statuses.items()
+            ],
+            "canceled": canceled,
+            "global_checkpoints_superseded": later,
+        }

@@ -1,0 +1,108 @@
+"""The group on the task page (agents, one lane per agent, global checkpoints) and the group
+rollback page, on a group built through the services (no workers needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from checkpoints.services import checkpoint_build
+from checkpoints.snapshots import snapshot_capture
+from multiagent import coordinator
+from tasks.agent_state import AgentState
+from tasks.models import Task
+from tasks.services import task_create
+from tasks.spec import TaskSpec
+from tests.multiagent.conftest import agent, group_spec
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def group(settings, tmp_path, operator):
+    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
+    spec = TaskSpec.model_validate(
+        group_spec({"final": "x"}, agents={"scout": agent({"final": "y"})}, title="survey")
+    )
+    parent = task_create(spec=spec, user=operator, enqueue=False)
+    child_spec = TaskSpec.model_validate(
+        {
+            "title": "survey / scout",
+            "goal": "g",
+            "model": {"kind": "scripted", "script": [{"final": "y"}]},
+        }
+    )
+    child = task_create(
+        spec=child_spec,
+        user=operator,
+        enqueue=False,
+        parent=parent,
+        parent_call_id="0.1.0",
+        agent_name="scout",
+    )
+    for task in (parent, child):
+        task.workspace_path.mkdir(parents=True)
+        (task.workspace_path / "notes.txt").write_text("at the cut")
+        checkpoint = checkpoint_build(
+            task_id=task.id,
+            seq=0,
+            state=AgentState(),
+            level="task",
+            trigger="task_start",
+            snapshot=snapshot_capture(task_id=task.id, workspace=task.workspace_path),
+            parent_id=None,
+        )
+        checkpoint.save(force_insert=True)
+        Task.objects.filter(id=task.id).update(head_checkpoint=checkpoint, status="succeeded")
+    cut = coordinator.round_start(root_id=parent.id, trigger="manual").global_checkpoint
+    for task in (parent, child):
+        (task.workspace_path / "notes.txt").write_text("after the cut")
+    return parent, child, cut
+
+
+def logged_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_task_page_shows_the_agents_their_lanes_and_the_global_checkpoints(group, viewer):
+    parent, child, cut = group
+    client = logged_in(viewer)
+    page = client.get(f"/tasks/{parent.id}/").content.decode()
+    assert 'data-testid="group-panel"' in page
+    panel = client.get(f"/tasks/{parent.id}/group/").content.decode()
+    assert "<code>scout</code>" in panel and f'data-child-id="{child.id}"' in panel
+    assert 'data-global-seq="1"' in panel
+    # A viewer reads, but is not offered the rollback.
+    assert "group-rollback-link" not in panel
+    lanes = json.loads(
+        panel.split('id="group-lanes-data" type="application/json">')[1].split("</script>")[0]
+    )
+    assert set(lanes["layout"]["yaxis"]["categoryarray"]) == {
+        f"parent · {str(parent.id)[:8]}",
+        f"scout · {str(child.id)[:8]}",
+    }
+    marks = next(t for t in lanes["data"] if t["name"] == "global checkpoints")
+    assert marks["customdata"] == [
+        f"/tasks/{parent.id}/group-rollback/?global_checkpoint_id={cut.id}"
+    ]
+    child_panel = client.get(f"/tasks/{child.id}/group/").content.decode()
+    assert 'data-testid="group-parent"' in child_panel and "survey" in child_panel
+
+
+def test_an_operator_previews_and_rolls_the_group_back_from_the_page(group, operator, viewer):
+    parent, child, cut = group
+    url = f"/tasks/{parent.id}/group-rollback/?global_checkpoint_id={cut.id}"
+    assert logged_in(viewer).get(url).status_code == 403
+    client = logged_in(operator)
+    preview = client.get(url).content.decode()
+    assert 'data-testid="group-rollback-preview"' in preview and "notes.txt" in preview
+    refused = client.post(url, {"global_checkpoint_id": str(cut.id), "reason": "", "then": "hold"})
+    assert refused.status_code == 422
+    done = client.post(url, {"global_checkpoint_id": str(cut.id), "reason": "undo", "then": "hold"})
+    assert done.status_code == 302
+    for task in (parent, child):
+        assert (task.workspace_path / "notes.txt").read_text() == "at the cut"
