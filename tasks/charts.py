@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tasks.models import Task, ToolCallStatus
+from tasks.states import TERMINAL as TERMINAL_STATUSES
 from tasks.states import TaskStatus
 
 # The events the timeline reads (the rest of the frame log is in the events tab).
@@ -26,14 +27,33 @@ TIMELINE_EVENT_TYPES = frozenset(
         "task_stopped",
         "status",
         "graph_node",  # a LangGraph node run (tasks.graph_runner)
+        *("rollback", "retry", "forward", "retry_scheduled", "redispatched"),
     }
 )
 
 ROW_STEPS = "steps"
 ROW_MODEL = "model"
-ROW_HUMAN = "waiting for human"
+ROW_HUMAN = "waiting for review"
+ROW_HELD = "held"
 ROW_BACKOFF = "retry backoff"
+ROW_RECOVERY = "recovery"
 ROW_CHECKPOINTS = "checkpoints"
+
+# Spans with nothing running are cut out of the axis (a marked break that says how long and
+# why) when longer than twice the time spent working, clamped to 5..60 s: a task that waited
+# hours for a review, or sits on hold, still shows its work.
+IDLE_GAP_S = (5.0, 60.0)
+
+# Interventions and recoveries, each its own trace on the "recovery" row: event type ->
+# (trace name, marker symbol, colour).
+RECOVERY_MARKS = {
+    "rollback": ("rollbacks", "triangle-left", "#6b2fb3"),
+    "retry": ("retries", "circle-open", "#b26a00"),
+    "retry_scheduled": ("retries", "circle-open", "#b26a00"),
+    "forward": ("forward recoveries", "triangle-right", "#2457c5"),
+    "redispatched": ("redispatches", "square-open", "#2457c5"),
+    "held": ("holds", "line-ns-open", "#5b3a8c"),
+}
 
 LEVEL_COLORS = {"task": "#7b3fbf", "step": "#2457c5", "tool": "#c77700"}
 STATUS_COLORS = {
@@ -154,9 +174,12 @@ def task_timeline(
     steps_bars = _Bars("steps", "#8aa1c1")
     model_bars = _Bars("model calls", "#5c7cfa")
     tool_bars = _Bars("tool attempts", "#1e7b34")
-    human_bars = _Bars("waiting for human", "rgba(178,106,0,0.45)")
+    human_bars = _Bars("waiting for review", "rgba(178,106,0,0.45)")
+    held_bars = _Bars("held", "rgba(91,58,140,0.35)")
     backoff_bars = _Bars("retry backoff", "rgba(120,120,120,0.35)")
     node_bars = _Bars("graph nodes", "#0b7285")
+    waits = {ROW_HUMAN: human_bars, ROW_HELD: held_bars, ROW_BACKOFF: backoff_bars}
+    marks: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     errors: dict[str, list] = defaultdict(list)
 
     def extend_step(index: int | None, start: datetime, end: datetime) -> None:
@@ -211,20 +234,21 @@ def task_timeline(
         elif kind == "status":
             for state, row in (
                 (TaskStatus.WAITING_REVIEW, ROW_HUMAN),
+                (TaskStatus.HELD, ROW_HELD),
                 (TaskStatus.RETRY_WAIT, ROW_BACKOFF),
             ):
                 if e["to"] == state:
                     open_spans[row] = at
                 elif e["from"] == state and row in open_spans:
                     _close_span(
-                        human_bars if row == ROW_HUMAN else backoff_bars,
-                        row,
-                        open_spans.pop(row),
-                        at,
-                        e["reason"] or e["to"] or "",
+                        waits[row], row, open_spans.pop(row), at, e["reason"] or e["to"] or ""
                     )
+            if e["to"] == TaskStatus.HELD:
+                _mark(marks, "held", at, f"held: {e['reason'] or ''}"[:300])
+        elif kind in RECOVERY_MARKS:
+            _mark(marks, kind, at, _recovery_text(e))
     for row, start in open_spans.items():
-        _close_span(human_bars if row == ROW_HUMAN else backoff_bars, row, start, now, "still")
+        _close_span(waits[row], row, start, now, "still")
 
     for call in calls:
         row = tool_row(call["tool"])
@@ -263,10 +287,19 @@ def task_timeline(
     superseded = superseded_ranges(checkpoints)
     data = [
         b.trace(superseded)
-        for b in (steps_bars, model_bars, node_bars, tool_bars, human_bars, backoff_bars)
+        for b in (
+            steps_bars,
+            model_bars,
+            node_bars,
+            tool_bars,
+            human_bars,
+            held_bars,
+            backoff_bars,
+        )
         if b.rows
     ]
     data += _checkpoint_traces(checkpoints)
+    data += _mark_traces(marks)
     if errors["x"]:
         data.append(
             {
@@ -286,9 +319,22 @@ def task_timeline(
         {tool_row(c["tool"]) for c in calls} | {y for y in errors["y"] if y.startswith("tool · ")}
     )
     rows = [ROW_STEPS, ROW_MODEL, *sorted(set(node_bars.rows)), *tool_rows]
-    rows += [r for r, bars in ((ROW_HUMAN, human_bars), (ROW_BACKOFF, backoff_bars)) if bars.rows]
+    rows += [row for row, bars in waits.items() if bars.rows]
+    if marks:
+        rows.append(ROW_RECOVERY)
     if checkpoints:
         rows.append(ROW_CHECKPOINTS)
+    busy = [
+        (start, _end(start, ms))
+        for bars in (model_bars, node_bars, tool_bars)  # a step spans its waits: not work
+        for start, ms in zip(bars.starts, bars.durations, strict=True)
+    ]
+    busy += [(x, x) for x in errors["x"]]
+    busy += [(cp["at"], cp["at"]) for cp in checkpoints if cp["at"] is not None]
+    busy += [(x, x) for trace in marks.values() for x in trace["x"]]
+    if task.status not in TERMINAL_STATUSES:
+        busy.append((now, now))  # a wait that is still going on ends at "now", not in a gap
+    breaks = idle_breaks(busy, waits=waits)
     shapes = [
         {
             "type": "rect",
@@ -304,14 +350,63 @@ def task_timeline(
         }
         for start, ms in zip(human_bars.starts, human_bars.durations, strict=True)
     ]
+    shapes += [
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "y0": 0,
+            "y1": 1,
+            "x0": plotly_time(b.start),
+            "x1": plotly_time(b.start),
+            "line": {"color": "#6b7480", "width": 2, "dash": "dot"},
+        }
+        for b in breaks
+    ]
+    shapes += [
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "y0": 0,
+            "y1": 1,
+            "x0": plotly_time(x),
+            "x1": plotly_time(x),
+            "line": {"color": RECOVERY_MARKS["rollback"][2], "width": 1, "dash": "dash"},
+        }
+        for x in marks.get("rollbacks", {}).get("x", [])
+    ]
+    annotations = [
+        {
+            "x": plotly_time(b.start),
+            "xref": "x",
+            "y": 1,
+            "yref": "paper",
+            "yanchor": "bottom",
+            "text": b.label,
+            "showarrow": False,
+            "font": {"size": 11, "color": "#6b7480"},
+            "bgcolor": "rgba(255,255,255,0.85)",
+        }
+        for b in breaks
+    ]
     return {
         "data": data,
         "layout": {
             "barmode": "overlay",
             "height": 140 + 34 * len(rows),
             "hovermode": "closest",
-            "margin": {"l": 150, "r": 20, "t": 10, "b": 40},
-            "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
+            "margin": {"l": 150, "r": 20, "t": 24 if breaks else 10, "b": 40},
+            "xaxis": {
+                "type": "date",
+                "title": {"text": "time (UTC)" + (", idle spans cut out" if breaks else "")},
+                "rangebreaks": [
+                    {"bounds": [plotly_time(b.start), plotly_time(b.end)]} for b in breaks
+                ],
+                # Plotly pads an autorange by the uncut span: with breaks, the range is set.
+                **({"range": _padded_range(busy, breaks)} if breaks else {}),
+            },
+            "annotations": annotations,
             "yaxis": {
                 "type": "category",
                 "categoryorder": "array",
@@ -322,6 +417,109 @@ def task_timeline(
             "shapes": shapes,
         },
     }
+
+
+@dataclass
+class IdleBreak:
+    """A span cut out of the time axis: nothing ran from `start` to `end`."""
+
+    start: datetime
+    end: datetime
+    label: str
+
+
+def idle_breaks(
+    busy: list[tuple[datetime, datetime]], *, waits: dict[str, _Bars]
+) -> list[IdleBreak]:
+    """The idle spans (no model call, tool attempt, checkpoint or mark) longer than the
+    IDLE_GAP_S threshold, each labelled with its length and what the task was waiting for.
+    A little of each span's edges stays on the axis so the work around it is readable."""
+    spans = sorted(busy)
+    if not spans:
+        return []
+    merged = [list(spans[0])]
+    for start, end in spans[1:]:
+        if start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    worked = sum((end - start).total_seconds() for start, end in merged)
+    shortest, longest = IDLE_GAP_S
+    threshold = min(longest, max(shortest, 2 * worked))
+    gaps = [
+        (a[1], b[0])
+        for a, b in zip(merged, merged[1:], strict=False)
+        if (b[0] - a[1]).total_seconds() > threshold
+    ]
+    # The edges kept: a twentieth of the work, between 0.2 s and 5 s.
+    pad = _ms(min(5.0, max(0.2, worked * 0.05)) * 1000)
+    return [IdleBreak(start + pad, end - pad, _gap_label(start, end, waits)) for start, end in gaps]
+
+
+def _gap_label(start: datetime, end: datetime, waits: dict[str, _Bars]) -> str:
+    """ "⋯ 4 h 0 min waiting for review ⋯": the wait that covers most of the gap, else idle."""
+    best, covered = "idle", 0.0
+    for row, bars in waits.items():
+        for s, ms in zip(bars.starts, bars.durations, strict=True):
+            overlap = (min(end, _end(s, ms)) - max(start, s)).total_seconds()
+            if overlap > covered:
+                best, covered = row, overlap
+    return f"⋯ {duration_words((end - start).total_seconds())} {best} ⋯"
+
+
+def _padded_range(busy: list[tuple[datetime, datetime]], breaks: list[IdleBreak]) -> list[str]:
+    lo, hi = min(s for s, _ in busy), max(e for _, e in busy)
+    cut = sum((b.end - b.start).total_seconds() for b in breaks)
+    pad = _ms(min(5.0, max(0.2, ((hi - lo).total_seconds() - cut) * 0.02)) * 1000)
+    return [plotly_time(lo - pad), plotly_time(hi + pad)]
+
+
+def duration_words(seconds: float) -> str:
+    """14460 -> "4 h 1 min", 95 -> "1 min 35 s"."""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def _mark(marks: dict[str, dict[str, list]], kind: str, at: datetime, text: str) -> None:
+    name = RECOVERY_MARKS[kind][0]
+    marks[name]["x"].append(at)
+    marks[name]["text"].append(text)
+    marks[name]["kind"].append(kind)
+
+
+def _recovery_text(e: dict[str, Any]) -> str:
+    kind = e["type"]
+    who = f" by {e['actor']}" if e.get("actor") else ""
+    why = f": {e['reason']}" if e.get("reason") else ""
+    if kind in ("rollback", "retry", "forward") and e.get("from_seq") is not None:
+        return f"{kind} to checkpoint #{e['from_seq']}{who}{why}"[:300]
+    if kind == "retry_scheduled":
+        return f"retry scheduled after {e.get('error_class') or 'an error'}"[:300]
+    return f"{kind.replace('_', ' ')}{who}{why}"[:300]
+
+
+def _mark_traces(marks: dict[str, dict[str, list]]) -> list[dict[str, Any]]:
+    traces = []
+    for name, mark in marks.items():
+        _, symbol, color = RECOVERY_MARKS[mark["kind"][0]]
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": name,
+                "y": [ROW_RECOVERY] * len(mark["x"]),
+                "x": [plotly_time(x) for x in mark["x"]],
+                "hovertext": mark["text"],
+                "hoverinfo": "text",
+                "marker": {"symbol": symbol, "size": 12, "color": color, "line": {"width": 2}},
+                "meta": {"kind": "recovery"},
+            }
+        )
+    return traces
 
 
 def _ms(value: float) -> timedelta:

@@ -178,6 +178,8 @@ _EVENT_KEYS = (
     "decision",
     "step",
     "turn",
+    "from_seq",
+    "seq",
     "prompt_tokens",
     "completion_tokens",
     "cost_usd",
@@ -212,7 +214,7 @@ def task_timeline_events(*, task: Task, types: Iterable[str]) -> list[dict[str, 
     return list(
         TaskEvent.objects.filter(task=task, type__in=list(types))
         .order_by("id")
-        .values("id", "type", "step_index", at=as_text("created_at"), **_payload_keys())
+        .values("id", "type", "step_index", "actor", at=as_text("created_at"), **_payload_keys())
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from html import unescape
 
 import pytest
@@ -13,10 +14,22 @@ import pytest
 from tasks.canonical import canonical_hash
 from tasks.models import Task, TaskEvent
 from tasks.services import event_record, task_create
-from tests.conftest import needs_chromium, wait_for
+from tests.conftest import PASSWORD, needs_chromium, wait_for
 
 from .conftest import spec
-from .test_browser import log_in
+
+
+def open_page(browser, live_server, user, path: str):
+    """Log in and land on `path`, with room for a loaded machine (Plotly is 3.5 MB)."""
+    page = browser.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(f"{live_server.url}/accounts/login/?next={path}")
+    page.fill("input[name=username]", user.username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}{path}")
+    return page
+
 
 ROW_SEQS = (
     "Array.from(document.querySelectorAll('[data-testid=event-rows] tr'),"
@@ -47,7 +60,7 @@ def test_operator_watches_the_task_run_to_the_end_without_reloading(
         90,
         message="the task to pause for review",
     )
-    page = log_in(browser, live_server, operator, f"/tasks/{task.id}/")
+    page = open_page(browser, live_server, operator, f"/tasks/{task.id}/")
     page.set_default_timeout(60_000)
     page.evaluate("window.notReloaded = true")
     assert page.is_visible("[data-testid=review-banner]")
@@ -94,7 +107,7 @@ def test_tabs_are_links_that_keep_history(live_server, browser, run_task, viewer
         ["write_file"],
     )
     context = browser.new_context(java_script_enabled=javascript)
-    page = log_in(context, live_server, viewer, f"/tasks/{task.id}/")
+    page = open_page(context, live_server, viewer, f"/tasks/{task.id}/")
 
     def shown() -> tuple[str, str, str]:
         active = page.inner_text("[data-testid=tabs] a.active")
@@ -133,7 +146,7 @@ def test_waiting_task_shows_its_review_and_the_inbox_row_links_whole(
     assert task.status == "waiting_review"
     review = task.reviews.get()
 
-    page = log_in(browser, live_server, operator, f"/tasks/{task.id}/")
+    page = open_page(browser, live_server, operator, f"/tasks/{task.id}/")
     banner = page.inner_text("[data-testid=review-banner]")
     assert banner.startswith("Waiting for your review")
     assert "etc/app.conf" in banner
@@ -196,3 +209,62 @@ def test_tab_region_poll_is_304_until_the_task_changes(as_user, viewer, make_tas
     # The page embeds the same validator its first poll will send.
     headers = re.search(r'id="task-tabs"[^>]*hx-headers="([^"]*)"', html).group(1)
     assert json.loads(unescape(headers)) == {"If-None-Match": etag}
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@needs_chromium
+def test_timeline_after_a_four_hour_wait_shows_the_work_a_marked_break_and_the_rollback(
+    live_server, browser, run_task, operator
+):
+    import time_machine
+    from django.utils import timezone
+
+    from checkpoints.models import Checkpoint
+    from checkpoints.recovery import checkpoint_rollback
+
+    # The task ran and paused for review four hours ago; the operator rolls it back now.
+    with time_machine.travel(timezone.now() - timedelta(hours=4, seconds=30), tick=True):
+        task = run_task(
+            [
+                {"call": "write_file", "args": {"path": "notes.txt", "content": "one"}},
+                {"call": "write_file", "args": {"path": "etc/app.conf", "content": "x"}},
+                {"final": "."},
+            ],
+            ["write_file"],
+        )
+    assert task.status == "waiting_review"
+    target = Checkpoint.objects.filter(task=task, trigger="after_step").order_by("seq").first()
+    checkpoint_rollback(
+        task_id=task.id, checkpoint_id=target.id, user=operator, reason="wrong file", resume=False
+    )
+
+    page = open_page(browser, live_server, operator, f"/tasks/{task.id}/")
+    page.wait_for_selector("#timeline[data-ready='1']")
+    layout = page.evaluate("document.getElementById('timeline').layout")
+    # Two cuts: the four-hour review wait, and the hold since the rollback (still going on).
+    cut = layout["xaxis"]["rangebreaks"][0]
+    labels = [a["text"] for a in layout["annotations"]]
+    assert labels[0] == "⋯ 4 h 0 min waiting for review ⋯"
+    assert all(label.endswith("held ⋯") for label in labels[1:])
+    assert page.locator("#timeline .annotation-text", has_text="4 h 0 min").count() == 1
+    rollbacks = page.evaluate(
+        "document.getElementById('timeline').data.find(t => t.name === 'rollbacks').hovertext"
+    )
+    assert rollbacks == [f"rollback to checkpoint #{target.seq} by operator: wrong file"]
+    # The work before the wait is readable: from the first checkpoint to the last one before
+    # the break takes a good part of the chart's width, not a one-pixel sliver.
+    share = page.evaluate(
+        """cut => {
+          const el = document.getElementById('timeline');
+          const xa = el._fullLayout.xaxis;
+          const xs = el.data.filter(t => t.name.startsWith('checkpoints'))
+            .flatMap(t => t.x).filter(x => x < cut).sort();
+          return (xa.d2p(xs[xs.length - 1]) - xa.d2p(xs[0])) / el._fullLayout._size.w;
+        }""",
+        cut["bounds"][0],
+    )
+    assert share > 0.02  # 20+ px of a ~1000 px plot; without the cut: 0.0001
+    # Held after the rollback: the header counts review time and held time apart.
+    header = page.inner_text("[data-testid=task-time]")
+    assert "waiting for review" in header and "s held" not in header.split("review")[0]

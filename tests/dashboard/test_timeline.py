@@ -152,7 +152,7 @@ def test_waiting_for_a_human_is_a_shaded_span_until_the_decision():
     figure = charts.task_timeline(
         task=Task(status="waiting_review"), events=events, calls=[], checkpoints=[], now=at(100)
     )
-    human = traces(figure)["waiting for human"]
+    human = traces(figure)["waiting for review"]
     # The closed wait (10 s -> 70 s) and the open one, shaded up to now.
     assert human["x"] == [60000.0, 20000.0]
     assert [(s["x0"], s["x1"]) for s in figure["layout"]["shapes"]] == [
@@ -222,3 +222,75 @@ def test_a_running_call_without_a_finished_attempt_is_an_open_bar_to_now():
         task=Task(status="running"), events=[], calls=[call], checkpoints=[], now=at(13)
     )
     assert traces(figure)["tool attempts"]["x"] == [3000.0]
+
+
+def model(seconds: float, n: int) -> dict:
+    return {
+        **status(seconds, None, None, n),
+        "type": "model_decision",
+        "duration_ms": 1000,
+        "turn": n,
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+    }
+
+
+def test_a_long_review_wait_is_cut_out_of_the_axis_with_a_labelled_break():
+    events = [
+        status(0, "queued", "running", 1),
+        model(2, 1),
+        status(5, "running", "waiting_review", 2),
+        status(4 * 3600 + 5, "waiting_review", "queued", 3),
+        status(4 * 3600 + 6, "queued", "running", 4),
+        model(4 * 3600 + 8, 5),
+    ]
+    figure = charts.task_timeline(
+        task=Task(status="running"), events=events, calls=[], checkpoints=[], now=at(4 * 3600 + 9)
+    )
+    (cut,) = figure["layout"]["xaxis"]["rangebreaks"]
+    lo, hi = (datetime.fromisoformat(b).replace(tzinfo=UTC) for b in cut["bounds"])
+    assert at(2) < lo < at(10) and at(4 * 3600) < hi < at(4 * 3600 + 8)
+    (label,) = figure["layout"]["annotations"]
+    assert label["text"] == "⋯ 4 h 0 min waiting for review ⋯"
+    # Short pauses stay on the axis.
+    quick = charts.task_timeline(
+        task=Task(status="running"), events=events[:3], calls=[], checkpoints=[], now=at(6)
+    )
+    assert quick["layout"]["xaxis"]["rangebreaks"] == []
+
+
+def test_rollbacks_holds_retries_and_redispatches_are_marks_of_their_own():
+    def event(seconds: float, kind: str, eid: int, **payload) -> dict:
+        return {**status(seconds, None, None, eid), "type": kind, "actor": "ops", **payload}
+
+    events = [
+        status(0, "queued", "running", 1),
+        event(1, "retry_scheduled", 2, error_class="timeout"),
+        event(2, "redispatched", 3),
+        event(3, "rollback", 4, from_seq=3, reason="bad write"),
+        status(3, "failed", "held", 5),
+    ]
+    figure = charts.task_timeline(
+        task=Task(status="held"), events=events, calls=[], checkpoints=[], now=at(4)
+    )
+    names = traces(figure)
+    assert names["rollbacks"]["hovertext"] == ["rollback to checkpoint #3 by ops: bad write"]
+    assert names["retries"]["hovertext"] == ["retry scheduled after timeout"]
+    assert names["redispatches"]["hovertext"] == ["redispatched by ops"]
+    assert names["holds"]["y"] == ["recovery"]
+    assert "held" in names  # the hold is a span of its own, not review time
+
+
+def test_held_time_is_not_review_time():
+    from tasks.selectors import task_wait_times
+
+    events = [
+        {"type": "status", "at": at(0).isoformat(), "to": "running"},
+        {"type": "status", "at": at(10).isoformat(), "to": "waiting_review"},
+        {"type": "status", "at": at(40).isoformat(), "to": "queued"},
+        {"type": "status", "at": at(50).isoformat(), "to": "failed"},
+        {"type": "status", "at": at(60).isoformat(), "to": "held"},
+        {"type": "status", "at": at(260).isoformat(), "to": "queued"},
+        {"type": "status", "at": at(270).isoformat(), "to": "held"},
+    ]
+    assert task_wait_times(events, now=at(280)) == {"review": 30.0, "held": 210.0}
