@@ -3,12 +3,26 @@
 
 from __future__ import annotations
 
+from rq import get_current_job
+from rq.timeouts import JobTimeoutException
+
 from agent.graph_runner import graph_task_run, is_graph_task
-from agent.runtime import task_run
+from agent.runtime import task_run, worker_identity
+from tasks.services import task_settle_killed_horse
 
 
 def run_task(task_id: str) -> str:
     # A task runs the harness's own loop, or an operator-registered LangGraph graph.
-    if is_graph_task(task_id=task_id):
-        return graph_task_run(task_id=task_id)
-    return task_run(task_id=task_id)
+    try:
+        if is_graph_task(task_id=task_id):
+            return graph_task_run(task_id=task_id)
+        return task_run(task_id=task_id)
+    except JobTimeoutException:
+        # The job's hard timeout (tasks.services.task_job_timeout_s) reached the loop itself.
+        job = get_current_job()
+        task_settle_killed_horse(
+            task_id=task_id,
+            worker_id=worker_identity(),
+            timed_out_s=float(job.timeout) if job is not None and job.timeout else 0.0,
+        )
+        raise

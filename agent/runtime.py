@@ -73,7 +73,7 @@ from tasks.agent_state import AgentState, ErrorInfo, Message, ProposedCall
 from tasks.canonical import canonical_hash, nul_free
 from tasks.feedback import compact_feedback
 from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
-from tasks.paths import resolve_in_workspace
+from tasks.paths import file_write
 from tasks.spec import DELEGATE_TOOL, MAX_TURN_TOKENS, TaskSpec
 from tasks.states import LeaseLost, TaskStatus
 from tasks.tools.mcp import mcp_servers_named, mcp_tool_spec
@@ -585,9 +585,7 @@ class TaskRun:
 
     def materialise_spec_files(self) -> None:
         for rel, content in self.spec.workspace.files.items():
-            target = resolve_in_workspace(self.workspace, rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content)
+            file_write(self.workspace, rel, content.encode())
 
     def restore_workspace(self, loaded: Any) -> None:
         """Rebuild the workspace from the checkpoint's snapshot when it is missing here

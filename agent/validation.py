@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from agent.llm.base import ModelAdapter, ModelDecision, ModelError
 from agent.tools.http import host_allowed, url_allowed
-from harness_site.config import ValidationConfig
+from harness_site.config import ValidationConfig, compile_pattern
 from tasks.feedback import compact_feedback
 from tasks.paths import PathEscapeError, call_paths, glob_match, resolve_in_workspace
 from tasks.spec import ChecksSpec
@@ -217,7 +217,7 @@ def check_final(
                 check="create the missing files before giving the final answer",
             )
         )
-    if checks.regex is not None and not re.search(checks.regex, final, re.MULTILINE):
+    if checks.regex is not None and not compile_pattern(checks.regex, multiline=True).search(final):
         return FinalVerdict(
             failure=CheckFailure(
                 what="the final answer does not have the required form",

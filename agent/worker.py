@@ -1,15 +1,29 @@
-"""The RQ worker class for harness jobs (`settings.RQ["WORKER_CLASS"]`)."""
+"""The RQ worker class for harness jobs (`settings.RQ["WORKER_CLASS"]`).
+
+RQ runs each job in a forked work horse and waits for it in the worker process. That process
+is a separate interpreter, so the harness uses it for what must not depend on the horse being
+responsive: while a horse runs a task, a supervisor thread here heartbeats the task (a horse
+stuck inside one call is seen as busy, not dead, and is not redispatched to a second worker)
+and kills a horse that does not act on a cancel; a horse that was killed (cancel, or the job's
+hard timeout) has its task settled here."""
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from typing import Any
 
 import rq
+import rq.utils
+from django.conf import settings
+from django.db import connections
 
 # Imported here, once in the worker process, so each forked work horse starts with the loop,
 # its services and the tool modules loaded instead of importing them per job (hundreds of ms
 # of an approval's latency).
 import agent.jobs  # noqa: F401
+from tasks import services
 from tasks.tools.registry import load_tool_modules
 
 
@@ -18,7 +32,99 @@ def worker_warm_up() -> None:
     load_tool_modules()
 
 
+def cancel_kill_grace_s() -> float:
+    """How long a horse may take to act on a cancel itself (its watchdog notices within a
+    heartbeat; a running tool then gets its stop grace) before the supervisor kills it."""
+    return 2 * settings.HARNESS_HEARTBEAT_S + 10.0
+
+
+class Supervision(threading.Thread):
+    """Heartbeats one task for its work horse and kills the horse when a cancel is not acted
+    on. Started after the fork and joined before the next one: its database connection (its
+    own, Django's are per thread) is never inherited by a horse."""
+
+    def __init__(self, *, worker: Worker, task_id: str, worker_id: str) -> None:
+        super().__init__(daemon=True, name=f"supervise-{task_id}")
+        self.worker = worker
+        self.task_id = task_id
+        self.worker_id = worker_id
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        cancel_seen_at: float | None = None
+        try:
+            while not self.done.wait(settings.HARNESS_HEARTBEAT_S):
+                try:
+                    cancel = services.task_supervisor_heartbeat(
+                        task_id=self.task_id, worker_id=self.worker_id
+                    )
+                except Exception:
+                    self.worker.log.exception("supervising task %s failed", self.task_id)
+                    continue
+                if not cancel:
+                    cancel_seen_at = None
+                    continue
+                now = time.monotonic()
+                if cancel_seen_at is None:
+                    cancel_seen_at = now
+                elif now - cancel_seen_at > cancel_kill_grace_s():
+                    self.worker.log.warning(
+                        "task %s: canceled, but its work horse did not stop; killing it",
+                        self.task_id,
+                    )
+                    self.worker.kill_horse()
+                    return
+        finally:
+            connections.close_all()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+
 class Worker(rq.Worker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._supervised: tuple[str, str] | None = None
         worker_warm_up()
+
+    def execute_job(self, job: rq.job.Job, queue: rq.Queue) -> None:
+        self._supervised = None
+        # Never fork with a database connection open: the horse would share its socket.
+        connections.close_all()
+        super().execute_job(job, queue)
+
+    def fork_work_horse(self, job: rq.job.Job, queue: rq.Queue) -> None:
+        super().fork_work_horse(job, queue)  # returns in the worker process only
+        if job.func_name == services.RUN_TASK_JOB and job.args:
+            self._supervised = (str(job.args[0]), f"{socket.gethostname()}:{self.horse_pid}")
+
+    def monitor_work_horse(self, job: rq.job.Job, queue: rq.Queue, execution: Any) -> None:
+        if self._supervised is None:
+            super().monitor_work_horse(job, queue, execution)
+            return
+        task_id, worker_id = self._supervised
+        supervision = Supervision(worker=self, task_id=task_id, worker_id=worker_id)
+        supervision.start()
+        try:
+            super().monitor_work_horse(job, queue, execution)
+        finally:
+            supervision.stop()
+
+    def handle_work_horse_killed(
+        self, job: rq.job.Job, retpid: Any, ret_val: Any, rusage: Any
+    ) -> None:
+        super().handle_work_horse_killed(job, retpid, ret_val, rusage)
+        if self._supervised is None:
+            return
+        task_id, worker_id = self._supervised
+        timeout = job.timeout if isinstance(job.timeout, int | float) and job.timeout > 0 else None
+        ran_s = (rq.utils.now() - job.started_at).total_seconds() if job.started_at else 0.0
+        try:
+            services.task_settle_killed_horse(
+                task_id=task_id,
+                worker_id=worker_id,
+                timed_out_s=timeout if timeout is not None and ran_s > timeout else None,
+            )
+        finally:
+            connections.close_all()

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import shutil
 import threading
 import time
 import zlib
@@ -41,7 +40,7 @@ from django.conf import settings
 
 from checkpoints.blobstore import BlobStore, batched, blob_key, blob_store
 from tasks.canonical import canonical_bytes
-from tasks.paths import resolve_in_workspace
+from tasks.paths import file_chmod, file_delete, file_write_in_place, workspace_dir
 
 SNAPSHOT_VERSION = 1
 CHUNK_TARGET = 32
@@ -490,7 +489,8 @@ def _prune_empty_dirs(root: Path, paths: Iterable[str]) -> None:
         current = parent
         while current.parts:
             try:
-                (root / current).rmdir()
+                with workspace_dir(root, str(current.parent)) as dir_fd:
+                    os.rmdir(current.name, dir_fd=dir_fd)
             except OSError:
                 break
             current = current.parent
@@ -508,30 +508,19 @@ def snapshot_restore(*, workspace: Path, snapshot: dict | None) -> RestoreResult
         current = _manifest_of(dirs)
         write, delete, modes = manifest_changes(current, target)
         delete = sorted(set(delete) | {rel for d in dirs.values() for rel in d.others})
+        # Every write, delete and chmod goes through workspace descriptors without following
+        # symlinks, and never writes through a hard link (tasks.paths): a command
+        # may have planted either since the survey.
         for rel in delete:
-            (root / rel).unlink(missing_ok=True)
+            file_delete(root, rel, any_entry=True)
         _prune_empty_dirs(root, delete)
         store = blob_store()
-        ensured: set[str] = set()  # parents made sure of (pruning may have removed some)
         for batch in batched(write, 200):
             bodies = store.get_many({target[rel].hash for rel in batch})
             for rel in batch:
-                entry = target[rel]
-                path = resolve_in_workspace(root, rel)
-                parent = rel.rpartition("/")[0]
-                if parent not in ensured:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    ensured.add(parent)
-                if rel not in current and path.is_dir():
-                    shutil.rmtree(path)
-                # In place (no temp file + rename): half the metadata operations, and an
-                # interrupted restore is repaired by the next one (the loop syncs on resume).
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-                with open(fd, "wb") as fh:
-                    fh.write(bodies[entry.hash])
-                    os.fchmod(fh.fileno(), entry.mode)
+                file_write_in_place(root, rel, bodies[target[rel].hash], mode=target[rel].mode)
         for rel in modes:
-            os.chmod(resolve_in_workspace(root, rel), target[rel].mode)
+            file_chmod(root, rel, target[rel].mode)
     return RestoreResult(written=write, deleted=delete, modes=modes)
 
 

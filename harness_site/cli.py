@@ -327,6 +327,24 @@ def admin_password_save(*, data_dir: Path, password: str) -> Path:
     return path
 
 
+def sandbox_report() -> None:
+    """Say how commands will run: sandboxed, refused (what is missing), or UNSANDBOXED."""
+    from agent.tools.sandbox import SandboxUnavailable, bwrap_binary, sandbox_check, sandbox_mode
+
+    if sandbox_mode() == "off":
+        say(
+            "WARNING: HARNESS_SANDBOX=off: run_command runs UNSANDBOXED, as this user, with "
+            "this machine's files, processes and network. Never use it with untrusted models."
+        )
+        return
+    try:
+        sandbox_check()
+    except SandboxUnavailable as exc:
+        say(f"warning: run_command will refuse to run: {exc}")
+        return
+    say(f"command sandbox: bubblewrap ({bwrap_binary()})")
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     secret_key_guard(host=args.host)
     if not 1 <= args.port <= 65535:
@@ -361,6 +379,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     if password is not None and "HARNESS_ADMIN_PASSWORD" not in os.environ:
         password_file = admin_password_save(data_dir=data_dir, password=password)
     connections.close_all()
+    sandbox_report()
 
     supervisor = Supervisor()
     supervisor.install_signal_handlers()

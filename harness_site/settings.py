@@ -99,7 +99,14 @@ RQ_SHOW_ADMIN_LINK = True
 
 # --- Harness ------------------------------------------------------------------------------
 HARNESS_CONFIG_FILE = Path(env_str("HARNESS_CONFIG", str(BASE_DIR / "harness.yaml")))
-HARNESS_WORKSPACE_ROOT = Path(env_str("HARNESS_WORKSPACE_ROOT", str(DATA_DIR / "workspaces")))
+# Outside DATA_DIR (database file, sockets, blobs), so nothing that reaches a workspace's
+# parent reaches the harness's data.
+_default_workspaces = (
+    Path(env_str("XDG_DATA_HOME", str(Path.home() / ".local" / "share")))
+    / "agent-harness"
+    / "workspaces"
+)
+HARNESS_WORKSPACE_ROOT = Path(env_str("HARNESS_WORKSPACE_ROOT", str(_default_workspaces)))
 HARNESS_ENABLE_TEST_TOOLS = env_bool("HARNESS_ENABLE_TEST_TOOLS", False)
 # Where snapshot blobs live: a dotted path to a checkpoints.blobstore.BlobStore subclass.
 HARNESS_BLOB_STORE = env_str("HARNESS_BLOB_STORE", "checkpoints.blobstore.DatabaseBlobStore")

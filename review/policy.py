@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness_site.config import ReviewRuleConfig, harness_config
+from harness_site.config import ReviewRuleConfig, compile_pattern, harness_config
 from review.models import ReviewRule
 from tasks.paths import call_paths, glob_match
 from tasks.tools.registry import ToolSpec
@@ -54,7 +53,7 @@ def rule_matches(rule: ReviewRuleConfig, *, tool: ToolSpec, args: dict[str, Any]
         return False
     if rule.command_regex is not None:
         command = args.get("command")
-        if not isinstance(command, str) or not re.search(rule.command_regex, command):
+        if not isinstance(command, str) or not compile_pattern(rule.command_regex).search(command):
             return False
     if rule.url_host is not None:
         host = urlsplit(str(args.get("url", ""))).hostname or ""

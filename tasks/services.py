@@ -223,7 +223,7 @@ def task_enqueue(*, task: Task, delay_s: float | None = None) -> None:
     def send() -> None:
         queue = django_rq.get_queue(queue_name)
         options = {
-            "job_timeout": -1,
+            "job_timeout": task_job_timeout_s(task=task),
             "result_ttl": 600,
             "failure_ttl": 7 * 86400,
             "description": f"run_task {task_id}",
@@ -239,6 +239,76 @@ def task_enqueue(*, task: Task, delay_s: float | None = None) -> None:
         Task.objects.filter(id=task_id).update(rq_job_id=job.id)
 
     transaction.on_commit(send, robust=True)
+
+
+# What a job may run past its session timeout before the queue kills its work horse: a turn
+# and a tool call in flight when the session ran out, the final writes, and slack.
+JOB_TIMEOUT_SLACK_S = 120
+
+
+def task_job_timeout_s(*, task: Task) -> int:
+    """The hard, queue-level timeout of one `run_task` job: the task's session timeout plus its
+    turn and tool timeouts and slack. The loop ends a run at its session timeout by itself;
+    this bound holds even when the work horse is stuck where the loop cannot act (RQ's
+    supervisor kills the horse; the worker then settles the task, agent/worker.py)."""
+    timeouts = harness_config().timeouts
+    budget = (task.spec or {}).get("budget") or {}
+    total = (
+        (budget.get("session_timeout_s") or timeouts.session_s)
+        + (budget.get("turn_timeout_s") or timeouts.turn_s)
+        + (budget.get("tool_timeout_s") or timeouts.tool_s)
+    )
+    return int(total) + JOB_TIMEOUT_SLACK_S
+
+
+def task_supervisor_heartbeat(*, task_id: Any, worker_id: str) -> bool:
+    """Heartbeat a running task from the worker process supervising its work horse (another
+    interpreter: it beats even while the horse is stuck). -> whether a cancel is pending.
+
+    A row someone holds locked is skipped, not waited for: the holder is acting on the task
+    right now, and a waiting heartbeat would queue ahead of the horse's own writes."""
+    with transaction.atomic():
+        row = (
+            Task.objects.select_for_update(skip_locked=True)
+            .filter(id=task_id, status=TaskStatus.RUNNING, worker_id=worker_id)
+            .values_list("cancel_requested", flat=True)
+            .first()
+        )
+        if row is None:
+            return False
+        Task.objects.filter(id=task_id).update(heartbeat_at=Now())
+        return bool(row)
+
+
+def task_settle_killed_horse(*, task_id: Any, worker_id: str, timed_out_s: float | None) -> None:
+    """The work horse running the task was killed by its supervisor or died. A pending cancel
+    ends the task canceled; a horse killed at the job's hard timeout (`timed_out_s`) fails it
+    with error class `timeout` (layer: job). A horse that died otherwise (a crash) is left to
+    the sweep, which redispatches the task."""
+    task = Task.objects.filter(id=task_id, status=TaskStatus.RUNNING, worker_id=worker_id).first()
+    if task is None:
+        return
+    if task.cancel_requested:
+        to, error_class = TaskStatus.CANCELED, "canceled"
+        message = "canceled; the work horse did not stop by itself and was killed"
+    elif timed_out_s is not None:
+        to, error_class = TaskStatus.FAILED, "timeout"
+        message = (
+            f"the job exceeded its hard timeout of {timed_out_s:g}s and was killed (layer: job)"
+        )
+    else:
+        return
+    try:
+        task_transition(
+            task_id=task_id,
+            to=to,
+            expect_epoch=task.lease_epoch,
+            expect_from=[TaskStatus.RUNNING],
+            reason=message,
+            fields={"error_class": error_class, "error_message": message},
+        )
+    except (LeaseLost, TransitionConflict, IllegalTransition):
+        pass
 
 
 def task_wake(*, task_id: Any) -> bool:

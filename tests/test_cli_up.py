@@ -116,6 +116,8 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
     )
     assert up.process.poll() is None, up.text
     assert f"http://127.0.0.1:{up.port}/" in up.text
+    # A fresh checkout sandboxes commands with the bubblewrap that .venv ships.
+    assert "command sandbox: bubblewrap (" in up.text, up.text
 
     children = psutil.Process(up.process.pid).children(recursive=True)
     commands = [" ".join(child.cmdline()) for child in children]

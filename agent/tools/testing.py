@@ -7,6 +7,7 @@ guarded with `fcntl.flock` because several worker processes use them at once.
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import hashlib
 import json
@@ -99,6 +100,17 @@ def flaky(ctx: ToolContext, args: FlakyArgs) -> dict:
         error = TransientToolError if args.error == "transient" else PermanentToolError
         raise error(f"flaky {args.key!r}: failure {attempt} of {args.fail_times}")
     return {"key": args.key, "attempt": attempt, "ok": True}
+
+
+# A write, so its ToolCall row is committed as running before it starts (tests wait for that).
+@tool(risk="write", side_effect=True, test_only=True, timeout_s=MAX_SLEEP_S, reports_changes=True)
+def hold_interpreter(ctx: ToolContext, args: SleepArgs) -> dict:
+    """Block for `seconds` inside one C call that keeps the interpreter lock, like a
+    catastrophic regex in the `re` module: no other thread of the process runs meanwhile (not
+    the heartbeat, not the loop's timeout) and the call cannot be stopped from inside."""
+    # PyDLL calls keep the GIL (CDLL would release it).
+    ctypes.PyDLL(None).sleep(int(args.seconds))
+    return {"held_s": int(args.seconds)}
 
 
 @tool(risk="read", test_only=True, timeout_s=MAX_SLEEP_S, reports_changes=True)

@@ -3,15 +3,24 @@ and cheap rows to aim requests at."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
+from harness_site.config import harness_config
 from review.models import ReviewRequest
 from tasks.models import Task, ToolCall
 from tests.conftest import PASSWORD, ApiClient
+from tests.durable.conftest import (  # noqa: F401  (shared fixtures)
+    durable_settings,
+    fleet,
+    harness_config_text,
+)
+from tests.tools.conftest import call, ctx, outside, workspace  # noqa: F401  (shared fixtures)
 
 ROLES = ("anonymous", "outsider", "viewer", "creator", "operator", "superuser")
 
@@ -64,7 +73,7 @@ def waiting_task(operator) -> tuple[Task, ReviewRequest]:
         created_by=operator,
     )
     arguments = {"path": "a.txt", "content": "x"}
-    call = ToolCall.objects.create(
+    tool_call = ToolCall.objects.create(
         task=task,
         call_id="0.0.0",
         tool="write_file",
@@ -74,7 +83,7 @@ def waiting_task(operator) -> tuple[Task, ReviewRequest]:
     )
     review = ReviewRequest.objects.create(
         task=task,
-        tool_call=call,
+        tool_call=tool_call,
         tool="write_file",
         risk="write",
         original_arguments=arguments,
@@ -114,3 +123,17 @@ def paused(db):
         return ReviewRequest.objects.get(task=task, status="pending")
 
     return make
+
+
+@pytest.fixture
+def harness_yaml(settings, tmp_path: Path) -> Iterator:
+    """harness_yaml(text): use this harness.yaml for the rest of the test."""
+
+    def use(text: str) -> None:
+        path = tmp_path / "harness.yaml"
+        path.write_text(text)
+        settings.HARNESS_CONFIG_FILE = path
+        harness_config.cache_clear()
+
+    yield use
+    harness_config.cache_clear()
