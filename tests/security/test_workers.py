@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
+from checkpoints.recovery import task_cancel
 from tasks.models import Task, TaskEvent, ToolCall
-from tasks.services import task_cancel
 from tests.conftest import processes_running, wait_for
 from tests.durable.conftest import make_task, wait_status
 
