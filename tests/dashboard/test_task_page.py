@@ -191,3 +191,12 @@ def test_seq_opens_the_checkpoints_page_holding_that_checkpoint(as_user, viewer,
     response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "checkpoints", "seq": 150})
     assert response.context["page"].number == 2
     assert 'id="checkpoint-150"' in response.content.decode()
+
+
+def test_a_held_task_that_never_failed_is_offered_resume_not_retry(as_user, operator, make_task):
+    held = make_task(status="held")
+    failed = make_task(status="failed", error_class="timeout", error_message="slow")
+    client = as_user(operator)
+    page = client.get(f"/tasks/{held.id}/").content.decode()
+    assert 'value="resume"' in page and "Retry failed step" not in page
+    assert "Retry failed step" in client.get(f"/tasks/{failed.id}/").content.decode()
