@@ -265,7 +265,8 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             _CHECKPOINT_COLUMNS,
             [
                 (
-                    self.task_id,
+                    # Raw SQL: the task's UUID in the backend's own form (hex text on SQLite).
+                    _TASK_FIELD.get_db_prep_save(self.task_id, db),
                     thread_id,
                     checkpoint_ns,
                     checkpoint["id"],
@@ -652,6 +653,7 @@ _ROW_FIELDS = (
     "checkpoint",
     "metadata",
 )
+_TASK_FIELD = GraphCheckpoint._meta.get_field("task")
 _METADATA_FIELD = GraphCheckpoint._meta.get_field("metadata")
 _CHECKPOINT = GraphCheckpoint._meta.db_table
 _CHECKPOINT_COLUMNS = (

@@ -27,7 +27,9 @@ def _validation_error(request: HttpRequest, exc: ValidationError):
         loc = [str(p) for p in item.get("loc", ())]
         if loc and loc[0] in ("body", "query", "path"):
             loc = loc[1:]
-        loc = [p for p in loc if p != "payload"]
+        # ...then the endpoint's parameter name (`payload` or `body`) when a field follows it.
+        if len(loc) > 1 and loc[0] in ("payload", "body"):
+            loc = loc[1:]
         errors.append({"field": ".".join(loc) or "body", "message": item.get("msg", "invalid")})
     return api.create_response(request, {"detail": "invalid input", "errors": errors}, status=422)
 

@@ -132,7 +132,7 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         assert client.get("/").status_code == 200
 
         demo = dict(re.findall(r"created demo task (\S+): (.+)", up.text))
-        assert len(demo) == 5, up.text
+        assert len(demo) == 7, up.text
 
         def demo_settled() -> dict[str, str] | None:
             statuses = {
@@ -150,6 +150,9 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         # The bundled MCP server listed the notes, then its destructive tool paused for review.
         "Demo: tidy the notes (MCP server)": "waiting_review",
         "Demo: market survey by three sub-agents": "succeeded",
+        # Both graphs run on the embedded SQLite and stop at their human-approval step.
+        "Demo: cut release 1.5 (LangGraph)": "waiting_review",
+        "Demo: announce the release (LangChain agent)": "waiting_review",
     }
 
     up.process.send_signal(signal.SIGINT)
