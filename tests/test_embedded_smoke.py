@@ -72,6 +72,8 @@ def embedded_env(data_dir: Path) -> dict[str, str]:
     }
     env.update(
         HARNESS_DATA_DIR=str(data_dir),
+        # Workspaces default to outside the data dir (issue 11); the test names the place.
+        HARNESS_WORKSPACE_ROOT=str(data_dir / "workspaces"),
         DJANGO_SETTINGS_MODULE="harness_site.settings",
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",

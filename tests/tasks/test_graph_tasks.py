@@ -221,8 +221,7 @@ def test_a_registered_graph_that_does_not_import_fails_the_task_naming_it(
 def test_a_graph_canceled_while_waiting_for_review_asks_again_when_resumed(
     task_api, api_client, operator
 ):
-    from checkpoints.recovery import task_resume
-    from tasks.services import task_cancel
+    from checkpoints.recovery import task_cancel, task_resume
 
     task = task_api.create(RELEASE)
     run_task(task["id"])
