@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from django.http import Http404
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.models import Checkpoint, GraphCheckpoint
@@ -25,6 +24,7 @@ from checkpoints.snapshots import (
     workspace_manifest,
 )
 from tasks.agent_state import Message
+from tasks.errors import NotFound
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.selectors import as_text, task_tool
 from tasks.spec import TaskSpec
@@ -44,14 +44,14 @@ TEXT_DIFF_MAX_BYTES = 256 * 1024
 
 
 def checkpoint_get(*, task: Task, checkpoint_id: Any) -> Checkpoint:
-    """One of the task's checkpoints, or Http404."""
+    """One of the task's checkpoints; `NotFound` for an unknown or malformed id."""
     try:
         return Checkpoint.objects.get(task=task, id=checkpoint_id)
     except (Checkpoint.DoesNotExist, ValueError, TypeError):
-        raise Http404("checkpoint not found") from None
+        raise NotFound("checkpoint not found") from None
     except Exception as exc:  # a malformed UUID raises ValidationError from the field
         if exc.__class__.__name__ == "ValidationError":
-            raise Http404("checkpoint not found") from None
+            raise NotFound("checkpoint not found") from None
         raise
 
 

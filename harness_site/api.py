@@ -7,6 +7,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, ValidationError
 
 from harness_site.api_auth import READ, credentials_problem
+from tasks.errors import NotFound
 
 api = NinjaAPI(
     title="Agent Harness API",
@@ -32,6 +33,11 @@ def _validation_error(request: HttpRequest, exc: ValidationError):
             loc = loc[1:]
         errors.append({"field": ".".join(loc) or "body", "message": item.get("msg", "invalid")})
     return api.create_response(request, {"detail": "invalid input", "errors": errors}, status=422)
+
+
+@api.exception_handler(NotFound)
+def _not_found(request: HttpRequest, exc: NotFound):
+    return api.create_response(request, {"detail": str(exc) or "not found"}, status=404)
 
 
 @api.exception_handler(AuthenticationError)

@@ -49,6 +49,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "harness_site.notfound.NotFoundMiddleware",
 ]
 
 ROOT_URLCONF = "harness_site.urls"

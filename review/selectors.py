@@ -8,10 +8,10 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Case, Count, DateTimeField, F, IntegerField, QuerySet, Value, When
-from django.http import Http404
 from pydantic import ValidationError
 
 from review.models import ReviewRequest, ReviewStatus
+from tasks.errors import NotFound
 from tasks.selectors import user_can_view
 from tasks.tools.mcp import MCP_DEFAULT_HINTS
 from tasks.tools.registry import ToolSpec
@@ -73,13 +73,16 @@ def reviews_tools() -> list[str]:
 
 
 def access_review(user: AbstractBaseUser, review_id: Any) -> ReviewRequest:
-    """The review, or Http404 for an unknown or malformed id."""
+    """The review `user` may read; `NotFound` for an unknown or malformed id, or a user
+    without a role."""
+    if not user_can_view(user):
+        raise NotFound("review not found")
     try:
         return ReviewRequest.objects.select_related(
             "task", "task__created_by", "tool_call", "checkpoint", "decided_by"
         ).get(id=int(review_id))
     except (ReviewRequest.DoesNotExist, ValueError, TypeError):
-        raise Http404("review not found") from None
+        raise NotFound("review not found") from None
 
 
 def review_approvers(*, review: ReviewRequest) -> list[dict[str, Any]]:

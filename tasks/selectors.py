@@ -11,10 +11,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
-from django.http import Http404
 from django.utils import timezone
 
 from harness_site.config import harness_config
+from tasks.errors import NotFound
 from tasks.models import SWEEPER_NAME, SweepRun, Task, TaskEvent, ToolCall
 from tasks.tools.mcp import mcp_server_of, recorded_tool
 from tasks.tools.registry import ToolSpec, UnknownTool, registry
@@ -85,17 +85,20 @@ def task_tool(*, task_id: Any, name: str) -> ToolSpec | None:
 
 
 def access_task(user: AbstractBaseUser, task_id: Any, *, lock: bool = False) -> Task:
-    """The task, or Http404 for an unknown or malformed id."""
+    """The task `user` may read. Raises `NotFound` for an unknown or malformed id, and for a
+    user without a role (who may not learn whether a task exists either)."""
+    if not user_can_view(user):
+        raise NotFound("task not found")
     qs = Task.objects.all()
     if lock:
         qs = qs.select_for_update()
     try:
         return qs.get(id=task_id)
     except (Task.DoesNotExist, ValueError, TypeError):
-        raise Http404("task not found") from None
+        raise NotFound("task not found") from None
     except Exception as exc:  # a malformed UUID raises ValidationError from the field
         if exc.__class__.__name__ == "ValidationError":
-            raise Http404("task not found") from None
+            raise NotFound("task not found") from None
         raise
 
 
