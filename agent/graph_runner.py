@@ -36,6 +36,8 @@ from langgraph.types import Command
 
 from agent.runtime import Paused, StopRun, Watchdog, worker_identity
 from checkpoints.langgraph import DjangoCheckpointSaver
+from checkpoints.models import GraphWorkspace, GraphWrite
+from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
 from harness_site.config import harness_config
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import interrupt_policy
@@ -145,7 +147,10 @@ class GraphRun:
             **graph_thread_config(task_id=task.id),
             "recursion_limit": budget.max_steps + 10,
         }
-        self.config["configurable"]["harness_workspace"] = str(task.workspace_path)
+        self.workspace = task.workspace_path
+        self.config["configurable"]["harness_workspace"] = str(self.workspace)
+        # LangGraph checkpoint ids whose workspace snapshot is stored (or known to be).
+        self.snapshotted: set[str] = set()
         self.watchdog = Watchdog(
             task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
         )
@@ -234,6 +239,7 @@ class GraphRun:
             self.event("task_started", {"worker": self.worker_id, "epoch": self.epoch})
             return self.spec.agent.input
         checkpoint_id = state.config["configurable"]["checkpoint_id"]
+        self.restore_workspace(checkpoint_id, source=(state.metadata or {}).get("source"))
         if state.interrupts:
             # Reviews canceled with the task (cancel, then resume) ask again.
             reviews = [
@@ -273,23 +279,72 @@ class GraphRun:
                 self.record_super_step(chunk)
                 self.boundary_checks()
 
+    def restore_workspace(self, checkpoint_id: str, *, source: str | None) -> None:
+        """Rebuild the workspace from the head checkpoint's snapshot when it holds no files
+        here (another machine, a wiped disk). After a rollback (the head is its fork and no
+        node has written against it yet) bring it in line with the snapshot wherever it is."""
+        snapshot = (
+            GraphWorkspace.objects.filter(task_id=self.task_id, checkpoint_id=checkpoint_id)
+            .values_list("snapshot", flat=True)
+            .first()
+        )
+        if snapshot is None:
+            return
+        self.snapshotted.add(checkpoint_id)
+        sync = (
+            source == "fork"
+            and not GraphWrite.objects.filter(
+                thread_id=str(self.task_id), checkpoint_ns="", checkpoint_id=checkpoint_id
+            ).exists()
+        )
+        if snapshot_materialise_if_missing(workspace=self.workspace, manifest=snapshot, sync=sync):
+            self.event("workspace_materialised", {"graph_checkpoint_id": checkpoint_id})
+
+    def workspace_snapshot(self, checkpoint_id: str) -> list[GraphWorkspace]:
+        """The workspace as this checkpoint leaves it, to store with the super-step's events.
+        LangGraph streams a checkpoint before the next super-step's nodes start, so no node
+        is writing meanwhile. Incremental: unchanged folders are only stat'ed."""
+        if checkpoint_id in self.snapshotted:
+            return []
+        if (
+            not self.snapshotted
+            and GraphWorkspace.objects.filter(
+                task_id=self.task_id, checkpoint_id=checkpoint_id
+            ).exists()
+        ):  # the head this run resumed from, already stored by an earlier run
+            self.snapshotted.add(checkpoint_id)
+            return []
+        self.snapshotted.add(checkpoint_id)
+        snapshot = snapshot_capture(task_id=self.task_id, workspace=self.workspace)
+        return [
+            GraphWorkspace(
+                task_id=self.task_id,
+                checkpoint_id=checkpoint_id,
+                snapshot=snapshot,
+                created_at=timezone.now(),
+            )
+        ]
+
     def record_super_step(self, chunk: dict[str, Any]) -> None:
         metadata = chunk.get("metadata") or {}
         step = int(metadata.get("step", 0))
         if metadata.get("source") == "loop" and step > 0:
             self.steps_used += 1
         self.step_index = max(step, 0)
+        checkpoint_id = chunk["config"]["configurable"]["checkpoint_id"]
+        snapshot = self.workspace_snapshot(checkpoint_id)
         self.event(
             "graph_step",
             {
-                "checkpoint_id": chunk["config"]["configurable"]["checkpoint_id"],
+                "checkpoint_id": checkpoint_id,
                 "step": step,
                 "source": metadata.get("source"),
                 "parents": metadata.get("parents") or {},
                 "next": list(chunk.get("next") or []),
+                **({"workspace_files": snapshot[0].snapshot["files"]} if snapshot else {}),
             },
         )
-        self.commit()
+        self.commit(inserts=snapshot)
 
     def record_node(self, chunk: dict[str, Any]) -> None:
         result = chunk.get("result")

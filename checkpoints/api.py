@@ -239,6 +239,8 @@ class GraphPreviewOut(Schema):
     blocked: str
     values: dict[str, Any]
     superseded: list[dict[str, Any]]
+    # {"snapshot": bool, "files", "files_restored", "files_deleted", "modes_restored"}
+    workspace: dict[str, Any] = {}
 
 
 @router.get("tasks/{task_id}/graph-checkpoints", response={200: list[GraphCheckpointOut], **ERRORS})

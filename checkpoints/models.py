@@ -158,3 +158,26 @@ class GraphWrite(models.Model):
 
     def __str__(self) -> str:
         return f"{self.checkpoint_id}/{self.graph_task_id}/{self.idx}:{self.channel}"
+
+
+class GraphWorkspace(models.Model):
+    """The task's workspace at one of its graph's checkpoints: the snapshot reference
+    (`checkpoints.snapshots.snapshot_capture`) the graph runner captured when LangGraph stored
+    that checkpoint, before the next super-step's nodes ran. A rollback to the checkpoint
+    restores it; the fork it writes gets the same snapshot. Retention keeps its blobs."""
+
+    task = models.ForeignKey(
+        "tasks.Task", on_delete=models.CASCADE, related_name="graph_workspaces", db_index=False
+    )
+    checkpoint_id = models.TextField()
+    snapshot = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            # Also the index of the lookups (task, checkpoint_id).
+            models.UniqueConstraint(fields=["task", "checkpoint_id"], name="graphworkspace_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}/{self.checkpoint_id}"

@@ -27,7 +27,7 @@ from django.utils import timezone
 from langgraph.checkpoint.base.id import uuid6
 
 from checkpoints.langgraph import DjangoCheckpointSaver
-from checkpoints.models import Checkpoint
+from checkpoints.models import Checkpoint, GraphWorkspace
 from checkpoints.selectors import (
     RETRYABLE,
     calls_undone,
@@ -50,7 +50,14 @@ from checkpoints.services import (
     checkpoint_load_latest_valid,
     checkpoint_next_seq,
 )
-from checkpoints.snapshots import RestoreResult, snapshot_capture, snapshot_restore
+from checkpoints.snapshots import (
+    RestoreResult,
+    manifest_changes,
+    snapshot_capture,
+    snapshot_manifest,
+    snapshot_restore,
+    workspace_manifest,
+)
 from review.services import reviews_cancel_pending
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo, RecoveryNote
@@ -581,9 +588,12 @@ def _graph_requeue(*, task: Task, user: AbstractBaseUser | None, kind: str, reas
     return task
 
 
-def graph_rollback_preview(*, task: Task, checkpoint_id: str) -> dict[str, Any]:
+def graph_rollback_preview(
+    *, task: Task, checkpoint_id: str, workspace: bool = True
+) -> dict[str, Any]:
     """What a rollback to this LangGraph checkpoint would do: the state it goes back to, the
-    nodes that run next, and the checkpoints it leaves behind."""
+    nodes that run next, the checkpoints it leaves behind and (with `workspace`) the files
+    it writes back and deletes to restore the workspace snapshot stored with it."""
     listed = graph_checkpoints(task=task)
     chosen = next((c for c in listed if c["checkpoint_id"] == checkpoint_id), None)
     if chosen is None:
@@ -596,7 +606,7 @@ def graph_rollback_preview(*, task: Task, checkpoint_id: str) -> dict[str, Any]:
         if not key.startswith("branch:") and not key.startswith("__")
     }
     later = [c for c in listed if c["checkpoint_id"] > checkpoint_id and not c["superseded"]]
-    return {
+    preview = {
         "task_id": task.id,
         "task_status": task.status,
         "checkpoint_id": checkpoint_id,
@@ -607,6 +617,31 @@ def graph_rollback_preview(*, task: Task, checkpoint_id: str) -> dict[str, Any]:
         "values": values,
         "superseded": [{"checkpoint_id": c["checkpoint_id"], "step": c["step"]} for c in later],
     }
+    if workspace:
+        snapshot = _graph_workspace_snapshot(task, checkpoint_id)
+        files: dict[str, Any] = {"snapshot": snapshot is not None}
+        if snapshot is not None:
+            write, delete, modes = manifest_changes(
+                workspace_manifest(task.workspace_path), snapshot_manifest(snapshot)
+            )
+            files |= {
+                "files": snapshot["files"],
+                "files_restored": write[:200],
+                "files_deleted": delete[:200],
+                "modes_restored": modes[:200],
+            }
+        preview["workspace"] = files
+    return preview
+
+
+def _graph_workspace_snapshot(task: Task, checkpoint_id: str) -> dict | None:
+    """The workspace snapshot the graph runner stored with this checkpoint (None for one
+    written before snapshots were taken, or by a graph run outside the harness)."""
+    return (
+        GraphWorkspace.objects.filter(task=task, checkpoint_id=checkpoint_id)
+        .values_list("snapshot", flat=True)
+        .first()
+    )
 
 
 def _graph_rollback(
@@ -620,7 +655,7 @@ def _graph_rollback(
     """Fork the task's graph from an earlier checkpoint (LangGraph's checkpoint_id semantics:
     the copy's parent is that checkpoint, so the run continues from there). Inside the
     caller's transaction, task row locked."""
-    preview = graph_rollback_preview(task=task, checkpoint_id=checkpoint_id)
+    preview = graph_rollback_preview(task=task, checkpoint_id=checkpoint_id, workspace=False)
     saver = DjangoCheckpointSaver(task_id=task.id)
     base = saver.get_tuple(_graph_config(task, checkpoint_id))
     step = int(base.metadata.get("step", 0))
@@ -632,6 +667,18 @@ def _graph_rollback(
     metadata = {**base.metadata, "source": "fork", "step": step}
     # No new channel versions: the fork names the very blobs its base names.
     forked = saver.put(_graph_config(task, checkpoint_id), fork, metadata, {})
+    # The workspace goes back with the graph: the snapshot stored with the checkpoint is
+    # restored and becomes the fork's; the later ones are left behind with their checkpoints.
+    snapshot = _graph_workspace_snapshot(task, checkpoint_id)
+    restored = None
+    if snapshot is not None:
+        restored = snapshot_restore(workspace=task.workspace_path, snapshot=snapshot)
+        GraphWorkspace.objects.create(
+            task=task,
+            checkpoint_id=forked["configurable"]["checkpoint_id"],
+            snapshot=snapshot,
+            created_at=timezone.now(),
+        )
     actor = _actor(user)
     Task.objects.filter(id=task.id).update(
         current_step=max(step, 0),
@@ -657,6 +704,9 @@ def _graph_rollback(
             "from_step": step,
             "checkpoint_id": forked["configurable"]["checkpoint_id"],
             "superseded": len(preview["superseded"]),
+            "workspace_restored": restored is not None,
+            "files_restored": len(restored.written) if restored else 0,
+            "files_deleted": len(restored.deleted) if restored else 0,
         },
     )
     target = TaskStatus.QUEUED if resume else TaskStatus.HELD

@@ -38,7 +38,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
-from checkpoints.models import Checkpoint, Level
+from checkpoints.models import Checkpoint, GraphWorkspace, Level
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
 from checkpoints.snapshots import snapshot_blob_keys
 from harness_site.config import RetentionConfig, harness_config
@@ -149,8 +149,15 @@ def retention_run(*, state: dict[str, Any], collect_garbage: bool) -> dict[str, 
 
 
 def _referenced_blobs() -> set[str]:
-    """Every blob a checkpoint of any task references (root, chunks and file bodies)."""
-    roots: set[str] = set()
+    """Every blob a checkpoint of any task references (root, chunks and file bodies), the
+    workspace snapshots of graph checkpoints included."""
+    roots: set[str] = {
+        snapshot["root"]
+        for snapshot in GraphWorkspace.objects.values_list("snapshot", flat=True).iterator(
+            chunk_size=2000
+        )
+        if snapshot
+    }
     for checkpoint in Checkpoint.objects.only("id", "seq", "payload", "checksum").iterator(
         chunk_size=500
     ):

@@ -53,3 +53,53 @@ graph = builder.compile()
 def runs(marker_dir: Path) -> list[str]:
     path = marker_dir / "runs"
     return path.read_text().split() if path.exists() else []
+
+
+# --- a graph whose tool writes files in the task's workspace, one super-step after another ---
+
+
+class FilesState(TypedDict, total=False):
+    marker_dir: str
+    done: list[str]
+
+
+def write_files(config: dict, files: dict[str, str | None]) -> None:
+    """The graph's file tool: write (or, for None, delete) files in the task's workspace,
+    which the harness passes as configurable `harness_workspace`."""
+    root = Path(config["configurable"]["harness_workspace"])
+    for rel, content in files.items():
+        path = root / rel
+        if content is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)
+
+
+def files_node(name: str, files: dict[str, str | None]):
+    def node(state: FilesState, config) -> dict:
+        mark(state, name)
+        write_files(config, files)
+        return {"done": [*state.get("done", []), name]}
+
+    return node
+
+
+FILES_STEPS = {
+    "draft": {"notes/a.txt": "draft\n", "b.txt": "b1\n"},
+    "revise": {"notes/a.txt": "revised\n", "c.txt": "c1\n"},
+    "finish": {"b.txt": None, "out/d.txt": "d1\n"},
+}
+files_builder = StateGraph(FilesState)
+for _name, _files in FILES_STEPS.items():
+    files_builder.add_node(_name, files_node(_name, _files))
+files_builder.add_edge(START, "draft")
+files_builder.add_edge("draft", "revise")
+files_builder.add_edge("revise", "finish")
+files_builder.add_edge("finish", END)
+files_graph = files_builder.compile()
+
+
+def workspace_files(root: Path) -> dict[str, str]:
+    """Every file under root (relative path -> text)."""
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from checkpoints.recovery import task_cancel, task_resume
+from checkpoints.recovery import (
+    checkpoint_rollback,
+    graph_rollback_preview,
+    task_cancel,
+    task_resume,
+)
+from checkpoints.selectors import graph_checkpoints
 from review.models import ReviewRequest
 from review.services import review_decide
 from tasks.canonical import canonical_hash
@@ -16,7 +22,7 @@ from tasks.spec import TaskSpec
 from tests.conftest import wait_for
 
 from .conftest import TEST_CONFIG, wait_status
-from .graphs import runs
+from .graphs import runs, workspace_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -27,6 +33,7 @@ def harness_config_text() -> str:
         "langgraph_graphs:\n"
         '  slow_steps: "tests.durable.graphs:graph"\n'
         '  release_bot: "examples.langgraph_release:graph"\n'
+        '  files: "tests.durable.graphs:files_graph"\n'
     )
 
 
@@ -94,3 +101,45 @@ def test_review_is_resumed_by_a_new_worker_after_the_pausing_one_exited(fleet, o
 
     task = wait_status(task.id, "succeeded")
     assert '"published": "2.0.0"' in task.result
+
+
+FINAL_FILES = {"notes/a.txt": "revised\n", "c.txt": "c1\n", "out/d.txt": "d1\n"}
+
+
+def test_rollback_to_an_earlier_super_step_restores_the_workspace_and_resumes_from_there(
+    fleet, tmp_path, operator
+):
+    fleet.worker(1)
+    task = graph_task("files", {"marker_dir": str(tmp_path)})
+    task = wait_status(task.id, "succeeded")
+    workspace = task.workspace_path
+    assert workspace_files(workspace) == FINAL_FILES
+
+    listed = graph_checkpoints(task=task)
+    after_draft = next(c for c in listed if c["step"] == 1)  # next: revise
+    preview = graph_rollback_preview(task=task, checkpoint_id=after_draft["checkpoint_id"])
+    assert preview["workspace"]["files_restored"] == ["b.txt", "notes/a.txt"]
+    assert preview["workspace"]["files_deleted"] == ["c.txt", "out/d.txt"]
+    assert [c["step"] for c in preview["superseded"]] == [3, 2]
+
+    checkpoint_rollback(
+        task_id=task.id,
+        checkpoint_id=after_draft["checkpoint_id"],
+        user=operator,
+        reason="redo the revision",
+        resume=False,
+    )
+    # Exactly the files as the draft step left them: later files gone, changed ones back.
+    assert workspace_files(workspace) == {"notes/a.txt": "draft\n", "b.txt": "b1\n"}
+    assert not (workspace / "out").exists()
+    rollback = task.events.get(type="rollback")
+    assert rollback.payload["files_restored"] == 2 and rollback.payload["files_deleted"] == 2
+
+    task_resume(task_id=task.id, user=operator, reason="go on")
+    task = wait_status(task.id, "succeeded")
+    # The graph went on from the draft: revise and finish ran again, draft did not.
+    assert runs(tmp_path) == ["draft", "revise", "finish", "revise", "finish"]
+    assert workspace_files(workspace) == FINAL_FILES
+    assert '"done": ["draft", "revise", "finish"]' in task.result
+    listed = graph_checkpoints(task=task)
+    assert sorted(c["step"] for c in listed if c["superseded"]) == [2, 3]
