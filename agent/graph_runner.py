@@ -134,7 +134,7 @@ class GraphRun:
         self.session_s = budget.session_timeout_s or timeouts.session_s
         self.step_s = budget.turn_timeout_s or timeouts.turn_s
         self.session_started = task.started_at or timezone.now()
-        self.human_wait_s = task.review_wait_s
+        self.human_wait_s = task.human_wait_s
         self.run_started = time.monotonic()
         self.seconds_before = task.seconds_used
         self.steps_used = task.steps_used

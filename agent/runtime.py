@@ -288,9 +288,9 @@ class TaskRun:
         self.run_started = time.monotonic()
         self.seconds_before = task.seconds_used
         # The session clock: wall time since the task first started, less the time it waited
-        # for a human (Task.review_wait_s, kept by task_transition).
+        # for a human (Task.human_wait_s: review and held time, kept by task_transition).
         self.session_started = task.started_at or timezone.now()
-        self.human_wait_s = task.review_wait_s
+        self.human_wait_s = task.human_wait_s
         self.watchdog = Watchdog(
             task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
         )

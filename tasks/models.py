@@ -29,8 +29,11 @@ class Task(models.Model):
     steps_used = models.PositiveIntegerField(default=0)
     tokens_used = models.PositiveBigIntegerField(default=0)
     seconds_used = models.FloatField(default=0.0)
-    # Seconds the task has spent paused for a human; they do not count against the session.
+    # Seconds the task has spent paused for a human, kept apart (task_transition writes both):
+    # waiting for a review decision, and held (on hold, or stopped until an operator retried or
+    # recovered it). Neither counts against the session (`human_wait_s`).
     review_wait_s = models.FloatField(default=0.0)
+    held_wait_s = models.FloatField(default=0.0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
 
     result = models.TextField(blank=True, default="")
@@ -123,6 +126,11 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return f"{self.title} ({self.status})"
+
+    @property
+    def human_wait_s(self) -> float:
+        """Seconds paused for a person (review and held): left out of the session clock."""
+        return self.review_wait_s + self.held_wait_s
 
     @property
     def is_terminal(self) -> bool:

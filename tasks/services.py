@@ -178,11 +178,14 @@ def task_transition(
             updates.setdefault("started_at", now)
         if to == TaskStatus.QUEUED:
             updates.setdefault("finished_at", None)
-            if frm in _HUMAN_WAIT:
-                updates.setdefault(
-                    "review_wait_s",
-                    task.review_wait_s + _seconds_in_status(task_id=task_id, now=now),
-                )
+        if frm in _HUMAN_WAIT:
+            # Counted when the wait ends, whatever comes next (a review rolled back to a hold
+            # still waited for its review); review time and held time kept apart: a task held
+            # (or stopped) and resumed never waited for a review.
+            wait = "review_wait_s" if frm == TaskStatus.WAITING_REVIEW else "held_wait_s"
+            updates.setdefault(
+                wait, getattr(task, wait) + _seconds_in_status(task_id=task_id, now=now)
+            )
         if "error_class" in updates or "error_message" in updates:
             updates["error_fingerprint"] = error_fingerprint(
                 updates.get("error_class", task.error_class),

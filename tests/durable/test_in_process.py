@@ -163,7 +163,35 @@ def test_time_spent_held_or_stopped_before_an_operator_resumes_is_waiting_time(q
     task_transition(task_id=task.id, to="failed", fields={"error_class": "model_error"})
     task.events.filter(type="status").update(created_at=timezone.now() - timedelta(hours=1))
     task = task_transition(task_id=task.id, to="queued", reason="operator retry")
-    assert 3590 < task.review_wait_s < 3700
+    # Waiting time, but not for a review: held and review time are kept apart.
+    assert 3590 < task.held_wait_s < 3700 and task.review_wait_s == 0
+    assert task.human_wait_s == task.held_wait_s
+    task.refresh_from_db()
+    assert 3590 < task.held_wait_s < 3700 and task.review_wait_s == 0
+
+
+def test_a_held_task_resumed_has_held_time_and_no_review_time(queue):
+    task = queued([{"final": "x"}], [])
+    task_transition(task_id=task.id, to="held", reason="operator hold")
+    task.events.filter(type="status").update(created_at=timezone.now() - timedelta(seconds=300))
+    task = task_transition(task_id=task.id, to="queued", reason="resume")
+    task.refresh_from_db()
+    assert task.review_wait_s == 0
+    assert 295 < task.held_wait_s < 400
+
+
+def test_a_review_rolled_back_to_a_hold_keeps_its_review_time_apart(queue):
+    task = queued([{"final": "x"}], [])
+    task_acquire(task_id=task.id, worker_id="w:1")
+    task_transition(task_id=task.id, to="waiting_review", reason="review")
+    task.events.filter(type="status").update(created_at=timezone.now() - timedelta(hours=4))
+    task_transition(task_id=task.id, to="held", reason="rollback, resume=false")
+    task.events.filter(type="status", payload__to="held").update(
+        created_at=timezone.now() - timedelta(seconds=200)
+    )
+    task = task_transition(task_id=task.id, to="queued", reason="resume")
+    assert 4 * 3600 - 10 < task.review_wait_s < 4 * 3600 + 100
+    assert 195 < task.held_wait_s < 300
 
 
 @pytest.fixture
