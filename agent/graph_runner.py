@@ -142,7 +142,7 @@ class GraphRun:
         self.cancel_seen = task.cancel_requested
         self.pending_events: list[Any] = []
         self.node_started: dict[str, float] = {}
-        self.saver = DjangoCheckpointSaver(task_id=task.id)
+        self.saver = DjangoCheckpointSaver(task_id=task.id, epoch=self.epoch)
         self.config = {
             **graph_thread_config(task_id=task.id),
             "recursion_limit": budget.max_steps + 10,

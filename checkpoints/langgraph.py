@@ -18,6 +18,13 @@ Transactions are short: every write is one autocommit statement, or one transact
 statements, never held across a graph step or an await. On SQLite (WAL, IMMEDIATE transactions,
 busy timeout) writers therefore queue for milliseconds instead of failing "database is locked".
 Writes are ordered so a crash between two statements leaves only unreferenced blob rows.
+
+Lease fencing. Bound to a task run (`task_id` and the run's lease `epoch`, as the graph runner
+binds it), every put / put_writes is one short transaction that first proves the lease
+(`tasks.services.task_fence`: the task row, still running under this epoch, locked until the
+commit); a writer that lost its lease gets LeaseLost and stores nothing, so a stale worker can
+not write a super-step late. Unbound (users' own graphs, the operator's rollback) writes are
+not fenced.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from checkpoints.models import GraphBlob, GraphCheckpoint, GraphWrite
+from tasks.services import task_fence
 
 T = TypeVar("T")
 
@@ -58,17 +66,23 @@ _INLINE_TYPES = (str, int, float, bool)
 
 class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer on Django's default database. `task_id` links the checkpoints
-    it writes to a harness task (the graph runner passes it); leave it None for other graphs."""
+    it writes to a harness task (the graph runner passes it); leave it None for other graphs.
+    `epoch`: the lease epoch of the task run writing (the graph runner passes it): every write
+    is then fenced on it (LeaseLost, nothing stored, once the lease is lost)."""
 
     def __init__(
         self,
         *,
         task_id: Any = None,
+        epoch: int | None = None,
         serde: SerializerProtocol | None = None,
         using: str = "default",
     ) -> None:
         super().__init__(serde=serde)
+        if epoch is not None and task_id is None:
+            raise ValueError("a lease epoch fences a task's writes: task_id is required")
         self.task_id = task_id
+        self.epoch = epoch
         self.using = using
         self._home = threading.get_ident()
         self._executor: ThreadPoolExecutor | None = None
@@ -287,18 +301,18 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         if blob_sql is not None and db.vendor == "postgresql":
             # One statement, so one round trip and one commit (what PostgresSaver gets from
             # pipeline mode): the blobs in a data-modifying CTE, then the checkpoint row.
-            _execute(
-                db,
-                f"WITH blobs AS ({blob_sql[0]}) {checkpoint_sql[0]}",
-                blob_sql[1] + checkpoint_sql[1],
-            )
+            statements = [
+                (
+                    f"WITH blobs AS ({blob_sql[0]}) {checkpoint_sql[0]}",
+                    blob_sql[1] + checkpoint_sql[1],
+                )
+            ]
         else:
             # Blobs first, each statement its own short autocommit transaction: a checkpoint
             # row is never visible before the values it names; a crash in between leaves
             # unreferenced blobs, which prune() collects.
-            if blob_sql is not None:
-                _execute(db, *blob_sql)
-            _execute(db, *checkpoint_sql)
+            statements = [*([blob_sql] if blob_sql is not None else []), checkpoint_sql]
+        self._write(db, statements)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -341,7 +355,19 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             # One statement may not update a row twice: the last write of a channel wins.
             rows = list({row[5]: row for row in rows}.values())
         db = connections[self.using]
-        _execute(db, *_insert_sql(db, _WRITE, _WRITE_COLUMNS, rows, _WRITE_KEY, update=update))
+        self._write(db, [_insert_sql(db, _WRITE, _WRITE_COLUMNS, rows, _WRITE_KEY, update=update)])
+
+    def _write(self, db: BaseDatabaseWrapper, statements: list[tuple[str, list[Any]]]) -> None:
+        """Run a write's statements: each in autocommit, or, bound to a task run, in one
+        transaction that first proves the lease (LeaseLost rolls it back: nothing stored)."""
+        if self.epoch is None:
+            for sql, params in statements:
+                _execute(db, sql, params)
+            return
+        with transaction.atomic(using=self.using):
+            task_fence(task_id=self.task_id, epoch=self.epoch)
+            for sql, params in statements:
+                _execute(db, sql, params)
 
     def _delete_threads(self, thread_ids: list[str]) -> None:
         if not thread_ids:
