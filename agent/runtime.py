@@ -417,7 +417,8 @@ class TaskRun:
         self.event(
             "retry_scheduled",
             {
-                "call_id": error.call_id,
+                # A model retry has no call: no `"call_id": null` (the pages read it as a call).
+                **({"call_id": error.call_id} if error.call_id else {}),
                 "attempt": attempt,
                 "error_class": error.error_class,
                 "message": error.message[:500],

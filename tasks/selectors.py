@@ -9,7 +9,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
-from django.db.models.fields.json import KT
+from django.db.models.fields.json import KeyTextTransform, compile_json_path
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -190,8 +190,26 @@ _EVENT_KEYS = (
 )
 
 
-def _payload_keys() -> dict[str, KT]:
-    return {key: KT(f"payload__{key}") for key in _EVENT_KEYS}
+class PayloadText(KeyTextTransform):
+    """A top-level payload key as text, a JSON null as SQL NULL on every backend. (Django's
+    key transform gives SQLite the text 'null' for a JSON null: a model retry's
+    `"call_id": null` became a tool call named "null".)"""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key, "payload")
+
+    def as_sqlite(self, compiler: Any, connection: Any) -> tuple[str, tuple]:
+        sql, params = super().as_sqlite(compiler, connection)
+        lhs, lhs_params, keys = self.preprocess_lhs(compiler, connection)
+        path = compile_json_path(keys)
+        return (
+            f"(CASE WHEN JSON_TYPE({lhs}, %s) = 'null' THEN NULL ELSE {sql} END)",
+            (*lhs_params, path, *params),
+        )
+
+
+def _payload_keys() -> dict[str, PayloadText]:
+    return {key: PayloadText(key) for key in _EVENT_KEYS}
 
 
 def as_text(field: str) -> Cast:

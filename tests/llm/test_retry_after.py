@@ -4,13 +4,16 @@ Retry-After, on real workers."""
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from tasks.models import TaskEvent
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_429_with_retry_after_is_retried_after_that_delay(chat_server, workers, task_api):
+def test_a_429_with_retry_after_is_retried_after_that_delay(
+    chat_server, workers, task_api, operator
+):
     chat_server.error(429, "Rate limit reached for gpt-4o-mini", headers={"Retry-After": "2"})
     chat_server.answer("done")
     created = task_api.create(
@@ -25,3 +28,11 @@ def test_a_429_with_retry_after_is_retried_after_that_delay(chat_server, workers
     assert scheduled.payload["error_class"] == "transient"
     assert scheduled.payload["delay_s"] >= 2.0
     assert "Rate limit reached" in scheduled.payload["message"]
+    # A model retry has no tool call: the task page lists it as an event, not as a call row
+    # (a `"call_id": null` read back as text made a call named "null").
+    assert "call_id" not in scheduled.payload
+    client = Client()
+    client.force_login(operator)
+    page = client.get(f"/tasks/{created['id']}/", {"tab": "events"}).content.decode()
+    assert "<td>retry_scheduled</td>" in page
+    assert 'data-call="null"' not in page and 'data-call=""' not in page
