@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from tasks.states import TERMINAL, TaskStatus
 
@@ -204,7 +205,9 @@ class ToolCall(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     # One entry per attempt: {n, started_at, finished_at, status, error_class, error_message}.
     attempt_log = models.JSONField(default=list)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # When the model proposed the call (the row is built then, and may be written only with
+    # its outcome: auto_now_add would stamp the write, after the call had finished).
+    created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.FloatField(null=True, blank=True)

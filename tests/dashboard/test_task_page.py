@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 
@@ -200,3 +201,17 @@ def test_a_held_task_that_never_failed_is_offered_resume_not_retry(as_user, oper
     page = client.get(f"/tasks/{held.id}/").content.decode()
     assert 'value="resume"' in page and "Retry failed step" not in page
     assert "Retry failed step" in client.get(f"/tasks/{failed.id}/").content.decode()
+
+
+def test_a_tool_call_is_created_before_it_starts_and_finishes(api_client, operator, run_task):
+    # A read-only call's row is written only with its outcome: its created_at is still the
+    # time the model proposed it, not the write's.
+    script = [{"call": "sleep", "args": {"seconds": 0.05}}, *SCRIPT]
+    task = run_task(script, ["sleep", *TOOLS])
+    calls = api_client(operator).get(f"/api/v1/tasks/{task.id}/tool-calls").json()
+    assert [c["tool"] for c in calls] == ["sleep", "write_file", "read_file"]
+    for call in calls:
+        times = [
+            datetime.fromisoformat(call[k]) for k in ("created_at", "started_at", "finished_at")
+        ]
+        assert times == sorted(times), call["call_id"]
