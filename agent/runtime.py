@@ -64,6 +64,7 @@ from checkpoints.services import (
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
 from harness_site.config import harness_config
 from multiagent import coordinator, delegation
+from multiagent.shared import shared_dir
 from review import policy
 from review.models import ReviewStatus
 from review.policy import PolicyDecision
@@ -273,6 +274,8 @@ class TaskRun:
         self.context = context_policy(config=self.config.context, override=self.spec.context)
         self.limits = check_limits(config=self.config.validation, checks=self.spec.checks)
         self.workspace = task.workspace_path
+        # The group's shared directory (multiagent/shared.py), if its root asked for one.
+        self.shared = shared_dir(task)
         self.pending_events: list[TaskEvent] = []
         self.deferred_rows: list[ToolCall] = []
         # The last captured workspace manifest; None once a tool may have changed the files.
@@ -1163,6 +1166,7 @@ class TaskRun:
             call_id=row.call_id,
             workspace=self.workspace,
             timeout_s=self.tool_s,
+            shared=self.shared,
         )
 
     def execute_call(self, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:

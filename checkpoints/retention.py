@@ -36,6 +36,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.models import Checkpoint, GraphWorkspace, Level
@@ -50,6 +51,9 @@ BLOB_GRACE_S = 24 * 3600
 MAX_TASKS_PER_RUN = 2000
 # Checkpoints checkpoints.recovery forks from a base (their parent): the bases stay.
 RECOVERY_TRIGGERS = ("rollback", "retry", "forward")
+# Snapshot roots kept by apps above this one, by dotted path (they import this app, not the
+# other way round): the shared directories' snapshots of multi-agent global checkpoints.
+BLOB_REFERRERS = ("multiagent.selectors.shared_snapshot_roots",)
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,8 @@ def retention_run(*, state: dict[str, Any], collect_garbage: bool) -> dict[str, 
 
 def _referenced_blobs() -> set[str]:
     """Every blob a checkpoint of any task references (root, chunks and file bodies), the
-    workspace snapshots of graph checkpoints included."""
+    workspace snapshots of graph checkpoints included, and the snapshot roots other apps keep
+    (BLOB_REFERRERS)."""
     roots: set[str] = {
         snapshot["root"]
         for snapshot in GraphWorkspace.objects.values_list("snapshot", flat=True).iterator(
@@ -158,6 +163,8 @@ def _referenced_blobs() -> set[str]:
         )
         if snapshot
     }
+    for referrer in BLOB_REFERRERS:
+        roots |= set(import_string(referrer)())
     for checkpoint in Checkpoint.objects.only("id", "seq", "payload", "checksum").iterator(
         chunk_size=500
     ):

@@ -37,6 +37,8 @@ class GlobalCheckpointOut(Schema):
     created_at: datetime
     trigger: str
     participants: list[ParticipantOut]
+    # The group's shared directory at the cut ({root, files, bytes}); null without one.
+    shared_snapshot: dict[str, Any] | None = None
     superseded: bool
 
 
@@ -88,6 +90,7 @@ class GroupPreviewOut(Schema):
     allowed: bool
     blocked: str
     participants: list[dict[str, Any]]
+    shared: dict[str, list[str]] | None = None
     canceled: list[UUID]
     superseded_global_seqs: list[int]
 

@@ -8,7 +8,8 @@ its steps are short database transactions run by whoever has a reason to advance
    boundary: the loop writes a local checkpoint and a RoundVote in one write and moves to
    `prepared` (its job ends).
 2. `round_advance` commits once every participant has prepared: one transaction writes the
-   GlobalCheckpoint naming each participant's local checkpoint and releases the participants
+   GlobalCheckpoint naming each participant's local checkpoint and the snapshot of the group's
+   shared directory (multiagent/shared.py, if it has one) and releases the participants
    (hold cleared, queued ones enqueued). Past the deadline it aborts instead: the same
    release, no global row.
 
@@ -35,6 +36,7 @@ from multiagent.models import (
     RoundVote,
 )
 from multiagent.selectors import group_lock
+from multiagent.shared import shared_snapshot_capture
 from tasks import services
 from tasks.models import Task
 from tasks.states import TaskStatus
@@ -162,6 +164,8 @@ def _commit(
             for task_id in round.participants
             if task_id in votes
         ],
+        # Every participant is held (no file tool writes), so this is the directory at the cut.
+        shared_snapshot=shared_snapshot_capture(root=members[str(round.root_id)]),
         created_at=now,
     )
     round.status = RoundStatus.COMMITTED

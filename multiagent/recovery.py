@@ -6,10 +6,14 @@ checkpoints are superseded); later global checkpoints are superseded; tasks star
 cut are canceled. Delegations open at the cut stay bound to the same children (they are rolled
 back too), so the parent waits for them again instead of starting new ones.
 
-All or nothing: every local checkpoint is decoded and verified and every blob its snapshot
-needs is looked up before anything changes; workspaces are restored with their current
-contents captured first, and if any restore (or the database transaction) fails, the
-workspaces already restored are put back. The database changes are one transaction.
+The group's shared directory (multiagent/shared.py) goes back to the snapshot the cut recorded
+(GlobalCheckpoint.shared_snapshot), with the workspaces.
+
+All or nothing: every local checkpoint is decoded and verified and every blob its snapshot (and
+the shared directory's) needs is looked up before anything changes; the shared directory and
+the workspaces are restored with their current contents captured first, and if any restore (or
+the database transaction) fails, the ones already restored are put back. The database changes
+are one transaction.
 
 Lock contract: the group's task rows in id order (multiagent.selectors.group_lock), then
 checkpoint rows. Refused (409) while any participant runs, is queued, or a round is open.
@@ -18,13 +22,14 @@ checkpoint rows. Refused (409) while any participant runs, is queued, or a round
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from checkpoints.blobstore import blob_store
+from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.models import Checkpoint
 from checkpoints.recovery import RecoveryConflict, RecoveryInvalid, calls_rekey, new_branch
 from checkpoints.selectors import calls_undone, done_call_ids
@@ -45,6 +50,7 @@ from checkpoints.snapshots import (
 )
 from multiagent.models import GlobalCheckpoint
 from multiagent.selectors import group_lock, group_member_ids
+from multiagent.shared import shared_path
 from review.services import reviews_cancel_pending
 from tasks import services
 from tasks.agent_state import RecoveryNote
@@ -70,12 +76,57 @@ class Participant:
 
 
 @dataclass
+class SharedRestore:
+    """The group's shared directory going back to the cut."""
+
+    path: Path
+    snapshot: dict
+    files_restore: list[str]
+    files_delete: list[str]
+
+
+@dataclass
 class GroupPlan:
     global_checkpoint: GlobalCheckpoint
     participants: list[Participant]
     # Tasks of the group started after the cut: canceled by the rollback.
     later_tasks: list[Task]
     blocked: str
+    shared: SharedRestore | None = None
+
+    def restores(self) -> list[tuple[str, Path, dict]]:
+        """(what, directory, snapshot) for every directory the rollback restores."""
+        out = (
+            [("the shared directory", self.shared.path, self.shared.snapshot)]
+            if self.shared
+            else []
+        )
+        return out + [
+            (f"the workspace of task {p.task.id}", p.task.workspace_path, p.loaded.snapshot)
+            for p in self.participants
+        ]
+
+
+def _shared_plan(global_checkpoint: GlobalCheckpoint) -> SharedRestore | None:
+    """Verify the cut's shared directory snapshot; RecoveryInvalid when it cannot be restored."""
+    snapshot = global_checkpoint.shared_snapshot
+    if snapshot is None:
+        return None
+    try:
+        missing = blob_store().missing(snapshot_blob_keys(snapshot))
+        target = snapshot_manifest(snapshot)
+    except (BlobMissing, BlobCorrupted, KeyError, ValueError) as exc:
+        raise RecoveryInvalid(
+            "global_checkpoint_id", f"the shared directory cannot be restored: {exc}"
+        ) from None
+    if missing:
+        raise RecoveryInvalid(
+            "global_checkpoint_id",
+            f"the shared directory cannot be restored: {len(missing)} snapshot blob(s) are missing",
+        )
+    path = shared_path(root_id=global_checkpoint.root_id)
+    write, delete, _ = manifest_changes(workspace_manifest(path) if path.is_dir() else {}, target)
+    return SharedRestore(path=path, snapshot=snapshot, files_restore=write, files_delete=delete)
 
 
 def _blocked(members: list[Task]) -> str:
@@ -140,6 +191,7 @@ def _plan(*, members: list[Task], global_checkpoint: GlobalCheckpoint) -> GroupP
         participants=participants,
         later_tasks=later,
         blocked=_blocked(members),
+        shared=_shared_plan(global_checkpoint),
     )
 
 
@@ -155,6 +207,7 @@ def group_rollback_preview(*, root: Task, global_checkpoint: GlobalCheckpoint) -
             "allowed": False,
             "blocked": exc.message,
             "participants": [],
+            "shared": None,
             "canceled": [],
             "superseded_global_seqs": [],
         }
@@ -181,6 +234,13 @@ def group_rollback_preview(*, root: Task, global_checkpoint: GlobalCheckpoint) -
             }
             for p in plan.participants
         ],
+        # The shared directory's changes (None: the group has none, or the cut predates it).
+        "shared": {
+            "files_restore": plan.shared.files_restore,
+            "files_delete": plan.shared.files_delete,
+        }
+        if plan.shared
+        else None,
         "canceled": [t.id for t in plan.later_tasks if t.status not in TERMINAL],
         "superseded_global_seqs": list(
             GlobalCheckpoint.objects.filter(
@@ -190,31 +250,29 @@ def group_rollback_preview(*, root: Task, global_checkpoint: GlobalCheckpoint) -
     }
 
 
-def _restore_workspaces(plan: GroupPlan) -> list[tuple[Participant, dict | None]]:
-    """Restore every participant's workspace; if one fails, put back those already done.
-    -> (participant, its workspace before) for each, to undo them later."""
-    done: list[tuple[Participant, dict | None]] = []
+def _restore_workspaces(plan: GroupPlan) -> list[tuple[Path, dict | None]]:
+    """Restore the shared directory and every participant's workspace; if one fails, put
+    back those already done. -> (directory, its contents before) for each, to undo them."""
+    done: list[tuple[Path, dict | None]] = []
+    what = ""
     try:
-        for p in plan.participants:
-            before = (
-                snapshot_capture(task_id=p.task.id, workspace=p.task.workspace_path)
-                if p.task.workspace_path.is_dir()
-                else None
-            )
-            done.append((p, before))
-            snapshot_restore(workspace=p.task.workspace_path, snapshot=p.loaded.snapshot)
+        for item in plan.restores():
+            what, path, snapshot = item
+            before = snapshot_capture(task_id=None, workspace=path) if path.is_dir() else None
+            done.append((path, before))
+            snapshot_restore(workspace=path, snapshot=snapshot)
     except OSError as exc:
         _undo(done)
         raise RecoveryConflict(
-            f"the workspace of task {p.task.id} could not be restored ({exc}); nothing was changed"
+            f"{what} could not be restored ({exc}); nothing was changed"
         ) from None
     return done
 
 
-def _undo(done: list[tuple[Participant, dict | None]]) -> None:
-    for p, before in reversed(done):
+def _undo(done: list[tuple[Path, dict | None]]) -> None:
+    for path, before in reversed(done):
         try:
-            snapshot_restore(workspace=p.task.workspace_path, snapshot=before)
+            snapshot_restore(workspace=path, snapshot=before)
         except Exception:  # best effort: the loop syncs the workspace to its head on resume
             continue
 

@@ -68,3 +68,15 @@ def round_get(*, root: Task, round_id: Any) -> CheckpointRound | None:
         .filter(root=root, id=round_id)
         .first()
     )
+
+
+def shared_snapshot_roots() -> set[str]:
+    """The snapshot roots of every shared directory a global checkpoint recorded (kept by the
+    blob garbage collection, checkpoints.retention)."""
+    return {
+        snapshot["root"]
+        for snapshot in GlobalCheckpoint.objects.filter(shared_snapshot__isnull=False)
+        .values_list("shared_snapshot", flat=True)
+        .iterator(chunk_size=500)
+        if isinstance(snapshot, dict) and snapshot.get("root")
+    }

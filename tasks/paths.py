@@ -44,6 +44,24 @@ def validate_relative_path(path: str) -> PurePosixPath:
     return pure
 
 
+# A multi-agent group's shared directory (TaskSpec `shared`): `/shared/<path>` in the file
+# tools, mounted at the same place in the command sandbox.
+SHARED_MOUNT = "/shared"
+
+
+def shared_relative(path: str) -> str | None:
+    """For `/shared/<path>`, the path inside the shared directory ("." for `/shared` itself);
+    None for any other path (a workspace path, checked as usual). The rest is checked like a
+    workspace path: `/shared/../x` and `/shared//etc` are refused, not normalised away."""
+    if not isinstance(path, str):
+        return None
+    if path in (SHARED_MOUNT, SHARED_MOUNT + "/"):
+        return "."
+    if path.startswith(SHARED_MOUNT + "/"):
+        return path[len(SHARED_MOUNT) + 1 :]
+    return None
+
+
 def resolve_in_workspace(root: Path, path: str, *, allow_root: bool = False) -> Path:
     """The absolute path for `path` inside `root`, refusing symlinks on the way."""
     if allow_root and path in ("", "."):

@@ -324,6 +324,9 @@ class TaskSpec(_Spec):
     agents: dict[Annotated[str, Field(pattern=AGENT_NAME)], AgentSpec] | None = Field(
         default=None, max_length=20
     )
+    # A directory every agent of the group sees (multiagent/shared.py): `/shared/...` paths in
+    # the file tools, mounted at /shared in the command sandbox. Only with `agents`.
+    shared: bool = False
 
     @model_validator(mode="after")
     def _model_or_agent(self) -> TaskSpec:
@@ -340,4 +343,6 @@ class TaskSpec(_Spec):
                 self.tools = [*self.tools, DELEGATE_TOOL]
         elif DELEGATE_TOOL in self.tools:
             raise ValueError("the delegate tool needs `agents` to delegate to")
+        if self.shared and not self.agents:
+            raise ValueError("`shared` (a directory the group shares) needs `agents`")
         return self

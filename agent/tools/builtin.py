@@ -1,14 +1,21 @@
-"""The built-in tools (DESIGN §6). Every path is confined to the task's workspace."""
+"""The built-in tools (DESIGN §6). Every path is confined to the task's workspace, or, for
+`/shared/<path>` in a multi-agent group with a shared directory, to that directory
+(multiagent/shared.py), whose writes are serialised per path."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_site.config import compile_pattern
+from multiagent.shared import shared_write_lock
 from tasks.paths import (
+    SHARED_MOUNT,
     PathEscapeError,
     file_append,
     file_delete,
@@ -16,6 +23,7 @@ from tasks.paths import (
     file_write,
     relative_name,
     resolve_in_workspace,
+    shared_relative,
 )
 from tasks.tools.registry import PermanentToolError, ToolContext, tool
 
@@ -28,7 +36,10 @@ class _Args(BaseModel):
 
 
 class PathArgs(_Args):
-    path: str = Field(description="file path relative to the workspace")
+    path: str = Field(
+        description="file path relative to the workspace (or /shared/... in a group's shared "
+        "directory)"
+    )
 
 
 class ReadFileArgs(PathArgs):
@@ -36,7 +47,7 @@ class ReadFileArgs(PathArgs):
 
 
 class ListFilesArgs(_Args):
-    path: str = Field(default=".", description="folder relative to the workspace")
+    path: str = Field(default=".", description="folder relative to the workspace (or /shared)")
     recursive: bool = True
     limit: int = Field(default=500, ge=1, le=10_000)
 
@@ -55,9 +66,42 @@ class AppendFileArgs(PathArgs):
     content: str = Field(max_length=MAX_WRITE_BYTES)
 
 
+def _place(ctx: ToolContext, path: str) -> tuple[Path, str, bool]:
+    """(the directory, the path inside it, whether it is the group's shared directory)."""
+    inside = shared_relative(path)
+    if inside is None:
+        return ctx.workspace, path, False
+    if ctx.shared is None:
+        raise PermanentToolError(
+            f"{path}: this task has no shared directory (the group's root task sets "
+            "`shared: true`); use a path relative to the workspace"
+        )
+    return ctx.shared, inside, True
+
+
+@contextlib.contextmanager
+def _changing(ctx: ToolContext, path: str) -> Iterator[tuple[Path, str]]:
+    """Around a change of one file: a workspace file is recorded for the next snapshot, a
+    shared one is changed under its path's write lock."""
+    root, inside, shared = _place(ctx, path)
+    if not shared:
+        ctx.record_change(resolve_in_workspace(root, inside))
+        yield root, inside
+        return
+    resolve_in_workspace(root, inside)
+    with shared_write_lock(directory=root, path=inside):
+        yield root, inside
+
+
+def _shown(root: Path, path: Path, shared: bool) -> str:
+    name = relative_name(root, path)
+    return f"{SHARED_MOUNT}/{name}" if shared else name
+
+
 def _read_text(ctx: ToolContext, path: str) -> str | None:
     try:
-        data = file_read(ctx.workspace, path, MAX_WRITE_BYTES)
+        root, inside, _ = _place(ctx, path)
+        data = file_read(root, inside, MAX_WRITE_BYTES)
     except PathEscapeError:
         raise
     except PermanentToolError:  # a folder: the tool itself says so when it runs
@@ -102,8 +146,9 @@ def _walk(root, start, recursive: bool):
 
 @tool(risk="read", timeout_s=10, reports_changes=True)
 def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict:
-    """Read a text file from the workspace."""
-    data = file_read(ctx.workspace, args.path, args.max_bytes + 1)
+    """Read a text file from the workspace (or /shared/...)."""
+    root, inside, _ = _place(ctx, args.path)
+    data = file_read(root, inside, args.max_bytes + 1)
     if data is None:
         raise PermanentToolError(f"{args.path}: no such file")
     truncated = len(data) > args.max_bytes
@@ -116,15 +161,16 @@ def read_file(ctx: ToolContext, args: ReadFileArgs) -> dict:
 
 @tool(risk="read", timeout_s=10, reports_changes=True)
 def list_files(ctx: ToolContext, args: ListFilesArgs) -> dict:
-    """List files in a workspace folder with their sizes."""
-    start = resolve_in_workspace(ctx.workspace, args.path, allow_root=True)
+    """List files in a workspace folder (or /shared) with their sizes."""
+    root, inside, shared = _place(ctx, args.path)
+    start = resolve_in_workspace(root, inside, allow_root=True)
     if not start.exists():
         raise PermanentToolError(f"{args.path}: no such folder")
     files = []
-    for path in _walk(ctx.workspace, start, args.recursive):
+    for path in _walk(root, start, args.recursive):
         if path.is_symlink():
             continue
-        files.append({"path": relative_name(ctx.workspace, path), "size": path.stat().st_size})
+        files.append({"path": _shown(root, path, shared), "size": path.stat().st_size})
         if len(files) >= args.limit:
             break
     return {"files": files, "truncated": len(files) >= args.limit}
@@ -138,12 +184,13 @@ def search_text(ctx: ToolContext, args: SearchTextArgs) -> dict:
         pattern = compile_pattern(args.pattern)
     except ValueError as exc:
         raise PermanentToolError(str(exc)) from None
-    start = resolve_in_workspace(ctx.workspace, args.path, allow_root=True)
+    root, inside, shared = _place(ctx, args.path)
+    start = resolve_in_workspace(root, inside, allow_root=True)
     matches = []
-    for path in _walk(ctx.workspace, start, True):
-        rel = relative_name(ctx.workspace, path)
+    for path in _walk(root, start, True):
+        rel = relative_name(root, path)
         try:
-            data = file_read(ctx.workspace, rel, MAX_READ_BYTES + 1)
+            data = file_read(root, rel, MAX_READ_BYTES + 1)
             text = None if data is None or len(data) > MAX_READ_BYTES else data.decode()
         except (PathEscapeError, PermanentToolError, UnicodeDecodeError, OSError):
             continue
@@ -151,7 +198,9 @@ def search_text(ctx: ToolContext, args: SearchTextArgs) -> dict:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             if pattern.search(line):
-                matches.append({"path": rel, "line": number, "text": line[:300]})
+                matches.append(
+                    {"path": _shown(root, path, shared), "line": number, "text": line[:300]}
+                )
                 if len(matches) >= args.max_matches:
                     return {"matches": matches, "truncated": True}
     return {"matches": matches, "truncated": False}
@@ -166,10 +215,10 @@ def search_text(ctx: ToolContext, args: SearchTextArgs) -> dict:
     reports_changes=True,
 )
 def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict:
-    """Create or replace a text file in the workspace."""
-    ctx.record_change(resolve_in_workspace(ctx.workspace, args.path))
+    """Create or replace a text file in the workspace (or /shared/...)."""
     data = args.content.encode("utf-8")
-    file_write(ctx.workspace, args.path, data)
+    with _changing(ctx, args.path) as (root, inside):
+        file_write(root, inside, data)
     return {"path": args.path, "bytes": len(data)}
 
 
@@ -182,9 +231,9 @@ def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict:
     reports_changes=True,
 )
 def append_file(ctx: ToolContext, args: AppendFileArgs) -> dict:
-    """Append text to a file in the workspace (creating it if missing)."""
-    ctx.record_change(resolve_in_workspace(ctx.workspace, args.path))
-    size = file_append(ctx.workspace, args.path, args.content.encode("utf-8"))
+    """Append text to a file in the workspace or /shared/... (creating it if missing)."""
+    with _changing(ctx, args.path) as (root, inside):
+        size = file_append(root, inside, args.content.encode("utf-8"))
     return {"path": args.path, "size": size}
 
 
@@ -197,9 +246,10 @@ def append_file(ctx: ToolContext, args: AppendFileArgs) -> dict:
     reports_changes=True,
 )
 def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
-    """Delete a file from the workspace."""
-    ctx.record_change(resolve_in_workspace(ctx.workspace, args.path))
-    return {"path": args.path, "deleted": file_delete(ctx.workspace, args.path)}
+    """Delete a file from the workspace (or /shared/...)."""
+    with _changing(ctx, args.path) as (root, inside):
+        deleted = file_delete(root, inside)
+    return {"path": args.path, "deleted": deleted}
 
 
 # run_command and http_request live in their own modules; importing them registers them.

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.tools.sandbox import WORKSPACE, Limits, limit_message, sandbox_run
 from harness_site.config import harness_config
+from tasks.paths import SHARED_MOUNT
 from tasks.tools.registry import PermanentToolError, ToolContext, ToolError, tool
 
 TOOL_TIMEOUT_S = 60.0
@@ -58,9 +59,11 @@ def _preview(ctx: ToolContext, args: RunCommandArgs) -> str:
     network = "REQUESTED (the sandbox shares the host's network)" if args.network else "none"
     if args.network and not harness_config().sandbox.allow_network:
         network += "; harness.yaml sandbox.allow_network is off, so the call will fail"
+    shared = f"shared: {SHARED_MOUNT} (the group's shared directory, read-write)\n"
     return (
         f"$ {args.command}\n"
         f"cwd: {WORKSPACE} (the task workspace, read-write; system directories read-only)\n"
+        f"{shared if ctx.shared is not None else ''}"
         f"network: {network}\n"
         f"limits: {command_limits(_timeout(ctx, args)).describe()}\n"
         f"output kept: 64 KiB per stream"
@@ -73,7 +76,8 @@ def _preview(ctx: ToolContext, args: RunCommandArgs) -> str:
 def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
     """Run a shell command (/bin/sh -c) in the workspace, isolated in a sandbox: the
     workspace is the working directory at /workspace, no network unless asked for and allowed,
-    limits on time, memory, processes and workspace growth. Returns exit_code, stdout, stderr
+    limits on time, memory, processes and workspace growth; a multi-agent group's shared
+    directory, if it has one, is at /shared. Returns exit_code, stdout, stderr
     (each truncated at 64 KiB), duration_ms and limits_hit; a non-zero exit code is a normal
     result. The environment is minimal: PATH, HOME=/tmp, LANG, TMPDIR=/tmp."""
     if args.network and not harness_config().sandbox.allow_network:
@@ -89,6 +93,7 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
         limits=limits,
         stop=ctx.stop,
         network=args.network,
+        shared=ctx.shared,
     )
     if result.outcome == "timeout":
         raise ToolError(f"command timed out after {timeout_s:g}s", error_class="timeout")

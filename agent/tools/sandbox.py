@@ -5,7 +5,8 @@ kernel namespaces (bubblewrap) and held by a cgroup of their own.
     with sandbox_spawn(argv=["server"], workspace=ws, limits=Limits(wall_s=None)) as proc:
         proc.stdin.write(...)                       # a Popen-like handle; close() kills it all
 
-Inside: the workspace read-write at /workspace (the working directory), system directories
+Inside: the workspace read-write at /workspace (the working directory), a multi-agent group's
+shared directory (if any) read-write at /shared, system directories
 (/usr and the /bin, /lib links, a few files of /etc) read-only, an empty /tmp (tmpfs, bounded),
 its own /proc and /dev, uid/gid 65534 with no capabilities, and only the environment given (plus
 PATH, HOME, LANG, TMPDIR). Own PID, network, IPC, UTS, user and cgroup namespaces: no other
@@ -45,6 +46,7 @@ from typing import IO, Any
 
 from django.conf import settings
 
+from tasks.paths import SHARED_MOUNT
 from tasks.tools.registry import PermanentToolError
 
 log = logging.getLogger(__name__)
@@ -429,11 +431,14 @@ def _bwrap_argv(
     limits: Limits,
     network: bool,
     ro_paths: Sequence[Path],
+    shared: Path | None = None,
 ) -> list[str]:
     args = [bwrap_binary(), *_namespace_args(network=network), *_system_mounts(network=network)]
     args += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     for path in ro_paths:
         args += ["--ro-bind", str(path), str(path)]
+    if shared is not None:
+        args += ["--bind", str(shared), SHARED_MOUNT]
     args += [
         "--bind",
         str(workspace),
@@ -595,13 +600,15 @@ def sandbox_spawn(
     cwd: str = ".",
     network: bool = False,
     ro_paths: Sequence[Path] = (),
+    shared: Path | None = None,
     stdin: Any = subprocess.PIPE,
     stdout: Any = subprocess.PIPE,
     stderr: Any = subprocess.PIPE,
 ) -> SandboxProcess:
     """Start `argv` in a new sandbox over `workspace` (cwd: `cwd` inside it). `env` is the
     whole environment given (PATH, HOME, LANG and TMPDIR are added unless set); `ro_paths` are
-    host paths mounted read-only at the same place. The sandbox dies with the thread that
+    host paths mounted read-only at the same place; `shared` (a multi-agent group's shared
+    directory) is mounted read-write at /shared. The sandbox dies with the thread that
     started it (bwrap's --die-with-parent: the parent-death signal follows the creating
     thread), so start a long-lived server from a thread that lives as long as it should.
     Raises SandboxUnavailable when it cannot start."""
@@ -622,6 +629,7 @@ def sandbox_spawn(
             limits=limits,
             network=network,
             ro_paths=ro_paths,
+            shared=Path(shared).resolve() if shared is not None else None,
         )
         run_cwd = Path("/")  # bwrap's own environment and cwd are visible in /proc/1
         popen_env: dict[str, str] = {}
@@ -765,6 +773,7 @@ def sandbox_run(
     cwd: str = ".",
     network: bool = False,
     ro_paths: Sequence[Path] = (),
+    shared: Path | None = None,
 ) -> SandboxResult:
     """Run `argv` to completion in a new sandbox: until it exits, its wall clock or CPU time
     runs out, the workspace outgrows its quota, or `stop` is set. Nothing it started survives
@@ -778,6 +787,7 @@ def sandbox_run(
         cwd=cwd,
         network=network,
         ro_paths=ro_paths,
+        shared=shared,
         stdin=subprocess.DEVNULL,
     )
     outcome = "exited"

@@ -69,6 +69,9 @@ class ToolContext:
     # Relative paths of the workspace files the call changed, as a tool that
     # `reports_changes` records them (record_change) before it touches them.
     changed: set[str] = field(default_factory=set)
+    # The group's shared directory (TaskSpec `shared` on the root task), or None: the file
+    # tools reach it as `/shared/...` (tasks.paths.SHARED_PREFIX), commands at /shared.
+    shared: Path | None = None
 
     @property
     def idempotency_key(self) -> str:
