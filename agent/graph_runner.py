@@ -141,6 +141,13 @@ class GraphRun:
         self.step_index = task.current_step
         self.cancel_seen = task.cancel_requested
         self.pending_events: list[Any] = []
+        # ToolCall rows whose outcome the next fenced write saves: {pk: (row, fields)}.
+        self.pending_calls: dict[int, tuple[ToolCall, set[str]]] = {}
+        # Graph calls whose decision the graph was resumed with, outcome not known yet:
+        # {pk: (row, interrupt meta)}. Settled by the tool's result, by the super-step that
+        # consumed the decision (a plain interrupt), or when the run ends.
+        self.delivered: dict[int, tuple[ToolCall, dict[str, Any]]] = {}
+        self.head_at_start: str | None = None
         self.node_started: dict[str, float] = {}
         self.saver = DjangoCheckpointSaver(task_id=task.id, epoch=self.epoch)
         self.config = {
@@ -172,14 +179,98 @@ class GraphRun:
         }
 
     def commit(self, *, inserts: list[Any] = (), **fields: Any) -> None:
-        """One fenced write: lease proof + heartbeat + usage + this step's events (+ rows)."""
+        """One fenced write: lease proof + heartbeat + usage + this step's events (+ rows,
+        + the tool calls settled since the last write)."""
         self.cancel_seen = services.task_fenced_write(
             task_id=self.task_id,
             epoch=self.epoch,
             inserts=[*inserts, *self.pending_events],
+            updates=[(row, sorted(names)) for row, names in self.pending_calls.values()],
             **{**self.usage(), **fields},
         )
         self.pending_events = []
+        self.pending_calls = {}
+
+    # -- the graph's reviewed calls ----------------------------------------------------------
+
+    def call_move(self, row: ToolCall, to: str, **fields: Any) -> None:
+        """Move a graph call to `to`, saved by the next fenced write (the one place this
+        module changes a ToolCall's status)."""
+        names = _toolcall_status(row, to, fields)
+        _row, known = self.pending_calls.get(row.pk, (row, set()))
+        self.pending_calls[row.pk] = (row, known | names)
+
+    def calls_delivered(self, reviews: list[ReviewRequest]) -> None:
+        """The graph is resumed with these decisions: the approved calls run now."""
+        for review in reviews:
+            row = review.tool_call
+            if row is not None and row.status == ToolCallStatus.APPROVED:
+                self.call_move(row, ToolCallStatus.RUNNING)
+                self.delivered[row.pk] = (row, review.interrupt or {})
+
+    def calls_in_flight(self) -> None:
+        """Calls a run that died (kill -9, lost lease) had resumed the graph with: they are
+        still running, and this run settles them."""
+        for review in ReviewRequest.objects.filter(
+            task_id=self.task_id, kind=REVIEW_KIND, tool_call__status=ToolCallStatus.RUNNING
+        ).select_related("tool_call"):
+            self.delivered[review.tool_call.pk] = (review.tool_call, review.interrupt or {})
+
+    def calls_abandon(self, *, keep: str | None, only_canceled: bool = False) -> None:
+        """Calls the graph will never be resumed with: those whose review was canceled (a
+        cancel or rollback; the graph asks again with a new call) and, unless `only_canceled`,
+        those asked at another checkpoint than `keep` (a rollback went back before them; None:
+        the graph finished). They fail."""
+        for review in ReviewRequest.objects.filter(
+            task_id=self.task_id,
+            kind=REVIEW_KIND,
+            tool_call__status__in=[ToolCallStatus.AWAITING_REVIEW, ToolCallStatus.APPROVED],
+        ).select_related("tool_call"):
+            if review.tool_call_id in self.pending_calls:
+                continue
+            canceled = review.status == ReviewStatus.CANCELED
+            elsewhere = (review.interrupt or {}).get("checkpoint_id") != keep
+            if canceled or (elsewhere and not only_canceled):
+                self.call_move(
+                    review.tool_call,
+                    ToolCallStatus.FAILED,
+                    error_class="review_canceled" if canceled else "superseded",
+                    error_message=(
+                        "its review was canceled; the graph asks again"
+                        if canceled
+                        else "the graph moved on without this decision"
+                    ),
+                )
+
+    def calls_settle(self, *, message: Any = None, to: str = "", **fields: Any) -> None:
+        """A tool message settles the delivered call of that tool (by tool call id when the
+        interrupt named one); without a message, every delivered call goes `to` — or, with
+        neither, the plain interrupts, whose decision the super-step just stored consumed."""
+        for pk, (row, meta) in list(self.delivered.items()):
+            if message is not None:
+                wanted = meta.get("tool_call_id")
+                if meta.get("mode") == "plain" or (
+                    getattr(message, "tool_call_id", None) != wanted
+                    if wanted
+                    else getattr(message, "name", "") != row.tool
+                ):
+                    continue
+                failed = getattr(message, "status", "success") == "error"
+                self.call_move(
+                    row,
+                    ToolCallStatus.FAILED if failed else ToolCallStatus.SUCCEEDED,
+                    result={"content": _text(message.content)},
+                    **(
+                        {"error_class": "tool_error", "error_message": _text(message.content)}
+                        if failed
+                        else {}
+                    ),
+                )
+                del self.delivered[pk]
+                return
+            if to or meta.get("mode") == "plain":
+                self.call_move(row, to or ToolCallStatus.SUCCEEDED, **fields)
+                del self.delivered[pk]
 
     def boundary_checks(self) -> None:
         if self.watchdog.lease_lost.is_set():
@@ -239,6 +330,8 @@ class GraphRun:
             self.event("task_started", {"worker": self.worker_id, "epoch": self.epoch})
             return self.spec.agent.input
         checkpoint_id = state.config["configurable"]["checkpoint_id"]
+        self.head_at_start = checkpoint_id
+        self.calls_in_flight()
         self.restore_workspace(checkpoint_id, source=(state.metadata or {}).get("source"))
         if state.interrupts:
             # Reviews canceled with the task (cancel, then resume) ask again.
@@ -250,6 +343,7 @@ class GraphRun:
             if any(r.status == ReviewStatus.PENDING for r in reviews):
                 self.pause(reason="reviews still pending")
             answers = self.answers(reviews)
+            self.calls_delivered(reviews)
             self.event(
                 "graph_resumed",
                 {"checkpoint_id": checkpoint_id, "answers": _jsonable(answers)},
@@ -333,6 +427,8 @@ class GraphRun:
         self.step_index = max(step, 0)
         checkpoint_id = chunk["config"]["configurable"]["checkpoint_id"]
         snapshot = self.workspace_snapshot(checkpoint_id)
+        if checkpoint_id != self.head_at_start:
+            self.calls_settle()  # a super-step after the resume: plain decisions consumed
         self.event(
             "graph_step",
             {
@@ -383,6 +479,7 @@ class GraphRun:
                     },
                 )
             if getattr(message, "type", "") == "tool":
+                self.calls_settle(message=message)
                 self.event(
                     "graph_tool_result",
                     {
@@ -399,6 +496,8 @@ class GraphRun:
         if state.interrupts:
             self.pause_for_reviews(state)
         result = self.answer_of(state.values)
+        self.calls_settle(to=ToolCallStatus.SUCCEEDED)  # the graph finished with them
+        self.calls_abandon(keep=None)
         self.event("task_finished", {"result": result[:2000]})
         with transaction.atomic():
             self.commit()
@@ -446,6 +545,7 @@ class GraphRun:
 
     def pause_for_reviews(self, state: Any) -> NoReturn:
         checkpoint_id = state.config["configurable"]["checkpoint_id"]
+        self.calls_abandon(keep=checkpoint_id)
         nodes = {i.id: task.name for task in state.tasks for i in task.interrupts}
         rows: list[tuple[ToolCall, dict[str, Any], str]] = []
         for interrupt in state.interrupts:
@@ -510,6 +610,12 @@ class GraphRun:
 
     def finish_stopped(self, stop: StopRun) -> str:
         to = TaskStatus.CANCELED if stop.error_class == "canceled" else TaskStatus.FAILED
+        self.calls_settle(
+            to=ToolCallStatus.FAILED,
+            error_class=stop.error_class,
+            error_message=stop.message[:2000],
+        )
+        self.calls_abandon(keep=None, only_canceled=True)
         self.event(
             "task_stopped", {"error_class": stop.error_class, "message": stop.message[:2000]}
         )
@@ -597,3 +703,15 @@ def decisions_of(schema: Any) -> list[str]:
     if schema is not None:
         walk(schema)
     return found
+
+
+def _toolcall_status(row: ToolCall, to: str, fields: dict[str, Any]) -> set[str]:
+    """Set a graph call's status (and the times it implies) on the row, unsaved; -> the
+    fields to save. The one status write of this module: becomes
+    tasks.services.toolcall_transition(call=row, to=to, fields=fields, write=False)."""
+    now = timezone.now()
+    stamp = "started_at" if to == ToolCallStatus.RUNNING else "finished_at"
+    updates = {"status": to, stamp: now, **fields}
+    for name, value in updates.items():
+        setattr(row, name, value)
+    return set(updates)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 
 
 class State(TypedDict, total=False):
@@ -103,3 +104,24 @@ files_graph = files_builder.compile()
 def workspace_files(root: Path) -> dict[str, str]:
     """Every file under root (relative path -> text)."""
     return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# --- a graph whose approved action fails in the super-step that consumes the decision ------
+
+
+class AskState(TypedDict, total=False):
+    asked: bool
+
+
+def ask_then_fail(state: AskState) -> dict:
+    answer = interrupt({"question": "go ahead?"})
+    if answer.get("type") == "approve":
+        raise RuntimeError("the approved action broke")
+    return {"asked": True}
+
+
+ask_builder = StateGraph(AskState)
+ask_builder.add_node("ask", ask_then_fail)
+ask_builder.add_edge(START, "ask")
+ask_builder.add_edge("ask", END)
+asks_then_fails = ask_builder.compile()

@@ -8,6 +8,7 @@ import pytest
 
 from agent.jobs import run_task
 from review.models import ReviewRequest
+from tasks.models import ToolCall
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -63,6 +64,10 @@ def test_graph_pauses_at_its_interrupt_and_finishes_after_approval(task_api, api
     done = task_api.get(task["id"])
     assert done["status"] == "succeeded"
     assert '"published": "1.5.0"' in done["result"]
+    # The approved interrupt ended like a native call: run with the decision, then succeeded.
+    call = ToolCall.objects.get(task_id=task["id"])
+    assert call.status == "succeeded"
+    assert call.started_at is not None and call.finished_at >= call.started_at
 
 
 def test_rejection_reaches_the_graph_with_the_comment(task_api, api_client, operator):
@@ -77,6 +82,7 @@ def test_rejection_reaches_the_graph_with_the_comment(task_api, api_client, oper
     result = task_api.get(task["id"])["result"]
     assert '"published": ""' in result
     assert "publish: skipped (freeze week)" in result
+    assert ToolCall.objects.get(task_id=task["id"]).status == "rejected"  # terminal
 
 
 def test_respond_resumes_a_plain_interrupt_with_the_json_value(task_api, api_client, operator):
@@ -141,6 +147,11 @@ def test_middleware_tool_call_edited_in_review_runs_with_the_edited_arguments(
     result = task_api.get(task["id"])["result"]
     assert "posted to #releases: v1.5 is out" in result
     assert "#general" not in result
+    # The gated call ran with the edited arguments and ended with the tool's result.
+    call = ToolCall.objects.get(task_id=task["id"])
+    assert call.status == "succeeded"
+    assert call.arguments == edited
+    assert "posted to #releases" in call.result["content"]
 
 
 def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from_there(
@@ -181,6 +192,8 @@ def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from
     decide(api, again.id, {"decision": "approve"})
     assert run_task(task["id"]) == "succeeded"
     assert '"published": "1.5.0"' in task_api.get(task["id"])["result"]
+    rejected, asked_again = ToolCall.objects.filter(task_id=task["id"]).order_by("id")
+    assert (rejected.status, asked_again.status) == ("rejected", "succeeded")
 
     listed = api.get(f"/api/v1/tasks/{task['id']}/graph-checkpoints").json()
     superseded = sorted(c["step"] for c in listed if c["superseded"])
@@ -235,3 +248,33 @@ def test_a_graph_canceled_while_waiting_for_review_asks_again_when_resumed(
     decide(api_client(operator), pending.id, {"decision": "approve"})
     assert run_task(task["id"]) == "succeeded"
     assert '"published": "1.5.0"' in task_api.get(task["id"])["result"]
+    # The call asked before the cancel failed with its review; the one asked again ran.
+    first, second = ToolCall.objects.filter(task_id=task["id"]).order_by("id")
+    assert (first.status, first.error_class) == ("failed", "review_canceled")
+    assert second.status == "succeeded"
+
+
+def test_an_approved_interrupt_whose_resumed_step_fails_ends_failed_with_the_task(
+    task_api, api_client, operator, settings, tmp_path
+):
+    from harness_site import config
+
+    path = tmp_path / "harness.yaml"
+    path.write_text('langgraph_graphs:\n  asks: "tests.durable.graphs:asks_then_fails"\n')
+    settings.HARNESS_CONFIG_FILE = path
+    config.harness_config.cache_clear()
+    try:
+        task = task_api.create({**RELEASE, "agent": {"kind": "langgraph", "graph": "asks"}})
+        assert run_task(task["id"]) == "paused"
+        review = ReviewRequest.objects.get(task_id=task["id"])
+        assert decide(api_client(operator), review.id, {"decision": "approve"}).status_code == 200
+        run_task(task["id"])
+        failed = task_api.get(task["id"])
+    finally:
+        config.harness_config.cache_clear()
+
+    assert failed["status"] == "failed" and failed["error_class"] == "graph_error"
+    call = ToolCall.objects.get(task_id=task["id"])
+    assert call.status == "failed"
+    assert call.error_class == "graph_error"
+    assert "the approved action broke" in call.error_message
