@@ -27,6 +27,9 @@ class WindowOut(Schema):
 
 class TaskOutcomesOut(Schema):
     succeeded: int
+    # Of `succeeded`: without any failed or retried tool call, and after some.
+    succeeded_clean: int
+    succeeded_after_failed_calls: int
     failed: int
     canceled: int
     failure_rate: float | None

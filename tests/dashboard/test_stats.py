@@ -215,11 +215,37 @@ def test_failure_groups_by_fingerprint(window, fixture):
 def test_task_outcomes_in_window(window):
     assert stats.task_outcomes(window) == {
         "succeeded": 1,
+        "succeeded_clean": 0,
+        "succeeded_after_failed_calls": 1,  # t4's calls failed on the way
         "failed": 3,
         "canceled": 1,
         "failure_rate": 0.75,
         "failure_rate_pct": 75.0,
     }
+
+
+def test_successes_after_failed_or_retried_calls_are_told_apart_from_clean_ones(
+    make_task, make_call, as_user, viewer, api_client
+):
+    clean, after_failure, after_retry = (make_task() for _ in range(3))
+    for task in (clean, after_failure, after_retry):
+        finish(task, "succeeded", hours_ago=1)
+        make_call(task, "write_file", "succeeded", attempts=1)
+    make_call(after_failure, "read_file", "failed", attempts=1, error_class="not_found")
+    make_call(after_retry, "http_request", "succeeded", attempts=2)
+
+    window = window_parse(since="24h", bucket=None, now=timezone.now())
+    outcomes = stats.task_outcomes(window)
+    assert (outcomes["succeeded"], outcomes["succeeded_clean"]) == (3, 1)
+    assert outcomes["succeeded_after_failed_calls"] == 2
+    body = api_client(viewer).get("/api/v1/stats/failures", {"since": "24h"}).json()
+    assert body["tasks"]["succeeded_after_failed_calls"] == 2
+    assert body["tasks"]["succeeded_clean"] == 1
+    client = as_user(viewer)
+    page = client.get("/stats/failures/").content.decode()
+    assert "1 clean, 2 after failed or retried tool calls" in page
+    overview = client.get("/").content.decode()
+    assert "1 clean · 2 after failed calls" in overview
 
 
 def test_api_returns_the_statistics(fixture, api_client, viewer):
