@@ -1,6 +1,6 @@
 """LangGraph interrupts reviewed in headless Chromium: an operator approves a plain interrupt,
 edits a HumanInTheLoopMiddleware tool call and rejects another interrupt; real workers resume
-each graph with the decision (the workers that paused them have moved on meanwhile)."""
+each graph with the decision (the worker processes that paused them have exited meanwhile)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from review.models import ReviewRequest
-from tasks.models import Task
+from tasks.models import Task, ToolCall
 from tasks.services import task_create
 from tasks.spec import TaskSpec
 from tests.conftest import PASSWORD, needs_chromium, wait_for
@@ -55,6 +55,10 @@ def test_operator_approves_edits_and_rejects_graph_interrupts_in_the_browser(
     )
     for task in (approve, reject, edit):
         wait_for(lambda t=task: status(t) == "waiting_review", 120, message="the graph to pause")
+    # The workers that paused the graphs exit; new ones resume them.
+    workers.stop()
+    assert all(p.poll() is not None for p in workers.processes)
+    workers.start(2)
 
     page.goto(f"{live_server.url}/accounts/login/")
     page.fill("input[name=username]", operator.username)
@@ -95,6 +99,13 @@ def test_operator_approves_edits_and_rejects_graph_interrupts_in_the_browser(
     assert '"published": ""' in rejected and "not this week" in rejected
     edited = Task.objects.get(pk=edit.pk).result
     assert "posted to #releases: v1.5 is out" in edited and "#general" not in edited
+    calls = {t.title: ToolCall.objects.get(task=t) for t in (approve, reject, edit)}
+    assert {title: c.status for title, c in calls.items()} == {
+        "release 1.5": "succeeded",
+        "release 3.0": "rejected",
+        "announce": "succeeded",
+    }
+    assert calls["announce"].arguments["channel"] == "#releases"
 
     page.goto(f"{live_server.url}/tasks/{edit.pk}/?tab=checkpoints")
     assert page.query_selector("[data-testid=graph-checkpoints]") is not None
