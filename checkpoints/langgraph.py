@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 import psycopg
 from django.db import close_old_connections, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Q
+from django.db.models import Model, Q
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -398,55 +398,21 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             ).delete()
 
     def _copy_thread(self, source: str, target: str) -> None:
-        db = self.using
-        with transaction.atomic(using=db):
-            GraphBlob.objects.using(db).bulk_create(
-                [
-                    GraphBlob(
-                        thread_id=target,
-                        checkpoint_ns=b.checkpoint_ns,
-                        channel=b.channel,
-                        version=b.version,
-                        type=b.type,
-                        blob=b.blob,
-                    )
-                    for b in GraphBlob.objects.using(db).filter(thread_id=source)
-                ],
-                ignore_conflicts=True,
-            )
-            GraphCheckpoint.objects.using(db).bulk_create(
-                [
-                    GraphCheckpoint(
-                        task_id=None,
-                        thread_id=target,
-                        checkpoint_ns=c.checkpoint_ns,
-                        checkpoint_id=c.checkpoint_id,
-                        parent_checkpoint_id=c.parent_checkpoint_id,
-                        type=c.type,
-                        checkpoint=c.checkpoint,
-                        metadata=c.metadata,
-                    )
-                    for c in GraphCheckpoint.objects.using(db).filter(thread_id=source)
-                ],
-                ignore_conflicts=True,
-            )
-            GraphWrite.objects.using(db).bulk_create(
-                [
-                    GraphWrite(
-                        thread_id=target,
-                        checkpoint_ns=w.checkpoint_ns,
-                        checkpoint_id=w.checkpoint_id,
-                        graph_task_id=w.graph_task_id,
-                        task_path=w.task_path,
-                        idx=w.idx,
-                        channel=w.channel,
-                        type=w.type,
-                        blob=w.blob,
-                    )
-                    for w in GraphWrite.objects.using(db).filter(thread_id=source)
-                ],
-                ignore_conflicts=True,
-            )
+        with transaction.atomic(using=self.using):
+            # Blobs before the checkpoints that name them; the copies belong to no task.
+            self._copy_rows(GraphBlob, source, target)
+            self._copy_rows(GraphCheckpoint, source, target, task_id=None)
+            self._copy_rows(GraphWrite, source, target)
+
+    def _copy_rows(self, model: type[Model], source: str, target: str, **overrides: Any) -> None:
+        """Copy a thread's rows of one table to another thread (rows it has already stay)."""
+        columns = [f.attname for f in model._meta.concrete_fields if not f.primary_key]
+        changed = {"thread_id": target, **overrides}
+        rows = model.objects.using(self.using).filter(thread_id=source)
+        model.objects.using(self.using).bulk_create(
+            [model(**{c: getattr(row, c) for c in columns} | changed) for row in rows],
+            ignore_conflicts=True,
+        )
 
     def _prune(self, thread_ids: list[str], strategy: str) -> None:
         if not thread_ids:
@@ -567,9 +533,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         blobs: dict[tuple[str, str, str, str], Any] = {}
         if wanted:
             for thread_id, ns, channel, version, type_, blob in (
-                GraphBlob.objects.using(self.using)
-                .filter(wanted)
-                .values_list("thread_id", "checkpoint_ns", "channel", "version", "type", "blob")
+                GraphBlob.objects.using(self.using).filter(wanted).values_list(*_BLOB_COLUMNS)
             ):
                 if type_ != "empty" and blob is not None:
                     blobs[(thread_id, ns, channel, version)] = (type_, bytes(blob))
@@ -583,19 +547,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             )
         writes: dict[tuple[str, str, str], list[tuple]] = {}
         for w in (
-            GraphWrite.objects.using(self.using)
-            .filter(of_checkpoint)
-            .values_list(
-                "thread_id",
-                "checkpoint_ns",
-                "checkpoint_id",
-                "graph_task_id",
-                "task_path",
-                "idx",
-                "channel",
-                "type",
-                "blob",
-            )
+            GraphWrite.objects.using(self.using).filter(of_checkpoint).values_list(*_WRITE_COLUMNS)
         ):
             writes.setdefault(w[:3], []).append(w[3:])
 
