@@ -40,9 +40,11 @@ ROW_RECOVERY = "recovery"
 ROW_CHECKPOINTS = "checkpoints"
 
 # Spans with nothing running are cut out of the axis (a marked break that says how long and
-# why) when longer than twice the time spent working, clamped to 5..60 s: a task that waited
-# hours for a review, or sits on hold, still shows its work.
-IDLE_GAP_S = (5.0, 60.0)
+# why), so that a task that waited hours for a review, or sits on hold, still shows its work:
+# a span longer than IDLE_GAP_S[1] always, and shorter ones (but never one under IDLE_GAP_S[0])
+# longest first, until the work takes at least WORK_SHARE of what stays on the axis.
+IDLE_GAP_S = (1.0, 60.0)
+WORK_SHARE = 0.15
 
 # Interventions and recoveries, each its own trace on the "recovery" row: event type ->
 # (trace name, marker symbol, colour).
@@ -383,12 +385,14 @@ def task_timeline(
             "y": 1,
             "yref": "paper",
             "yanchor": "bottom",
+            # Every other label a line higher: breaks a few pixels apart stay legible.
+            "yshift": 16 * (i % 2),
             "text": b.label,
             "showarrow": False,
             "font": {"size": 11, "color": "#6b7480"},
             "bgcolor": "rgba(255,255,255,0.85)",
         }
-        for b in breaks
+        for i, b in enumerate(breaks)
     ]
     return {
         "data": data,
@@ -396,7 +400,7 @@ def task_timeline(
             "barmode": "overlay",
             "height": 140 + 34 * len(rows),
             "hovermode": "closest",
-            "margin": {"l": 150, "r": 20, "t": 24 if breaks else 10, "b": 40},
+            "margin": {"l": 150, "r": 20, "t": 10 + 16 * min(len(breaks), 2), "b": 40},
             "xaxis": {
                 "type": "date",
                 "title": {"text": "time (UTC)" + (", idle spans cut out" if breaks else "")},
@@ -445,15 +449,26 @@ def idle_breaks(
             merged.append([start, end])
     worked = sum((end - start).total_seconds() for start, end in merged)
     shortest, longest = IDLE_GAP_S
-    threshold = min(longest, max(shortest, 2 * worked))
-    gaps = [
-        (a[1], b[0])
-        for a, b in zip(merged, merged[1:], strict=False)
-        if (b[0] - a[1]).total_seconds() > threshold
+    # The edges kept of each cut span: a twentieth of the work, between 10 ms and 5 s.
+    pad_s = min(5.0, max(0.01, worked * 0.05))
+    gaps = sorted(
+        ((a[1], b[0]) for a, b in zip(merged, merged[1:], strict=False)),
+        key=lambda gap: gap[1] - gap[0],
+        reverse=True,
+    )
+    shown = (merged[-1][1] - merged[0][0]).total_seconds()
+    cut = []
+    for start, end in gaps:
+        seconds = (end - start).total_seconds()
+        if seconds <= shortest or (seconds <= longest and worked >= WORK_SHARE * shown):
+            break
+        cut.append((start, end))
+        shown -= seconds - 2 * pad_s
+    pad = _ms(pad_s * 1000)
+    return [
+        IdleBreak(start + pad, end - pad, _gap_label(start, end, waits))
+        for start, end in sorted(cut)
     ]
-    # The edges kept: a twentieth of the work, between 0.2 s and 5 s.
-    pad = _ms(min(5.0, max(0.2, worked * 0.05)) * 1000)
-    return [IdleBreak(start + pad, end - pad, _gap_label(start, end, waits)) for start, end in gaps]
 
 
 def _gap_label(start: datetime, end: datetime, waits: dict[str, _Bars]) -> str:
@@ -470,12 +485,14 @@ def _gap_label(start: datetime, end: datetime, waits: dict[str, _Bars]) -> str:
 def _padded_range(busy: list[tuple[datetime, datetime]], breaks: list[IdleBreak]) -> list[str]:
     lo, hi = min(s for s, _ in busy), max(e for _, e in busy)
     cut = sum((b.end - b.start).total_seconds() for b in breaks)
-    pad = _ms(min(5.0, max(0.2, ((hi - lo).total_seconds() - cut) * 0.02)) * 1000)
+    pad = _ms(min(5.0, max(0.01, ((hi - lo).total_seconds() - cut) * 0.02)) * 1000)
     return [plotly_time(lo - pad), plotly_time(hi + pad)]
 
 
 def duration_words(seconds: float) -> str:
-    """14460 -> "4 h 1 min", 95 -> "1 min 35 s"."""
+    """14460 -> "4 h 1 min", 95 -> "1 min 35 s", 2.44 -> "2.4 s"."""
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
     seconds = int(round(seconds))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)

@@ -259,6 +259,39 @@ def test_a_long_review_wait_is_cut_out_of_the_axis_with_a_labelled_break():
     assert quick["layout"]["xaxis"]["rangebreaks"] == []
 
 
+def axis_seconds(figure) -> float:
+    """Seconds of time the x axis shows: its range less the spans cut out of it."""
+    xaxis = figure["layout"]["xaxis"]
+    lo, hi = (datetime.fromisoformat(x) for x in xaxis["range"])
+    cut = sum(
+        (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
+        for a, b in (r["bounds"] for r in xaxis["rangebreaks"])
+    )
+    return (hi - lo).total_seconds() - cut
+
+
+def test_a_quick_task_held_after_a_four_hour_wait_keeps_its_work_readable():
+    # 50 ms of work, four hours waiting for a review, rolled back to a hold three seconds ago.
+    wait = 4 * 3600
+    events = [
+        status(0, "queued", "running", 1),
+        {**model(0.03, 2), "duration_ms": 20},
+        {**model(0.06, 3), "duration_ms": 20},
+        status(0.07, "running", "waiting_review", 4),
+        {**status(wait, None, None, 5), "type": "rollback", "actor": "ops", "from_seq": 1},
+        status(wait, "waiting_review", "held", 6),
+    ]
+    figure = charts.task_timeline(
+        task=Task(status="held"), events=events, calls=[], checkpoints=[], now=at(wait + 3)
+    )
+    labels = [a["text"] for a in figure["layout"]["annotations"]]
+    assert labels == ["⋯ 4 h 0 min waiting for review ⋯", "⋯ 3.0 s held ⋯"]
+    # The work (first model call's start to the last one's end) is not a sliver of the axis.
+    assert 0.05 / axis_seconds(figure) >= charts.WORK_SHARE
+    # Labels of breaks a few pixels apart do not sit on top of each other.
+    assert [a["yshift"] for a in figure["layout"]["annotations"]] == [0, 16]
+
+
 def test_rollbacks_holds_retries_and_redispatches_are_marks_of_their_own():
     def event(seconds: float, kind: str, eid: int, **payload) -> dict:
         return {**status(seconds, None, None, eid), "type": kind, "actor": "ops", **payload}
