@@ -125,3 +125,27 @@ ask_builder.add_node("ask", ask_then_fail)
 ask_builder.add_edge(START, "ask")
 ask_builder.add_edge("ask", END)
 asks_then_fails = ask_builder.compile()
+
+
+# --- a graph whose decided interrupt is consumed by a slow super-step ------------------------
+
+
+class AskSlowState(TypedDict, total=False):
+    marker_dir: str
+    sleep_s: float
+    answer: str
+
+
+def ask_then_slow(state: AskSlowState) -> dict:
+    answer = interrupt({"question": "ship it?"})
+    mark(state, "resumed:start")
+    time.sleep(state.get("sleep_s", 0))
+    mark(state, "resumed:end")
+    return {"answer": answer.get("type", "")}
+
+
+ask_slow_builder = StateGraph(AskSlowState)
+ask_slow_builder.add_node("ask", ask_then_slow)
+ask_slow_builder.add_edge(START, "ask")
+ask_slow_builder.add_edge("ask", END)
+asks_then_sleeps = ask_slow_builder.compile()

@@ -16,7 +16,7 @@ from checkpoints.selectors import graph_checkpoints
 from review.models import ReviewRequest
 from review.services import review_decide
 from tasks.canonical import canonical_hash
-from tasks.models import Task
+from tasks.models import Task, ToolCall
 from tasks.services import task_create
 from tasks.spec import TaskSpec
 from tests.conftest import wait_for
@@ -34,6 +34,7 @@ def harness_config_text() -> str:
         '  slow_steps: "tests.durable.graphs:graph"\n'
         '  release_bot: "examples.langgraph_release:graph"\n'
         '  files: "tests.durable.graphs:files_graph"\n'
+        '  asks_then_sleeps: "tests.durable.graphs:asks_then_sleeps"\n'
     )
 
 
@@ -143,3 +144,30 @@ def test_rollback_to_an_earlier_super_step_restores_the_workspace_and_resumes_fr
     assert '"done": ["draft", "revise", "finish"]' in task.result
     listed = graph_checkpoints(task=task)
     assert sorted(c["step"] for c in listed if c["superseded"]) == [2, 3]
+
+
+def test_a_worker_killed_while_the_graph_runs_an_approved_decision_settles_it_on_redispatch(
+    fleet, tmp_path, operator
+):
+    fleet.worker(2)
+    fleet.sweeper()
+    task = graph_task("asks_then_sleeps", {"marker_dir": str(tmp_path), "sleep_s": 2})
+    wait_status(task.id, "waiting_review")
+    review = ReviewRequest.objects.get(task=task)
+    review_decide(
+        review_id=review.id,
+        user=operator,
+        decision="approve",
+        arguments_hash=canonical_hash(review.arguments),
+        comment="go",
+    )
+    wait_for(lambda: "resumed:start" in runs(tmp_path), message="the resumed node to start")
+    assert ToolCall.objects.get(task=task).status == "running"
+    fleet.kill_worker_of(task.id)
+
+    task = wait_status(task.id, "succeeded")
+    assert '"answer": "approve"' in task.result
+    assert runs(tmp_path) == ["resumed:start", "resumed:start", "resumed:end"]
+    assert task.redispatch_count == 1
+    call = ToolCall.objects.get(task=task)
+    assert call.status == "succeeded" and call.finished_at is not None
