@@ -158,3 +158,28 @@ def test_sweep_once_reports_what_retention_deleted(policy, finished_task):
     policy("{keep_last_per_task: 2, keep_levels: [task, step]}")
     finished_task()
     assert sweep_once().checkpoints_deleted == WRITES - 2
+
+
+def test_garbage_collection_keeps_the_blobs_of_graph_workspace_snapshots(tmp_path):
+    from checkpoints.models import GraphWorkspace
+    from checkpoints.retention import blobs_collect_garbage
+    from checkpoints.snapshots import snapshot_capture
+    from tasks.services import task_create
+    from tasks.spec import TaskSpec
+
+    spec = {"title": "g", "goal": "g", "model": {"kind": "scripted", "script": [{"final": "x"}]}}
+    task = task_create(spec=TaskSpec.model_validate(spec), user=None, enqueue=False)
+    workspace = tmp_path / "ws"
+    (workspace / "notes").mkdir(parents=True)
+    (workspace / "notes" / "a.txt").write_text("kept by a graph checkpoint")
+    snapshot = snapshot_capture(task_id=task.id, workspace=workspace)
+    GraphWorkspace.objects.create(
+        task=task, checkpoint_id="1f0-graph", snapshot=snapshot, created_at=timezone.now()
+    )
+    Blob.objects.update(created_at=timezone.now() - timedelta(seconds=BLOB_GRACE_S + 60))
+
+    blobs_collect_garbage()
+
+    assert snapshot_blob_keys(snapshot) <= set(Blob.objects.values_list("sha256", flat=True))
+    snapshot_restore(workspace=tmp_path / "back", snapshot=snapshot)
+    assert (tmp_path / "back" / "notes" / "a.txt").read_text() == "kept by a graph checkpoint"
