@@ -1,8 +1,9 @@
-"""Bounds on every request's input, before any view parses it: JSON nested at most
-MAX_JSON_DEPTH deep (400), no NUL characters in query parameters, form fields or JSON strings,
-and no non-finite numbers (`NaN`, `Infinity`, which Python's JSON parser accepts) in JSON
-(422 naming the field). PostgreSQL cannot store NUL in text or jsonb, and recursion on deep
-JSON exhausts the stack: both were 500s."""
+"""Bounds on every request's input, before any view parses it: JSON that parses (else 400
+saying where, by line and column), nested at most MAX_JSON_DEPTH deep (400), no NUL characters
+in query parameters, form fields or JSON strings, and no non-finite numbers (`NaN`,
+`Infinity`, which Python's JSON parser accepts) in JSON (422 naming the field). PostgreSQL
+cannot store NUL in text or jsonb, and recursion on deep JSON exhausts the stack: both were
+500s."""
 
 from __future__ import annotations
 
@@ -39,6 +40,19 @@ def json_depth(raw: bytes) -> int:
     return deepest
 
 
+def json_error(exc: ValueError) -> dict[str, Any]:
+    """Where and why a JSON text does not parse: {"field": "body", "message": "invalid JSON at
+    line 2, column 10: Expecting value", "line": 2, "column": 10}."""
+    if isinstance(exc, json.JSONDecodeError):
+        return {
+            "field": "body",
+            "message": f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+            "line": exc.lineno,
+            "column": exc.colno,
+        }
+    return {"field": "body", "message": f"invalid JSON: {exc}"}  # not UTF-8, UTF-16 or -32
+
+
 def _problems(value: Any, path: tuple[str, ...]) -> Iterator[tuple[str, str]]:
     if isinstance(value, _NonFinite):
         yield ".".join(path) or "body", "must be a finite number"
@@ -55,7 +69,7 @@ def _problems(value: Any, path: tuple[str, ...]) -> Iterator[tuple[str, str]]:
             yield from _problems(item, (*path, str(position)))
 
 
-def _invalid(request: HttpRequest, errors: list[dict[str, str]], status: int) -> HttpResponse:
+def _invalid(request: HttpRequest, errors: list[dict[str, Any]], status: int) -> HttpResponse:
     detail = "invalid input" if status == 422 else errors[0]["message"]
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": detail, "errors": errors}, status=status)
@@ -81,14 +95,15 @@ class InputGuardMiddleware:
             if json_depth(raw) > MAX_JSON_DEPTH:
                 message = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
                 return _invalid(request, [{"field": "body", "message": message}], 400)
-            if _SUSPICIOUS.search(raw):
+            if raw.strip():
                 try:
                     data = json.loads(raw, parse_constant=lambda _: _NonFinite())
-                except ValueError:
-                    data = None  # malformed: the view's parser answers 400 with its own words
-                errors = [{"field": f, "message": m} for f, m in _problems(data, ())]
-                if errors:
-                    return _invalid(request, errors, 422)
+                except ValueError as exc:
+                    return _invalid(request, [json_error(exc)], 400)
+                if _SUSPICIOUS.search(raw):
+                    errors = [{"field": f, "message": m} for f, m in _problems(data, ())]
+                    if errors:
+                        return _invalid(request, errors, 422)
         elif request.method == "POST" and content_type == "application/x-www-form-urlencoded":
             errors = [
                 {"field": name, "message": "NUL characters are not allowed"}

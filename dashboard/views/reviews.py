@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from checkpoints.selectors import checkpoint_recent_messages
 from harness_site.access import viewer_required
+from harness_site.inputs import json_error
 from review import selectors, services
 from review.models import ReviewRequest, ReviewStatus, RuleRisk
 from tasks.canonical import canonical_hash
@@ -121,7 +122,7 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             arguments_text=arguments_text,
             status=422,
             error=f"The {field} must be valid JSON.",
-            errors=[{"field": field, "message": str(exc)}],
+            errors=[{**json_error(exc), "field": field}],
         )
     try:
         review = services.review_decide(

@@ -95,6 +95,7 @@ def test_invalid_edits_are_shown_with_field_errors_and_change_nothing(paused_rev
         f"/reviews/{review.id}/decide/", {"decision": "edit", "arguments": "{path: old.log"}
     )
     assert not_json.status_code == 422 and "must be valid JSON" in not_json.content.decode()
+    assert "invalid JSON at line 1, column 2" in not_json.content.decode()  # where it broke
     wrong = client.post(
         f"/reviews/{review.id}/decide/",
         {

@@ -110,3 +110,14 @@ def test_an_absurd_scripted_token_count_is_refused_at_creation(api_client, opera
     assert "model.scripted.script.0.tokens" in fields(response) or any(
         f.endswith("tokens") for f in fields(response)
     )
+
+
+@pytest.mark.parametrize("path", ["/api/v1/tasks", "/api/v1/tasks/{id}/cancel"])
+def test_malformed_json_is_400_saying_where(api_client, operator, path):
+    task = api_client(operator).post("/api/v1/tasks", SPEC).json()
+    raw = '{"title": "t",\n "goal": oops}'
+    response = post_raw(api_client(operator), path.format(id=task["id"]), raw)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["detail"] == "invalid JSON at line 2, column 10: Expecting value"
+    assert body["errors"] == [{"field": "body", "message": body["detail"], "line": 2, "column": 10}]
