@@ -8,7 +8,9 @@ state machine (`agent.jobs.run_task` dispatches here when the spec has `agent`).
         otherwise                   -> None: continue from the latest checkpoint (retry, resume,
                                        redispatch after a crash, kill -9 or a cancel)
     stream super-steps: each LangGraph checkpoint is a step on the timeline (one fenced write
-    of its events: heartbeat, lease proof, cancel flag), each node run and tool call a span;
+    of its events and the workspace snapshot taken with it: heartbeat, lease proof, cancel
+    flag), each node run and tool call a span; the saver's own writes are fenced on the same
+    lease epoch; reviewed calls settle as the graph runs them;
     between super-steps: lease, cancel, session timeout, step budget
     end: interrupts -> one review per action, task waiting_review, the job ends;
          no next node -> succeeded with the graph's answer; an exception -> failed.
