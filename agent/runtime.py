@@ -1170,6 +1170,7 @@ class TaskRun:
         )
 
     def execute_call(self, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
+        self.checkpoint_group_before(row, tool)
         timeout_s = min(tool.timeout_s, self.tool_s)
         ctx = self.tool_context(row)
         ctx.timeout_s = timeout_s
@@ -1396,12 +1397,13 @@ class TaskRun:
             row, _ = self.ledger_row(call, tool)
             if row.status == ToolCallStatus.RUNNING:
                 started.append(row)
-            elif row.status == ToolCallStatus.PROPOSED:
+            elif row.status in (ToolCallStatus.PROPOSED, ToolCallStatus.APPROVED):
                 plan = delegation.delegation_plan(
                     spec=self.spec,
                     title=self.task.title,
                     call_id=call.call_id,
-                    arguments=call.args,
+                    # An approved call starts with the arguments the reviewer approved.
+                    arguments=row.arguments,
                     steps_used=state.budget.steps,
                     tokens_used=state.budget.tokens,
                 )
@@ -1410,6 +1412,10 @@ class TaskRun:
                     row.error_class = "invalid_call"
                     row.error_message = plan
                     row.result = {"observation": plan}
+                    refused.append(row)
+                elif row.status == ToolCallStatus.PROPOSED and self.delegation_denied(
+                    row, tool, plan
+                ):
                     refused.append(row)
                 else:
                     new.append((row, plan))
@@ -1455,31 +1461,90 @@ class TaskRun:
         if started or refused:
             self.commit(trigger=None, extra=[*refused, *started])
 
-    def prepare_for_round(self, round_id: Any) -> None:
+    def delegation_denied(self, row: ToolCall, tool: ToolSpec, plan: Any) -> bool:
+        """A delegate call meets the review policy like any other call before its child
+        starts: denied, it is refused (True); to be reviewed, the task pauses until a human
+        decides (an approved call starts its child when the task resumes)."""
+        decision = policy.evaluate(tool=tool, args=row.arguments, spec=self.task.spec)
+        if decision.action == "review":
+            self.pause_for_review(row, tool, plan.args, decision)
+        if decision.action != "deny":
+            return False
+        what = f"{tool.name} was denied by policy: {decision.reason}"
+        row.status = ToolCallStatus.DENIED
+        row.error_class = "denied"
+        row.error_message = what
+        row.finished_at = timezone.now()
+        row.result = {
+            "observation": compact_feedback(
+                what=what,
+                expected="a call the policy allows",
+                check="do the work yourself or explain in the final answer why it is needed",
+            )
+        }
+        self.event(
+            "tool_refused",
+            {"call_id": row.call_id, "tool": row.tool, "error_class": "denied", "feedback": what},
+        )
+        return True
+
+    def prepare_for_round(self, round_id: Any, *, hold: bool = True) -> None:
         """Two-phase commit, phase one: at this step boundary write a local checkpoint and a
-        vote in one write, then hold (`prepared`; the job ends) until the round ends."""
+        vote in one write, then hold (`prepared`; the job ends) until the round ends. Without
+        `hold` (a round this task opened itself), it goes on at once when its vote completes
+        the round, and holds only while another participant has yet to prepare."""
         voted: list[bool] = []
 
         def vote(checkpoint: Any) -> None:
             if coordinator.round_vote(
                 round_id=round_id, task_id=self.task_id, checkpoint_id=checkpoint.id
             ):
-                services.task_transition(
-                    task_id=self.task_id,
-                    to=TaskStatus.PREPARED,
-                    expect_epoch=self.epoch,
-                    reason="prepared for a global checkpoint",
-                    fields={"worker_id": ""},
-                )
+                if hold:
+                    self.hold_prepared()
                 voted.append(True)
 
         self.event("global_prepare", {"round_id": str(round_id)})
         self.commit(trigger="global_prepare", level="step", then=vote)
         self.watchdog.hold_round_id = None
-        if voted:
-            # This vote may complete the round: commit it now rather than at the next sweep.
-            coordinator.round_advance(round_id=round_id)
+        if not voted:
+            return
+        # This vote may complete the round: commit it now rather than at the next sweep.
+        coordinator.round_advance(round_id=round_id)
+        if hold:
             raise Paused()
+        with transaction.atomic():
+            if not coordinator.round_still_holds(round_id=round_id, task_id=self.task_id):
+                return
+            self.hold_prepared()
+        raise Paused()
+
+    def hold_prepared(self) -> None:
+        services.task_transition(
+            task_id=self.task_id,
+            to=TaskStatus.PREPARED,
+            expect_epoch=self.epoch,
+            reason="prepared for a global checkpoint",
+            fields={"worker_id": ""},
+        )
+
+    def checkpoint_group_before(self, row: ToolCall, tool: ToolSpec) -> None:
+        """Trigger `before_side_effects` (harness.yaml multi_agent.global_checkpoints): a
+        global checkpoint of the group before its root runs a side-effecting call. The root
+        prepares right here; its children are stopped by then (a parent waits for them), so
+        the round usually commits at once and the call goes ahead."""
+        if (
+            not tool.side_effect
+            or tool.name == DELEGATE_TOOL
+            or self.task.parent_id is not None
+            or not self.spec.agents
+            or "before_side_effects" not in self.config.multi_agent.global_checkpoints
+        ):
+            return
+        round_id = coordinator.round_before_call(
+            root_id=self.task_id, call_id=row.call_id, tool=tool.name
+        )
+        if round_id is not None:
+            self.prepare_for_round(round_id, hold=False)
 
     def wake_parent(self) -> None:
         """A child that ended may be the last one its parent waits for; a participant that

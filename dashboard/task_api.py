@@ -82,7 +82,7 @@ def task_create(request: HttpRequest, spec: TaskSpec):
 @router.get("tasks", response=list[TaskOut])
 @paginate(ApiPagination, page_size=50)
 def task_list(request: HttpRequest, status: str | None = None, q: str | None = None):
-    return selectors.tasks_list(status=status, q=q)
+    return selectors.tasks_list(status=status, q=q, with_children=True)
 
 
 @router.get("tasks/{task_id}", response=TaskOut)

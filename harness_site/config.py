@@ -255,8 +255,12 @@ class MultiAgentConfig(_Strict):
     how long a participant may take to prepare before the round aborts."""
 
     # `children_finished`: when every child delegated in one turn has ended;
-    # `operator_request`: when an operator asks (POST /api/v1/tasks/{id}/global-checkpoints).
-    global_checkpoints: list[Literal["children_finished", "operator_request"]] = [
+    # `operator_request`: when an operator asks (POST /api/v1/tasks/{id}/global-checkpoints);
+    # `before_side_effects` (off by default): before the group's root runs a side-effecting
+    # call (a write, a command, an external call), once it has delegated.
+    global_checkpoints: list[
+        Literal["children_finished", "operator_request", "before_side_effects"]
+    ] = [
         "children_finished",
         "operator_request",
     ]

@@ -33,6 +33,7 @@ from multiagent.models import (
     CheckpointRound,
     GlobalCheckpoint,
     RoundStatus,
+    RoundTrigger,
     RoundVote,
 )
 from multiagent.selectors import group_lock
@@ -81,6 +82,38 @@ def round_start(*, root_id: Any, trigger: str, reason: str = "") -> CheckpointRo
         round_advance(round_id=round.id)
         round.refresh_from_db()
         return round
+
+
+def round_before_call(*, root_id: Any, call_id: str, tool: str) -> Any | None:
+    """Trigger `before_side_effects`: open a round before the group's root runs a
+    side-effecting call, once it has children and once per call (a resumed call does not ask
+    again). The root, running, prepares at once (agent.runtime). -> the round id, or None."""
+    reason = f"before {tool} (call {call_id})"
+    if not Task.objects.filter(parent_id=root_id).exists():
+        return None
+    if CheckpointRound.objects.filter(
+        root_id=root_id, trigger=RoundTrigger.BEFORE_SIDE_EFFECTS, reason=reason
+    ).exists():
+        return None
+    try:
+        return round_start(
+            root_id=root_id, trigger=RoundTrigger.BEFORE_SIDE_EFFECTS, reason=reason
+        ).id
+    except RoundConflict as exc:
+        services.event_record(
+            task_id=root_id, type="global_checkpoint_skipped", payload={"reason": str(exc)}
+        )
+        return None
+
+
+def round_still_holds(*, round_id: Any, task_id: Any) -> bool:
+    """Inside a transaction: lock the task row and say whether the round still holds it (the
+    round's release locks the same row, so the answer stays true until the caller commits)."""
+    return (
+        Task.objects.select_for_update(no_key=True)
+        .filter(id=task_id, hold_round_id=round_id)
+        .exists()
+    )
 
 
 def round_vote(*, round_id: Any, task_id: Any, checkpoint_id: Any) -> bool:

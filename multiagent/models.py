@@ -22,6 +22,8 @@ class RoundTrigger(models.TextChoices):
     CHILDREN_FINISHED = "children_finished"
     # An operator asked for one (POST …/global-checkpoints).
     MANUAL = "manual"
+    # The group's root is about to run a side-effecting call (optional, harness.yaml).
+    BEFORE_SIDE_EFFECTS = "before_side_effects"
 
 
 class CheckpointRound(models.Model):

@@ -52,6 +52,9 @@ class TaskOut(Schema):
 
     @staticmethod
     def resolve_children(obj: Task) -> list[UUID]:
+        # A list prefetches them (tasks.selectors.tasks_list(with_children=True)).
+        if "children" in getattr(obj, "_prefetched_objects_cache", {}):
+            return [child.id for child in obj.children.all()]
         return list(obj.children.order_by("created_at").values_list("id", flat=True))
 
     @staticmethod

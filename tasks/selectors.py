@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
+from django.db.models import CharField, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform, compile_json_path
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -119,13 +119,23 @@ def tasks_list(
     created_to: date | None = None,
     finished_from: datetime | None = None,
     finished_to: datetime | None = None,
+    with_children: bool = False,
 ) -> QuerySet[Task]:
-    """Tasks newest first, narrowed by the task list's filters (all optional, ANDed).
+    """Tasks newest first, narrowed by the task list's filters (all optional, ANDed);
+    `with_children` fetches every listed task's child ids in one more query (the API's
+    `children`), not one per task.
 
     Indexes: status -> task_status_created, error_class -> task_error_finished, fingerprint ->
     task_fprint_finished, creator -> task_creator_created, dates -> created_at / finished_at,
     tool -> the (task, call_id) unique index of the tool-call ledger."""
     qs = Task.objects.select_related("created_by").order_by("-created_at")
+    if with_children:
+        qs = qs.prefetch_related(
+            Prefetch(
+                "children",
+                queryset=Task.objects.only("id", "parent_id", "created_at").order_by("created_at"),
+            )
+        )
     if status:
         statuses = status.split(",") if isinstance(status, str) else list(status)
         qs = qs.filter(status__in=[s for s in statuses if s])

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from checkpoints.services import checkpoint_build
 from checkpoints.snapshots import snapshot_capture
@@ -106,3 +108,43 @@ def test_an_operator_previews_and_rolls_the_group_back_from_the_page(group, oper
     assert done.status_code == 302
     for task in (parent, child):
         assert (task.workspace_path / "notes.txt").read_text() == "at the cut"
+
+
+def _family(user, children: int) -> Task:
+    spec = TaskSpec.model_validate(group_spec({"final": "x"}, agents={"a": agent({"final": "y"})}))
+    parent = task_create(spec=spec, user=user, enqueue=False)
+    child_spec = TaskSpec.model_validate(
+        {"title": "c", "goal": "g", "model": {"kind": "scripted", "script": [{"final": "y"}]}}
+    )
+    for n in range(children):
+        task_create(
+            spec=child_spec,
+            user=user,
+            enqueue=False,
+            parent=parent,
+            parent_call_id=f"0.{n}.0",
+            agent_name="a",
+        )
+    return parent
+
+
+def test_the_task_list_api_reads_every_task_children_in_one_query(
+    operator, api_client, django_assert_max_num_queries
+):
+    client = api_client(operator)
+    first = _family(operator, children=2)
+    with CaptureQueriesContext(connection) as few:
+        listed = client.get("/api/v1/tasks").json()
+    for _ in range(6):
+        _family(operator, children=3)
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        listed = client.get("/api/v1/tasks").json()
+    items = listed["items"] if isinstance(listed, dict) else listed
+    by_id = {item["id"]: item for item in items}
+    assert len(by_id[str(first.id)]["children"]) == 2
+    assert sum(len(item["children"]) for item in items) == 2 + 6 * 3
+    # Oldest child first, as on a single task.
+    assert (
+        by_id[str(first.id)]["children"]
+        == client.get(f"/api/v1/tasks/{first.id}").json()["children"]
+    )
