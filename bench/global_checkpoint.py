@@ -12,10 +12,15 @@ few messages and a small workspace snapshot), built in the database without work
   `prepared` in one transaction, then `round_advance`), one after the other, plus the release.
   Not included: the time a worker needs to reach its next step boundary and notice the round
   (at most one heartbeat interval, `HARNESS_HEARTBEAT_S`, plus the step it is in).
+- *Stopped group with a shared directory* (TaskSpec `shared`): the same round over 8
+  participants, plus the snapshot of a shared directory of SHARED_FILES files, of which one
+  changes before each round (the commit captures it incrementally).
 """
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 from bench.common import figure, sample_interleaved, stats, tasks_delete
@@ -24,9 +29,10 @@ TITLE = "Global checkpoints"
 SIZES = {"smoke": {"groups": [2, 8], "n": 3}, "full": {"groups": [2, 8, 32], "n": 30}}
 # A round over 32 stopped participants within one durable step write's order of magnitude.
 TARGET_MS = {2: 20.0, 8: 40.0, 32: 120.0}
+SHARED_FILES = {"smoke": 20, "full": 500}
 
 
-def _group(size: int, *, status: str) -> list[Any]:
+def _group(size: int, *, status: str, shared: bool = False) -> list[Any]:
     """A root and size-1 children, each with a head checkpoint; -> their ids (root first)."""
     from checkpoints.services import checkpoint_build
     from tasks.agent_state import AgentState, Message
@@ -37,7 +43,9 @@ def _group(size: int, *, status: str) -> list[Any]:
         "goal": "bench",
         "model": {"kind": "scripted", "script": [{"final": "x"}]},
     }
-    root = Task.objects.create(title="bench group", goal="bench", spec=spec, status=status)
+    root = Task.objects.create(
+        title="bench group", goal="bench", spec={**spec, "shared": shared}, status=status
+    )
     tasks = [root]
     for i in range(size - 1):
         tasks.append(
@@ -70,11 +78,31 @@ def _group(size: int, *, status: str) -> list[Any]:
     return [t.id for t in tasks]
 
 
+def shared_path_of(root_id: Any) -> Path:
+    from multiagent.shared import shared_path
+
+    return shared_path(root_id=root_id)
+
+
 def _stopped_round(root_id: Any) -> None:
     from multiagent import coordinator
 
     round = coordinator.round_start(root_id=root_id, trigger="children_finished")
     assert round.status == "committed", round.status
+
+
+def _shared_round(root_id: Any, counter: list[int]) -> None:
+    """One shared file changes (as an agent's write would), then a stopped round."""
+    counter[0] += 1
+    (shared_path_of(root_id) / "notes" / "f0.txt").write_text(f"edit {counter[0]}\n")
+    _stopped_round(root_id)
+
+
+def _shared_files(root_id: Any, count: int) -> None:
+    folder = shared_path_of(root_id) / "notes"
+    folder.mkdir(parents=True)
+    for i in range(count):
+        (folder / f"f{i}.txt").write_text(f"shared file {i}\n" * 40)
 
 
 def _running_round(ids: list[Any]) -> None:
@@ -153,7 +181,29 @@ def run(size: str) -> dict[str, Any]:
                 )
             )
             details[f"group_{n}"] = {"participants": n, "samples": params["n"]}
+        shared = _group(8, status=TaskStatus.SUCCEEDED, shared=True)
+        created += shared
+        _shared_files(shared[0], SHARED_FILES[size])
+        counter = [0]
+        samples = sample_interleaved(
+            {"shared": lambda: _shared_round(shared[0], counter)}, n=params["n"], warmup=1
+        )
+        figures.append(
+            figure(
+                figure=(
+                    f"Global checkpoint, 8 stopped participants + a shared directory of "
+                    f"{SHARED_FILES[size]} files (one changed)"
+                ),
+                unit="ms",
+                ours=stats(samples["shared"], scale=1000),
+                target="informational",
+                met=None,
+            )
+        )
+        details["shared"] = {"participants": 8, "files": SHARED_FILES[size]}
     finally:
+        for root_id in created:
+            shutil.rmtree(shared_path_of(root_id), ignore_errors=True)
         tasks_delete(created)
     return {
         "title": TITLE,
