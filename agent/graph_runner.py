@@ -45,6 +45,7 @@ from review.models import ReviewRequest, ReviewStatus
 from review.policy import interrupt_policy
 from review.services import review_request_open
 from tasks import services
+from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.spec import TaskSpec
 from tasks.states import LeaseLost, TaskStatus
@@ -281,7 +282,7 @@ class GraphRun:
             raise StopRun("canceled", "canceled by operator")
         elapsed = (timezone.now() - self.session_started).total_seconds() - self.human_wait_s
         if elapsed > self.session_s:
-            self.event("timeout", {"layer": "session", "limit_s": self.session_s})
+            self.event(EventType.TIMEOUT, {"layer": "session", "limit_s": self.session_s})
             raise StopRun(
                 "timeout", f"session timeout: {self.session_s:g}s exceeded (layer: session)"
             )
@@ -329,7 +330,7 @@ class GraphRun:
     def first_input(self, graph: Any) -> Any:
         state = graph.get_state(self.config)
         if state.created_at is None:
-            self.event("task_started", {"worker": self.worker_id, "epoch": self.epoch})
+            self.event(EventType.TASK_STARTED, {"worker": self.worker_id, "epoch": self.epoch})
             return self.spec.agent.input
         checkpoint_id = state.config["configurable"]["checkpoint_id"]
         self.head_at_start = checkpoint_id
@@ -347,12 +348,12 @@ class GraphRun:
             answers = self.answers(reviews)
             self.calls_delivered(reviews)
             self.event(
-                "graph_resumed",
+                EventType.GRAPH_RESUMED,
                 {"checkpoint_id": checkpoint_id, "answers": _jsonable(answers)},
             )
             return Command(resume=answers)
         self.event(
-            "resumed",
+            EventType.RESUMED,
             {
                 "worker": self.worker_id,
                 "epoch": self.epoch,
@@ -394,7 +395,7 @@ class GraphRun:
             ).exists()
         )
         if snapshot_materialise_if_missing(workspace=self.workspace, manifest=snapshot, sync=sync):
-            self.event("workspace_materialised", {"graph_checkpoint_id": checkpoint_id})
+            self.event(EventType.WORKSPACE_MATERIALISED, {"graph_checkpoint_id": checkpoint_id})
 
     def workspace_snapshot(self, checkpoint_id: str) -> list[GraphWorkspace]:
         """The workspace as this checkpoint leaves it, to store with the super-step's events.
@@ -432,7 +433,7 @@ class GraphRun:
         if checkpoint_id != self.head_at_start:
             self.calls_settle()  # a super-step after the resume: plain decisions consumed
         self.event(
-            "graph_step",
+            EventType.GRAPH_STEP,
             {
                 "checkpoint_id": checkpoint_id,
                 "step": step,
@@ -452,7 +453,7 @@ class GraphRun:
         started = self.node_started.pop(chunk["id"], None)
         error = chunk.get("error")
         self.event(
-            "graph_node",
+            EventType.GRAPH_NODE,
             {
                 "node": chunk["name"],
                 "graph_task_id": chunk["id"],
@@ -472,7 +473,7 @@ class GraphRun:
         for message in messages:
             for call in getattr(message, "tool_calls", None) or []:
                 self.event(
-                    "graph_tool_call",
+                    EventType.GRAPH_TOOL_CALL,
                     {
                         "node": chunk["name"],
                         "tool": call.get("name"),
@@ -483,7 +484,7 @@ class GraphRun:
             if getattr(message, "type", "") == "tool":
                 self.calls_settle(message=message)
                 self.event(
-                    "graph_tool_result",
+                    EventType.GRAPH_TOOL_RESULT,
                     {
                         "node": chunk["name"],
                         "tool": getattr(message, "name", ""),
@@ -500,7 +501,7 @@ class GraphRun:
         result = self.answer_of(state.values)
         self.calls_settle(to=ToolCallStatus.SUCCEEDED)  # the graph finished with them
         self.calls_abandon(keep=None)
-        self.event("task_finished", {"result": result[:2000]})
+        self.event(EventType.TASK_FINISHED, {"result": result[:2000]})
         with transaction.atomic():
             self.commit()
             services.task_transition(
@@ -561,8 +562,10 @@ class GraphRun:
                     tool=tool[:100],
                     arguments=args,
                     risk="graph",
-                    status=ToolCallStatus.AWAITING_REVIEW,
                     step_index=self.step_index,
+                )
+                services.toolcall_transition(
+                    call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False
                 )
                 meta = {
                     **meta,
@@ -573,7 +576,7 @@ class GraphRun:
                 }
                 rows.append((row, meta, preview))
                 self.event(
-                    "review_requested",
+                    EventType.REVIEW_REQUESTED,
                     {"call_id": row.call_id, "tool": tool, "interrupt_id": interrupt.id},
                 )
 
@@ -619,7 +622,8 @@ class GraphRun:
         )
         self.calls_abandon(keep=None, only_canceled=True)
         self.event(
-            "task_stopped", {"error_class": stop.error_class, "message": stop.message[:2000]}
+            EventType.TASK_STOPPED,
+            {"error_class": stop.error_class, "message": stop.message[:2000]},
         )
         try:
             with transaction.atomic():
@@ -708,12 +712,7 @@ def decisions_of(schema: Any) -> list[str]:
 
 
 def _toolcall_status(row: ToolCall, to: str, fields: dict[str, Any]) -> set[str]:
-    """Set a graph call's status (and the times it implies) on the row, unsaved; -> the
-    fields to save. The one status write of this module: becomes
-    tasks.services.toolcall_transition(call=row, to=to, fields=fields, write=False)."""
-    now = timezone.now()
-    stamp = "started_at" if to == ToolCallStatus.RUNNING else "finished_at"
-    updates = {"status": to, stamp: now, **fields}
-    for name, value in updates.items():
-        setattr(row, name, value)
-    return set(updates)
+    """Move a graph call to `to` on the row, unsaved (tasks.services.toolcall_transition sets
+    the status and the times it implies); -> the fields to save."""
+    services.toolcall_transition(call=row, to=to, fields=fields, write=False)
+    return {"status", "started_at", "finished_at", *fields}

@@ -72,6 +72,7 @@ from review.services import review_request_open
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo, Message, ProposedCall
 from tasks.canonical import canonical_hash, nul_free
+from tasks.events import EventType
 from tasks.feedback import compact_feedback
 from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
 from tasks.paths import file_write
@@ -418,7 +419,7 @@ class TaskRun:
         retry_at = timezone.now() + timedelta(seconds=delay_s)
         self.state.last_error = error
         self.event(
-            "retry_scheduled",
+            EventType.RETRY_SCHEDULED,
             {
                 # A model retry has no call: no `"call_id": null` (the pages read it as a call).
                 **({"call_id": error.call_id} if error.call_id else {}),
@@ -439,7 +440,7 @@ class TaskRun:
         )
 
     def timeout_event(self, *, layer: str, limit_s: float, **payload: Any) -> None:
-        self.event("timeout", {"layer": layer, "limit_s": limit_s, **payload})
+        self.event(EventType.TIMEOUT, {"layer": layer, "limit_s": limit_s, **payload})
 
     def capture_snapshot(self) -> dict | None:
         """The workspace manifest stored with a checkpoint (see checkpoints.snapshots). Only
@@ -487,14 +488,16 @@ class TaskRun:
 
     def start(self) -> None:
         try:
-            loaded = checkpoint_load_latest_valid(task_id=self.task_id, head_id=self.head_id)
+            loaded = checkpoint_load_latest_valid(
+                task_id=self.task_id, head_id=self.head_id, epoch=self.epoch
+            )
         except NoValidCheckpoint as exc:
             raise StopRun("checkpoint_corrupted", str(exc)) from None
         self.workspace.mkdir(parents=True, exist_ok=True)
         if loaded is None:
             self.state = self.initial_state()
             self.materialise_spec_files()
-            self.event("task_started", {"worker": self.worker_id, "epoch": self.epoch})
+            self.event(EventType.TASK_STARTED, {"worker": self.worker_id, "epoch": self.epoch})
             self.mcp_tools_list()
             self.commit(trigger="task_start")
             return
@@ -503,14 +506,14 @@ class TaskRun:
         self.load_ledger()
         if loaded.checkpoint.id != self.head_id:
             self.event(
-                "checkpoint_fallback",
+                EventType.CHECKPOINT_FALLBACK,
                 {"checkpoint_id": str(loaded.checkpoint.id), "seq": loaded.checkpoint.seq},
             )
             self.head_id = loaded.checkpoint.id
         self.restore_workspace(loaded)
         self.align_context(loaded)
         self.event(
-            "resumed",
+            EventType.RESUMED,
             {
                 "worker": self.worker_id,
                 "epoch": self.epoch,
@@ -534,7 +537,7 @@ class TaskRun:
                 raise StopRun("mcp_unavailable", str(exc)) from None
             self.state.mcp_tools = tools
             for report in reports:
-                self.event("mcp_tools_listed", report)
+                self.event(EventType.MCP_TOOLS_LISTED, report)
         for tool in self.state.mcp_tools or []:
             spec = mcp_tool_spec(tool)
             self.mcp_specs[tool.name] = dataclasses.replace(
@@ -570,7 +573,7 @@ class TaskRun:
     def note_mcp_errors(self) -> None:
         """Connection errors of this run's MCP servers, for the timeline and /ops/."""
         for server, message in self.mcp.errors.items():
-            self.event("mcp_server_error", {"server": server, "message": message})
+            self.event(EventType.MCP_SERVER_ERROR, {"server": server, "message": message})
         self.mcp.errors.clear()
 
     def initial_state(self) -> AgentState:
@@ -598,7 +601,9 @@ class TaskRun:
         if snapshot_materialise_if_missing(
             workspace=self.workspace, manifest=loaded.snapshot, sync=self.state.recovery is not None
         ):
-            self.event("workspace_materialised", {"checkpoint_id": str(loaded.checkpoint.id)})
+            self.event(
+                EventType.WORKSPACE_MATERIALISED, {"checkpoint_id": str(loaded.checkpoint.id)}
+            )
 
     def align_context(self, loaded: Any) -> None:
         """After a rollback, retry or redispatch, tell the agent what happened (see
@@ -610,7 +615,7 @@ class TaskRun:
             snapshot=loaded.snapshot,
         )
         if summary is not None:
-            self.event("context_aligned", summary)
+            self.event(EventType.CONTEXT_ALIGNED, summary)
 
     def boundary_checks(self) -> None:
         if self.watchdog.lease_lost.is_set():
@@ -720,7 +725,7 @@ class TaskRun:
         state.last_error = None
         final = decision.final is not None and not calls
         self.event(
-            "model_decision",
+            EventType.MODEL_DECISION,
             {
                 "turn": state.turn_index,
                 **usage,
@@ -776,7 +781,7 @@ class TaskRun:
             payload["review_skipped"] = verdict.review_skipped[:500]
         if verdict.failure is not None:
             payload["feedback"] = verdict.failure.feedback
-        self.event("final_checked", payload)
+        self.event(EventType.FINAL_CHECKED, payload)
         return verdict.failure
 
     def note_check_failure(self, what: str) -> None:
@@ -788,7 +793,7 @@ class TaskRun:
         the attempts are used up, or at once for a permanent error."""
         attempt = self.state.model_retries + 1
         self.event(
-            "model_error",
+            EventType.MODEL_ERROR,
             {
                 "error_class": exc.error_class,
                 "message": str(exc)[:2000],
@@ -850,7 +855,7 @@ class TaskRun:
                 f"(max_retries={self.limits.max_retries}); last: {checks.last_failure}",
             )
         self.apply_context()
-        self.event("step_finished", {"step": state.step_index})
+        self.event(EventType.STEP_FINISHED, {"step": state.step_index})
         self.commit(trigger="after_step")
 
     def apply_context(self) -> None:
@@ -870,7 +875,7 @@ class TaskRun:
             payload.update(self.charge(report.usage))
         if report.model_error:
             payload["model_error"] = report.model_error
-        self.event("context_folded", payload)
+        self.event(EventType.CONTEXT_FOLDED, payload)
 
     def boundary_checks_between_calls(self) -> None:
         if self.watchdog.lease_lost.is_set():
@@ -906,7 +911,6 @@ class TaskRun:
             arguments=call.args,
             risk=tool.risk if tool else "read",
             step_index=self.state.step_index,
-            status=ToolCallStatus.PROPOSED,
         )
         self.ledger[call.call_id] = row
         return row, True
@@ -981,7 +985,7 @@ class TaskRun:
     def replay_outcome(self, row: ToolCall) -> ToolOutcome | None:
         """A call already settled in the ledger returns its stored outcome, never re-runs."""
         if row.status == ToolCallStatus.SUCCEEDED:
-            self.event("tool_replayed", {"call_id": row.call_id, "tool": row.tool})
+            self.event(EventType.TOOL_REPLAYED, {"call_id": row.call_id, "tool": row.tool})
             return ToolOutcome(
                 status=row.status, observation=_observation(row.result), result=row.result
             )
@@ -1012,7 +1016,7 @@ class TaskRun:
         except UnknownTool:
             tool = None
         if row.status == ToolCallStatus.RUNNING and tool is not None and tool.idempotent:
-            self.event("tool_rerun_idempotent", {"call_id": row.call_id, "tool": row.tool})
+            self.event(EventType.TOOL_RERUN_IDEMPOTENT, {"call_id": row.call_id, "tool": row.tool})
             return None
         self.escalate_unknown_outcome(row)
 
@@ -1023,10 +1027,13 @@ class TaskRun:
         )
         if row.status == ToolCallStatus.RUNNING:
             finished = timezone.now()
-            row.status = ToolCallStatus.UNKNOWN_OUTCOME
-            row.error_class = UNKNOWN_OUTCOME
-            row.error_message = message
-            row.finished_at = finished
+            services.toolcall_transition(
+                call=row,
+                to=ToolCallStatus.UNKNOWN_OUTCOME,
+                now=finished,
+                fields={"error_class": UNKNOWN_OUTCOME, "error_message": message},
+                write=False,
+            )
             row.attempt_log = [
                 *row.attempt_log,
                 {
@@ -1039,7 +1046,7 @@ class TaskRun:
                 },
             ]
             self.event(
-                "tool_unknown_outcome",
+                EventType.TOOL_UNKNOWN_OUTCOME,
                 {"call_id": row.call_id, "tool": row.tool, "attempt": row.attempts},
             )
         open_review = not row.reviews.filter(status=ReviewStatus.PENDING).exists()
@@ -1062,7 +1069,7 @@ class TaskRun:
 
         if open_review:
             self.event(
-                "review_requested",
+                EventType.REVIEW_REQUESTED,
                 {
                     "call_id": row.call_id,
                     "tool": row.tool,
@@ -1091,13 +1098,18 @@ class TaskRun:
     ) -> ToolOutcome:
         feedback = compact_feedback(what=what, expected=expected, check=check)
         self.state.budget.invalid_calls += error_class in ("invalid_arguments", "invalid_call")
-        row.status = status
-        row.error_class = error_class
-        row.error_message = what
-        row.result = {"observation": feedback}
-        row.finished_at = timezone.now()
+        services.toolcall_transition(
+            call=row,
+            to=status,
+            fields={
+                "error_class": error_class,
+                "error_message": what,
+                "result": {"observation": feedback},
+            },
+            write=False,
+        )
         self.event(
-            "tool_refused",
+            EventType.TOOL_REFUSED,
             {
                 "call_id": call.call_id,
                 "tool": call.tool,
@@ -1136,9 +1148,9 @@ class TaskRun:
                 preview = f"(preview unavailable: {exc})"
         else:
             preview = json.dumps(row.arguments, indent=2, ensure_ascii=False)
-        row.status = ToolCallStatus.AWAITING_REVIEW
+        services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
         self.event(
-            "review_requested",
+            EventType.REVIEW_REQUESTED,
             {
                 "call_id": row.call_id,
                 "tool": tool.name,
@@ -1174,12 +1186,14 @@ class TaskRun:
         timeout_s = min(tool.timeout_s, self.tool_s)
         ctx = self.tool_context(row)
         ctx.timeout_s = timeout_s
-        now = timezone.now()
-        row.status = ToolCallStatus.RUNNING
-        row.attempts += 1
-        row.started_at = now
+        services.toolcall_transition(
+            call=row,
+            to=ToolCallStatus.RUNNING,
+            fields={"attempts": row.attempts + 1},
+            write=False,
+        )
         self.event(
-            "tool_started",
+            EventType.TOOL_STARTED,
             {
                 "call_id": row.call_id,
                 "tool": tool.name,
@@ -1221,19 +1235,25 @@ class TaskRun:
                     error_message=failure.what,
                 )
         finished = timezone.now()
-        row.status = outcome.status
-        row.result = (
-            outcome.result
-            if outcome.status == ToolCallStatus.SUCCEEDED
-            else {
-                "observation": outcome.observation,
-                **({"result": outcome.result} if outcome.result is not None else {}),
-            }
+        services.toolcall_transition(
+            call=row,
+            to=outcome.status,
+            now=finished,
+            fields={
+                "result": (
+                    outcome.result
+                    if outcome.status == ToolCallStatus.SUCCEEDED
+                    else {
+                        "observation": outcome.observation,
+                        **({"result": outcome.result} if outcome.result is not None else {}),
+                    }
+                ),
+                "error_class": outcome.error_class,
+                "error_message": outcome.error_message,
+                "duration_ms": (finished - row.started_at).total_seconds() * 1000,
+            },
+            write=False,
         )
-        row.error_class = outcome.error_class
-        row.error_message = outcome.error_message
-        row.finished_at = finished
-        row.duration_ms = (finished - row.started_at).total_seconds() * 1000
         row.attempt_log = [
             *row.attempt_log,
             {
@@ -1246,7 +1266,7 @@ class TaskRun:
             },
         ]
         self.event(
-            "tool_finished",
+            EventType.TOOL_FINISHED,
             {
                 "call_id": row.call_id,
                 "tool": tool.name,
@@ -1290,7 +1310,7 @@ class TaskRun:
             )
             row.result = {"observation": outcome.observation}
             return
-        row.status = ToolCallStatus.RETRY_WAIT
+        services.toolcall_transition(call=row, to=ToolCallStatus.RETRY_WAIT, write=False)
         self.schedule_retry(
             attempt=row.attempts,
             delay_s=policy.delay_s(row.attempts, retry_after_s=outcome.retry_after_s),
@@ -1408,10 +1428,16 @@ class TaskRun:
                     tokens_used=state.budget.tokens,
                 )
                 if isinstance(plan, str):
-                    row.status = ToolCallStatus.FAILED
-                    row.error_class = "invalid_call"
-                    row.error_message = plan
-                    row.result = {"observation": plan}
+                    services.toolcall_transition(
+                        call=row,
+                        to=ToolCallStatus.FAILED,
+                        fields={
+                            "error_class": "invalid_call",
+                            "error_message": plan,
+                            "result": {"observation": plan},
+                        },
+                        write=False,
+                    )
                     refused.append(row)
                 elif row.status == ToolCallStatus.PROPOSED and self.delegation_denied(
                     row, tool, plan
@@ -1422,11 +1448,15 @@ class TaskRun:
         if new:
             now = timezone.now()
             for row, plan in new:
-                row.status = ToolCallStatus.RUNNING
-                row.attempts = 1
-                row.started_at = now
+                services.toolcall_transition(
+                    call=row,
+                    to=ToolCallStatus.RUNNING,
+                    now=now,
+                    fields={"attempts": 1},
+                    write=False,
+                )
                 self.event(
-                    "delegated",
+                    EventType.DELEGATED,
                     {"call_id": row.call_id, "agent": plan.args.agent, "goal": plan.args.goal},
                 )
             self.pause(
@@ -1455,7 +1485,7 @@ class TaskRun:
             state.budget.tokens += tokens
             state.budget.cost_usd += cost
             self.event(
-                "delegation_finished",
+                EventType.DELEGATION_FINISHED,
                 {"call_id": row.call_id, "status": row.status, "child": row.result.get("task_id")},
             )
         if started or refused:
@@ -1503,7 +1533,7 @@ class TaskRun:
                     self.hold_prepared()
                 voted.append(True)
 
-        self.event("global_prepare", {"round_id": str(round_id)})
+        self.event(EventType.GLOBAL_PREPARE, {"round_id": str(round_id)})
         self.commit(trigger="global_prepare", level="step", then=vote)
         self.watchdog.hold_round_id = None
         if not voted:
@@ -1561,7 +1591,7 @@ class TaskRun:
     # -- endings -------------------------------------------------------------------------
 
     def finish_success(self) -> None:
-        self.event("task_finished", {"result": (self.state.final or "")[:2000]})
+        self.event(EventType.TASK_FINISHED, {"result": (self.state.final or "")[:2000]})
         self.commit(trigger=None)
         with transaction.atomic():
             services.events_record(self.pending_events)
@@ -1583,7 +1613,8 @@ class TaskRun:
             step_index=self.state.step_index,
         )
         self.event(
-            "task_stopped", {"error_class": stop.error_class, "message": stop.message[:2000]}
+            EventType.TASK_STOPPED,
+            {"error_class": stop.error_class, "message": stop.message[:2000]},
         )
         try:
             trigger = (

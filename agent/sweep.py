@@ -44,6 +44,7 @@ from multiagent.coordinator import rounds_advance_open
 from multiagent.delegation import delegations_wake_ready
 from review.services import reviews_expire_overdue
 from tasks import services
+from tasks.events import EventType
 from tasks.models import SWEEPER_NAME, SweepRun, Task, ToolCall, ToolCallStatus
 from tasks.rollups import rollups_advance
 from tasks.states import TaskStatus
@@ -116,12 +117,15 @@ def task_recover_stalled(*, task_id: Any, stale_after_s: float, max_redispatches
                 f"(max redispatches: {max_redispatches})"
             )
             # Nobody will finish these calls: whether they took effect is unknown.
-            ToolCall.objects.filter(task_id=task.id, status=ToolCallStatus.RUNNING).update(
-                status=ToolCallStatus.UNKNOWN_OUTCOME,
-                error_class="unknown_outcome",
-                error_message="the task failed while this call was running",
-                finished_at=timezone.now(),
-            )
+            for row in ToolCall.objects.filter(task_id=task.id, status=ToolCallStatus.RUNNING):
+                services.toolcall_transition(
+                    call=row,
+                    to=ToolCallStatus.UNKNOWN_OUTCOME,
+                    fields={
+                        "error_class": "unknown_outcome",
+                        "error_message": "the task failed while this call was running",
+                    },
+                )
             services.task_transition(
                 task_id=task.id,
                 to=TaskStatus.FAILED,
@@ -137,7 +141,7 @@ def task_recover_stalled(*, task_id: Any, stale_after_s: float, max_redispatches
         )
         services.event_record(
             task_id=task.id,
-            type="redispatched",
+            type=EventType.REDISPATCHED,
             payload={"redispatch": task.redispatch_count, "max": max_redispatches},
             step_index=task.current_step,
         )
@@ -207,7 +211,7 @@ def tasks_requeue_orphaned(*, grace_s: float) -> int:
         # A duplicate is harmless: only one job can acquire the task; the others exit.
         services.event_record(
             task_id=task.id,
-            type="requeued",
+            type=EventType.REQUEUED,
             payload={
                 "status": task.status,
                 "job_id": task.rq_job_id,

@@ -16,6 +16,7 @@ from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_decode
 from checkpoints.snapshots import manifest_changes, snapshot_manifest
 from tasks.agent_state import AgentState, Message
+from tasks.events import EventType
 from tasks.models import TaskEvent, ToolCall, ToolCallStatus
 
 RESULT_CHARS = 160
@@ -28,7 +29,7 @@ def resume_kind(*, task_id: Any, state: AgentState) -> str | None:
     if state.recovery is not None:
         return state.recovery.kind
     last = (
-        TaskEvent.objects.filter(task_id=task_id, type="status", payload__to="queued")
+        TaskEvent.objects.filter(task_id=task_id, type=EventType.STATUS, payload__to="queued")
         .order_by("-id")
         .values_list("payload", flat=True)
         .first()

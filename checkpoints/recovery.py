@@ -61,6 +61,7 @@ from checkpoints.snapshots import (
 from review.services import reviews_cancel_pending
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo, RecoveryNote
+from tasks.events import EventType
 from tasks.models import Task, ToolCall
 from tasks.states import TERMINAL, TaskStatus, TransitionConflict
 
@@ -163,6 +164,11 @@ def _last_failure(task: Task, state: AgentState) -> ErrorInfo | None:
     return state.last_error
 
 
+# A recovered task has no outcome yet: its result and error (and so its error fingerprint,
+# which task_transition derives) are cleared with the move.
+_OUTCOME_CLEARED = {"error_class": "", "error_message": "", "result": ""}
+
+
 def _fork(
     *,
     task: Task,
@@ -202,9 +208,6 @@ def _fork(
         "current_step": state.step_index,
         "steps_used": state.budget.steps,
         "tokens_used": state.budget.tokens,
-        "error_class": "",
-        "error_message": "",
-        "result": "",
         "cancel_requested": False,
         "retry_at": None,
         "updated_at": timezone.now(),
@@ -230,10 +233,16 @@ def _fork(
         },
     )
     target = TaskStatus.QUEUED if resume else TaskStatus.HELD
-    if task.status != target:
-        services.task_transition(
-            task_id=task.id, to=target, actor=actor, reason=f"{kind}: {reason}"[:500]
-        )
+    # The outcome goes with the status it belonged to, and the error fingerprint with the
+    # error (a held task no longer counts in its old failure group).
+    services.task_transition(
+        task_id=task.id,
+        to=target,
+        stay=True,
+        actor=actor,
+        reason=f"{kind}: {reason}"[:500],
+        fields=_OUTCOME_CLEARED,
+    )
     task.refresh_from_db()
     if resume:
         services.task_enqueue(task=task)
@@ -453,7 +462,10 @@ def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Ta
         if task.status == TaskStatus.RUNNING:
             Task.objects.filter(id=task_id).update(cancel_requested=True)
             services.event_record(
-                task_id=task_id, type="cancel_requested", payload={"reason": reason}, actor=actor
+                task_id=task_id,
+                type=EventType.CANCEL_REQUESTED,
+                payload={"reason": reason},
+                actor=actor,
             )
             services.audit_record(
                 user=user,
@@ -559,12 +571,7 @@ def _graph_requeue(*, task: Task, user: AbstractBaseUser | None, kind: str, reas
     actor = _actor(user)
     before = {"status": task.status}
     Task.objects.filter(id=task.id).update(
-        error_class="",
-        error_message="",
-        result="",
-        cancel_requested=False,
-        retry_at=None,
-        updated_at=timezone.now(),
+        cancel_requested=False, retry_at=None, updated_at=timezone.now()
     )
     services.event_record(
         task_id=task.id,
@@ -574,7 +581,11 @@ def _graph_requeue(*, task: Task, user: AbstractBaseUser | None, kind: str, reas
         payload={"reason": reason, "resume": True, "graph": True},
     )
     task = services.task_transition(
-        task_id=task.id, to=TaskStatus.QUEUED, actor=actor, reason=f"{kind}: {reason}"[:500]
+        task_id=task.id,
+        to=TaskStatus.QUEUED,
+        actor=actor,
+        reason=f"{kind}: {reason}"[:500],
+        fields=_OUTCOME_CLEARED,
     )
     services.task_enqueue(task=task)
     services.audit_record(
@@ -682,9 +693,6 @@ def _graph_rollback(
     actor = _actor(user)
     Task.objects.filter(id=task.id).update(
         current_step=max(step, 0),
-        error_class="",
-        error_message="",
-        result="",
         cancel_requested=False,
         retry_at=None,
         rollback_count=task.rollback_count + 1,
@@ -693,7 +701,7 @@ def _graph_rollback(
     reviews_cancel_pending(task_id=task.id, comment=f"superseded by rollback ({actor})")
     services.event_record(
         task_id=task.id,
-        type="rollback",
+        type=EventType.ROLLBACK,
         actor=actor,
         step_index=max(step, 0),
         payload={
@@ -711,10 +719,14 @@ def _graph_rollback(
     )
     target = TaskStatus.QUEUED if resume else TaskStatus.HELD
     before = {"status": task.status}
-    if task.status != target:
-        task = services.task_transition(
-            task_id=task.id, to=target, actor=actor, reason=f"rollback: {reason}"[:500]
-        )
+    task = services.task_transition(
+        task_id=task.id,
+        to=target,
+        stay=True,
+        actor=actor,
+        reason=f"rollback: {reason}"[:500],
+        fields=_OUTCOME_CLEARED,
+    )
     if resume:
         services.task_enqueue(task=task)
     services.audit_record(

@@ -12,7 +12,8 @@ from django.utils import timezone
 from checkpoints.models import Checkpoint
 from tasks.agent_state import SCHEMA_VERSION, AgentState
 from tasks.canonical import canonical_bytes, sha256_hex
-from tasks.services import event_record
+from tasks.events import EventType
+from tasks.services import event_build, events_record, task_fenced_write
 
 
 class CheckpointCorrupted(Exception):
@@ -114,18 +115,29 @@ def checkpoint_find_latest_valid(
     return None, skipped
 
 
-def checkpoint_load_latest_valid(*, task_id: Any, head_id: Any = None) -> LoadedCheckpoint | None:
+def checkpoint_load_latest_valid(
+    *, task_id: Any, head_id: Any = None, epoch: int | None = None
+) -> LoadedCheckpoint | None:
     """The head checkpoint if it verifies; otherwise the newest valid non-superseded one,
     recording a `checkpoint_corrupted` event for every checkpoint skipped. None when the task
-    has no checkpoint yet; NoValidCheckpoint when it has some but none verifies."""
+    has no checkpoint yet; NoValidCheckpoint when it has some but none verifies.
+
+    A worker passes its lease `epoch`: the events are then written only while it holds the
+    lease (`task_fenced_write`; LeaseLost, writing nothing, when it does not)."""
     loaded, skipped = checkpoint_find_latest_valid(task_id=task_id, head_id=head_id)
-    for checkpoint, exc in skipped:
-        event_record(
+    events = [
+        event_build(
             task_id=task_id,
-            type="checkpoint_corrupted",
+            type=EventType.CHECKPOINT_CORRUPTED,
             payload={"checkpoint_id": str(checkpoint.id), "seq": checkpoint.seq, "error": str(exc)},
             step_index=checkpoint.step_index,
         )
+        for checkpoint, exc in skipped
+    ]
+    if events and epoch is not None:
+        task_fenced_write(task_id=task_id, epoch=epoch, inserts=events)
+    elif events:
+        events_record(events)
     if loaded is None and skipped:
         raise NoValidCheckpoint(f"task {task_id}: no checkpoint passes checksum verification")
     return loaded

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from multiagent.models import GlobalCheckpoint
+from tasks.events import EventType
 from tasks.models import Task, TaskEvent
 
 LANE_COLORS = {
@@ -32,7 +33,7 @@ def group_timeline(
     lines at the global checkpoints, clickable to their group rollback preview."""
     by_status: dict[str, dict[str, list]] = {}
     lanes = [_lane(t) for t in members]
-    events = TaskEvent.objects.filter(task__in=members, type="status").order_by("id")
+    events = TaskEvent.objects.filter(task__in=members, type=EventType.STATUS).order_by("id")
     lane_of = {t.id: _lane(t) for t in members}
     open_since: dict[Any, tuple[str, datetime]] = {}
 

@@ -39,6 +39,7 @@ from multiagent.models import (
 from multiagent.selectors import group_lock
 from multiagent.shared import shared_snapshot_capture
 from tasks import services
+from tasks.events import EventType
 from tasks.models import Task
 from tasks.states import TaskStatus
 
@@ -72,7 +73,7 @@ def round_start(*, root_id: Any, trigger: str, reason: str = "") -> CheckpointRo
         Task.objects.filter(id__in=[t.id for t in participants]).update(hold_round_id=round.id)
         services.event_record(
             task_id=root_id,
-            type="global_round_started",
+            type=EventType.GLOBAL_ROUND_STARTED,
             payload={
                 "round_id": str(round.id),
                 "trigger": trigger,
@@ -167,7 +168,7 @@ def round_advance(*, round_id: Any) -> str:
             round.save(update_fields=["status", "finished_at", "reason"])
             services.event_record(
                 task_id=round.root_id,
-                type="global_round_aborted",
+                type=EventType.GLOBAL_ROUND_ABORTED,
                 payload={"round_id": str(round.id), "not_prepared": missing},
             )
         else:
@@ -206,7 +207,7 @@ def _commit(
     round.save(update_fields=["status", "finished_at"])
     services.event_record(
         task_id=round.root_id,
-        type="global_checkpoint",
+        type=EventType.GLOBAL_CHECKPOINT,
         payload={
             "global_checkpoint_id": str(global_checkpoint.id),
             "seq": seq,

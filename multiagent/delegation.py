@@ -29,6 +29,7 @@ from multiagent import coordinator
 from multiagent.selectors import group_lock, group_root
 from multiagent.tools import DelegateArgs
 from tasks import services
+from tasks.events import EventType
 from tasks.feedback import compact_feedback
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.spec import DELEGATE_TOOL, BudgetSpec, TaskSpec
@@ -131,14 +132,19 @@ def delegation_children(*, parent_id: Any, call_ids: list[str]) -> dict[str, Tas
 
 def delegation_settle(*, row: ToolCall, child: Task | None) -> None:
     """Turn an ended child into its delegate call's outcome (the loop writes the row)."""
-    row.finished_at = child.finished_at if child is not None else None
+    finished = {"finished_at": child.finished_at if child is not None else None}
     if child is not None and child.status == TaskStatus.SUCCEEDED:
-        row.status = ToolCallStatus.SUCCEEDED
-        row.result = {
+        result = {
             "agent": child.agent_name,
             "task_id": str(child.id),
             "answer": child.result[:ANSWER_MAX_CHARS],
         }
+        services.toolcall_transition(
+            call=row,
+            to=ToolCallStatus.SUCCEEDED,
+            fields={**finished, "result": result},
+            write=False,
+        )
         return
     if child is None:
         what, error_class = "the child task is gone", "child_failed"
@@ -148,10 +154,7 @@ def delegation_settle(*, row: ToolCall, child: Task | None) -> None:
             f"{child.error_class}: {child.error_message[:1000]}"
         )
         error_class = "child_canceled" if child.status == TaskStatus.CANCELED else "child_failed"
-    row.status = ToolCallStatus.FAILED
-    row.error_class = error_class
-    row.error_message = what
-    row.result = {
+    result = {
         "observation": compact_feedback(
             what=what,
             expected="the sub-agent's final answer",
@@ -159,6 +162,12 @@ def delegation_settle(*, row: ToolCall, child: Task | None) -> None:
         ),
         **({"task_id": str(child.id)} if child is not None else {}),
     }
+    services.toolcall_transition(
+        call=row,
+        to=ToolCallStatus.FAILED,
+        fields={**finished, "error_class": error_class, "error_message": what, "result": result},
+        write=False,
+    )
 
 
 def child_usage(child: Task | None) -> tuple[int, float]:
@@ -201,7 +210,7 @@ def delegation_wake(*, parent_id: Any) -> bool:
             except coordinator.RoundConflict as exc:
                 services.event_record(
                     task_id=parent.id,
-                    type="global_checkpoint_skipped",
+                    type=EventType.GLOBAL_CHECKPOINT_SKIPPED,
                     payload={"reason": str(exc)},
                 )
         task = services.task_transition(

@@ -54,6 +54,7 @@ from multiagent.shared import shared_path
 from review.services import reviews_cancel_pending
 from tasks import services
 from tasks.agent_state import RecoveryNote
+from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.spec import DELEGATE_TOOL
 from tasks.states import TERMINAL, TaskStatus
@@ -321,18 +322,23 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
         started = Task.objects.filter(parent=task, parent_call_id__in=open_delegations).values_list(
             "parent_call_id", flat=True
         )
-        ToolCall.objects.filter(task=task, call_id__in=list(started)).update(
-            status=ToolCallStatus.RUNNING, result=None, error_class="", error_message=""
-        )
+        for row in ToolCall.objects.filter(task=task, call_id__in=list(started)):
+            services.toolcall_transition(
+                call=row,
+                to=ToolCallStatus.RUNNING,
+                fields={
+                    "result": None,
+                    "error_class": "",
+                    "error_message": "",
+                    "started_at": row.started_at,
+                },
+            )
     terminal_at_cut = p.status_at_cut in TERMINAL
     Task.objects.filter(id=task.id).update(
         head_checkpoint_id=checkpoint.id,
         current_step=state.step_index,
         steps_used=state.budget.steps,
         tokens_used=state.budget.tokens,
-        error_class="" if not terminal_at_cut else task.error_class,
-        error_message="" if not terminal_at_cut else task.error_message,
-        result="" if not terminal_at_cut else task.result,
         cancel_requested=False,
         retry_at=None,
         rollback_count=task.rollback_count + 1,
@@ -341,7 +347,7 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
     reviews_cancel_pending(task_id=task.id, comment=f"superseded by group rollback ({actor})")
     services.event_record(
         task_id=task.id,
-        type="group_rollback",
+        type=EventType.GROUP_ROLLBACK,
         actor=actor,
         step_index=state.step_index,
         payload={
@@ -361,10 +367,16 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
     if terminal_at_cut and task.status == p.status_at_cut:
         return task.status
     target = TaskStatus.QUEUED if resume and not terminal_at_cut else TaskStatus.HELD
-    if task.status != target:
-        task = services.task_transition(
-            task_id=task.id, to=target, actor=actor, reason=f"group rollback: {reason}"[:500]
-        )
+    # The outcome goes with the status (and the error fingerprint with the error): cleared
+    # unless the task had already ended at the cut.
+    task = services.task_transition(
+        task_id=task.id,
+        to=target,
+        stay=True,
+        actor=actor,
+        reason=f"group rollback: {reason}"[:500],
+        fields={} if terminal_at_cut else {"error_class": "", "error_message": "", "result": ""},
+    )
     if target == TaskStatus.QUEUED:
         services.task_enqueue(task=task)
     return target

@@ -21,6 +21,20 @@ class ReviewStatus(models.TextChoices):
     CANCELED = "canceled"
 
 
+R = ReviewStatus
+
+# The review state machine: a review is opened pending and decided once. Only
+# review.services.review_transition changes a review's status, and it consults this table.
+REVIEW_TRANSITIONS: dict[str, frozenset[str]] = {
+    R.PENDING: frozenset({R.APPROVED, R.REJECTED, R.RESPONDED, R.EXPIRED, R.CANCELED}),
+    R.APPROVED: frozenset(),
+    R.REJECTED: frozenset(),
+    R.RESPONDED: frozenset(),
+    R.EXPIRED: frozenset(),
+    R.CANCELED: frozenset(),
+}
+
+
 # The argument names that say what a call acts on, most telling first.
 TARGET_ARGUMENTS = ("path", "command", "url", "key", "agent")
 

@@ -20,15 +20,24 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from harness_site.config import harness_config
-from review.models import ReviewApproval, ReviewRequest, ReviewStatus
+from review.models import REVIEW_TRANSITIONS, ReviewApproval, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, evaluate
 from review.selectors import user_can_decide
 from tasks.canonical import canonical_hash
+from tasks.events import EventType
 from tasks.feedback import compact_feedback
-from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
 from tasks.selectors import task_tool
-from tasks.services import audit_record, event_record, task_enqueue, task_lock, task_transition
-from tasks.states import TaskStatus
+from tasks.services import (
+    audit_record,
+    event_build,
+    event_record,
+    task_enqueue,
+    task_lock,
+    task_transition,
+    toolcall_transition,
+)
+from tasks.states import IllegalTransition, TaskStatus, toolcall_can_transition
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +65,39 @@ class ReviewConflict(ReviewError):
 
 class ReviewInvalid(ReviewError):
     status = 422
+
+
+# --- the state machine ----------------------------------------------------------------------
+
+
+def review_transition(
+    *,
+    review: ReviewRequest,
+    to: str,
+    fields: dict[str, Any] | None = None,
+    now: datetime | None = None,
+    event: TaskEvent | None = None,
+) -> ReviewRequest:
+    """The one function that changes a review's status (review.models.REVIEW_TRANSITIONS).
+
+    Checks the table; sets the status, `decided_at` (derived: when the review left pending)
+    and `fields` (who decided, the comment…); then, in one transaction, locks the task row
+    (lock contract: task first), writes the changed fields with a conditional UPDATE on the
+    status read (ReviewConflict if another decision won) and records `event`, if given.
+    Raises IllegalTransition (machine "review") for a move the table does not allow."""
+    frm = review.status
+    if to not in REVIEW_TRANSITIONS.get(frm, frozenset()):
+        raise IllegalTransition(frm, to, machine="review")
+    updates: dict[str, Any] = {"status": to, "decided_at": now or timezone.now(), **(fields or {})}
+    with transaction.atomic():
+        task_lock(task_id=review.task_id)
+        if ReviewRequest.objects.filter(pk=review.pk, status=frm).update(**updates) != 1:
+            raise ReviewConflict(f"review {review.pk} is no longer {frm}")
+        if event is not None:
+            event.save(force_insert=True)
+    for key, value in updates.items():
+        setattr(review, key, value)
+    return review
 
 
 # --- opening -------------------------------------------------------------------------------
@@ -335,7 +377,7 @@ def review_decide(
             if count < review.approvals_required:
                 event_record(
                     task_id=task.id,
-                    type="review_approval",
+                    type=EventType.REVIEW_APPROVAL,
                     actor=actor,
                     step_index=task.current_step,
                     payload={
@@ -399,9 +441,13 @@ def _settle(
     """Close the review, settle its ToolCall, requeue the task. Caller holds both locks."""
     actor = user.get_username()
     call = review.tool_call
-    update_fields = ["status", "decided_at", "decided_by", "comment", "decision_reason"]
+    fields: dict[str, Any] = {
+        "decided_by": user,
+        "comment": comment,
+        "decision_reason": reason[:200],
+    }
     if review.interrupt is not None:
-        review.interrupt = {
+        fields["interrupt"] = {
             **review.interrupt,
             "decision": graph_resume_value(
                 review=review,
@@ -411,27 +457,27 @@ def _settle(
                 response=response,
             ),
         }
-        update_fields.append("interrupt")
     if status == ReviewStatus.APPROVED:
-        call.status = ToolCallStatus.APPROVED
-        call.arguments = approved
-        call.arguments_hash = canonical_hash(approved)
-        call.save(update_fields=["status", "arguments", "arguments_hash"])
+        toolcall_transition(
+            call=call,
+            to=ToolCallStatus.APPROVED,
+            fields={"arguments": approved, "arguments_hash": canonical_hash(approved)},
+        )
     else:
-        call.status = ToolCallStatus.REJECTED
-        call.error_class = "rejected"
-        call.error_message = reason or comment or "rejected by a reviewer"
-        call.result = {
-            "observation": _rejection_feedback(tool=review.tool, reason=reason, comment=comment)
-        }
-        call.finished_at = now
-        call.save(update_fields=["status", "error_class", "error_message", "result", "finished_at"])
-    review.status = status
-    review.decided_at = now
-    review.decided_by = user
-    review.comment = comment
-    review.decision_reason = reason[:200]
-    review.save(update_fields=update_fields)
+        toolcall_transition(
+            call=call,
+            to=ToolCallStatus.REJECTED,
+            now=now,
+            fields={
+                "error_class": "rejected",
+                "error_message": reason or comment or "rejected by a reviewer",
+                "result": {
+                    "observation": _rejection_feedback(
+                        tool=review.tool, reason=reason, comment=comment
+                    )
+                },
+            },
+        )
     verb = {ReviewStatus.APPROVED: "approved", ReviewStatus.RESPONDED: "responded"}.get(
         status, "rejected"
     )
@@ -447,12 +493,18 @@ def _settle(
         "approved_arguments": approved,
         "edited": approved is not None and approved != review.original_arguments,
     }
-    event_record(
-        task_id=task.id,
-        type="review_decided",
-        payload=payload,
-        actor=actor,
-        step_index=task.current_step,
+    review_transition(
+        review=review,
+        to=status,
+        now=now,
+        fields=fields,
+        event=event_build(
+            task_id=task.id,
+            type=EventType.REVIEW_DECIDED,
+            payload=payload,
+            actor=actor,
+            step_index=task.current_step,
+        ),
     )
     audit_record(
         user=user,
@@ -473,14 +525,13 @@ def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str, now: 
     # task's lock, so of two concurrent last decisions exactly one sees none pending.
     if ReviewRequest.objects.filter(task_id=task.id, status=ReviewStatus.PENDING).exists():
         return
-    waited = (now - review.requested_at).total_seconds()
+    # The time the task waited (review_wait_s) is the state machine's to add up.
     task = task_transition(
         task_id=task.id,
         to=TaskStatus.QUEUED,
         reason=reason,
         actor=actor,
         expect_from=[TaskStatus.WAITING_REVIEW],
-        fields={"review_wait_s": task.review_wait_s + max(0.0, waited)},
     )
     task_enqueue(task=task)
 
@@ -601,47 +652,45 @@ def review_resolve_unknown_outcome(
         call = review.tool_call
         before = {"status": review.status, "call": call.status}
         if decision == "mark_done":
-            call.status = ToolCallStatus.SUCCEEDED
-            call.result = (
-                result if result is not None else {"marked_done_by": actor, "comment": comment}
+            toolcall_transition(
+                call=call,
+                to=ToolCallStatus.SUCCEEDED,
+                now=now,
+                fields={
+                    "result": (
+                        result
+                        if result is not None
+                        else {"marked_done_by": actor, "comment": comment}
+                    ),
+                    "error_class": "",
+                    "error_message": "",
+                },
             )
-            call.error_class = ""
-            call.error_message = ""
-            call.finished_at = now
         elif decision == "rerun":
-            call.status = ToolCallStatus.APPROVED
-            call.arguments_hash = canonical_hash(call.arguments)
-        call.save(
-            update_fields=[
-                "status",
-                "result",
-                "error_class",
-                "error_message",
-                "finished_at",
-                "arguments_hash",
-            ]
-        )
-        review.status = ReviewStatus.REJECTED if decision == "fail_task" else ReviewStatus.APPROVED
-        review.decided_at = now
-        review.decided_by = user
-        review.comment = comment
-        review.decision_reason = decision
-        review.save(
-            update_fields=["status", "decided_at", "decided_by", "comment", "decision_reason"]
-        )
-        event_record(
-            task_id=task.id,
-            type="review_decided",
-            actor=actor,
-            step_index=task.current_step,
-            payload={
-                "review_id": review.id,
-                "call_id": call.call_id,
-                "tool": review.tool,
-                "kind": UNKNOWN_OUTCOME,
-                "decision": decision,
-                "comment": comment,
-            },
+            toolcall_transition(
+                call=call,
+                to=ToolCallStatus.APPROVED,
+                fields={"arguments_hash": canonical_hash(call.arguments)},
+            )
+        review_transition(
+            review=review,
+            to=ReviewStatus.REJECTED if decision == "fail_task" else ReviewStatus.APPROVED,
+            now=now,
+            fields={"decided_by": user, "comment": comment, "decision_reason": decision},
+            event=event_build(
+                task_id=task.id,
+                type=EventType.REVIEW_DECIDED,
+                actor=actor,
+                step_index=task.current_step,
+                payload={
+                    "review_id": review.id,
+                    "call_id": call.call_id,
+                    "tool": review.tool,
+                    "kind": UNKNOWN_OUTCOME,
+                    "decision": decision,
+                    "comment": comment,
+                },
+            ),
         )
         audit_record(
             user=user,
@@ -682,9 +731,17 @@ def review_resolve_unknown_outcome(
 def reviews_cancel_pending(*, task_id: Any, comment: str) -> int:
     """Cancel the task's pending reviews (the task was canceled, or recovery moved it to a
     state where the paused call no longer waits). Call with the task row locked."""
-    return ReviewRequest.objects.filter(task_id=task_id, status=ReviewStatus.PENDING).update(
-        status=ReviewStatus.CANCELED, decided_at=timezone.now(), comment=comment
+    pending = list(
+        ReviewRequest.objects.select_for_update().filter(
+            task_id=task_id, status=ReviewStatus.PENDING
+        )
     )
+    now = timezone.now()
+    for review in pending:
+        review_transition(
+            review=review, to=ReviewStatus.CANCELED, now=now, fields={"comment": comment}
+        )
+    return len(pending)
 
 
 def reviews_expire_overdue(*, now: datetime | None = None) -> int:
@@ -712,35 +769,42 @@ def reviews_expire_overdue(*, now: datetime | None = None) -> int:
 def _expire(*, task: Task, review: ReviewRequest, now: datetime) -> None:
     call = review.tool_call
     feedback = _expiry_feedback(tool=review.tool)
-    call.status = ToolCallStatus.REJECTED
-    call.error_class = "review_expired"
-    call.error_message = "the review expired before a decision"
-    call.result = {"observation": feedback}
-    call.finished_at = now
-    call.save(update_fields=["status", "error_class", "error_message", "result", "finished_at"])
-    review.status = ReviewStatus.EXPIRED
-    review.decided_at = now
-    update_fields = ["status", "decided_at"]
+    if toolcall_can_transition(call.status, ToolCallStatus.REJECTED):
+        toolcall_transition(
+            call=call,
+            to=ToolCallStatus.REJECTED,
+            now=now,
+            fields={
+                "error_class": "review_expired",
+                "error_message": "the review expired before a decision",
+                "result": {"observation": feedback},
+            },
+        )
+    fields: dict[str, Any] = {}
     if review.interrupt is not None:
-        review.interrupt = {
+        fields["interrupt"] = {
             **review.interrupt,
             "decision": graph_resume_value(
                 review=review, status=ReviewStatus.EXPIRED, approved=None, comment="", response=None
             ),
         }
-        update_fields.append("interrupt")
-    review.save(update_fields=update_fields)
-    event_record(
-        task_id=task.id,
-        type="review_expired",
-        step_index=task.current_step,
-        payload={
-            "review_id": review.id,
-            "call_id": call.call_id,
-            "tool": review.tool,
-            "on_expiry": review.on_expiry,
-            "expires_at": review.expires_at.isoformat(),
-        },
+    review_transition(
+        review=review,
+        to=ReviewStatus.EXPIRED,
+        now=now,
+        fields=fields,
+        event=event_build(
+            task_id=task.id,
+            type=EventType.REVIEW_EXPIRED,
+            step_index=task.current_step,
+            payload={
+                "review_id": review.id,
+                "call_id": call.call_id,
+                "tool": review.tool,
+                "on_expiry": review.on_expiry,
+                "expires_at": review.expires_at.isoformat(),
+            },
+        ),
     )
     audit_record(
         user=None,

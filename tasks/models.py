@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from tasks.states import TERMINAL, TaskStatus
+from tasks.states import TERMINAL, TaskStatus, ToolCallStatus
 
 
 class Priority(models.TextChoices):
@@ -167,21 +167,6 @@ class TaskEvent(models.Model):
     @property
     def seq(self) -> int:
         return self.id
-
-
-class ToolCallStatus(models.TextChoices):
-    PROPOSED = "proposed"
-    AWAITING_REVIEW = "awaiting_review"
-    APPROVED = "approved"
-    REJECTED = "rejected"
-    DENIED = "denied"
-    RUNNING = "running"
-    # Failed with a retryable error; runs again (same call_id) when the task's backoff elapses.
-    RETRY_WAIT = "retry_wait"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    TIMED_OUT = "timed_out"
-    UNKNOWN_OUTCOME = "unknown_outcome"
 
 
 class ToolCall(models.Model):

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from harness_site.config import harness_config
 from tasks.errors import NotFound
+from tasks.events import EventType
 from tasks.models import SWEEPER_NAME, SweepRun, Task, TaskEvent, ToolCall
 from tasks.tools.mcp import mcp_server_of, recorded_tool
 from tasks.tools.registry import ToolSpec, UnknownTool, registry
@@ -76,7 +77,7 @@ def task_tool(*, task_id: Any, name: str) -> ToolSpec | None:
             return None
     server = name.partition("__")[0]
     for payload in TaskEvent.objects.filter(
-        task_id=task_id, type="mcp_tools_listed", payload__server=server
+        task_id=task_id, type=EventType.MCP_TOOLS_LISTED, payload__server=server
     ).values_list("payload", flat=True):
         spec = recorded_tool(payload.get("tools") or [], name)
         if spec is not None:
@@ -359,13 +360,13 @@ def mcp_servers_overview() -> list[dict[str, Any]]:
     rows = []
     for name, config in harness_config().mcp_servers.items():
         listed = (
-            TaskEvent.objects.filter(type="mcp_tools_listed", payload__server=name)
+            TaskEvent.objects.filter(type=EventType.MCP_TOOLS_LISTED, payload__server=name)
             .order_by("-created_at")
             .values("payload", "created_at")
             .first()
         )
         error = (
-            TaskEvent.objects.filter(type="mcp_server_error", payload__server=name)
+            TaskEvent.objects.filter(type=EventType.MCP_SERVER_ERROR, payload__server=name)
             .order_by("-created_at")
             .values("payload", "created_at", "task_id")
             .first()

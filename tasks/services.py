@@ -16,20 +16,24 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.db.models import F
-from django.db.models.functions import Now
+from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from harness_site.config import harness_config
 from tasks.errors import error_fingerprint
-from tasks.models import ApiToken, AuditEntry, Task, TaskEvent
+from tasks.events import EventType
+from tasks.models import ApiToken, AuditEntry, Task, TaskEvent, ToolCall
 from tasks.spec import ModelEndpointError, TaskSpec, model_endpoint
 from tasks.states import (
     TERMINAL,
+    TOOLCALL_SETTLED,
     IllegalTransition,
     LeaseLost,
     TaskStatus,
+    ToolCallStatus,
     TransitionConflict,
     can_transition,
+    toolcall_can_transition,
 )
 from tasks.tools.mcp import mcp_server_of
 from tasks.tools.registry import UnknownTool, registry
@@ -60,6 +64,8 @@ def event_build(
     actor: str = "",
     at: datetime | None = None,
 ) -> TaskEvent:
+    """An unsaved event. `type` is one of EventType (tasks.events; tests/test_architecture.py
+    checks every writer passes one)."""
     return TaskEvent(
         task_id=task_id,
         type=type,
@@ -135,12 +141,27 @@ _HUMAN_WAIT = frozenset({TaskStatus.WAITING_REVIEW, TaskStatus.HELD, *TERMINAL})
 def _seconds_in_status(*, task_id: Any, now: datetime) -> float:
     """Seconds since the task entered its current status (its newest `status` event)."""
     entered = (
-        TaskEvent.objects.filter(task_id=task_id, type="status")
+        TaskEvent.objects.filter(task_id=task_id, type=EventType.STATUS)
         .order_by("-id")
         .values_list("created_at", flat=True)
         .first()
     )
     return max(0.0, (now - entered).total_seconds()) if entered else 0.0
+
+
+# Fields only the state machine sets, from the status a task moves to (callers may pass the
+# error class and message of a failure; the fingerprint always follows from them).
+_DERIVED = frozenset(
+    {
+        "status",
+        "error_fingerprint",
+        "finished_at",
+        "started_at",
+        "review_wait_s",
+        "held_wait_s",
+        "lease_epoch",
+    }
+)
 
 
 def task_transition(
@@ -153,12 +174,21 @@ def task_transition(
     expect_from: Iterable[str] | None = None,
     fields: dict[str, Any] | None = None,
     payload: dict[str, Any] | None = None,
+    stay: bool = False,
 ) -> Task:
     """The one function that changes a task's status.
 
     Locks the row, checks the transition table (and, for workers, the lease epoch), applies a
     conditional UPDATE on the status it read and records an immutable `status` event, all in
-    one transaction. Raises IllegalTransition, TransitionConflict or LeaseLost."""
+    one transaction. Raises IllegalTransition, TransitionConflict or LeaseLost.
+
+    The fields derived from the status are set here and nowhere else: `finished_at` and
+    `started_at`, the time waited for a human (`review_wait_s`, `held_wait_s`), and the error
+    fingerprint of the error class and message a caller passes in `fields` (clearing them
+    clears it too).
+
+    `stay=True` with `to` the task's current status changes only `fields` (a recovery that
+    leaves a held task held): no status event, the derived fields still follow."""
     with transaction.atomic():
         # Lock contract: the task row is locked first, before any checkpoint/review row.
         task = Task.objects.select_for_update().get(id=task_id)
@@ -167,25 +197,17 @@ def task_transition(
             raise LeaseLost(f"task {task_id}: lease epoch {expect_epoch} is stale")
         if expect_from is not None and frm not in set(expect_from):
             raise TransitionConflict(f"task {task_id} is {frm}, expected {sorted(expect_from)}")
-        if not can_transition(frm, to):
+        staying = stay and to == frm
+        if not staying and not can_transition(frm, to):
             raise IllegalTransition(frm, to)
+        derived = _DERIVED.intersection(fields or {})
+        if derived:
+            raise ValueError(f"task_transition derives {sorted(derived)} itself")
         now = timezone.now()
         updates: dict[str, Any] = {"status": to, "updated_at": now, **(fields or {})}
-        if to in TERMINAL:
-            updates.setdefault("finished_at", now)
-            updates.setdefault("cancel_requested", False)
-        if to == TaskStatus.RUNNING and task.started_at is None:
-            updates.setdefault("started_at", now)
-        if to == TaskStatus.QUEUED:
-            updates.setdefault("finished_at", None)
-        if frm in _HUMAN_WAIT:
-            # Counted when the wait ends, whatever comes next (a review rolled back to a hold
-            # still waited for its review); review time and held time kept apart: a task held
-            # (or stopped) and resumed never waited for a review.
-            wait = "review_wait_s" if frm == TaskStatus.WAITING_REVIEW else "held_wait_s"
-            updates.setdefault(
-                wait, getattr(task, wait) + _seconds_in_status(task_id=task_id, now=now)
-            )
+        if not staying:
+            for key, value in _derived_fields(task=task, frm=frm, to=to, now=now).items():
+                updates.setdefault(key, value)
         if "error_class" in updates or "error_message" in updates:
             updates["error_fingerprint"] = error_fingerprint(
                 updates.get("error_class", task.error_class),
@@ -193,16 +215,36 @@ def task_transition(
             )
         if Task.objects.filter(id=task_id, status=frm).update(**updates) != 1:
             raise TransitionConflict(f"task {task_id} changed while transitioning")
-        event_record(
-            task_id=task_id,
-            type="status",
-            payload={"from": frm, "to": to, "reason": reason, **(payload or {})},
-            step_index=task.current_step,
-            actor=actor,
-        )
+        if not staying:
+            event_record(
+                task_id=task_id,
+                type=EventType.STATUS,
+                payload={"from": frm, "to": to, "reason": reason, **(payload or {})},
+                step_index=task.current_step,
+                actor=actor,
+            )
         for key, value in updates.items():
             setattr(task, key, value)
         return task
+
+
+def _derived_fields(*, task: Task, frm: str, to: str, now: datetime) -> dict[str, Any]:
+    """What entering `to` from `frm` sets besides the status (task_transition only)."""
+    updates: dict[str, Any] = {}
+    if to in TERMINAL:
+        updates["finished_at"] = now
+        updates["cancel_requested"] = False
+    if to == TaskStatus.RUNNING and task.started_at is None:
+        updates["started_at"] = now
+    if to == TaskStatus.QUEUED:
+        updates["finished_at"] = None
+    if frm in _HUMAN_WAIT:
+        # Counted when the wait ends, whatever comes next (a review rolled back to a hold
+        # still waited for its review); review time and held time kept apart: a task held
+        # (or stopped) and resumed never waited for a review.
+        wait = "review_wait_s" if frm == TaskStatus.WAITING_REVIEW else "held_wait_s"
+        updates[wait] = getattr(task, wait) + _seconds_in_status(task_id=task.id, now=now)
+    return updates
 
 
 def queue_name_for(priority: str) -> str:
@@ -222,6 +264,9 @@ def task_enqueue(*, task: Task, delay_s: float | None = None) -> None:
     the sweep re-enqueues queued tasks whose job is missing."""
     task_id = str(task.id)
     queue_name = queue_name_for(task.priority)
+    # The lease epoch the task had when it was enqueued: the job id is recorded only if no
+    # worker has taken the task since (a fenced write, like every other worker write).
+    epoch = task.lease_epoch
 
     def send() -> None:
         queue = django_rq.get_queue(queue_name)
@@ -239,9 +284,15 @@ def task_enqueue(*, task: Task, delay_s: float | None = None) -> None:
             job = queue.enqueue_at(at, RUN_TASK_JOB, task_id, **options)
         else:
             job = queue.enqueue(RUN_TASK_JOB, task_id, **options)
-        Task.objects.filter(id=task_id).update(rq_job_id=job.id)
+        task_job_record(task_id=task_id, epoch=epoch, job_id=job.id)
 
     transaction.on_commit(send, robust=True)
+
+
+def task_job_record(*, task_id: Any, epoch: int, job_id: str) -> bool:
+    """Remember the RQ job that will run the task, fenced by the lease epoch it was enqueued
+    at: False, writing nothing, when a worker took the task since (its epoch moved on)."""
+    return Task.objects.filter(id=task_id, lease_epoch=epoch).update(rq_job_id=job_id) == 1
 
 
 # What a job may run past its session timeout before the queue kills its work horse: a turn
@@ -420,7 +471,7 @@ def _model_spec_check(spec: TaskSpec) -> None:
     elif spec.model.kind == "replay":
         try:
             recorded = TaskEvent.objects.filter(
-                task_id=spec.model.task_id, type="model_decision"
+                task_id=spec.model.task_id, type=EventType.MODEL_DECISION
             ).exists()
         except (ValueError, ValidationError):
             recorded = False
@@ -458,7 +509,7 @@ def task_create(
         payload: dict[str, Any] = {"title": spec.title}
         if parent is not None:
             payload.update(parent_id=str(parent.id), agent=agent_name, call_id=parent_call_id)
-        event_record(task_id=task.id, type="created", payload=payload, actor=actor)
+        event_record(task_id=task.id, type=EventType.CREATED, payload=payload, actor=actor)
         if enqueue:
             task = task_transition(
                 task_id=task.id, to=TaskStatus.QUEUED, reason="created", actor=actor
@@ -484,26 +535,30 @@ def _lock_capacity() -> None:
 
 
 def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
-    """Atomically take a queued task for this worker, bumping the lease epoch (the fencing
-    token). Returns None when the task is not queued (a duplicate job, or already taken);
-    raises CapacityFull, changing nothing, when `max_concurrent_tasks` are already running."""
+    """queued -> running for this worker: the state machine's one transition a worker takes
+    without a row lock — a conditional UPDATE on `queued` (the table's own check) that bumps
+    the lease epoch (the fencing token), with its `status` event in the same transaction.
+    Returns None when the task is not queued (a duplicate job, or already taken); raises
+    CapacityFull, changing nothing, when `max_concurrent_tasks` are already running."""
     limit = harness_config().max_concurrent_tasks
     now = timezone.now()
+    frm, to = TaskStatus.QUEUED, TaskStatus.RUNNING
+    assert can_transition(frm, to)
     with transaction.atomic():
         if limit is not None:
             _lock_capacity()
         # A task held by a global checkpoint round (multiagent.coordinator) is not taken: the
         # round enqueues it again when it ends.
-        updated = Task.objects.filter(
-            id=task_id, status=TaskStatus.QUEUED, hold_round_id__isnull=True
-        ).update(
-            status=TaskStatus.RUNNING,
+        updated = Task.objects.filter(id=task_id, status=frm, hold_round_id__isnull=True).update(
+            status=to,
             lease_epoch=F("lease_epoch") + 1,
             attempt=F("attempt") + 1,
             worker_id=worker_id,
             # Database time: the sweep compares heartbeats with the database clock, so the
             # clocks of the worker machines do not matter.
             heartbeat_at=Now(),
+            # _derived_fields' rule for running, without reading the row first.
+            started_at=Coalesce(F("started_at"), now),
             updated_at=now,
         )
         if updated != 1:
@@ -513,15 +568,12 @@ def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
         if limit is not None and Task.objects.filter(status=TaskStatus.RUNNING).count() > limit:
             raise CapacityFull(f"{limit} tasks are already running")
         task = Task.objects.get(id=task_id)
-        if task.started_at is None:
-            Task.objects.filter(id=task_id).update(started_at=now)
-            task.started_at = now
         event_record(
             task_id=task_id,
-            type="status",
+            type=EventType.STATUS,
             payload={
-                "from": TaskStatus.QUEUED,
-                "to": TaskStatus.RUNNING,
+                "from": frm,
+                "to": to,
                 "reason": "acquired",
                 "worker": worker_id,
                 "epoch": task.lease_epoch,
@@ -529,6 +581,66 @@ def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
             step_index=task.current_step,
         )
     return task
+
+
+# --- the tool call state machine -------------------------------------------------------------
+
+
+class ToolCallConflict(TransitionConflict):
+    """The call's row changed between reading and writing it."""
+
+
+def toolcall_transition(
+    *,
+    call: ToolCall,
+    to: str,
+    fields: dict[str, Any] | None = None,
+    now: datetime | None = None,
+    event: TaskEvent | None = None,
+    epoch: int | None = None,
+    write: bool = True,
+) -> ToolCall:
+    """The one function that changes a tool call's status (tasks.states.TOOLCALL_TRANSITIONS).
+
+    Checks the table, sets the status and the fields derived from it on `call` — `finished_at`
+    when the call gets an outcome (unless `fields` names it), `started_at` when it starts
+    running — with `fields` (its result, error, attempts…), then writes it:
+
+    - `write=True` (reviews, the sweep, recovery): in one transaction, lock the task row (lock
+      contract) — or, with `epoch`, prove the worker still holds the lease (LeaseLost) — then
+      a conditional UPDATE of the changed fields on the status read (ToolCallConflict if the
+      row moved meanwhile) and `event`, if given. A new (unsaved) row is inserted.
+    - `write=False` (the worker's own ledger): the row is written by the worker's next
+      lease-fenced write (`task_fenced_write`), in the same statement as the step's events.
+      While a task runs, only its lease holder writes its calls.
+
+    Raises IllegalTransition (machine "tool call")."""
+    frm = call.status
+    if not toolcall_can_transition(frm, to):
+        raise IllegalTransition(frm, to, machine="tool call")
+    now = now or timezone.now()
+    updates: dict[str, Any] = {"status": to}
+    if to in TOOLCALL_SETTLED:
+        updates["finished_at"] = now
+    elif to == ToolCallStatus.RUNNING:
+        updates["started_at"] = now
+    updates.update(fields or {})
+    for key, value in updates.items():
+        setattr(call, key, value)
+    if not write:
+        return call
+    with transaction.atomic():
+        if epoch is not None:
+            task_fence(task_id=call.task_id, epoch=epoch)
+        else:
+            task_lock(task_id=call.task_id)
+        if call._state.adding:
+            call.save(force_insert=True)
+        elif ToolCall.objects.filter(pk=call.pk, status=frm).update(**updates) != 1:
+            raise ToolCallConflict(f"tool call {call.call_id} changed while transitioning")
+        if event is not None:
+            event.save(force_insert=True)
+    return call
 
 
 def task_fenced_write(

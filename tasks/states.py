@@ -1,6 +1,9 @@
-"""The task state machine: the states and the one table of allowed transitions.
+"""The state machines of the core: a task's and a tool call's states and the one table of
+allowed transitions of each.
 
-Only `tasks.services.task_transition` changes a task's status, and it consults this table.
+Only `tasks.services.task_transition` (and `task_acquire`, queued -> running, through the same
+table) changes a task's status; only `tasks.services.toolcall_transition` changes a tool
+call's. A review request's machine lives in its own app (`review.states`).
 """
 
 from __future__ import annotations
@@ -68,9 +71,61 @@ def can_transition(frm: str, to: str) -> bool:
     return to in TRANSITIONS.get(frm, frozenset())
 
 
+class ToolCallStatus(models.TextChoices):
+    PROPOSED = "proposed"
+    AWAITING_REVIEW = "awaiting_review"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    DENIED = "denied"
+    RUNNING = "running"
+    # Failed with a retryable error; runs again (same call_id) when the task's backoff elapses.
+    RETRY_WAIT = "retry_wait"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    UNKNOWN_OUTCOME = "unknown_outcome"
+
+
+C = ToolCallStatus
+
+# A call is created `proposed` (the model's proposal, recorded before anything runs).
+TOOLCALL_TRANSITIONS: dict[str, frozenset[str]] = {
+    # The gate: refused (failed: invalid call or a failed check), denied by policy, paused for
+    # a human, or run.
+    C.PROPOSED: frozenset({C.AWAITING_REVIEW, C.RUNNING, C.FAILED, C.DENIED}),
+    # Decided by a human; a review canceled by a recovery leaves the call waiting, and the
+    # resumed step proposes it again (the gate may then pause, refuse or run it).
+    # (An operator's mark_done settles it too, as for an unknown outcome.)
+    C.AWAITING_REVIEW: frozenset(
+        {C.AWAITING_REVIEW, C.APPROVED, C.REJECTED, C.SUCCEEDED, C.RUNNING, C.FAILED, C.DENIED}
+    ),
+    C.APPROVED: frozenset({C.RUNNING, C.FAILED}),
+    C.RETRY_WAIT: frozenset({C.RUNNING, C.FAILED}),
+    # running -> running: an idempotent call interrupted by a crash runs again.
+    C.RUNNING: frozenset({C.RUNNING, C.SUCCEEDED, C.FAILED, C.TIMED_OUT, C.UNKNOWN_OUTCOME}),
+    C.FAILED: frozenset({C.RETRY_WAIT, C.RUNNING}),
+    C.TIMED_OUT: frozenset({C.RETRY_WAIT}),
+    # A human settles it: marked done, run again, or (its review expired) rejected.
+    C.UNKNOWN_OUTCOME: frozenset({C.SUCCEEDED, C.APPROVED, C.REJECTED}),
+    # A group rollback reopens the delegate calls whose children go back to the cut.
+    C.SUCCEEDED: frozenset({C.RUNNING}),
+    C.REJECTED: frozenset(),
+    C.DENIED: frozenset(),
+}
+
+# A call in one of these has an outcome (its `finished_at` is set when it gets there).
+TOOLCALL_SETTLED = frozenset(
+    {C.SUCCEEDED, C.FAILED, C.TIMED_OUT, C.DENIED, C.REJECTED, C.UNKNOWN_OUTCOME}
+)
+
+
+def toolcall_can_transition(frm: str, to: str) -> bool:
+    return to in TOOLCALL_TRANSITIONS.get(frm, frozenset())
+
+
 class IllegalTransition(Exception):
-    def __init__(self, frm: str, to: str) -> None:
-        super().__init__(f"illegal task transition {frm} -> {to}")
+    def __init__(self, frm: str, to: str, *, machine: str = "task") -> None:
+        super().__init__(f"illegal {machine} transition {frm} -> {to}")
         self.frm = frm
         self.to = to
 

@@ -1,0 +1,66 @@
+"""Every type of TaskEvent, in one enumeration (docs/architecture.md lists them).
+
+A writer passes `EventType.X` (a str), so the frame log's `type` column stays plain text and
+an unknown type is a NameError in review, not a silent new string.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class EventType(models.TextChoices):
+    # The state machine (tasks.services.task_transition, task_acquire).
+    CREATED = "created"
+    STATUS = "status"
+    # The loop (agent.runtime) and the graph runner (agent.graph_runner).
+    TASK_STARTED = "task_started"
+    RESUMED = "resumed"
+    CHECKPOINT_FALLBACK = "checkpoint_fallback"
+    WORKSPACE_MATERIALISED = "workspace_materialised"
+    CONTEXT_ALIGNED = "context_aligned"
+    MCP_TOOLS_LISTED = "mcp_tools_listed"
+    MCP_SERVER_ERROR = "mcp_server_error"
+    MODEL_DECISION = "model_decision"
+    MODEL_ERROR = "model_error"
+    FINAL_CHECKED = "final_checked"
+    CONTEXT_FOLDED = "context_folded"
+    STEP_FINISHED = "step_finished"
+    RETRY_SCHEDULED = "retry_scheduled"
+    TIMEOUT = "timeout"
+    TOOL_STARTED = "tool_started"
+    TOOL_FINISHED = "tool_finished"
+    TOOL_REFUSED = "tool_refused"
+    TOOL_REPLAYED = "tool_replayed"
+    TOOL_RERUN_IDEMPOTENT = "tool_rerun_idempotent"
+    TOOL_UNKNOWN_OUTCOME = "tool_unknown_outcome"
+    TASK_FINISHED = "task_finished"
+    TASK_STOPPED = "task_stopped"
+    GRAPH_RESUMED = "graph_resumed"
+    GRAPH_STEP = "graph_step"
+    GRAPH_NODE = "graph_node"
+    GRAPH_TOOL_CALL = "graph_tool_call"
+    GRAPH_TOOL_RESULT = "graph_tool_result"
+    # Reviews (the loop asks; review.services decides, expires).
+    REVIEW_REQUESTED = "review_requested"
+    REVIEW_APPROVAL = "review_approval"
+    REVIEW_DECIDED = "review_decided"
+    REVIEW_EXPIRED = "review_expired"
+    # Checkpoints and recovery (checkpoints.services, checkpoints.recovery).
+    CHECKPOINT_CORRUPTED = "checkpoint_corrupted"
+    ROLLBACK = "rollback"
+    RETRY = "retry"
+    FORWARD = "forward"
+    CANCEL_REQUESTED = "cancel_requested"
+    # The sweep (agent.sweep).
+    REDISPATCHED = "redispatched"
+    REQUEUED = "requeued"
+    # Multi-agent groups (agent.runtime, multiagent.*).
+    DELEGATED = "delegated"
+    DELEGATION_FINISHED = "delegation_finished"
+    GLOBAL_PREPARE = "global_prepare"
+    GLOBAL_ROUND_STARTED = "global_round_started"
+    GLOBAL_ROUND_ABORTED = "global_round_aborted"
+    GLOBAL_CHECKPOINT = "global_checkpoint"
+    GLOBAL_CHECKPOINT_SKIPPED = "global_checkpoint_skipped"
+    GROUP_ROLLBACK = "group_rollback"
