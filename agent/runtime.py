@@ -1501,19 +1501,23 @@ class TaskRun:
         if decision.action != "deny":
             return False
         what = f"{tool.name} was denied by policy: {decision.reason}"
-        row.status = ToolCallStatus.DENIED
-        row.error_class = "denied"
-        row.error_message = what
-        row.finished_at = timezone.now()
-        row.result = {
-            "observation": compact_feedback(
-                what=what,
-                expected="a call the policy allows",
-                check="do the work yourself or explain in the final answer why it is needed",
-            )
-        }
+        feedback = compact_feedback(
+            what=what,
+            expected="a call the policy allows",
+            check="do the work yourself or explain in the final answer why it is needed",
+        )
+        services.toolcall_transition(
+            call=row,
+            to=ToolCallStatus.DENIED,
+            fields={
+                "error_class": "denied",
+                "error_message": what,
+                "result": {"observation": feedback},
+            },
+            write=False,
+        )
         self.event(
-            "tool_refused",
+            EventType.TOOL_REFUSED,
             {"call_id": row.call_id, "tool": row.tool, "error_class": "denied", "feedback": what},
         )
         return True

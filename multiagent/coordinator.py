@@ -102,7 +102,7 @@ def round_before_call(*, root_id: Any, call_id: str, tool: str) -> Any | None:
         ).id
     except RoundConflict as exc:
         services.event_record(
-            task_id=root_id, type="global_checkpoint_skipped", payload={"reason": str(exc)}
+            task_id=root_id, type=EventType.GLOBAL_CHECKPOINT_SKIPPED, payload={"reason": str(exc)}
         )
         return None
 
