@@ -15,12 +15,15 @@ DEMO_PREFIX = "Demo: "
 
 DEMO_SPECS: list[dict] = [
     {
-        # A multi-agent task: three sub-agents research in parallel; a global checkpoint is
-        # taken when all three have answered; the parent then writes the summary. Its page
-        # shows the agents, one timeline lane each, and the group rollback to that cut.
+        # A multi-agent task: three sub-agents research in parallel, each also adding a line
+        # to the group's shared directory (/shared/regions.md); a global checkpoint (with the
+        # shared directory's snapshot) is taken when all three have answered; the parent then
+        # writes the summary. Its page shows the agents, one timeline lane each, and the
+        # group rollback to that cut.
         "title": DEMO_PREFIX + "market survey by three sub-agents",
         "goal": "Survey three regions with one sub-agent each, then summarise their findings.",
         "tools": ["write_file"],
+        "shared": True,
         "agents": {
             region: {
                 "model": {
@@ -33,10 +36,17 @@ DEMO_SPECS: list[dict] = [
                                 "content": f"# {region}\n\nDemand is steady.\n",
                             },
                         },
+                        {
+                            "call": "append_file",
+                            "args": {
+                                "path": "/shared/regions.md",
+                                "content": f"- {region}: steady\n",
+                            },
+                        },
                         {"final": f"{region}: demand is steady."},
                     ],
                 },
-                "tools": ["write_file"],
+                "tools": ["write_file", "append_file"],
                 "budget": {"max_steps": 5},
             }
             for region in ("north", "south", "west")
@@ -60,11 +70,11 @@ DEMO_SPECS: list[dict] = [
                 {
                     "call": "write_file",
                     "args": {
-                        "path": "summary.md",
+                        "path": "/shared/summary.md",
                         "content": "# Survey\n\nAll three regions report steady demand.\n",
                     },
                 },
-                {"final": "Summary written to summary.md."},
+                {"final": "Summary written to /shared/summary.md."},
             ],
         },
     },
