@@ -20,11 +20,12 @@ busy timeout) writers therefore queue for milliseconds instead of failing "datab
 Writes are ordered so a crash between two statements leaves only unreferenced blob rows.
 
 Lease fencing. Bound to a task run (`task_id` and the run's lease `epoch`, as the graph runner
-binds it), every put / put_writes is one short transaction that first proves the lease
-(`tasks.services.task_fence`: the task row, still running under this epoch, locked until the
-commit); a writer that lost its lease gets LeaseLost and stores nothing, so a stale worker can
-not write a super-step late. Unbound (users' own graphs, the operator's rollback) writes are
-not fenced.
+binds it), every put / put_writes first proves the lease — the task row, still running under
+this epoch, updated (heartbeat) and so locked until the commit: on PostgreSQL one statement
+whose INSERTs are conditional on that UPDATE (as tasks.services.task_fenced_write), on SQLite
+one short transaction starting with tasks.services.task_fence. A writer that lost its lease
+gets LeaseLost and stores nothing, so a stale worker cannot write a super-step late. Unbound
+(users' own graphs, the operator's rollback) writes are not fenced.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from checkpoints.models import GraphBlob, GraphCheckpoint, GraphWrite
+from tasks.models import Task
 from tasks.services import task_fence
+from tasks.states import LeaseLost, TaskStatus
 
 T = TypeVar("T")
 
@@ -273,6 +276,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         metadata_db = _METADATA_FIELD.get_db_prep_save(metadata_json, connections[self.using])
 
         db = connections[self.using]
+        guard = self.epoch is not None and db.vendor == "postgresql"
         checkpoint_sql = _insert_sql(
             db,
             _CHECKPOINT,
@@ -292,13 +296,16 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             ],
             _CHECKPOINT_KEY,
             update=("type", "checkpoint", "metadata"),
+            guard=guard,
         )
         blob_sql = (
-            _insert_sql(db, _BLOB, _BLOB_COLUMNS, blob_rows, _BLOB_KEY, update=())
+            _insert_sql(db, _BLOB, _BLOB_COLUMNS, blob_rows, _BLOB_KEY, update=(), guard=guard)
             if blob_rows
             else None
         )
-        if blob_sql is not None and db.vendor == "postgresql":
+        if guard:
+            statements = [*([blob_sql] if blob_sql is not None else []), checkpoint_sql]
+        elif blob_sql is not None and db.vendor == "postgresql":
             # One statement, so one round trip and one commit (what PostgresSaver gets from
             # pipeline mode): the blobs in a data-modifying CTE, then the checkpoint row.
             statements = [
@@ -355,7 +362,11 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
             # One statement may not update a row twice: the last write of a channel wins.
             rows = list({row[5]: row for row in rows}.values())
         db = connections[self.using]
-        self._write(db, [_insert_sql(db, _WRITE, _WRITE_COLUMNS, rows, _WRITE_KEY, update=update)])
+        guard = self.epoch is not None and db.vendor == "postgresql"
+        self._write(
+            db,
+            [_insert_sql(db, _WRITE, _WRITE_COLUMNS, rows, _WRITE_KEY, update=update, guard=guard)],
+        )
 
     def _write(self, db: BaseDatabaseWrapper, statements: list[tuple[str, list[Any]]]) -> None:
         """Run a write's statements: each in autocommit, or, bound to a task run, in one
@@ -363,6 +374,29 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         if self.epoch is None:
             for sql, params in statements:
                 _execute(db, sql, params)
+            return
+        if db.vendor == "postgresql":
+            # One statement (one round trip, one commit), as tasks.services.task_fenced_write:
+            # the fenced UPDATE of the task row is a data-modifying CTE and every INSERT (built
+            # with `guard`) is conditional on it.
+            meta = Task._meta
+            quote = db.ops.quote_name
+            sql = (
+                f"WITH fence AS (UPDATE {quote(meta.db_table)} "
+                f"SET {quote('heartbeat_at')} = STATEMENT_TIMESTAMP() "
+                f"WHERE {quote(meta.pk.column)} = %s AND {quote('lease_epoch')} = %s "
+                f"AND {quote('status')} = %s RETURNING 1), "
+                + ", ".join(f"w{i} AS ({stmt})" for i, (stmt, _p) in enumerate(statements))
+                + " SELECT count(*) FROM fence"
+            )
+            params = [
+                meta.pk.get_db_prep_value(self.task_id, db),
+                self.epoch,
+                TaskStatus.RUNNING,
+                *(value for _s, stmt_params in statements for value in stmt_params),
+            ]
+            if _execute(db, sql, params, fetch=True) != 1:
+                raise LeaseLost(f"task {self.task_id}: lease epoch {self.epoch} lost")
             return
         with transaction.atomic(using=self.using):
             task_fence(task_id=self.task_id, epoch=self.epoch)
@@ -671,7 +705,10 @@ def _insert_sql(
     key: Sequence[str],
     *,
     update: Sequence[str],
+    guard: bool = False,
 ) -> tuple[str, list[Any]]:
+    """INSERT ... ON CONFLICT of `rows`; with `guard`, only if the CTE `fence` (the lease
+    proof of a fenced write) returned a row."""
     quote = db.ops.quote_name
     row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
     if update:
@@ -680,21 +717,24 @@ def _insert_sql(
         )
     else:
         on_conflict = "DO NOTHING"
+    values = f"VALUES {', '.join([row_sql] * len(rows))}"
+    if guard:
+        values = f"SELECT * FROM ({values}) AS v WHERE EXISTS (SELECT 1 FROM fence)"
     sql = (
-        f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "
-        f"VALUES {', '.join([row_sql] * len(rows))} "
+        f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) {values} "
         f"ON CONFLICT ({', '.join(quote(c) for c in key)}) {on_conflict}"
     )
     return sql, [value for row in rows for value in row]
 
 
-def _execute(db: BaseDatabaseWrapper, sql: str, params: list[Any]) -> None:
+def _execute(db: BaseDatabaseWrapper, sql: str, params: list[Any], *, fetch: bool = False) -> Any:
     if db.vendor == "postgresql":
         # Server-side parameter binding: Django's psycopg cursors bind on the client, which
         # escapes every blob into the SQL text (most of a put's time for a 10 KB channel).
         db.ensure_connection()
         with psycopg.Cursor(db.connection) as cursor:
             cursor.execute(sql, params)
+            return cursor.fetchone()[0] if fetch else None
     else:
         with db.cursor() as cursor:
             cursor.execute(sql, params)
