@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -86,3 +88,22 @@ def shared_snapshot_capture(*, root: Task) -> dict | None:
     path = shared_path(root_id=root.id)
     path.mkdir(parents=True, exist_ok=True)
     return snapshot_capture(task_id=root.id, workspace=path)
+
+
+def shared_files(*, root: Task, limit: int = 200) -> list[dict[str, Any]] | None:
+    """The files of the group's shared directory as they are now ({path, size}, by path, at
+    most `limit`); None when the group has none. Links are listed as nothing: never followed."""
+    if not group_has_shared(root):
+        return None
+    base = shared_path(root_id=root.id)
+    files = []
+    for folder, dirs, names in os.walk(base, followlinks=False):
+        dirs.sort()
+        for name in sorted(names):
+            info = os.lstat(os.path.join(folder, name))
+            if stat.S_ISREG(info.st_mode):
+                relative = Path(folder, name).relative_to(base).as_posix()
+                files.append({"path": f"/shared/{relative}", "size": info.st_size})
+            if len(files) >= limit:
+                return files
+    return files

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from harness_site.access import operator_required, viewer_required
 from multiagent import charts, recovery, selectors
+from multiagent.shared import shared_files
 from tasks.selectors import access_task, user_can_operate
 from tasks.states import IllegalTransition, TransitionConflict
 
@@ -34,6 +35,7 @@ def group_panel(request: HttpRequest, task_id) -> HttpResponse:
                 members=members, global_checkpoints=cuts, now=timezone.now()
             ),
             "can_operate": user_can_operate(request.user),
+            "shared_files": shared_files(root=root),
         },
     )
 

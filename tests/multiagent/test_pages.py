@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from checkpoints.services import checkpoint_build
 from checkpoints.snapshots import snapshot_capture
 from multiagent import coordinator
+from multiagent.shared import shared_path
 from tasks.agent_state import AgentState
 from tasks.models import Task
 from tasks.services import task_create
@@ -23,10 +24,18 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def group(settings, tmp_path, operator):
+def shared() -> bool:
+    """Whether the group of `group` has a shared directory."""
+    return False
+
+
+@pytest.fixture
+def group(settings, tmp_path, operator, shared):
     settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
     spec = TaskSpec.model_validate(
-        group_spec({"final": "x"}, agents={"scout": agent({"final": "y"})}, title="survey")
+        group_spec(
+            {"final": "x"}, agents={"scout": agent({"final": "y"})}, title="survey", shared=shared
+        )
     )
     parent = task_create(spec=spec, user=operator, enqueue=False)
     child_spec = TaskSpec.model_validate(
@@ -58,6 +67,10 @@ def group(settings, tmp_path, operator):
         )
         checkpoint.save(force_insert=True)
         Task.objects.filter(id=task.id).update(head_checkpoint=checkpoint, status="succeeded")
+    if shared:
+        folder = shared_path(root_id=parent.id)
+        folder.mkdir(parents=True)
+        (folder / "plan.md").write_text("the plan")
     cut = coordinator.round_start(root_id=parent.id, trigger="manual").global_checkpoint
     for task in (parent, child):
         (task.workspace_path / "notes.txt").write_text("after the cut")
@@ -148,3 +161,25 @@ def test_the_task_list_api_reads_every_task_children_in_one_query(
         by_id[str(first.id)]["children"]
         == client.get(f"/api/v1/tasks/{first.id}").json()["children"]
     )
+
+
+@pytest.mark.parametrize("shared", [True])
+def test_the_group_panel_lists_the_shared_directory_and_what_each_cut_holds(
+    group, viewer, tmp_path
+):
+    parent, child, _cut = group
+    folder = shared_path(root_id=parent.id)
+    (folder / "later.md").write_text("after the cut")
+    (folder / "link").symlink_to(tmp_path)
+    panel = logged_in(viewer).get(f"/tasks/{child.id}/group/").content.decode()
+    listing = panel.split('data-testid="group-shared"')[1].split("</table>")[0]
+    assert "/shared/plan.md" in listing and "/shared/later.md" in listing
+    assert "link" not in listing
+    row = panel.split('data-global-seq="1"')[1].split("</tr>")[0]
+    assert "<td>1</td>" in row  # the cut holds one shared file
+
+
+def test_a_group_without_a_shared_directory_shows_none(group, viewer):
+    parent, _child, _cut = group
+    panel = logged_in(viewer).get(f"/tasks/{parent.id}/group/").content.decode()
+    assert 'data-testid="group-shared"' not in panel
