@@ -502,6 +502,7 @@ class SandboxProcess:
     limits: Limits
     started: float = field(default_factory=time.monotonic)
     disk_before: int = 0
+    shared: Path | None = None
     killed_for: list[str] = field(default_factory=list)
     _closed: bool = False
 
@@ -535,7 +536,14 @@ class SandboxProcess:
         return self.cgroup.cpu_s() if self.cgroup is not None else None
 
     def disk_growth(self) -> int:
-        return _disk_usage(self.workspace) - self.disk_before
+        return self._disk_usage() - self.disk_before
+
+    def _disk_usage(self) -> int:
+        # A group's shared directory counts against the same quota: a command must not fill
+        # the disk through /shared either.
+        return _disk_usage(self.workspace) + (
+            _disk_usage(self.shared) if self.shared is not None else 0
+        )
 
     def check_limits(self) -> str | None:
         """The clock-like limit this sandbox has crossed (cpu, disk), if any."""
@@ -643,7 +651,8 @@ def sandbox_spawn(
         popen_env = {**full_env, "HOME": str(workspace), "TMPDIR": tempfile.gettempdir()}
     cgroup = _Cgroup(limits) if sandboxed else None
     procs = " ".join(str(p) for p in cgroup.procs_files()) if cgroup else ""
-    disk_before = _disk_usage(workspace)
+    shared = Path(shared).resolve() if shared is not None and sandboxed else None
+    disk_before = _disk_usage(workspace) + (_disk_usage(shared) if shared is not None else 0)
     go_read, go_write = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -673,7 +682,12 @@ def sandbox_spawn(
     finally:
         os.close(go_write)
     return SandboxProcess(
-        proc=proc, cgroup=cgroup, workspace=workspace, limits=limits, disk_before=disk_before
+        proc=proc,
+        cgroup=cgroup,
+        workspace=workspace,
+        limits=limits,
+        disk_before=disk_before,
+        shared=shared,
     )
 
 

@@ -112,3 +112,22 @@ def test_restoring_the_shared_directory_never_writes_through_a_planted_link(shar
     assert victim.read_text() == "outside secret\n"
     assert not (shared / "notes.txt").is_symlink()
     assert (shared / "notes.txt").read_text() == "at the cut\n"
+
+
+def test_filling_the_shared_directory_stops_at_the_quota(call, child, shared, harness_yaml):
+    harness_yaml("sandbox: {disk_mb: 50, file_mb: 40}\n")
+
+    result = call(
+        "run_command",
+        {
+            "command": "for i in 1 2 3 4 5 6 7 8; do "
+            "head -c 40000000 /dev/zero > /shared/f$i & done; wait; sleep 5; echo survived",
+            "timeout_s": 20,
+        },
+        context=child,
+    )
+
+    written = sum(p.stat().st_blocks * 512 for p in shared.iterdir())
+    assert result["limits_hit"] == ["disk"]
+    assert "survived" not in result["stdout"]
+    assert written < 8 * 40_000_000
