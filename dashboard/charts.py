@@ -100,10 +100,20 @@ def failure_rate_over_time_figure(rows: list[dict[str, Any]], window: Window) ->
     return _figure(
         data,
         _layout(
-            xaxis={"type": "date", "range": [plotly_time(window.since), plotly_time(window.until)]},
+            xaxis={"type": "date", "range": _time_range([r["bucket"] for r in rows], window, step)},
             yaxis={"title": {"text": "failed calls %"}, "rangemode": "tozero"},
         ),
     )
+
+
+def _time_range(buckets: list[datetime], window: Window, step: timedelta) -> list[str]:
+    """The x range of a chart over time: from half a bucket before the first point (the
+    window's start when there is none) to half a bucket past the window's end. Points that
+    all fall in the last hours of a long window fill the chart instead of sitting on its right
+    edge; the axis' dates say which hours they are."""
+    lo = min(buckets) - step / 2 if buckets else window.since
+    hi = max(window.until, *buckets) + step / 2 if buckets else window.until
+    return [plotly_time(lo), plotly_time(hi)]
 
 
 def error_class_mix_figure(rows: list[dict[str, Any]], window: Window) -> dict[str, Any]:
@@ -170,11 +180,21 @@ def error_heatmap_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "y": tools,
                 "z": [[cells.get((t, c), 0) for c in classes] for t in tools],
                 "colorscale": "Reds",
+                "xgap": 2,
+                "ygap": 2,
+                "texttemplate": "%{z}",
                 "hovertemplate": "%{y} · %{x}: %{z}<extra></extra>",
                 "customdata": [[task_list_url(tool=t) for _ in classes] for t in tools],
             }
         ],
-        _layout(height=max(260, 60 + 30 * len(tools)), margin={"l": 140, "b": 100}),
+        # As tall as the charts beside it, and 44 px a tool beyond that: cells big enough to
+        # read their counts.
+        _layout(
+            height=max(320, 110 + 44 * len(tools)),
+            margin={"l": 140, "r": 40, "t": 20, "b": 90},
+            xaxis={"automargin": True, "tickangle": -30},
+            yaxis={"automargin": True},
+        ),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import sqlite3
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -364,3 +364,34 @@ def test_retry_all_in_a_group_confirms_the_groups_failed_tasks(fixture, as_user,
         },
     )
     assert {t["id"] for t in response.context["tasks"]} == {t1.id, t2.id}
+
+
+def test_recent_points_of_a_24_hour_window_do_not_sit_on_the_right_edge():
+    from dashboard import charts
+
+    now = timezone.now()
+    window = window_parse(since="24h", bucket=None, now=now)
+    bucket = now.replace(minute=0, second=0, microsecond=0)
+    rows = [{"tool": "read_file", "bucket": bucket, "calls": 2, "failed": 1, "rate": 0.5}]
+    figure = charts.failure_rate_over_time_figure(rows, window)
+    lo, hi = (
+        datetime.fromisoformat(x).replace(tzinfo=UTC) for x in figure["layout"]["xaxis"]["range"]
+    )
+    (x,) = (datetime.fromisoformat(x).replace(tzinfo=UTC) for x in figure["data"][0]["x"])
+    assert lo < x < hi and (x - lo) / (hi - lo) < 0.75
+    assert hi > now  # the hour still going on is inside the chart, not cut at its edge
+
+
+def test_the_heatmap_cells_are_big_enough_to_read_their_counts():
+    from dashboard import charts
+
+    rows = [
+        {"tool": tool, "error_class": error, "failed": n}
+        for n, (tool, error) in enumerate([("read_file", "not_found"), ("http_get", "timeout")])
+    ]
+    figure = charts.error_heatmap_figure(rows)
+    layout, (heatmap,) = figure["layout"], figure["data"]
+    plot_height = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    assert layout["height"] >= 320  # as tall as the charts beside it
+    assert plot_height / len(heatmap["y"]) >= 40
+    assert heatmap["texttemplate"] == "%{z}"  # each cell shows its count
