@@ -2,7 +2,14 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from checkpoints.models import Blob, Checkpoint, GraphBlob, GraphCheckpoint, GraphWrite
+from checkpoints.models import (
+    Blob,
+    Checkpoint,
+    GraphBlob,
+    GraphCheckpoint,
+    GraphWorkspace,
+    GraphWrite,
+)
 from tasks.admin import ReadOnlyAdmin
 
 
@@ -56,3 +63,14 @@ class GraphBlobAdmin(ReadOnlyAdmin):
 class GraphWriteAdmin(ReadOnlyAdmin):
     list_display = ("thread_id", "checkpoint_id", "graph_task_id", "idx", "channel", "type")
     search_fields = ("thread_id", "checkpoint_id")
+
+
+@admin.register(GraphWorkspace)
+class GraphWorkspaceAdmin(ReadOnlyAdmin):
+    """The workspace snapshot the graph runner captured with each graph checkpoint."""
+
+    list_display = ("task", "checkpoint_id", "created_at")
+    search_fields = ("task__id", "checkpoint_id")
+    exclude = ("snapshot",)
+    raw_id_fields = ("task",)
+    list_select_related = ("task",)
