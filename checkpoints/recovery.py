@@ -13,11 +13,22 @@ while the task is running or queued, so of two operations that both resume the t
 second finds it queued and is refused. A worker cannot take the task meanwhile: acquisition
 is a conditional UPDATE on status=queued, which waits for the lock and then finds the status
 the operation left.
+
+Files after the commit: a rollback restores no file while it holds the lock. Under the lock it
+decides (the checkpoint, the files that change) and commits the fork, whose snapshot is the
+one to restore; only then are the files restored, and only after that is a resumed task put
+on the queue, so no worker runs on a half-restored tree (`restore_after_commit`). A failed
+commit changes no file. A crash or an I/O error after the commit leaves the workspace behind
+its head, never ahead of a head it does not belong to, and that is repaired: the run syncs the
+workspace to its head on start (the head carries a recovery note; a graph fork has no writes
+yet), the sweep queues again a queued task whose job was never sent, and retry and forward
+take a rollback head's snapshot, not the files on disk, while no run has continued from it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,9 +64,11 @@ from checkpoints.services import (
 from checkpoints.snapshots import (
     RestoreResult,
     manifest_changes,
+    restore_blocked,
     snapshot_capture,
     snapshot_manifest,
     snapshot_restore,
+    snapshot_restore_plan,
     workspace_manifest,
 )
 from review.services import reviews_cancel_pending
@@ -66,6 +79,10 @@ from tasks.models import Task, ToolCall
 from tasks.states import TERMINAL, TaskStatus, TransitionConflict
 
 STRATEGIES = ("rollback", "retry", "forward", "auto")
+# Checkpoint triggers of a fork whose snapshot the workspace is restored to after the commit.
+RESTORING_TRIGGERS = ("rollback", "group_rollback")
+
+logger = logging.getLogger(__name__)
 
 
 class RecoveryConflict(Exception):
@@ -91,6 +108,8 @@ class RecoveryResult:
     restored: RestoreResult | None
     superseded: int
     graph_checkpoint_id: str = ""
+    # The snapshot a rollback restores after its commit.
+    base_snapshot: dict | None = None
 
 
 def _actor(user: AbstractBaseUser | None) -> str:
@@ -181,9 +200,11 @@ def _fork(
     snapshot: dict | None,
     restored: RestoreResult | None = None,
     event: dict[str, Any] | None = None,
+    enqueue: bool = True,
 ) -> RecoveryResult:
     """Write the forked checkpoint, supersede later ones, move the task, record it. Runs
-    inside the caller's transaction, with the task row locked."""
+    inside the caller's transaction, with the task row locked. `enqueue=False`: a resumed
+    task is queued but its job is sent by the caller (after the files are restored)."""
     actor = _actor(user)
     seq = checkpoint_next_seq(task_id=task.id)
     checkpoint = checkpoint_build(
@@ -244,7 +265,7 @@ def _fork(
         fields=_OUTCOME_CLEARED,
     )
     task.refresh_from_db()
-    if resume:
+    if resume and enqueue:
         services.task_enqueue(task=task)
     services.audit_record(
         user=user,
@@ -269,11 +290,33 @@ def _fork(
     )
 
 
-def _workspace_snapshot(task: Task, fallback: dict | None) -> dict | None:
-    """The workspace as it is, where it lives on this machine; else the newest snapshot."""
-    if task.workspace_path.is_dir():
-        return snapshot_capture(task_id=task.id, workspace=task.workspace_path)
-    return fallback
+def _workspace_snapshot(task: Task, newest: LoadedCheckpoint) -> dict | None:
+    """The workspace as it is, where it lives on this machine; else the newest snapshot. A
+    rollback's fork no run has continued from yet is its own snapshot: the files on disk may
+    still be being restored to it, or a crash may have stopped that (the run syncs them)."""
+    if newest.checkpoint.trigger in RESTORING_TRIGGERS or not task.workspace_path.is_dir():
+        return newest.snapshot
+    return snapshot_capture(task_id=task.id, workspace=task.workspace_path)
+
+
+def restore_after_commit(
+    restores: list[tuple[Any, Any, dict | None]], enqueue: list[Task]
+) -> dict[Any, RestoreResult]:
+    """Call once the recovery's transaction has committed, outside any transaction: restore
+    each (key, directory, snapshot) — slow file I/O, with no row lock held — then send the
+    jobs of the `enqueue` tasks, so no worker starts on a half-restored tree. A directory that
+    cannot be restored is logged and left behind its head for the run to sync (see the module
+    docstring); the others go on. A failed commit never gets here, so it changes no file.
+    -> {key: what was restored}."""
+    done: dict[Any, RestoreResult] = {}
+    for key, path, snapshot in restores:
+        try:
+            done[key] = snapshot_restore(workspace=path, snapshot=snapshot)
+        except Exception:
+            logger.exception("restoring %s after a recovery failed; its run syncs it", path)
+    for task in enqueue:
+        services.task_enqueue(task=task)
+    return done
 
 
 # --- the operations ---------------------------------------------------------------------------
@@ -294,58 +337,87 @@ def checkpoint_rollback(
     with transaction.atomic():
         task = _lock(task_id)
         if graph_task(task):
-            task = _graph_rollback(
+            task, snapshot = _graph_rollback(
                 task=task, checkpoint_id=str(checkpoint_id), user=user, reason=reason, resume=resume
             )
-            return RecoveryResult(task, "rollback", None, None, None, 0, str(checkpoint_id))
-        chosen = checkpoint_get(task=task, checkpoint_id=checkpoint_id)
-        try:
-            base = checkpoint_decode(chosen)
-        except CheckpointCorrupted as exc:
-            raise RecoveryInvalid("checkpoint_id", str(exc)) from None
-        state = base.state.model_copy(deep=True)
-        state.branch = new_branch(task, state)
-        calls_rekey(state, None)
-        undone = calls_undone(task, chosen, done_call_ids(base))
-        irreversible = [
-            f"{row.tool} {row.call_id}"
-            for row in undone
-            if tool_is_irreversible(row.tool, task_id=task.id)
-        ]
-        restored = snapshot_restore(workspace=task.workspace_path, snapshot=base.snapshot)
-        state.recovery = RecoveryNote(
-            kind="rollback",
-            reason=reason,
-            actor=_actor(user),
-            from_seq=chosen.seq,
-            last_failure=_last_failure(task, state),
-            undone={
-                "files_restored": restored.written[:200],
-                "files_deleted": restored.deleted[:200],
-                "calls": [f"{row.tool} {row.call_id} (step {row.step_index})" for row in undone][
-                    :100
-                ],
-                "irreversible": irreversible[:100],
-            },
-        )
-        state.last_error = None
-        return _fork(
-            task=task,
-            user=user,
-            kind="rollback",
-            reason=reason,
-            resume=resume,
-            base=base,
-            state=state,
-            snapshot=base.snapshot,
-            restored=restored,
-            event={
-                "files_restored": len(restored.written),
-                "files_deleted": len(restored.deleted),
-                "calls_undone": len(undone),
-                "irreversible": irreversible[:20],
-            },
-        )
+            result = RecoveryResult(task, "rollback", None, None, None, 0, str(checkpoint_id))
+            # A graph checkpoint written without a snapshot leaves the files alone.
+            restores = [("workspace", task.workspace_path, snapshot)] if snapshot else []
+        else:
+            result = _task_rollback(
+                task=task, checkpoint_id=checkpoint_id, user=user, reason=reason, resume=resume
+            )
+            restores = [("workspace", task.workspace_path, result.base_snapshot)]
+    # Committed: now the files, with no lock held (see the module docstring).
+    done = restore_after_commit(restores, [result.task] if resume else [])
+    result.restored = done.get("workspace", result.restored)
+    return result
+
+
+def _task_rollback(
+    *,
+    task: Task,
+    checkpoint_id: Any,
+    user: AbstractBaseUser | None,
+    reason: str,
+    resume: bool,
+) -> RecoveryResult:
+    """checkpoint_rollback's fork of a loop task: inside the caller's transaction, task row
+    locked; changes no file (`restored` says what the restore after the commit will do)."""
+    chosen = checkpoint_get(task=task, checkpoint_id=checkpoint_id)
+    try:
+        base = checkpoint_decode(chosen)
+    except CheckpointCorrupted as exc:
+        raise RecoveryInvalid("checkpoint_id", str(exc)) from None
+    state = base.state.model_copy(deep=True)
+    state.branch = new_branch(task, state)
+    calls_rekey(state, None)
+    undone = calls_undone(task, chosen, done_call_ids(base))
+    irreversible = [
+        f"{row.tool} {row.call_id}"
+        for row in undone
+        if tool_is_irreversible(row.tool, task_id=task.id)
+    ]
+    # What the restore will change, read (not written) under the lock; the files are
+    # restored once the fork has committed.
+    blocked = restore_blocked(task.workspace_path)
+    if blocked:
+        raise RecoveryConflict(f"the workspace cannot be restored ({blocked})")
+    restored = snapshot_restore_plan(workspace=task.workspace_path, snapshot=base.snapshot)
+    state.recovery = RecoveryNote(
+        kind="rollback",
+        reason=reason,
+        actor=_actor(user),
+        from_seq=chosen.seq,
+        last_failure=_last_failure(task, state),
+        undone={
+            "files_restored": restored.written[:200],
+            "files_deleted": restored.deleted[:200],
+            "calls": [f"{row.tool} {row.call_id} (step {row.step_index})" for row in undone][:100],
+            "irreversible": irreversible[:100],
+        },
+    )
+    state.last_error = None
+    result = _fork(
+        task=task,
+        user=user,
+        kind="rollback",
+        reason=reason,
+        resume=resume,
+        base=base,
+        state=state,
+        snapshot=base.snapshot,
+        restored=restored,
+        event={
+            "files_restored": len(restored.written),
+            "files_deleted": len(restored.deleted),
+            "calls_undone": len(undone),
+            "irreversible": irreversible[:20],
+        },
+        enqueue=False,
+    )
+    result.base_snapshot = base.snapshot
+    return result
 
 
 def task_retry(
@@ -394,7 +466,7 @@ def task_retry(
             undone={"retried_calls": sorted(rekeyed)},
         )
         state.last_error = None
-        snapshot = _workspace_snapshot(task, newest.snapshot)
+        snapshot = _workspace_snapshot(task, newest)
         return _fork(
             task=task,
             user=user,
@@ -431,7 +503,7 @@ def task_forward(
             from_seq=base.checkpoint.seq,
             last_failure=_last_failure(task, state),
         )
-        snapshot = _workspace_snapshot(task, base.snapshot)
+        snapshot = _workspace_snapshot(task, base)
         return _fork(
             task=task,
             user=user,
@@ -662,10 +734,11 @@ def _graph_rollback(
     user: AbstractBaseUser | None,
     reason: str,
     resume: bool,
-) -> Task:
+) -> tuple[Task, dict | None]:
     """Fork the task's graph from an earlier checkpoint (LangGraph's checkpoint_id semantics:
     the copy's parent is that checkpoint, so the run continues from there). Inside the
-    caller's transaction, task row locked."""
+    caller's transaction, task row locked. -> the task and the workspace snapshot the caller
+    restores once this has committed (None: the checkpoint has none)."""
     preview = graph_rollback_preview(task=task, checkpoint_id=checkpoint_id, workspace=False)
     saver = DjangoCheckpointSaver(task_id=task.id)
     base = saver.get_tuple(_graph_config(task, checkpoint_id))
@@ -678,12 +751,16 @@ def _graph_rollback(
     metadata = {**base.metadata, "source": "fork", "step": step}
     # No new channel versions: the fork names the very blobs its base names.
     forked = saver.put(_graph_config(task, checkpoint_id), fork, metadata, {})
-    # The workspace goes back with the graph: the snapshot stored with the checkpoint is
-    # restored and becomes the fork's; the later ones are left behind with their checkpoints.
+    # The workspace goes back with the graph: the snapshot stored with the checkpoint becomes
+    # the fork's (the later ones are left behind with their checkpoints) and is restored once
+    # this commits; the graph runner syncs a fork nothing has written against yet.
     snapshot = _graph_workspace_snapshot(task, checkpoint_id)
     restored = None
     if snapshot is not None:
-        restored = snapshot_restore(workspace=task.workspace_path, snapshot=snapshot)
+        blocked = restore_blocked(task.workspace_path)
+        if blocked:
+            raise RecoveryConflict(f"the workspace cannot be restored ({blocked})")
+        restored = snapshot_restore_plan(workspace=task.workspace_path, snapshot=snapshot)
         GraphWorkspace.objects.create(
             task=task,
             checkpoint_id=forked["configurable"]["checkpoint_id"],
@@ -727,8 +804,6 @@ def _graph_rollback(
         reason=f"rollback: {reason}"[:500],
         fields=_OUTCOME_CLEARED,
     )
-    if resume:
-        services.task_enqueue(task=task)
     services.audit_record(
         user=user,
         action="rollback",
@@ -738,7 +813,7 @@ def _graph_rollback(
         before=before,
         after={"status": task.status, "graph_checkpoint": forked["configurable"]["checkpoint_id"]},
     )
-    return task
+    return task, snapshot
 
 
 def _graph_config(task: Task, checkpoint_id: str) -> dict[str, Any]:

@@ -24,14 +24,18 @@ changed (the built-in file tools report them), only their directories are scanne
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import posixpath
+import tempfile
 import threading
 import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -496,18 +500,72 @@ def _prune_empty_dirs(root: Path, paths: Iterable[str]) -> None:
             current = current.parent
 
 
+def _restore_changes(
+    root: Path, index: _Index, target: Manifest
+) -> tuple[list[str], list[str], list[str]]:
+    """(write, delete, modes) turning the workspace as surveyed now into `target`; anything
+    that is not a regular file (a symlink, a fifo) is deleted. Call with index.lock held."""
+    dirs, _ = _survey(root, index, None)
+    write, delete, modes = manifest_changes(_manifest_of(dirs), target)
+    delete = sorted(set(delete) | {rel for d in dirs.values() for rel in d.others})
+    return write, delete, modes
+
+
+def snapshot_restore_plan(*, workspace: Path, snapshot: dict | None) -> RestoreResult:
+    """What snapshot_restore would write, delete and chmod now, computed without changing
+    anything (it reads only the files changed since the last survey)."""
+    root = Path(workspace)
+    index = _index_for(root)
+    with index.lock:
+        if not root.is_dir():
+            return RestoreResult(written=sorted(snapshot_manifest(snapshot)), deleted=[], modes=[])
+        write, delete, modes = _restore_changes(root, index, snapshot_manifest(snapshot))
+    return RestoreResult(written=write, deleted=delete, modes=modes)
+
+
+def restore_blocked(workspace: Path) -> str:
+    """Why files cannot be restored into this directory now ('' when they can): checked
+    before a recovery commits, since its files are restored only after the commit."""
+    root = Path(workspace)
+    if root.is_symlink() or (root.exists() and not root.is_dir()):
+        return f"{root.name} is not a directory"
+    existing = root
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return ""
+
+
+@contextmanager
+def _restore_lock(root: Path) -> Iterator[None]:
+    """One restore of a workspace at a time on this machine, across processes: an operator's
+    recovery restoring files after its commit and a worker syncing the same workspace on start
+    (checkpoints.recovery) do not interleave, so the worker's tools run on the finished tree.
+    The lock file lives outside the workspace, so it is never captured."""
+    folder = Path(tempfile.gettempdir()) / "harness-restore-locks"
+    folder.mkdir(exist_ok=True)
+    name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:32]
+    with open(folder / f"{name}.lock", "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def snapshot_restore(*, workspace: Path, snapshot: dict | None) -> RestoreResult:
     """Make the workspace equal to the snapshot: write back files that differ (bytes and
-    mode), delete files the snapshot does not have, leave identical files untouched."""
+    mode), delete files the snapshot does not have, leave identical files untouched.
+
+    Slow file I/O: never call it inside a transaction that holds row locks (an operator's
+    recovery commits first and restores after; see checkpoints.recovery)."""
     root = Path(workspace)
     root.mkdir(parents=True, exist_ok=True)
     target = snapshot_manifest(snapshot)
     index = _index_for(root)
-    with index.lock:
-        dirs, _ = _survey(root, index, None)
-        current = _manifest_of(dirs)
-        write, delete, modes = manifest_changes(current, target)
-        delete = sorted(set(delete) | {rel for d in dirs.values() for rel in d.others})
+    with _restore_lock(root), index.lock:
+        write, delete, modes = _restore_changes(root, index, target)
         # Every write, delete and chmod goes through workspace descriptors without following
         # symlinks, and never writes through a hard link (tasks.paths): a command
         # may have planted either since the survey.

@@ -10,10 +10,12 @@ The group's shared directory (multiagent/shared.py) goes back to the snapshot th
 (GlobalCheckpoint.shared_snapshot), with the workspaces.
 
 All or nothing: every local checkpoint is decoded and verified and every blob its snapshot (and
-the shared directory's) needs is looked up before anything changes; the shared directory and
-the workspaces are restored with their current contents captured first, and if any restore (or
-the database transaction) fails, the ones already restored are put back. The database changes
-are one transaction.
+the shared directory's) needs is looked up before anything changes; the database changes are
+one transaction, and no file changes before it commits. Then, with no row lock held, the
+shared directory and the workspaces are restored, and only then are the resumed participants'
+jobs sent (checkpoints.recovery.restore_after_commit). A failed commit changes no file; a crash
+or an I/O error after it leaves a workspace behind its head (a `group_rollback` fork), which
+the participant's run syncs on start.
 
 Lock contract: the group's task rows in id order (multiagent.selectors.group_lock), then
 checkpoint rows. Refused (409) while any participant runs, is queued, or a round is open.
@@ -31,7 +33,13 @@ from django.utils import timezone
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.models import Checkpoint
-from checkpoints.recovery import RecoveryConflict, RecoveryInvalid, calls_rekey, new_branch
+from checkpoints.recovery import (
+    RecoveryConflict,
+    RecoveryInvalid,
+    calls_rekey,
+    new_branch,
+    restore_after_commit,
+)
 from checkpoints.selectors import calls_undone, done_call_ids
 from checkpoints.services import (
     CheckpointCorrupted,
@@ -42,10 +50,9 @@ from checkpoints.services import (
 )
 from checkpoints.snapshots import (
     manifest_changes,
+    restore_blocked,
     snapshot_blob_keys,
-    snapshot_capture,
     snapshot_manifest,
-    snapshot_restore,
     workspace_manifest,
 )
 from multiagent.models import GlobalCheckpoint
@@ -251,35 +258,9 @@ def group_rollback_preview(*, root: Task, global_checkpoint: GlobalCheckpoint) -
     }
 
 
-def _restore_workspaces(plan: GroupPlan) -> list[tuple[Path, dict | None]]:
-    """Restore the shared directory and every participant's workspace; if one fails, put
-    back those already done. -> (directory, its contents before) for each, to undo them."""
-    done: list[tuple[Path, dict | None]] = []
-    what = ""
-    try:
-        for item in plan.restores():
-            what, path, snapshot = item
-            before = snapshot_capture(task_id=None, workspace=path) if path.is_dir() else None
-            done.append((path, before))
-            snapshot_restore(workspace=path, snapshot=snapshot)
-    except OSError as exc:
-        _undo(done)
-        raise RecoveryConflict(
-            f"{what} could not be restored ({exc}); nothing was changed"
-        ) from None
-    return done
-
-
-def _undo(done: list[tuple[Path, dict | None]]) -> None:
-    for path, before in reversed(done):
-        try:
-            snapshot_restore(workspace=path, snapshot=before)
-        except Exception:  # best effort: the loop syncs the workspace to its head on resume
-            continue
-
-
 def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bool) -> str:
-    """Write the participant's `group_rollback` checkpoint and move it; -> its new status."""
+    """Write the participant's `group_rollback` checkpoint and move it; -> its new status (a
+    queued participant's job is sent by the caller, once the files are restored)."""
     task, base = p.task, p.loaded
     state = base.state.model_copy(deep=True)
     # Delegate calls open at the cut stay bound to their children (rolled back with the
@@ -377,8 +358,6 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
         reason=f"group rollback: {reason}"[:500],
         fields={} if terminal_at_cut else {"error_class": "", "error_message": "", "result": ""},
     )
-    if target == TaskStatus.QUEUED:
-        services.task_enqueue(task=task)
     return target
 
 
@@ -409,49 +388,51 @@ def group_rollback(
         if blocked:
             raise RecoveryConflict(blocked)
         plan = _plan(members=members, global_checkpoint=global_checkpoint)
-        before = _restore_workspaces(plan)
-        try:
-            with transaction.atomic():
-                statuses = {
-                    str(p.task.id): _fork(p, plan=plan, user=user, reason=reason, resume=resume)
-                    for p in plan.participants
-                }
-                canceled = []
-                for task in plan.later_tasks:
-                    if task.status in TERMINAL:
-                        continue
-                    services.task_transition(
-                        task_id=task.id,
-                        to=TaskStatus.CANCELED,
-                        reason="started after the global checkpoint the group was rolled back to",
-                        fields={"error_class": "canceled", "error_message": "group rollback"},
-                    )
-                    reviews_cancel_pending(task_id=task.id, comment="group rollback")
-                    canceled.append(str(task.id))
-                later = GlobalCheckpoint.objects.filter(
-                    root_id=root_id, seq__gt=global_checkpoint.seq, superseded=False
-                ).update(superseded=True)
-                services.audit_record(
-                    user=user,
-                    action="group_rollback",
-                    task_id=root_id,
-                    reason=reason,
-                    target=f"{root_id} global checkpoint {global_checkpoint.seq}",
-                    after={
-                        "statuses": statuses,
-                        "canceled": canceled,
-                        "global_superseded": later,
-                    },
-                )
-        except Exception:
-            _undo(before)
-            raise
-        return {
-            "global_checkpoint_id": global_checkpoint.id,
-            "seq": global_checkpoint.seq,
-            "participants": [
-                {"task_id": task_id, "status": status} for task_id, status in statuses.items()
-            ],
-            "canceled": canceled,
-            "global_checkpoints_superseded": later,
+        for what, path, _snapshot in plan.restores():
+            why = restore_blocked(path)
+            if why:
+                raise RecoveryConflict(f"{what} could not be restored ({why}); nothing was changed")
+        statuses = {
+            str(p.task.id): _fork(p, plan=plan, user=user, reason=reason, resume=resume)
+            for p in plan.participants
         }
+        canceled = []
+        for task in plan.later_tasks:
+            if task.status in TERMINAL:
+                continue
+            services.task_transition(
+                task_id=task.id,
+                to=TaskStatus.CANCELED,
+                reason="started after the global checkpoint the group was rolled back to",
+                fields={"error_class": "canceled", "error_message": "group rollback"},
+            )
+            reviews_cancel_pending(task_id=task.id, comment="group rollback")
+            canceled.append(str(task.id))
+        later = GlobalCheckpoint.objects.filter(
+            root_id=root_id, seq__gt=global_checkpoint.seq, superseded=False
+        ).update(superseded=True)
+        services.audit_record(
+            user=user,
+            action="group_rollback",
+            task_id=root_id,
+            reason=reason,
+            target=f"{root_id} global checkpoint {global_checkpoint.seq}",
+            after={
+                "statuses": statuses,
+                "canceled": canceled,
+                "global_superseded": later,
+            },
+        )
+        queued = [t for t, status in statuses.items() if status == TaskStatus.QUEUED]
+        enqueue = list(Task.objects.filter(id__in=queued))
+    # Committed: now the files, with no lock held, then the jobs.
+    restore_after_commit(plan.restores(), enqueue)
+    return {
+        "global_checkpoint_id": global_checkpoint.id,
+        "seq": global_checkpoint.seq,
+        "participants": [
+            {"task_id": task_id, "status": status} for task_id, status in statuses.items()
+        ],
+        "canceled": canceled,
+        "global_checkpoints_superseded": later,
+    }
