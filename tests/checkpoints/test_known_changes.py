@@ -102,11 +102,14 @@ def test_built_in_file_tools_report_their_changes_and_commands_do_not():
     assert not registry.get("run_command").reports_changes
 
 
-@pytest.mark.xfail(
-    reason="known failure at hand-off, see the closing note",
-    strict=False,
-)
-def test_a_run_of_file_tools_checkpoints_exactly_the_workspace(make_task, run_inline, scans):
+def test_a_run_of_file_tools_checkpoints_exactly_the_workspace(
+    make_task, run_inline, scans, monkeypatch
+):
+    # The seeded files are written when the run starts and a scripted run takes a few ms a
+    # step: inside the racy window their folders would be hashed again at every capture
+    # (test_snapshots covers that rule). Here they count as settled, so what is measured is
+    # the known-changes path alone.
+    monkeypatch.setattr(snapshots, "RACY_NS", 0)
     task = make_task(
         spec_dict(
             {"call": "write_file", "args": {"path": "a/one.txt", "content": "1"}},
@@ -125,7 +128,8 @@ def test_a_run_of_file_tools_checkpoints_exactly_the_workspace(make_task, run_in
     manifest = snapshot_manifest(checkpoint_decode(head).snapshot)
     assert manifest == workspace_manifest(task.workspace_path)
     assert set(manifest) == {"a/one.txt", *(f"seed/{i}/x.txt" for i in range(20))}
-    # 22 folders. A full survey when the run starts and, as the seeded files are brand new
-    # (racy), once more; after that only the folders the tools touched — where a survey per
-    # snapshot would list all 22 folders for each of the 5 calls.
-    assert scanned <= 2 * 22 + 10
+    # One full survey when the run starts (the root, seed/, its 20 folders, a/, b/ as the
+    # first calls create them); after that only the folders the tools touched — where a survey
+    # per snapshot would list all 24 folders for each of the 5 calls.
+    full = 1 + 1 + 20
+    assert scanned <= full + 2 * 5, scans

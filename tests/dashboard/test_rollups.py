@@ -13,7 +13,14 @@ from django.utils import timezone
 from dashboard import stats
 from dashboard.windows import window_parse
 from tasks.models import RolledHour, ToolCall
-from tasks.rollups import HOUR, RESETTLE_EVERY, ROLL_LAG, hour_floor, rollups_advance
+from tasks.rollups import (
+    FINAL_CALL,
+    HOUR,
+    RESETTLE_EVERY,
+    ROLL_LAG,
+    hour_floor,
+    rollups_advance,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -94,15 +101,16 @@ def test_rolled_hours_cover_history_up_to_the_lag_contiguously(history):
     assert statistics(now) == before
 
 
-@pytest.mark.xfail(
-    reason="known failure at hand-off, see the closing note",
-    strict=False,
-)
 def test_call_settling_after_its_hour_was_rolled_reaches_the_statistics(history):
     now = history["now"]
     roll_all(now)
     pending = history["pending"]
-    assert RolledHour.objects.get(hour=hour_floor(pending.created_at)).unsettled == 1
+    hour = hour_floor(pending.created_at)
+    # The random history may put other unsettled calls (unknown outcome) in the same hour.
+    unsettled = ToolCall.objects.filter(created_at__gte=hour, created_at__lt=hour + HOUR).exclude(
+        status__in=FINAL_CALL
+    )
+    assert RolledHour.objects.get(hour=hour).unsettled == unsettled.count() >= 1
     before = {row["tool"]: row for row in statistics(now)["by_tool"]}["write_file"]
 
     ToolCall.objects.filter(id=pending.id).update(status="failed", error_class="permanent")
@@ -110,4 +118,5 @@ def test_call_settling_after_its_hour_was_rolled_reaches_the_statistics(history)
 
     after = {row["tool"]: row for row in statistics(now)["by_tool"]}["write_file"]
     assert (after["calls"], after["failed"]) == (before["calls"] + 1, before["failed"] + 1)
-    assert RolledHour.objects.get(hour=hour_floor(pending.created_at)).unsettled == 0
+    assert RolledHour.objects.get(hour=hour).unsettled == unsettled.count()
+    assert not unsettled.filter(id=pending.id).exists()
