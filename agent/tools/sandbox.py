@@ -56,7 +56,13 @@ WORKSPACE = "/workspace"
 PATH = "/usr/local/bin:/usr/bin:/bin"
 MAX_OUTPUT_BYTES = 64 * 1024
 POLL_S = 0.02
+# The workspace quota is checked by walking the workspace: at most every DISK_POLL_S, sooner
+# while it grows fast (see DiskWatch), never more often than DISK_POLL_MIN_S.
 DISK_POLL_S = 0.2
+DISK_POLL_MIN_S = 0.02
+# A walk may cost at most this share of the time between walks (a big workspace is walked
+# less often than a small one).
+DISK_WALK_SHARE = 0.1
 KILL_WAIT_S = 5.0
 # System directories that hold programs and libraries, read-only inside; on merged-/usr systems
 # the top-level ones are symlinks into /usr and are recreated as symlinks.
@@ -492,6 +498,21 @@ def _disk_usage(root: Path) -> int:
 
 
 @dataclass
+class DiskWatch:
+    """When to walk the workspace next. The quota is polled, not enforced by the filesystem,
+    so what a command can write past it is its write rate times the time between walks: walk
+    as often as DISK_POLL_MIN_S while walking is cheap, with the walks taking at most
+    DISK_WALK_SHARE of the time (a workspace of many files is walked less often), and never
+    less often than DISK_POLL_S."""
+
+    next_check: float
+
+    def checked(self, *, now: float, cost: float) -> None:
+        interval = min(DISK_POLL_S, max(DISK_POLL_MIN_S, cost / DISK_WALK_SHARE))
+        self.next_check = now + interval
+
+
+@dataclass
 class SandboxProcess:
     """A running sandbox: `stdin`, `stdout`, `stderr` as asked for at spawn, `poll()`,
     `wait()`, `limits_hit()`, and `close()`, which kills everything it started."""
@@ -811,7 +832,7 @@ def sandbox_run(
         stdout.start()
         stderr.start()
         deadline = None if limits.wall_s is None else started + limits.wall_s
-        next_disk_check = started + DISK_POLL_S
+        watch = DiskWatch(next_check=started + DISK_POLL_MIN_S)
         exited = _exit_waiter(proc.proc)
         try:
             while True:
@@ -824,9 +845,9 @@ def sandbox_run(
                 if deadline is not None and now >= deadline:
                     outcome = "timeout"
                     break
-                if now >= next_disk_check:
-                    next_disk_check = now + DISK_POLL_S
+                if now >= watch.next_check:
                     crossed = proc.check_limits()
+                    watch.checked(now=now, cost=time.monotonic() - now)
                     if crossed is not None:
                         proc.kill(crossed)
                         proc.wait()

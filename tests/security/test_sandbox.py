@@ -170,10 +170,6 @@ def test_memory_is_limited_across_processes(call):
     assert "memory limit of 1024 MiB" in result["stderr"]
 
 
-@pytest.mark.xfail(
-    reason="known failure at hand-off, see the closing note",
-    strict=False,
-)
 def test_filling_the_disk_stops_at_the_workspace_quota(call, workspace, harness_yaml):
     harness_yaml("sandbox: {disk_mb: 50, file_mb: 40}\n")
 
@@ -190,7 +186,9 @@ def test_filling_the_disk_stops_at_the_workspace_quota(call, workspace, harness_
     assert result["limits_hit"] == ["disk"]
     assert "quota of 50 MiB" in result["stderr"]
     assert "survived" not in result["stdout"]
-    assert written < 8 * 40_000_000
+    # The quota is polled: eight writers at page-cache speed (320 MB in well under 0.2 s)
+    # are stopped near it, not after the whole 320 MB (the walk follows a fast writer).
+    assert written < 120 * 1024**2
 
 
 def test_it_fails_closed_when_bubblewrap_is_missing(call, settings, workspace):
