@@ -38,6 +38,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Sum
@@ -106,6 +107,13 @@ class BlobStore(ABC):
     @abstractmethod
     def delete_many(self, keys: Iterable[str]) -> int:
         """Delete these blobs (absent keys are ignored); -> how many were deleted."""
+
+    def stored_between(self, start: datetime | None, end: datetime, limit: int) -> list[Any]:
+        """Up to `limit` (key, stored at) of the blobs stored after `start` (None: from the
+        first) and before `end`, oldest first: retention walks the store once, in bounded
+        steps, for blobs nothing ever referenced (a cut inside blobs stored at one instant
+        skips the rest of them: they are kept)."""
+        raise NotImplementedError
 
     # -- the public contract -----------------------------------------------------------
 
@@ -189,6 +197,12 @@ class DatabaseBlobStore(BlobStore):
             deleted += Blob.objects.filter(sha256__in=batch).delete()[0]
         return deleted
 
+    def stored_between(self, start: datetime | None, end: datetime, limit: int) -> list[Any]:
+        rows = Blob.objects.filter(created_at__lt=end)
+        if start is not None:
+            rows = rows.filter(created_at__gt=start)
+        return list(rows.order_by("created_at").values_list("sha256", "created_at")[:limit])
+
 
 class FilesystemBlobStore(BlobStore):
     """Blobs as files `<root>/<key[:2]>/<key[2:]>`, written atomically (temp file + rename)."""
@@ -256,6 +270,19 @@ class FilesystemBlobStore(BlobStore):
                 continue
             deleted += 1
         return deleted
+
+    def stored_between(self, start: datetime | None, end: datetime, limit: int) -> list[Any]:
+        # A folder has no index by time: this lists it (the database backend does not).
+        low = start.timestamp() if start is not None else float("-inf")
+        found = []
+        for path in self.root.glob("??/*"):
+            if path.name.startswith(".tmp-"):
+                continue
+            mtime = path.stat().st_mtime
+            if low < mtime < end.timestamp():
+                found.append((path.parent.name + path.name, mtime))
+        found.sort(key=lambda item: item[1])
+        return [(key, datetime.fromtimestamp(mtime, tz=end.tzinfo)) for key, mtime in found[:limit]]
 
 
 @functools.lru_cache(maxsize=8)

@@ -39,11 +39,21 @@ class Checkpoint(models.Model):
     size_bytes = models.PositiveIntegerField(default=0)
     superseded = models.BooleanField(default=False)
     created_at = models.DateTimeField()
+    # Whether retention has counted this checkpoint's snapshot in BlobRef (checkpoints.retention).
+    blobs_counted = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["task", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["task", "seq"], name="checkpoint_task_seq"),
+        ]
+        indexes = [
+            # The few rows retention has yet to count, never the whole table.
+            models.Index(
+                fields=["created_at"],
+                name="checkpoint_blobs_uncounted",
+                condition=models.Q(blobs_counted=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -61,7 +71,8 @@ class Blob(models.Model):
     sha256 = models.CharField(max_length=64, primary_key=True)
     size = models.PositiveBigIntegerField()
     data = models.BinaryField()
-    created_at = models.DateTimeField(auto_now_add=True)
+    # Indexed: retention walks the blobs by age, a bounded step at a time.
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     def __str__(self) -> str:
         return f"{self.sha256[:12]} ({self.size} B)"
@@ -172,12 +183,43 @@ class GraphWorkspace(models.Model):
     checkpoint_id = models.TextField()
     snapshot = models.JSONField()
     created_at = models.DateTimeField()
+    # Whether retention has counted this snapshot in BlobRef (checkpoints.retention).
+    blobs_counted = models.BooleanField(default=False)
 
     class Meta:
         constraints = [
             # Also the index of the lookups (task, checkpoint_id).
             models.UniqueConstraint(fields=["task", "checkpoint_id"], name="graphworkspace_key"),
         ]
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                name="graphworkspace_uncounted",
+                condition=models.Q(blobs_counted=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.task_id}/{self.checkpoint_id}"
+
+
+class BlobRef(models.Model):
+    """How many holders reference a blob, kept by retention (checkpoints.retention) so that
+    garbage collection never scans the checkpoints. `key` is "<kind>:<sha256>": a snapshot
+    root ("r") counts the checkpoints and graph workspaces that name it, a manifest chunk
+    ("c") the live roots that list it, a file body ("f") the live chunks that list it. A row
+    whose count fell to 0 is a candidate for collection from `zero_since` on."""
+
+    key = models.CharField(max_length=66, primary_key=True)
+    refs = models.IntegerField(default=0)
+    zero_since = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["zero_since"], name="blobref_zero", condition=models.Q(refs__lte=0)
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key[:14]} ({self.refs})"

@@ -80,3 +80,20 @@ def shared_snapshot_roots() -> set[str]:
         .iterator(chunk_size=500)
         if isinstance(snapshot, dict) and snapshot.get("root")
     }
+
+
+def global_checkpoint_targets(*, task_id: Any) -> set[str]:
+    """Ids of the task's checkpoints that a global checkpoint of its group not yet superseded
+    names: a group rollback may still go back to them (kept by checkpoints.retention)."""
+    task = Task.objects.filter(id=task_id).only("id", "parent_id").first()
+    if task is None:
+        return set()
+    root_id = group_root(task).id
+    return {
+        entry["checkpoint_id"]
+        for participants in GlobalCheckpoint.objects.filter(
+            root_id=root_id, superseded=False
+        ).values_list("participants", flat=True)
+        for entry in participants
+        if entry.get("task_id") == str(task_id) and entry.get("checkpoint_id")
+    }
