@@ -329,6 +329,9 @@ def _seed_batch(
             "retry_count": "(mod(n, 23) = 0)::int",
             "redispatch_count": "(mod(n, 71) = 0)::int",
             "rollback_count": "(mod(n, 97) = 0)::int",
+            # As task_transition sets it when a task finishes: a call failed or was retried.
+            "calls_failed": f"status IN {terminal} AND EXISTS (SELECT 1 FROM bd_step s "
+            "WHERE s.n = bd_task.n AND (s.status <> 'succeeded' OR s.attempts > 1))",
         },
         "bd_task",
     )

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Aggregate, Count, Exists, FloatField, Max, Min, OuterRef, Q, Sum
+from django.db.models import Aggregate, Count, FloatField, Max, Min, Q, Sum
 from django.db.models.functions import Trunc
 
 from dashboard.windows import Window
@@ -414,16 +414,6 @@ def failure_groups(window: Window, *, limit: int = FAILURE_GROUPS_LIMIT) -> list
     ]
 
 
-def _with_failed_calls():
-    """A task's tool call failed (the model saw the error and went on) or an attempt failed
-    and was retried: a success that needed it is not a clean one."""
-    return Exists(
-        ToolCall.objects.filter(task_id=OuterRef("id")).filter(
-            Q(status__in=FAILED_CALL) | Q(attempts__gt=1)
-        )
-    )
-
-
 def task_outcomes(window: Window) -> dict[str, Any]:
     """Tasks that reached a terminal state in the window: counts per status, successes split
     into clean ones and those after failed tool calls, and the failure rate
@@ -438,8 +428,11 @@ def task_outcomes(window: Window) -> dict[str, Any]:
     succeeded = counts.get(TaskStatus.SUCCEEDED, 0)
     failed = counts.get(TaskStatus.FAILED, 0)
     rate = _rate(failed, succeeded + failed)
+    # A tool call failed (the model saw the error and went on) or an attempt failed and was
+    # retried: a success that needed it is not a clean one (`calls_failed`, set as the task
+    # finished; a partial index answers the count).
     after_failures = (
-        _finished(window).filter(_with_failed_calls(), status=TaskStatus.SUCCEEDED).count()
+        _finished(window).filter(status=TaskStatus.SUCCEEDED, calls_failed=True).count()
         if succeeded
         else 0
     )

@@ -42,6 +42,10 @@ class Task(models.Model):
     error_message = models.TextField(blank=True, default="")
     # error class + normalised message (tasks.errors); failure groups GROUP BY it.
     error_fingerprint = models.CharField(max_length=16, blank=True, default="")
+    # Whether a tool call of the task had failed or been retried when it finished (set by
+    # task_transition on entering a terminal status): the statistics tell a clean success from
+    # one that needed failed calls without probing the ledger for every finished task.
+    calls_failed = models.BooleanField(default=False)
 
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -109,6 +113,12 @@ class Task(models.Model):
             # every step, so those updates stay HOT).
             models.Index(
                 fields=["finished_at", "status", "error_class"], name="task_finished_status"
+            ),
+            # The statistics' successes after failed calls over a window (index-only count).
+            models.Index(
+                fields=["finished_at"],
+                condition=models.Q(status="succeeded", calls_failed=True),
+                name="task_succeeded_failed_calls",
             ),
             # Failure groups (stats) and the list's `fingerprint` filter.
             models.Index(fields=["error_fingerprint", "-finished_at"], name="task_fprint_finished"),

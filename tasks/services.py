@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
@@ -23,6 +23,7 @@ from harness_site.config import harness_config
 from tasks.errors import error_fingerprint
 from tasks.events import EventType
 from tasks.models import ApiToken, AuditEntry, Task, TaskEvent, ToolCall
+from tasks.rollups import FAILED_CALL
 from tasks.spec import ModelEndpointError, TaskSpec, model_endpoint
 from tasks.states import (
     TERMINAL,
@@ -159,6 +160,7 @@ _DERIVED = frozenset(
         "started_at",
         "review_wait_s",
         "held_wait_s",
+        "calls_failed",
         "lease_epoch",
     }
 )
@@ -183,9 +185,9 @@ def task_transition(
     one transaction. Raises IllegalTransition, TransitionConflict or LeaseLost.
 
     The fields derived from the status are set here and nowhere else: `finished_at` and
-    `started_at`, the time waited for a human (`review_wait_s`, `held_wait_s`), and the error
-    fingerprint of the error class and message a caller passes in `fields` (clearing them
-    clears it too).
+    `started_at`, the time waited for a human (`review_wait_s`, `held_wait_s`), whether a tool
+    call had failed by the time it finished (`calls_failed`), and the error fingerprint of the
+    error class and message a caller passes in `fields` (clearing them clears it too).
 
     `stay=True` with `to` the task's current status changes only `fields` (a recovery that
     leaves a held task held): no status event, the derived fields still follow."""
@@ -234,6 +236,11 @@ def _derived_fields(*, task: Task, frm: str, to: str, now: datetime) -> dict[str
     if to in TERMINAL:
         updates["finished_at"] = now
         updates["cancel_requested"] = False
+        updates["calls_failed"] = (
+            ToolCall.objects.filter(task_id=task.id)
+            .filter(Q(status__in=FAILED_CALL) | Q(attempts__gt=1))
+            .exists()
+        )
     if to == TaskStatus.RUNNING and task.started_at is None:
         updates["started_at"] = now
     if to == TaskStatus.QUEUED:

@@ -44,7 +44,6 @@ def fixture(make_task, make_call):
         error_class="timeout",
         message="session timeout: 3600s exceeded (layer: session)",
     )
-    finish(t4, "succeeded", hours_ago=1)
     finish(t5, "canceled", hours_ago=1, error_class="canceled", message="")
     finish(t6, "failed", hours_ago=72, error_class="timeout", message="old")
 
@@ -92,6 +91,8 @@ def fixture(make_task, make_call):
         error_class="permanent",
         at=now - timedelta(days=3),
     )
+    # After its calls, as a real run finishes: task_transition notes they failed.
+    finish(t4, "succeeded", hours_ago=1)
 
     def review(tool: str, status: str, *, edited=None, hours_ago: float = 1):
         call = make_call(t4, tool, "approved")
@@ -229,10 +230,11 @@ def test_successes_after_failed_or_retried_calls_are_told_apart_from_clean_ones(
 ):
     clean, after_failure, after_retry = (make_task() for _ in range(3))
     for task in (clean, after_failure, after_retry):
-        finish(task, "succeeded", hours_ago=1)
         make_call(task, "write_file", "succeeded", attempts=1)
     make_call(after_failure, "read_file", "failed", attempts=1, error_class="not_found")
     make_call(after_retry, "http_request", "succeeded", attempts=2)
+    for task in (clean, after_failure, after_retry):
+        finish(task, "succeeded", hours_ago=1)
 
     window = window_parse(since="24h", bucket=None, now=timezone.now())
     outcomes = stats.task_outcomes(window)
