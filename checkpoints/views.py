@@ -3,6 +3,8 @@ retry / resume buttons of the task page. Thin: read through selectors, act throu
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -12,6 +14,7 @@ from checkpoints import recovery, selectors
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted
 from harness_site.access import operator_required, viewer_required
+from tasks.models import Task
 from tasks.selectors import access_task
 from tasks.states import IllegalTransition, TransitionConflict
 
@@ -23,24 +26,33 @@ REFUSALS = (
 )
 
 
+def _rollback_post(
+    request: HttpRequest, task: Task, checkpoint_id: Any
+) -> tuple[recovery.RecoveryResult | None, str, int]:
+    """The rollback form's POST: (the result, "", 200), or (None, why, 422 / 409) when the
+    rollback was refused and nothing changed."""
+    try:
+        result = recovery.checkpoint_rollback(
+            task_id=task.id,
+            checkpoint_id=checkpoint_id,
+            user=request.user,
+            reason=request.POST.get("reason", ""),
+            resume=request.POST.get("then") == "resume",
+        )
+    except REFUSALS as exc:
+        status = 422 if isinstance(exc, recovery.RecoveryInvalid) else 409
+        return None, str(exc), status
+    return result, "", 200
+
+
 @operator_required
 def rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
     task = access_task(request.user, task_id)
     checkpoint = selectors.checkpoint_get(task=task, checkpoint_id=checkpoint_id)
     error, status = "", 200
     if request.method == "POST":
-        try:
-            result = recovery.checkpoint_rollback(
-                task_id=task.id,
-                checkpoint_id=checkpoint.id,
-                user=request.user,
-                reason=request.POST.get("reason", ""),
-                resume=request.POST.get("then") == "resume",
-            )
-        except REFUSALS as exc:
-            error = str(exc)
-            status = 422 if isinstance(exc, recovery.RecoveryInvalid) else 409
-        else:
+        result, error, status = _rollback_post(request, task, checkpoint.id)
+        if result is not None:
             messages.success(
                 request,
                 (
@@ -72,18 +84,8 @@ def graph_rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpRes
     task = access_task(request.user, task_id)
     error, status = "", 200
     if request.method == "POST":
-        try:
-            result = recovery.checkpoint_rollback(
-                task_id=task.id,
-                checkpoint_id=checkpoint_id,
-                user=request.user,
-                reason=request.POST.get("reason", ""),
-                resume=request.POST.get("then") == "resume",
-            )
-        except REFUSALS as exc:
-            error = str(exc)
-            status = 422 if isinstance(exc, recovery.RecoveryInvalid) else 409
-        else:
+        result, error, status = _rollback_post(request, task, checkpoint_id)
+        if result is not None:
             messages.success(
                 request,
                 f"Rolled the graph back to checkpoint {checkpoint_id}; task is "
