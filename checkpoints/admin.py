@@ -4,6 +4,7 @@ from django.contrib import admin
 
 from checkpoints.models import (
     Blob,
+    BlobRef,
     Checkpoint,
     GraphBlob,
     GraphCheckpoint,
@@ -40,6 +41,15 @@ class BlobAdmin(ReadOnlyAdmin):
     list_display = ("sha256", "size", "created_at")
     search_fields = ("sha256",)
     exclude = ("data",)
+
+
+@admin.register(BlobRef)
+class BlobRefAdmin(ReadOnlyAdmin):
+    """Reference counts kept by retention; a blob whose count stayed 0 is collected."""
+
+    list_display = ("key", "refs", "zero_since")
+    list_filter = ("zero_since",)
+    search_fields = ("key",)
 
 
 @admin.register(GraphCheckpoint)

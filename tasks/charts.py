@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tasks.models import Task, ToolCallStatus
+from tasks.selectors import iso_datetime
 from tasks.states import TERMINAL as TERMINAL_STATUSES
 from tasks.states import TaskStatus
 
@@ -83,15 +84,18 @@ def plotly_time(at: datetime) -> str:
     return at.isoformat(sep=" ", timespec="microseconds")[:26]
 
 
-def _parse(value: Any) -> datetime | None:
-    """A datetime from ISO text (SQLite's has no offset: it is UTC)."""
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        parsed = datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+def _vline(x: Any, *, color: str, width: int, dash: str) -> dict[str, Any]:
+    """A vertical line across the whole plot at time `x` (a break, a rollback)."""
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "y0": 0,
+        "y1": 1,
+        "x0": plotly_time(x),
+        "x1": plotly_time(x),
+        "line": {"color": color, "width": width, "dash": dash},
+    }
 
 
 def _number(value: Any) -> float | None:
@@ -171,7 +175,7 @@ def task_timeline(
     waiting for a human (and in retry backoff) as shaded spans; checkpoints as markers by
     level (one trace per level, superseded ones dimmed in their own trace); errors as ✕."""
     running = task.status == TaskStatus.RUNNING
-    checkpoints = [{**cp, "at": _parse(cp["at"])} for cp in checkpoints]
+    checkpoints = [{**cp, "at": iso_datetime(cp["at"])} for cp in checkpoints]
     steps: dict[int, list[datetime]] = {}
     steps_bars = _Bars("steps", "#8aa1c1")
     model_bars = _Bars("model calls", "#5c7cfa")
@@ -198,7 +202,7 @@ def task_timeline(
 
     open_spans: dict[str, datetime] = {}
     for e in events:
-        at, kind = _parse(e["at"]), e["type"]
+        at, kind = iso_datetime(e["at"]), e["type"]
         if kind == "model_decision":
             start = at - _ms(_number(e["duration_ms"]) or 0.0)
             tokens = int(_number(e["prompt_tokens"]) or 0) + int(
@@ -256,7 +260,10 @@ def task_timeline(
         row = tool_row(call["tool"])
         log = call["attempt_log"] or []
         for attempt in log:
-            start, end = _parse(attempt.get("started_at")), _parse(attempt.get("finished_at"))
+            start, end = (
+                iso_datetime(attempt.get("started_at")),
+                iso_datetime(attempt.get("finished_at")),
+            )
             if start is None:
                 continue
             end = end or start
@@ -267,7 +274,7 @@ def task_timeline(
                 error(row, end, text)
             tool_bars.add(row, start, end, text, STATUS_COLORS.get(status, "#868e96"))
             extend_step(call["step_index"], start, end)
-        started = _parse(call["started"])
+        started = iso_datetime(call["started"])
         if call["status"] == ToolCallStatus.RUNNING and started and len(log) < call["attempts"]:
             tool_bars.add(
                 row,
@@ -352,30 +359,9 @@ def task_timeline(
         }
         for start, ms in zip(human_bars.starts, human_bars.durations, strict=True)
     ]
+    shapes += [_vline(b.start, color="#6b7480", width=2, dash="dot") for b in breaks]
     shapes += [
-        {
-            "type": "line",
-            "xref": "x",
-            "yref": "paper",
-            "y0": 0,
-            "y1": 1,
-            "x0": plotly_time(b.start),
-            "x1": plotly_time(b.start),
-            "line": {"color": "#6b7480", "width": 2, "dash": "dot"},
-        }
-        for b in breaks
-    ]
-    shapes += [
-        {
-            "type": "line",
-            "xref": "x",
-            "yref": "paper",
-            "y0": 0,
-            "y1": 1,
-            "x0": plotly_time(x),
-            "x1": plotly_time(x),
-            "line": {"color": RECOVERY_MARKS["rollback"][2], "width": 1, "dash": "dash"},
-        }
+        _vline(x, color=RECOVERY_MARKS["rollback"][2], width=1, dash="dash")
         for x in marks.get("rollbacks", {}).get("x", [])
     ]
     annotations = [

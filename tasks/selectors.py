@@ -415,7 +415,7 @@ def task_wait_times(events: Iterable[dict[str, Any]], *, now: datetime) -> dict[
     for event in events:
         if event["type"] != "status":
             continue
-        at = _iso(event["at"])
+        at = iso_datetime(event["at"])
         if waiting is not None and since is not None and at is not None:
             totals[waiting] += max(0.0, (at - since).total_seconds())
         waiting, since = _WAITS.get(event["to"]), at
@@ -424,7 +424,9 @@ def task_wait_times(events: Iterable[dict[str, Any]], *, now: datetime) -> dict[
     return totals
 
 
-def _iso(value: Any) -> datetime | None:
+def iso_datetime(value: Any) -> datetime | None:
+    """A datetime from ISO text, as events and attempt logs store it (SQLite's has no offset:
+    it is UTC); None for what is not one."""
     if isinstance(value, datetime):
         return value
     try:
