@@ -36,7 +36,9 @@ from django.utils import timezone
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 
-from agent.runtime import Paused, StopRun, Watchdog, worker_identity
+from agent.runtime.finish import stop_transition
+from agent.runtime.run import Paused, StopRun, with_lease, worker_identity
+from agent.runtime.watchdog import Watchdog
 from checkpoints.langgraph import DjangoCheckpointSaver
 from checkpoints.models import GraphWorkspace, GraphWrite
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
@@ -95,17 +97,11 @@ def graph_task_run(*, task_id: Any) -> str:
         graph = graph_load(spec["agent"]["graph"])
     except Exception:  # the run loads it again, and fails the task naming the reason
         graph = None
-    try:
-        task = services.task_acquire(task_id=task_id, worker_id=worker_id)
-        if task is None and services.task_wake(task_id=task_id):
-            task = services.task_acquire(task_id=task_id, worker_id=worker_id)
-    except services.CapacityFull:
-        services.task_defer(task_id=task_id)
-        return "deferred"
-    if task is None:
-        log.info("task %s is not queued; nothing to do", task_id)
-        return "skipped"
-    return GraphRun(task, worker_id, graph=graph).execute()
+    return with_lease(
+        task_id=task_id,
+        worker_id=worker_id,
+        execute=lambda task: GraphRun(task, worker_id, graph=graph).execute(),
+    )
 
 
 def graph_thread_config(*, task_id: Any, checkpoint_id: str | None = None) -> dict[str, Any]:
@@ -614,7 +610,6 @@ class GraphRun:
         raise Paused()
 
     def finish_stopped(self, stop: StopRun) -> str:
-        to = TaskStatus.CANCELED if stop.error_class == "canceled" else TaskStatus.FAILED
         self.calls_settle(
             to=ToolCallStatus.FAILED,
             error_class=stop.error_class,
@@ -628,16 +623,8 @@ class GraphRun:
         try:
             with transaction.atomic():
                 self.commit()
-                services.task_transition(
-                    task_id=self.task_id,
-                    to=to,
-                    expect_epoch=self.epoch,
-                    reason=stop.message[:500],
-                    fields={
-                        "error_class": stop.error_class,
-                        "error_message": stop.message[:5000],
-                        **self.usage(),
-                    },
+                to = stop_transition(
+                    task_id=self.task_id, epoch=self.epoch, stop=stop, usage=self.usage()
                 )
         except LeaseLost:
             return "lease_lost"

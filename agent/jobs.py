@@ -7,7 +7,8 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
 from agent.graph_runner import graph_task_run, is_graph_task
-from agent.runtime import task_run, worker_identity
+from agent.runtime import task_run
+from agent.runtime.run import worker_identity
 from tasks.services import task_settle_killed_horse
 
 

@@ -1,9 +1,9 @@
 """(1) Durable write per step.
 
-Ours: one `TaskRun.commit(trigger="after_step")` through the real code — AgentState encoded by
-`checkpoints.services.checkpoint_build` (canonical JSON, zlib, sha256), then in one
-transaction the lease-fenced task UPDATE, the checkpoint INSERT and the step's events bulk
-INSERT — for an AgentState with 20 chat messages of ~500 characters.
+Ours: one `Run.commit(trigger="after_step")` (agent.runtime.run) through the real code —
+AgentState encoded by `checkpoints.services.checkpoint_build` (canonical JSON, zlib, sha256),
+then in one transaction the lease-fenced task UPDATE, the checkpoint INSERT and the step's
+events bulk INSERT — for an AgentState with 20 chat messages of ~500 characters.
 
 Reference: LangGraph's `PostgresSaver.put` + `put_writes` for the same 20 messages (as
 LangChain messages, its own serialisation) plus the step's tool message as a pending write.
@@ -117,16 +117,16 @@ def langchain_messages(state: Any) -> list[Any]:
 
 
 class Ours:
-    """A TaskRun holding the lease of a running task; each call commits one step."""
+    """A Run (agent.runtime.run) holding the lease of a running task; each call commits one step."""
 
     def __init__(self) -> None:
-        from agent.runtime import TaskRun, worker_identity
+        from agent.runtime.run import Run, worker_identity
         from tasks.services import task_acquire
 
         task = scripted_task(script=[{"final": "done"}], tools=[], title="bench durable_write")
         self.task_id = task.id
         worker = worker_identity()
-        self.run = TaskRun(task_acquire(task_id=task.id, worker_id=worker), worker)
+        self.run = Run(task_acquire(task_id=task.id, worker_id=worker), worker)
         self.run.state = agent_state()
         self.run.workspace.mkdir(parents=True, exist_ok=True)
 
@@ -264,7 +264,7 @@ def run(size: str) -> dict[str, Any]:
                 met=ms["ours"]["median"] <= 1.0,
             ),
         ],
-        "profiles": {"ours: one TaskRun.commit(after_step)": profile},
+        "profiles": {"ours: one Run.commit(after_step)": profile},
         "details": {
             "messages": MESSAGES,
             "message_chars": MESSAGE_CHARS,
@@ -272,7 +272,7 @@ def run(size: str) -> dict[str, Any]:
         },
         "notes": (
             f"State: {MESSAGES} chat messages of ~{MESSAGE_CHARS} characters. Ours = one "
-            '`TaskRun.commit(trigger="after_step")` (checkpoint_build + fenced task UPDATE + '
+            '`Run.commit(trigger="after_step")` (checkpoint_build + fenced task UPDATE + '
             "checkpoint INSERT + events bulk INSERT, one transaction); LangGraph = "
             "`PostgresSaver.put` (messages channel blob + checkpoint row) + `put_writes` (the "
             "step's tool message); floor = raw psycopg `INSERT` of the "

@@ -3,7 +3,7 @@ redispatch, the agent is told what happened before it continues — as structure
 short paragraph: the steps completed (names and key results), the files modified, what was
 undone, the last failure, where to continue and what not to repeat.
 
-`context_align` is called by the loop (`TaskRun.start`) on every resume; it does nothing
+`context_align` is called by the loop (`agent.runtime.start`) on every resume; it does nothing
 unless the resume follows a recovery (a RecoveryNote in the state, left by
 checkpoints.recovery) or a requeue from `stalled` (redispatch) or `retry_wait` (retry)."""
 

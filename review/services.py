@@ -8,9 +8,11 @@ of several concurrent decisions sees the review `pending`; the others get Review
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import httpx
 from django.conf import settings
@@ -172,6 +174,44 @@ def review_webhook_send(*, url: str, payload: dict[str, Any]) -> bool:
         log.warning("review webhook %s failed for review %s: %s", url, payload["review_id"], exc)
         return False
     return True
+
+
+# --- gating a call on a human (called by the loop) ----------------------------------------
+
+# The loop's pause (agent.runtime.run.Run.pause with the `before_review` trigger): one fenced
+# write of the call, these events and a checkpoint, inside which `open_review(checkpoint id or
+# None)` runs and the task moves to waiting_review; the job then ends.
+ReviewPause = Callable[[list[TaskEvent], Callable[[Any], Any]], NoReturn]
+
+
+def review_gate(
+    *,
+    tool_call: ToolCall,
+    decision: PolicyDecision,
+    preview: str,
+    step_index: int,
+    pause: ReviewPause,
+) -> NoReturn:
+    """A call the policy sends to a human: it awaits review, a `review_requested` event says
+    why, and its review opens against the checkpoint the pause takes."""
+    toolcall_transition(call=tool_call, to=ToolCallStatus.AWAITING_REVIEW, write=False)
+    requested = event_build(
+        task_id=tool_call.task_id,
+        type=EventType.REVIEW_REQUESTED,
+        payload={
+            "call_id": tool_call.call_id,
+            "tool": tool_call.tool,
+            "rules": decision.rules,
+            "reason": decision.reason,
+        },
+        step_index=step_index,
+    )
+    pause(
+        [requested],
+        lambda checkpoint_id: review_request_open(
+            tool_call=tool_call, checkpoint_id=checkpoint_id, decision=decision, preview=preview
+        ),
+    )
 
 
 # --- deciding ------------------------------------------------------------------------------
@@ -605,6 +645,85 @@ _UNKNOWN_OUTCOME_HINT = (
     "the call's outcome is unknown: decide mark_done (it took effect), "
     "rerun (run it again, same idempotency key) or fail_task"
 )
+
+
+def review_gate_unknown_outcome(
+    *, tool_call: ToolCall, step_index: int, pause: ReviewPause, message: str | None = None
+) -> NoReturn:
+    """A non-idempotent call that may or may not have taken effect (its worker stopped while
+    it ran, or it timed out and would not stop): a running call's outcome becomes unknown
+    (`tool_unknown_outcome`), and a review of kind `unknown_outcome` asks a human to mark it
+    done, re-run it or fail the task (review_resolve_unknown_outcome), unless one is pending."""
+    message = message or (
+        f"{tool_call.tool} (call {tool_call.call_id}) was running when its worker stopped; it "
+        "is not idempotent, so whether it took effect is unknown"
+    )
+    events: list[TaskEvent] = []
+    if tool_call.status == ToolCallStatus.RUNNING:
+        finished = timezone.now()
+        toolcall_transition(
+            call=tool_call,
+            to=ToolCallStatus.UNKNOWN_OUTCOME,
+            now=finished,
+            fields={"error_class": UNKNOWN_OUTCOME, "error_message": message},
+            write=False,
+        )
+        tool_call.attempt_log = [
+            *tool_call.attempt_log,
+            {
+                "n": tool_call.attempts,
+                "started_at": tool_call.started_at.isoformat() if tool_call.started_at else None,
+                "finished_at": finished.isoformat(),
+                "status": UNKNOWN_OUTCOME,
+                "error_class": UNKNOWN_OUTCOME,
+                "error_message": message,
+            },
+        ]
+        events.append(
+            event_build(
+                task_id=tool_call.task_id,
+                type=EventType.TOOL_UNKNOWN_OUTCOME,
+                payload={
+                    "call_id": tool_call.call_id,
+                    "tool": tool_call.tool,
+                    "attempt": tool_call.attempts,
+                },
+                step_index=step_index,
+            )
+        )
+    open_review = not tool_call.reviews.filter(status=ReviewStatus.PENDING).exists()
+    decision = PolicyDecision(
+        action="review",
+        reason="outcome unknown: mark it done, re-run it or fail the task",
+        rules=[{"name": "unknown-outcome", "tool": tool_call.tool, "action": "review"}],
+    )
+    if open_review:
+        events.append(
+            event_build(
+                task_id=tool_call.task_id,
+                type=EventType.REVIEW_REQUESTED,
+                payload={
+                    "call_id": tool_call.call_id,
+                    "tool": tool_call.tool,
+                    "kind": UNKNOWN_OUTCOME,
+                    "reason": decision.reason,
+                },
+                step_index=step_index,
+            )
+        )
+
+    def open_unknown_outcome_review(checkpoint_id: Any) -> None:
+        if open_review:
+            review_request_open(
+                tool_call=tool_call,
+                checkpoint_id=checkpoint_id,
+                decision=decision,
+                kind=UNKNOWN_OUTCOME,
+                preview=f"{message}.\n\n"
+                + json.dumps(tool_call.arguments, indent=2, ensure_ascii=False),
+            )
+
+    pause(events, open_unknown_outcome_review)
 
 
 def review_resolve_unknown_outcome(

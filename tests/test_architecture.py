@@ -62,7 +62,7 @@ KNOWN_CROSS_APP_WRITES = {
     ("multiagent/recovery.py", "Task"),  # head checkpoint and usage after a group rollback
     ("multiagent/coordinator.py", "Task"),  # hold_round_id
     ("multiagent/delegation.py", "Task"),
-    ("agent/runtime.py", "Task"),  # the heartbeat (lease-fenced)
+    ("agent/runtime/watchdog.py", "Task"),  # the heartbeat (lease-fenced)
     ("agent/graph_runner.py", "Task"),
 }
 

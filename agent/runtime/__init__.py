@@ -1,0 +1,25 @@
+"""The agent loop, run inside an RQ job (`agent.jobs.run_task` -> `task_run`), as units that
+each do one durable thing and can be read, tested and timed on their own:
+
+    loop.task_run      acquire the lease (run.with_lease) -> Run -> run_execute:
+    start              start (task_start checkpoint) or resume the head checkpoint (verified):
+                       workspace restored, context aligned, MCP tools listed
+    loop               boundary checks (lease, global round, cancel, session timeout, budgets)
+    turn.model_turn    one model turn -> checkpoint `after_model`
+    calls.call_next    one tool call: ledger row (call_id = idempotency key), replay, checks,
+                       policy gate (review_gate -> review.services), checkpoint before side
+                       effects, the attempt (timeout), retry or settle
+    step.step_finish   close the step -> checkpoint `after_step`
+    finish             succeeded / failed / canceled
+    run.Run            the per-run state and the writes every unit shares (commit, pause,
+                       schedule_retry); watchdog: the heartbeat and InThread; ledger;
+                       delegation and group: multi-agent waits and global checkpoint rounds
+
+Every write is fenced by the lease epoch (`tasks.services.task_fenced_write`): a worker presumed
+dead and replaced fails its next write and stops before running another side effect. A review,
+a retry wait, success, failure or cancel ends the job; no worker waits for a human.
+"""
+
+from agent.runtime.loop import task_run
+
+__all__ = ["task_run"]

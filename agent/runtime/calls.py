@@ -1,0 +1,497 @@
+"""One tool call: its ledger row (call_id = idempotency key), a replay of a settled call,
+the checks and the policy gate, then the attempt (bounded by its timeout), its outcome
+written, and a retry scheduled or the failure handed back to the model."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+from pydantic import ValidationError
+
+from agent.retry import TIMEOUT, UNKNOWN_OUTCOME, classify_exception, is_retryable, retry_policy
+from agent.runtime.delegation import await_delegations
+from agent.runtime.group import checkpoint_group_before
+from agent.runtime.ledger import ledger_row
+from agent.runtime.review_gate import escalate_unknown_outcome, pause_for_review
+from agent.runtime.run import OBSERVATION_MAX_CHARS, Run, StopRun
+from agent.runtime.watchdog import InThread
+from agent.validation import CHECK_ERROR_CLASSES, check_call, check_result
+from review import policy
+from tasks import services
+from tasks.agent_state import ErrorInfo, Message, ProposedCall
+from tasks.canonical import canonical_hash, nul_free
+from tasks.events import EventType
+from tasks.feedback import compact_feedback
+from tasks.models import ToolCall, ToolCallStatus
+from tasks.spec import DELEGATE_TOOL
+from tasks.tools.registry import ToolContext, ToolError, ToolSpec, UnknownTool
+
+log = logging.getLogger(__name__)
+
+# After a tool's timeout its stop event is set; it gets this long to stop (run_command kills its
+# process group: SIGTERM, then SIGKILL after 2 s) before the call is abandoned.
+TOOL_STOP_GRACE_S = 3.0
+
+
+@dataclass
+class ToolOutcome:
+    status: str
+    observation: str
+    result: Any = None
+    error_class: str = ""
+    error_message: str = ""
+    retry_after_s: float | None = None
+    # The call ignored its stop and was left running: it may still take effect.
+    abandoned: bool = False
+
+
+def call_next(run: Run) -> None:
+    """The step's next pending call: run (or replayed), its observation the next message."""
+    state = run.state
+    call = state.pending[state.next_call]
+    if call.tool == DELEGATE_TOOL and call.tool in run.spec.tools:
+        await_delegations(run)
+    outcome = call_run(run, call)
+    state.messages.append(
+        Message(role="tool", content=outcome.observation, call_id=call.call_id, name=call.tool)
+    )
+    if outcome.error_class in CHECK_ERROR_CLASSES:
+        run.note_check_failure(outcome.error_message)
+    state.next_call += 1
+
+
+def call_run(run: Run, call: ProposedCall) -> ToolOutcome:
+    try:
+        tool = run.tool(call.tool) if call.tool in run.tool_names() else None
+    except UnknownTool:
+        tool = None
+    row, is_new = ledger_row(run, call, tool)
+    if not is_new:
+        replay = _replay_outcome(run, row)
+        if replay is not None:
+            return replay
+    if tool is None:
+        return _refuse(
+            run,
+            row,
+            call,
+            error_class="invalid_call",
+            what=(f"tool {call.tool!r} is not available to this task"),
+            expected=f"one of: {', '.join(run.tool_names()) or '(no tools)'}",
+            check="call an available tool or give a final answer",
+        )
+    if call.raw_error:
+        return _refuse(
+            run,
+            row,
+            call,
+            error_class="invalid_arguments",
+            what=f"could not parse arguments for {tool.name}: {call.raw_error}",
+            expected=_schema_hint(tool),
+            check=f"send valid JSON arguments for {tool.name}",
+        )
+    # Approved by a human, or past the gate on an earlier attempt (a retry, or an idempotent
+    # call interrupted by a crash): runs exactly as recorded.
+    cleared = row.status in (
+        ToolCallStatus.APPROVED,
+        ToolCallStatus.RETRY_WAIT,
+        ToolCallStatus.RUNNING,
+    )
+    args_source = row.arguments if cleared else call.args
+    try:
+        args = tool.args_model.model_validate(args_source)
+    except ValidationError as exc:
+        return _refuse(
+            run,
+            row,
+            call,
+            error_class="invalid_arguments",
+            what=f"invalid arguments for {tool.name} ({_validation_summary(exc)})",
+            expected=_schema_hint(tool),
+            check=f"fix the arguments and call {tool.name} again",
+        )
+    if cleared:
+        if row.arguments_hash and canonical_hash(row.arguments) != row.arguments_hash:
+            raise StopRun(
+                "internal_error",
+                f"call {call.call_id}: approved arguments changed after approval",
+            )
+        return _execute(run, row, tool, args)
+    # Stricter checks before the policy gate: no human reviews a call that breaks them.
+    failure = check_call(tool=tool, args=row.arguments, limits=run.limits)
+    if failure is not None:
+        return _refuse(
+            run,
+            row,
+            call,
+            error_class="check_failed",
+            what=failure.what,
+            expected=failure.expected,
+            check=failure.check,
+        )
+    return _gate_and_execute(run, row, tool, args)
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    parts = []
+    for item in exc.errors()[:3]:
+        loc = ".".join(str(p) for p in item["loc"]) or "arguments"
+        parts.append(f"{loc}: {item['msg']}")
+    more = len(exc.errors()) - 3
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _schema_hint(tool: ToolSpec) -> str:
+    schema = tool.json_schema()
+    props = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    fields = [
+        f"{name}{'' if name in required else '?'}: {p.get('type', 'any')}"
+        for name, p in props.items()
+    ]
+    return "{" + ", ".join(fields) + "}"
+
+
+def _observation(result: Any) -> str:
+    text = (
+        result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    )
+    if len(text) > OBSERVATION_MAX_CHARS:
+        cut = len(text) - OBSERVATION_MAX_CHARS
+        text = text[:OBSERVATION_MAX_CHARS] + f"… [truncated {cut} chars]"
+    return text
+
+
+# -- a call met again: replay or interrupted ---------------------------------------------
+
+
+def _replay_outcome(run: Run, row: ToolCall) -> ToolOutcome | None:
+    """A call already settled in the ledger returns its stored outcome, never re-runs."""
+    if row.status == ToolCallStatus.SUCCEEDED:
+        run.event(EventType.TOOL_REPLAYED, {"call_id": row.call_id, "tool": row.tool})
+        return ToolOutcome(
+            status=row.status, observation=_observation(row.result), result=row.result
+        )
+    if row.status in (
+        ToolCallStatus.FAILED,
+        ToolCallStatus.TIMED_OUT,
+        ToolCallStatus.DENIED,
+        ToolCallStatus.REJECTED,
+    ):
+        result = row.result if isinstance(row.result, dict) else {}
+        message = result.get("observation")
+        return ToolOutcome(
+            status=row.status,
+            observation=message or row.error_message,
+            error_class=row.error_class,
+            error_message=row.error_message,
+        )
+    if row.status in (ToolCallStatus.RUNNING, ToolCallStatus.UNKNOWN_OUTCOME):
+        return _on_interrupted_call(run, row)
+    return None
+
+
+def _on_interrupted_call(run: Run, row: ToolCall) -> ToolOutcome | None:
+    """The ledger says this call was running when its worker stopped. An idempotent tool
+    runs again with the same call_id; a non-idempotent one is never blindly re-run: its
+    outcome is unknown and a human decides (mark it done, re-run it, or fail the task)."""
+    try:
+        tool = run.tool(row.tool)
+    except UnknownTool:
+        tool = None
+    if row.status == ToolCallStatus.RUNNING and tool is not None and tool.idempotent:
+        run.event(EventType.TOOL_RERUN_IDEMPOTENT, {"call_id": row.call_id, "tool": row.tool})
+        return None
+    escalate_unknown_outcome(run, row)
+
+
+# -- before the attempt: refused, denied or gated --------------------------------------
+
+
+def _refuse(
+    run: Run,
+    row: ToolCall,
+    call: ProposedCall,
+    *,
+    error_class: str,
+    what: str,
+    expected: str,
+    check: str,
+    status: str = ToolCallStatus.FAILED,
+) -> ToolOutcome:
+    feedback = compact_feedback(what=what, expected=expected, check=check)
+    run.state.budget.invalid_calls += error_class in ("invalid_arguments", "invalid_call")
+    services.toolcall_transition(
+        call=row,
+        to=status,
+        fields={
+            "error_class": error_class,
+            "error_message": what,
+            "result": {"observation": feedback},
+        },
+        write=False,
+    )
+    run.event(
+        EventType.TOOL_REFUSED,
+        {
+            "call_id": call.call_id,
+            "tool": call.tool,
+            "error_class": error_class,
+            "feedback": feedback,
+        },
+    )
+    run.commit(trigger=None, extra=[row])
+    return ToolOutcome(
+        status=status, observation=feedback, error_class=error_class, error_message=what
+    )
+
+
+def _gate_and_execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
+    decision = policy.evaluate(tool=tool, args=row.arguments, spec=run.task.spec)
+    if decision.action == "deny":
+        return _refuse(
+            run,
+            row,
+            ProposedCall(call_id=row.call_id, tool=row.tool, args=row.arguments),
+            error_class="denied",
+            status=ToolCallStatus.DENIED,
+            what=f"{tool.name} was denied by policy: {decision.reason}",
+            expected="a call the policy allows",
+            check="choose a safer action or explain in the final answer why it is needed",
+        )
+    if decision.action == "review":
+        pause_for_review(run, row, tool, args, decision)
+    return _execute(run, row, tool, args)
+
+
+# -- the attempt -----------------------------------------------------------------------
+
+
+def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
+    checkpoint_group_before(run, row, tool)
+    timeout_s = min(tool.timeout_s, run.tool_s)
+    ctx = run.tool_context(row)
+    ctx.timeout_s = timeout_s
+    services.toolcall_transition(
+        call=row,
+        to=ToolCallStatus.RUNNING,
+        fields={"attempts": row.attempts + 1},
+        write=False,
+    )
+    run.event(
+        EventType.TOOL_STARTED,
+        {
+            "call_id": row.call_id,
+            "tool": tool.name,
+            "attempt": row.attempts,
+            "args": row.arguments,
+        },
+    )
+    if tool.side_effect:
+        # The intent is durable (with a checkpoint) before the side effect starts.
+        trigger = "before_external_call" if tool.risk == "external" else "before_write_operation"
+        run.commit(trigger=trigger, extra=[row])
+    outcome = _invoke(run, tool, ctx, args)
+    if tool.server:
+        run.note_mcp_errors()
+    if outcome.error_class == UNKNOWN_OUTCOME and tool.side_effect and not tool.idempotent:
+        # The tool itself cannot tell whether it took effect (an MCP server that died or
+        # timed out mid-call).
+        escalate_unknown_outcome(run, row, message=outcome.error_message)
+    if outcome.abandoned and tool.side_effect and not tool.idempotent:
+        # Timed out, ignored its stop, and may still act: neither "failed" (the model would
+        # try again, a duplicate) nor "succeeded" is known. A human decides.
+        escalate_unknown_outcome(
+            run,
+            row,
+            message=(
+                f"{tool.name} (call {row.call_id}) timed out after {timeout_s:g}s and did not "
+                "stop; it is not idempotent, so whether it took effect is unknown"
+            ),
+        )
+    if outcome.status == ToolCallStatus.SUCCEEDED:
+        failure = check_result(tool=tool, result=outcome.result)
+        if failure is not None:
+            outcome = ToolOutcome(
+                status=ToolCallStatus.FAILED,
+                result=outcome.result,
+                observation=failure.feedback,
+                error_class="check_failed",
+                error_message=failure.what,
+            )
+    _record_outcome(run, row, tool, outcome)
+    if outcome.error_class == TIMEOUT:
+        run.timeout_event(layer="tool", limit_s=timeout_s, call_id=row.call_id, tool=tool.name)
+    if outcome.error_class == "canceled":
+        run.commit(trigger=None, extra=[row])
+        raise StopRun("canceled", "canceled by operator")
+    if outcome.status != ToolCallStatus.SUCCEEDED:
+        _retry_or_settle(run, row, tool, outcome)
+    if tool.side_effect:
+        run.commit(trigger=None, extra=[row])
+    else:
+        # Nothing outside the harness changed: the outcome is written with the step's next
+        # write (at the latest `after_step`). A crash before then re-runs a read-only call.
+        run.deferred_rows.append(row)
+    return outcome
+
+
+def _record_outcome(run: Run, row: ToolCall, tool: ToolSpec, outcome: ToolOutcome) -> None:
+    """The attempt's outcome on the row (unsaved) and its `tool_finished` event."""
+    finished = timezone.now()
+    services.toolcall_transition(
+        call=row,
+        to=outcome.status,
+        now=finished,
+        fields={
+            "result": (
+                outcome.result
+                if outcome.status == ToolCallStatus.SUCCEEDED
+                else {
+                    "observation": outcome.observation,
+                    **({"result": outcome.result} if outcome.result is not None else {}),
+                }
+            ),
+            "error_class": outcome.error_class,
+            "error_message": outcome.error_message,
+            "duration_ms": (finished - row.started_at).total_seconds() * 1000,
+        },
+        write=False,
+    )
+    row.attempt_log = [
+        *row.attempt_log,
+        {
+            "n": row.attempts,
+            "started_at": row.started_at.isoformat(),
+            "finished_at": finished.isoformat(),
+            "status": outcome.status,
+            "error_class": outcome.error_class,
+            "error_message": outcome.error_message[:500],
+        },
+    ]
+    run.event(
+        EventType.TOOL_FINISHED,
+        {
+            "call_id": row.call_id,
+            "tool": tool.name,
+            "status": outcome.status,
+            "attempt": row.attempts,
+            "duration_ms": round(row.duration_ms, 3),
+            "error_class": outcome.error_class,
+        },
+    )
+
+
+def _retry_or_settle(run: Run, row: ToolCall, tool: ToolSpec, outcome: ToolOutcome) -> None:
+    """A failed attempt: schedule the next one (same call_id) when the error is retryable
+    and attempts remain; otherwise the failure stands and goes back to the model."""
+    if not is_retryable(outcome.error_class, idempotent=tool.idempotent):
+        return
+    retries = retry_policy(
+        config=run.config, tool_override=tool.retry, task_override=run.spec.retry
+    )
+    if row.attempts >= retries.max_attempts:
+        if row.attempts == 1:
+            return
+        outcome.observation = compact_feedback(
+            what=f"{tool.name} failed {row.attempts} times; last error: {outcome.error_message}",
+            expected=f"{tool.name} to succeed",
+            check="try later or take another approach",
+        )
+        row.result = {"observation": outcome.observation}
+        return
+    services.toolcall_transition(call=row, to=ToolCallStatus.RETRY_WAIT, write=False)
+    run.schedule_retry(
+        attempt=row.attempts,
+        delay_s=retries.delay_s(row.attempts, retry_after_s=outcome.retry_after_s),
+        error=ErrorInfo(
+            error_class=outcome.error_class,
+            message=outcome.error_message[:2000],
+            step_index=run.state.step_index,
+            call_id=row.call_id,
+        ),
+        extra=[row],
+    )
+
+
+def _invoke(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome:
+    """Run the tool in a helper thread so the timeout holds even for tools that ignore
+    it. On timeout `ctx.stop` is set — cooperating tools stop, run_command kills its
+    process group — and after a short grace the call is abandoned: its late result is
+    never recorded, and its stop event stays set."""
+    run.watchdog.watch_call(ctx.stop)
+    # The files the call changes are known only from a tool that reports them, and only
+    # once it has returned (an abandoned call may still write).
+    snapshot, run.snapshot = run.snapshot, None
+    try:
+        call = InThread(lambda: tool.func(ctx, args), name=f"tool-{ctx.call_id}")
+        if not call.wait(ctx.timeout_s):
+            ctx.stop.set()
+            abandoned = not call.wait(TOOL_STOP_GRACE_S)
+            if not abandoned and tool.reports_changes:
+                run.snapshot = snapshot
+                run.changed |= ctx.changed
+            if run.watchdog.cancel_requested.is_set():
+                return _failed_outcome(
+                    tool, ToolError("stopped: task canceled", error_class="canceled")
+                )
+            message = f"{tool.name} exceeded its {ctx.timeout_s:g}s timeout (layer: tool)"
+            return ToolOutcome(
+                status=ToolCallStatus.TIMED_OUT,
+                error_class=TIMEOUT,
+                error_message=message,
+                abandoned=abandoned,
+                observation=compact_feedback(
+                    what=message,
+                    expected=f"{tool.name} to finish in time",
+                    check="use smaller inputs or a different approach",
+                ),
+            )
+    finally:
+        run.watchdog.watch_call(None)
+    if tool.reports_changes:
+        run.snapshot = snapshot
+        run.changed |= ctx.changed
+    if call.error is not None:
+        return _failed_outcome(tool, call.error)
+    result = call.value
+    if hasattr(result, "model_dump"):
+        result = result.model_dump(mode="json")
+    try:
+        json.dumps(result)
+    except (TypeError, ValueError):
+        result = {"value": str(result)}
+    result = nul_free(result)
+    return ToolOutcome(
+        status=ToolCallStatus.SUCCEEDED, observation=_observation(result), result=result
+    )
+
+
+def _failed_outcome(tool: ToolSpec, exc: BaseException) -> ToolOutcome:
+    """Classify a tool's exception: its own ToolError class, else by exception type."""
+    if isinstance(exc, ToolError):
+        error_class, retry_after_s, what = exc.error_class, exc.retry_after_s, str(exc)
+    else:
+        log.error("tool %s raised", tool.name, exc_info=exc)
+        error_class, retry_after_s = classify_exception(exc), None
+        what = f"{type(exc).__name__}: {exc}"
+    what = nul_free(what)
+    status = ToolCallStatus.FAILED
+    if error_class == TIMEOUT:
+        status = ToolCallStatus.TIMED_OUT
+        what = f"{what} (layer: tool)"
+    return ToolOutcome(
+        status=status,
+        error_class=error_class,
+        error_message=what,
+        retry_after_s=retry_after_s,
+        observation=compact_feedback(
+            what=f"{tool.name} failed: {what}",
+            expected=f"{tool.name} to succeed",
+            check="read the error and adjust the arguments",
+        ),
+    )

@@ -1,0 +1,345 @@
+"""The state one run of a task holds (`Run`) and the writes every unit shares: an event, one
+durable commit, a pause that ends the job, a retry through the scheduler. Also the job's
+lease (`with_lease`) and the exceptions that end a run."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any, NoReturn
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agent.context import context_policy
+from agent.llm import ModelDecision, model_for_spec
+from agent.runtime.watchdog import Watchdog
+from agent.tools.mcp_client import McpConnections
+from agent.validation import check_limits
+from checkpoints.services import checkpoint_build, checkpoint_next_seq
+from checkpoints.snapshots import snapshot_capture
+from harness_site.config import harness_config
+from multiagent.shared import shared_dir
+from tasks import services
+from tasks.agent_state import AgentState, ErrorInfo
+from tasks.events import EventType
+from tasks.models import Task, TaskEvent, ToolCall
+from tasks.spec import MAX_TURN_TOKENS, TaskSpec
+from tasks.states import TaskStatus
+from tasks.tools.registry import ToolContext, ToolSpec, registry
+
+log = logging.getLogger(__name__)
+
+OBSERVATION_MAX_CHARS = 4000
+# Task.cost_usd is a decimal(12, 6): the running cost stops just below what it holds.
+MAX_COST_USD = 999_999.0
+
+
+class StopRun(Exception):
+    """Ends the run with a terminal outcome."""
+
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.message = message
+
+
+class Paused(Exception):
+    """The task moved to waiting_review (or retry_wait); the job ends."""
+
+
+def worker_identity() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def with_lease(*, task_id: Any, worker_id: str, execute: Callable[[Task], str]) -> str:
+    """Take the task's lease (a queued task, or one whose retry backoff has elapsed) and run
+    `execute(task)`. A duplicate job exits untouched; with no free capacity the task is put
+    back on its queue after a short delay."""
+    try:
+        task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+        if task is None and services.task_wake(task_id=task_id):
+            task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+    except services.CapacityFull:
+        services.task_defer(task_id=task_id)
+        return "deferred"
+    if task is None:
+        log.info("task %s is not queued; nothing to do", task_id)
+        return "skipped"
+    return execute(task)
+
+
+_LEDGER_FIELDS = [
+    "arguments",
+    "arguments_hash",
+    "status",
+    "result",
+    "error_class",
+    "error_message",
+    "attempts",
+    "attempt_log",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+]
+
+
+class Run:
+    """One run of a task by one worker, from acquisition to the end of the job: the task, the
+    lease epoch, the agent state and what is not written yet (events, read-only calls)."""
+
+    def __init__(self, task: Task, worker_id: str) -> None:
+        self.task = task
+        self.task_id = task.id
+        self.epoch = task.lease_epoch
+        self.worker_id = worker_id
+        self.spec = TaskSpec.model_validate(task.spec)
+        self.config = harness_config()
+        timeouts = self.config.timeouts
+        budget = self.spec.budget
+        self.session_s = budget.session_timeout_s or timeouts.session_s
+        self.turn_s = budget.turn_timeout_s or timeouts.turn_s
+        self.tool_s = budget.tool_timeout_s or timeouts.tool_s
+        self.model = model_for_spec(self.spec.model)
+        self.context = context_policy(config=self.config.context, override=self.spec.context)
+        self.limits = check_limits(config=self.config.validation, checks=self.spec.checks)
+        self.workspace = task.workspace_path
+        # The group's shared directory (multiagent/shared.py), if its root asked for one.
+        self.shared = shared_dir(task)
+        self.pending_events: list[TaskEvent] = []
+        self.deferred_rows: list[ToolCall] = []
+        # The last captured workspace manifest; None once a tool may have changed the files.
+        self.snapshot: dict | None = None
+        # Workspace files changed (as tools reported) since `snapshot` was captured.
+        self.changed: set[str] = set()
+        self.cancel_seen = task.cancel_requested
+        # call_id -> ledger row; see agent.runtime.ledger.
+        self.ledger: dict[str, ToolCall] = {}
+        self.state = AgentState()
+        self.head_id: Any = task.head_checkpoint_id
+        self.seq = checkpoint_next_seq(task_id=task.id)
+        self.run_started = time.monotonic()
+        self.seconds_before = task.seconds_used
+        # The session clock: wall time since the task first started, less the time it waited
+        # for a human (Task.human_wait_s: review and held time, kept by task_transition).
+        self.session_started = task.started_at or timezone.now()
+        self.human_wait_s = task.human_wait_s
+        self.watchdog = Watchdog(
+            task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
+        )
+        # MCP sessions of this run (opened on first use, closed when the job ends) and the
+        # task's MCP tools by name, as recorded in its first checkpoint.
+        self.mcp = McpConnections(task_id=task.id, workspace=self.workspace)
+        self.mcp_specs: dict[str, ToolSpec] = {}
+
+    # -- bookkeeping ---------------------------------------------------------------------
+
+    def event(self, type: str, payload: dict | None = None) -> None:
+        self.pending_events.append(
+            services.event_build(
+                task_id=self.task_id,
+                type=type,
+                payload=payload,
+                step_index=self.state.step_index,
+            )
+        )
+
+    def timeout_event(self, *, layer: str, limit_s: float, **payload: Any) -> None:
+        self.event(EventType.TIMEOUT, {"layer": layer, "limit_s": limit_s, **payload})
+
+    def elapsed(self) -> float:
+        return self.seconds_before + (time.monotonic() - self.run_started)
+
+    def session_elapsed(self) -> float:
+        return (timezone.now() - self.session_started).total_seconds() - self.human_wait_s
+
+    def usage_fields(self) -> dict[str, Any]:
+        return {
+            "current_step": self.state.step_index,
+            "steps_used": self.state.budget.steps,
+            "tokens_used": self.state.budget.tokens,
+            "cost_usd": Decimal(f"{self.state.budget.cost_usd:.6f}"),
+            "seconds_used": self.elapsed(),
+        }
+
+    def charge(self, usage: ModelDecision) -> dict[str, Any]:
+        """Count a model call's tokens and cost against the task; the event fields for it.
+        An adapter's counts are input too (a server can report anything): each is clamped to
+        MAX_TURN_TOKENS and the running cost to what the task row holds."""
+        model = usage.model or self.model.name
+        prompt = min(max(usage.prompt_tokens, 0), MAX_TURN_TOKENS)
+        completion = min(max(usage.completion_tokens, 0), MAX_TURN_TOKENS)
+        cost = self.config.cost_usd(model=model, prompt_tokens=prompt, completion_tokens=completion)
+        self.state.budget.tokens += min(prompt + completion, MAX_TURN_TOKENS)
+        self.state.budget.cost_usd = min(self.state.budget.cost_usd + cost, MAX_COST_USD)
+        return {
+            "model": model,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "cost_usd": round(cost, 8),
+        }
+
+    def note_check_failure(self, what: str) -> None:
+        self.state.checks.failures_this_step += 1
+        self.state.checks.last_failure = what[:500]
+
+    def note_mcp_errors(self) -> None:
+        """Connection errors of this run's MCP servers, for the timeline and /ops/."""
+        for server, message in self.mcp.errors.items():
+            self.event(EventType.MCP_SERVER_ERROR, {"server": server, "message": message})
+        self.mcp.errors.clear()
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def tool_names(self) -> list[str]:
+        """The tools this task may call: the spec's, with `<server>__*` expanded."""
+        names = [n for n in self.spec.tools if not n.endswith("__*")]
+        return names + [n for n in self.mcp_specs if n not in names]
+
+    def tool(self, name: str) -> ToolSpec:
+        spec = self.mcp_specs.get(name)
+        return spec if spec is not None else registry.get(name)
+
+    def tool_context(self, row: ToolCall) -> ToolContext:
+        # Each call has its own stop event: a timed-out, abandoned call keeps seeing it set.
+        return ToolContext(
+            task_id=str(self.task_id),
+            call_id=row.call_id,
+            workspace=self.workspace,
+            timeout_s=self.tool_s,
+            shared=self.shared,
+        )
+
+    # -- durable writes ------------------------------------------------------------------
+
+    def capture_snapshot(self) -> dict | None:
+        """The workspace manifest stored with a checkpoint (see checkpoints.snapshots). Only
+        tool calls change the workspace during a run, so a checkpoint with no call since the
+        last capture (after a model turn) reuses that manifest instead of rescanning; after
+        calls of tools that report their changes, only the changed files' folders are
+        scanned; after any other tool (commands, user tools), the whole workspace."""
+        if self.snapshot is None or self.changed:
+            self.snapshot = snapshot_capture(
+                task_id=self.task_id,
+                workspace=self.workspace,
+                changed=self.changed if self.snapshot is not None else None,
+            )
+            self.changed = set()
+        return self.snapshot
+
+    def commit(
+        self,
+        *,
+        trigger: str | None,
+        extra: list[Any] | None = None,
+        fields: dict[str, Any] | None = None,
+        then: Callable[[Any], None] | None = None,
+        level: str | None = None,
+    ) -> None:
+        """One durable write: [checkpoint] + task row (fenced) + pending events (+ extra rows),
+        in one transaction; `then(checkpoint or None)` runs last inside it. `trigger` None, or
+        a trigger switched off in harness.yaml, writes no checkpoint; a `level` writes one at
+        that level whatever harness.yaml says."""
+        configured = self.config.trigger(trigger) if trigger else None
+        checkpoint = None
+        if configured is not None or (trigger and level):
+            checkpoint = checkpoint_build(
+                task_id=self.task_id,
+                seq=self.seq,
+                state=self.state,
+                level=level or configured.level,
+                trigger=trigger,
+                snapshot=self.capture_snapshot(),
+                parent_id=self.head_id,
+            )
+        update = {**self.usage_fields(), **(fields or {})}
+        if checkpoint is not None:
+            update["head_checkpoint_id"] = checkpoint.id
+        # Outcomes of read-only calls ride along with the next write (see agent.runtime.calls).
+        extra = [
+            *self.deferred_rows,
+            *(row for row in extra or () if row not in self.deferred_rows),
+        ]
+        self.deferred_rows = []
+        # A pause adds `then` (a transition, a review) to the same write: one transaction.
+        with transaction.atomic() if then is not None else nullcontext():
+            self.cancel_seen = services.task_fenced_write(
+                task_id=self.task_id,
+                epoch=self.epoch,
+                inserts=[
+                    *([checkpoint] if checkpoint is not None else []),
+                    *(row for row in extra if row._state.adding),
+                    *self.pending_events,
+                ],
+                updates=[(row, _LEDGER_FIELDS) for row in extra if not row._state.adding],
+                **update,
+            )
+            if then is not None:
+                then(checkpoint)
+        self.pending_events = []
+        if checkpoint is not None:
+            self.seq += 1
+            self.head_id = checkpoint.id
+
+    def pause(
+        self,
+        *,
+        to: str,
+        trigger: str | None,
+        reason: str,
+        extra: list[Any] | None = None,
+        fields: dict[str, Any] | None = None,
+        then: Callable[[Any], None] | None = None,
+    ) -> NoReturn:
+        """End the job leaving the task in `to` (waiting_review, waiting_children or
+        retry_wait): checkpoint, rows, events, `then(checkpoint)` and the transition commit
+        together."""
+
+        def transition(checkpoint: Any) -> None:
+            if then is not None:
+                then(checkpoint)
+            services.task_transition(
+                task_id=self.task_id,
+                to=to,
+                expect_epoch=self.epoch,
+                reason=reason,
+                fields={"worker_id": "", **(fields or {})},
+            )
+
+        self.commit(trigger=trigger, extra=extra, then=transition)
+        raise Paused()
+
+    def schedule_retry(
+        self, *, attempt: int, delay_s: float, error: ErrorInfo, extra: list[Any] | None = None
+    ) -> NoReturn:
+        """Back off through RQ's scheduler, never by sleeping: the task waits in retry_wait
+        and the job ends; the scheduled job wakes it and resumes from the checkpoint."""
+        retry_at = timezone.now() + timedelta(seconds=delay_s)
+        self.state.last_error = error
+        self.event(
+            EventType.RETRY_SCHEDULED,
+            {
+                # A model retry has no call: no `"call_id": null` (the pages read it as a call).
+                **({"call_id": error.call_id} if error.call_id else {}),
+                "attempt": attempt,
+                "error_class": error.error_class,
+                "message": error.message[:500],
+                "delay_s": round(delay_s, 3),
+                "retry_at": retry_at.isoformat(),
+            },
+        )
+        self.pause(
+            to=TaskStatus.RETRY_WAIT,
+            trigger="on_retryable_error",
+            reason=f"retry in {delay_s:.1f}s after {error.error_class} error",
+            extra=extra,
+            fields={"retry_at": retry_at, "retry_count": self.task.retry_count + 1},
+            then=lambda _checkpoint: services.task_enqueue(task=self.task, delay_s=delay_s),
+        )

@@ -1,0 +1,139 @@
+"""Start or resume a run: load the head checkpoint (verified), or begin from the spec; bring
+the workspace and the agent's context in line with it; list the task's MCP tools."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from agent.context import goal_facts
+from agent.retry import TRANSIENT, retry_policy
+from agent.runtime.ledger import ledger_load
+from agent.runtime.run import Run, StopRun
+from agent.tools.mcp_client import McpUnavailable, mcp_tools_discover
+from checkpoints.alignment import context_align
+from checkpoints.services import NoValidCheckpoint, checkpoint_load_latest_valid
+from checkpoints.snapshots import snapshot_materialise_if_missing
+from tasks.agent_state import AgentState, ErrorInfo, Message
+from tasks.events import EventType
+from tasks.paths import file_write
+from tasks.tools.mcp import mcp_servers_named, mcp_tool_spec
+
+
+def start_or_resume(run: Run) -> None:
+    """The first write of the run: `task_start` (with the task_start checkpoint) for a new
+    task, `resumed` for one that has a checkpoint."""
+    try:
+        loaded = checkpoint_load_latest_valid(
+            task_id=run.task_id, head_id=run.head_id, epoch=run.epoch
+        )
+    except NoValidCheckpoint as exc:
+        raise StopRun("checkpoint_corrupted", str(exc)) from None
+    run.workspace.mkdir(parents=True, exist_ok=True)
+    if loaded is None:
+        run.state = _initial_state(run)
+        for rel, content in run.spec.workspace.files.items():
+            file_write(run.workspace, rel, content.encode())
+        run.event(EventType.TASK_STARTED, {"worker": run.worker_id, "epoch": run.epoch})
+        _mcp_tools_list(run)
+        run.commit(trigger="task_start")
+        return
+    run.state = loaded.state
+    _mcp_tools_list(run)
+    ledger_load(run)
+    if loaded.checkpoint.id != run.head_id:
+        run.event(
+            EventType.CHECKPOINT_FALLBACK,
+            {"checkpoint_id": str(loaded.checkpoint.id), "seq": loaded.checkpoint.seq},
+        )
+        run.head_id = loaded.checkpoint.id
+    _restore_workspace(run, loaded)
+    _align_context(run, loaded)
+    run.event(
+        EventType.RESUMED,
+        {
+            "worker": run.worker_id,
+            "epoch": run.epoch,
+            "checkpoint_id": str(loaded.checkpoint.id),
+            "seq": loaded.checkpoint.seq,
+            "phase": run.state.phase,
+        },
+    )
+    run.commit(trigger=None, fields={"head_checkpoint_id": run.head_id})
+
+
+def _initial_state(run: Run) -> AgentState:
+    tools = ", ".join(run.spec.tools) or "none"
+    system = run.spec.system_prompt or (
+        "You are an agent working inside a sandboxed workspace. Use the tools to reach the "
+        f"goal, then give a final answer. Available tools: {tools}."
+    )
+    return AgentState(
+        messages=[
+            Message(role="system", content=system[: run.context.system_prompt_max_chars]),
+            Message(role="user", content=run.spec.goal),
+        ],
+        hard_facts=goal_facts(run.spec.goal, run.context),
+    )
+
+
+def _mcp_tools_list(run: Run) -> None:
+    """The task's MCP tools: listed from the servers when it starts (recorded in the state,
+    so in the first checkpoint), taken from the state when it resumes."""
+    if run.state.mcp_tools is None and mcp_servers_named(run.spec.tools):
+        try:
+            tools, reports = mcp_tools_discover(connections=run.mcp, names=run.spec.tools)
+        except McpUnavailable as exc:
+            run.note_mcp_errors()
+            if exc.transient:
+                _retry_mcp_listing(run, exc)
+            raise StopRun("mcp_unavailable", str(exc)) from None
+        run.state.mcp_tools = tools
+        for report in reports:
+            run.event(EventType.MCP_TOOLS_LISTED, report)
+    for tool in run.state.mcp_tools or []:
+        spec = mcp_tool_spec(tool)
+        run.mcp_specs[tool.name] = dataclasses.replace(
+            spec, func=run.mcp.caller(tool, idempotent=spec.idempotent)
+        )
+
+
+def _retry_mcp_listing(run: Run, exc: McpUnavailable) -> None:
+    """A server that did not answer when the task (re)started: try again after a backoff,
+    counted like the attempts of a model turn (the next model decision resets them); the
+    task fails with `mcp_unavailable` once they are used up."""
+    attempt = run.state.model_retries + 1
+    policy = retry_policy(config=run.config, task_override=run.spec.retry)
+    if attempt >= policy.max_attempts:
+        return
+    run.state.model_retries = attempt
+    run.schedule_retry(
+        attempt=attempt,
+        delay_s=policy.delay_s(attempt),
+        error=ErrorInfo(
+            error_class=TRANSIENT, message=str(exc)[:2000], step_index=run.state.step_index
+        ),
+    )
+
+
+def _restore_workspace(run: Run, loaded: Any) -> None:
+    """Rebuild the workspace from the checkpoint's snapshot when it is missing here
+    (another machine, a wiped disk); after an operator's recovery, bring it in line with
+    the head wherever it is."""
+    if snapshot_materialise_if_missing(
+        workspace=run.workspace, manifest=loaded.snapshot, sync=run.state.recovery is not None
+    ):
+        run.event(EventType.WORKSPACE_MATERIALISED, {"checkpoint_id": str(loaded.checkpoint.id)})
+
+
+def _align_context(run: Run, loaded: Any) -> None:
+    """After a rollback, retry or redispatch, tell the agent what happened (see
+    checkpoints.alignment)."""
+    summary = context_align(
+        task_id=run.task_id,
+        state=run.state,
+        checkpoint=loaded.checkpoint,
+        snapshot=loaded.snapshot,
+    )
+    if summary is not None:
+        run.event(EventType.CONTEXT_ALIGNED, summary)

@@ -1,0 +1,104 @@
+"""Threads of a run: the heartbeat watchdog and `InThread`, which bounds a model or tool call
+by a deadline even when the call ignores its own timeout."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connection, connections
+from django.db.models.functions import Now
+
+from tasks.models import Task
+from tasks.states import TaskStatus
+
+log = logging.getLogger(__name__)
+
+
+class InThread:
+    """Runs `func()` in a daemon thread so the caller can stop waiting at a deadline. A call
+    that overruns is abandoned: its late result or error is never read. The thread closes its
+    own database connections (Django's are per thread)."""
+
+    def __init__(self, func: Callable[[], Any], *, name: str) -> None:
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+        def target() -> None:
+            try:
+                self.value = func()
+            except BaseException as exc:  # handed back to the loop thread
+                self.error = exc
+            finally:
+                connections.close_all()
+
+        self.thread = threading.Thread(target=target, daemon=True, name=name)
+        self.thread.start()
+
+    def wait(self, timeout_s: float) -> bool:
+        """True when the call finished within `timeout_s`."""
+        self.thread.join(timeout_s)
+        return not self.thread.is_alive()
+
+
+class Watchdog(threading.Thread):
+    """Heartbeats the task every few seconds from its own DB connection, even while a long
+    tool call runs, and notices a cancel request or a lost lease: it then sets `stop` and the
+    stop event of the running tool call (`watch_call`), so a cancel also stops the tool."""
+
+    def __init__(self, *, task_id: Any, epoch: int, interval_s: float) -> None:
+        super().__init__(daemon=True, name=f"heartbeat-{task_id}")
+        self.task_id = task_id
+        self.epoch = epoch
+        self.interval_s = interval_s
+        self.stop = threading.Event()
+        self.cancel_requested = threading.Event()
+        self.lease_lost = threading.Event()
+        # The global checkpoint round the task must prepare for (None: none asked).
+        self.hold_round_id: Any = None
+        self._done = threading.Event()
+        # Guards `_call_stop` against a halt racing with a call starting or ending.
+        self._lock = threading.Lock()
+        self._call_stop: threading.Event | None = None
+
+    def watch_call(self, stop: threading.Event | None) -> None:
+        """Halting also sets `stop` (the running call's own event); None when no call runs."""
+        with self._lock:
+            self._call_stop = stop
+            if stop is not None and self.stop.is_set():
+                stop.set()
+
+    def _halt(self) -> None:
+        with self._lock:
+            self.stop.set()
+            if self._call_stop is not None:
+                self._call_stop.set()
+
+    def run(self) -> None:
+        try:
+            while not self._done.wait(self.interval_s):
+                updated = Task.objects.filter(
+                    id=self.task_id, lease_epoch=self.epoch, status=TaskStatus.RUNNING
+                ).update(heartbeat_at=Now())
+                if updated != 1:
+                    self.lease_lost.set()
+                    self._halt()
+                    return
+                cancel, hold = (
+                    Task.objects.filter(id=self.task_id)
+                    .values_list("cancel_requested", "hold_round_id")
+                    .get()
+                )
+                self.hold_round_id = hold
+                if cancel:
+                    self.cancel_requested.set()
+                    self._halt()
+        except Exception:  # the loop's own fenced writes will notice a broken database
+            log.exception("heartbeat for task %s failed", self.task_id)
+        finally:
+            connection.close()
+
+    def finish(self) -> None:
+        self._done.set()
