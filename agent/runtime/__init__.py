@@ -8,7 +8,7 @@ each do one durable thing and can be read, tested and timed on their own:
     turn.model_turn    one model turn -> checkpoint `after_model`
     calls.call_next    one tool call: ledger row (call_id = idempotency key), replay, checks,
                        policy gate (review_gate -> review.services), checkpoint before side
-                       effects, the attempt (timeout), retry or settle
+                       effects, the attempt (attempt.invoke: timeout), retry or settle
     step.step_finish   close the step -> checkpoint `after_step`
     finish             succeeded / failed / canceled
     run.Run            the per-run state and the writes every unit shares (commit, pause,

@@ -4,49 +4,28 @@ written, and a retry scheduled or the failure handed back to the model."""
 
 from __future__ import annotations
 
-import json
-import logging
-from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
 from pydantic import ValidationError
 
-from agent.retry import TIMEOUT, UNKNOWN_OUTCOME, classify_exception, is_retryable, retry_policy
+from agent.retry import TIMEOUT, UNKNOWN_OUTCOME, is_retryable, retry_policy
+from agent.runtime.attempt import ToolOutcome, invoke, observation
 from agent.runtime.delegation import await_delegations
 from agent.runtime.group import checkpoint_group_before
 from agent.runtime.ledger import ledger_row
 from agent.runtime.review_gate import escalate_unknown_outcome, pause_for_review
-from agent.runtime.run import OBSERVATION_MAX_CHARS, Run, StopRun
-from agent.runtime.watchdog import InThread
+from agent.runtime.run import Run, StopRun
 from agent.validation import CHECK_ERROR_CLASSES, check_call, check_result
 from review import policy
 from tasks import services
 from tasks.agent_state import ErrorInfo, Message, ProposedCall
-from tasks.canonical import canonical_hash, nul_free
+from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.feedback import compact_feedback
 from tasks.models import ToolCall, ToolCallStatus
 from tasks.spec import DELEGATE_TOOL
-from tasks.tools.registry import ToolContext, ToolError, ToolSpec, UnknownTool
-
-log = logging.getLogger(__name__)
-
-# After a tool's timeout its stop event is set; it gets this long to stop (run_command kills its
-# process group: SIGTERM, then SIGKILL after 2 s) before the call is abandoned.
-TOOL_STOP_GRACE_S = 3.0
-
-
-@dataclass
-class ToolOutcome:
-    status: str
-    observation: str
-    result: Any = None
-    error_class: str = ""
-    error_message: str = ""
-    retry_after_s: float | None = None
-    # The call ignored its stop and was left running: it may still take effect.
-    abandoned: bool = False
+from tasks.tools.registry import ToolSpec, UnknownTool
 
 
 def call_next(run: Run) -> None:
@@ -156,16 +135,6 @@ def _schema_hint(tool: ToolSpec) -> str:
     return "{" + ", ".join(fields) + "}"
 
 
-def _observation(result: Any) -> str:
-    text = (
-        result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-    )
-    if len(text) > OBSERVATION_MAX_CHARS:
-        cut = len(text) - OBSERVATION_MAX_CHARS
-        text = text[:OBSERVATION_MAX_CHARS] + f"… [truncated {cut} chars]"
-    return text
-
-
 # -- a call met again: replay or interrupted ---------------------------------------------
 
 
@@ -174,7 +143,7 @@ def _replay_outcome(run: Run, row: ToolCall) -> ToolOutcome | None:
     if row.status == ToolCallStatus.SUCCEEDED:
         run.event(EventType.TOOL_REPLAYED, {"call_id": row.call_id, "tool": row.tool})
         return ToolOutcome(
-            status=row.status, observation=_observation(row.result), result=row.result
+            status=row.status, observation=observation(row.result), result=row.result
         )
     if row.status in (
         ToolCallStatus.FAILED,
@@ -295,7 +264,7 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         # The intent is durable (with a checkpoint) before the side effect starts.
         trigger = "before_external_call" if tool.risk == "external" else "before_write_operation"
         run.commit(trigger=trigger, extra=[row])
-    outcome = _invoke(run, tool, ctx, args)
+    outcome = invoke(run, tool, ctx, args)
     if tool.server:
         run.note_mcp_errors()
     if outcome.error_class == UNKNOWN_OUTCOME and tool.side_effect and not tool.idempotent:
@@ -415,83 +384,4 @@ def _retry_or_settle(run: Run, row: ToolCall, tool: ToolSpec, outcome: ToolOutco
             call_id=row.call_id,
         ),
         extra=[row],
-    )
-
-
-def _invoke(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome:
-    """Run the tool in a helper thread so the timeout holds even for tools that ignore
-    it. On timeout `ctx.stop` is set — cooperating tools stop, run_command kills its
-    process group — and after a short grace the call is abandoned: its late result is
-    never recorded, and its stop event stays set."""
-    run.watchdog.watch_call(ctx.stop)
-    # The files the call changes are known only from a tool that reports them, and only
-    # once it has returned (an abandoned call may still write).
-    snapshot, run.snapshot = run.snapshot, None
-    try:
-        call = InThread(lambda: tool.func(ctx, args), name=f"tool-{ctx.call_id}")
-        if not call.wait(ctx.timeout_s):
-            ctx.stop.set()
-            abandoned = not call.wait(TOOL_STOP_GRACE_S)
-            if not abandoned and tool.reports_changes:
-                run.snapshot = snapshot
-                run.changed |= ctx.changed
-            if run.watchdog.cancel_requested.is_set():
-                return _failed_outcome(
-                    tool, ToolError("stopped: task canceled", error_class="canceled")
-                )
-            message = f"{tool.name} exceeded its {ctx.timeout_s:g}s timeout (layer: tool)"
-            return ToolOutcome(
-                status=ToolCallStatus.TIMED_OUT,
-                error_class=TIMEOUT,
-                error_message=message,
-                abandoned=abandoned,
-                observation=compact_feedback(
-                    what=message,
-                    expected=f"{tool.name} to finish in time",
-                    check="use smaller inputs or a different approach",
-                ),
-            )
-    finally:
-        run.watchdog.watch_call(None)
-    if tool.reports_changes:
-        run.snapshot = snapshot
-        run.changed |= ctx.changed
-    if call.error is not None:
-        return _failed_outcome(tool, call.error)
-    result = call.value
-    if hasattr(result, "model_dump"):
-        result = result.model_dump(mode="json")
-    try:
-        json.dumps(result)
-    except (TypeError, ValueError):
-        result = {"value": str(result)}
-    result = nul_free(result)
-    return ToolOutcome(
-        status=ToolCallStatus.SUCCEEDED, observation=_observation(result), result=result
-    )
-
-
-def _failed_outcome(tool: ToolSpec, exc: BaseException) -> ToolOutcome:
-    """Classify a tool's exception: its own ToolError class, else by exception type."""
-    if isinstance(exc, ToolError):
-        error_class, retry_after_s, what = exc.error_class, exc.retry_after_s, str(exc)
-    else:
-        log.error("tool %s raised", tool.name, exc_info=exc)
-        error_class, retry_after_s = classify_exception(exc), None
-        what = f"{type(exc).__name__}: {exc}"
-    what = nul_free(what)
-    status = ToolCallStatus.FAILED
-    if error_class == TIMEOUT:
-        status = ToolCallStatus.TIMED_OUT
-        what = f"{what} (layer: tool)"
-    return ToolOutcome(
-        status=status,
-        error_class=error_class,
-        error_message=what,
-        retry_after_s=retry_after_s,
-        observation=compact_feedback(
-            what=f"{tool.name} failed: {what}",
-            expected=f"{tool.name} to succeed",
-            check="read the error and adjust the arguments",
-        ),
     )
