@@ -8,26 +8,35 @@ Redis and the test tools.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings as django_settings
+from django.db import connections
 from django.test import Client
+
+from harness_site.config import harness_config
+from review.models import ReviewRequest
+from review.services import review_decide
+from tasks.canonical import canonical_hash
+from tests.factories import PASSWORD, UserFactory, run_in_process, scripted_task
 
 ROOT = Path(__file__).resolve().parent.parent
 QUEUES = ("high", "default", "low")
 TERMINAL = frozenset({"succeeded", "failed", "canceled"})
-PASSWORD = "correct horse battery staple"
 # "gw0", "gw1", ... inside a pytest-xdist process; "" otherwise.
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 
@@ -81,6 +90,38 @@ def wait_for(
         time.sleep(interval)
 
 
+def run_in_threads(*targets: Callable[[], Any], timeout: float = 60.0) -> None:
+    """Run each target in a thread of its own, all started together, and wait for them. Each
+    thread closes its own database connections when its target returns."""
+
+    def closing(target: Callable[[], Any]) -> None:
+        try:
+            target()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=closing, args=(target,)) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+
+
+@contextlib.contextmanager
+def http_serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    """A loopback HTTP server (any free port) answering with `handler` in daemon threads, for
+    the length of the block."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield httpd
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 @pytest.fixture(name="wait_for")
 def wait_for_fixture() -> Callable[..., Any]:
     return wait_for
@@ -111,31 +152,135 @@ def commands_allowed(db):
 
 
 @pytest.fixture
-def operator(roles, django_user_model):
+def harness_dirs(settings, tmp_path: Path) -> Path:
+    """This test's workspaces and external ledger under tmp_path, test tools on (directories
+    use it in their autouse setup)."""
+    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
+    settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
+    settings.HARNESS_ENABLE_TEST_TOOLS = True
+    return tmp_path
+
+
+@pytest.fixture
+def harness_yaml(settings, tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """harness_yaml(text) -> its path: use this harness.yaml for the rest of the test (worker
+    processes read it when their environment names it: HARNESS_CONFIG)."""
+
+    def use(text: str) -> Path:
+        path = tmp_path / "harness.yaml"
+        path.write_text(text)
+        settings.HARNESS_CONFIG_FILE = path
+        harness_config.cache_clear()
+        return path
+
+    yield use
+    harness_config.cache_clear()
+
+
+@pytest.fixture
+def quiet_watchdog(settings) -> None:
+    """No heartbeat during the test: in-process runs live inside the test's transaction, which
+    the watchdog's own connection cannot see."""
+    settings.HARNESS_HEARTBEAT_S = 3600
+
+
+@pytest.fixture
+def operator(roles):
     """May decide reviews, cancel, retry and roll back."""
-    user = django_user_model.objects.create_user(username="operator", password=PASSWORD)
-    user.groups.add(roles["operators"])
-    return user
+    return UserFactory(username="operator", roles=["operators"])
 
 
 @pytest.fixture
-def viewer(roles, django_user_model):
+def second_operator(roles):
+    """Another operator, for four-eyes rules."""
+    return UserFactory(username="operator2", roles=["operators"])
+
+
+@pytest.fixture
+def creator(roles):
+    """May create tasks (and read); may not operate or decide."""
+    return UserFactory(username="creator", roles=["creators"])
+
+
+@pytest.fixture
+def viewer(roles):
     """May read everything, change nothing."""
-    user = django_user_model.objects.create_user(username="viewer", password=PASSWORD)
-    user.groups.add(roles["viewers"])
-    return user
+    return UserFactory(username="viewer", roles=["viewers"])
 
 
 @pytest.fixture
-def outsider(db, django_user_model):
+def decider(db):
+    """In no group, but holding the `review.decide_review` permission."""
+    return UserFactory(username="decider", permissions=["decide_review"])
+
+
+@pytest.fixture
+def outsider(db):
     """Logged in, but in no group."""
-    return django_user_model.objects.create_user(username="outsider", password=PASSWORD)
+    return UserFactory(username="outsider")
 
 
 @pytest.fixture
-def admin_user(db, django_user_model):
+def admin_user(db):
     """A superuser (replaces pytest-django's fixture of the same name)."""
-    return django_user_model.objects.create_superuser(username="admin", password=PASSWORD)
+    return UserFactory(username="admin", is_superuser=True)
+
+
+def delete_script(path: str = "old.log") -> list[dict]:
+    return [{"call": "delete_file", "args": {"path": path}}, {"final": "done"}]
+
+
+@pytest.fixture
+def paused_review(db) -> Callable[..., Any]:
+    """paused_review(script, tools, files, user=, ...) -> the pending review of a task whose
+    loop ran in-process until the policy paused it (default: delete_file on old.log)."""
+
+    def make(
+        script: list[dict] | None = None,
+        tools: list[str] | None = None,
+        files: dict[str, str] | None = None,
+        *,
+        user=None,
+        **extra: Any,
+    ):
+        task = scripted_task(
+            script or delete_script(),
+            tools or ["delete_file"],
+            user=user,
+            workspace={"files": files or {"old.log": "stale\n"}},
+            **extra,
+        )
+        assert run_in_process(task) == "paused"
+        return ReviewRequest.objects.get(task=task, status="pending")
+
+    return make
+
+
+def approve(review, user, **extra: Any):
+    """Approve `review` as `user` through the review service, naming the hash of the arguments
+    the review shows right now (`extra`: edited arguments, a comment)."""
+    shown = ReviewRequest.objects.get(pk=review.pk).arguments
+    return review_decide(
+        review_id=review.id,
+        user=user,
+        decision="approve",
+        arguments_hash=canonical_hash(shown),
+        **extra,
+    )
+
+
+def page_client(user) -> Client:
+    """A test client logged in as `user` (anonymous for None)."""
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def as_user(db) -> Callable[[Any], Client]:
+    """`as_user(operator)` -> a test client logged in as that user (None: anonymous)."""
+    return page_client
 
 
 # --- the API ----------------------------------------------------------------------------------
@@ -161,6 +306,15 @@ class ApiClient:
         return self.client.post(
             path, json.dumps({} if body is None else body), content_type="application/json"
         )
+
+    def decide(self, review_id: Any, **body: Any):
+        """POST a decision; an approval without an explicit `arguments_hash` sends the one the
+        review shows right now (what a client that just read it would send)."""
+        if body.get("decision") == "approve" and "arguments_hash" not in body:
+            shown = self.get(f"/api/v1/reviews/{review_id}")
+            if shown.status_code == 200:
+                body["arguments_hash"] = shown.json()["arguments_hash"]
+        return self.post(f"/api/v1/reviews/{review_id}/decision", body)
 
 
 @pytest.fixture
@@ -268,6 +422,24 @@ def child_pids(pid: int) -> list[int]:
     return [int(p.name) for p in Path("/proc").glob("[0-9]*") if parent_pid(int(p.name)) == pid]
 
 
+def spawn(
+    command: list[str], *, log: Path, env: dict[str, str], module: str = ""
+) -> subprocess.Popen:
+    """Start `manage.py <command>` (or `python -m <module> <command>`) from the repository
+    root in a process group of its own, its output appended to `log`."""
+    program = ["-m", module] if module else [str(ROOT / "manage.py")]
+    with open(log, "ab") as output:
+        return subprocess.Popen(
+            [sys.executable, *program, *command],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 class WorkerPool:
     """Real `manage.py rqworker high default low --with-scheduler` processes, each in its own
     process group (so stopping one also stops its forked work horse and scheduler)."""
@@ -300,17 +472,11 @@ class WorkerPool:
         """Start `count` workers and wait until each has registered with Redis."""
         started = []
         for _ in range(count):
-            log = open(self.log_dir / f"worker-{len(self.processes) + 1}.log", "wb")  # noqa: SIM115
-            process = subprocess.Popen(
-                [sys.executable, str(ROOT / "manage.py"), "rqworker", *QUEUES, "--with-scheduler"],
-                cwd=ROOT,
+            process = spawn(
+                ["rqworker", *QUEUES, "--with-scheduler"],
+                log=self.log_dir / f"worker-{len(self.processes) + 1}.log",
                 env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
-            log.close()
             self.processes.append(process)
             started.append(process)
 
@@ -401,6 +567,9 @@ CHROMIUM_ARGS = [
 needs_chromium = pytest.mark.skipif(
     not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"
 )
+# `pytestmark = BROWSER` (or `[*BROWSER, pytest.mark.integration]` with real workers): the
+# live server's requests commit, so these tests are transactional.
+BROWSER = [pytest.mark.browser, pytest.mark.django_db(transaction=True), needs_chromium]
 
 
 @pytest.fixture
@@ -421,3 +590,33 @@ def browser(monkeypatch):
             # ORM calls made while Playwright's loop runs get their own connection (Django's
             # connections are context-local): close it, or the test database cannot be dropped.
             connections.close_all()
+
+
+@pytest.fixture
+def open_page(browser, live_server) -> Callable[..., Any]:
+    """open_page(user, path) -> a Chromium page on `path` of the live server, logged in as
+    `user` through the login form the anonymous visit is sent to. `timeout_ms` leaves room for
+    a loaded machine; `init_script` runs in every document of the page (e.g. a recorder);
+    other keywords are Playwright context options (`java_script_enabled=False`)."""
+
+    def open_(
+        user,
+        path: str = "/",
+        *,
+        timeout_ms: float = 20_000,
+        init_script: str = "",
+        **context: Any,
+    ):
+        page = browser.new_page(**context)
+        page.set_default_timeout(timeout_ms)
+        if init_script:
+            page.add_init_script(init_script)
+        page.goto(f"{live_server.url}{path}")
+        assert "/accounts/login/" in page.url, page.url
+        page.fill("input[name=username]", user.username)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_server.url}{path}")
+        return page
+
+    return open_

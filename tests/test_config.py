@@ -17,31 +17,26 @@ def test_the_shipped_harness_yaml_is_valid():
     assert any(rule.action == "deny" for rule in config.review_rules)
 
 
-def test_unknown_key_is_named(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("retry: {initial_s: 1, factr: 2}\n", r"retry\.factr"),
+        (
+            "checkpoint_triggers:\n  - {event: after_step, level: planet}\n",
+            r"checkpoint_triggers\.0\.level",
+        ),
+        (
+            "review_rules:\n  - {name: x, command_regex: '(', action: deny}\n",
+            r"review_rules\.0\.command_regex",
+        ),
+        ("retry: [unclosed\n", "not valid YAML"),
+    ],
+    ids=["unknown key", "bad trigger level", "bad regex in a rule", "invalid YAML"],
+)
+def test_a_bad_file_is_refused_naming_what_is_wrong(tmp_path, text, named):
     path = tmp_path / "harness.yaml"
-    path.write_text("retry: {initial_s: 1, factr: 2}\n")
-    with pytest.raises(ImproperlyConfigured, match=r"retry\.factr"):
-        load_config(path)
-
-
-def test_bad_trigger_level_is_named(tmp_path):
-    path = tmp_path / "harness.yaml"
-    path.write_text("checkpoint_triggers:\n  - {event: after_step, level: planet}\n")
-    with pytest.raises(ImproperlyConfigured, match=r"checkpoint_triggers\.0\.level"):
-        load_config(path)
-
-
-def test_bad_regex_in_rule_is_named(tmp_path):
-    path = tmp_path / "harness.yaml"
-    path.write_text("review_rules:\n  - {name: x, command_regex: '(', action: deny}\n")
-    with pytest.raises(ImproperlyConfigured, match=r"review_rules\.0\.command_regex"):
-        load_config(path)
-
-
-def test_invalid_yaml_is_reported(tmp_path):
-    path = tmp_path / "harness.yaml"
-    path.write_text("retry: [unclosed\n")
-    with pytest.raises(ImproperlyConfigured, match="not valid YAML"):
+    path.write_text(text)
+    with pytest.raises(ImproperlyConfigured, match=named):
         load_config(path)
 
 

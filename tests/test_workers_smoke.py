@@ -7,24 +7,16 @@ import os
 
 import pytest
 
+from tests.factories import scripted_spec
+
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-def scripted(*turns: dict, tools: list[str]) -> dict:
-    return {
-        "title": "t",
-        "goal": "g",
-        "model": {"kind": "scripted", "script": list(turns)},
-        "tools": tools,
-    }
 
 
 def test_a_task_created_over_the_api_runs_to_success_on_a_real_worker(workers, task_api):
     task = task_api.run(
-        scripted(
-            {"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
-            {"final": "done"},
-            tools=["write_file"],
+        scripted_spec(
+            [{"call": "write_file", "args": {"path": "a.txt", "content": "hi"}}, {"final": "done"}],
+            ["write_file"],
         )
     )
     assert task["result"] == "done"
@@ -34,10 +26,9 @@ def test_a_task_created_over_the_api_runs_to_success_on_a_real_worker(workers, t
 def test_a_destructive_call_pauses_the_task_for_review(workers, task_api):
     task = task_api.run(
         {
-            **scripted(
-                {"call": "delete_file", "args": {"path": "old.log"}},
-                {"final": "done"},
-                tools=["delete_file"],
+            **scripted_spec(
+                [{"call": "delete_file", "args": {"path": "old.log"}}, {"final": "done"}],
+                ["delete_file"],
             ),
             "workspace": {"files": {"old.log": "x"}},
         },

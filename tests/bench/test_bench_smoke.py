@@ -15,10 +15,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _workspace(settings, tmp_path):
-    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
-    settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
-    settings.HARNESS_ENABLE_TEST_TOOLS = True
+def _harness_settings(harness_dirs) -> None:
+    pass
 
 
 def test_the_runner_finds_the_benchmarks():

@@ -5,13 +5,13 @@ tasks and run the loop in-process."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness_site import config
+from tests.factories import run_in_process, scripted_spec, spec_task
 
 NO_REVIEW_CONFIG = """\
 checkpoint_triggers:
@@ -26,32 +26,18 @@ review_rules: []
 
 
 @pytest.fixture(autouse=True)
-def _isolated(settings, tmp_path: Path, monkeypatch) -> Iterator[None]:
-    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
-    settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
-    settings.HARNESS_BLOB_DIR = tmp_path / "blobs"
-    settings.HARNESS_ENABLE_TEST_TOOLS = True
+def _isolated(settings, harness_dirs: Path, harness_yaml, monkeypatch) -> None:
+    settings.HARNESS_BLOB_DIR = harness_dirs / "blobs"
     settings.HARNESS_HEARTBEAT_S = 0.05
-    path = tmp_path / "harness.yaml"
-    path.write_text(NO_REVIEW_CONFIG)
-    settings.HARNESS_CONFIG_FILE = path
+    path = harness_yaml(NO_REVIEW_CONFIG)
     # Worker subprocesses (the `workers` fixture) read the same file and blob folder.
     monkeypatch.setenv("HARNESS_CONFIG", str(path))
-    monkeypatch.setenv("HARNESS_BLOB_DIR", str(tmp_path / "blobs"))
+    monkeypatch.setenv("HARNESS_BLOB_DIR", str(harness_dirs / "blobs"))
     monkeypatch.setenv("HARNESS_HEARTBEAT_S", "0.2")
-    config.harness_config.cache_clear()
-    yield
-    config.harness_config.cache_clear()
 
 
 def spec_dict(*turns: dict, tools: list[str], **extra: Any) -> dict:
-    return {
-        "title": "t",
-        "goal": "g",
-        "model": {"kind": "scripted", "script": list(turns)},
-        "tools": tools,
-        **extra,
-    }
+    return scripted_spec(turns, tools, **extra)
 
 
 APP_CONF_SCRIPT = (
@@ -70,31 +56,23 @@ def app_conf_spec() -> dict:
 
 
 @pytest.fixture
+def finished(operator, app_conf_spec):
+    """The app.conf task, run to success by the operator: app.conf is v3 and new.txt exists."""
+    task = spec_task(app_conf_spec, user=operator)
+    assert run_in_process(task) == "succeeded"
+    return task
+
+
+@pytest.fixture
 def make_task(db) -> Callable[..., Any]:
-    from tasks.services import task_create
-    from tasks.spec import TaskSpec
-
-    def make(spec: dict, user=None):
-        return task_create(spec=TaskSpec.model_validate(spec), user=user, enqueue=False)
-
-    return make
+    """make_task(spec, user=) -> a pending task (tests.factories.spec_task)."""
+    return spec_task
 
 
 @pytest.fixture
 def run_inline(db) -> Callable[..., str]:
     """Queue (if needed) and run the task in this process, as a worker would."""
-    from agent.runtime import task_run
-    from tasks.models import Task
-    from tasks.services import task_transition
-
-    def run(task) -> str:
-        if Task.objects.get(id=task.id).status != "queued":
-            task_transition(task_id=task.id, to="queued")
-        outcome = task_run(task_id=task.id)
-        task.refresh_from_db()
-        return outcome
-
-    return run
+    return run_in_process
 
 
 def checkpoint_after_step(task, step_index: int):

@@ -13,13 +13,6 @@ from tests.checkpoints.conftest import checkpoint_after_step, files_of
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def finished(make_task, run_inline, app_conf_spec, operator):
-    task = make_task(app_conf_spec, user=operator)
-    assert run_inline(task) == "succeeded"
-    return task
-
-
 def test_preview_then_rollback_over_the_api(finished, api_client, operator):
     client = api_client(operator)
     target = checkpoint_after_step(finished, 1)

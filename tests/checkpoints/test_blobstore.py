@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import zlib
 from datetime import timedelta
 
@@ -19,6 +18,7 @@ from checkpoints.blobstore import (
     blob_store,
 )
 from checkpoints.models import Blob
+from tests.conftest import run_in_threads
 
 BACKENDS = {
     "database": DatabaseBlobStore,
@@ -64,16 +64,8 @@ def test_every_backend_honours_the_blob_store_contract(store):
             store.put_many(blobs)
         except BaseException as exc:  # reported below
             errors.append(exc)
-        finally:
-            from django.db import connection
 
-            connection.close()
-
-    threads = [threading.Thread(target=put_again) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(*[put_again] * 4)
     assert errors == []
     assert store.get_many(blobs) == blobs
 

@@ -2,60 +2,20 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-
-import pytest
-
 from tasks.models import Task
 from tests.checkpoints.conftest import checkpoint_after_step, files_of
-from tests.conftest import PASSWORD
+from tests.conftest import BROWSER
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),
-]
-
-
-@pytest.fixture
-def page(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(15_000)
-        try:
-            yield page
-        finally:
-            browser.close()
+pytestmark = BROWSER
 
 
 def test_operator_rolls_back_from_the_task_page_after_reading_the_preview(
-    live_server, page, operator, make_task, run_inline, app_conf_spec
+    live_server, open_page, operator, finished
 ):
-    task = make_task(app_conf_spec, user=operator)
-    assert run_inline(task) == "succeeded"
+    task = finished
     target = checkpoint_after_step(task, 1)
 
-    page.goto(f"{live_server.url}/tasks/{task.id}/?tab=checkpoints")
-    page.fill("input[name=username]", operator.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/tasks/{task.id}/?tab=checkpoints")
+    page = open_page(operator, f"/tasks/{task.id}/?tab=checkpoints", timeout_ms=15_000)
 
     page.click(f"[data-testid=rollback-link-{target.seq}]")
     page.wait_for_url(f"{live_server.url}/tasks/{task.id}/checkpoints/{target.id}/rollback/")

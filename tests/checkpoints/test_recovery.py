@@ -24,6 +24,7 @@ from checkpoints.selectors import recovery_plan, rollback_preview
 from checkpoints.services import checkpoint_decode
 from tasks.models import AuditEntry, Task, ToolCall
 from tests.checkpoints.conftest import checkpoint_after_step, files_of, spec_dict
+from tests.conftest import run_in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,14 +38,6 @@ def _tamper(checkpoint: Checkpoint) -> None:
     Checkpoint.objects.filter(pk=checkpoint.pk).update(
         payload=zlib.compress(b'{"state":{},"snapshot":null}')
     )
-
-
-@pytest.fixture
-def finished(make_task, run_inline, app_conf_spec, operator):
-    """The app.conf task, run to success: app.conf is v3 and new.txt exists."""
-    task = make_task(app_conf_spec, user=operator)
-    assert run_inline(task) == "succeeded"
-    return task
 
 
 def test_rollback_restores_files_and_state_and_the_resumed_task_completes_again(
@@ -125,8 +118,6 @@ def test_two_recovery_operations_at_once_one_wins_the_other_is_refused(finished,
     outcomes: list[str] = []
 
     def attempt() -> None:
-        from django.db import connection
-
         barrier.wait()
         try:
             checkpoint_rollback(
@@ -135,14 +126,8 @@ def test_two_recovery_operations_at_once_one_wins_the_other_is_refused(finished,
             outcomes.append("ok")
         except RecoveryConflict:
             outcomes.append("conflict")
-        finally:
-            connection.close()
 
-    threads = [threading.Thread(target=attempt) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(attempt, attempt)
     assert sorted(outcomes) == ["conflict", "ok"]
     assert Checkpoint.objects.filter(task=task, trigger="rollback").count() == 1
 

@@ -15,7 +15,6 @@ from checkpoints.recovery import checkpoint_rollback
 from checkpoints.retention import BLOB_GRACE_S, checkpoints_apply_retention, retention_run
 from checkpoints.services import checkpoint_decode
 from checkpoints.snapshots import snapshot_blob_keys, snapshot_restore
-from harness_site import config
 from review.models import ReviewRequest
 from tasks.models import ToolCall, ToolCallStatus
 from tests.checkpoints.conftest import NO_REVIEW_CONFIG, spec_dict
@@ -26,12 +25,9 @@ WRITES = 5
 
 
 @pytest.fixture
-def policy(settings, tmp_path):
+def policy(harness_yaml):
     def use(retention: str) -> None:
-        path = tmp_path / "retention.yaml"
-        path.write_text(NO_REVIEW_CONFIG + f"retention: {retention}\n")
-        settings.HARNESS_CONFIG_FILE = path
-        config.harness_config.cache_clear()
+        harness_yaml(NO_REVIEW_CONFIG + f"retention: {retention}\n")
 
     return use
 

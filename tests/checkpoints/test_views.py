@@ -10,13 +10,6 @@ from tests.checkpoints.conftest import checkpoint_after_step
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def finished(make_task, run_inline, app_conf_spec, operator):
-    task = make_task(app_conf_spec, user=operator)
-    assert run_inline(task) == "succeeded"
-    return task
-
-
 def _client(user) -> Client:
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)

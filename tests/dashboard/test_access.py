@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.factories import TaskFactory
+
 pytestmark = pytest.mark.django_db
 
 PAGES = [
@@ -24,8 +26,8 @@ ACTIONS = ["/tasks/{task}/cancel/", "/tasks/bulk/", "/ops/jobs/default/nojob/req
 
 
 @pytest.fixture
-def task(make_task):
-    return make_task(status="queued")
+def task():
+    return TaskFactory(status="queued")
 
 
 def test_anonymous_is_sent_to_login_from_every_page(as_user, task):

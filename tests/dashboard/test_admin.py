@@ -6,6 +6,8 @@ import pytest
 from django.apps import apps
 from django.contrib import admin
 
+from tests.factories import TaskFactory
+
 pytestmark = pytest.mark.django_db
 
 APPS = ("tasks", "checkpoints", "review")
@@ -28,8 +30,8 @@ def test_every_model_of_the_harness_apps_is_in_the_admin():
     [m for app in APPS for m in apps.get_app_config(app).get_models() if m in admin.site._registry],
     ids=lambda m: m._meta.label,
 )
-def test_admin_changelist_renders_for_a_superuser(as_user, admin_user, make_task, model):
-    make_task()
+def test_admin_changelist_renders_for_a_superuser(as_user, admin_user, model):
+    TaskFactory()
     url = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
     assert as_user(admin_user).get(url).status_code == 200
 

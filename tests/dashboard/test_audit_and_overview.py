@@ -11,13 +11,14 @@ from django.utils import timezone
 from review.models import ReviewRequest
 from tasks.models import AuditEntry
 from tasks.services import audit_record
+from tests.factories import TaskFactory, ToolCallFactory
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def entries(operator, admin_user, make_task):
-    task = make_task()
+def entries(operator, admin_user):
+    task = TaskFactory()
     audit_record(user=operator, action="cancel", task_id=task.id, reason="stop it")
     audit_record(user=admin_user, action="requeue", target="rq:default:abc")
     old = audit_record(user=operator, action="retry", task_id=task.id)
@@ -45,12 +46,12 @@ def test_audit_log_filters_by_task(as_user, viewer, entries):
     assert "stop it" in response.content.decode()
 
 
-def test_overview_counts_every_status_with_the_oldest_review(as_user, viewer, make_task, make_call):
+def test_overview_counts_every_status_with_the_oldest_review(as_user, viewer):
     for status in ("running", "running", "retry_wait", "stalled", "waiting_review"):
-        task = make_task(status=status)
+        task = TaskFactory(status=status)
     ReviewRequest.objects.create(
         task=task,
-        tool_call=make_call(task, "write_file", "awaiting_review"),
+        tool_call=ToolCallFactory(task=task, tool="write_file", status="awaiting_review"),
         tool="write_file",
         requested_at=timezone.now() - timedelta(hours=2),
     )
@@ -69,11 +70,11 @@ def test_overview_counts_every_status_with_the_oldest_review(as_user, viewer, ma
     assert 'hx-trigger="every 5s" data-live-poll' in html
 
 
-def test_overview_window_numbers_link_to_the_prefiltered_list(as_user, viewer, make_task):
+def test_overview_window_numbers_link_to_the_prefiltered_list(as_user, viewer):
     now = timezone.now()
-    make_task(status="failed", error_class="timeout", finished_at=now - timedelta(hours=1))
-    make_task(status="succeeded", finished_at=now - timedelta(hours=2))
-    make_task(status="failed", error_class="timeout", finished_at=now - timedelta(days=3))
+    TaskFactory(status="failed", error_class="timeout", finished_at=now - timedelta(hours=1))
+    TaskFactory(status="succeeded", finished_at=now - timedelta(hours=2))
+    TaskFactory(status="failed", error_class="timeout", finished_at=now - timedelta(days=3))
     client = as_user(viewer)
     response = client.get("/", {"since": "24h"})
     outcomes = response.context["outcomes"]
@@ -86,15 +87,15 @@ def test_overview_window_numbers_link_to_the_prefiltered_list(as_user, viewer, m
     assert client.get(mix["url"]).context["page"].paginator.count == 1
 
 
-def test_overview_without_active_tasks_does_not_poll(as_user, viewer, make_task):
-    make_task(status="succeeded")
+def test_overview_without_active_tasks_does_not_poll(as_user, viewer):
+    TaskFactory(status="succeeded")
     assert "hx-trigger" not in as_user(viewer).get("/").content.decode()
 
 
-def test_overview_query_count_is_bounded(as_user, viewer, make_task, django_assert_max_num_queries):
+def test_overview_query_count_is_bounded(as_user, viewer, django_assert_max_num_queries):
     client = as_user(viewer)
     client.get("/")
     for n in range(40):
-        make_task(status="failed", error_class=f"e{n % 4}", finished_at=timezone.now())
+        TaskFactory(status="failed", error_class=f"e{n % 4}", finished_at=timezone.now())
     with django_assert_max_num_queries(12):
         assert client.get("/").status_code == 200

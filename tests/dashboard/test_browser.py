@@ -3,28 +3,16 @@ checkpoint levels, see the statistics charts render, and see that a viewer gets 
 
 from __future__ import annotations
 
-import pytest
+from tests.conftest import BROWSER
+from tests.factories import TaskFactory
 
-from tests.conftest import PASSWORD, needs_chromium
-
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), needs_chromium]
+pytestmark = BROWSER
 
 TRACE_NAMES = "Array.from(document.getElementById('timeline').data, t => t.name)"
 
 
-def log_in(browser, live_server, user, path: str):
-    page = browser.new_page()
-    page.set_default_timeout(20_000)
-    page.goto(f"{live_server.url}{path}")
-    page.fill("input[name=username]", user.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}{path}")
-    return page
-
-
 def test_operator_sees_the_timeline_and_the_statistics_charts(
-    live_server, browser, run_task, operator
+    live_server, open_page, run_task, operator
 ):
     task = run_task(
         [
@@ -34,7 +22,7 @@ def test_operator_sees_the_timeline_and_the_statistics_charts(
         ],
         ["write_file", "read_file"],
     )
-    page = log_in(browser, live_server, operator, f"/tasks/{task.id}/")
+    page = open_page(operator, f"/tasks/{task.id}/")
     page.wait_for_selector("#timeline[data-ready='1']")
     names = page.evaluate(TRACE_NAMES)
     assert {
@@ -72,9 +60,9 @@ def test_operator_sees_the_timeline_and_the_statistics_charts(
     assert page.evaluate("document.getElementById('chart-heatmap').data[0].type") == "heatmap"
 
 
-def test_a_viewer_sees_no_action_buttons(live_server, browser, make_task, viewer):
-    task = make_task(status="running")
-    page = log_in(browser, live_server, viewer, "/tasks/")
+def test_a_viewer_sees_no_action_buttons(live_server, open_page, viewer):
+    task = TaskFactory(status="running")
+    page = open_page(viewer, "/tasks/")
     assert page.query_selector("[data-testid=bulk-form]") is None
     assert page.query_selector("input[name=ids]") is None
     page.goto(f"{live_server.url}/tasks/{task.id}/")

@@ -6,6 +6,7 @@ import pytest
 
 from tasks.errors import error_fingerprint, error_normalise
 from tasks.services import task_transition
+from tests.factories import TaskFactory
 
 
 @pytest.mark.parametrize(
@@ -40,8 +41,8 @@ def test_same_failure_with_different_ids_shares_a_fingerprint_other_class_does_n
 
 
 @pytest.mark.django_db
-def test_a_failed_transition_stores_the_fingerprint(make_task):
-    task = make_task()
+def test_a_failed_transition_stores_the_fingerprint():
+    task = TaskFactory()
     task_transition(task_id=task.id, to="queued")
     task_transition(
         task_id=task.id,

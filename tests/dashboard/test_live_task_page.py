@@ -13,22 +13,12 @@ import pytest
 
 from tasks.canonical import canonical_hash
 from tasks.models import Task, TaskEvent
-from tasks.services import event_record, task_create
-from tests.conftest import PASSWORD, needs_chromium, wait_for
+from tasks.services import event_record
+from tests.conftest import needs_chromium, wait_for
+from tests.factories import TaskFactory, scripted_task
 
-from .conftest import spec
-
-
-def open_page(browser, live_server, user, path: str):
-    """Log in and land on `path`, with room for a loaded machine (Plotly is 3.5 MB)."""
-    page = browser.new_page()
-    page.set_default_timeout(60_000)
-    page.goto(f"{live_server.url}/accounts/login/?next={path}")
-    page.fill("input[name=username]", user.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}{path}")
-    return page
+# Room for a loaded machine (Plotly is 3.5 MB).
+SLOW_MS = 60_000
 
 
 ROW_SEQS = (
@@ -42,7 +32,7 @@ ROW_SEQS = (
 @pytest.mark.django_db(transaction=True)
 @needs_chromium
 def test_operator_watches_the_task_run_to_the_end_without_reloading(
-    live_server, browser, workers, operator, api_client
+    live_server, open_page, workers, operator, api_client
 ):
     # The review is the gate: the page is open before the rest of the run happens.
     script = [
@@ -50,18 +40,15 @@ def test_operator_watches_the_task_run_to_the_end_without_reloading(
         *({"call": "sleep", "args": {"seconds": 0.3}} for _ in range(4)),
         {"final": "ok"},
     ]
-    task = task_create(
-        spec=spec(script, ["write_file", "sleep"], title="slow and steady"),
-        user=operator,
-        enqueue=True,
+    task = scripted_task(
+        script, ["write_file", "sleep"], user=operator, enqueue=True, title="slow and steady"
     )
     wait_for(
         lambda: Task.objects.get(id=task.id).status == "waiting_review",
         90,
         message="the task to pause for review",
     )
-    page = open_page(browser, live_server, operator, f"/tasks/{task.id}/")
-    page.set_default_timeout(60_000)
+    page = open_page(operator, f"/tasks/{task.id}/", timeout_ms=SLOW_MS)
     page.evaluate("window.notReloaded = true")
     assert page.is_visible("[data-testid=review-banner]")
     assert page.inner_text("[data-testid=pending-count]") == "1"
@@ -101,13 +88,14 @@ def test_operator_watches_the_task_run_to_the_end_without_reloading(
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 @needs_chromium
-def test_tabs_are_links_that_keep_history(live_server, browser, run_task, viewer, javascript):
+def test_tabs_are_links_that_keep_history(live_server, open_page, run_task, viewer, javascript):
     task = run_task(
         [{"call": "write_file", "args": {"path": "a.txt", "content": "hi"}}, {"final": "done"}],
         ["write_file"],
     )
-    context = browser.new_context(java_script_enabled=javascript)
-    page = open_page(context, live_server, viewer, f"/tasks/{task.id}/")
+    page = open_page(
+        viewer, f"/tasks/{task.id}/", timeout_ms=SLOW_MS, java_script_enabled=javascript
+    )
 
     def shown() -> tuple[str, str, str]:
         active = page.inner_text("[data-testid=tabs] a.active")
@@ -130,14 +118,14 @@ def test_tabs_are_links_that_keep_history(live_server, browser, run_task, viewer
     page.go_back()
     page.wait_for_selector("[data-testid=tab-events]")
     assert shown()[:2] == ("events", "tab-events")
-    context.close()
+    page.context.close()
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 @needs_chromium
 def test_waiting_task_shows_its_review_and_the_inbox_row_links_whole(
-    live_server, browser, run_task, operator
+    live_server, open_page, run_task, operator
 ):
     task = run_task(
         [{"call": "write_file", "args": {"path": "etc/app.conf", "content": "x"}}, {"final": "."}],
@@ -146,7 +134,7 @@ def test_waiting_task_shows_its_review_and_the_inbox_row_links_whole(
     assert task.status == "waiting_review"
     review = task.reviews.get()
 
-    page = open_page(browser, live_server, operator, f"/tasks/{task.id}/")
+    page = open_page(operator, f"/tasks/{task.id}/", timeout_ms=SLOW_MS)
     banner = page.inner_text("[data-testid=review-banner]")
     assert banner.startswith("Waiting for your review")
     assert "etc/app.conf" in banner
@@ -168,8 +156,8 @@ def test_waiting_task_shows_its_review_and_the_inbox_row_links_whole(
 
 
 @pytest.mark.django_db
-def test_live_header_is_304_until_the_task_changes(as_user, viewer, make_task):
-    task = make_task(status="running")
+def test_live_header_is_304_until_the_task_changes(as_user, viewer):
+    task = TaskFactory(status="running")
     client = as_user(viewer)
     first = client.get(f"/tasks/{task.id}/live/")
     assert first.status_code == 200
@@ -184,8 +172,8 @@ def test_live_header_is_304_until_the_task_changes(as_user, viewer, make_task):
 
 
 @pytest.mark.django_db
-def test_tab_region_poll_is_304_until_the_task_changes(as_user, viewer, make_task):
-    task = make_task(status="running")
+def test_tab_region_poll_is_304_until_the_task_changes(as_user, viewer):
+    task = TaskFactory(status="running")
     client = as_user(viewer)
     page = client.get(f"/tasks/{task.id}/", {"tab": "calls"})
     html = page.content.decode()
@@ -215,7 +203,7 @@ def test_tab_region_poll_is_304_until_the_task_changes(as_user, viewer, make_tas
 @pytest.mark.django_db(transaction=True)
 @needs_chromium
 def test_timeline_after_a_four_hour_wait_shows_the_work_a_marked_break_and_the_rollback(
-    live_server, browser, run_task, operator
+    live_server, open_page, run_task, operator
 ):
     import time_machine
     from django.utils import timezone
@@ -239,7 +227,7 @@ def test_timeline_after_a_four_hour_wait_shows_the_work_a_marked_break_and_the_r
         task_id=task.id, checkpoint_id=target.id, user=operator, reason="wrong file", resume=False
     )
 
-    page = open_page(browser, live_server, operator, f"/tasks/{task.id}/")
+    page = open_page(operator, f"/tasks/{task.id}/", timeout_ms=SLOW_MS)
     page.wait_for_selector("#timeline[data-ready='1']")
     layout = page.evaluate("document.getElementById('timeline').layout")
     # Two cuts: the four-hour review wait, and the hold since the rollback (still going on).

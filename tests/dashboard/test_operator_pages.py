@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from checkpoints.models import Checkpoint
 from review.models import ReviewRequest
 from tasks.services import audit_record
-from tests.conftest import needs_chromium
+from tests.conftest import BROWSER
 
-from .test_browser import log_in
-
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), needs_chromium]
+pytestmark = BROWSER
 
 REPR_MARKS = ("': ", "{'", "False", "True", "None")
 
 
-def test_api_docs_render_with_the_network_blocked(live_server, browser, viewer):
-    page = log_in(browser, live_server, viewer, "/tasks/")
+def test_api_docs_render_with_the_network_blocked(live_server, open_page, viewer):
+    page = open_page(viewer, "/tasks/")
     blocked: list[str] = []
 
     def only_this_server(route) -> None:
@@ -37,7 +33,9 @@ def test_api_docs_render_with_the_network_blocked(live_server, browser, viewer):
     assert blocked == []
 
 
-def test_review_audit_and_diff_pages_show_json_not_reprs(live_server, browser, run_task, operator):
+def test_review_audit_and_diff_pages_show_json_not_reprs(
+    live_server, open_page, run_task, operator
+):
     long_line = "x" * 3000
     task = run_task(
         [
@@ -57,7 +55,7 @@ def test_review_audit_and_diff_pages_show_json_not_reprs(live_server, browser, r
         after={"status": "approved", "forbid_creator": True},
     )
 
-    page = log_in(browser, live_server, operator, f"/reviews/{review.id}/")
+    page = open_page(operator, f"/reviews/{review.id}/")
     arguments = page.inner_text("[data-testid=current-arguments]")
     assert '"path": "app.conf"' in arguments
     messages = page.inner_text(".messages-log")

@@ -7,6 +7,7 @@ import pytest
 from rq import Queue, SimpleWorker, Worker
 
 from tasks.models import AuditEntry
+from tests.factories import TaskFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -20,9 +21,9 @@ def redis():
 
 
 @pytest.fixture
-def failed_job(redis, make_task):
+def failed_job(redis):
     """A job whose first argument is a task id and which fails when a worker runs it."""
-    task = make_task(status="failed")
+    task = TaskFactory(status="failed")
     queue = Queue("default", connection=redis)
     job = queue.enqueue("uuid.UUID", str(task.id), 5, description="broken job")
     SimpleWorker([queue], connection=redis).work(burst=True)

@@ -21,6 +21,7 @@ from tasks.rollups import (
     hour_floor,
     rollups_advance,
 )
+from tests.factories import TaskFactory, ToolCallFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -28,12 +29,12 @@ COUNTED = ("by_tool", "by_step", "over_time", "heatmap", "retries")
 
 
 @pytest.fixture
-def history(make_task, make_call):
+def history():
     """Three days of calls at random minutes, every status and error class, plus one call
     still awaiting review."""
     rng = random.Random(17)
     now = timezone.now()
-    task = make_task()
+    task = TaskFactory()
     outcomes = [
         ("succeeded", ""),
         ("succeeded", ""),
@@ -45,17 +46,19 @@ def history(make_task, make_call):
     ]
     for _ in range(400):
         status, error_class = rng.choice(outcomes)
-        make_call(
-            task,
-            rng.choice(["read_file", "write_file", "http_request"]),
-            status,
-            at=now - timedelta(minutes=rng.uniform(1, 3 * 24 * 60)),
+        ToolCallFactory(
+            task=task,
+            tool=rng.choice(["read_file", "write_file", "http_request"]),
+            status=status,
+            created_at=now - timedelta(minutes=rng.uniform(1, 3 * 24 * 60)),
             error_class=error_class,
             attempts=rng.choice([0, 1, 1, 2, 3]),
             step_index=rng.randrange(6),
             duration_ms=rng.choice([None, rng.uniform(0.5, 900)]),
         )
-    pending = make_call(task, "write_file", "awaiting_review", at=now - timedelta(hours=5))
+    pending = ToolCallFactory(
+        task=task, tool="write_file", status="awaiting_review", created_at=now - timedelta(hours=5)
+    )
     return {"now": now, "task": task, "pending": pending}
 
 

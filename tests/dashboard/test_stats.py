@@ -15,6 +15,7 @@ from dashboard.windows import window_parse
 from review.models import ReviewRequest
 from tasks.errors import error_fingerprint
 from tasks.services import task_transition
+from tests.factories import TaskFactory, ToolCallFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -31,10 +32,10 @@ def finish(task, to: str, *, hours_ago: float, error_class: str = "", message: s
 
 
 @pytest.fixture
-def fixture(make_task, make_call):
+def fixture():
     """Tasks, tool calls and reviews whose statistics are computed by hand in the tests."""
     now = timezone.now()
-    t1, t2, t3, t4, t5, t6 = (make_task() for _ in range(6))
+    t1, t2, t3, t4, t5, t6 = (TaskFactory() for _ in range(6))
     finish(t1, "failed", hours_ago=1, error_class="budget_exceeded", message="max_steps=5 reached")
     finish(t2, "failed", hours_ago=2, error_class="budget_exceeded", message="max_steps=7 reached")
     finish(
@@ -47,55 +48,45 @@ def fixture(make_task, make_call):
     finish(t5, "canceled", hours_ago=1, error_class="canceled", message="")
     finish(t6, "failed", hours_ago=72, error_class="timeout", message="old")
 
-    for ms in (10, 20, 30):
-        make_call(t4, "write_file", "succeeded", attempts=1, duration_ms=ms, step_index=0)
-    make_call(
-        t4,
-        "write_file",
-        "failed",
-        attempts=1,
-        duration_ms=40,
-        step_index=0,
-        error_class="permanent",
-    )
-    make_call(t4, "http_request", "succeeded", attempts=3, duration_ms=100, step_index=1)
-    make_call(
-        t4,
-        "http_request",
-        "timed_out",
-        attempts=2,
-        duration_ms=200,
-        step_index=1,
-        error_class="timeout",
-    )
-    make_call(
-        t4,
-        "http_request",
-        "failed",
-        attempts=1,
-        duration_ms=300,
-        step_index=1,
-        error_class="transient",
-    )
-    make_call(t4, "http_request", "succeeded", attempts=1, duration_ms=400, step_index=1)
-    make_call(t4, "read_file", "failed", attempts=0, step_index=2, error_class="invalid_arguments")
+    counted = [
+        # tool, status, attempts, duration_ms, step_index, error_class
+        ("write_file", "succeeded", 1, 10, 0, ""),
+        ("write_file", "succeeded", 1, 20, 0, ""),
+        ("write_file", "succeeded", 1, 30, 0, ""),
+        ("write_file", "failed", 1, 40, 0, "permanent"),
+        ("http_request", "succeeded", 3, 100, 1, ""),
+        ("http_request", "timed_out", 2, 200, 1, "timeout"),
+        ("http_request", "failed", 1, 300, 1, "transient"),
+        ("http_request", "succeeded", 1, 400, 1, ""),
+        ("read_file", "failed", 0, None, 2, "invalid_arguments"),
+    ]
+    for tool, status, attempts, duration_ms, step_index, error_class in counted:
+        ToolCallFactory(
+            task=t4,
+            tool=tool,
+            status=status,
+            attempts=attempts,
+            duration_ms=duration_ms,
+            step_index=step_index,
+            error_class=error_class,
+        )
     # Not counted: policy outcomes, calls without an outcome, and calls outside the window.
-    make_call(t4, "read_file", "denied", error_class="denied", step_index=2)
-    make_call(t4, "read_file", "awaiting_review", step_index=2)
-    make_call(
-        t4,
-        "write_file",
-        "failed",
+    ToolCallFactory(task=t4, tool="read_file", status="denied", error_class="denied", step_index=2)
+    ToolCallFactory(task=t4, tool="read_file", status="awaiting_review", step_index=2)
+    ToolCallFactory(
+        task=t4,
+        tool="write_file",
+        status="failed",
         attempts=1,
         duration_ms=999,
         error_class="permanent",
-        at=now - timedelta(days=3),
+        created_at=now - timedelta(days=3),
     )
     # After its calls, as a real run finishes: task_transition notes they failed.
     finish(t4, "succeeded", hours_ago=1)
 
     def review(tool: str, status: str, *, edited=None, hours_ago: float = 1):
-        call = make_call(t4, tool, "approved")
+        call = ToolCallFactory(task=t4, tool=tool, status="approved")
         return ReviewRequest.objects.create(
             task=t4,
             tool_call=call,
@@ -226,13 +217,15 @@ def test_task_outcomes_in_window(window):
 
 
 def test_successes_after_failed_or_retried_calls_are_told_apart_from_clean_ones(
-    make_task, make_call, as_user, viewer, api_client
+    as_user, viewer, api_client
 ):
-    clean, after_failure, after_retry = (make_task() for _ in range(3))
+    clean, after_failure, after_retry = (TaskFactory() for _ in range(3))
     for task in (clean, after_failure, after_retry):
-        make_call(task, "write_file", "succeeded", attempts=1)
-    make_call(after_failure, "read_file", "failed", attempts=1, error_class="not_found")
-    make_call(after_retry, "http_request", "succeeded", attempts=2)
+        ToolCallFactory(task=task, tool="write_file", status="succeeded", attempts=1)
+    ToolCallFactory(
+        task=after_failure, tool="read_file", status="failed", attempts=1, error_class="not_found"
+    )
+    ToolCallFactory(task=after_retry, tool="http_request", status="succeeded", attempts=2)
     for task in (clean, after_failure, after_retry):
         finish(task, "succeeded", hours_ago=1)
 
@@ -323,17 +316,17 @@ def test_csv_of_an_unknown_table_is_404(as_user, viewer):
 
 
 def test_statistics_page_query_count_does_not_grow_with_data(
-    fixture, as_user, viewer, make_task, make_call, django_assert_max_num_queries
+    fixture, as_user, viewer, django_assert_max_num_queries
 ):
     client = as_user(viewer)
     client.get("/stats/failures/")
     for n in range(30):
-        task = make_task()
+        task = TaskFactory()
         finish(task, "failed", hours_ago=0.5, error_class=f"e{n % 5}", message=f"boom {n}")
-        make_call(
-            task,
-            f"tool{n % 7}",
-            "failed",
+        ToolCallFactory(
+            task=task,
+            tool=f"tool{n % 7}",
+            status="failed",
             attempts=1 + n % 3,
             duration_ms=n,
             error_class=f"e{n % 4}",

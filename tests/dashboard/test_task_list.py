@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from tasks.services import task_transition
+from tests.factories import TaskFactory, ToolCallFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -19,26 +20,26 @@ def listed(client, **params) -> list[str]:
 
 
 @pytest.fixture
-def tasks(make_task, make_call, operator, viewer):
+def tasks(operator, viewer):
     now = timezone.now()
-    a = make_task(
+    a = TaskFactory(
         title="alpha report",
         status="failed",
         error_class="timeout",
         error_message="session timeout: 60s exceeded",
         created_at=now - timedelta(days=3),
     )
-    b = make_task(
+    b = TaskFactory(
         title="beta deploy",
         status="succeeded",
         created_by=viewer,
         created_at=now - timedelta(days=1),
     )
-    c = make_task(
+    c = TaskFactory(
         title="gamma cleanup", status="running", goal="remove the temp files", created_at=now
     )
-    make_call(a, "http_request", "failed")
-    make_call(b, "write_file", "succeeded")
+    ToolCallFactory(task=a, tool="http_request", status="failed")
+    ToolCallFactory(task=b, tool="write_file", status="succeeded")
     return a, b, c
 
 
@@ -73,9 +74,9 @@ def test_free_text_finds_a_task_by_its_id(as_user, viewer, tasks):
     assert listed(as_user(viewer), q=str(tasks[1].id)) == ["beta deploy"]
 
 
-def test_filters_stay_in_the_pager_links(as_user, viewer, make_task):
+def test_filters_stay_in_the_pager_links(as_user, viewer):
     for n in range(55):
-        make_task(title=f"t{n}", status="failed", error_class="timeout")
+        TaskFactory(title=f"t{n}", status="failed", error_class="timeout")
     html = (
         as_user(viewer)
         .get("/tasks/", {"status": "failed", "error_class": "timeout"})
@@ -84,8 +85,8 @@ def test_filters_stay_in_the_pager_links(as_user, viewer, make_task):
     assert "status=failed&amp;error_class=timeout&amp;page=2" in html
 
 
-def test_row_shows_failure_reason_and_badges(as_user, viewer, make_task):
-    make_task(
+def test_row_shows_failure_reason_and_badges(as_user, viewer):
+    TaskFactory(
         title="flappy",
         status="failed",
         error_class="transient",
@@ -116,11 +117,11 @@ def test_bulk_cancel_asks_for_confirmation_first(as_user, operator, tasks):
     assert running.status == "running" and not running.cancel_requested
 
 
-def test_bulk_cancel_confirmed_cancels_each_and_skips_finished(as_user, operator, make_task):
-    queued = [make_task(title=f"q{n}") for n in range(3)]
+def test_bulk_cancel_confirmed_cancels_each_and_skips_finished(as_user, operator):
+    queued = [TaskFactory(title=f"q{n}") for n in range(3)]
     for task in queued:
         task_transition(task_id=task.id, to="queued")
-    done = make_task(title="done", status="succeeded")
+    done = TaskFactory(title="done", status="succeeded")
     response = as_user(operator).post(
         "/tasks/bulk/",
         {
@@ -141,9 +142,9 @@ def test_bulk_cancel_confirmed_cancels_each_and_skips_finished(as_user, operator
     assert done.status == "succeeded"
 
 
-def test_bulk_select_all_matching_uses_the_list_filters(as_user, operator, make_task):
-    keep = make_task(title="keep")
-    drop = [make_task(title=f"drop {n}", error_class="x") for n in range(2)]
+def test_bulk_select_all_matching_uses_the_list_filters(as_user, operator):
+    keep = TaskFactory(title="keep")
+    drop = [TaskFactory(title=f"drop {n}", error_class="x") for n in range(2)]
     for task in [keep, *drop]:
         task_transition(task_id=task.id, to="queued")
     response = as_user(operator).post(
@@ -166,14 +167,12 @@ def test_bulk_redirect_never_leaves_the_task_list(as_user, operator, tasks):
     assert response["Location"] == "/tasks/"
 
 
-def test_list_query_count_does_not_grow_with_rows(
-    as_user, viewer, make_task, django_assert_max_num_queries
-):
+def test_list_query_count_does_not_grow_with_rows(as_user, viewer, django_assert_max_num_queries):
     client = as_user(viewer)
-    make_task()
+    TaskFactory()
     client.get("/tasks/")
     for n in range(60):
-        make_task(title=f"t{n}", status="failed", error_class="e", retry_count=n % 2)
+        TaskFactory(title=f"t{n}", status="failed", error_class="e", retry_count=n % 2)
     with django_assert_max_num_queries(8):
         assert client.get("/tasks/", {"status": "failed", "tool": "x"}).status_code == 200
     with django_assert_max_num_queries(8):
@@ -207,12 +206,12 @@ def test_bulk_retry_reruns_failed_tasks_and_skips_the_others(as_user, operator, 
     assert "Retry: 1 done, 1 skipped" in response.content.decode()
 
 
-def test_a_broad_filter_counts_up_to_the_cap(as_user, viewer, make_task, monkeypatch):
+def test_a_broad_filter_counts_up_to_the_cap(as_user, viewer, monkeypatch):
     from harness_site.pagination import CappedPaginator
 
     monkeypatch.setattr(CappedPaginator, "cap", 5)
     for n in range(8):
-        make_task(title=f"t{n}", status="failed")
+        TaskFactory(title=f"t{n}", status="failed")
     response = as_user(viewer).get("/tasks/", {"status": "failed"})
     assert response.context["page"].paginator.capped
     assert 'data-testid="task-count">(5+)' in response.content.decode()

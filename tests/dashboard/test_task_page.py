@@ -9,6 +9,7 @@ import pytest
 
 from review.models import ReviewRequest
 from tasks.models import TaskEvent, ToolCall
+from tests.factories import TaskFactory, ToolCallFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -68,12 +69,12 @@ def test_tab_requested_by_htmx_returns_only_the_fragment(as_user, viewer, run_ta
     assert "missing.txt: no such file" in html
 
 
-def test_tool_calls_tab_lists_every_attempt_with_its_error(as_user, viewer, make_task, make_call):
-    task = make_task(status="failed")
-    make_call(
-        task,
-        "http_request",
-        "succeeded",
+def test_tool_calls_tab_lists_every_attempt_with_its_error(as_user, viewer):
+    task = TaskFactory(status="failed")
+    ToolCallFactory(
+        task=task,
+        tool="http_request",
+        status="succeeded",
         attempts=2,
         attempt_log=[
             {
@@ -97,11 +98,11 @@ def test_tool_calls_tab_lists_every_attempt_with_its_error(as_user, viewer, make
     assert html.count('<li><span class="pill">') == 2
 
 
-def test_reviews_tab_lists_the_tasks_reviews(as_user, viewer, operator, make_task, make_call):
+def test_reviews_tab_lists_the_tasks_reviews(as_user, viewer, operator):
     from django.utils import timezone
 
-    task = make_task(status="waiting_review")
-    call = make_call(task, "write_file", "awaiting_review")
+    task = TaskFactory(status="waiting_review")
+    call = ToolCallFactory(task=task, tool="write_file", status="awaiting_review")
     ReviewRequest.objects.create(
         task=task,
         tool_call=call,
@@ -133,8 +134,8 @@ def test_events_download_is_the_full_frame_log_as_json(as_user, viewer, run_task
     assert frames[-1]["payload"]["to"] == "succeeded"
 
 
-def test_live_fragment_polls_while_active_and_stops_when_terminal(as_user, viewer, make_task):
-    task = make_task(status="running")
+def test_live_fragment_polls_while_active_and_stops_when_terminal(as_user, viewer):
+    task = TaskFactory(status="running")
     client = as_user(viewer)
     assert (
         'hx-trigger="every 2s" data-live-poll'
@@ -171,12 +172,12 @@ def test_task_page_query_count_does_not_grow_with_steps(
             client.get(f"/tasks/{big.id}/", {"tab": tab})
 
 
-def test_seq_opens_the_checkpoints_page_holding_that_checkpoint(as_user, viewer, make_task):
+def test_seq_opens_the_checkpoints_page_holding_that_checkpoint(as_user, viewer):
     from django.utils import timezone
 
     from checkpoints.models import Checkpoint
 
-    task = make_task(status="succeeded")
+    task = TaskFactory(status="succeeded")
     Checkpoint.objects.bulk_create(
         Checkpoint(
             task=task,
@@ -194,9 +195,9 @@ def test_seq_opens_the_checkpoints_page_holding_that_checkpoint(as_user, viewer,
     assert 'id="checkpoint-150"' in response.content.decode()
 
 
-def test_a_held_task_that_never_failed_is_offered_resume_not_retry(as_user, operator, make_task):
-    held = make_task(status="held")
-    failed = make_task(status="failed", error_class="timeout", error_message="slow")
+def test_a_held_task_that_never_failed_is_offered_resume_not_retry(as_user, operator):
+    held = TaskFactory(status="held")
+    failed = TaskFactory(status="failed", error_class="timeout", error_message="slow")
     client = as_user(operator)
     page = client.get(f"/tasks/{held.id}/").content.decode()
     assert 'value="resume"' in page and "Retry failed step" not in page

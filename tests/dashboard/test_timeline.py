@@ -77,31 +77,22 @@ def test_bars_match_a_real_runs_events_tool_calls_and_checkpoints(run_task):
 
 def test_every_attempt_is_a_bar_and_failed_attempts_are_marked():
     task = Task(status="failed")
+    attempts = [
+        # started, finished (seconds), status, error class, error message
+        (1, 2, "failed", "transient", "HTTP 503"),
+        (5, 6, "timed_out", "timeout", "slow"),
+        (9, 9.5, "succeeded", "", ""),
+    ]
     log = [
         {
-            "n": 1,
-            "started_at": at(1).isoformat(),
-            "finished_at": at(2).isoformat(),
-            "status": "failed",
-            "error_class": "transient",
-            "error_message": "HTTP 503",
-        },
-        {
-            "n": 2,
-            "started_at": at(5).isoformat(),
-            "finished_at": at(6).isoformat(),
-            "status": "timed_out",
-            "error_class": "timeout",
-            "error_message": "slow",
-        },
-        {
-            "n": 3,
-            "started_at": at(9).isoformat(),
-            "finished_at": at(9.5).isoformat(),
-            "status": "succeeded",
-            "error_class": "",
-            "error_message": "",
-        },
+            "n": n,
+            "started_at": at(started).isoformat(),
+            "finished_at": at(finished).isoformat(),
+            "status": outcome,
+            "error_class": error_class,
+            "error_message": message,
+        }
+        for n, (started, finished, outcome, error_class, message) in enumerate(attempts, 1)
     ]
     call = {
         "call_id": "0.0.0",

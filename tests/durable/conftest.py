@@ -6,18 +6,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness_site.config import harness_config
 from tasks.models import Task
-from tasks.services import task_create
-from tasks.spec import TaskSpec
-from tests.conftest import ROOT, WorkerPool, parent_pid, wait_for
+from tests.conftest import WorkerPool, parent_pid, spawn, wait_for
 
 # Heartbeat every 0.3 s, stale after 1.2 s, sweep every 0.3 s: recovery within ~2 s.
 FAST_CLOCKS = {
@@ -42,23 +38,20 @@ def harness_config_text() -> str:
 
 
 @pytest.fixture
-def durable_settings(settings, tmp_path: Path, harness_config_text: str) -> Iterator[dict]:
+def durable_settings(settings, harness_dirs, harness_yaml, harness_config_text: str) -> dict:
     """Fast clocks, test tools, this test's harness.yaml, workspaces and external ledger, here
     and (as environment) for the worker and sweeper processes."""
-    config = tmp_path / "harness.yaml"
-    config.write_text(harness_config_text)
-    paths = {"HARNESS_WORKSPACE_ROOT": tmp_path / "ws", "HARNESS_LEDGER_DIR": tmp_path / "ledger"}
-    for key, value in {**paths, **FAST_CLOCKS}.items():
+    config = harness_yaml(harness_config_text)
+    for key, value in FAST_CLOCKS.items():
         setattr(settings, key, value)
-    settings.HARNESS_ENABLE_TEST_TOOLS = True
-    settings.HARNESS_CONFIG_FILE = config
-    harness_config.cache_clear()
-    yield {
+    paths = {
+        name: getattr(settings, name) for name in ("HARNESS_WORKSPACE_ROOT", "HARNESS_LEDGER_DIR")
+    }
+    return {
         "HARNESS_CONFIG": str(config),
         "HARNESS_ENABLE_TEST_TOOLS": "1",
         **{key: str(value) for key, value in {**paths, **FAST_CLOCKS}.items()},
     }
-    harness_config.cache_clear()
 
 
 @pytest.fixture
@@ -100,17 +93,11 @@ class Fleet:
         return self.pool.start(count)
 
     def sweeper(self) -> subprocess.Popen:
-        log = open(self.log_dir / f"sweeper-{len(self.sweepers) + 1}.log", "wb")  # noqa: SIM115
-        process = subprocess.Popen(
-            [sys.executable, str(ROOT / "manage.py"), "harness_sweep", "--loop"],
-            cwd=ROOT,
+        process = spawn(
+            ["harness_sweep", "--loop"],
+            log=self.log_dir / f"sweeper-{len(self.sweepers) + 1}.log",
             env=self.pool.env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
         )
-        log.close()
         self.sweepers.append(process)
         return process
 
@@ -149,16 +136,3 @@ def wait_status(task_id: Any, *statuses: str, timeout: float = 60) -> Task:
         message=f"task {task_id} to be {'/'.join(statuses)}",
     )
     return Task.objects.get(id=task_id)
-
-
-def make_task(script: list[dict], tools: list[str], *, enqueue: bool = True, **extra: Any) -> Task:
-    spec = TaskSpec.model_validate(
-        {
-            "title": extra.pop("title", "durable"),
-            "goal": "exercise durable execution",
-            "model": {"kind": "scripted", "script": script},
-            "tools": tools,
-            **extra,
-        }
-    )
-    return task_create(spec=spec, user=None, enqueue=enqueue)

@@ -16,15 +16,16 @@ from django.utils import timezone
 from checkpoints.recovery import task_cancel
 from tasks.models import Task, TaskEvent, ToolCall
 from tests.conftest import processes_running, wait_for
+from tests.factories import enqueued_task
 
-from .conftest import TEST_CONFIG, make_task, wait_status
+from .conftest import TEST_CONFIG, wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
 def test_cancel_during_a_long_run_command_stops_the_subprocess(fleet, operator, commands_allowed):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "run_command", "args": {"command": "exec sleep 60.25"}}, {"final": "never"}],
         ["run_command"],
     )
@@ -59,7 +60,7 @@ def running_intervals(tasks: list[Task]) -> list[tuple]:
 def test_the_global_concurrency_limit_holds_across_workers(fleet):
     fleet.worker(2)
     tasks = [
-        make_task(
+        enqueued_task(
             [{"call": "sleep", "args": {"seconds": 0.5}}, {"final": "ok"}], ["sleep"], title=f"t{i}"
         )
         for i in range(3)
@@ -113,7 +114,7 @@ def test_redis_losing_every_job_loses_no_task(private_redis, fleet):
     fleet.worker(2)
     fleet.sweeper()
     tasks = [
-        make_task(
+        enqueued_task(
             [
                 {"call": "sleep", "args": {"seconds": 0.5}},
                 {"call": "flaky", "args": {"key": f"k{i}", "fail_times": 1}},

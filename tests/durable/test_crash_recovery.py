@@ -15,8 +15,9 @@ from review.models import ReviewRequest
 from review.services import review_resolve_unknown_outcome
 from tasks.models import Task, ToolCall
 from tests.conftest import wait_for
+from tests.factories import enqueued_task
 
-from .conftest import make_task, wait_status
+from .conftest import wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -66,7 +67,7 @@ class LedgerLock:
 def test_worker_killed_during_sleep_is_stalled_redispatched_and_completes(fleet):
     fleet.worker(2)
     fleet.sweeper()
-    task = make_task([{"call": "sleep", "args": {"seconds": 2}}, {"final": "slept"}], ["sleep"])
+    task = enqueued_task([{"call": "sleep", "args": {"seconds": 2}}, {"final": "slept"}], ["sleep"])
     wait_for(lambda: in_call(task, "sleep"), message="sleep to start")
     fleet.kill_worker_of(task.id)
 
@@ -100,7 +101,7 @@ def test_worker_killed_around_ledger_append_never_duplicates_the_side_effect(
 ):
     fleet.worker(2)
     fleet.sweeper()
-    task = make_task(LEDGER_SCRIPT, ["sleep", "ledger_append"])
+    task = enqueued_task(LEDGER_SCRIPT, ["sleep", "ledger_append"])
 
     if point == "before_intent":
         wait_for(lambda: in_call(task, "sleep"), message="first sleep")

@@ -14,12 +14,9 @@ from checkpoints.recovery import (
 )
 from checkpoints.selectors import graph_checkpoints
 from review.models import ReviewRequest
-from review.services import review_decide
-from tasks.canonical import canonical_hash
-from tasks.models import Task, ToolCall
-from tasks.services import task_create
-from tasks.spec import TaskSpec
-from tests.conftest import wait_for
+from tasks.models import ToolCall
+from tests.conftest import approve, wait_for
+from tests.factories import graph_task
 
 from .conftest import TEST_CONFIG, wait_status
 from .graphs import runs, workspace_files
@@ -36,17 +33,6 @@ def harness_config_text() -> str:
         '  files: "tests.durable.graphs:files_graph"\n'
         '  asks_then_sleeps: "tests.durable.graphs:asks_then_sleeps"\n'
     )
-
-
-def graph_task(graph: str, graph_input: dict) -> Task:
-    spec = TaskSpec.model_validate(
-        {
-            "title": graph,
-            "goal": "run a graph",
-            "agent": {"kind": "langgraph", "graph": graph, "input": graph_input},
-        }
-    )
-    return task_create(spec=spec, user=None)
 
 
 def test_graph_killed_mid_node_is_redispatched_and_resumes_from_its_checkpoint(fleet, tmp_path):
@@ -92,13 +78,7 @@ def test_review_is_resumed_by_a_new_worker_after_the_pausing_one_exited(fleet, o
     review = ReviewRequest.objects.get(task=task)
     assert review.original_arguments["version"] == "2.0.0"
     fleet.worker(1)
-    review_decide(
-        review_id=review.id,
-        user=operator,
-        decision="approve",
-        arguments_hash=canonical_hash(review.arguments),
-        comment="ship",
-    )
+    approve(review, operator, comment="ship")
 
     task = wait_status(task.id, "succeeded")
     assert '"published": "2.0.0"' in task.result
@@ -154,13 +134,7 @@ def test_a_worker_killed_while_the_graph_runs_an_approved_decision_settles_it_on
     task = graph_task("asks_then_sleeps", {"marker_dir": str(tmp_path), "sleep_s": 2})
     wait_status(task.id, "waiting_review")
     review = ReviewRequest.objects.get(task=task)
-    review_decide(
-        review_id=review.id,
-        user=operator,
-        decision="approve",
-        arguments_hash=canonical_hash(review.arguments),
-        comment="go",
-    )
+    approve(review, operator, comment="go")
     wait_for(lambda: "resumed:start" in runs(tmp_path), message="the resumed node to start")
     assert ToolCall.objects.get(task=task).status == "running"
     fleet.kill_worker_of(task.id)

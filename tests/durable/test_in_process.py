@@ -15,18 +15,11 @@ from tasks.canonical import canonical_hash
 from tasks.models import Task, ToolCall
 from tasks.services import CapacityFull, task_acquire, task_transition
 from tests.conftest import ApiClient
-
-from .conftest import make_task
+from tests.factories import enqueued_task, queued_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 LEDGER_ARGS = {"key": "invoice-7", "value": "paid"}
-
-
-def queued(script, tools, **extra) -> Task:
-    task = make_task(script, tools, enqueue=False, **extra)
-    task_transition(task_id=task.id, to="queued")
-    return task
 
 
 def rewind_to_intent(task: Task, *, effect: bool) -> None:
@@ -49,7 +42,7 @@ def rewind_to_intent(task: Task, *, effect: bool) -> None:
 def crashed_mid_call(*, effect: bool = False) -> Task:
     """Run the task, then rewind it to a worker's death mid-call and run it again: the next
     run escalates the call to a human."""
-    task = queued(
+    task = queued_task(
         [{"call": "ledger_append", "args": LEDGER_ARGS}, {"final": "done"}], ["ledger_append"]
     )
     assert task_run(task_id=task.id) == "succeeded"
@@ -130,7 +123,7 @@ def test_unknown_outcome_decisions_are_checked(queue, operator, viewer):
 
 
 def test_reusing_a_call_id_with_other_arguments_fails_the_task(queue):
-    task = queued(
+    task = queued_task(
         [{"call": "ledger_append", "args": LEDGER_ARGS}, {"final": "done"}], ["ledger_append"]
     )
     assert task_run(task_id=task.id) == "succeeded"
@@ -144,8 +137,8 @@ def test_reusing_a_call_id_with_other_arguments_fails_the_task(queue):
 
 def test_session_clock_leaves_out_time_spent_waiting_for_a_human(queue):
     budget = {"tool_timeout_s": 5, "turn_timeout_s": 10, "session_timeout_s": 60}
-    waited = queued([{"final": "done"}], [], budget=budget)
-    rushed = queued([{"final": "done"}], [], budget=budget)
+    waited = queued_task([{"final": "done"}], [], budget=budget)
+    rushed = queued_task([{"final": "done"}], [], budget=budget)
     started = timezone.now() - timedelta(seconds=100)
     Task.objects.filter(id=waited.id).update(started_at=started, review_wait_s=50)
     Task.objects.filter(id=rushed.id).update(started_at=started)
@@ -158,7 +151,7 @@ def test_session_clock_leaves_out_time_spent_waiting_for_a_human(queue):
 
 
 def test_time_spent_held_or_stopped_before_an_operator_resumes_is_waiting_time(queue):
-    task = queued([{"final": "x"}], [])
+    task = queued_task([{"final": "x"}], [])
     task_acquire(task_id=task.id, worker_id="w:1")
     task_transition(task_id=task.id, to="failed", fields={"error_class": "model_error"})
     task.events.filter(type="status").update(created_at=timezone.now() - timedelta(hours=1))
@@ -171,7 +164,7 @@ def test_time_spent_held_or_stopped_before_an_operator_resumes_is_waiting_time(q
 
 
 def test_a_held_task_resumed_has_held_time_and_no_review_time(queue):
-    task = queued([{"final": "x"}], [])
+    task = queued_task([{"final": "x"}], [])
     task_transition(task_id=task.id, to="held", reason="operator hold")
     task.events.filter(type="status").update(created_at=timezone.now() - timedelta(seconds=300))
     task = task_transition(task_id=task.id, to="queued", reason="resume")
@@ -181,7 +174,7 @@ def test_a_held_task_resumed_has_held_time_and_no_review_time(queue):
 
 
 def test_a_review_rolled_back_to_a_hold_keeps_its_review_time_apart(queue):
-    task = queued([{"final": "x"}], [])
+    task = queued_task([{"final": "x"}], [])
     task_acquire(task_id=task.id, worker_id="w:1")
     task_transition(task_id=task.id, to="waiting_review", reason="review")
     task.events.filter(type="status").update(created_at=timezone.now() - timedelta(hours=4))
@@ -195,22 +188,15 @@ def test_a_review_rolled_back_to_a_hold_keeps_its_review_time_apart(queue):
 
 
 @pytest.fixture
-def one_at_a_time(settings, tmp_path):
-    from harness_site.config import harness_config
-
-    path = tmp_path / "one.yaml"
-    path.write_text("max_concurrent_tasks: 1\nreview_rules: []\n")
-    settings.HARNESS_CONFIG_FILE = path
-    harness_config.cache_clear()
-    yield
-    harness_config.cache_clear()
+def one_at_a_time(harness_yaml):
+    harness_yaml("max_concurrent_tasks: 1\nreview_rules: []\n")
 
 
 def test_a_task_finding_no_free_capacity_stays_queued_and_is_put_back_on_its_queue(
     queue, one_at_a_time
 ):
-    first = queued([{"final": "x"}], [])
-    second = queued([{"final": "x"}], [])
+    first = queued_task([{"final": "x"}], [])
+    second = queued_task([{"final": "x"}], [])
     assert task_acquire(task_id=first.id, worker_id="w:1") is not None
     with pytest.raises(CapacityFull):
         task_acquire(task_id=second.id, worker_id="w:2")
@@ -227,7 +213,7 @@ def test_a_tasks_priority_picks_its_queue(durable_settings, priority):
 
     queue = django_rq.get_queue(priority)
     queue.empty()
-    task = make_task([{"final": "x"}], [], priority=priority)
+    task = enqueued_task([{"final": "x"}], [], priority=priority)
     task.refresh_from_db()
     assert queue.job_ids == [task.rq_job_id]
     queue.empty()

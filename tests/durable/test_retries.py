@@ -7,15 +7,16 @@ from datetime import datetime
 import pytest
 
 from tasks.models import ToolCall
+from tests.factories import enqueued_task
 
-from .conftest import make_task, wait_status
+from .conftest import wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
 def test_flaky_tool_failing_twice_succeeds_on_the_third_attempt_after_growing_waits(fleet):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [
             {"call": "flaky", "args": {"key": "k1", "fail_times": 2, "error": "transient"}},
             {"final": "done"},
@@ -58,7 +59,7 @@ def test_flaky_tool_failing_twice_succeeds_on_the_third_attempt_after_growing_wa
 
 def test_permanent_error_is_not_retried_and_reaches_the_model(fleet):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [
             {"call": "flaky", "args": {"key": "k2", "fail_times": 5, "error": "permanent"}},
             {"final": "gave up"},
@@ -76,7 +77,7 @@ def test_permanent_error_is_not_retried_and_reaches_the_model(fleet):
 
 def test_transient_errors_past_the_attempt_limit_go_to_the_model(fleet):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "flaky", "args": {"key": "k3", "fail_times": 10}}, {"final": "gave up"}],
         ["flaky"],
         retry={"initial_s": 0.1, "max_attempts": 2},

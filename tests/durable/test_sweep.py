@@ -14,14 +14,13 @@ from agent.sweep import sweep_once
 from tasks.models import Task, ToolCall
 from tasks.selectors import sweep_last_run
 from tasks.services import task_acquire, task_enqueue, task_transition
-
-from .conftest import make_task
+from tests.factories import enqueued_task, queued_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def running_task(*, silent_s: float, **fields) -> Task:
-    task = make_task([{"final": "x"}], [])
+    task = enqueued_task([{"final": "x"}], [])
     task_acquire(task_id=task.id, worker_id="lost-host:1")
     Task.objects.filter(id=task.id).update(
         heartbeat_at=timezone.now() - timedelta(seconds=silent_s), **fields
@@ -73,7 +72,7 @@ def test_a_cancel_requested_before_the_worker_died_is_honoured(queue):
 
 
 def test_a_queued_task_whose_job_vanished_is_enqueued_again(queue, settings):
-    task = make_task([{"final": "x"}], [])
+    task = enqueued_task([{"final": "x"}], [])
     Task.objects.filter(id=task.id).update(
         updated_at=timezone.now() - timedelta(seconds=settings.HARNESS_REQUEUE_GRACE_S + 1)
     )
@@ -87,14 +86,13 @@ def test_a_queued_task_whose_job_vanished_is_enqueued_again(queue, settings):
 
 
 def test_a_task_queued_moments_ago_is_not_enqueued_twice(queue):
-    make_task([{"final": "x"}], [])
+    enqueued_task([{"final": "x"}], [])
     queue.connection.flushdb()
     assert sweep_once().requeued == 0
 
 
 def test_a_retry_whose_scheduled_job_is_overdue_is_enqueued_directly(queue, settings):
-    task = make_task([{"final": "x"}], [], enqueue=False)
-    task_transition(task_id=task.id, to="queued")
+    task = queued_task([{"final": "x"}])
     task_acquire(task_id=task.id, worker_id="w:1")
     overdue = timezone.now() - timedelta(seconds=settings.HARNESS_REQUEUE_GRACE_S + 5)
     task = task_transition(task_id=task.id, to="retry_wait", fields={"retry_at": overdue})

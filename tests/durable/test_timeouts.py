@@ -6,8 +6,9 @@ import pytest
 
 from tasks.models import ToolCall
 from tests.conftest import processes_running
+from tests.factories import enqueued_task
 
-from .conftest import make_task, wait_status
+from .conftest import wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -18,7 +19,7 @@ def timeout_layers(task) -> list[str]:
 
 def test_tool_timeout_stops_the_call_records_timed_out_and_the_model_carries_on(fleet):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "sleep", "args": {"seconds": 30}}, {"final": "moved on"}],
         ["sleep"],
         budget={"tool_timeout_s": 0.5, "turn_timeout_s": 5, "session_timeout_s": 60},
@@ -34,7 +35,7 @@ def test_tool_timeout_stops_the_call_records_timed_out_and_the_model_carries_on(
 
 def test_run_command_past_its_tool_timeout_is_killed(fleet, commands_allowed):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [
             {"call": "run_command", "args": {"command": "exec sleep 60.5"}},
             {"final": "done"},
@@ -52,7 +53,7 @@ def test_run_command_past_its_tool_timeout_is_killed(fleet, commands_allowed):
 
 def test_turn_timeout_bounds_the_model_call_and_fails_the_task_when_retries_run_out(fleet):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"final": "too slow", "delay_s": 30}],
         [],
         budget={"tool_timeout_s": 0.2, "turn_timeout_s": 0.5, "session_timeout_s": 60},
@@ -67,7 +68,7 @@ def test_turn_timeout_bounds_the_model_call_and_fails_the_task_when_retries_run_
 
 def test_session_timeout_fails_the_task_after_a_final_checkpoint(fleet):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "sleep", "args": {"seconds": 0.4}}] * 20 + [{"final": "never"}],
         ["sleep"],
         budget={"tool_timeout_s": 0.8, "turn_timeout_s": 1, "session_timeout_s": 1.5},

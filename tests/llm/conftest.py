@@ -8,10 +8,8 @@ API_KEY = "sk-test-loopback-key"
 
 
 @pytest.fixture(autouse=True)
-def _workspace(settings, tmp_path):
-    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
-    settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
-    settings.HARNESS_ENABLE_TEST_TOOLS = True
+def _harness_settings(harness_dirs) -> None:
+    pass
 
 
 @pytest.fixture

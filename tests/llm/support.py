@@ -4,24 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.runtime import task_run
 from tasks.models import Task
-from tasks.services import task_create, task_transition
-from tasks.spec import TaskSpec
+from tests.factories import run_in_process, spec_task, task_spec
 
 
 def create(model: dict[str, Any], tools: list[str], **extra: Any) -> Task:
-    spec = TaskSpec.model_validate(
-        {"title": "t", "goal": extra.pop("goal", "do it"), "model": model, "tools": tools, **extra}
-    )
-    return task_create(spec=spec, user=None, enqueue=False)
+    return spec_task(task_spec(model, tools, **{"goal": "do it", **extra}))
 
 
 def run(task: Task) -> Task:
     """Queue the task and run one job for it, as a worker would."""
-    task_transition(task_id=task.id, to="queued")
-    task_run(task_id=task.id)
-    task.refresh_from_db()
+    run_in_process(task)
     return task
 
 

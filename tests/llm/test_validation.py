@@ -11,6 +11,7 @@ from review.models import ReviewRequest
 from tasks.models import ToolCall
 from tasks.spec import TaskSpec
 from tasks.tools.registry import ToolContext, tool
+from tests.factories import scripted_model as scripted
 from tests.llm.support import create, event_payloads, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,10 +21,6 @@ REPORT_SCHEMA = {
     "required": ["invoice", "total"],
     "properties": {"invoice": {"type": "string"}, "total": {"type": "number"}},
 }
-
-
-def scripted(*turns):
-    return {"kind": "scripted", "script": list(turns)}
 
 
 def _feedback_for(task, call_id: str) -> str:

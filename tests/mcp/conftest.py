@@ -6,18 +6,16 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, wait_for
+from tests.conftest import ROOT, spawn, wait_for
 from tests.durable.conftest import (  # noqa: F401  (fixtures)
     durable_settings,
     fleet,
-    make_task,
     queue,
     wait_status,
 )
@@ -63,17 +61,12 @@ def _accepts(port: int) -> bool:
 
 def http_server_start(*, state: Path, port: int) -> McpHttpServer:
     """Start tests/mcp/server.py over streamable HTTP on `port`; returns once it listens."""
-    log = open(state / "server.log", "ab")  # noqa: SIM115
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.mcp.server", "http", str(port)],
-        cwd=ROOT,
+    process = spawn(
+        ["http", str(port)],
+        module="tests.mcp.server",
+        log=state / "server.log",
         env={"PATH": "/usr/bin:/bin", "MCP_TEST_STATE": str(state), "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
     )
-    log.close()
     try:
         wait_for(lambda: _accepts(port), 60, message="the MCP HTTP server to listen")
     except BaseException:

@@ -7,23 +7,19 @@ import pytest
 
 from checkpoints.models import Checkpoint
 from tasks.models import ToolCall
-from tests.conftest import PASSWORD, needs_chromium, wait_for
+from tests.conftest import BROWSER, wait_for
+from tests.factories import enqueued_task
 
-from .conftest import make_task, wait_status
+from .conftest import wait_status
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.integration,
-    pytest.mark.django_db(transaction=True),
-    needs_chromium,
-]
+pytestmark = [*BROWSER, pytest.mark.integration]
 
 
 def test_destructive_tool_is_approved_in_the_browser_and_runs_once(
-    live_server, fleet, mcp_http, browser, operator, api_client
+    live_server, fleet, mcp_http, open_page, operator, api_client
 ):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "remote__purge", "args": {"key": "pg-1"}}, {"final": "purged"}],
         ["remote__*"],
         title="purge a record",
@@ -31,14 +27,8 @@ def test_destructive_tool_is_approved_in_the_browser_and_runs_once(
     wait_status(task.id, "waiting_review")
     assert not [c for c in mcp_http.calls("purge") if c["args"]["key"] == "pg-1"]
 
-    page = browser.new_page()
     # A loaded CI machine can take a while to answer the approval POST.
-    page.set_default_timeout(45_000)
-    page.goto(f"{live_server.url}/accounts/login/?next=/reviews/")
-    page.fill("input[name=username]", operator.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/reviews/")
+    page = open_page(operator, "/reviews/", timeout_ms=45_000)
     page.click("[data-testid=review-inbox] a:has-text('remote__purge')")
 
     assert page.inner_text("[data-testid=mcp-server]") == "remote"

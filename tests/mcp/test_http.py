@@ -10,15 +10,16 @@ from checkpoints.services import checkpoint_decode
 from review.models import ReviewRequest
 from tasks.models import ToolCall
 from tests.conftest import wait_for
+from tests.factories import enqueued_task
 
-from .conftest import UNSET, http_server_start, make_task, wait_status
+from .conftest import UNSET, http_server_start, wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
 def test_read_only_tool_runs_without_review_and_its_call_id_reaches_the_server(fleet, mcp_http):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "remote__lookup", "args": {"key": "ro-1"}}, {"final": "found"}],
         ["remote__*"],
     )
@@ -43,7 +44,7 @@ def test_read_only_tool_runs_without_review_and_its_call_id_reaches_the_server(f
 
 def test_unannotated_tool_is_reviewed_as_destructive(fleet, mcp_http):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "remote__unmarked", "args": {"key": "un-1"}}, {"final": "done"}],
         ["remote__unmarked"],
     )
@@ -56,7 +57,7 @@ def test_unannotated_tool_is_reviewed_as_destructive(fleet, mcp_http):
 
 def test_is_error_result_goes_back_to_the_model(fleet, mcp_http):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "remote__refuse", "args": {"reason": "no such ticket"}}, {"final": "gave up"}],
         ["remote__refuse"],
     )
@@ -68,7 +69,7 @@ def test_is_error_result_goes_back_to_the_model(fleet, mcp_http):
 
 def test_schema_invalid_call_never_reaches_the_server(fleet, mcp_http):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [
             {"call": "remote__lookup", "args": {"key": 42}},
             {"call": "remote__purge", "args": {"id": "x"}},
@@ -89,7 +90,7 @@ def test_schema_invalid_call_never_reaches_the_server(fleet, mcp_http):
 
 def test_idempotent_tool_is_retried_after_a_timeout_with_the_same_key(fleet, mcp_http):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "remote__sync", "args": {"key": "sy-1", "slow_times": 1}}, {"final": "synced"}],
         ["remote__sync"],
         budget={"tool_timeout_s": 2},
@@ -107,7 +108,7 @@ def test_non_idempotent_call_that_times_out_escalates_instead_of_failing(fleet, 
     hold = mcp_http.state / "hold"
     hold.touch()
     try:
-        task = make_task(
+        task = enqueued_task(
             [{"call": "remote__note", "args": {"text": "nt-1"}}, {"final": "noted"}],
             ["remote__note"],
             budget={"tool_timeout_s": 2},
@@ -128,7 +129,7 @@ def test_non_idempotent_call_escalates_after_its_worker_is_killed(fleet, mcp_htt
     hold = mcp_http.state / "hold"
     hold.touch()
     try:
-        task = make_task(
+        task = enqueued_task(
             [{"call": "remote__note", "args": {"text": "nk-1"}}, {"final": "noted"}],
             ["remote__note"],
         )
@@ -150,7 +151,7 @@ def test_unreachable_server_fails_the_task_closed_and_ops_and_stats_show_servers
     fleet, mcp_http, operator, client
 ):
     fleet.worker()
-    ok = make_task(
+    ok = enqueued_task(
         [
             {"call": "remote__lookup", "args": {"key": "ops-1"}},
             {"call": "remote__refuse", "args": {"reason": "ops"}},
@@ -158,8 +159,8 @@ def test_unreachable_server_fails_the_task_closed_and_ops_and_stats_show_servers
         ],
         ["remote__*"],
     )
-    down = make_task([{"call": "down__anything", "args": {}}, {"final": "never"}], ["down__*"])
-    locked = make_task([{"final": "never"}], ["locked__lookup"])
+    down = enqueued_task([{"call": "down__anything", "args": {}}, {"final": "never"}], ["down__*"])
+    locked = enqueued_task([{"final": "never"}], ["locked__lookup"])
     wait_status(ok.id, "succeeded")
     down = wait_status(down.id, "failed")
     assert down.error_class == "mcp_unavailable"
@@ -188,7 +189,7 @@ def test_unreachable_server_fails_the_task_closed_and_ops_and_stats_show_servers
 
 def test_server_not_up_yet_is_retried_until_it_answers(fleet, late_port, tmp_path):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "late__lookup", "args": {"key": "late-1"}}, {"final": "found"}],
         ["late__lookup"],
         # Three retries (the on_retryable_error trigger's cap), 5 s apart: time to start it.

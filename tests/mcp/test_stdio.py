@@ -11,8 +11,9 @@ from checkpoints.models import Checkpoint
 from review.models import ReviewRequest
 from review.services import review_resolve_unknown_outcome
 from tasks.models import ToolCall
+from tests.factories import enqueued_task
 
-from .conftest import BASE_CONFIG, make_task, wait_status
+from .conftest import BASE_CONFIG, wait_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -35,7 +36,7 @@ def test_file_written_by_a_stdio_server_is_in_the_workspace_and_rolled_back(
     fleet, api_client, operator
 ):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [
             {"call": "local__write_text", "args": {"path": "report.txt", "content": "draft"}},
             {"final": "written"},
@@ -65,7 +66,7 @@ def test_file_written_by_a_stdio_server_is_in_the_workspace_and_rolled_back(
 
 def test_stdio_server_that_exited_is_restarted_for_the_next_call(fleet):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [
             {"call": "local__exit_soon", "args": {}},
             # The model thinks for a second: the server has exited by the next call.
@@ -84,7 +85,7 @@ def test_stdio_server_that_exited_is_restarted_for_the_next_call(fleet):
 
 def test_server_that_crashes_mid_call_escalates_and_the_task_goes_on(fleet):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [
             {"call": "local__crash", "args": {}},
             {"call": "local__lookup", "args": {"key": "after"}},
@@ -108,7 +109,7 @@ def test_server_that_crashes_mid_call_escalates_and_the_task_goes_on(fleet):
 
 def test_stdio_server_past_its_workspace_quota_is_stopped_and_told(fleet):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [
             {"call": "local__fill", "args": {"path": "big.bin", "mib": 40}},
             {"call": "local__lookup", "args": {"key": "small"}},

@@ -10,9 +10,8 @@ from django.db import connection
 
 from checkpoints.models import Checkpoint
 from multiagent.models import CheckpointRound, GlobalCheckpoint, RoundStatus
-from tasks.models import Task
 from tests.durable.conftest import TEST_CONFIG
-from tests.multiagent.conftest import agent, delegate, group_spec
+from tests.multiagent.conftest import all_sleeping, delegate, group_spec, stepper
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -22,35 +21,17 @@ def harness_config_text() -> str:
     return TEST_CONFIG + "multi_agent: {prepare_timeout_s: 60}\n"
 
 
-def sleeper(name: str) -> dict:
-    return agent(
-        {"call": "write_file", "args": {"path": "a.txt", "content": f"{name} 1"}},
-        {"call": "sleep", "args": {"seconds": 5}},
-        {"call": "write_file", "args": {"path": "a.txt", "content": f"{name} 2"}},
-        {"final": f"{name} done"},
-        tools=["write_file", "sleep"],
-    )
-
-
 def start_group(task_api, wait_for) -> tuple[str, list[str]]:
     parent = task_api.create(
         group_spec(
             {"calls": [delegate("left", "step"), delegate("right", "step")]},
             {"final": "reported"},
-            agents={"left": sleeper("left"), "right": sleeper("right")},
+            agents={"left": stepper("left", 5), "right": stepper("right", 5)},
         )
     )
     children = wait_for(lambda: task_api.get(parent["id"])["children"], 30)
 
-    def sleeping() -> bool:
-        return all(
-            Task.objects.get(id=c)
-            .events.filter(type="model_decision", payload__calls__0__tool="sleep")
-            .exists()
-            for c in children
-        )
-
-    wait_for(sleeping, 30, message="both children to sleep")
+    wait_for(lambda: all_sleeping(children), 30, message="both children to sleep")
     return parent["id"], children
 
 
@@ -58,6 +39,22 @@ def request_cut(task_api, root_id: str) -> str:
     response = task_api.client.post(f"/api/v1/tasks/{root_id}/global-checkpoints", {})
     assert response.status_code == 202, response.content
     return response.json()["id"]
+
+
+def assert_round_ends_complete_or_none(
+    task_api, wait_for, root_id: str, round_id: str, children: list[str]
+) -> None:
+    """With workers back, the round ends with a complete global checkpoint or none, and the
+    group runs to success."""
+    wait_for(
+        lambda: CheckpointRound.objects.get(id=round_id).status != RoundStatus.PREPARING,
+        60,
+        message="the round to end",
+    )
+    assert_complete_or_none(root_id, round_id)
+    task_api.wait(root_id, "succeeded", timeout=90)
+    for child in children:
+        assert task_api.get(child)["status"] == "succeeded"
 
 
 def assert_complete_or_none(root_id: str, round_id: str) -> None:
@@ -90,15 +87,7 @@ def test_kill_9_during_prepare_leaves_a_complete_global_checkpoint_or_none(
     kill_all(fleet)
     assert not GlobalCheckpoint.objects.filter(round_id=round_id).exists()
     fleet.worker(2)
-    wait_for(
-        lambda: CheckpointRound.objects.get(id=round_id).status != RoundStatus.PREPARING,
-        60,
-        message="the round to end",
-    )
-    assert_complete_or_none(root_id, round_id)
-    task_api.wait(root_id, "succeeded", timeout=90)
-    for child in children:
-        assert task_api.get(child)["status"] == "succeeded"
+    assert_round_ends_complete_or_none(task_api, wait_for, root_id, round_id, children)
 
 
 def test_kill_9_during_commit_leaves_a_complete_global_checkpoint_or_none(
@@ -166,12 +155,4 @@ def test_kill_9_during_commit_leaves_a_complete_global_checkpoint_or_none(
     assert CheckpointRound.objects.get(id=round_id).status == RoundStatus.PREPARING
     fleet.worker(2)
     fleet.sweeper()
-    wait_for(
-        lambda: CheckpointRound.objects.get(id=round_id).status != RoundStatus.PREPARING,
-        60,
-        message="the round to end",
-    )
-    assert_complete_or_none(root_id, round_id)
-    task_api.wait(root_id, "succeeded", timeout=90)
-    for child in children:
-        assert task_api.get(child)["status"] == "succeeded"
+    assert_round_ends_complete_or_none(task_api, wait_for, root_id, round_id, children)

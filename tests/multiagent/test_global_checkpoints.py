@@ -10,20 +10,9 @@ import pytest
 from checkpoints.models import Checkpoint
 from multiagent.models import CheckpointRound, GlobalCheckpoint
 from tasks.models import Task
-from tests.multiagent.conftest import agent, delegate, group_spec
+from tests.multiagent.conftest import agent, all_sleeping, delegate, group_spec, stepper
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-def stepper(name: str) -> dict[str, Any]:
-    """Writes `a.txt` = 1, sleeps (the cut is taken meanwhile), writes 2, answers."""
-    return agent(
-        {"call": "write_file", "args": {"path": "a.txt", "content": f"{name} 1"}},
-        {"call": "sleep", "args": {"seconds": 4}},
-        {"call": "write_file", "args": {"path": "a.txt", "content": f"{name} 2"}},
-        {"final": f"{name} done"},
-        tools=["write_file", "sleep"],
-    )
 
 
 def group_with_cut(task_api, wait_for) -> tuple[dict, dict]:
@@ -34,7 +23,7 @@ def group_with_cut(task_api, wait_for) -> tuple[dict, dict]:
             {"calls": [delegate("left", "step"), delegate("right", "step")]},
             {"call": "write_file", "args": {"path": "report.txt", "content": "both done"}},
             {"final": "reported"},
-            agents={"left": stepper("left"), "right": stepper("right")},
+            agents={"left": stepper("left", 4), "right": stepper("right", 4)},
             tools=["write_file"],
         )
     )
@@ -47,15 +36,7 @@ def group_with_cut(task_api, wait_for) -> tuple[dict, dict]:
         30,
     )
 
-    def both_sleeping() -> bool:
-        return all(
-            Task.objects.get(id=c)
-            .events.filter(type="model_decision", payload__calls__0__tool="sleep")
-            .exists()
-            for c in children
-        )
-
-    wait_for(both_sleeping, 30, message="both children to start sleeping")
+    wait_for(lambda: all_sleeping(children), 30, message="both children to start sleeping")
     # While children run, the group cannot be rolled back.
     response = api.post(f"/api/v1/tasks/{parent['id']}/global-checkpoints", {"reason": "cut"})
     assert response.status_code == 202, response.content

@@ -7,7 +7,6 @@ import json
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from checkpoints.services import checkpoint_build
@@ -16,8 +15,8 @@ from multiagent import coordinator
 from multiagent.shared import shared_path
 from tasks.agent_state import AgentState
 from tasks.models import Task
-from tasks.services import task_create
-from tasks.spec import TaskSpec
+from tests.conftest import page_client
+from tests.factories import scripted_task, spec_task
 from tests.multiagent.conftest import agent, group_spec
 
 pytestmark = pytest.mark.django_db
@@ -30,25 +29,17 @@ def shared() -> bool:
 
 
 @pytest.fixture
-def group(settings, tmp_path, operator, shared):
-    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
-    spec = TaskSpec.model_validate(
+def group(harness_dirs, operator, shared):
+    parent = spec_task(
         group_spec(
             {"final": "x"}, agents={"scout": agent({"final": "y"})}, title="survey", shared=shared
-        )
-    )
-    parent = task_create(spec=spec, user=operator, enqueue=False)
-    child_spec = TaskSpec.model_validate(
-        {
-            "title": "survey / scout",
-            "goal": "g",
-            "model": {"kind": "scripted", "script": [{"final": "y"}]},
-        }
-    )
-    child = task_create(
-        spec=child_spec,
+        ),
         user=operator,
-        enqueue=False,
+    )
+    child = scripted_task(
+        [{"final": "y"}],
+        title="survey / scout",
+        user=operator,
         parent=parent,
         parent_call_id="0.1.0",
         agent_name="scout",
@@ -77,15 +68,9 @@ def group(settings, tmp_path, operator, shared):
     return parent, child, cut
 
 
-def logged_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def test_the_task_page_shows_the_agents_their_lanes_and_the_global_checkpoints(group, viewer):
     parent, child, cut = group
-    client = logged_in(viewer)
+    client = page_client(viewer)
     page = client.get(f"/tasks/{parent.id}/").content.decode()
     assert 'data-testid="group-panel"' in page
     panel = client.get(f"/tasks/{parent.id}/group/").content.decode()
@@ -111,8 +96,8 @@ def test_the_task_page_shows_the_agents_their_lanes_and_the_global_checkpoints(g
 def test_an_operator_previews_and_rolls_the_group_back_from_the_page(group, operator, viewer):
     parent, child, cut = group
     url = f"/tasks/{parent.id}/group-rollback/?global_checkpoint_id={cut.id}"
-    assert logged_in(viewer).get(url).status_code == 403
-    client = logged_in(operator)
+    assert page_client(viewer).get(url).status_code == 403
+    client = page_client(operator)
     preview = client.get(url).content.decode()
     assert 'data-testid="group-rollback-preview"' in preview and "notes.txt" in preview
     refused = client.post(url, {"global_checkpoint_id": str(cut.id), "reason": "", "then": "hold"})
@@ -124,16 +109,12 @@ def test_an_operator_previews_and_rolls_the_group_back_from_the_page(group, oper
 
 
 def _family(user, children: int) -> Task:
-    spec = TaskSpec.model_validate(group_spec({"final": "x"}, agents={"a": agent({"final": "y"})}))
-    parent = task_create(spec=spec, user=user, enqueue=False)
-    child_spec = TaskSpec.model_validate(
-        {"title": "c", "goal": "g", "model": {"kind": "scripted", "script": [{"final": "y"}]}}
-    )
+    parent = spec_task(group_spec({"final": "x"}, agents={"a": agent({"final": "y"})}), user=user)
     for n in range(children):
-        task_create(
-            spec=child_spec,
+        scripted_task(
+            [{"final": "y"}],
+            title="c",
             user=user,
-            enqueue=False,
             parent=parent,
             parent_call_id=f"0.{n}.0",
             agent_name="a",
@@ -171,7 +152,7 @@ def test_the_group_panel_lists_the_shared_directory_and_what_each_cut_holds(
     folder = shared_path(root_id=parent.id)
     (folder / "later.md").write_text("after the cut")
     (folder / "link").symlink_to(tmp_path)
-    panel = logged_in(viewer).get(f"/tasks/{child.id}/group/").content.decode()
+    panel = page_client(viewer).get(f"/tasks/{child.id}/group/").content.decode()
     listing = panel.split('data-testid="group-shared"')[1].split("</table>")[0]
     assert "/shared/plan.md" in listing and "/shared/later.md" in listing
     assert "link" not in listing
@@ -181,5 +162,5 @@ def test_the_group_panel_lists_the_shared_directory_and_what_each_cut_holds(
 
 def test_a_group_without_a_shared_directory_shows_none(group, viewer):
     parent, _child, _cut = group
-    panel = logged_in(viewer).get(f"/tasks/{parent.id}/group/").content.decode()
+    panel = page_client(viewer).get(f"/tasks/{parent.id}/group/").content.decode()
     assert 'data-testid="group-shared"' not in panel

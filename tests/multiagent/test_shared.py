@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-from django.db import connections
 
 from multiagent.models import GlobalCheckpoint
 from multiagent.shared import shared_path, shared_write_lock
 from tasks.models import Task
+from tests.conftest import run_in_threads
 from tests.durable.conftest import TEST_CONFIG
 from tests.multiagent.conftest import agent, delegate, group_spec
 
@@ -159,20 +159,14 @@ def test_writes_to_one_shared_path_wait_for_each_other(tmp_path):
             holding.set()
             time.sleep(0.3)  # room for the second writer to get in, were the lock broken
             order.append("first released")
-        connections.close_all()
 
     def second() -> None:
         holding.wait(10)
         # Another spelling of the same path takes the same lock.
         with shared_write_lock(directory=directory, path="./notes.txt"):
             order.append("second wrote")
-        connections.close_all()
 
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    run_in_threads(first, second, timeout=30)
     assert order == ["first released", "second wrote"]
     # Another path is not held up by it.
     with shared_write_lock(directory=directory, path="other.txt"):

@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from review.models import ReviewRule
 from tasks.models import Task
+from tests.review.conftest import four_eyes_on_deletes
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def decide(client, review_id, **body):
-    """POST a decision; an approval without an explicit `arguments_hash` sends the one the
-    review shows right now (what a client that just read it would send)."""
-    if body.get("decision") == "approve" and "arguments_hash" not in body:
-        shown = client.get(f"/api/v1/reviews/{review_id}")
-        if shown.status_code == 200:
-            body["arguments_hash"] = shown.json()["arguments_hash"]
-    return client.post(f"/api/v1/reviews/{review_id}/decision", body)
 
 
 def test_list_and_get_show_what_an_operator_needs(paused_review, api_client, viewer):
@@ -54,36 +44,30 @@ def test_permission_matrix(paused_review, api_client, operator, viewer, outsider
     review = paused_review()
     anonymous = api_client(None)
     assert anonymous.get("/api/v1/reviews").status_code == 401
-    assert decide(anonymous, review.id, decision="approve").status_code == 401
-    assert decide(api_client(viewer), review.id, decision="approve").status_code == 403
-    assert decide(api_client(outsider), review.id, decision="approve").status_code == 403
+    assert anonymous.decide(review.id, decision="approve").status_code == 401
+    assert api_client(viewer).decide(review.id, decision="approve").status_code == 403
+    assert api_client(outsider).decide(review.id, decision="approve").status_code == 403
     assert Task.objects.get(pk=review.task_id).status == "waiting_review"
 
-    assert decide(api_client(decider), review.id, decision="approve").status_code == 200
+    assert api_client(decider).decide(review.id, decision="approve").status_code == 200
     other = paused_review()
-    response = decide(api_client(operator), other.id, decision="reject", reason="no")
+    response = api_client(operator).decide(other.id, decision="reject", reason="no")
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "rejected" and body["decided_by"] == "operator"
 
 
 def test_four_eyes_over_the_api(paused_review, api_client, operator, second_operator, decider):
-    ReviewRule.objects.create(
-        name="two-person-delete",
-        tool="delete_file",
-        action="review",
-        approvals_required=2,
-        forbid_creator=True,
-    )
+    four_eyes_on_deletes()
     review = paused_review(user=operator)
-    creator = decide(api_client(operator), review.id, decision="approve")
+    creator = api_client(operator).decide(review.id, decision="approve")
     assert creator.status_code == 403 and "creator" in creator.json()["detail"]
-    first = decide(api_client(second_operator), review.id, decision="approve")
+    first = api_client(second_operator).decide(review.id, decision="approve")
     assert first.status_code == 200
     assert first.json()["status"] == "pending"
     assert [a["user"] for a in first.json()["approvals"]] == ["operator2"]
-    assert decide(api_client(second_operator), review.id, decision="approve").status_code == 409
-    second = decide(api_client(decider), review.id, decision="approve")
+    assert api_client(second_operator).decide(review.id, decision="approve").status_code == 409
+    second = api_client(decider).decide(review.id, decision="approve")
     assert second.status_code == 200 and second.json()["status"] == "approved"
 
 
@@ -92,15 +76,15 @@ def test_errors_are_404_409_and_422_never_500(paused_review, api_client, operato
     client = api_client(operator)
     assert client.get("/api/v1/reviews/999999").status_code == 404
     assert client.get("/api/v1/reviews/not-a-number").status_code == 404
-    assert decide(client, 999999, decision="approve").status_code == 404
+    assert client.decide(999999, decision="approve").status_code == 404
 
-    bad_body = decide(client, review.id, decision="maybe")
+    bad_body = client.decide(review.id, decision="maybe")
     assert bad_body.status_code == 422 and bad_body.json()["errors"][0]["field"] == "decision"
-    bad_args = decide(client, review.id, decision="approve", arguments={"path": 5})
+    bad_args = client.decide(review.id, decision="approve", arguments={"path": 5})
     assert bad_args.status_code == 422
     assert bad_args.json()["errors"][0]["field"] == "arguments.path"
     assert client.get(f"/api/v1/reviews/{review.id}").json()["status"] == "pending"
 
-    assert decide(client, review.id, decision="approve").status_code == 200
-    again = decide(client, review.id, decision="reject", reason="too late")
+    assert client.decide(review.id, decision="approve").status_code == 200
+    again = client.decide(review.id, decision="reject", reason="too late")
     assert again.status_code == 409 and "already approved" in again.json()["detail"]

@@ -6,29 +6,16 @@ from __future__ import annotations
 import pytest
 
 from tasks.models import Task
-from tests.conftest import PASSWORD, needs_chromium, wait_for
+from tests.conftest import BROWSER, delete_script, wait_for
+from tests.factories import scripted_task
 
-from .conftest import delete_script, make_task
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.integration,
-    pytest.mark.django_db(transaction=True),
-    needs_chromium,
-]
-
-
-@pytest.fixture
-def page(browser):
-    page = browser.new_page()
-    page.set_default_timeout(15_000)
-    return page
+pytestmark = [*BROWSER, pytest.mark.integration]
 
 
 def test_operator_approves_in_the_browser_and_the_task_finishes(
-    live_server, workers, page, operator
+    live_server, workers, open_page, operator
 ):
-    task = make_task(
+    task = scripted_task(
         delete_script(),
         ["delete_file"],
         enqueue=True,
@@ -41,12 +28,7 @@ def test_operator_approves_in_the_browser_and_the_task_finishes(
         message="the task to pause for review",
     )
 
-    page.goto(f"{live_server.url}/reviews/")
-    assert "/accounts/login/" in page.url
-    page.fill("input[name=username]", operator.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/reviews/")
+    page = open_page(operator, "/reviews/", timeout_ms=15_000)
     assert page.inner_text("[data-testid=pending-count]") == "1"
 
     page.click("[data-testid=review-inbox] a:has-text('delete_file')")

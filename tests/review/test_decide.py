@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from checkpoints.services import checkpoint_decode
-from review.models import ReviewRequest, ReviewRule
+from review.models import ReviewRequest
 from review.services import (
     ReviewConflict,
     ReviewForbidden,
@@ -18,8 +18,9 @@ from review.services import (
 )
 from tasks.canonical import canonical_hash
 from tasks.models import AuditEntry, Task, ToolCall
-
-from .conftest import run_in_process
+from tests.conftest import approve
+from tests.factories import ReviewRuleFactory, run_in_process
+from tests.review.conftest import four_eyes_on_deletes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,13 +50,7 @@ def test_delete_file_pauses_before_running(paused_review):
 
 def test_approval_runs_exactly_the_approved_call(paused_review, operator):
     review = paused_review()
-    review_decide(
-        review_id=review.id,
-        user=operator,
-        decision="approve",
-        arguments_hash=shown(review),
-        comment="ok",
-    )
+    approve(review, operator, comment="ok")
     call = ToolCall.objects.get(pk=review.tool_call_id)
     assert call.status == "approved"
     assert call.arguments_hash == canonical_hash({"path": "old.log"})
@@ -104,14 +99,7 @@ def test_edited_arguments_are_what_runs(paused_review, operator):
     )
     assert review.matched_rules[0]["name"] == "protected-config"
     edited = {"path": "app.conf", "content": "debug=false\nlog=info\n"}
-    review_decide(
-        review_id=review.id,
-        user=operator,
-        decision="approve",
-        arguments_hash=shown(review),
-        arguments=edited,
-        comment="keep debug off",
-    )
+    approve(review, operator, arguments=edited, comment="keep debug off")
     task = Task.objects.get(pk=review.task_id)
     assert run_in_process(task) == "succeeded"
     assert (task.workspace_path / "app.conf").read_text() == "debug=false\nlog=info\n"
@@ -125,13 +113,7 @@ def test_edited_arguments_are_what_runs(paused_review, operator):
 def test_invalid_edited_arguments_change_nothing(paused_review, operator):
     review = paused_review()
     with pytest.raises(ReviewInvalid) as exc:
-        review_decide(
-            review_id=review.id,
-            user=operator,
-            decision="approve",
-            arguments_hash=shown(review),
-            arguments={"path": "old.log", "force": True},
-        )
+        approve(review, operator, arguments={"path": "old.log", "force": True})
     assert exc.value.errors[0]["field"] == "arguments.force"
     review.refresh_from_db()
     assert review.status == "pending" and review.edited_arguments is None
@@ -146,22 +128,14 @@ def test_edits_the_policy_denies_are_refused(paused_review, operator):
         review={"always": ["run_command"]},
     )
     with pytest.raises(ReviewInvalid, match="denies"):
-        review_decide(
-            review_id=review.id,
-            user=operator,
-            decision="approve",
-            arguments_hash=shown(review),
-            arguments={"command": "rm -rf /"},
-        )
+        approve(review, operator, arguments={"command": "rm -rf /"})
     review.refresh_from_db()
     assert review.status == "pending"
 
 
 def test_arguments_changed_after_approval_never_run(paused_review, operator):
     review = paused_review()
-    review_decide(
-        review_id=review.id, user=operator, decision="approve", arguments_hash=shown(review)
-    )
+    approve(review, operator)
     ToolCall.objects.filter(pk=review.tool_call_id).update(arguments={"path": "other.log"})
     task = Task.objects.get(pk=review.task_id)
     assert run_in_process(task) == "failed"
@@ -174,20 +148,13 @@ def test_a_decided_review_cannot_be_decided_again(paused_review, operator, secon
     review = paused_review()
     review_decide(review_id=review.id, user=operator, decision="reject", reason="no")
     with pytest.raises(ReviewConflict):
-        review_decide(
-            review_id=review.id,
-            user=second_operator,
-            decision="approve",
-            arguments_hash=shown(review),
-        )
+        approve(review, second_operator)
 
 
 def test_viewers_cannot_decide(paused_review, viewer):
     review = paused_review()
     with pytest.raises(ReviewForbidden):
-        review_decide(
-            review_id=review.id, user=viewer, decision="approve", arguments_hash=shown(review)
-        )
+        approve(review, viewer)
 
 
 def test_four_eyes_needs_distinct_operators_and_never_the_creator(
@@ -196,37 +163,20 @@ def test_four_eyes_needs_distinct_operators_and_never_the_creator(
     second_operator,
     decider,
 ):
-    ReviewRule.objects.create(
-        name="two-person-delete",
-        tool="delete_file",
-        action="review",
-        approvals_required=2,
-        forbid_creator=True,
-    )
+    four_eyes_on_deletes()
     review = paused_review(user=operator)
     assert (review.approvals_required, review.forbid_creator) == (2, True)
     with pytest.raises(ReviewForbidden):
-        review_decide(
-            review_id=review.id, user=operator, decision="approve", arguments_hash=shown(review)
-        )
+        approve(review, operator)
 
-    review_decide(
-        review_id=review.id, user=second_operator, decision="approve", arguments_hash=shown(review)
-    )
+    approve(review, second_operator)
     review.refresh_from_db()
     assert review.status == "pending" and review.approvals.count() == 1
     assert Task.objects.get(pk=review.task_id).status == "waiting_review"
     with pytest.raises(ReviewConflict):
-        review_decide(
-            review_id=review.id,
-            user=second_operator,
-            decision="approve",
-            arguments_hash=shown(review),
-        )
+        approve(review, second_operator)
 
-    review_decide(
-        review_id=review.id, user=decider, decision="approve", arguments_hash=shown(review)
-    )
+    approve(review, decider)
     review.refresh_from_db()
     assert review.status == "approved"
     assert Task.objects.get(pk=review.task_id).status == "queued"
@@ -236,25 +186,13 @@ def test_four_eyes_needs_distinct_operators_and_never_the_creator(
 def test_an_edit_under_four_eyes_needs_fresh_approvals(
     paused_review, operator, second_operator, decider
 ):
-    ReviewRule.objects.create(
-        name="two-person-delete", tool="delete_file", action="review", approvals_required=2
-    )
+    four_eyes_on_deletes(forbid_creator=False)
     review = paused_review(files={"old.log": "x", "older.log": "y"})
-    review_decide(
-        review_id=review.id, user=operator, decision="approve", arguments_hash=shown(review)
-    )
-    review_decide(
-        review_id=review.id,
-        user=second_operator,
-        decision="approve",
-        arguments_hash=shown(review),
-        arguments={"path": "older.log"},
-    )
+    approve(review, operator)
+    approve(review, second_operator, arguments={"path": "older.log"})
     review.refresh_from_db()
     assert review.status == "pending", "the first approval was for other arguments"
-    review_decide(
-        review_id=review.id, user=decider, decision="approve", arguments_hash=shown(review)
-    )
+    approve(review, decider)
     review.refresh_from_db()
     assert review.status == "approved"
     assert ToolCall.objects.get(pk=review.tool_call_id).arguments == {"path": "older.log"}
@@ -278,10 +216,9 @@ def test_expiry_with_reject_tells_the_model_and_resumes(paused_review):
 
 
 def test_expiry_with_fail_task_fails_the_task(paused_review):
-    ReviewRule.objects.create(
+    ReviewRuleFactory(
         name="delete-or-fail",
         tool="delete_file",
-        action="review",
         expires_after=timedelta(minutes=5),
         on_expiry="fail_task",
     )

@@ -10,32 +10,10 @@ import pytest
 
 from review.models import ReviewRequest
 from tasks.models import Task, ToolCall
-from tasks.services import task_create
-from tasks.spec import TaskSpec
-from tests.conftest import PASSWORD, needs_chromium, wait_for
+from tests.conftest import BROWSER, wait_for
+from tests.factories import graph_task
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.integration,
-    pytest.mark.django_db(transaction=True),
-    needs_chromium,
-]
-
-
-@pytest.fixture
-def page(browser):
-    page = browser.new_page()
-    page.set_default_timeout(60_000)  # a loaded CI machine
-    return page
-
-
-def graph_task(title: str, graph: str, graph_input: dict) -> Task:
-    spec = {
-        "title": title,
-        "goal": "run a graph",
-        "agent": {"kind": "langgraph", "graph": graph, "input": graph_input},
-    }
-    return task_create(spec=TaskSpec.model_validate(spec), user=None)
+pytestmark = [*BROWSER, pytest.mark.integration]
 
 
 def status(task: Task) -> str:
@@ -43,15 +21,16 @@ def status(task: Task) -> str:
 
 
 def test_operator_approves_edits_and_rejects_graph_interrupts_in_the_browser(
-    live_server, workers, page, operator
+    live_server, workers, open_page, operator
 ):
-    approve = graph_task("release 1.5", "release_bot", {"changes": ["fix"], "current": "1.4.0"})
-    reject = graph_task("release 3.0", "release_bot", {"changes": ["breaking"], "current": "2.1.0"})
+    release = "release_bot"
+    approve = graph_task(release, {"changes": ["fix"], "current": "1.4.0"}, title="release 1.5")
+    reject = graph_task(release, {"changes": ["breaking"], "current": "2.1.0"}, title="release 3.0")
     message = {"channel": "#general", "text": "v1.5 is out"}
     edit = graph_task(
-        "announce",
         "announcer",
         {"messages": [{"role": "user", "content": json.dumps(message)}]},
+        title="announce",
     )
     for task in (approve, reject, edit):
         wait_for(lambda t=task: status(t) == "waiting_review", 120, message="the graph to pause")
@@ -60,10 +39,7 @@ def test_operator_approves_edits_and_rejects_graph_interrupts_in_the_browser(
     assert all(p.poll() is not None for p in workers.processes)
     workers.start(2)
 
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", operator.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    page = open_page(operator, "/reviews/", timeout_ms=60_000)  # a loaded CI machine
 
     def open_review(task: Task) -> None:
         review = ReviewRequest.objects.get(task=task)

@@ -3,12 +3,12 @@ the decision enqueues the resume, and the approved call runs exactly once."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from datetime import timedelta
 
 import django_rq
 import pytest
-from django.db import connection
 from rq.job import Job
 
 from agent.tools.testing import ledger_records
@@ -16,9 +16,8 @@ from checkpoints.services import checkpoint_decode
 from review.models import ReviewRequest
 from review.services import reviews_expire_overdue
 from tasks.models import Task, ToolCall
-from tests.conftest import ApiClient, wait_for
-
-from .conftest import delete_script, make_task
+from tests.conftest import ApiClient, delete_script, run_in_threads, wait_for
+from tests.factories import scripted_task
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -40,16 +39,6 @@ def pending_review(task: Task) -> ReviewRequest:
     return ReviewRequest.objects.get(task=task, status="pending")
 
 
-def decide(client: ApiClient, review_id: int, **body):
-    """POST a decision; an approval without an explicit `arguments_hash` sends the one the
-    review shows right now (what a client that just read it would send)."""
-    if body.get("decision") == "approve" and "arguments_hash" not in body:
-        shown = client.get(f"/api/v1/reviews/{review_id}")
-        if shown.status_code == 200:
-            body["arguments_hash"] = shown.json()["arguments_hash"]
-    return client.post(f"/api/v1/reviews/{review_id}/decision", body)
-
-
 def last_tool_message(task: Task) -> str:
     task.refresh_from_db()
     state = checkpoint_decode(task.head_checkpoint).state
@@ -57,7 +46,7 @@ def last_tool_message(task: Task) -> str:
 
 
 def test_delete_file_pauses_and_the_job_ends_then_approval_deletes(workers, api_client, operator):
-    task = make_task(
+    task = scripted_task(
         delete_script(), ["delete_file"], enqueue=True, workspace={"files": {"old.log": "stale\n"}}
     )
     review = pending_review(task)
@@ -67,7 +56,7 @@ def test_delete_file_pauses_and_the_job_ends_then_approval_deletes(workers, api_
     assert job.return_value() == "paused"
     assert (task.workspace_path / "old.log").exists()
 
-    response = decide(api_client(operator), review.id, decision="approve", comment="go")
+    response = api_client(operator).decide(review.id, decision="approve", comment="go")
     assert response.status_code == 200
     assert wait_status(task, "succeeded", "failed") == "succeeded"
     assert not (task.workspace_path / "old.log").exists()
@@ -75,16 +64,12 @@ def test_delete_file_pauses_and_the_job_ends_then_approval_deletes(workers, api_
 
 
 def test_rejection_reason_reaches_the_next_model_turn(workers, api_client, operator):
-    task = make_task(
+    task = scripted_task(
         delete_script(), ["delete_file"], enqueue=True, workspace={"files": {"old.log": "stale\n"}}
     )
     review = pending_review(task)
-    response = decide(
-        api_client(operator),
-        review.id,
-        decision="reject",
-        reason="needed for the audit",
-        comment="leave logs alone",
+    response = api_client(operator).decide(
+        review.id, decision="reject", reason="needed for the audit", comment="leave logs alone"
     )
     assert response.status_code == 200
     assert wait_status(task, "succeeded", "failed") == "succeeded"
@@ -94,7 +79,7 @@ def test_rejection_reason_reaches_the_next_model_turn(workers, api_client, opera
 
 
 def test_edit_then_approve_writes_the_edited_content(workers, api_client, operator):
-    task = make_task(
+    task = scripted_task(
         [
             {"call": "write_file", "args": {"path": "svc.conf", "content": "workers=64\n"}},
             {"final": "tuned"},
@@ -104,8 +89,7 @@ def test_edit_then_approve_writes_the_edited_content(workers, api_client, operat
         workspace={"files": {"svc.conf": "workers=4\n"}},
     )
     review = pending_review(task)
-    response = decide(
-        api_client(operator),
+    response = api_client(operator).decide(
         review.id,
         decision="approve",
         arguments={"path": "svc.conf", "content": "workers=8\n"},
@@ -117,7 +101,7 @@ def test_edit_then_approve_writes_the_edited_content(workers, api_client, operat
 
 
 def test_twenty_concurrent_decisions_one_wins_and_the_tool_runs_once(workers, api_client, operator):
-    task = make_task(
+    task = scripted_task(
         [{"call": "ledger_append", "args": {"key": "race", "value": "v"}}, {"final": "recorded"}],
         ["ledger_append"],
         enqueue=True,
@@ -128,17 +112,10 @@ def test_twenty_concurrent_decisions_one_wins_and_the_tool_runs_once(workers, ap
     codes: list[int] = []
 
     def one(client: ApiClient) -> None:
-        try:
-            barrier.wait()
-            codes.append(decide(client, review.id, decision="approve").status_code)
-        finally:
-            connection.close()
+        barrier.wait()
+        codes.append(client.decide(review.id, decision="approve").status_code)
 
-    threads = [threading.Thread(target=one, args=(c,)) for c in clients]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(*(functools.partial(one, client) for client in clients))
     assert sorted(codes) == [200] + [409] * 19
     assert wait_status(task, "succeeded", "failed") == "succeeded"
     records = [r for r in ledger_records(key="race") if r["task_id"] == str(task.id)]
@@ -147,7 +124,7 @@ def test_twenty_concurrent_decisions_one_wins_and_the_tool_runs_once(workers, ap
 
 
 def test_expired_review_resumes_the_task_with_expiry_feedback(workers):
-    task = make_task(
+    task = scripted_task(
         delete_script(), ["delete_file"], enqueue=True, workspace={"files": {"old.log": "stale\n"}}
     )
     review = pending_review(task)

@@ -10,14 +10,9 @@ from django.test import Client
 from review.models import ReviewRequest
 from tasks.canonical import canonical_hash
 from tasks.models import Task
+from tests.conftest import page_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def logged_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_anonymous_users_are_sent_to_login(paused_review):
@@ -34,7 +29,7 @@ def test_anonymous_users_are_sent_to_login(paused_review):
 def test_inbox_lists_pending_oldest_first_and_the_nav_counts_them(paused_review, operator):
     first = paused_review(title="first")
     second = paused_review(title="second")
-    client = logged_in(operator)
+    client = page_client(operator)
     client.post(f"/reviews/{first.id}/decide/", {"decision": "reject", "reason": "no"})
     third = paused_review(title="third")
     page = client.get("/reviews/").content.decode()
@@ -50,8 +45,8 @@ def test_inbox_lists_pending_oldest_first_and_the_nav_counts_them(paused_review,
 
 
 def test_review_page_explains_the_pause_and_shows_the_preview(paused_review, viewer):
-    review = paused_review()
-    page = logged_in(viewer).get(f"/reviews/{review.id}/").content.decode()
+    review = paused_review(goal="tidy the workspace")
+    page = page_client(viewer).get(f"/reviews/{review.id}/").content.decode()
     assert "Why was this paused?" in page
     assert "Destructive tools delete or overwrite data." in page
     assert "when risk is destructive" in page
@@ -63,7 +58,7 @@ def test_review_page_explains_the_pause_and_shows_the_preview(paused_review, vie
 
 def test_viewers_get_403_when_they_post_a_decision(paused_review, viewer):
     review = paused_review()
-    response = logged_in(viewer).post(f"/reviews/{review.id}/decide/", {"decision": "approve"})
+    response = page_client(viewer).post(f"/reviews/{review.id}/decide/", {"decision": "approve"})
     assert response.status_code == 403
     assert ReviewRequest.objects.get(pk=review.pk).status == "pending"
 
@@ -90,7 +85,7 @@ def test_decisions_need_the_csrf_token(paused_review, operator):
 
 def test_invalid_edits_are_shown_with_field_errors_and_change_nothing(paused_review, operator):
     review = paused_review()
-    client = logged_in(operator)
+    client = page_client(operator)
     not_json = client.post(
         f"/reviews/{review.id}/decide/", {"decision": "edit", "arguments": "{path: old.log"}
     )
@@ -112,7 +107,7 @@ def test_invalid_edits_are_shown_with_field_errors_and_change_nothing(paused_rev
 
 def test_edit_then_approve_from_the_page(paused_review, operator):
     review = paused_review(files={"old.log": "a", "other.log": "b"})
-    response = logged_in(operator).post(
+    response = page_client(operator).post(
         f"/reviews/{review.id}/decide/",
         {
             "decision": "edit",
@@ -131,7 +126,7 @@ def test_a_call_with_an_unknown_outcome_offers_mark_done_rerun_or_fail(paused_re
     review = paused_review()
     # As the loop opens it when a worker died during a non-idempotent call.
     ReviewRequest.objects.filter(pk=review.pk).update(kind="unknown_outcome")
-    client = logged_in(operator)
+    client = page_client(operator)
     page = client.get(f"/reviews/{review.id}/").content.decode()
     assert 'data-testid="mark-done"' in page and 'data-testid="approve"' not in page
     response = client.post(

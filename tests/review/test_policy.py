@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from review.models import ReviewRule
 from review.policy import evaluate
 from tasks.tools.registry import registry
+from tests.factories import ReviewRuleFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -41,31 +42,19 @@ def test_every_command_is_reviewed_by_default(command):
     assert decision.rules[0]["name"] == "commands"
 
 
-def test_commands_are_reviewed_even_without_any_configured_rule(settings, tmp_path):
-    from harness_site.config import harness_config
-
-    empty = tmp_path / "harness.yaml"
-    empty.write_text("retry: {max_attempts: 2}\n")
-    settings.HARNESS_CONFIG_FILE = empty
-    harness_config.cache_clear()
-    try:
-        decision = decide("run_command", command="ls")
-    finally:
-        harness_config.cache_clear()
+def test_commands_are_reviewed_even_without_any_configured_rule(harness_yaml):
+    harness_yaml("retry: {max_attempts: 2}\n")
+    decision = decide("run_command", command="ls")
 
     assert decision.action == "review"
     assert decision.rules[0]["name"] == "execute-default"
 
 
 def test_admin_rules_run_before_the_configured_ones():
-    ReviewRule.objects.create(
-        name="scratch-is-fine", tool="delete_file", path_glob="tmp/*", action="allow"
-    )
-    ReviewRule.objects.create(
+    ReviewRuleFactory(name="scratch-is-fine", tool="delete_file", path_glob="tmp/*", action="allow")
+    ReviewRuleFactory(
         name="careful-with-docs",
-        tool="write_file",
         path_glob="docs/**",
-        action="review",
         approvals_required=2,
         forbid_creator=True,
         expires_after=timedelta(minutes=30),
@@ -80,13 +69,13 @@ def test_admin_rules_run_before_the_configured_ones():
 
 
 def test_an_admin_allow_never_unblocks_a_configured_deny():
-    ReviewRule.objects.create(name="trust-shell", tool="run_command", action="allow")
+    ReviewRuleFactory(name="trust-shell", tool="run_command", action="allow")
     assert decide("run_command", command="ls").action == "allow"
     assert decide("run_command", command="rm -rf /").action == "deny"
 
 
 def test_disabled_admin_rules_are_ignored():
-    ReviewRule.objects.create(name="off", tool="read_file", action="deny", enabled=False)
+    ReviewRuleFactory(name="off", tool="read_file", action="deny", enabled=False)
     assert decide("read_file", path="a.txt").action == "allow"
 
 

@@ -3,30 +3,25 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import yaml
 
-from harness_site.config import harness_config
+from tests.conftest import http_serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def webhook_config(settings, tmp_path):
+def webhook_config(settings, harness_yaml):
     """configure(url): the repository's harness.yaml plus `review_webhook_url: url`."""
 
     def configure(url: str) -> None:
         config = yaml.safe_load(settings.HARNESS_CONFIG_FILE.read_text())
-        path = tmp_path / "harness.yaml"
-        path.write_text(yaml.safe_dump({**config, "review_webhook_url": url}))
-        settings.HARNESS_CONFIG_FILE = path
-        harness_config.cache_clear()
+        harness_yaml(yaml.safe_dump({**config, "review_webhook_url": url}))
 
-    yield configure
-    harness_config.cache_clear()
+    return configure
 
 
 @pytest.fixture
@@ -44,12 +39,8 @@ def receiver():
         def log_message(self, *args) -> None:
             pass
 
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/hook", received
-    server.shutdown()
-    server.server_close()
+    with http_serving(Handler) as server:
+        yield f"http://127.0.0.1:{server.server_port}/hook", received
 
 
 def test_a_paused_call_notifies_the_webhook_with_a_deep_link(

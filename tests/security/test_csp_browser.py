@@ -7,13 +7,9 @@ from __future__ import annotations
 import pytest
 
 from review.models import ReviewRequest
-from tests.conftest import PASSWORD, needs_chromium
+from tests.conftest import BROWSER
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    needs_chromium,
-]
+pytestmark = BROWSER
 
 RECORD_VIOLATIONS = """
 window.__csp = [];
@@ -24,22 +20,14 @@ document.addEventListener("securitypolicyviolation", (e) => {
 
 
 @pytest.fixture
-def page(browser, live_server, operator):
-    page = browser.new_page()
-    page.set_default_timeout(20_000)
-    page.add_init_script(RECORD_VIOLATIONS)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", operator.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
-    return page
+def page(open_page, operator):
+    return open_page(operator, "/", init_script=RECORD_VIOLATIONS)
 
 
 def test_operator_pages_raise_no_csp_violation_and_confirmations_still_ask(
-    page, live_server, paused
+    page, live_server, paused_review
 ):
-    review = paused(
+    review = paused_review(
         [{"call": "write_file", "args": {"path": "a.conf", "content": "x"}}, {"final": "ok"}],
         ["write_file"],
         {"a.conf": "y"},

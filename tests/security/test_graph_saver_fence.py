@@ -14,9 +14,9 @@ from langgraph.graph import END, START, StateGraph
 from checkpoints.langgraph import DjangoCheckpointSaver
 from checkpoints.models import GraphBlob, GraphCheckpoint, GraphWrite
 from tasks.models import Task
-from tasks.services import task_acquire, task_create, task_transition
-from tasks.spec import TaskSpec
+from tasks.services import task_acquire, task_transition
 from tasks.states import LeaseLost
+from tests.factories import graph_spec, spec_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,14 +25,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def taken_over() -> tuple[Task, int, int]:
     """A graph task whose first worker lost its lease to a second: (task, stale epoch, live
     epoch)."""
-    spec = TaskSpec.model_validate(
-        {
-            "title": "g",
-            "goal": "g",
-            "agent": {"kind": "langgraph", "graph": "release_bot", "input": {}},
-        }
-    )
-    task = task_create(spec=spec, user=None, enqueue=False)
+    task = spec_task(graph_spec("release_bot"))
     task_transition(task_id=task.id, to="queued")
     stale = task_acquire(task_id=task.id, worker_id="w1").lease_epoch
     task_transition(task_id=task.id, to="stalled", reason="heartbeat lost")

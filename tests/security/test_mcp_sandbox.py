@@ -8,7 +8,8 @@ from django.conf import settings
 
 from tasks.models import ToolCall
 from tests.durable.conftest import durable_settings, fleet  # noqa: F401  (fixtures)
-from tests.mcp.conftest import BASE_CONFIG, make_task, wait_status
+from tests.factories import enqueued_task
+from tests.mcp.conftest import BASE_CONFIG, wait_status
 from tests.mcp.test_stdio import STDIO_CONFIG
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -31,7 +32,7 @@ def test_stdio_server_sees_only_its_workspace_and_granted_environment(fleet):  #
     fleet.pool.env["OPENAI_API_KEY"] = SECRET
     fleet.worker()
     data_dir = str(settings.BASE_DIR / ".data")
-    task = make_task(
+    task = enqueued_task(
         [
             _probe(str(settings.BASE_DIR / "manage.py")),
             _probe(data_dir),

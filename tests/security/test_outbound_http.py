@@ -13,6 +13,7 @@ import pytest
 
 from tasks.tools import PermanentToolError, registry
 from tasks.tools.registry import ToolContext
+from tests.conftest import http_serving
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -29,14 +30,9 @@ class Recorder(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[ThreadingHTTPServer]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    httpd.daemon_threads = True
-    httpd.seen = []
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with http_serving(Recorder) as httpd:
+        httpd.seen = []
+        yield httpd
 
 
 @pytest.fixture

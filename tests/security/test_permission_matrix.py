@@ -14,8 +14,9 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from harness_site.api import api
+from tests.conftest import ApiClient, page_client
 
-from .conftest import ROLES, api_client, page_client
+from .conftest import ROLES
 
 pytestmark = pytest.mark.django_db
 
@@ -164,6 +165,13 @@ def _page_cases() -> list[tuple[str, str, str]]:
     return cases
 
 
+def responses_by_role(cast, client_for, method: str, url: str):
+    """(role, response) for each role: an empty POST or a GET of `url` by `client_for(user)`."""
+    for role in ROLES:
+        client = client_for(cast[role])
+        yield role, client.post(url, {}) if method == "POST" else client.get(url)
+
+
 def _is_login_redirect(response) -> bool:
     return response.status_code == 302 and "login" in response.get("Location", "")
 
@@ -171,9 +179,7 @@ def _is_login_redirect(response) -> bool:
 @pytest.mark.parametrize("route, method, level", _page_cases(), ids=lambda v: str(v))
 def test_page_access_by_role(cast, ids, route, method, level):
     url = _fill(route, ids)
-    for role in ROLES:
-        client = page_client(cast[role])
-        response = client.post(url, {}) if method == "POST" else client.get(url)
+    for role, response in responses_by_role(cast, page_client, method, url):
         where = f"{role} {method} {url} -> {response.status_code}"
         assert response.status_code < 500, where
         if role in ALLOWED[level]:
@@ -189,9 +195,7 @@ def test_page_access_by_role(cast, ids, route, method, level):
 def test_api_access_by_role(cast, ids, operation, level):
     method, template = operation.split(" ", 1)
     url = _fill(template, ids)
-    for role in ROLES:
-        client = api_client(cast[role])
-        response = client.post(url, {}) if method == "POST" else client.get(url)
+    for role, response in responses_by_role(cast, ApiClient, method, url):
         where = f"{role} {operation} -> {response.status_code} {response.content[:200]!r}"
         assert response.status_code < 500, where
         if role in ALLOWED[level]:

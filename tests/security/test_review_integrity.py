@@ -11,10 +11,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from review.models import ReviewRequest, ReviewRule
+from review.models import ReviewRequest
 from tasks.models import Task
-
-from .conftest import api_client, page_client
+from tests.conftest import ApiClient, page_client
+from tests.factories import ReviewRuleFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,20 +29,40 @@ def write_conf(path: str = "a.conf", content: str = "port=80\n") -> list[dict]:
 
 
 def decide(user, review_id: int, body: dict):
-    return api_client(user).post(f"/api/v1/reviews/{review_id}/decision", body)
+    return ApiClient(user).post(f"/api/v1/reviews/{review_id}/decision", body)
 
 
-def test_reviews_show_the_hash_of_the_arguments_under_review(paused, viewer):
-    review = paused(write_conf(), ["write_file"], {"a.conf": "port=1\n"})
+def approve_edit(user, review, arguments: dict):
+    """Approve `review` with edited `arguments`, naming the hash of the arguments shown."""
+    body = {
+        "decision": "approve",
+        "arguments": arguments,
+        "arguments_hash": sha256_of_canonical(review.arguments),
+    }
+    return decide(user, review.id, body)
+
+
+@pytest.fixture
+def conf_review(paused_review):
+    """conf_review(user=) -> the pending review of a task writing a.conf (port=1 -> port=80)."""
+
+    def make(user=None):
+        return paused_review(write_conf(), ["write_file"], {"a.conf": "port=1\n"}, user=user)
+
+    return make
+
+
+def test_reviews_show_the_hash_of_the_arguments_under_review(conf_review, viewer):
+    review = conf_review()
     expected = sha256_of_canonical({"path": "a.conf", "content": "port=80\n"})
-    client = api_client(viewer)
+    client = ApiClient(viewer)
     (listed,) = client.get("/api/v1/reviews", {"status": "pending"}).json()
     assert listed["arguments_hash"] == expected
     assert client.get(f"/api/v1/reviews/{review.id}").json()["arguments_hash"] == expected
 
 
-def test_an_approval_without_the_hash_is_422_naming_the_field(paused, operator):
-    review = paused(write_conf(), ["write_file"], {"a.conf": "port=1\n"})
+def test_an_approval_without_the_hash_is_422_naming_the_field(conf_review, operator):
+    review = conf_review()
     response = decide(operator, review.id, {"decision": "approve"})
     assert response.status_code == 422
     assert "arguments_hash" in [e["field"] for e in response.json()["errors"]]
@@ -50,12 +70,12 @@ def test_an_approval_without_the_hash_is_422_naming_the_field(paused, operator):
     assert review.status == "pending" and review.approvals.count() == 0
 
 
-def test_second_approver_cannot_approve_an_edit_they_never_saw(paused, operator, second_operator):
-    ReviewRule.objects.create(
-        name="two-person-conf", tool="write_file", action="review", approvals_required=2
-    )
-    review = paused(write_conf(), ["write_file"], {"a.conf": "port=1\n"})
-    original_hash = api_client(operator).get(f"/api/v1/reviews/{review.id}").json()
+def test_second_approver_cannot_approve_an_edit_they_never_saw(
+    conf_review, operator, second_operator
+):
+    ReviewRuleFactory(name="two-person-conf", approvals_required=2)
+    review = conf_review()
+    original_hash = ApiClient(operator).get(f"/api/v1/reviews/{review.id}").json()
     original_hash = original_hash["arguments_hash"]
     edited = {"path": "a.conf", "content": "port=6666\n"}
     first = decide(
@@ -77,7 +97,7 @@ def test_second_approver_cannot_approve_an_edit_they_never_saw(paused, operator,
     assert Task.objects.get(pk=review.task_id).status == "waiting_review"
 
     # Shown the edit, B approves exactly that.
-    now_shown = api_client(second_operator).get(f"/api/v1/reviews/{review.id}").json()
+    now_shown = ApiClient(second_operator).get(f"/api/v1/reviews/{review.id}").json()
     assert now_shown["arguments"] == edited
     assert now_shown["arguments_hash"] == sha256_of_canonical(edited)
     ok = decide(
@@ -88,25 +108,11 @@ def test_second_approver_cannot_approve_an_edit_they_never_saw(paused, operator,
     assert ok.status_code == 200 and ok.json()["status"] == "approved"
 
 
-def test_an_edit_into_a_stricter_rule_needs_that_rules_approvals(paused, operator):
-    ReviewRule.objects.create(
-        name="secrets-need-two",
-        tool="write_file",
-        path_glob="secrets/**",
-        action="review",
-        approvals_required=2,
-    )
-    review = paused(write_conf(), ["write_file"], {"a.conf": "port=1\n"})
+def test_an_edit_into_a_stricter_rule_needs_that_rules_approvals(conf_review, operator):
+    ReviewRuleFactory(name="secrets-need-two", path_glob="secrets/**", approvals_required=2)
+    review = conf_review()
     assert review.approvals_required == 1
-    response = decide(
-        operator,
-        review.id,
-        {
-            "decision": "approve",
-            "arguments": {"path": "secrets/prod.conf", "content": "token=x\n"},
-            "arguments_hash": sha256_of_canonical(review.arguments),
-        },
-    )
+    response = approve_edit(operator, review, {"path": "secrets/prod.conf", "content": "token=x\n"})
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "pending" and body["approvals_required"] == 2
@@ -114,50 +120,26 @@ def test_an_edit_into_a_stricter_rule_needs_that_rules_approvals(paused, operato
     assert Task.objects.get(pk=review.task_id).status == "waiting_review"
 
 
-def test_an_edit_into_a_creator_ban_stops_the_creator(paused, operator):
-    ReviewRule.objects.create(
-        name="prod-four-eyes",
-        tool="write_file",
-        path_glob="prod/**",
-        action="review",
-        forbid_creator=True,
-    )
-    review = paused(write_conf(), ["write_file"], {"a.conf": "port=1\n"}, user=operator)
-    response = decide(
-        operator,
-        review.id,
-        {
-            "decision": "approve",
-            "arguments": {"path": "prod/a.conf", "content": "port=2\n"},
-            "arguments_hash": sha256_of_canonical(review.arguments),
-        },
-    )
+def test_an_edit_into_a_creator_ban_stops_the_creator(conf_review, operator):
+    ReviewRuleFactory(name="prod-four-eyes", path_glob="prod/**", forbid_creator=True)
+    review = conf_review(user=operator)
+    response = approve_edit(operator, review, {"path": "prod/a.conf", "content": "port=2\n"})
     assert response.status_code == 403
     review.refresh_from_db()
     assert review.status == "pending" and review.edited_arguments is None
 
 
-def test_an_edit_into_a_denied_call_is_refused(paused, operator):
-    ReviewRule.objects.create(
-        name="never-etc", tool="write_file", path_glob="etc/**", action="deny"
-    )
-    review = paused(write_conf(), ["write_file"], {"a.conf": "port=1\n"})
-    response = decide(
-        operator,
-        review.id,
-        {
-            "decision": "approve",
-            "arguments": {"path": "etc/passwd", "content": "x"},
-            "arguments_hash": sha256_of_canonical(review.arguments),
-        },
-    )
+def test_an_edit_into_a_denied_call_is_refused(conf_review, operator):
+    ReviewRuleFactory(name="never-etc", path_glob="etc/**", action="deny")
+    review = conf_review()
+    response = approve_edit(operator, review, {"path": "etc/passwd", "content": "x"})
     assert response.status_code == 422
     review.refresh_from_db()
     assert review.status == "pending" and review.approvals.count() == 0
 
 
-def test_a_decision_after_expiry_is_refused_before_any_sweep(paused, operator):
-    review = paused(write_conf(), ["write_file"], {"a.conf": "port=1\n"})
+def test_a_decision_after_expiry_is_refused_before_any_sweep(conf_review, operator):
+    review = conf_review()
     ReviewRequest.objects.filter(pk=review.pk).update(
         expires_at=timezone.now() - timedelta(seconds=1)
     )
@@ -174,9 +156,9 @@ def test_a_decision_after_expiry_is_refused_before_any_sweep(paused, operator):
 
 
 def test_the_page_forms_carry_the_hash_and_a_stale_one_records_nothing(
-    paused, operator, second_operator
+    conf_review, operator, second_operator
 ):
-    review = paused(write_conf(), ["write_file"], {"a.conf": "port=1\n"})
+    review = conf_review()
     current = sha256_of_canonical(review.arguments)
     client = page_client(second_operator)
     page = client.get(f"/reviews/{review.id}/").content.decode()

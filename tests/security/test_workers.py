@@ -11,7 +11,8 @@ import pytest
 from checkpoints.recovery import task_cancel
 from tasks.models import Task, TaskEvent, ToolCall
 from tests.conftest import processes_running, wait_for
-from tests.durable.conftest import make_task, wait_status
+from tests.durable.conftest import wait_status
+from tests.factories import enqueued_task
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -22,13 +23,13 @@ VICTIM = "a" * 40 + "!"
 def test_a_catastrophic_check_pattern_neither_hangs_nor_blocks_the_next_task(fleet):
     fleet.worker()
     fleet.sweeper()
-    evil = make_task(
+    evil = enqueued_task(
         [{"final": VICTIM}, {"final": "aaaa"}],
         [],
         checks={"regex": EVIL},
         title="evil",
     )
-    normal = make_task([{"final": "done"}], [], title="normal")
+    normal = enqueued_task([{"final": "done"}], [], title="normal")
 
     assert wait_status(evil.id, "succeeded").result == "aaaa"
     assert wait_status(normal.id, "succeeded").result == "done"
@@ -39,13 +40,13 @@ def test_a_catastrophic_check_pattern_neither_hangs_nor_blocks_the_next_task(fle
 def test_a_catastrophic_search_pattern_neither_hangs_nor_blocks_the_next_task(fleet):
     fleet.worker()
     fleet.sweeper()
-    evil = make_task(
+    evil = enqueued_task(
         [{"call": "search_text", "args": {"pattern": EVIL}}, {"final": "searched"}],
         ["search_text"],
         workspace={"files": {"victim.txt": (VICTIM + "\n") * 1000}},
         title="evil",
     )
-    normal = make_task([{"final": "done"}], [], title="normal")
+    normal = enqueued_task([{"final": "done"}], [], title="normal")
 
     assert wait_status(evil.id, "succeeded").result == "searched"
     assert wait_status(normal.id, "succeeded").result == "done"
@@ -72,7 +73,7 @@ def test_a_pattern_that_needs_backtracking_is_refused_at_creation(task_api):
 def test_a_call_stuck_holding_the_interpreter_is_seen_as_busy_and_ends_on_cancel(fleet, operator):
     fleet.worker()
     fleet.sweeper()
-    stuck = make_task(
+    stuck = enqueued_task(
         [{"call": "hold_interpreter", "args": {"seconds": 60}}, {"final": "never"}],
         ["hold_interpreter"],
         budget={"tool_timeout_s": 1, "turn_timeout_s": 5, "session_timeout_s": 120},
@@ -97,14 +98,14 @@ def test_a_call_stuck_holding_the_interpreter_is_seen_as_busy_and_ends_on_cancel
     assert "stalled" not in statuses and stuck.redispatch_count == 0
     assert "was killed" in stuck.error_message
 
-    normal = make_task([{"final": "done"}], [], title="normal")
+    normal = enqueued_task([{"final": "done"}], [], title="normal")
     assert wait_status(normal.id, "succeeded").result == "done"
 
 
 def test_a_canceled_command_leaves_no_detached_process(fleet, operator, commands_allowed):
     fleet.worker()
     marker = "sleep 3600.75"
-    task = make_task(
+    task = enqueued_task(
         [
             {"call": "run_command", "args": {"command": f"setsid {marker} & exec {marker}"}},
             {"final": "never"},
@@ -124,7 +125,7 @@ def test_a_canceled_command_leaves_no_detached_process(fleet, operator, commands
 )
 def test_destructive_commands_wait_for_a_human(fleet, command):
     fleet.worker()
-    task = make_task(
+    task = enqueued_task(
         [{"call": "run_command", "args": {"command": command}}, {"final": "x"}], ["run_command"]
     )
 

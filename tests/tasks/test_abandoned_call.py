@@ -11,9 +11,8 @@ from pydantic import BaseModel
 from agent.runtime import task_run
 from review.models import ReviewRequest
 from tasks.models import ToolCall
-from tasks.services import task_create, task_transition
-from tasks.spec import TaskSpec
 from tasks.tools import ToolContext, tool
+from tests.factories import queued_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,30 +31,17 @@ def stubborn_charge(ctx: ToolContext, args: ChargeArgs) -> dict:
 
 
 @pytest.fixture(autouse=True)
-def _workspace(settings, tmp_path):
-    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
+def _release_the_charge(harness_dirs):
     yield
     released.set()
 
 
 def test_a_timed_out_call_that_will_not_stop_goes_to_review_as_unknown_outcome():
-    spec = TaskSpec.model_validate(
-        {
-            "title": "charge",
-            "goal": "charge 40",
-            "model": {
-                "kind": "scripted",
-                "script": [
-                    {"call": "stubborn_charge", "args": {"amount": 40}},
-                    {"final": "charged"},
-                ],
-            },
-            "tools": ["stubborn_charge"],
-            "budget": {"tool_timeout_s": 0.2},
-        }
+    task = queued_task(
+        [{"call": "stubborn_charge", "args": {"amount": 40}}, {"final": "charged"}],
+        ["stubborn_charge"],
+        budget={"tool_timeout_s": 0.2},
     )
-    task = task_create(spec=spec, user=None, enqueue=False)
-    task_transition(task_id=task.id, to="queued")
 
     assert task_run(task_id=task.id) == "paused"
 

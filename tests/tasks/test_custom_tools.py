@@ -6,11 +6,9 @@ import json
 
 import pytest
 
-from agent.runtime import task_run
 from tasks.models import ToolCall
-from tasks.services import task_create, task_transition
-from tasks.spec import TaskSpec
 from tasks.tools import registry
+from tests.factories import run_in_process, scripted_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,38 +32,23 @@ def test_registered_tool_declares_its_flags():
 
 
 @pytest.fixture
-def no_review_rules(settings, tmp_path):
+def no_review_rules(harness_yaml):
     """The plug-in path without the shipped rule that pauses external tools for review."""
-    from harness_site import config
-
-    path = tmp_path / "harness.yaml"
-    path.write_text("review_rules: []\n")
-    settings.HARNESS_CONFIG_FILE = path
-    config.harness_config.cache_clear()
-    yield
-    config.harness_config.cache_clear()
+    harness_yaml("review_rules: []\n")
 
 
 def test_a_task_uses_a_custom_tool_end_to_end(no_review_rules):
-    spec = TaskSpec.model_validate(
-        {
-            "title": "file a ticket",
-            "goal": "report the outage",
-            "model": {
-                "kind": "scripted",
-                "script": [
-                    {"call": "ticket_status", "args": {"key": "OPS-9"}},
-                    {"call": "open_ticket", "args": {"title": "API down", "severity": 1}},
-                    {"final": "opened"},
-                ],
-            },
-            "tools": ["open_ticket", "ticket_status"],
-        }
+    task = scripted_task(
+        [
+            {"call": "ticket_status", "args": {"key": "OPS-9"}},
+            {"call": "open_ticket", "args": {"title": "API down", "severity": 1}},
+            {"final": "opened"},
+        ],
+        ["open_ticket", "ticket_status"],
+        title="file a ticket",
+        goal="report the outage",
     )
-    task = task_create(spec=spec, user=None, enqueue=False)
-    task_transition(task_id=task.id, to="queued")
-    task_run(task_id=task.id)
-    task.refresh_from_db()
+    run_in_process(task)
     assert task.status == "succeeded", task.error_message
     lookup, opened = ToolCall.objects.filter(task=task).order_by("id")
     assert lookup.status == "failed" and "no ticket OPS-9" in lookup.error_message

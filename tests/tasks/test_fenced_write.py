@@ -9,28 +9,17 @@ from tasks.models import Task, TaskEvent, ToolCall
 from tasks.services import (
     event_build,
     task_acquire,
-    task_create,
     task_fenced_write,
-    task_transition,
 )
-from tasks.spec import TaskSpec
 from tasks.states import LeaseLost
+from tests.factories import queued_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def running() -> Task:
-    spec = TaskSpec.model_validate(
-        {
-            "title": "t",
-            "goal": "g",
-            "tools": [],
-            "model": {"kind": "scripted", "script": [{"final": "x"}]},
-        }
-    )
-    task = task_create(spec=spec, user=None, enqueue=False)
-    task_transition(task_id=task.id, to="queued")
+    task = queued_task([{"final": "x"}])
     return task_acquire(task_id=task.id, worker_id="w1")
 
 

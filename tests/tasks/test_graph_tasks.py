@@ -23,16 +23,6 @@ RELEASE = {
 }
 
 
-def decide(api, review_id, body):
-    """POST a decision; an approval sends the arguments_hash the review shows right now."""
-    if body.get("decision") == "approve" and "arguments_hash" not in body:
-        body = {
-            **body,
-            "arguments_hash": api.get(f"/api/v1/reviews/{review_id}").json()["arguments_hash"],
-        }
-    return api.post(f"/api/v1/reviews/{review_id}/decision", body)
-
-
 def test_spec_needs_exactly_one_of_model_and_agent(task_api):
     both = {**RELEASE, "model": {"kind": "scripted", "script": [{"final": "x"}]}}
     response = task_api.client.post("/api/v1/tasks", both)
@@ -57,7 +47,7 @@ def test_graph_pauses_at_its_interrupt_and_finishes_after_approval(task_api, api
     assert review.original_arguments["version"] == "1.5.0"
     assert review.interrupt["allowed"] == ["approve", "reject", "respond"]
 
-    response = decide(api_client(operator), review.id, {"decision": "approve"})
+    response = api_client(operator).decide(review.id, decision="approve")
     assert response.status_code == 200, response.content
     assert run_task(task["id"]) == "succeeded"
 
@@ -76,7 +66,7 @@ def test_rejection_reaches_the_graph_with_the_comment(task_api, api_client, oper
     review = ReviewRequest.objects.get(task_id=task["id"])
 
     body = {"decision": "reject", "comment": "freeze week"}
-    assert decide(api_client(operator), review.id, body).status_code == 200
+    assert api_client(operator).decide(review.id, **body).status_code == 200
     assert run_task(task["id"]) == "succeeded"
 
     result = task_api.get(task["id"])["result"]
@@ -91,7 +81,7 @@ def test_respond_resumes_a_plain_interrupt_with_the_json_value(task_api, api_cli
     review = ReviewRequest.objects.get(task_id=task["id"])
 
     body = {"decision": "respond", "response": {"version": "2.0.0"}}
-    assert decide(api_client(operator), review.id, body).status_code == 200
+    assert api_client(operator).decide(review.id, **body).status_code == 200
     review.refresh_from_db()
     assert review.status == "responded"
     assert review.interrupt["decision"] == {"type": "respond", "value": {"version": "2.0.0"}}
@@ -105,8 +95,8 @@ def test_a_plain_interrupt_refuses_edited_arguments(task_api, api_client, operat
     run_task(task["id"])
     review = ReviewRequest.objects.get(task_id=task["id"])
 
-    response = decide(
-        api_client(operator), review.id, {"decision": "approve", "arguments": {"version": "9"}}
+    response = api_client(operator).decide(
+        review.id, decision="approve", arguments={"version": "9"}
     )
 
     assert response.status_code == 422
@@ -141,7 +131,7 @@ def test_middleware_tool_call_edited_in_review_runs_with_the_edited_arguments(
 
     edited = {"channel": "#releases", "text": "v1.5 is out"}
     body = {"decision": "approve", "arguments": edited}
-    assert decide(api_client(operator), review.id, body).status_code == 200
+    assert api_client(operator).decide(review.id, **body).status_code == 200
     assert run_task(task["id"]) == "succeeded"
 
     result = task_api.get(task["id"])["result"]
@@ -161,7 +151,7 @@ def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from
     task = task_api.create(RELEASE)
     run_task(task["id"])
     review = ReviewRequest.objects.get(task_id=task["id"])
-    decide(api, review.id, {"decision": "reject", "comment": "not yet"})
+    api.decide(review.id, decision="reject", comment="not yet")
     run_task(task["id"])
     assert "publish: skipped (not yet)" in task_api.get(task["id"])["result"]
 
@@ -189,7 +179,7 @@ def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from
     assert response.json()["graph_checkpoint_id"] == before_approval["checkpoint_id"]
     assert run_task(task["id"]) == "paused"  # the approval step runs again
     again = ReviewRequest.objects.filter(task_id=task["id"], status="pending").get()
-    decide(api, again.id, {"decision": "approve"})
+    api.decide(again.id, decision="approve")
     assert run_task(task["id"]) == "succeeded"
     assert '"published": "1.5.0"' in task_api.get(task["id"])["result"]
     rejected, asked_again = ToolCall.objects.filter(task_id=task["id"]).order_by("id")
@@ -210,21 +200,11 @@ def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from
     assert "node \\u00b7 plan" in page or "node · plan" in page
 
 
-def test_a_registered_graph_that_does_not_import_fails_the_task_naming_it(
-    task_api, settings, tmp_path
-):
-    from harness_site import config
-
-    path = tmp_path / "harness.yaml"
-    path.write_text('langgraph_graphs:\n  broken: "examples.no_such_module:graph"\n')
-    settings.HARNESS_CONFIG_FILE = path
-    config.harness_config.cache_clear()
-    try:
-        task = task_api.create({**RELEASE, "agent": {"kind": "langgraph", "graph": "broken"}})
-        run_task(task["id"])
-        failed = task_api.get(task["id"])
-    finally:
-        config.harness_config.cache_clear()
+def test_a_registered_graph_that_does_not_import_fails_the_task_naming_it(task_api, harness_yaml):
+    harness_yaml('langgraph_graphs:\n  broken: "examples.no_such_module:graph"\n')
+    task = task_api.create({**RELEASE, "agent": {"kind": "langgraph", "graph": "broken"}})
+    run_task(task["id"])
+    failed = task_api.get(task["id"])
 
     assert failed["status"] == "failed"
     assert failed["error_class"] == "graph_not_registered"
@@ -245,7 +225,7 @@ def test_a_graph_canceled_while_waiting_for_review_asks_again_when_resumed(
     task_resume(task_id=task["id"], user=operator, reason="now")
     assert run_task(task["id"]) == "paused"
     pending = ReviewRequest.objects.get(task_id=task["id"], status="pending")
-    decide(api_client(operator), pending.id, {"decision": "approve"})
+    api_client(operator).decide(pending.id, decision="approve")
     assert run_task(task["id"]) == "succeeded"
     assert '"published": "1.5.0"' in task_api.get(task["id"])["result"]
     # The call asked before the cancel failed with its review; the one asked again ran.
@@ -255,23 +235,15 @@ def test_a_graph_canceled_while_waiting_for_review_asks_again_when_resumed(
 
 
 def test_an_approved_interrupt_whose_resumed_step_fails_ends_failed_with_the_task(
-    task_api, api_client, operator, settings, tmp_path
+    task_api, api_client, operator, harness_yaml
 ):
-    from harness_site import config
-
-    path = tmp_path / "harness.yaml"
-    path.write_text('langgraph_graphs:\n  asks: "tests.durable.graphs:asks_then_fails"\n')
-    settings.HARNESS_CONFIG_FILE = path
-    config.harness_config.cache_clear()
-    try:
-        task = task_api.create({**RELEASE, "agent": {"kind": "langgraph", "graph": "asks"}})
-        assert run_task(task["id"]) == "paused"
-        review = ReviewRequest.objects.get(task_id=task["id"])
-        assert decide(api_client(operator), review.id, {"decision": "approve"}).status_code == 200
-        run_task(task["id"])
-        failed = task_api.get(task["id"])
-    finally:
-        config.harness_config.cache_clear()
+    harness_yaml('langgraph_graphs:\n  asks: "tests.durable.graphs:asks_then_fails"\n')
+    task = task_api.create({**RELEASE, "agent": {"kind": "langgraph", "graph": "asks"}})
+    assert run_task(task["id"]) == "paused"
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    assert api_client(operator).decide(review.id, decision="approve").status_code == 200
+    run_task(task["id"])
+    failed = task_api.get(task["id"])
 
     assert failed["status"] == "failed" and failed["error_class"] == "graph_error"
     call = ToolCall.objects.get(task_id=task["id"])

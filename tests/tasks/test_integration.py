@@ -10,34 +10,30 @@ import pytest
 from agent.jobs import run_task
 from checkpoints.models import Checkpoint
 from tasks.models import Task
+from tests.factories import scripted_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-def spec(*turns: dict, tools: list[str], **extra) -> dict:
-    return {
-        "title": "files",
-        "goal": "write the files",
-        "model": {"kind": "scripted", "script": list(turns)},
-        "tools": tools,
-        **extra,
-    }
 
 
 def test_a_scripted_task_runs_in_a_worker_with_checkpoints_of_every_level(
     workers, task_api, api_client, viewer
 ):
     done = task_api.run(
-        spec(
-            {"call": "write_file", "args": {"path": "docs/notes.md", "content": "# Notes\n"}},
-            {
-                "calls": [
-                    {"call": "read_file", "args": {"path": "docs/notes.md"}},
-                    {"call": "append_file", "args": {"path": "docs/notes.md", "content": "more\n"}},
-                ]
-            },
-            {"final": "notes written"},
-            tools=["write_file", "read_file", "append_file"],
+        scripted_spec(
+            [
+                {"call": "write_file", "args": {"path": "docs/notes.md", "content": "# Notes\n"}},
+                {
+                    "calls": [
+                        {"call": "read_file", "args": {"path": "docs/notes.md"}},
+                        {
+                            "call": "append_file",
+                            "args": {"path": "docs/notes.md", "content": "more\n"},
+                        },
+                    ]
+                },
+                {"final": "notes written"},
+            ],
+            ["write_file", "read_file", "append_file"],
         )
     )
     assert done["status"] == "succeeded" and done["result"] == "notes written"
@@ -67,7 +63,7 @@ def test_a_scripted_task_runs_in_a_worker_with_checkpoints_of_every_level(
 
 def test_tampering_with_a_stored_checkpoint_is_reported(workers, task_api, api_client, viewer):
     done = task_api.run(
-        spec({"call": "list_files", "args": {}}, {"final": "ok"}, tools=["list_files"])
+        scripted_spec([{"call": "list_files", "args": {}}, {"final": "ok"}], ["list_files"])
     )
     victim = Checkpoint.objects.filter(task_id=done["id"]).order_by("seq")[1]
     Checkpoint.objects.filter(pk=victim.pk).update(
@@ -81,11 +77,13 @@ def test_tampering_with_a_stored_checkpoint_is_reported(workers, task_api, api_c
 
 def test_two_workers_handed_the_same_task_run_it_once(workers, task_api, wait_for):
     created = task_api.create(
-        spec(
-            {"call": "sleep", "args": {"seconds": 0.5}},
-            {"call": "append_file", "args": {"path": "count.txt", "content": "x"}},
-            {"final": "done"},
-            tools=["sleep", "append_file"],
+        scripted_spec(
+            [
+                {"call": "sleep", "args": {"seconds": 0.5}},
+                {"call": "append_file", "args": {"path": "count.txt", "content": "x"}},
+                {"final": "done"},
+            ],
+            ["sleep", "append_file"],
         )
     )
     # The API enqueued one job; hand the same task to the other worker too.

@@ -7,41 +7,19 @@ import pytest
 from agent.runtime import task_run
 from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_verify
-from tasks.models import Task, ToolCall
-from tasks.services import task_create
-from tasks.spec import TaskSpec
+from tasks.models import ToolCall
+from tests.factories import queued_task, scripted_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def make_task(script, tools, **extra) -> Task:
-    spec = TaskSpec.model_validate(
-        {
-            "title": "t",
-            "goal": "do it",
-            "model": {"kind": "scripted", "script": script},
-            "tools": tools,
-            **extra,
-        }
-    )
-    return task_create(spec=spec, user=None, enqueue=False)
-
-
-def queue(task: Task) -> None:
-    from tasks.services import task_transition
-
-    task_transition(task_id=task.id, to="queued")
-
-
 @pytest.fixture(autouse=True)
-def _workspace(settings, tmp_path):
-    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
-    settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
-    settings.HARNESS_ENABLE_TEST_TOOLS = True
+def _harness_settings(harness_dirs) -> None:
+    pass
 
 
 def test_scripted_task_writes_files_and_checkpoints_every_level():
-    task = make_task(
+    task = queued_task(
         [
             {"call": "write_file", "args": {"path": "a.txt", "content": "hello"}},
             {"call": "read_file", "args": {"path": "a.txt"}},
@@ -49,7 +27,6 @@ def test_scripted_task_writes_files_and_checkpoints_every_level():
         ],
         ["write_file", "read_file"],
     )
-    queue(task)
     assert task_run(task_id=task.id) == "succeeded"
     task.refresh_from_db()
     assert task.status == "succeeded"
@@ -69,11 +46,10 @@ def test_scripted_task_writes_files_and_checkpoints_every_level():
 
 
 def test_invalid_arguments_are_not_executed_and_the_model_gets_three_lines():
-    task = make_task(
+    task = queued_task(
         [{"call": "write_file", "args": {"path": "a.txt"}}, {"final": "gave up"}],
         ["write_file"],
     )
-    queue(task)
     task_run(task_id=task.id)
     task.refresh_from_db()
     assert task.status == "succeeded"
@@ -85,12 +61,11 @@ def test_invalid_arguments_are_not_executed_and_the_model_gets_three_lines():
 
 
 def test_step_budget_fails_the_task_with_budget_exceeded():
-    task = make_task(
+    task = queued_task(
         [{"call": "list_files", "args": {}}] * 5 + [{"final": "x"}],
         ["list_files"],
         budget={"max_steps": 2},
     )
-    queue(task)
     task_run(task_id=task.id)
     task.refresh_from_db()
     assert task.status == "failed" and task.error_class == "budget_exceeded"
@@ -98,7 +73,7 @@ def test_step_budget_fails_the_task_with_budget_exceeded():
 
 
 def test_a_duplicate_job_for_a_running_task_exits_untouched():
-    task = make_task([{"final": "x"}], [])
+    task = scripted_task([{"final": "x"}], [])
     # Not queued: acquisition refuses, nothing changes.
     assert task_run(task_id=task.id) == "skipped"
     task.refresh_from_db()
@@ -106,8 +81,7 @@ def test_a_duplicate_job_for_a_running_task_exits_untouched():
 
 
 def test_tampered_checkpoint_is_detected_on_load_and_recorded():
-    task = make_task([{"call": "list_files", "args": {}}, {"final": "done"}], ["list_files"])
-    queue(task)
+    task = queued_task([{"call": "list_files", "args": {}}, {"final": "done"}], ["list_files"])
     task_run(task_id=task.id)
     head = Checkpoint.objects.filter(task=task).order_by("-seq").first()
     import zlib

@@ -8,38 +8,23 @@ from agent.runtime import task_run
 from agent.tools.testing import ledger_records
 from tasks.canonical import canonical_hash
 from tasks.models import Task, ToolCall
-from tasks.services import task_create, task_transition
-from tasks.spec import TaskSpec
+from tasks.services import task_transition
+from tests.factories import queued_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _workspace(settings, tmp_path):
-    settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
-    settings.HARNESS_LEDGER_DIR = tmp_path / "ledger"
-    settings.HARNESS_ENABLE_TEST_TOOLS = True
+def _harness_settings(harness_dirs) -> None:
+    pass
 
 
 def test_an_approved_call_runs_once_when_the_task_resumes():
     args = {"key": "pay-1", "value": "42"}
-    spec = TaskSpec.model_validate(
-        {
-            "title": "t",
-            "goal": "g",
-            "tools": ["ledger_append", "noop"],
-            "model": {
-                "kind": "scripted",
-                "script": [
-                    {"call": "noop", "args": {}},
-                    {"call": "ledger_append", "args": args},
-                    {"final": "paid"},
-                ],
-            },
-        }
+    task = queued_task(
+        [{"call": "noop", "args": {}}, {"call": "ledger_append", "args": args}, {"final": "paid"}],
+        ["ledger_append", "noop"],
     )
-    task = task_create(spec=spec, user=None, enqueue=False)
-    task_transition(task_id=task.id, to="queued")
     assert task_run(task_id=task.id) == "paused"  # external calls wait for review
     call = ToolCall.objects.get(task=task, tool="ledger_append")
     assert call.status == "awaiting_review" and ledger_records(key="pay-1") == []

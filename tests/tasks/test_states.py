@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.services import task_create, task_transition
-from tasks.spec import TaskSpec
+from tasks.services import task_transition
 from tasks.states import TERMINAL, TRANSITIONS, IllegalTransition, TaskStatus, can_transition
+from tests.factories import scripted_task
 
 S = TaskStatus
 
@@ -62,10 +62,7 @@ def test_every_state_has_a_row():
 
 @pytest.mark.django_db
 def test_illegal_transition_raises_and_changes_nothing():
-    spec = TaskSpec.model_validate(
-        {"title": "t", "goal": "g", "model": {"kind": "scripted", "script": [{"final": "x"}]}}
-    )
-    task = task_create(spec=spec, user=None, enqueue=False)
+    task = scripted_task([{"final": "x"}])
     with pytest.raises(IllegalTransition):
         task_transition(task_id=task.id, to=S.SUCCEEDED)
     task.refresh_from_db()
@@ -75,10 +72,7 @@ def test_illegal_transition_raises_and_changes_nothing():
 
 @pytest.mark.django_db
 def test_each_transition_writes_one_status_event():
-    spec = TaskSpec.model_validate(
-        {"title": "t", "goal": "g", "model": {"kind": "scripted", "script": [{"final": "x"}]}}
-    )
-    task = task_create(spec=spec, user=None, enqueue=False)
+    task = scripted_task([{"final": "x"}])
     task_transition(task_id=task.id, to=S.QUEUED, reason="go")
     task_transition(task_id=task.id, to=S.CANCELED, reason="stop")
     events = list(task.events.filter(type="status").values_list("payload", flat=True))

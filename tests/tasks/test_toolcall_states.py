@@ -7,9 +7,9 @@ import pytest
 from review.models import ReviewRequest, ReviewStatus
 from review.services import ReviewConflict, review_transition
 from tasks.models import ToolCall, ToolCallStatus
-from tasks.services import ToolCallConflict, task_create, toolcall_transition
-from tasks.spec import TaskSpec
+from tasks.services import ToolCallConflict, toolcall_transition
 from tasks.states import TOOLCALL_SETTLED, TOOLCALL_TRANSITIONS, IllegalTransition, LeaseLost
+from tests.factories import scripted_task
 
 C = ToolCallStatus
 
@@ -18,13 +18,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def call():
-    task = task_create(
-        spec=TaskSpec.model_validate(
-            {"title": "t", "goal": "g", "model": {"kind": "scripted", "script": [{"final": "x"}]}}
-        ),
-        user=None,
-        enqueue=False,
-    )
+    task = scripted_task([{"final": "x"}])
     return ToolCall.objects.create(task=task, call_id="c1", tool="read_file")
 
 

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +11,7 @@ from pydantic import ValidationError
 
 from agent.tools.http import host_allowed
 from tasks.tools import PermanentToolError, ToolError, TransientToolError, registry
+from tests.conftest import http_serving
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -62,16 +62,11 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server(settings) -> Iterator[ThreadingHTTPServer]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    settings.HARNESS_HTTP_ALLOWLIST = [f"http://127.0.0.1:{httpd.server_address[1]}"]
-    settings.HARNESS_HTTP_ALLOW_NETWORKS = ["127.0.0.1/32"]
-    httpd.daemon_threads = True
-    httpd.requests = []
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with http_serving(Handler) as httpd:
+        settings.HARNESS_HTTP_ALLOWLIST = [f"http://127.0.0.1:{httpd.server_address[1]}"]
+        settings.HARNESS_HTTP_ALLOW_NETWORKS = ["127.0.0.1/32"]
+        httpd.requests = []
+        yield httpd
 
 
 def url(server: ThreadingHTTPServer, path: str) -> str:
