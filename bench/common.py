@@ -372,15 +372,17 @@ def wait_for(
     timeout: float = 60.0,
     interval: float = 0.005,
     what: str = "a condition",
+    error: type[Exception] = BenchError,
 ) -> Any:
-    """Poll `predicate` until it returns something truthy (and return it)."""
+    """Poll `predicate` until it returns something truthy (and return it); raise `error` once
+    `timeout` seconds have passed."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise BenchError(f"timed out after {timeout:g}s waiting for {what}")
+            raise error(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(interval)
 
 

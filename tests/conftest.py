@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ from django.conf import settings as django_settings
 from django.db import connections
 from django.test import Client
 
+from bench.common import wait_for as poll
 from harness_site.config import harness_config
 from review.models import ReviewRequest
 from review.services import review_decide
@@ -79,15 +81,8 @@ def wait_for(
 ) -> T:
     """Poll `predicate` until it returns something truthy (and return that), or fail after
     `timeout` seconds saying what was awaited."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            what = message or getattr(predicate, "__name__", "a condition")
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(interval)
+    what = message or getattr(predicate, "__name__", "a condition")
+    return poll(predicate, timeout=timeout, interval=interval, what=what, error=AssertionError)
 
 
 def run_in_threads(*targets: Callable[[], Any], timeout: float = 60.0) -> None:
@@ -420,6 +415,13 @@ def processes_running(marker: str) -> list[int]:
 
 def child_pids(pid: int) -> list[int]:
     return [int(p.name) for p in Path("/proc").glob("[0-9]*") if parent_pid(int(p.name)) == pid]
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def spawn(

@@ -7,11 +7,8 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,33 +16,23 @@ import httpx
 import psutil
 import pytest
 
-from tests.conftest import ROOT, wait_for
+from tests.conftest import ROOT, free_port, spawn, wait_for
 
 pytestmark = pytest.mark.integration
 
 ADMIN_PASSWORD = "demo-password-123"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Up:
-    def __init__(self, process: subprocess.Popen, *, port: int) -> None:
+    def __init__(self, process: subprocess.Popen, *, port: int, log: Path) -> None:
         self.process = process
         self.port = port
-        self.output: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.output.append(line)
+        self.log = log
 
     @property
     def text(self) -> str:
-        return "".join(self.output)
+        """What `harness up` printed so far."""
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
 @pytest.fixture
@@ -69,18 +56,12 @@ def up() -> Iterator[Up]:
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness_site.cli", "up", "--port", str(port), "--workers", "2"],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
+    port = free_port()
+    log = data_dir.parent / f"{data_dir.name}.log"
+    process = spawn(
+        ["up", "--port", str(port), "--workers", "2"], module="harness_site.cli", log=log, env=env
     )
-    handle = Up(process, port=port)
+    handle = Up(process, port=port, log=log)
     try:
         yield handle
     finally:
@@ -91,6 +72,7 @@ def up() -> Iterator[Up]:
         process.wait(timeout=30)
         print(handle.text)
         shutil.rmtree(data_dir, ignore_errors=True)
+        log.unlink(missing_ok=True)
 
 
 def _login(client: httpx.Client) -> None:

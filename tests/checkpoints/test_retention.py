@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.utils import timezone
 
 from agent.sweep import sweep_once, sweep_retention
@@ -69,9 +70,9 @@ def test_retention_keeps_the_newest_per_level_and_the_head_and_collects_orphan_b
     tool_level = [c.id for c in before if c.level == "tool"]
     assert len(tool_level) == WRITES
     orphan = Blob.objects.create(sha256="0" * 64, size=1, data=b"x")
-    Blob.objects.update(created_at=timezone.now() - timedelta(seconds=BLOB_GRACE_S + 60))
 
-    result = retention_run(state={}, collect_garbage=True)
+    with time_machine.travel(timezone.now() + timedelta(seconds=BLOB_GRACE_S + 60)):
+        result = retention_run(state={}, collect_garbage=True)
 
     after = list(Checkpoint.objects.filter(task=task).order_by("seq"))
     assert result["checkpoints_deleted"] == len(before) - len(after) == WRITES - 3
@@ -172,9 +173,8 @@ def test_garbage_collection_keeps_the_blobs_of_graph_workspace_snapshots(tmp_pat
     GraphWorkspace.objects.create(
         task=task, checkpoint_id="1f0-graph", snapshot=snapshot, created_at=timezone.now()
     )
-    Blob.objects.update(created_at=timezone.now() - timedelta(seconds=BLOB_GRACE_S + 60))
-
-    blobs_collect_garbage()
+    with time_machine.travel(timezone.now() + timedelta(seconds=BLOB_GRACE_S + 60)):
+        blobs_collect_garbage()
 
     assert snapshot_blob_keys(snapshot) <= set(Blob.objects.values_list("sha256", flat=True))
     snapshot_restore(workspace=tmp_path / "back", snapshot=snapshot)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
@@ -40,15 +40,16 @@ def last(state: State) -> dict:
     return {"trail": state["trail"] + ",last"}
 
 
-builder = StateGraph(State)
-builder.add_node("first", first)
-builder.add_node("slow", slow)
-builder.add_node("last", last)
-builder.add_edge(START, "first")
-builder.add_edge("first", "slow")
-builder.add_edge("slow", "last")
-builder.add_edge("last", END)
-graph = builder.compile()
+def chain(state: type, *nodes: tuple[str, Any]):
+    """The compiled graph running `nodes` (name, function) one after the other."""
+    builder = StateGraph(state)
+    builder.add_sequence(list(nodes))
+    builder.add_edge(START, nodes[0][0])
+    builder.add_edge(nodes[-1][0], END)
+    return builder.compile()
+
+
+graph = chain(State, ("first", first), ("slow", slow), ("last", last))
 
 
 def runs(marker_dir: Path) -> list[str]:
@@ -91,14 +92,7 @@ FILES_STEPS = {
     "revise": {"notes/a.txt": "revised\n", "c.txt": "c1\n"},
     "finish": {"b.txt": None, "out/d.txt": "d1\n"},
 }
-files_builder = StateGraph(FilesState)
-for _name, _files in FILES_STEPS.items():
-    files_builder.add_node(_name, files_node(_name, _files))
-files_builder.add_edge(START, "draft")
-files_builder.add_edge("draft", "revise")
-files_builder.add_edge("revise", "finish")
-files_builder.add_edge("finish", END)
-files_graph = files_builder.compile()
+files_graph = chain(FilesState, *((name, files_node(name, f)) for name, f in FILES_STEPS.items()))
 
 
 def workspace_files(root: Path) -> dict[str, str]:
@@ -120,11 +114,7 @@ def ask_then_fail(state: AskState) -> dict:
     return {"asked": True}
 
 
-ask_builder = StateGraph(AskState)
-ask_builder.add_node("ask", ask_then_fail)
-ask_builder.add_edge(START, "ask")
-ask_builder.add_edge("ask", END)
-asks_then_fails = ask_builder.compile()
+asks_then_fails = chain(AskState, ("ask", ask_then_fail))
 
 
 # --- a graph whose decided interrupt is consumed by a slow super-step ------------------------
@@ -144,8 +134,4 @@ def ask_then_slow(state: AskSlowState) -> dict:
     return {"answer": answer.get("type", "")}
 
 
-ask_slow_builder = StateGraph(AskSlowState)
-ask_slow_builder.add_node("ask", ask_then_slow)
-ask_slow_builder.add_edge(START, "ask")
-ask_slow_builder.add_edge("ask", END)
-asks_then_sleeps = ask_slow_builder.compile()
+asks_then_sleeps = chain(AskSlowState, ("ask", ask_then_slow))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.core.management import call_command
 from django.utils import timezone
 from rq.registry import ScheduledJobRegistry
@@ -73,11 +74,11 @@ def test_a_cancel_requested_before_the_worker_died_is_honoured(queue):
 
 def test_a_queued_task_whose_job_vanished_is_enqueued_again(queue, settings):
     task = enqueued_task([{"final": "x"}], [])
-    Task.objects.filter(id=task.id).update(
-        updated_at=timezone.now() - timedelta(seconds=settings.HARNESS_REQUEUE_GRACE_S + 1)
-    )
     queue.connection.flushdb()  # Redis restarted empty
-    assert sweep_once().requeued == 1
+    with time_machine.travel(
+        timezone.now() + timedelta(seconds=settings.HARNESS_REQUEUE_GRACE_S + 1)
+    ):
+        assert sweep_once().requeued == 1
     task.refresh_from_db()
     assert task.rq_job_id in queue.job_ids
     assert task.events.filter(type="requeued", payload__job_state="missing").exists()

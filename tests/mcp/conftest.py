@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, spawn, wait_for
+from tests.conftest import ROOT, free_port, spawn, wait_for
 from tests.durable.conftest import (  # noqa: F401  (fixtures)
     durable_settings,
     fleet,
@@ -48,12 +48,6 @@ class McpHttpServer:
         return [row for row in rows if tool is None or row["tool"] == tool]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _accepts(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
@@ -79,7 +73,7 @@ def http_server_start(*, state: Path, port: int) -> McpHttpServer:
 @pytest.fixture(scope="module")
 def mcp_http(tmp_path_factory) -> Iterator[McpHttpServer]:
     """The test server over streamable HTTP, shared by a module's tests (use distinct keys)."""
-    server = http_server_start(state=tmp_path_factory.mktemp("mcp-http"), port=_free_port())
+    server = http_server_start(state=tmp_path_factory.mktemp("mcp-http"), port=free_port())
     try:
         yield server
     finally:
@@ -90,7 +84,7 @@ def mcp_http(tmp_path_factory) -> Iterator[McpHttpServer]:
 @pytest.fixture(scope="module")
 def late_port() -> int:
     """A port no server listens on until a test starts one there (server `late`)."""
-    return _free_port()
+    return free_port()
 
 
 @pytest.fixture
@@ -101,7 +95,7 @@ def harness_config_text(mcp_http: McpHttpServer, late_port: int) -> str:
         + "mcp_servers:\n"
         + f"  remote: {{url: {json.dumps(mcp_http.url)}}}\n"
         + f"  late: {{url: 'http://127.0.0.1:{late_port}/mcp'}}\n"
-        + f"  down: {{url: 'http://127.0.0.1:{_free_port()}/mcp', connect_timeout_s: 5}}\n"
+        + f"  down: {{url: 'http://127.0.0.1:{free_port()}/mcp', connect_timeout_s: 5}}\n"
         + f"  locked: {{url: {json.dumps(mcp_http.url)}, "
         + f"headers_env: {{Authorization: {UNSET}}}}}\n"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.utils import timezone
 
 from checkpoints.services import checkpoint_decode
@@ -234,12 +235,11 @@ def test_the_periodic_sweep_expires_overdue_reviews(paused_review):
     from django.core.management import call_command
 
     review = paused_review()
-    fresh = paused_review()
-    # Injected time: this review was requested long enough ago to be overdue now.
-    ReviewRequest.objects.filter(pk=review.pk).update(
-        expires_at=timezone.now() - timedelta(seconds=1)
-    )
-    call_command("harness_sweep")
+    with time_machine.travel(review.requested_at + timedelta(hours=1)):
+        fresh = paused_review()
+    # The first review's time is up, the second one's is not.
+    with time_machine.travel(review.expires_at + timedelta(seconds=1)):
+        call_command("harness_sweep")
     assert ReviewRequest.objects.get(pk=review.pk).status == "expired"
     assert ReviewRequest.objects.get(pk=fresh.pk).status == "pending"
     assert Task.objects.get(pk=review.task_id).status == "queued"

@@ -9,7 +9,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
+import time_machine
 
 from review.models import ReviewRequest
 from tasks.models import Task
@@ -140,16 +140,14 @@ def test_an_edit_into_a_denied_call_is_refused(conf_review, operator):
 
 def test_a_decision_after_expiry_is_refused_before_any_sweep(conf_review, operator):
     review = conf_review()
-    ReviewRequest.objects.filter(pk=review.pk).update(
-        expires_at=timezone.now() - timedelta(seconds=1)
-    )
-    for body in (
-        {"decision": "approve", "arguments_hash": sha256_of_canonical(review.arguments)},
-        {"decision": "reject", "reason": "late"},
-    ):
-        response = decide(operator, review.id, body)
-        assert response.status_code == 409, body
-        assert "expired" in response.json()["detail"]
+    with time_machine.travel(review.expires_at + timedelta(seconds=1)):
+        for body in (
+            {"decision": "approve", "arguments_hash": sha256_of_canonical(review.arguments)},
+            {"decision": "reject", "reason": "late"},
+        ):
+            response = decide(operator, review.id, body)
+            assert response.status_code == 409, body
+            assert "expired" in response.json()["detail"]
     review.refresh_from_db()
     assert review.status == "pending" and review.approvals.count() == 0
     assert Task.objects.get(pk=review.task_id).status == "waiting_review"

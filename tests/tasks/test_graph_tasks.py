@@ -4,23 +4,24 @@ function in this process; test_graph_workers.py drives the same through real wor
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agent.jobs import run_task
 from review.models import ReviewRequest
 from tasks.models import ToolCall
+from tests.factories import graph_spec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-RELEASE = {
-    "title": "release",
-    "goal": "cut a release",
-    "agent": {
-        "kind": "langgraph",
-        "graph": "release_bot",
-        "input": {"changes": ["fix login", "faster search"], "current": "1.4.2"},
-    },
-}
+RELEASE = graph_spec(
+    "release_bot",
+    {"changes": ["fix login", "faster search"], "current": "1.4.2"},
+    title="release",
+    goal="cut a release",
+)
+ANNOUNCEMENT = {"channel": "#general", "text": "v1.5 is out"}
 
 
 def test_spec_needs_exactly_one_of_model_and_agent(task_api):
@@ -103,19 +104,12 @@ def test_a_plain_interrupt_refuses_edited_arguments(task_api, api_client, operat
     assert task_api.get(task["id"])["status"] == "waiting_review"
 
 
-ANNOUNCE = {
-    "title": "announce",
-    "goal": "announce the release",
-    "agent": {
-        "kind": "langgraph",
-        "graph": "announcer",
-        "input": {
-            "messages": [
-                {"role": "user", "content": '{"channel": "#general", "text": "v1.5 is out"}'}
-            ]
-        },
-    },
-}
+ANNOUNCE = graph_spec(
+    "announcer",
+    {"messages": [{"role": "user", "content": json.dumps(ANNOUNCEMENT)}]},
+    title="announce",
+    goal="announce the release",
+)
 
 
 def test_middleware_tool_call_edited_in_review_runs_with_the_edited_arguments(
