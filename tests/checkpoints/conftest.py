@@ -60,6 +60,10 @@ def finished(operator, app_conf_spec):
     """The app.conf task, run to success by the operator: app.conf is v3 and new.txt exists."""
     task = spec_task(app_conf_spec, user=operator)
     assert run_in_process(task) == "succeeded"
+    assert files_of(task.workspace_path) == {
+        "app.conf": b"version = 3\n",
+        "new.txt": b"created after v1\n",
+    }
     return task
 
 

@@ -22,14 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 V3 = {"app.conf": b"version = 3\n", "new.txt": b"created after v1\n"}
 
 
-@pytest.fixture
-def finished(make_task, run_inline, app_conf_spec, operator):
-    task = make_task(app_conf_spec, user=operator)
-    assert run_inline(task) == "succeeded"
-    assert files_of(task.workspace_path) == V3
-    return task
-
-
 def _head_files(task) -> dict[str, bytes]:
     task.refresh_from_db()
     head = checkpoint_decode(Checkpoint.objects.get(id=task.head_checkpoint_id))

@@ -13,17 +13,14 @@ from multiagent.models import CheckpointRound, GlobalCheckpoint
 from multiagent.recovery import group_rollback
 from multiagent.shared import shared_path
 from tasks.models import Task
-from tasks.services import task_create
-from tasks.spec import TaskSpec
 from tests.checkpoints.conftest import (  # noqa: F401
     _isolated,
     app_conf_spec,
     checkpoint_after_step,
     files_of,
-    make_task,
-    run_inline,
 )
 from tests.checkpoints.row_locks import commit_fails, file_io_checked, row_lock_free  # noqa: F401
+from tests.factories import run_in_process, spec_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,20 +29,14 @@ V3 = {"app.conf": b"version = 3\n", "new.txt": b"created after v1\n"}
 
 
 @pytest.fixture
-def group(make_task, run_inline, app_conf_spec, operator):  # noqa: F811
+def group(app_conf_spec, operator):  # noqa: F811
     """A parent and one child, both run to the end (app.conf v3, new.txt), and a global
     checkpoint cut after their step 1 (app.conf v1), with the shared directory as it was
     then (notes.txt) before it changed (notes.txt rewritten, later.txt added)."""
-    parent = make_task(app_conf_spec, user=operator)
-    child = task_create(
-        spec=TaskSpec.model_validate(app_conf_spec),
-        user=operator,
-        enqueue=False,
-        parent=parent,
-        agent_name="helper",
-    )
+    parent = spec_task(app_conf_spec, user=operator)
+    child = spec_task(app_conf_spec, user=operator, parent=parent, agent_name="helper")
     for task in (parent, child):
-        assert run_inline(task) == "succeeded"
+        assert run_in_process(task) == "succeeded"
         assert files_of(task.workspace_path) == V3
     shared = shared_path(root_id=parent.id)
     shared.mkdir(parents=True)

@@ -150,12 +150,17 @@ def test_a_decided_review_cannot_be_decided_again(paused_review, operator, secon
     review_decide(review_id=review.id, user=operator, decision="reject", reason="no")
     with pytest.raises(ReviewConflict):
         approve(review, second_operator)
+    review.refresh_from_db()
+    assert review.status == "rejected" and review.decided_by == operator
 
 
 def test_viewers_cannot_decide(paused_review, viewer):
     review = paused_review()
     with pytest.raises(ReviewForbidden):
         approve(review, viewer)
+    review.refresh_from_db()
+    assert review.status == "pending" and review.approvals.count() == 0
+    assert Task.objects.get(pk=review.task_id).status == "waiting_review"
 
 
 def test_four_eyes_needs_distinct_operators_and_never_the_creator(
