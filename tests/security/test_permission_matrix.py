@@ -165,11 +165,21 @@ def _page_cases() -> list[tuple[str, str, str]]:
     return cases
 
 
-def responses_by_role(cast, client_for, method: str, url: str):
-    """(role, response) for each role: an empty POST or a GET of `url` by `client_for(user)`."""
+def denied_responses(cast, client_for, method: str, url: str, level: str):
+    """Send an empty POST or a GET of `url` as every role (`client_for(user)`). No role gets a
+    server error and every role `level` allows gets through (no 401 or 403, no login page);
+    yields (role, response, where) for each role it does not allow."""
     for role in ROLES:
         client = client_for(cast[role])
-        yield role, client.post(url, {}) if method == "POST" else client.get(url)
+        response = client.post(url, {}) if method == "POST" else client.get(url)
+        body = b"(streamed)" if response.streaming else response.content[:200]
+        where = f"{role} {method} {url} -> {response.status_code} {body!r}"
+        assert response.status_code < 500, where
+        if role in ALLOWED[level]:
+            assert response.status_code not in (401, 403), where
+            assert not _is_login_redirect(response), where
+        else:
+            yield role, response, where
 
 
 def _is_login_redirect(response) -> bool:
@@ -179,13 +189,8 @@ def _is_login_redirect(response) -> bool:
 @pytest.mark.parametrize("route, method, level", _page_cases(), ids=lambda v: str(v))
 def test_page_access_by_role(cast, ids, route, method, level):
     url = _fill(route, ids)
-    for role, response in responses_by_role(cast, page_client, method, url):
-        where = f"{role} {method} {url} -> {response.status_code}"
-        assert response.status_code < 500, where
-        if role in ALLOWED[level]:
-            assert response.status_code not in (401, 403), where
-            assert not _is_login_redirect(response), where
-        elif role == "anonymous" or level == "staff":
+    for role, response, where in denied_responses(cast, page_client, method, url, level):
+        if role == "anonymous" or level == "staff":
             assert _is_login_redirect(response) or response.status_code == 403, where
         else:
             assert response.status_code == 403, where
@@ -195,12 +200,8 @@ def test_page_access_by_role(cast, ids, route, method, level):
 def test_api_access_by_role(cast, ids, operation, level):
     method, template = operation.split(" ", 1)
     url = _fill(template, ids)
-    for role, response in responses_by_role(cast, ApiClient, method, url):
-        where = f"{role} {operation} -> {response.status_code} {response.content[:200]!r}"
-        assert response.status_code < 500, where
-        if role in ALLOWED[level]:
-            assert response.status_code not in (401, 403), where
-        elif role == "anonymous":
+    for role, response, where in denied_responses(cast, ApiClient, method, url, level):
+        if role == "anonymous":
             assert response.status_code == 401, where
             assert "missing credentials" in response.json()["reason"], where
         else:
