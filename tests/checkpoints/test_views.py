@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 
 from tests.checkpoints.conftest import checkpoint_after_step
+from tests.conftest import page_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,8 +30,7 @@ def test_only_operators_reach_the_rollback_page(finished, viewer, operator):
 
 def test_a_rollback_without_a_reason_shows_the_error_and_changes_nothing(finished, operator):
     url = f"/tasks/{finished.id}/checkpoints/{checkpoint_after_step(finished, 1).id}/rollback/"
-    client = Client()
-    client.force_login(operator)
+    client = page_client(operator)
     response = client.post(url, {"reason": " ", "then": "hold"})
     assert response.status_code == 422
     assert b"a reason is required" in response.content

@@ -4,9 +4,9 @@ Retry-After, on real workers."""
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from tasks.models import TaskEvent
+from tests.conftest import page_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -31,8 +31,7 @@ def test_a_429_with_retry_after_is_retried_after_that_delay(
     # A model retry has no tool call: the task page lists it as an event, not as a call row
     # (a `"call_id": null` read back as text made a call named "null").
     assert "call_id" not in scheduled.payload
-    client = Client()
-    client.force_login(operator)
+    client = page_client(operator)
     page = client.get(f"/tasks/{created['id']}/", {"tab": "events"}).content.decode()
     assert "<td>retry_scheduled</td>" in page
     assert 'data-call="null"' not in page and 'data-call=""' not in page

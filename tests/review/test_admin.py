@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from review.models import ReviewRule
 from review.policy import evaluate
 from tasks.tools.registry import registry
+from tests.conftest import page_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,8 +32,7 @@ def rule_form(**fields) -> dict:
 
 
 def test_an_admin_adds_a_rule_that_the_policy_applies(admin_user):
-    client = Client()
-    client.force_login(admin_user)
+    client = page_client(admin_user)
     bad = client.post("/admin/review/reviewrule/add/", rule_form(command_regex="(["))
     assert bad.status_code == 200 and "invalid regular expression" in bad.content.decode()
     assert not ReviewRule.objects.exists()
@@ -49,8 +48,7 @@ def test_an_admin_adds_a_rule_that_the_policy_applies(admin_user):
 
 def test_paused_calls_cannot_be_edited_in_the_admin(paused_review, admin_user):
     review = paused_review()
-    client = Client()
-    client.force_login(admin_user)
+    client = page_client(admin_user)
     page = client.get(f"/admin/review/reviewrequest/{review.id}/change/")
     assert page.status_code == 200
     client.post(f"/admin/review/reviewrequest/{review.id}/change/", {"status": "approved"})

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.test import Client
 
 from tasks.models import Task
+from tests.conftest import page_client
 
 pytestmark = pytest.mark.django_db
 
@@ -91,8 +91,7 @@ def test_nul_characters_are_422_naming_the_field(api_client, operator, spec, fie
 def test_a_nul_in_a_query_parameter_is_422(api_client, viewer, client):
     response = api_client(viewer).get("/api/v1/tasks", {"q": "a\x00b"})
     assert response.status_code == 422 and fields(response) == ["q"]
-    page = Client()
-    page.force_login(viewer)
+    page = page_client(viewer)
     assert page.get("/tasks/", {"q": "a\x00b"}).status_code == 422
 
 

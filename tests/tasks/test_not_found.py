@@ -6,12 +6,11 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from django.test import Client
 
 from tasks.errors import NotFound
 from tasks.models import Task
 from tasks.selectors import access_task
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, page_client
 
 pytestmark = pytest.mark.django_db
 
@@ -36,8 +35,7 @@ def test_a_user_without_a_role_cannot_read_a_task_through_the_selector(outsider,
 
 
 def test_pages_answer_404_for_unknown_ids(operator, task):
-    client = Client()
-    client.force_login(operator)
+    client = page_client(operator)
     assert client.get(f"/tasks/{uuid.uuid4()}/").status_code == 404
     rollback = f"/tasks/{task.id}/checkpoints/{uuid.uuid4()}/rollback/"
     assert client.get(rollback).status_code == 404
