@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -411,6 +412,12 @@ def processes_running(marker: str) -> list[int]:
         if marker in cmdline and state != "Z" and "bwrap" not in cmdline.split(" ", 1)[0]:
             found.append(int(entry.name))
     return found
+
+
+def unique_sleep() -> str:
+    """A long `sleep` whose command line no other process has, to find it from outside
+    (`processes_running`)."""
+    return f"sleep 3{uuid.uuid4().int % 10**6:06d}"
 
 
 def child_pids(pid: int) -> list[int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import uuid
 from pathlib import Path
 
 import pytest
@@ -13,13 +12,9 @@ from django.conf import settings
 
 from agent.tools.sandbox import SandboxUnavailable
 from tasks.tools import ToolError
-from tests.conftest import processes_running
+from tests.conftest import processes_running, unique_sleep
 
 pytestmark = pytest.mark.django_db
-
-
-def unique_sleep() -> str:
-    return f"sleep 4{uuid.uuid4().int % 10**6:06d}"
 
 
 def test_worker_secrets_are_not_readable_through_proc(call, monkeypatch):

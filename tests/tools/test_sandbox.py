@@ -2,18 +2,12 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 
 import pytest
 from pydantic import ValidationError
 
 from tasks.tools import PermanentToolError, ToolContext, ToolError, registry
-from tests.conftest import processes_running
-
-
-def unique_sleep() -> str:
-    """A `sleep` whose command line no other process has, to find it from outside."""
-    return f"sleep 3{uuid.uuid4().int % 10**6:06d}"
+from tests.conftest import processes_running, unique_sleep
 
 
 def test_output_and_non_zero_exit_are_a_normal_result(call):
