@@ -153,28 +153,23 @@ class Ours:
         tasks_delete([self.task_id])
 
 
-class LangGraph:
-    def __init__(self, state: Any) -> None:
-        import psycopg
-        from langchain_core.messages import ToolMessage
-        from langgraph.checkpoint.postgres import PostgresSaver
-        from psycopg.rows import dict_row
+class SaverDriver:
+    """A LangGraph checkpoint saver driven as LangGraph's loop drives it: each step a put of
+    the agent state's messages, then put_writes of a tool message against it."""
 
-        # The connection PostgresSaver.from_conn_string opens.
-        self.conn = psycopg.connect(
-            reference_conninfo(), autocommit=True, prepare_threshold=0, row_factory=dict_row
-        )
-        self.saver = PostgresSaver(self.conn)
-        self.saver.setup()
+    def __init__(self, saver: Any, state: Any) -> None:
+        from langchain_core.messages import ToolMessage
+
+        self.saver = saver
         self.messages = langchain_messages(state)
         self.write = ToolMessage(content=chat_text(999), tool_call_id="0.99.0", name="read_file")
         self.config: dict[str, Any] = {
-            "configurable": {"thread_id": str(uuid.uuid4()), "checkpoint_ns": ""}
+            "configurable": {"thread_id": f"bench-{uuid.uuid4()}", "checkpoint_ns": ""}
         }
         self.version: str | None = None
         self.step_index = 0
 
-    def step(self) -> None:
+    def put(self) -> None:
         from langgraph.checkpoint.base import empty_checkpoint
 
         self.step_index += 1
@@ -188,7 +183,29 @@ class LangGraph:
             {"source": "loop", "step": self.step_index, "parents": {}},
             {"messages": self.version},
         )
+
+    def put_writes(self) -> None:
         self.saver.put_writes(self.config, [("messages", [self.write])], task_id=str(uuid.uuid4()))
+
+    def step(self) -> None:
+        self.put()
+        self.put_writes()
+
+
+class LangGraph(SaverDriver):
+    """PostgresSaver on the connection PostgresSaver.from_conn_string opens."""
+
+    def __init__(self, state: Any) -> None:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+
+        self.conn = psycopg.connect(
+            reference_conninfo(), autocommit=True, prepare_threshold=0, row_factory=dict_row
+        )
+        saver = PostgresSaver(self.conn)
+        saver.setup()
+        super().__init__(saver, state)
 
     def close(self) -> None:
         self.conn.close()

@@ -12,7 +12,6 @@ Expected run time (quiet 2-CPU machine): smoke ~5 s; full ~30 s.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from bench.common import (
@@ -23,7 +22,7 @@ from bench.common import (
     sample_interleaved,
     stats,
 )
-from bench.durable_write import agent_state, chat_text, langchain_messages
+from bench.durable_write import SaverDriver, agent_state
 
 TITLE = "LangGraph checkpointer: DjangoCheckpointSaver vs PostgresSaver"
 TARGET = 1.2
@@ -31,45 +30,6 @@ SIZES = {
     "smoke": {"n": 3, "warmup": 1, "profile": 2},
     "full": {"n": 500, "warmup": 50, "profile": 300},
 }
-
-
-class Contender:
-    """One saver driven like LangGraph's loop drives it: put, then put_writes against it."""
-
-    def __init__(self, saver: Any) -> None:
-        from langchain_core.messages import ToolMessage
-
-        self.saver = saver
-        self.messages = langchain_messages(agent_state())
-        self.write = ToolMessage(content=chat_text(999), tool_call_id="0.99.0", name="read_file")
-        self.thread_id = f"bench-{uuid.uuid4()}"
-        self.config: dict[str, Any] = {
-            "configurable": {"thread_id": self.thread_id, "checkpoint_ns": ""}
-        }
-        self.version: str | None = None
-        self.step_index = 0
-
-    def put(self) -> None:
-        from langgraph.checkpoint.base import empty_checkpoint
-
-        self.step_index += 1
-        self.version = self.saver.get_next_version(self.version, None)
-        checkpoint = empty_checkpoint()
-        checkpoint["channel_values"] = {"messages": self.messages}
-        checkpoint["channel_versions"] = {"messages": self.version}
-        self.config = self.saver.put(
-            self.config,
-            checkpoint,
-            {"source": "loop", "step": self.step_index, "parents": {}},
-            {"messages": self.version},
-        )
-
-    def put_writes(self) -> None:
-        self.saver.put_writes(self.config, [("messages", [self.write])], task_id=str(uuid.uuid4()))
-
-    def step(self) -> None:
-        self.put()
-        self.put_writes()
 
 
 def run(size: str) -> dict[str, Any]:
@@ -86,8 +46,8 @@ def run(size: str) -> dict[str, Any]:
     )
     reference_saver = PostgresSaver(conn)
     reference_saver.setup()
-    ours = Contender(DjangoCheckpointSaver())
-    theirs = Contender(reference_saver)
+    ours = SaverDriver(DjangoCheckpointSaver(), agent_state())
+    theirs = SaverDriver(reference_saver, agent_state())
     try:
         # put_writes is timed against the checkpoint the previous put stored, as in a run.
         samples = sample_interleaved(
@@ -104,7 +64,7 @@ def run(size: str) -> dict[str, Any]:
         stored = ours.saver.get_tuple(ours.config)
         assert stored is not None and stored.checkpoint["channel_values"]["messages"]
     finally:
-        ours.saver.delete_thread(ours.thread_id)
+        ours.saver.delete_thread(ours.config["configurable"]["thread_id"])
         ours.saver.close()
         conn.close()
         reference_schema_reset(drop_only=True)

@@ -139,7 +139,7 @@ def test_middleware_tool_call_edited_in_review_runs_with_the_edited_arguments(
 
 
 def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from_there(
-    task_api, api_client, operator, client
+    task_api, api_client, operator, as_user
 ):
     api = api_client(operator)
     task = task_api.create(RELEASE)
@@ -160,6 +160,11 @@ def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from
     ).json()
     assert preview["values"]["version"] == "1.5.0"
     assert [c["step"] for c in preview["superseded"]] == [4, 3]
+    page = as_user(operator).get(
+        f"/tasks/{task['id']}/graph-checkpoints/{before_approval['checkpoint_id']}/rollback/"
+    )
+    assert page.status_code == 200
+    assert "Roll back to step 2</button>" in page.content.decode()
 
     response = api.post(
         f"/api/v1/tasks/{task['id']}/rollback",
@@ -185,8 +190,7 @@ def test_rollback_forks_from_an_earlier_super_step_and_the_graph_runs_again_from
     forks = [c for c in listed if c["source"] == "fork"]
     assert len(forks) == 1 and forks[0]["parent_checkpoint_id"] == before_approval["checkpoint_id"]
 
-    client.force_login(operator)
-    page = client.get(f"/tasks/{task['id']}/?tab=checkpoints").content.decode()
+    page = as_user(operator).get(f"/tasks/{task['id']}/?tab=checkpoints").content.decode()
     assert 'data-testid="graph-checkpoints"' in page
     assert before_approval["checkpoint_id"] in page
     assert "superseded" in page
