@@ -23,7 +23,6 @@ row-locked and conditional, and a duplicate job finds its task taken and exits.
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
@@ -32,7 +31,7 @@ from typing import Any
 import django_rq
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -224,15 +223,9 @@ def tasks_requeue_orphaned(*, grace_s: float) -> int:
 
 
 def sweep_record(*, started: Any, duration_ms: float, counts: SweepCounts) -> None:
-    values = {
-        "started_at": started,
-        "finished_at": timezone.now(),
-        "duration_ms": duration_ms,
-        "counts": asdict(counts),
-        "host": socket.gethostname(),
-    }
-    if not SweepRun.objects.filter(name=SWEEPER_NAME).update(runs=F("runs") + 1, **values):
-        SweepRun.objects.get_or_create(name=SWEEPER_NAME, defaults={**values, "runs": 1})
+    services.sweep_run_record(
+        name=SWEEPER_NAME, started_at=started, duration_ms=duration_ms, counts=asdict(counts)
+    )
 
 
 RETENTION_NAME = "retention"
@@ -249,13 +242,9 @@ def sweep_retention(*, now: Any) -> dict[str, Any]:
     when it and the garbage collection last ran). Lock contract: that row, select_for_update
     with skip_locked, so one sweeper runs retention at a time and the others skip it."""
     policy = harness_config().retention
-    SweepRun.objects.get_or_create(
-        name=RETENTION_NAME, defaults={"started_at": now, "finished_at": now}
-    )
+    services.sweep_run_ensure(name=RETENTION_NAME, now=now)
     with transaction.atomic():
-        run = (
-            SweepRun.objects.select_for_update(skip_locked=True).filter(name=RETENTION_NAME).first()
-        )
+        run = services.sweep_run_lock(name=RETENTION_NAME)
         if run is None or not _due(run, "ran_at", policy.every, now):
             return {}
         collect = _due(run, "collected_at", policy.gc_every, now)
@@ -263,18 +252,15 @@ def sweep_retention(*, now: Any) -> dict[str, Any]:
         result = import_string(settings.HARNESS_RETENTION_JOB)(
             state=run.counts, collect_garbage=collect
         )
-        run.counts = {
-            **result,
-            "ran_at": now.isoformat(),
-            "collected_at": now.isoformat() if collect else run.counts.get("collected_at"),
-        }
-        run.started_at = now
-        run.finished_at = timezone.now()
-        run.duration_ms = (time.monotonic() - clock) * 1000
-        run.runs += 1
-        run.host = socket.gethostname()
-        run.save(
-            update_fields=["counts", "started_at", "finished_at", "duration_ms", "runs", "host"]
+        services.sweep_run_save(
+            run=run,
+            started_at=now,
+            duration_ms=(time.monotonic() - clock) * 1000,
+            counts={
+                **result,
+                "ran_at": now.isoformat(),
+                "collected_at": now.isoformat() if collect else run.counts.get("collected_at"),
+            },
         )
     return result
 

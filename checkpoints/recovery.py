@@ -58,6 +58,7 @@ from checkpoints.services import (
     NoValidCheckpoint,
     checkpoint_build,
     checkpoint_decode,
+    checkpoint_fork_insert,
     checkpoint_load_latest_valid,
     checkpoint_next_seq,
 )
@@ -216,26 +217,11 @@ def _fork(
         snapshot=snapshot,
         parent_id=base.checkpoint.id,
     )
-    checkpoint.save(force_insert=True)
-    superseded = Checkpoint.objects.filter(
-        task=task,
-        seq__gt=base.checkpoint.seq,
-        seq__lt=seq,
-        superseded=False,
-    ).update(superseded=True)
+    superseded = checkpoint_fork_insert(checkpoint=checkpoint, base_seq=base.checkpoint.seq)
     before = {"status": task.status, "head_checkpoint": str(task.head_checkpoint_id or "")}
-    updates: dict[str, Any] = {
-        "head_checkpoint_id": checkpoint.id,
-        "current_step": state.step_index,
-        "steps_used": state.budget.steps,
-        "tokens_used": state.budget.tokens,
-        "cancel_requested": False,
-        "retry_at": None,
-        "updated_at": timezone.now(),
-    }
-    if kind == "rollback":
-        updates["rollback_count"] = task.rollback_count + 1
-    Task.objects.filter(id=task.id).update(**updates)
+    services.task_fork_head(
+        task=task, checkpoint_id=checkpoint.id, state=state, rollback=kind == "rollback"
+    )
     reviews_cancel_pending(task_id=task.id, comment=f"superseded by {kind} ({actor})")
     services.event_record(
         task_id=task.id,
@@ -532,7 +518,7 @@ def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Ta
         if task.status in TERMINAL:
             raise TransitionConflict(f"task is already {task.status}")
         if task.status == TaskStatus.RUNNING:
-            Task.objects.filter(id=task_id).update(cancel_requested=True)
+            services.task_cancel_request(task_id=task_id)
             services.event_record(
                 task_id=task_id,
                 type=EventType.CANCEL_REQUESTED,
@@ -642,9 +628,7 @@ def _graph_requeue(*, task: Task, user: AbstractBaseUser | None, kind: str, reas
     the caller's transaction with the task row locked."""
     actor = _actor(user)
     before = {"status": task.status}
-    Task.objects.filter(id=task.id).update(
-        cancel_requested=False, retry_at=None, updated_at=timezone.now()
-    )
+    services.task_recovery_reset(task=task)
     services.event_record(
         task_id=task.id,
         type=kind,
@@ -768,13 +752,7 @@ def _graph_rollback(
             created_at=timezone.now(),
         )
     actor = _actor(user)
-    Task.objects.filter(id=task.id).update(
-        current_step=max(step, 0),
-        cancel_requested=False,
-        retry_at=None,
-        rollback_count=task.rollback_count + 1,
-        updated_at=timezone.now(),
-    )
+    services.task_recovery_reset(task=task, rollback=True, step=max(step, 0))
     reviews_cancel_pending(task_id=task.id, comment=f"superseded by rollback ({actor})")
     services.event_record(
         task_id=task.id,

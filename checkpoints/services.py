@@ -151,3 +151,16 @@ def checkpoint_next_seq(*, task_id: Any) -> int:
         .first()
     )
     return (last or 0) + 1
+
+
+def checkpoint_fork_insert(*, checkpoint: Checkpoint, base_seq: int) -> int:
+    """Insert a recovery's fork (`checkpoint_build`, its parent the base at `base_seq`) and mark
+    the task's checkpoints between the base and the fork superseded (kept, never deleted).
+    Inside the recovery's transaction, task row locked. -> how many were superseded."""
+    checkpoint.save(force_insert=True)
+    return Checkpoint.objects.filter(
+        task_id=checkpoint.task_id,
+        seq__gt=base_seq,
+        seq__lt=checkpoint.seq,
+        superseded=False,
+    ).update(superseded=True)

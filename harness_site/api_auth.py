@@ -14,13 +14,12 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
-from django.utils import timezone
 from ninja.errors import HttpError
 from ninja.security import HttpBearer, SessionAuth
 
 from tasks.models import ApiToken
 from tasks.selectors import user_can_create, user_can_operate, user_can_view
-from tasks.services import api_token_hash
+from tasks.services import api_token_hash, api_token_used
 
 RoleCheck = Callable[[AbstractBaseUser], bool]
 
@@ -44,9 +43,7 @@ class BearerToken(HttpBearer):
         )
         if row is None:
             return None
-        now = timezone.now()
-        if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
-            ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+        api_token_used(token=row)
         request.user = row.user
         return _authorize(row.user, self.check, self.need)
 

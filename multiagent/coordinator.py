@@ -70,7 +70,7 @@ def round_start(*, root_id: Any, trigger: str, reason: str = "") -> CheckpointRo
             deadline=now + timedelta(seconds=config.prepare_timeout_s),
             reason=reason[:2000],
         )
-        Task.objects.filter(id__in=[t.id for t in participants]).update(hold_round_id=round.id)
+        services.tasks_hold(task_ids=[t.id for t in participants], round_id=round.id)
         services.event_record(
             task_id=root_id,
             type=EventType.GLOBAL_ROUND_STARTED,
@@ -221,7 +221,7 @@ def _commit(
 def _release(round: CheckpointRound, members: Any) -> None:
     """Clear the hold; prepared participants are queued; queued ones (their jobs found them
     held and left) are enqueued again. Runs in the round's transaction."""
-    Task.objects.filter(hold_round_id=round.id).update(hold_round_id=None)
+    services.tasks_release(round_id=round.id)
     for task in members:
         if str(task.id) not in round.participants:
             continue

@@ -29,7 +29,6 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.utils import timezone
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.models import Checkpoint
@@ -46,6 +45,7 @@ from checkpoints.services import (
     LoadedCheckpoint,
     checkpoint_build,
     checkpoint_decode,
+    checkpoint_fork_insert,
     checkpoint_next_seq,
 )
 from checkpoints.snapshots import (
@@ -294,10 +294,7 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
         snapshot=base.snapshot,
         parent_id=base.checkpoint.id,
     )
-    checkpoint.save(force_insert=True)
-    superseded = Checkpoint.objects.filter(
-        task=task, seq__gt=base.checkpoint.seq, seq__lt=seq, superseded=False
-    ).update(superseded=True)
+    superseded = checkpoint_fork_insert(checkpoint=checkpoint, base_seq=base.checkpoint.seq)
     if open_delegations:
         # The children are back at the cut too: the calls that started them wait again.
         started = Task.objects.filter(parent=task, parent_call_id__in=open_delegations).values_list(
@@ -315,16 +312,7 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
                 },
             )
     terminal_at_cut = p.status_at_cut in TERMINAL
-    Task.objects.filter(id=task.id).update(
-        head_checkpoint_id=checkpoint.id,
-        current_step=state.step_index,
-        steps_used=state.budget.steps,
-        tokens_used=state.budget.tokens,
-        cancel_requested=False,
-        retry_at=None,
-        rollback_count=task.rollback_count + 1,
-        updated_at=timezone.now(),
-    )
+    services.task_fork_head(task=task, checkpoint_id=checkpoint.id, state=state, rollback=True)
     reviews_cancel_pending(task_id=task.id, comment=f"superseded by group rollback ({actor})")
     services.event_record(
         task_id=task.id,

@@ -33,6 +33,7 @@ from tasks.selectors import task_tool
 from tasks.services import (
     audit_record,
     event_build,
+    event_insert,
     event_record,
     task_enqueue,
     task_lock,
@@ -96,7 +97,7 @@ def review_transition(
         if ReviewRequest.objects.filter(pk=review.pk, status=frm).update(**updates) != 1:
             raise ReviewConflict(f"review {review.pk} is no longer {frm}")
         if event is not None:
-            event.save(force_insert=True)
+            event_insert(event)
     for key, value in updates.items():
         setattr(review, key, value)
     return review

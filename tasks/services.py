@@ -6,6 +6,7 @@ import functools
 import hashlib
 import random
 import secrets
+import socket
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,9 +21,10 @@ from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from harness_site.config import harness_config
+from tasks.agent_state import AgentState
 from tasks.errors import error_fingerprint
 from tasks.events import EventType
-from tasks.models import ApiToken, AuditEntry, Task, TaskEvent, ToolCall
+from tasks.models import ApiToken, AuditEntry, SweepRun, Task, TaskEvent, ToolCall
 from tasks.rollups import FAILED_CALL
 from tasks.spec import ModelEndpointError, TaskSpec, model_endpoint
 from tasks.states import (
@@ -822,3 +824,120 @@ def api_token_create(*, user: AbstractBaseUser, name: str = "") -> str:
         user=user, name=name, token_hash=api_token_hash(token), prefix=token[:10]
     )
     return token
+
+
+# --- writes for the apps above ---------------------------------------------------------------
+# Each app writes only its own models (docs/architecture.md, tests/test_architecture.py): what
+# recovery, retention, the multi-agent coordinator, the worker's watchdog, the sweep and the
+# API's authentication set on a core row goes through one of these. None writes a status or a
+# field derived from it (the transition functions above do); each runs inside its caller's
+# transaction, under the caller's locks and fences.
+
+
+def event_insert(event: TaskEvent) -> TaskEvent:
+    """Insert an event built by `event_build`, in the caller's transaction."""
+    event.save(force_insert=True)
+    return event
+
+
+def _recovery_reset(*, task: Task, rollback: bool) -> dict[str, Any]:
+    fields: dict[str, Any] = {"cancel_requested": False, "retry_at": None}
+    if rollback:
+        fields["rollback_count"] = task.rollback_count + 1
+    return {**fields, "updated_at": timezone.now()}
+
+
+def task_fork_head(*, task: Task, checkpoint_id: Any, state: AgentState, rollback: bool) -> None:
+    """A recovery forked the task: the new checkpoint `checkpoint_id`, holding `state`, is its
+    head, its step and usage go back to the state's, a pending cancel and a retry time are
+    dropped and a rollback (`rollback`) is counted. The recovery's transaction holds the task
+    row; its status moves next, by task_transition."""
+    Task.objects.filter(id=task.id).update(
+        head_checkpoint_id=checkpoint_id,
+        current_step=state.step_index,
+        steps_used=state.budget.steps,
+        tokens_used=state.budget.tokens,
+        **_recovery_reset(task=task, rollback=rollback),
+    )
+
+
+def task_recovery_reset(*, task: Task, rollback: bool = False, step: int | None = None) -> None:
+    """A graph task's recovery: drop a pending cancel and a retry time; a rollback is counted
+    and goes back to `step`. The recovery's transaction holds the task row."""
+    fields = {} if step is None else {"current_step": step}
+    Task.objects.filter(id=task.id).update(
+        **fields, **_recovery_reset(task=task, rollback=rollback)
+    )
+
+
+def task_cancel_request(*, task_id: Any) -> None:
+    """Ask the worker running the task to stop at its next boundary (the caller holds the row
+    and records the event)."""
+    Task.objects.filter(id=task_id).update(cancel_requested=True)
+
+
+def task_heartbeat(*, task_id: Any, epoch: int) -> bool:
+    """The running worker's heartbeat (database time), fenced by its lease epoch: False,
+    writing nothing, once the lease is lost."""
+    return (
+        Task.objects.filter(id=task_id, lease_epoch=epoch, status=TaskStatus.RUNNING).update(
+            heartbeat_at=Now()
+        )
+        == 1
+    )
+
+
+def tasks_hold(*, task_ids: Iterable[Any], round_id: Any) -> None:
+    """Hold the tasks for a global checkpoint round: no worker acquires a held task."""
+    Task.objects.filter(id__in=list(task_ids)).update(hold_round_id=round_id)
+
+
+def tasks_release(*, round_id: Any) -> None:
+    """Clear the hold of the round's tasks."""
+    Task.objects.filter(hold_round_id=round_id).update(hold_round_id=None)
+
+
+def sweep_run_record(
+    *, name: str, started_at: datetime, duration_ms: float, counts: dict[str, Any]
+) -> None:
+    """Overwrite the sweeper's row with this run (one UPDATE; the row is created on the first
+    run)."""
+    values = {
+        "started_at": started_at,
+        "finished_at": timezone.now(),
+        "duration_ms": duration_ms,
+        "counts": counts,
+        "host": socket.gethostname(),
+    }
+    if not SweepRun.objects.filter(name=name).update(runs=F("runs") + 1, **values):
+        SweepRun.objects.get_or_create(name=name, defaults={**values, "runs": 1})
+
+
+def sweep_run_ensure(*, name: str, now: datetime) -> None:
+    """Create the job's row if it has none yet (it is then locked by `sweep_run_lock`)."""
+    SweepRun.objects.get_or_create(name=name, defaults={"started_at": now, "finished_at": now})
+
+
+def sweep_run_lock(*, name: str) -> SweepRun | None:
+    """Inside a transaction: the job's row, locked; None while another sweeper holds it."""
+    return SweepRun.objects.select_for_update(skip_locked=True).filter(name=name).first()
+
+
+def sweep_run_save(
+    *, run: SweepRun, started_at: datetime, duration_ms: float, counts: dict[str, Any]
+) -> None:
+    """Record a run of the job on its locked row (`sweep_run_lock`)."""
+    run.counts = counts
+    run.started_at = started_at
+    run.finished_at = timezone.now()
+    run.duration_ms = duration_ms
+    run.runs += 1
+    run.host = socket.gethostname()
+    run.save(update_fields=["counts", "started_at", "finished_at", "duration_ms", "runs", "host"])
+
+
+def api_token_used(*, token: ApiToken) -> None:
+    """Remember when the token was last used, at most once a minute (one UPDATE then)."""
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)

@@ -9,10 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import connection, connections
-from django.db.models.functions import Now
 
+from tasks import services
 from tasks.models import Task
-from tasks.states import TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +78,7 @@ class Watchdog(threading.Thread):
     def run(self) -> None:
         try:
             while not self._done.wait(self.interval_s):
-                updated = Task.objects.filter(
-                    id=self.task_id, lease_epoch=self.epoch, status=TaskStatus.RUNNING
-                ).update(heartbeat_at=Now())
-                if updated != 1:
+                if not services.task_heartbeat(task_id=self.task_id, epoch=self.epoch):
                     self.lease_lost.set()
                     self._halt()
                     return
