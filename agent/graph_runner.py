@@ -41,6 +41,7 @@ from agent.runtime.run import Paused, StopRun, with_lease, worker_identity
 from agent.runtime.watchdog import Watchdog
 from checkpoints.langgraph import DjangoCheckpointSaver
 from checkpoints.models import GraphWorkspace, GraphWrite
+from checkpoints.services import graph_workspace_build
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
 from harness_site.config import harness_config
 from review.models import ReviewRequest, ReviewStatus
@@ -410,11 +411,8 @@ class GraphRun:
         self.snapshotted.add(checkpoint_id)
         snapshot = snapshot_capture(task_id=self.task_id, workspace=self.workspace)
         return [
-            GraphWorkspace(
-                task_id=self.task_id,
-                checkpoint_id=checkpoint_id,
-                snapshot=snapshot,
-                created_at=timezone.now(),
+            graph_workspace_build(
+                task_id=self.task_id, checkpoint_id=checkpoint_id, snapshot=snapshot
             )
         ]
 

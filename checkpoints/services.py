@@ -9,7 +9,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from checkpoints.models import Checkpoint
+from checkpoints.models import Checkpoint, GraphWorkspace
 from tasks.agent_state import SCHEMA_VERSION, AgentState
 from tasks.canonical import canonical_bytes, sha256_hex
 from tasks.events import EventType
@@ -164,3 +164,11 @@ def checkpoint_fork_insert(*, checkpoint: Checkpoint, base_seq: int) -> int:
         seq__lt=checkpoint.seq,
         superseded=False,
     ).update(superseded=True)
+
+
+def graph_workspace_build(*, task_id: Any, checkpoint_id: str, snapshot: dict) -> GraphWorkspace:
+    """An unsaved workspace snapshot of a graph checkpoint; the graph runner inserts it with
+    the super-step's lease-fenced write."""
+    return GraphWorkspace(
+        task_id=task_id, checkpoint_id=checkpoint_id, snapshot=snapshot, created_at=timezone.now()
+    )

@@ -51,6 +51,7 @@ WRITE_METHODS = {
     "update_or_create",
 }
 
+
 def modules() -> Iterator[tuple[str, ast.Module]]:
     for package in SCANNED:
         for path in sorted((ROOT / package).rglob("*.py")):
