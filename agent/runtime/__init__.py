@@ -1,11 +1,11 @@
 """The agent loop, run inside an RQ job (`agent.jobs.run_task` -> `task_run`), as units that
-each do one durable thing and can be read, tested and timed on their own:
+can be read, tested and timed on their own:
 
     loop.task_run      acquire the lease (run.with_lease) -> Run -> run_execute:
     start              start (task_start checkpoint) or resume the head checkpoint (verified):
                        workspace restored, context aligned, MCP tools listed
     loop               boundary checks (lease, global round, cancel, session timeout, budgets)
-    turn.model_turn    one model turn -> checkpoint `after_model`
+    turn.model_turn    one model turn -> checkpoint `after_model` (staged: see below)
     calls.call_next    one tool call: ledger row (call_id = idempotency key), replay, checks,
                        policy gate (review_gate -> review.services), checkpoint before side
                        effects, the attempt (attempt.invoke: timeout), retry or settle
@@ -14,6 +14,14 @@ each do one durable thing and can be read, tested and timed on their own:
     run.Run            the per-run state and the writes every unit shares (commit, pause,
                        schedule_retry); watchdog: the heartbeat and InThread; ledger;
                        delegation and group: multi-agent waits and global checkpoint rounds
+
+Durable writes are few and fused (issue 17): a unit stages what it has to write (events, the
+outcomes of read-only calls, checkpoints: `Run.stage`) and the next `Run.commit` writes all of
+it in one transaction. A read-only step is one write (model turn, calls, `after_step`); a
+side-effecting step two: the intent before the effect (model turn, ledger row, the checkpoint
+before it) and the outcome with `after_step`; the final answer's step and the end of the run
+one; a resumed run writes with its step's first write. tests/durable/test_write_count.py
+counts them.
 
 Every write is fenced by the lease epoch (`tasks.services.task_fenced_write`): a worker presumed
 dead and replaced fails its next write and stops before running another side effect. A review,

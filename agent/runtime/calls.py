@@ -213,7 +213,8 @@ def _refuse(
             "feedback": feedback,
         },
     )
-    run.commit(trigger=None, extra=[row])
+    # Nothing ran: written with the step's next write.
+    run.deferred_rows.append(row)
     return ToolOutcome(
         status=status, observation=feedback, error_class=error_class, error_message=what
     )
@@ -295,17 +296,15 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
     _record_outcome(run, row, tool, outcome)
     if outcome.error_class == TIMEOUT:
         run.timeout_event(layer="tool", limit_s=timeout_s, call_id=row.call_id, tool=tool.name)
+    # The outcome is written with the step's next write: the run's last (a cancel), a retry's
+    # pause, the next side-effecting call's intent or, at the latest, `after_step`. A crash
+    # before then re-runs a read-only or idempotent call; a side effect's intent is durable,
+    # so a crash leaves a non-idempotent call's outcome unknown, for a human to decide.
+    run.deferred_rows.append(row)
     if outcome.error_class == "canceled":
-        run.commit(trigger=None, extra=[row])
         raise StopRun("canceled", "canceled by operator")
     if outcome.status != ToolCallStatus.SUCCEEDED:
         _retry_or_settle(run, row, tool, outcome)
-    if tool.side_effect:
-        run.commit(trigger=None, extra=[row])
-    else:
-        # Nothing outside the harness changed: the outcome is written with the step's next
-        # write (at the latest `after_step`). A crash before then re-runs a read-only call.
-        run.deferred_rows.append(row)
     return outcome
 
 

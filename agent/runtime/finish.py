@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
 from agent.runtime.group import wake_parent
 from agent.runtime.run import Run, StopRun
 from tasks import services
@@ -15,18 +13,18 @@ from tasks.states import LeaseLost, TaskStatus
 
 
 def finish_success(run: Run) -> None:
+    """The final answer's step, its `task_finished` and the transition: one write."""
     run.event(EventType.TASK_FINISHED, {"result": (run.state.final or "")[:2000]})
-    run.commit(trigger=None)
-    with transaction.atomic():
-        services.events_record(run.pending_events)
-        services.task_transition(
+    run.commit(
+        trigger=None,
+        then=lambda _checkpoint: services.task_transition(
             task_id=run.task_id,
             to=TaskStatus.SUCCEEDED,
             expect_epoch=run.epoch,
             reason="final answer",
             fields={"result": run.state.final or "", **run.usage_fields()},
-        )
-    run.pending_events = []
+        ),
+    )
     wake_parent(run)
 
 
@@ -46,10 +44,16 @@ def finish_stopped(run: Run, stop: StopRun) -> str:
             if stop.error_class in ("timeout", "budget_exceeded", "validation_failed")
             else None
         )
-        run.commit(trigger=trigger)
-        to = stop_transition(
-            task_id=run.task_id, epoch=run.epoch, stop=stop, usage=run.usage_fields()
+        ended: list[str] = []
+        run.commit(
+            trigger=trigger,
+            then=lambda _checkpoint: ended.append(
+                stop_transition(
+                    task_id=run.task_id, epoch=run.epoch, stop=stop, usage=run.usage_fields()
+                )
+            ),
         )
+        to = ended[0]
     except LeaseLost:
         return "lease_lost"
     wake_parent(run)

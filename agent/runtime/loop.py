@@ -65,8 +65,8 @@ def boundary_checks(run: Run) -> None:
         raise LeaseLost("heartbeat found the lease taken")
     if run.watchdog.hold_round_id is not None:
         prepare_for_round(run, run.watchdog.hold_round_id)
-    # cancel_seen is the task row's flag as of the last commit, which is never further
-    # back than the previous model turn or tool call.
+    # cancel_seen is the task row's flag as of the last durable write, never further back
+    # than the previous step; the heartbeat's flag is read every heartbeat.
     if run.watchdog.cancel_requested.is_set() or run.cancel_seen:
         raise StopRun("canceled", "canceled by operator")
     if (elapsed := run.session_elapsed()) > run.session_s:

@@ -23,6 +23,7 @@ from agent.llm import ModelDecision, model_for_spec
 from agent.runtime.watchdog import Watchdog
 from agent.tools.mcp_client import McpConnections
 from agent.validation import check_limits
+from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_build, checkpoint_next_seq
 from checkpoints.snapshots import snapshot_capture
 from harness_site.config import harness_config
@@ -124,6 +125,9 @@ class Run:
         self.ledger: dict[str, ToolCall] = {}
         self.state = AgentState()
         self.head_id: Any = task.head_checkpoint_id
+        # The head as the task row has it; checkpoints built but not written yet (`stage`).
+        self.written_head: Any = task.head_checkpoint_id
+        self.staged: list[Checkpoint] = []
         self.seq = checkpoint_next_seq(task_id=task.id)
         self.run_started = time.monotonic()
         self.seconds_before = task.seconds_used
@@ -234,6 +238,28 @@ class Run:
             self.changed = set()
         return self.snapshot
 
+    def stage(self, *, trigger: str | None, level: str | None = None) -> Checkpoint | None:
+        """Build the checkpoint of `trigger` now (the state as it is) and keep it for the next
+        durable write, which inserts it (and makes it the head) with whatever else that write
+        carries. `trigger` None, or a trigger switched off in harness.yaml, builds none; a
+        `level` builds one at that level whatever harness.yaml says."""
+        configured = self.config.trigger(trigger) if trigger else None
+        if configured is None and not (trigger and level):
+            return None
+        checkpoint = checkpoint_build(
+            task_id=self.task_id,
+            seq=self.seq,
+            state=self.state,
+            level=level or configured.level,
+            trigger=trigger,
+            snapshot=self.capture_snapshot(),
+            parent_id=self.head_id,
+        )
+        self.staged.append(checkpoint)
+        self.seq += 1
+        self.head_id = checkpoint.id
+        return checkpoint
+
     def commit(
         self,
         *,
@@ -243,38 +269,26 @@ class Run:
         then: Callable[[Any], None] | None = None,
         level: str | None = None,
     ) -> None:
-        """One durable write: [checkpoint] + task row (fenced) + pending events (+ extra rows),
-        in one transaction; `then(checkpoint or None)` runs last inside it. `trigger` None, or
-        a trigger switched off in harness.yaml, writes no checkpoint; a `level` writes one at
-        that level whatever harness.yaml says."""
-        configured = self.config.trigger(trigger) if trigger else None
-        checkpoint = None
-        if configured is not None or (trigger and level):
-            checkpoint = checkpoint_build(
-                task_id=self.task_id,
-                seq=self.seq,
-                state=self.state,
-                level=level or configured.level,
-                trigger=trigger,
-                snapshot=self.capture_snapshot(),
-                parent_id=self.head_id,
-            )
+        """One durable write: what was staged since the last one (checkpoints, events, the
+        outcomes of read-only calls) + [the checkpoint of `trigger`, see `stage`] + task row
+        (fenced) + extra rows, in one transaction; `then(checkpoint of trigger or None)` runs
+        last inside it."""
+        checkpoint = self.stage(trigger=trigger, level=level)
         update = {**self.usage_fields(), **(fields or {})}
-        if checkpoint is not None:
-            update["head_checkpoint_id"] = checkpoint.id
+        if self.head_id != self.written_head:
+            update["head_checkpoint_id"] = self.head_id
         # Outcomes of read-only calls ride along with the next write (see agent.runtime.calls).
         extra = [
             *self.deferred_rows,
             *(row for row in extra or () if row not in self.deferred_rows),
         ]
-        self.deferred_rows = []
         # A pause adds `then` (a transition, a review) to the same write: one transaction.
         with transaction.atomic() if then is not None else nullcontext():
             self.cancel_seen = services.task_fenced_write(
                 task_id=self.task_id,
                 epoch=self.epoch,
                 inserts=[
-                    *([checkpoint] if checkpoint is not None else []),
+                    *self.staged,
                     *(row for row in extra if row._state.adding),
                     *self.pending_events,
                 ],
@@ -283,10 +297,10 @@ class Run:
             )
             if then is not None:
                 then(checkpoint)
+        self.deferred_rows = []
         self.pending_events = []
-        if checkpoint is not None:
-            self.seq += 1
-            self.head_id = checkpoint.id
+        self.staged = []
+        self.written_head = self.head_id
 
     def pause(
         self,

@@ -21,8 +21,9 @@ from tasks.tools.mcp import mcp_servers_named, mcp_tool_spec
 
 
 def start_or_resume(run: Run) -> None:
-    """The first write of the run: `task_start` (with the task_start checkpoint) for a new
-    task, `resumed` for one that has a checkpoint."""
+    """A new task's first write: `task_start` with the task_start checkpoint. A task that has
+    a checkpoint resumes from it: `resumed` (and what resuming changed) joins the first
+    write of its step, so a run resumed after a review writes once before the tool."""
     try:
         loaded = checkpoint_load_latest_valid(
             task_id=run.task_id, head_id=run.head_id, epoch=run.epoch
@@ -59,7 +60,7 @@ def start_or_resume(run: Run) -> None:
             "phase": run.state.phase,
         },
     )
-    run.commit(trigger=None, fields={"head_checkpoint_id": run.head_id})
+    # Written with the run's first step write (before a tool's side effect at the latest).
 
 
 def _initial_state(run: Run) -> AgentState:

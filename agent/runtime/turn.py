@@ -1,6 +1,7 @@
 """One model turn: the model decides (bounded by the turn timeout), its usage is charged, a
 final answer meets the TaskSpec's checks, and the decision is written with the `after_model`
-checkpoint. A model error is retried through the scheduler or ends the run."""
+checkpoint, staged for the step's next durable write. A model error is retried through the
+scheduler or ends the run."""
 
 from __future__ import annotations
 
@@ -74,7 +75,8 @@ def model_turn(run: Run) -> None:
         state.pending = calls
         state.next_call = 0
         state.phase = "tools"
-    run.commit(trigger="after_model")
+    # Written with the step's next write: before a side effect, or at the end of the step.
+    run.stage(trigger="after_model")
     if failure is not None:
         step_finish(run)
 
