@@ -204,6 +204,49 @@ class DatabaseBlobStore(BlobStore):
         return list(rows.order_by("created_at").values_list("sha256", "created_at")[:limit])
 
 
+class DeferredBlobStore(BlobStore):
+    """A DatabaseBlobStore whose new blobs, up to `limit` compressed bytes in all, are kept as
+    unsaved `Blob` rows in `rows` ({key: row}) instead of stored: the caller inserts them in
+    its own transaction, with the checkpoint that references them (unless present: a blob is
+    immutable). Blobs beyond the limit are stored at once. A kept key is not `missing`."""
+
+    def __init__(self, store: BlobStore, rows: dict[str, Blob], limit: int) -> None:
+        self.store = store
+        self.rows = rows
+        self.limit = limit
+
+    def missing(self, keys: Iterable[str]) -> set[str]:
+        return self.store.missing(set(keys) - self.rows.keys())
+
+    def _write(self, blobs: Mapping[str, tuple[bytes, int]]) -> None:
+        kept = sum(len(row.data) for row in self.rows.values())
+        now: dict[str, tuple[bytes, int]] = {}
+        for key, (data, size) in blobs.items():
+            if key in self.rows:
+                continue
+            if kept + len(data) > self.limit:
+                now[key] = (data, size)
+                continue
+            self.rows[key] = Blob(sha256=key, size=size, data=data)
+            kept += len(data)
+        if now:
+            self.store._write(now)
+
+    def _read(self, keys: list[str]) -> dict[str, bytes]:
+        found = self.store._read([key for key in keys if key not in self.rows])
+        found.update({key: bytes(self.rows[key].data) for key in keys if key in self.rows})
+        return found
+
+    def stored_size(self, keys: Iterable[str]) -> int:
+        return self.store.stored_size(keys)
+
+    def keys_older_than(self, moment: datetime) -> Iterator[str]:
+        return self.store.keys_older_than(moment)
+
+    def delete_many(self, keys: Iterable[str]) -> int:
+        return self.store.delete_many(keys)
+
+
 class FilesystemBlobStore(BlobStore):
     """Blobs as files `<root>/<key[:2]>/<key[2:]>`, written atomically (temp file + rename)."""
 
@@ -293,3 +336,10 @@ def _store_for(dotted_path: str) -> BlobStore:
 def blob_store() -> BlobStore:
     """The configured store (one instance per configured class)."""
     return _store_for(settings.HARNESS_BLOB_STORE)
+
+
+def blob_store_deferred(rows: dict[str, Blob], limit: int) -> BlobStore:
+    """The configured store; a database store keeps new blobs in `rows` for its caller's
+    write (DeferredBlobStore). Other stores write as usual: they commit no transaction."""
+    store = blob_store()
+    return DeferredBlobStore(store, rows, limit) if isinstance(store, DatabaseBlobStore) else store

@@ -42,7 +42,8 @@ from typing import Any
 
 from django.conf import settings
 
-from checkpoints.blobstore import BlobStore, batched, blob_key, blob_store
+from checkpoints.blobstore import BlobStore, batched, blob_key, blob_store, blob_store_deferred
+from checkpoints.models import Blob
 from tasks.canonical import canonical_bytes
 from tasks.paths import file_chmod, file_delete, file_write_in_place, workspace_dir
 
@@ -54,6 +55,8 @@ RACY_NS = 50_000_000
 UPLOAD_BATCH_BYTES = 32 * 1024 * 1024
 INDEX_LIMIT = 64
 TRUST_STORED_S = 600
+# Compressed bytes of new blobs a capture may leave to its caller's write (`defer`).
+DEFER_BLOB_BYTES = 4 * 1024 * 1024
 MANIFEST_CACHE_LIMIT = 16
 
 
@@ -317,15 +320,24 @@ def _survey_known(
 
 
 def snapshot_capture(
-    *, task_id: Any, workspace: Path, changed: Iterable[str] | None = None
+    *,
+    task_id: Any,
+    workspace: Path,
+    changed: Iterable[str] | None = None,
+    defer: dict[str, Blob] | None = None,
 ) -> dict:
     """Capture the workspace; -> the snapshot reference stored in the checkpoint payload.
 
     `changed`: the relative paths of every file changed since this process last captured
     this workspace, when the changes are known (the harness's own file tools report them):
-    only their directories are scanned, not the whole workspace. None: survey everything."""
+    only their directories are scanned, not the whole workspace. None: survey everything.
+
+    `defer`: with blobs in the database, the new ones (up to DEFER_BLOB_BYTES) are not stored
+    but added to it as unsaved rows, for the caller to insert in the write of the checkpoint
+    that references them (one transaction instead of two). A caller whose write then fails
+    calls `snapshot_distrust`."""
     root = Path(workspace)
-    store = blob_store()
+    store = blob_store() if defer is None else blob_store_deferred(defer, DEFER_BLOB_BYTES)
     index = _index_for(root)
     with index.lock:
         # Retention deletes blobs no checkpoint references any more (after a grace period far
@@ -381,6 +393,15 @@ def snapshot_capture(
         "files": sum(d.files for d in dirs.values()),
         "bytes": sum(d.bytes for d in dirs.values()),
     }
+
+
+def snapshot_distrust(workspace: Path) -> None:
+    """Forget which blobs this process believes the store holds for the workspace: blobs a
+    capture deferred (`defer`) to a write that failed are not stored after all."""
+    index = _index_for(Path(workspace))
+    with index.lock:
+        index.referenced = set()
+        index.referenced_at = 0.0
 
 
 def _upload_missing_files(

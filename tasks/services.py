@@ -658,13 +658,15 @@ def task_fenced_write(
     epoch: int,
     inserts: Sequence[models.Model] = (),
     updates: Sequence[tuple[models.Model, Sequence[str]]] = (),
+    inserts_if_absent: Sequence[models.Model] = (),
     **fields: Any,
 ) -> bool:
     """One durable write of a worker: prove it still holds the lease, update the task row
-    (heartbeat + `fields`), insert the unsaved `inserts` and save the `(row, update_fields)`
-    pairs of `updates` — all or nothing. Returns the task's `cancel_requested` as of this
-    write, so the loop needs no query of its own to notice a cancel. Raises LeaseLost, having
-    written nothing.
+    (heartbeat + `fields`), insert the unsaved `inserts`, the `inserts_if_absent` whose
+    primary key is not taken yet (immutable, content-addressed rows such as blobs) and save
+    the `(row, update_fields)` pairs of `updates` — all or nothing. Returns the task's
+    `cancel_requested` as of this write, so the loop needs no query of its own to notice a
+    cancel. Raises LeaseLost, having written nothing.
 
     On PostgreSQL this is one statement: the fenced UPDATE is a data-modifying CTE and every
     INSERT/UPDATE is conditional on it, so the write costs one round trip and one implicit
@@ -673,6 +675,8 @@ def task_fenced_write(
     if connection.vendor != "postgresql":
         with transaction.atomic():
             task_fence(task_id=task_id, epoch=epoch, **fields)
+            for model, rows in _by_model(inserts_if_absent).items():
+                model.objects.bulk_create(rows, ignore_conflicts=True)
             for row in inserts:
                 row.save(force_insert=True)
             for row, update_fields in updates:
@@ -687,6 +691,7 @@ def task_fenced_write(
         fields={"heartbeat_at": Now(), "updated_at": now, **fields},
         inserts=inserts,
         updates=updates,
+        inserts_if_absent=inserts_if_absent,
     )
     with _server_bound_cursor(db) as cursor:
         cursor.execute(sql, params)
@@ -735,6 +740,7 @@ def _fenced_statement(
     fields: dict[str, Any],
     inserts: Sequence[models.Model],
     updates: Sequence[tuple[models.Model, Sequence[str]]],
+    inserts_if_absent: Sequence[models.Model] = (),
 ) -> tuple[str, list[Any], list[list[models.Model]]]:
     """-> (sql, params, the batches of inserted rows whose auto primary keys the statement
     returns, in the order of its result columns). `db` is the connection itself, not the
@@ -768,12 +774,11 @@ def _fenced_statement(
         )
         params += [f.get_db_prep_save(f.pre_save(row, False), db) for f in changed]
         params.append(opts.pk.get_db_prep_value(row.pk, db))
-    batches: dict[type[models.Model], list[models.Model]] = {}
-    for row in inserts:
-        batches.setdefault(type(row), []).append(row)
+    batches = [(model, batch, False) for model, batch in _by_model(inserts).items()]
+    batches += [(model, batch, True) for model, batch in _by_model(inserts_if_absent).items()]
     returned: list[str] = []
     inserted: list[list[models.Model]] = []
-    for model, batch in batches.items():
+    for model, batch, if_absent in batches:
         columns, target, nulls, returning = _insert_shape(model)
         values = []
         for row in batch:
@@ -790,6 +795,7 @@ def _fenced_statement(
         ctes.append(
             f"{name} AS (INSERT INTO {target} SELECT * FROM (VALUES {', '.join(values)})"
             " AS v WHERE EXISTS (SELECT 1 FROM fence)"
+            + (" ON CONFLICT DO NOTHING" if if_absent else "")
             + (f" RETURNING {returning})" if returning else ")")
         )
         if returning:
@@ -799,6 +805,13 @@ def _fenced_statement(
         ["EXISTS (SELECT 1 FROM fence)", "(SELECT bool_or(cancel_requested) FROM fence)", *returned]
     )
     return f"WITH {', '.join(ctes)} SELECT {select}", params, inserted
+
+
+def _by_model(rows: Iterable[models.Model]) -> dict[type[models.Model], list[models.Model]]:
+    batches: dict[type[models.Model], list[models.Model]] = {}
+    for row in rows:
+        batches.setdefault(type(row), []).append(row)
+    return batches
 
 
 def task_fence(*, task_id: Any, epoch: int, **fields: Any) -> None:

@@ -15,13 +15,14 @@ can be read, tested and timed on their own:
                        schedule_retry); watchdog: the heartbeat and InThread; ledger;
                        delegation and group: multi-agent waits and global checkpoint rounds
 
-Durable writes are few and fused (issue 17): a unit stages what it has to write (events, the
-outcomes of read-only calls, checkpoints: `Run.stage`) and the next `Run.commit` writes all of
-it in one transaction. A read-only step is one write (model turn, calls, `after_step`); a
-side-effecting step two: the intent before the effect (model turn, ledger row, the checkpoint
-before it) and the outcome with `after_step`; the final answer's step and the end of the run
-one; a resumed run writes with its step's first write. tests/durable/test_write_count.py
-counts them.
+Durable writes are few and fused (issue 17): a unit stages what it has to write (events,
+checkpoints with their new blobs, the outcomes of calls: `Run.stage`) and the next
+`Run.commit` writes all of it in one transaction. A read-only step writes once, when its model
+turn is done and before its first tool runs (so a crash in a call never asks the model again);
+its calls' outcomes and its end ride with the next write. A side-effecting step writes twice:
+the intent before the effect (model turn, ledger row, the checkpoint before it), and the
+outcome with `after_step`. The final answer's step and the end of the run are one write; a
+resumed run writes with its step's first write. tests/durable/test_write_count.py counts them.
 
 Every write is fenced by the lease epoch (`tasks.services.task_fenced_write`): a worker presumed
 dead and replaced fails its next write and stops before running another side effect. A review,

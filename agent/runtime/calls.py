@@ -243,6 +243,12 @@ def _gate_and_execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> Too
 
 def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
     checkpoint_group_before(run, row, tool)
+    if not tool.side_effect and (run.turn_unwritten or run.effect_unwritten):
+        # The model's decision and the outcomes of side effects are durable before any tool
+        # runs: a crash during the call resumes from them, without asking the model again or
+        # leaving a finished side effect's outcome unknown. A read-only step writes only this;
+        # its calls' outcomes and its end ride with the next write.
+        run.commit(trigger=None)
     timeout_s = min(tool.timeout_s, run.tool_s)
     ctx = run.tool_context(row)
     ctx.timeout_s = timeout_s
@@ -296,11 +302,13 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
     _record_outcome(run, row, tool, outcome)
     if outcome.error_class == TIMEOUT:
         run.timeout_event(layer="tool", limit_s=timeout_s, call_id=row.call_id, tool=tool.name)
-    # The outcome is written with the step's next write: the run's last (a cancel), a retry's
-    # pause, the next side-effecting call's intent or, at the latest, `after_step`. A crash
-    # before then re-runs a read-only or idempotent call; a side effect's intent is durable,
-    # so a crash leaves a non-idempotent call's outcome unknown, for a human to decide.
+    # The outcome is written with the next write: a side effect's before the next tool runs
+    # or with `after_step`, a read-only call's with the next step's write (a retry's pause or
+    # the run's last write, after a cancel, carry it too). A crash before then re-runs a
+    # read-only or idempotent call; a side effect's intent is durable, so a crash leaves a
+    # non-idempotent call's outcome unknown, for a human to decide.
     run.deferred_rows.append(row)
+    run.effect_unwritten |= tool.side_effect
     if outcome.error_class == "canceled":
         raise StopRun("canceled", "canceled by operator")
     if outcome.status != ToolCallStatus.SUCCEEDED:

@@ -23,9 +23,9 @@ from agent.llm import ModelDecision, model_for_spec
 from agent.runtime.watchdog import Watchdog
 from agent.tools.mcp_client import McpConnections
 from agent.validation import check_limits
-from checkpoints.models import Checkpoint
+from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import checkpoint_build, checkpoint_next_seq
-from checkpoints.snapshots import snapshot_capture
+from checkpoints.snapshots import snapshot_capture, snapshot_distrust
 from harness_site.config import harness_config
 from multiagent.shared import shared_dir
 from tasks import services
@@ -128,6 +128,12 @@ class Run:
         # The head as the task row has it; checkpoints built but not written yet (`stage`).
         self.written_head: Any = task.head_checkpoint_id
         self.staged: list[Checkpoint] = []
+        # New blobs of the staged checkpoints' snapshots, inserted with them (see `commit`).
+        self.blobs: dict[str, Blob] = {}
+        # Not written yet: a model turn, a side effect's outcome (both written before the next
+        # tool runs, else at the step's end).
+        self.turn_unwritten = False
+        self.effect_unwritten = False
         self.seq = checkpoint_next_seq(task_id=task.id)
         self.run_started = time.monotonic()
         self.seconds_before = task.seconds_used
@@ -234,6 +240,7 @@ class Run:
                 task_id=self.task_id,
                 workspace=self.workspace,
                 changed=self.changed if self.snapshot is not None else None,
+                defer=self.blobs,
             )
             self.changed = set()
         return self.snapshot
@@ -269,10 +276,10 @@ class Run:
         then: Callable[[Any], None] | None = None,
         level: str | None = None,
     ) -> None:
-        """One durable write: what was staged since the last one (checkpoints, events, the
-        outcomes of read-only calls) + [the checkpoint of `trigger`, see `stage`] + task row
-        (fenced) + extra rows, in one transaction; `then(checkpoint of trigger or None)` runs
-        last inside it."""
+        """One durable write: what was staged since the last one (checkpoints with the new
+        blobs of their snapshots, events, the outcomes of calls) + [the checkpoint of
+        `trigger`, see `stage`] + task row (fenced) + extra rows, in one transaction;
+        `then(the checkpoint of trigger or None)` runs last inside it."""
         checkpoint = self.stage(trigger=trigger, level=level)
         update = {**self.usage_fields(), **(fields or {})}
         if self.head_id != self.written_head:
@@ -282,25 +289,33 @@ class Run:
             *self.deferred_rows,
             *(row for row in extra or () if row not in self.deferred_rows),
         ]
-        # A pause adds `then` (a transition, a review) to the same write: one transaction.
-        with transaction.atomic() if then is not None else nullcontext():
-            self.cancel_seen = services.task_fenced_write(
-                task_id=self.task_id,
-                epoch=self.epoch,
-                inserts=[
-                    *self.staged,
-                    *(row for row in extra if row._state.adding),
-                    *self.pending_events,
-                ],
-                updates=[(row, _LEDGER_FIELDS) for row in extra if not row._state.adding],
-                **update,
-            )
-            if then is not None:
-                then(checkpoint)
+        try:
+            # A pause adds `then` (a transition, a review) to the same write: one transaction.
+            with transaction.atomic() if then is not None else nullcontext():
+                self.cancel_seen = services.task_fenced_write(
+                    task_id=self.task_id,
+                    epoch=self.epoch,
+                    inserts_if_absent=list(self.blobs.values()),
+                    inserts=[
+                        *self.staged,
+                        *(row for row in extra if row._state.adding),
+                        *self.pending_events,
+                    ],
+                    updates=[(row, _LEDGER_FIELDS) for row in extra if not row._state.adding],
+                    **update,
+                )
+                if then is not None:
+                    then(checkpoint)
+        except BaseException:
+            if self.blobs:
+                snapshot_distrust(self.workspace)
+            raise
+        self.blobs = {}
         self.deferred_rows = []
         self.pending_events = []
         self.staged = []
         self.written_head = self.head_id
+        self.turn_unwritten = self.effect_unwritten = False
 
     def pause(
         self,

@@ -1,5 +1,5 @@
 """Closing a step: the validation funnel's retry bound, the context policy and the
-`after_step` checkpoint."""
+`after_step` checkpoint (written now after a side effect, else with the next write)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,13 @@ def step_finish(run: Run) -> None:
         )
     _apply_context(run)
     run.event(EventType.STEP_FINISHED, {"step": state.step_index})
-    run.commit(trigger="after_step")
+    if run.turn_unwritten or run.effect_unwritten:
+        # A step that ran no tool, or ran a side effect: its outcome is durable now.
+        run.commit(trigger="after_step")
+    else:
+        # A read-only step wrote once, before its first tool ran; its end rides with the next
+        # write (the next step's, or the run's last).
+        run.stage(trigger="after_step")
 
 
 def _apply_context(run: Run) -> None:

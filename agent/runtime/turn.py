@@ -1,7 +1,7 @@
 """One model turn: the model decides (bounded by the turn timeout), its usage is charged, a
-final answer meets the TaskSpec's checks, and the decision is written with the `after_model`
-checkpoint, staged for the step's next durable write. A model error is retried through the
-scheduler or ends the run."""
+final answer meets the TaskSpec's checks, and the decision is staged with the `after_model`
+checkpoint for the step's next durable write (before its first tool runs). A model error is
+retried through the scheduler or ends the run."""
 
 from __future__ import annotations
 
@@ -75,8 +75,9 @@ def model_turn(run: Run) -> None:
         state.pending = calls
         state.next_call = 0
         state.phase = "tools"
-    # Written with the step's next write: before a side effect, or at the end of the step.
+    # Written with the step's next write: before its first tool runs, or at its end.
     run.stage(trigger="after_model")
+    run.turn_unwritten = True
     if failure is not None:
         step_finish(run)
 

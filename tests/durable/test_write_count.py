@@ -92,9 +92,10 @@ def between(effects: list[int]) -> list[int]:
 
 def test_a_read_only_step_is_one_write(queue, counted):
     counter = run_script(counted, steps("noop", 3), ["noop"])
+    # Each step writes once, before its tool runs (the previous step's end rides along).
     assert between(counted.effects) == [1, 1]
-    # The last step's write, then finishing.
-    assert len(counter) - counted.effects[-1] == 1 + 1
+    # Finishing, which carries the last step's end.
+    assert len(counter) - counted.effects[-1] == 1
 
 
 def test_a_side_effecting_step_is_two_writes_one_before_the_effect(queue, counted):
