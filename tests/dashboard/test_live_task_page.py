@@ -252,7 +252,9 @@ def test_timeline_after_a_four_hour_wait_shows_the_work_a_marked_break_and_the_r
         }""",
         cut["bounds"][0],
     )
-    assert share > 0.05  # 50+ px of a ~1000 px plot; without the cut: 0.0001
+    # 20+ px of a ~1000 px plot (4–10 % depending on how long the scripted steps and the page
+    # load took next to the uncut spans); without the cut: 0.0001.
+    assert share > 0.02
     # Held after the rollback: the header counts review time and held time apart.
     header = page.inner_text("[data-testid=task-time]")
     assert "waiting for review" in header and "s held" not in header.split("review")[0]
