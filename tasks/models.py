@@ -91,14 +91,20 @@ class Task(models.Model):
 
     # Not indexed: nothing looks tasks up by their head, and leaving the columns the worker
     # updates on every step (heartbeat, head, usage) out of every index lets PostgreSQL apply
-    # that update as a HOT update, touching no index at all.
+    # that update as a HOT update, touching no index at all. Hence no database constraint
+    # and no ORM cascade either: either would look tasks up by head for every deleted
+    # checkpoint, a sequential scan of the task table per row (retention thinning a 200-step
+    # task scanned it hundreds of times). Nothing deletes a head: retention protects it
+    # (checkpoints_protected) and a task's own deletion removes both; a head that is gone
+    # anyway is treated as corrupt: loading falls back to the newest valid checkpoint.
     head_checkpoint = models.ForeignKey(
         "checkpoints.Checkpoint",
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.DO_NOTHING,
         related_name="+",
         db_index=False,
+        db_constraint=False,
     )
 
     class Meta:
