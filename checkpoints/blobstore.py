@@ -127,6 +127,13 @@ class BlobStore(ABC):
             }
         )
 
+    def put_absent(self, blobs: Mapping[str, bytes]) -> None:
+        """Store the blobs the store lacks: one existence check, then only those are
+        compressed and sent."""
+        if blobs:
+            absent = self.missing(blobs)
+            self.put_many({key: blobs[key] for key in absent})
+
     def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
         wanted = list(dict.fromkeys(keys))
         found: dict[str, bytes] = {}
@@ -217,6 +224,16 @@ class DeferredBlobStore(BlobStore):
 
     def missing(self, keys: Iterable[str]) -> set[str]:
         return self.store.missing(set(keys) - self.rows.keys())
+
+    def put_absent(self, blobs: Mapping[str, bytes]) -> None:
+        """New blobs that fit in what is left of the limit are kept without asking whether
+        the store has them: their insert skips those it has (ON CONFLICT DO NOTHING), which
+        costs less than the round trip of asking (a step's file and chunks, typically)."""
+        kept = sum(len(row.data) for row in self.rows.values())
+        if kept + sum(len(content) for content in blobs.values()) <= self.limit:
+            self.put_many({key: content for key, content in blobs.items() if key not in self.rows})
+        else:
+            super().put_absent(blobs)
 
     def _write(self, blobs: Mapping[str, tuple[bytes, int]]) -> None:
         kept = sum(len(row.data) for row in self.rows.values())

@@ -74,6 +74,9 @@ Manifest = dict[str, FileEntry]
 _Stat = tuple[str, int, int, int, int]
 # A manifest entry in canonical order: (relative path, hash, size, mode).
 _Entry = tuple[str, str, int, int]
+# A file as the index knows it: (size, mtime_ns, inode, hash, racy, mode, the entry as
+# serialised for a segment: its canonical JSON and whether a segment ends after it).
+_Known = tuple[int, int, int, str, bool, int, tuple[bytes, bool]]
 
 
 @dataclass
@@ -82,8 +85,8 @@ class _Dir:
 
     # The listing as scanned (scandir order); an identical listing means nothing changed.
     listing: tuple[_Stat, ...]
-    # name -> (size, mtime_ns, inode, hash, racy)
-    known: dict[str, tuple[int, int, int, str, bool]]
+    # name -> (size, mtime_ns, inode, hash, racy, mode, its manifest entry as serialised)
+    known: dict[str, _Known]
     # The directory's manifest entries, pre-serialised as canonical JSON in runs that end at
     # a content-defined cut: (comma-joined entries, ends at a cut, entry count).
     segments: list[tuple[bytes, bool, int]]
@@ -164,16 +167,9 @@ class _Uploader:
 
     def flush(self) -> None:
         if self.store is not None and self.pending:
-            _upload(self.store, self.pending)
+            self.store.put_absent(self.pending)
             self.stored.update(self.pending)
         self.pending, self.size = {}, 0
-
-
-def _upload(store: BlobStore, blobs: dict[str, bytes]) -> None:
-    if not blobs:
-        return
-    absent = store.missing(blobs)
-    store.put_many({key: blobs[key] for key in absent})
 
 
 def _rebuild_dir(
@@ -188,8 +184,7 @@ def _rebuild_dir(
     """Entries for a directory whose listing changed: files whose size, mtime and inode are
     unchanged (and were not racy) keep their hash; the others are read and hashed."""
     before = previous.known if previous is not None else {}
-    entries: list[_Entry] = []
-    known: dict[str, tuple[int, int, int, str, bool]] = {}
+    known: dict[str, _Known] = {}
     racy_dir = False
     for name, size, mtime_ns, ino, mode in sorted(listing):
         old = before.get(name)
@@ -201,6 +196,11 @@ def _rebuild_dir(
             and old[2] == ino
         ):
             digest, racy = old[3], False
+            # An unchanged file keeps its serialised entry (the directory's other files are
+            # what a step that wrote one file rescans).
+            serialised = (
+                old[6] if old[5] == mode else _serialise((prefix + name, digest, size, mode))
+            )
         else:
             try:
                 with open(os.path.join(root, prefix + name), "rb") as fh:
@@ -210,29 +210,34 @@ def _rebuild_dir(
             digest, size = blob_key(content), len(content)
             racy = mtime_ns > scan_ns - RACY_NS
             uploader.add(digest, content)
+            serialised = _serialise((prefix + name, digest, size, mode))
         racy_dir |= racy
-        known[name] = (size, mtime_ns, ino, digest, racy)
-        entries.append((prefix + name, digest, size, mode))
+        known[name] = (size, mtime_ns, ino, digest, racy, mode, serialised)
     return _Dir(
         listing=listing,
         known=known,
-        segments=_segments(entries),
-        hashes=frozenset(e[1] for e in entries),
-        files=len(entries),
-        bytes=sum(e[2] for e in entries),
+        segments=_segments([k[6] for k in known.values()]),
+        hashes=frozenset(k[3] for k in known.values()),
+        files=len(known),
+        bytes=sum(k[0] for k in known.values()),
         racy=racy_dir,
         others=others,
     )
 
 
-def _segments(entries: list[_Entry]) -> list[tuple[bytes, bool, int]]:
-    """Cut the (sorted) entries after every path whose crc32 is 0 mod CHUNK_TARGET, or every
-    CHUNK_MAX entries, and pre-serialise each run."""
+def _serialise(entry: _Entry) -> tuple[bytes, bool]:
+    """A manifest entry's canonical JSON, and whether a segment ends after it (its path's
+    crc32 is 0 mod CHUNK_TARGET: a content-defined cut)."""
+    return canonical_bytes(list(entry)), zlib.crc32(entry[0].encode()) % CHUNK_TARGET == 0
+
+
+def _segments(entries: list[tuple[bytes, bool]]) -> list[tuple[bytes, bool, int]]:
+    """Cut the (sorted, serialised) entries after every content-defined cut, or every
+    CHUNK_MAX entries, and join each run."""
     segments = []
     run: list[bytes] = []
-    for entry in entries:
-        run.append(canonical_bytes(list(entry)))
-        cut = zlib.crc32(entry[0].encode()) % CHUNK_TARGET == 0
+    for body, cut in entries:
+        run.append(body)
         if cut or len(run) >= CHUNK_MAX:
             segments.append((b",".join(run), cut, len(run)))
             run = []
@@ -381,7 +386,7 @@ def snapshot_capture(
         root_hash = blob_key(root_body)
         if root_hash not in index.referenced:
             new_blobs[root_hash] = root_body
-        _upload(store, new_blobs)
+        store.put_absent(new_blobs)
         referenced = hashes
         referenced.update(chunks)
         referenced.add(root_hash)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+from django.db import connection
 
 from harness_site.config import ReviewRuleConfig, compile_pattern, harness_config
 from review.models import ReviewRule
@@ -67,9 +70,26 @@ def _describe(rule: ReviewRuleConfig, source: str) -> dict[str, Any]:
 
 
 def policy_rules() -> list[tuple[str, ReviewRuleConfig]]:
-    """(source, rule) in evaluation order: admin rules first, then harness.yaml."""
-    admin = [("admin", rule.as_config()) for rule in ReviewRule.objects.filter(enabled=True)]
+    """(source, rule) in evaluation order: admin rules first, then harness.yaml. The admin
+    rules are read from the database for every call (an operator's new rule applies to the
+    next call of every running task); the query is compiled once per process."""
+    admin = [("admin", rule.as_config()) for rule in _enabled_admin_rules()]
     return admin + [("harness.yaml", rule) for rule in harness_config().review_rules]
+
+
+def _enabled_admin_rules() -> list[ReviewRule]:
+    sql, params, names = _enabled_admin_rules_sql(connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [ReviewRule.from_db(connection.alias, names, row) for row in cursor.fetchall()]
+
+
+@functools.cache
+def _enabled_admin_rules_sql(vendor: str) -> tuple[str, tuple[Any, ...], list[str]]:
+    """The enabled rules' SELECT (every concrete column, the model's ordering), compiled for
+    this database vendor: compiling it cost twice its round trip, on every tool call."""
+    sql, params = ReviewRule.objects.filter(enabled=True).query.sql_with_params()
+    return sql, tuple(params), [f.attname for f in ReviewRule._meta.concrete_fields]
 
 
 def _decision(rule: ReviewRuleConfig, source: str) -> PolicyDecision:
