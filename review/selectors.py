@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from review.models import ReviewRequest, ReviewStatus
 from tasks.errors import NotFound
-from tasks.selectors import user_can_view
+from tasks.selectors import user_can_view, user_in_group
 from tasks.tools.mcp import MCP_DEFAULT_HINTS
 from tasks.tools.registry import ToolSpec
 
@@ -24,7 +24,7 @@ def user_can_decide(user: AbstractBaseUser | None) -> bool:
         return False
     if user.is_superuser or user.has_perm("review.decide_review"):
         return True
-    return user.groups.filter(name="operators").exists()
+    return user_in_group(user, ("operators",))
 
 
 def reviews_pending_count() -> int:

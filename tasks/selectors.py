@@ -37,8 +37,15 @@ def _active(user: AbstractBaseUser | None) -> bool:
     return bool(user and user.is_authenticated and user.is_active)
 
 
-def _in_group(user: AbstractBaseUser, names: tuple[str, ...]) -> bool:
-    return user.groups.filter(name__in=names).exists()
+def user_in_group(user: AbstractBaseUser, names: tuple[str, ...]) -> bool:
+    """Whether the user belongs to one of the groups. The user's group names are read once
+    per user object (one request), as Django caches its permissions on it: a request checks
+    access several times."""
+    groups = getattr(user, "_harness_group_names", None)
+    if groups is None:
+        groups = frozenset(user.groups.values_list("name", flat=True))
+        user._harness_group_names = groups
+    return not groups.isdisjoint(names)
 
 
 def user_can_view(user: AbstractBaseUser | None) -> bool:
@@ -48,14 +55,16 @@ def user_can_view(user: AbstractBaseUser | None) -> bool:
         return False
     if user.is_superuser or any(user.has_perm(perm) for perm in READ_PERMISSIONS):
         return True
-    return _in_group(user, READ_GROUPS)
+    return user_in_group(user, READ_GROUPS)
 
 
 def user_can_create(user: AbstractBaseUser | None) -> bool:
     """Creating a task runs code on the workers: operators and `creators` only."""
     if not user_can_view(user):
         return False
-    return user.is_superuser or user.has_perm("tasks.add_task") or _in_group(user, CREATE_GROUPS)
+    if user.is_superuser or user.has_perm("tasks.add_task"):
+        return True
+    return user_in_group(user, CREATE_GROUPS)
 
 
 def user_can_operate(user: AbstractBaseUser | None) -> bool:
@@ -64,7 +73,7 @@ def user_can_operate(user: AbstractBaseUser | None) -> bool:
         return False
     if user.is_superuser or user.has_perm("tasks.operate_task"):
         return True
-    return _in_group(user, ("operators",))
+    return user_in_group(user, ("operators",))
 
 
 def task_tool(*, task_id: Any, name: str) -> ToolSpec | None:
