@@ -19,15 +19,17 @@ _NOT_BENCHMARKS = {"common", "report", "runner"}
 
 
 def benchmarks() -> dict[str, Callable[[str], dict[str, Any]]]:
-    """{name: run} for every bench/*.py that exposes `run(size) -> dict`, by name."""
+    """{name: run} for every bench/*.py that exposes `run(size) -> dict`, in running order:
+    by name, those that set `RUN_LAST = True` (heavy seeds) after the others."""
     found = {}
     for module in pkgutil.iter_modules([str(BENCH_DIR)]):
         if module.ispkg or module.name.startswith("_") or module.name in _NOT_BENCHMARKS:
             continue
-        run = getattr(importlib.import_module(f"bench.{module.name}"), "run", None)
+        loaded = importlib.import_module(f"bench.{module.name}")
+        run = getattr(loaded, "run", None)
         if callable(run):
-            found[module.name] = run
-    return dict(sorted(found.items()))
+            found[(getattr(loaded, "RUN_LAST", False), module.name)] = run
+    return {name: found[(last, name)] for last, name in sorted(found)}
 
 
 def run_all(
