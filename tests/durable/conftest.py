@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from tasks.models import Task
 from tests.conftest import WorkerPool, parent_pid, spawn, wait_for
@@ -101,13 +102,26 @@ class Fleet:
         self.sweepers.append(process)
         return process
 
-    def kill_worker_of(self, task_id: Any) -> None:
+    def kill_worker_of(self, task_id: Any, *, terminate_backends: bool = False) -> None:
         """`kill -9` the worker running the task, as if its machine died: the worker's process
-        group and its work-horse's (RQ puts the horse in a process group of its own)."""
+        group and its work-horse's (RQ puts the horse in a process group of its own).
+
+        `terminate_backends`: also end the horse's PostgreSQL sessions. A statement the horse
+        sent just before it died still runs (and commits) in its server session otherwise:
+        a test that holds a row lock to keep a write from landing must end that session
+        before it lets go of the lock, or the write lands after all."""
         worker_id = Task.objects.values_list("worker_id", flat=True).get(id=task_id)
         horse = int(worker_id.rsplit(":", 1)[1])
         worker = next(p for p in self.pool.processes if parent_pid(horse) == p.pid)
+        ports = tcp_local_ports(horse) if terminate_backends else set()
         self.pool.kill(worker)
+        if ports:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE client_port = ANY(%s)",
+                    [sorted(ports)],
+                )
 
     def stop(self) -> None:
         for process in self.sweepers:
@@ -123,6 +137,28 @@ def fleet(durable_settings, worker_pool: WorkerPool, tmp_path: Path) -> Iterator
     fleet.stop()
     for path in sorted(tmp_path.glob("sweeper-*.log")):
         print(f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}")
+
+
+def tcp_local_ports(pid: int) -> set[int]:
+    """The local ports of the process's TCP sockets (its database connections among them),
+    from /proc: the socket inodes its descriptors point at, looked up in its tcp tables."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        with open(f"/proc/{pid}/net/{table}") as fh:
+            next(fh)
+            for line in fh:
+                fields = line.split()
+                if fields[9] in inodes:
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 def task_status(task_id: Any) -> str:

@@ -8,7 +8,7 @@ import fcntl
 import os
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 
 from agent.tools.testing import ledger_path, ledger_records
 from review.models import ReviewRequest
@@ -123,14 +123,10 @@ def test_worker_killed_around_ledger_append_never_duplicates_the_side_effect(
                 Task.objects.select_for_update().get(id=task.id)
                 lock.release()
                 wait_for(lambda: ledger_records(key="k"), message="the side effect")
-                fleet.kill_worker_of(task.id)
-                # ...and its statements waiting for the row die with it, as when a machine
-                # dies before its write reaches the database.
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
-                    )
+                # ...and its database sessions die with it, a statement it sent waiting for
+                # the row included, as when a machine dies before its write reaches the
+                # database.
+                fleet.kill_worker_of(task.id, terminate_backends=True)
         finally:
             lock.release()
     else:
