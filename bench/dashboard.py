@@ -21,7 +21,7 @@ recorded in the result's details. The seeded rows belong to dedicated `bench-das
 and are deleted afterwards; use a scratch database.
 
 Expected run time (2 CPUs, quiet): smoke ~10 s; full ~3 min (seeding ~1.5 min, 9 pages ×
-33 requests, cleanup a TRUNCATE when the database holds nothing else, else ~2 min). The
+33 requests, cleanup a TRUNCATE when the database holds no other task, else ~2 min). The
 same at 1,000,000 tasks: bench/dashboard_large.py.
 """
 
@@ -52,6 +52,7 @@ SIZES = {
         "batch": 5_000,
     },
 }
+TERMINAL_SQL = "('succeeded', 'failed', 'canceled')"
 TARGETS_MS = {"list": 100, "task": 300, "stats": 500}
 USER_PREFIX = "bench-dash-"
 CREATORS = 5
@@ -138,11 +139,7 @@ def seed(*, tasks: int, big_steps: int, batch: int) -> dict[str, Any]:
     from checkpoints.models import Checkpoint
     from tasks.errors import error_fingerprint
     from tasks.models import (
-        RolledHour,
         Task,
-        ToolCallDurationHourly,
-        ToolCallHourly,
-        ToolCallStepHourly,
     )
     from tasks.rollups import rollups_advance
 
@@ -204,7 +201,7 @@ def seed(*, tasks: int, big_steps: int, batch: int) -> dict[str, Any]:
     # What the sweep does on its own over time: roll up the finished hours for the statistics.
     while rollups_advance(now=timezone.now()):
         pass
-    rollup_models = (ToolCallHourly, ToolCallStepHourly, ToolCallDurationHourly, RolledHour)
+    rollup_models = _rollup_models()
     with connection.cursor() as cur:
         for model in rollup_models:
             cur.execute(f"VACUUM ANALYZE {model._meta.db_table}")
@@ -305,10 +302,10 @@ def _seed_batch(
         ALTER TABLE bd_task ADD COLUMN calls_failed boolean NOT NULL DEFAULT false;
         UPDATE bd_task t SET calls_failed = true FROM (
             SELECT DISTINCT n FROM bd_step WHERE status <> 'succeeded' OR attempts > 1) s
-        WHERE s.n = t.n AND t.status IN ('succeeded', 'failed', 'canceled');
+        WHERE s.n = t.n AND t.status IN {TERMINAL_SQL};
         ANALYZE bd_task; ANALYZE bd_step;""")
 
-    terminal = "('succeeded', 'failed', 'canceled')"
+    terminal = TERMINAL_SQL
     sql, params = _insert_select(
         Task,
         {
@@ -488,6 +485,17 @@ def _one_plain(sql: str) -> Any:
         return _one(cur, sql)
 
 
+def _rollup_models() -> tuple[Any, ...]:
+    from tasks.models import (
+        RolledHour,
+        ToolCallDurationHourly,
+        ToolCallHourly,
+        ToolCallStepHourly,
+    )
+
+    return (ToolCallHourly, ToolCallStepHourly, ToolCallDurationHourly, RolledHour)
+
+
 def _big_tables() -> tuple[Any, ...]:
     from checkpoints.models import Checkpoint
     from review.models import ReviewRequest
@@ -523,17 +531,9 @@ def cleanup() -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
-    from checkpoints.models import Checkpoint
-    from review.models import ReviewRequest
     from tasks.models import (
         AuditEntry,
-        RolledHour,
         Task,
-        TaskEvent,
-        ToolCall,
-        ToolCallDurationHourly,
-        ToolCallHourly,
-        ToolCallStepHourly,
     )
 
     User = get_user_model()
@@ -541,7 +541,9 @@ def cleanup() -> None:
     if not ids:
         return
     owned = f"SELECT id FROM {Task._meta.db_table} WHERE created_by_id = ANY(%s)"
-    rollups = (ToolCallHourly, ToolCallStepHourly, ToolCallDurationHourly, RolledHour)
+    rollups = _rollup_models()
+    # The rows hanging off the seed's tasks, deleted before them.
+    owned_by_tasks = (*_big_tables(), AuditEntry)
     if not Task.objects.exclude(created_by_id__in=ids).exists():
         # Every task (and so every row hanging off one) is the seed's: emptying the tables
         # takes seconds where deleting tens of millions of rows takes many minutes and
@@ -558,7 +560,7 @@ def cleanup() -> None:
             "WHERE created_by_id = ANY(%s)",
             [ids],
         )
-        for model in (ReviewRequest, ToolCall, Checkpoint, TaskEvent, AuditEntry):
+        for model in owned_by_tasks:
             cur.execute(f"DELETE FROM {model._meta.db_table} WHERE task_id IN ({owned})", [ids])
         cur.execute(f"DELETE FROM {Task._meta.db_table} WHERE created_by_id = ANY(%s)", [ids])
         # The roll-ups now count deleted calls: drop them all; the sweep rebuilds them from
@@ -567,7 +569,7 @@ def cleanup() -> None:
             cur.execute(f"DELETE FROM {model._meta.db_table}")
     with connection.cursor() as cur:
         # The dead rows now, not by autovacuum while the next benchmark measures.
-        for model in (ReviewRequest, ToolCall, Checkpoint, TaskEvent, AuditEntry, Task):
+        for model in (*owned_by_tasks, Task):
             cur.execute(f"VACUUM ANALYZE {model._meta.db_table}")
     User.objects.filter(id__in=ids).delete()
 

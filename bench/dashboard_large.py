@@ -7,7 +7,7 @@ can (about 40 KB of database per task, plus room for the index builds); the size
 the result. Same budgets: list ≤ 100 ms, task page ≤ 300 ms, statistics ≤ 500 ms (p95).
 
 Expected run time (2 CPUs, quiet): smoke ~10 s; full ~15–20 min at 1,000,000 tasks (seeding
-~12–15 min, ~40 GB of disk; cleanup is a TRUNCATE when the database holds nothing else).
+~12–15 min, ~40 GB of disk; cleanup is a TRUNCATE when the database holds no other task).
 BENCH_DASHBOARD_LARGE_TASKS overrides the size.
 """
 

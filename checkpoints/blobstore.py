@@ -229,14 +229,16 @@ class DeferredBlobStore(BlobStore):
         """New blobs that fit in what is left of the limit are kept without asking whether
         the store has them: their insert skips those it has (ON CONFLICT DO NOTHING), which
         costs less than the round trip of asking (a step's file and chunks, typically)."""
-        kept = sum(len(row.data) for row in self.rows.values())
-        if kept + sum(len(content) for content in blobs.values()) <= self.limit:
+        if self._kept_bytes() + sum(len(content) for content in blobs.values()) <= self.limit:
             self.put_many({key: content for key, content in blobs.items() if key not in self.rows})
         else:
             super().put_absent(blobs)
 
+    def _kept_bytes(self) -> int:
+        return sum(len(row.data) for row in self.rows.values())
+
     def _write(self, blobs: Mapping[str, tuple[bytes, int]]) -> None:
-        kept = sum(len(row.data) for row in self.rows.values())
+        kept = self._kept_bytes()
         now: dict[str, tuple[bytes, int]] = {}
         for key, (data, size) in blobs.items():
             if key in self.rows:
