@@ -41,8 +41,17 @@ def setup_django() -> None:
 
 
 def require_postgresql() -> None:
-    from django.db import connection
+    from django.db import OperationalError, connection
 
+    if connection.vendor == "postgresql":
+        try:
+            connection.ensure_connection()
+        except OperationalError as exc:
+            reason = str(exc).strip().splitlines()[-1]
+            raise BenchError(
+                f"cannot connect to DATABASE_URL's database ({reason}); create a scratch "
+                "database for the benchmarks, e.g. `createdb harness_bench`"
+            ) from None
     if connection.vendor != "postgresql":
         raise BenchError(
             "the benchmarks compare against LangGraph's PostgresSaver and raw psycopg on the "
