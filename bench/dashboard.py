@@ -10,7 +10,7 @@ template rendering; no HTTP socket):
   a selective free-text search (trigram indexes on PostgreSQL) — target p95 ≤ 100 ms;
 - the page of the 1,000-step task (header, the full timeline figure embedded, the compact
   event tab's first page) — target p95 ≤ 300 ms;
-- the failure statistics page over the last 24 hours, 7 days and 30 days (tool-call
+- the failure statistics page over the last 24 hours, 7 days and 30 days (tool-call and task
   statistics from the sweep's hourly roll-ups, which the seed builds as the sweep would)
   — target p95 ≤ 500 ms;
 - the overview (informational).
@@ -335,6 +335,10 @@ def _seed_batch(
             "redispatch_count": "(mod(n, 71) = 0)::int",
             "rollback_count": "(mod(n, 97) = 0)::int",
             "calls_failed": "calls_failed",
+            # One task in five waited for reviews (up to four hours); the rolled-back ones
+            # were held for up to an hour.
+            "review_wait_s": f"CASE WHEN mod(n, 5) = 0 THEN 60 + {_h('n', 7919, 14400)} ELSE 0 END",
+            "held_wait_s": f"CASE WHEN mod(n, 97) = 0 THEN 30 + {_h('n', 104729, 3600)} ELSE 0 END",
         },
         "bd_task",
     )
@@ -488,12 +492,21 @@ def _one_plain(sql: str) -> Any:
 def _rollup_models() -> tuple[Any, ...]:
     from tasks.models import (
         RolledHour,
+        TaskHourly,
+        TaskWaitHourly,
         ToolCallDurationHourly,
         ToolCallHourly,
         ToolCallStepHourly,
     )
 
-    return (ToolCallHourly, ToolCallStepHourly, ToolCallDurationHourly, RolledHour)
+    return (
+        ToolCallHourly,
+        ToolCallStepHourly,
+        ToolCallDurationHourly,
+        TaskHourly,
+        TaskWaitHourly,
+        RolledHour,
+    )
 
 
 def _big_tables() -> tuple[Any, ...]:
@@ -664,8 +677,9 @@ def measure(
             "Server-side time of one GET through Django's test client (middleware, "
             "view, SQL, templates), as a logged-in operator, with the database seeded "
             "as in bench/dashboard.py's docstring; pages interleaved round-robin. The "
-            "statistics pages read the sweep's hourly roll-ups for whole hours and the raw "
-            "calls only for the partial hours at the window's edges."
+            "statistics pages read the sweep's hourly roll-ups (tool calls, finished tasks) "
+            "for whole hours and the raw rows only for the partial hours at the window's "
+            "edges."
         ),
         "details": {
             "rows": counts,

@@ -4,7 +4,9 @@ Nothing here loads individual rows into Python. Tool-call statistics read the wi
 hours from the roll-ups the sweep maintains (tasks.rollups) and only the rest of the window
 from ToolCall, then merge the two GROUP BYs; the duration percentiles are exact
 (percentile_cont on PostgreSQL, window functions on SQLite) while no rolled hour is involved,
-and merged log-scale histograms otherwise. Tool calls are windowed by `created_at`, tasks by
+and merged log-scale histograms otherwise. Task statistics (outcomes, failure groups, error
+mix, human waits) read the task roll-ups and Task the same way; the wait percentiles always
+come from log-scale histograms (within 4.4%). Tool calls are windowed by `created_at`, tasks by
 `finished_at`, reviews by `requested_at`.
 """
 
@@ -23,7 +25,8 @@ from dashboard.windows import Window
 from review.models import ReviewRequest, ReviewStatus
 from tasks.errors import error_normalise
 from tasks.models import (
-    Task,
+    TaskHourly,
+    TaskWaitHourly,
     ToolCall,
     ToolCallDurationHourly,
     ToolCallHourly,
@@ -33,13 +36,17 @@ from tasks.models import (
 from tasks.rollups import (
     FAILED_CALL,
     SETTLED_CALL,
+    TASK_KEYS,
     bucket_value,
-    duration_bucket,
+    finished_tasks,
     hour_ceil,
     hour_floor,
+    log_bucket,
     rolled_span,
+    task_aggregates,
+    wait_histogram,
 )
-from tasks.states import TERMINAL, TaskStatus
+from tasks.states import TaskStatus
 
 S = ToolCallStatus
 
@@ -71,7 +78,7 @@ def _parts(window: Window) -> _Parts:
 
 
 def _settled_calls(parts: _Parts):
-    in_ranges = Q()
+    in_ranges = Q(pk__in=[])
     for since, until in parts.raw:
         in_ranges |= Q(created_at__gte=since, created_at__lt=until)
     return ToolCall.objects.filter(in_ranges, status__in=SETTLED_CALL)
@@ -305,7 +312,7 @@ def _duration_histograms(parts: _Parts) -> list[dict[str, Any]]:
     raw = (
         _settled_calls(parts)
         .filter(duration_ms__isnull=False)
-        .annotate(bucket=duration_bucket())
+        .annotate(bucket=log_bucket("duration_ms"))
         .values("tool", "bucket")
         .annotate(calls=Count("*"))
         .order_by()
@@ -381,26 +388,70 @@ def review_outcomes(window: Window) -> list[dict[str, Any]]:
     )
 
 
-def _finished(window: Window):
-    return Task.objects.filter(finished_at__gte=window.since, finished_at__lt=window.until)
+# How the task roll-ups' columns combine over hours (SQL) and with the raw rows (Python).
+_TASK_ROLLED = {
+    "tasks": Sum,
+    "first_seen": Min,
+    "last_seen": Max,
+    "sample": Max,
+    "waited_review": Sum,
+    "review_wait_sum": Sum,
+    "waited_held": Sum,
+    "held_wait_sum": Sum,
+}
+_COMBINE: dict[type, Callable[[Any, Any], Any]] = {
+    Sum: lambda a, b: (a or 0) + (b or 0),
+    Min: lambda a, b: b if a is None else a if b is None else min(a, b),
+    Max: lambda a, b: b if a is None else a if b is None else max(a, b),
+}
 
 
-def failure_groups(window: Window, *, limit: int = FAILURE_GROUPS_LIMIT) -> list[dict[str, Any]]:
+def _task_groups(
+    parts: _Parts, keys: tuple[str, ...], fields: tuple[str, ...], where: Q | None = None
+) -> list[dict[str, Any]]:
+    """[{*keys, *fields}]: the window's finished tasks (narrowed by `where`) grouped by `keys`
+    (of TASK_KEYS), with `fields` of tasks.rollups.task_aggregates — the rolled hours read
+    from TaskHourly, the rest from Task, merged."""
+    assert set(keys) <= set(TASK_KEYS), keys
+    aggregates = task_aggregates()
+    raw = (
+        finished_tasks(parts.raw)
+        .filter(where or Q())
+        .values(*keys)
+        .annotate(**{name: aggregates[name] for name in fields})
+        .order_by()
+    )
+    rolled = _rolled(
+        TaskHourly,
+        parts,
+        keys=keys,
+        where=where,
+        **{name: _TASK_ROLLED[name](name) for name in fields},
+    )
+    merged: dict[tuple, dict[str, Any]] = {}
+    for row in [*raw, *rolled]:
+        key = tuple(row[name] for name in keys)
+        into = merged.get(key)
+        if into is None:
+            merged[key] = dict(row)
+            continue
+        for name in fields:
+            into[name] = _COMBINE[_TASK_ROLLED[name]](into[name], row[name])
+    return list(merged.values())
+
+
+def failure_groups(
+    window: Window, *, parts: _Parts | None = None, limit: int = FAILURE_GROUPS_LIMIT
+) -> list[dict[str, Any]]:
     """[{fingerprint, error_class, message, tasks, first_seen, last_seen}] — failed tasks
     grouped by error fingerprint, largest group first."""
-    rows = (
-        _finished(window)
-        .filter(status=TaskStatus.FAILED)
-        .values("error_fingerprint")
-        .annotate(
-            tasks=Count("*"),
-            first_seen=Min("finished_at"),
-            last_seen=Max("finished_at"),
-            error_class=Max("error_class"),
-            sample=Max("error_message"),
-        )
-        .order_by("-tasks", "-last_seen")[:limit]
+    rows = _task_groups(
+        parts or _parts(window),
+        ("error_fingerprint", "error_class"),
+        ("tasks", "first_seen", "last_seen", "sample"),
+        where=Q(status=TaskStatus.FAILED),
     )
+    rows.sort(key=lambda row: (-row["tasks"], -row["last_seen"].timestamp()))
     return [
         {
             "fingerprint": row["error_fingerprint"],
@@ -410,52 +461,104 @@ def failure_groups(window: Window, *, limit: int = FAILURE_GROUPS_LIMIT) -> list
             "first_seen": row["first_seen"],
             "last_seen": row["last_seen"],
         }
-        for row in rows
+        for row in rows[:limit]
     ]
 
 
-def task_outcomes(window: Window) -> dict[str, Any]:
+_TOTALS = ("tasks", "waited_review", "review_wait_sum", "waited_held", "held_wait_sum")
+
+
+def task_totals(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
+    """[{status, calls_failed, tasks, waited_*, *_wait_sum}] over the tasks that finished in
+    the window: what task_outcomes and human_waits sum (pass it to both to read it once)."""
+    return _task_groups(parts or _parts(window), ("status", "calls_failed"), _TOTALS)
+
+
+def task_outcomes(
+    window: Window, *, parts: _Parts | None = None, totals: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """Tasks that reached a terminal state in the window: counts per status, successes split
     into clean ones and those after failed tool calls, and the failure rate
     failed / (succeeded + failed) — operator cancels are not agent failures."""
-    counts = dict(
-        _finished(window)
-        .filter(status__in=TERMINAL)
-        .values_list("status")
-        .annotate(n=Count("*"))
-        .order_by()
-    )
-    succeeded = counts.get(TaskStatus.SUCCEEDED, 0)
-    failed = counts.get(TaskStatus.FAILED, 0)
+    if totals is None:
+        totals = _task_groups(parts or _parts(window), ("status", "calls_failed"), ("tasks",))
+    counts: dict[tuple[str, bool], int] = {
+        (row["status"], row["calls_failed"]): row["tasks"] for row in totals
+    }
+
+    def count(status: str) -> int:
+        return counts.get((status, False), 0) + counts.get((status, True), 0)
+
+    succeeded = count(TaskStatus.SUCCEEDED)
+    failed = count(TaskStatus.FAILED)
     rate = _rate(failed, succeeded + failed)
     # A tool call failed (the model saw the error and went on) or an attempt failed and was
     # retried: a success that needed it is not a clean one (`calls_failed`, set as the task
-    # finished; a partial index answers the count).
-    after_failures = (
-        _finished(window).filter(status=TaskStatus.SUCCEEDED, calls_failed=True).count()
-        if succeeded
-        else 0
-    )
+    # finished).
+    after_failures = counts.get((TaskStatus.SUCCEEDED, True), 0)
     return {
         "succeeded": succeeded,
         "succeeded_clean": succeeded - after_failures,
         "succeeded_after_failed_calls": after_failures,
         "failed": failed,
-        "canceled": counts.get(TaskStatus.CANCELED, 0),
+        "canceled": count(TaskStatus.CANCELED),
         "failure_rate": rate,
         "failure_rate_pct": None if rate is None else round(rate * 100, 1),
     }
 
 
-def error_class_mix(window: Window) -> list[dict[str, Any]]:
+def error_class_mix(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
     """[{error_class, tasks}] — failed tasks in the window by error class, largest first."""
-    return list(
-        _finished(window)
-        .filter(status=TaskStatus.FAILED)
-        .values("error_class")
-        .annotate(tasks=Count("*"))
-        .order_by("-tasks", "error_class")
+    rows = _task_groups(
+        parts or _parts(window), ("error_class",), ("tasks",), where=Q(status=TaskStatus.FAILED)
     )
+    return sorted(rows, key=lambda row: (-row["tasks"], row["error_class"]))
+
+
+# The human waits, by kind: the label the page and the CSV use.
+WAIT_KINDS = {"review": "waiting for review", "held": "held by an operator"}
+
+
+def human_waits(
+    window: Window, *, parts: _Parts | None = None, totals: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """[{kind, label, tasks, share, total_s, mean_s, p50_s, p95_s}] — how long the tasks that
+    finished in the window waited for a human, review waits and operator holds apart: how
+    many waited (`share` of the finished tasks), in all, on average and the p50 / p95 of
+    those that waited (from log-scale histograms, within 4.4%)."""
+    parts = parts or _parts(window)
+    if totals is None:
+        totals = task_totals(window, parts=parts)
+    finished = sum(row["tasks"] for row in totals)
+    rows = []
+    for kind, label in WAIT_KINDS.items():
+        waited = sum(row[f"waited_{kind}"] for row in totals)
+        total_s = sum(row[f"{kind}_wait_sum"] or 0 for row in totals)
+        raw = wait_histogram(finished_tasks(parts.raw), kind)
+        rolled = _rolled(
+            TaskWaitHourly, parts, keys=("bucket",), where=Q(kind=kind), tasks=Sum("tasks")
+        )
+        histogram = [
+            (row["bucket"], row["tasks"])
+            for row in _merge(
+                [{**row, "bucket": int(row["bucket"])} for row in [*raw, *rolled]],
+                ("bucket",),
+                ("tasks",),
+            )
+        ]
+        rows.append(
+            {
+                "kind": kind,
+                "label": label,
+                "tasks": waited,
+                "share": _rate(waited, finished),
+                "total_s": round(total_s, 3),
+                "mean_s": round(total_s / waited, 3) if waited else None,
+                "p50_s": round(_histogram_percentile(histogram, 0.5), 3) if histogram else None,
+                "p95_s": round(_histogram_percentile(histogram, 0.95), 3) if histogram else None,
+            }
+        )
+    return rows
 
 
 # The tables of the statistics (rows of dicts), by their key in failure_statistics().
@@ -468,24 +571,27 @@ TABLES: dict[str, Callable[[Window], list[dict[str, Any]]]] = {
     "durations": duration_percentiles,
     "reviews": review_outcomes,
     "groups": failure_groups,
+    "waits": human_waits,
 }
 
 
-# The tables read from tool calls (and their roll-ups): they take the window's parts.
-_CALL_TABLES = {"by_step", "over_time", "heatmap", "retries", "durations"}
+# The tables read from the roll-ups (and the raw rows of the rest): they take the window's parts.
+_ROLLED_TABLES = {"by_step", "over_time", "heatmap", "retries", "durations", "groups", "waits"}
 
 
 def failure_statistics(window: Window) -> dict[str, Any]:
     """Everything the statistics page and `GET /api/v1/stats/failures` show."""
     parts = _parts(window)
+    totals = task_totals(window, parts=parts)
     tables = {
-        key: table(window, parts=parts) if key in _CALL_TABLES else table(window)
+        key: table(window, parts=parts) if key in _ROLLED_TABLES else table(window)
         for key, table in TABLES.items()
-        if key != "by_tool"
+        if key not in ("by_tool", "waits")
     }
     return {
         "window": {"since": window.since, "until": window.until, "bucket": window.bucket},
-        "tasks": task_outcomes(window),
+        "tasks": task_outcomes(window, parts=parts, totals=totals),
+        "waits": human_waits(window, parts=parts, totals=totals),
         "by_tool": (by_tool := failure_rate_by_tool(window, over_time=tables["over_time"])),
         "by_mcp_server": failure_rate_by_mcp_server(by_tool),
         **tables,

@@ -1,6 +1,6 @@
 """Template filters every template has (registered as template builtins in settings): JSON
 values shown as JSON, never as Python reprs (`{"a": false}`, not `{'a': False}`), and the
-line classes of a unified diff."""
+line classes of a unified diff, and spans of seconds in the unit that reads best."""
 
 from __future__ import annotations
 
@@ -48,3 +48,18 @@ def diff_class(line: str) -> str:
     if line.startswith("-"):
         return "diff-del"
     return ""
+
+
+_UNITS = ((86400, "d"), (3600, "h"), (60, "min"))
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """Seconds in the largest unit they fill: `45 s`, `12.5 min`, `3.2 h`, `2.1 d` ("—" for
+    None)."""
+    if seconds is None:
+        return "—"
+    for size, unit in _UNITS:
+        if abs(seconds) >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s" if abs(seconds) >= 10 else f"{seconds:.1f} s"

@@ -310,7 +310,7 @@ class AuditEntry(models.Model):
 # --- statistics roll-ups (written only by tasks.rollups, from the sweep) -----------------------
 # The failure statistics read whole, rolled-up hours from these tables and only the window's
 # ragged edges (less than an hour at the start, the not-yet-rolled hours at the end) from
-# ToolCall, so a 30-day window costs about what a 1-hour window does.
+# ToolCall and Task, so a 30-day window costs about what a 1-hour window does.
 
 
 class ToolCallHourly(models.Model):
@@ -360,7 +360,7 @@ class ToolCallStepHourly(models.Model):
 
 class ToolCallDurationHourly(models.Model):
     """Settled calls with a measured duration per hour × tool × log-scale duration bucket
-    (`tasks.rollups.duration_bucket`): percentiles of any window merge these histograms."""
+    (`tasks.rollups.log_bucket`): percentiles of any window merge these histograms."""
 
     hour = models.DateTimeField()
     tool = models.CharField(max_length=100)
@@ -380,13 +380,71 @@ class ToolCallDurationHourly(models.Model):
         return f"{self.hour:%Y-%m-%d %H:00} {self.tool} bucket {self.bucket}: {self.calls}"
 
 
+class TaskHourly(models.Model):
+    """Tasks that finished (terminal status) per hour of `finished_at` × status × error class ×
+    error fingerprint × `calls_failed`: the statistics' task outcomes, failure groups and error
+    mix, and the time those tasks waited for a human — for a review and, apart from it, held
+    by an operator (`waited_review` / `waited_held`: how many waited at all)."""
+
+    hour = models.DateTimeField()
+    status = models.CharField(max_length=20)
+    error_class = models.CharField(max_length=50, blank=True, default="")
+    error_fingerprint = models.CharField(max_length=16, blank=True, default="")
+    calls_failed = models.BooleanField()
+    tasks = models.PositiveIntegerField()
+    # min / max finished_at of the group.
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    # max(error_message) of the group: the failure groups' sample message.
+    sample = models.TextField(blank=True, default="")
+    waited_review = models.PositiveIntegerField()
+    review_wait_sum = models.FloatField()
+    waited_held = models.PositiveIntegerField()
+    held_wait_sum = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["hour", "status", "error_class", "error_fingerprint", "calls_failed"],
+                name="taskhourly_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H:00} {self.status} {self.error_class}: {self.tasks}"
+
+
+class TaskWaitHourly(models.Model):
+    """Finished tasks that waited for a human, per hour of `finished_at` × kind ("review" or
+    "held") × log-scale bucket of the seconds waited (`tasks.rollups.log_bucket`): the wait
+    percentiles of any window merge these histograms."""
+
+    hour = models.DateTimeField()
+    kind = models.CharField(max_length=10)
+    bucket = models.IntegerField()
+    tasks = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["hour", "kind", "bucket"], include=["tasks"], name="taskwaithourly_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H:00} {self.kind} bucket {self.bucket}: {self.tasks}"
+
+
 class RolledHour(models.Model):
     """One row per hour the roll-ups cover (empty hours included, so the covered span is
-    contiguous). `unsettled`: calls of that hour that had no final outcome when it was rolled;
-    the sweep rolls such an hour again while it is young (tasks.rollups.RESETTLE_WITHIN)."""
+    contiguous): tool calls by `created_at`, tasks by `finished_at`. `unsettled`: calls of that
+    hour that had no final outcome when it was rolled; the sweep rolls such an hour again while
+    it is young (tasks.rollups.RESETTLE_WITHIN). `stale`: a task that finished in it left its
+    terminal status since (an operator's retry or rollback); the sweep rolls it again."""
 
     hour = models.DateTimeField(unique=True)
     unsettled = models.PositiveIntegerField(default=0)
+    stale = models.BooleanField(default=False)
     rolled_at = models.DateTimeField()
 
     def __str__(self) -> str:

@@ -1,6 +1,8 @@
 """Statistics roll-ups: the sweep folds settled tool calls into per-hour rows
-(`ToolCallHourly`, `ToolCallStepHourly`, `ToolCallDurationHourly`) so that the failure
-statistics of any window read a few thousand summary rows instead of every call in it.
+(`ToolCallHourly`, `ToolCallStepHourly`, `ToolCallDurationHourly`, by `created_at`) and
+finished tasks likewise (`TaskHourly`, `TaskWaitHourly`, by `finished_at`), so that the
+failure statistics of any window read a few thousand summary rows instead of every call and
+task in it.
 
 An hour is rolled once it ended ROLL_LAG ago, oldest first, at most MAX_HOURS_PER_RUN per sweep
 (a first sweep over a large history backfills in several runs). Rolling an hour replaces its
@@ -8,7 +10,10 @@ rows, so rolling again is always safe. Calls without a final outcome when their 
 (awaiting review, retry wait, running, unknown outcome) are counted in `RolledHour.unsettled`,
 and such hours are rolled again (every RESETTLE_EVERY) while they are younger than
 RESETTLE_WITHIN: a call that settles later still reaches the statistics. (A call that settles
-later than that is not counted; nor is a call whose final status an operator changes.)
+later than that is not counted; nor is a call whose final status an operator changes.) A task
+that leaves its terminal status (an operator's retry or rollback) marks its finished hour
+`stale` (`rollups_task_reopened`, from task_transition), and the sweep rolls that hour again
+whatever its age.
 
 The statistics (`dashboard.stats`) read rolled hours from here and the rest of a window —
 the part of an hour at its start and the hours not rolled yet at its end — from ToolCall.
@@ -18,20 +23,25 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, F, FloatField, Max, Min, Q, Value
+from django.db.models import Count, F, FloatField, Max, Min, Q, QuerySet, Sum, Value
 from django.db.models.functions import Floor, Greatest, Ln, Trunc
 
 from tasks.models import (
     RolledHour,
     SweepRun,
+    Task,
+    TaskHourly,
+    TaskWaitHourly,
     ToolCall,
     ToolCallDurationHourly,
     ToolCallHourly,
     ToolCallStatus,
     ToolCallStepHourly,
 )
+from tasks.states import TERMINAL
 
 S = ToolCallStatus
 FAILED_CALL = (S.FAILED, S.TIMED_OUT, S.UNKNOWN_OUTCOME)
@@ -47,11 +57,17 @@ RESETTLE_WITHIN = timedelta(days=2)
 RESETTLE_EVERY = timedelta(minutes=2)
 MAX_HOURS_PER_RUN = 48
 MAX_RESETTLE_PER_RUN = 48
-# Duration histogram resolution: BUCKETS_PER_DOUBLING buckets per factor of two, so a bucket's
-# geometric middle is within 2^(1/16) - 1 ≈ 4.4% of every duration in it.
+# Histogram resolution (call durations, human waits): BUCKETS_PER_DOUBLING buckets per factor
+# of two, so a bucket's geometric middle is within 2^(1/16) - 1 ≈ 4.4% of every value in it.
 BUCKETS_PER_DOUBLING = 8
-MIN_DURATION_MS = 0.001
+MIN_BUCKETED = 0.001
 _LOCK_NAME = "rollups"
+
+# The time a finished task waited for a human, by kind: for a review, and held by an operator
+# (kept apart: a task held and resumed never waited for a review).
+WAIT_FIELDS = {"review": "review_wait_s", "held": "held_wait_s"}
+# The key of a task roll-up row, and what is summed, min'd or max'd over it.
+TASK_KEYS = ("status", "error_class", "error_fingerprint", "calls_failed")
 
 
 def hour_floor(at: datetime) -> datetime:
@@ -63,21 +79,21 @@ def hour_ceil(at: datetime) -> datetime:
     return floor if floor == at else floor + HOUR
 
 
-def duration_bucket():
-    """SQL expression: the histogram bucket of `duration_ms` (floor(log2(ms) * per doubling))."""
+def log_bucket(field: str):
+    """SQL expression: the histogram bucket of `field` (floor(log2(value) * per doubling))."""
     return Floor(
-        Ln(Greatest(F("duration_ms"), Value(MIN_DURATION_MS), output_field=FloatField()))
+        Ln(Greatest(F(field), Value(MIN_BUCKETED), output_field=FloatField()))
         * Value(BUCKETS_PER_DOUBLING / math.log(2))
     )
 
 
 def bucket_value(bucket: int) -> float:
-    """The duration (ms) a bucket stands for: its geometric middle."""
+    """The value (a duration in ms, a wait in s) a bucket stands for: its geometric middle."""
     return 2 ** ((bucket + 0.5) / BUCKETS_PER_DOUBLING)
 
 
-def _hour_of_created():
-    return Trunc("created_at", "hour", tzinfo=UTC)
+def _hour_of(field: str):
+    return Trunc(field, "hour", tzinfo=UTC)
 
 
 def rolled_span() -> tuple[datetime, datetime] | None:
@@ -88,11 +104,47 @@ def rolled_span() -> tuple[datetime, datetime] | None:
     return span["first"], span["last"] + HOUR
 
 
-def toolcall_hours_roll(*, start: datetime, stop: datetime, now: datetime) -> None:
+def finished_tasks(ranges: tuple[tuple[datetime, datetime], ...]) -> QuerySet[Task]:
+    """Tasks in a terminal status whose `finished_at` is in one of `ranges` ([since, until))."""
+    in_ranges = Q(pk__in=[])
+    for since, until in ranges:
+        in_ranges |= Q(finished_at__gte=since, finished_at__lt=until)
+    return Task.objects.filter(in_ranges, status__in=TERMINAL)
+
+
+def task_aggregates() -> dict[str, Any]:
+    """What a TaskHourly row holds of its group of finished tasks (the statistics compute the
+    same over the tasks of the window's hours that are not rolled)."""
+    return {
+        "tasks": Count("*"),
+        "first_seen": Min("finished_at"),
+        "last_seen": Max("finished_at"),
+        "sample": Max("error_message"),
+        "waited_review": Count("review_wait_s", filter=Q(review_wait_s__gt=0)),
+        "review_wait_sum": Sum("review_wait_s"),
+        "waited_held": Count("held_wait_s", filter=Q(held_wait_s__gt=0)),
+        "held_wait_sum": Sum("held_wait_s"),
+    }
+
+
+def wait_histogram(tasks: QuerySet[Task], kind: str, *keys: str) -> QuerySet:
+    """[{*keys, bucket, tasks}]: the tasks of `tasks` that waited for a human (`kind`, one of
+    WAIT_FIELDS) by log-scale bucket of the seconds waited."""
+    field = WAIT_FIELDS[kind]
+    return (
+        tasks.filter(**{f"{field}__gt": 0})
+        .annotate(bucket=log_bucket(field))
+        .values(*keys, "bucket")
+        .annotate(tasks=Count("*"))
+        .order_by()
+    )
+
+
+def hours_roll(*, start: datetime, stop: datetime, now: datetime) -> None:
     """Replace the roll-up rows of the hours in [start, stop) (hour-aligned) by aggregates of
-    their tool calls, in one transaction."""
+    their tool calls and finished tasks, in one transaction."""
     calls = ToolCall.objects.filter(created_at__gte=start, created_at__lt=stop)
-    settled = calls.filter(status__in=SETTLED_CALL).annotate(hour=_hour_of_created())
+    settled = calls.filter(status__in=SETTLED_CALL).annotate(hour=_hour_of("created_at"))
     by_key = settled.values("hour", "tool", "status", "error_class", "attempts").annotate(
         n=Count("*")
     )
@@ -101,24 +153,32 @@ def toolcall_hours_roll(*, start: datetime, stop: datetime, now: datetime) -> No
     )
     by_duration = (
         settled.filter(duration_ms__isnull=False)
-        .annotate(bucket=duration_bucket())
+        .annotate(bucket=log_bucket("duration_ms"))
         .values("hour", "tool", "bucket")
         .annotate(n=Count("*"))
     )
     unsettled = dict(
         calls.exclude(status__in=FINAL_CALL)
-        .annotate(hour=_hour_of_created())
+        .annotate(hour=_hour_of("created_at"))
         .values_list("hour")
         .annotate(n=Count("*"))
         .order_by()
     )
+    tasks = finished_tasks(((start, stop),)).annotate(hour=_hour_of("finished_at"))
     hours = []
     at = start
     while at < stop:
         hours.append(at)
         at += HOUR
     with transaction.atomic():
-        for model in (ToolCallHourly, ToolCallStepHourly, ToolCallDurationHourly, RolledHour):
+        for model in (
+            ToolCallHourly,
+            ToolCallStepHourly,
+            ToolCallDurationHourly,
+            TaskHourly,
+            TaskWaitHourly,
+            RolledHour,
+        ):
             model.objects.filter(hour__gte=start, hour__lt=stop).delete()
         ToolCallHourly.objects.bulk_create(
             ToolCallHourly(
@@ -143,18 +203,44 @@ def toolcall_hours_roll(*, start: datetime, stop: datetime, now: datetime) -> No
             )
             for row in by_duration.order_by()
         )
+        TaskHourly.objects.bulk_create(
+            TaskHourly(**row)
+            for row in tasks.values("hour", *TASK_KEYS).annotate(**task_aggregates()).order_by()
+        )
+        TaskWaitHourly.objects.bulk_create(
+            TaskWaitHourly(
+                hour=row["hour"], kind=kind, bucket=int(row["bucket"]), tasks=row["tasks"]
+            )
+            for kind in WAIT_FIELDS
+            for row in wait_histogram(tasks, kind, "hour")
+        )
         RolledHour.objects.bulk_create(
             RolledHour(hour=hour, unsettled=unsettled.get(hour, 0), rolled_at=now) for hour in hours
         )
 
 
-def _roll_lock() -> bool:
-    """Take the roll-up lock for the current transaction; False if another sweeper holds it.
-    Lock contract: the SweepRun row named "rollups" (select_for_update, skip_locked)."""
+def _roll_lock(*, wait: bool = False) -> bool:
+    """Take the roll-up lock for the current transaction; False if another transaction holds
+    it (or, with `wait`, block until it is free). Lock contract: the SweepRun row named
+    "rollups" (select_for_update); taken after any task row."""
     SweepRun.objects.get_or_create(
         name=_LOCK_NAME, defaults={"started_at": _epoch(), "finished_at": _epoch()}
     )
-    return SweepRun.objects.select_for_update(skip_locked=True).filter(name=_LOCK_NAME).exists()
+    rows = SweepRun.objects.filter(name=_LOCK_NAME)
+    if wait:
+        return rows.select_for_update().exists()
+    return rows.select_for_update(skip_locked=True).exists()
+
+
+def rollups_task_reopened(*, finished_at: datetime) -> None:
+    """A task that finished at `finished_at` is leaving its terminal status (task_transition,
+    in its transaction): mark that hour stale, so the sweep rolls it again.
+
+    Holds the roll-up lock until the transaction ends, so that no roll can read the task as
+    finished and then record the hour as fresh: a roll that already ran left a row to mark, a
+    roll that runs next reads the task reopened."""
+    _roll_lock(wait=True)
+    RolledHour.objects.filter(hour=hour_floor(finished_at)).update(stale=True)
 
 
 def _epoch() -> datetime:
@@ -162,30 +248,38 @@ def _epoch() -> datetime:
 
 
 def rollups_advance(*, now: datetime) -> int:
-    """The sweep's step: roll the next finished hours, then the young hours that had unsettled
-    calls. Returns how many hours were rolled. Safe to run from several sweepers at once (one
-    rolls, the others skip)."""
+    """The sweep's step: roll the next finished hours, then the stale hours and the young hours
+    that had unsettled calls. Returns how many hours were rolled. Safe to run from several
+    sweepers at once (one rolls, the others skip)."""
     with transaction.atomic():
         if not _roll_lock():
             return 0
         end = hour_floor(now - ROLL_LAG)
         span = rolled_span()
         if span is None:
-            oldest = ToolCall.objects.aggregate(at=Min("created_at"))["at"]
-            if oldest is None:
+            oldest = [
+                ToolCall.objects.aggregate(at=Min("created_at"))["at"],
+                Task.objects.filter(status__in=TERMINAL).aggregate(at=Min("finished_at"))["at"],
+            ]
+            if not any(oldest):
                 return 0
-            start = hour_floor(oldest)
+            start = hour_floor(min(at for at in oldest if at is not None))
         else:
             start = span[1]
         stop = min(end, start + MAX_HOURS_PER_RUN * HOUR)
         rolled = 0
         if start < stop:
-            toolcall_hours_roll(start=start, stop=stop, now=now)
+            hours_roll(start=start, stop=stop, now=now)
             rolled += int((stop - start) / HOUR)
-        young = RolledHour.objects.filter(
-            unsettled__gt=0, hour__gte=now - RESETTLE_WITHIN, rolled_at__lte=now - RESETTLE_EVERY
+        again = RolledHour.objects.filter(
+            Q(stale=True)
+            | Q(
+                unsettled__gt=0,
+                hour__gte=now - RESETTLE_WITHIN,
+                rolled_at__lte=now - RESETTLE_EVERY,
+            )
         ).order_by("rolled_at", "hour")[:MAX_RESETTLE_PER_RUN]
-        for hour in list(young.values_list("hour", flat=True)):
-            toolcall_hours_roll(start=hour, stop=hour + HOUR, now=now)
+        for hour in list(again.values_list("hour", flat=True)):
+            hours_roll(start=hour, stop=hour + HOUR, now=now)
             rolled += 1
     return rolled

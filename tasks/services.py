@@ -25,7 +25,7 @@ from tasks.agent_state import AgentState
 from tasks.errors import error_fingerprint
 from tasks.events import EventType
 from tasks.models import ApiToken, AuditEntry, SweepRun, Task, TaskEvent, ToolCall
-from tasks.rollups import FAILED_CALL
+from tasks.rollups import FAILED_CALL, rollups_task_reopened
 from tasks.spec import ModelEndpointError, TaskSpec, model_endpoint
 from tasks.states import (
     TERMINAL,
@@ -219,6 +219,9 @@ def task_transition(
             )
         if Task.objects.filter(id=task_id, status=frm).update(**updates) != 1:
             raise TransitionConflict(f"task {task_id} changed while transitioning")
+        if frm in TERMINAL and not staying and task.finished_at is not None:
+            # The statistics' roll-up of the hour it finished in no longer holds.
+            rollups_task_reopened(finished_at=task.finished_at)
         if not staying:
             event_record(
                 task_id=task_id,

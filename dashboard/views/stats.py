@@ -24,6 +24,7 @@ CSV_TABLES: dict[str, tuple[str, ...]] = {
     "durations": ("tool", "calls", "p50_ms", "p95_ms"),
     "reviews": ("tool", "approved", "edited", "rejected", "expired", "canceled", "pending"),
     "groups": ("fingerprint", "error_class", "message", "tasks", "first_seen", "last_seen"),
+    "waits": ("kind", "tasks", "share", "total_s", "mean_s", "p50_s", "p95_s"),
 }
 
 

@@ -263,3 +263,20 @@ def test_timeline_after_a_four_hour_wait_shows_the_work_a_marked_break_and_the_r
     # Held after the rollback: the header counts review time and held time apart.
     header = page.inner_text("[data-testid=task-time]")
     assert "waiting for review" in header and "s held" not in header.split("review")[0]
+
+    # Held for half an hour, then canceled: the statistics show its four hours waiting for
+    # review and its half hour held on their own rows.
+    from checkpoints.recovery import task_cancel
+
+    with time_machine.travel(timezone.now() + timedelta(minutes=30), tick=True):
+        task_cancel(task_id=task.id, user=operator, reason="not needed")
+        page.goto(f"{live_server.url}/stats/failures/?since=24h")
+    waits = {
+        row.get_attribute("data-kind"): [cell.inner_text() for cell in row.locator("td").all()]
+        for row in page.locator("[data-testid=human-waits] tbody tr").all()
+    }
+    # [label, tasks (share), in all, mean, p50, p95]
+    assert waits["review"][1] == "1 (100%)" and waits["held"][1] == "1 (100%)"
+    assert waits["review"][2] == "4.0 h"
+    held_min, unit = waits["held"][2].split()
+    assert unit == "min" and 30 <= float(held_min) < 31

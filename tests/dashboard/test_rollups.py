@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from dashboard import stats
 from dashboard.windows import window_parse
+from tasks.errors import error_fingerprint
 from tasks.models import RolledHour, ToolCall
 from tasks.rollups import (
     FINAL_CALL,
@@ -21,11 +22,12 @@ from tasks.rollups import (
     hour_floor,
     rollups_advance,
 )
+from tasks.services import task_transition
 from tests.factories import TaskFactory, ToolCallFactory
 
 pytestmark = pytest.mark.django_db
 
-COUNTED = ("by_tool", "by_step", "over_time", "heatmap", "retries")
+COUNTED = ("by_tool", "by_step", "over_time", "heatmap", "retries", "groups", "waits")
 
 
 @pytest.fixture
@@ -59,7 +61,31 @@ def history():
     pending = ToolCallFactory(
         task=task, tool="write_file", status="awaiting_review", created_at=now - timedelta(hours=5)
     )
-    return {"now": now, "task": task, "pending": pending}
+    # Tasks finished at random minutes: every terminal status, two failure fingerprints,
+    # successes after failed calls, and waits for review and holds of every size.
+    failures = [("timeout", "session timeout: 60s exceeded"), ("model_error", "no turns left")]
+    for _ in range(120):
+        status = rng.choice(["succeeded", "succeeded", "failed", "canceled"])
+        error_class, message = rng.choice(failures) if status == "failed" else ("", "")
+        TaskFactory(
+            status=status,
+            finished_at=now - timedelta(minutes=rng.uniform(1, 3 * 24 * 60)),
+            error_class=error_class,
+            error_message=message,
+            error_fingerprint=error_fingerprint(error_class, message) if error_class else "",
+            calls_failed=rng.random() < 0.3,
+            review_wait_s=rng.choice([0, 0, rng.uniform(1, 4 * 3600)]),
+            held_wait_s=rng.choice([0, 0, 0, rng.uniform(1, 600)]),
+        )
+    old_failure = TaskFactory(
+        status="failed",
+        finished_at=now - timedelta(days=2, hours=12),
+        error_class="timeout",
+        error_message=failures[0][1],
+        error_fingerprint=error_fingerprint(*failures[0]),
+        review_wait_s=300,
+    )
+    return {"now": now, "task": task, "pending": pending, "old_failure": old_failure}
 
 
 def roll_all(now) -> None:
@@ -123,3 +149,37 @@ def test_call_settling_after_its_hour_was_rolled_reaches_the_statistics(history)
     assert (after["calls"], after["failed"]) == (before["calls"] + 1, before["failed"] + 1)
     assert RolledHour.objects.get(hour=hour).unsettled == unsettled.count()
     assert not unsettled.filter(id=pending.id).exists()
+
+
+def test_task_that_leaves_its_terminal_status_is_taken_out_of_its_rolled_hour(history):
+    """An operator retries a task that failed two and a half days ago (older than any hour the
+    sweep rolls again on its own): its hour is marked stale and rolled again, so the failure
+    no longer counts, as in the raw rows."""
+    now = history["now"]
+    roll_all(now)
+    old = history["old_failure"]
+    hour = hour_floor(old.finished_at)
+    before = statistics(now)
+
+    task_transition(task_id=old.id, to="queued", reason="retry")
+    assert RolledHour.objects.get(hour=hour).stale
+    assert rollups_advance(now=now) == 1
+    assert not RolledHour.objects.get(hour=hour).stale
+
+    after = statistics(now)
+    assert after["tasks"]["failed"] == before["tasks"]["failed"] - 1
+
+    def group(result):
+        return {g["fingerprint"]: g["tasks"] for g in result["groups"]}[old.error_fingerprint]
+
+    def reviewed(result):
+        return {w["kind"]: w["tasks"] for w in result["waits"]}["review"]
+
+    assert group(after) == group(before) - 1
+    assert reviewed(after) == reviewed(before) - 1
+    # What the raw rows say once no roll-up is left.
+    RolledHour.objects.all().delete()
+    raw = statistics(now)
+    assert raw["tasks"] == after["tasks"]
+    for key in COUNTED:
+        assert raw[key] == after[key], key

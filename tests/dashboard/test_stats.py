@@ -331,7 +331,7 @@ def test_statistics_page_query_count_does_not_grow_with_data(
             duration_ms=n,
             error_class=f"e{n % 4}",
         )
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(17):
         assert client.get("/stats/failures/").status_code == 200
 
 
@@ -390,3 +390,65 @@ def test_the_heatmap_cells_are_big_enough_to_read_their_counts():
     assert layout["height"] >= 320  # as tall as the charts beside it
     assert plot_height / len(heatmap["y"]) >= 40
     assert heatmap["texttemplate"] == "%{z}"  # each cell shows its count
+
+
+def test_human_waits_keep_review_time_and_held_time_apart(as_user, viewer, api_client):
+    """Through the real transitions: one task waits 10 min for a review, one is held 10 min,
+    one waits 10 min for a review and is then held 20 min, one never waits."""
+    import time_machine
+
+    reviewed, held, both, neither = tasks = [TaskFactory() for _ in range(4)]
+
+    def move(task, *statuses):
+        for to in statuses:
+            task_transition(task_id=task.id, to=to)
+
+    with time_machine.travel(timezone.now() - timedelta(hours=2), tick=False) as clock:
+        for task in tasks:
+            move(task, "queued", "running")
+        move(reviewed, "waiting_review")
+        move(both, "waiting_review")
+        move(held, "stalled", "held")
+        clock.shift(timedelta(minutes=10))
+        move(reviewed, "queued", "running")
+        move(held, "queued", "running")
+        move(both, "held")
+        clock.shift(timedelta(minutes=20))
+        move(both, "queued", "running")
+        for task in tasks:
+            move(task, "succeeded")
+
+    window = window_parse(since="24h", bucket=None, now=timezone.now())
+    waits = {row["kind"]: row for row in stats.human_waits(window)}
+    assert (waits["review"]["tasks"], waits["review"]["share"]) == (2, 0.5)
+    assert waits["review"]["total_s"] == pytest.approx(1200)
+    assert waits["review"]["mean_s"] == pytest.approx(600)
+    assert waits["review"]["p50_s"] == pytest.approx(600, rel=0.045)
+    assert (waits["held"]["tasks"], waits["held"]["share"]) == (2, 0.5)
+    assert waits["held"]["total_s"] == pytest.approx(1800)
+    assert waits["held"]["p95_s"] == pytest.approx(1200, rel=0.1)
+
+    body = api_client(viewer).get("/api/v1/stats/failures", {"since": "24h"}).json()
+    assert [(w["kind"], w["tasks"], round(w["total_s"])) for w in body["waits"]] == [
+        ("review", 2, 1200),
+        ("held", 2, 1800),
+    ]
+    page = as_user(viewer).get("/stats/failures/?since=24h").content.decode()
+    assert "waiting for review" in page and "held by an operator" in page
+    assert ">20.0 min</td>" in page and ">30.0 min</td>" in page  # in all
+    rows = list(
+        csv.reader(io.StringIO(as_user(viewer).get("/stats/failures/waits.csv").content.decode()))
+    )
+    assert rows[0] == ["kind", "tasks", "share", "total_s", "mean_s", "p50_s", "p95_s"]
+    assert [(r[0], r[1], r[3]) for r in rows[1:]] == [
+        ("review", "2", "1200.0"),
+        ("held", "2", "1800.0"),
+    ]
+
+
+def test_human_waits_of_a_window_without_waits_are_empty_not_zero(window):
+    waits = stats.human_waits(window)
+    assert [(w["kind"], w["tasks"], w["mean_s"], w["p50_s"]) for w in waits] == [
+        ("review", 0, None, None),
+        ("held", 0, None, None),
+    ]
