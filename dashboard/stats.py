@@ -58,26 +58,27 @@ def _rate(failed: int, total: int) -> float | None:
 
 
 @dataclass(frozen=True)
-class _Parts:
+class WindowParts:
     """A window cut into whole hours the roll-ups cover (`rolled`, or None) and the ranges
-    read from ToolCall itself (`raw`): the window's ragged start, and the hours not rolled yet."""
+    read from ToolCall and Task themselves (`raw`): the window's ragged start, and the hours
+    not rolled yet. Compute it once per page (`window_parts`) and pass it to every table."""
 
     rolled: tuple[datetime, datetime] | None
     raw: tuple[tuple[datetime, datetime], ...]
 
 
-def _parts(window: Window) -> _Parts:
+def window_parts(window: Window) -> WindowParts:
     span = rolled_span()
     if span is not None:
         start = max(hour_ceil(window.since), span[0])
         stop = min(hour_floor(window.until), span[1])
         if start < stop:
             raw = ((window.since, start), (stop, window.until))
-            return _Parts(rolled=(start, stop), raw=tuple((a, b) for a, b in raw if a < b))
-    return _Parts(rolled=None, raw=((window.since, window.until),))
+            return WindowParts(rolled=(start, stop), raw=tuple((a, b) for a, b in raw if a < b))
+    return WindowParts(rolled=None, raw=((window.since, window.until),))
 
 
-def _settled_calls(parts: _Parts):
+def _settled_calls(parts: WindowParts):
     in_ranges = Q(pk__in=[])
     for since, until in parts.raw:
         in_ranges |= Q(created_at__gte=since, created_at__lt=until)
@@ -86,7 +87,7 @@ def _settled_calls(parts: _Parts):
 
 def _rolled(
     model,
-    parts: _Parts,
+    parts: WindowParts,
     *,
     keys: tuple[str, ...],
     where: Q | None = None,
@@ -160,9 +161,11 @@ def failure_rate_by_mcp_server(by_tool: list[dict[str, Any]]) -> list[dict[str, 
     return _with_rate(_merge(rows, ("server",), ("tools", "calls", "failed")))
 
 
-def failure_rate_by_step(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
+def failure_rate_by_step(
+    window: Window, *, parts: WindowParts | None = None
+) -> list[dict[str, Any]]:
     """[{step_index, calls, failed, rate}] — settled tool calls per step index."""
-    parts = parts or _parts(window)
+    parts = parts or window_parts(window)
     raw = _settled_calls(parts).values("step_index").annotate(**_failure_counts()).order_by()
     rolled = _rolled(
         ToolCallStepHourly,
@@ -174,9 +177,11 @@ def failure_rate_by_step(window: Window, *, parts: _Parts | None = None) -> list
     return _with_rate(_merge([*raw, *rolled], ("step_index",), ("calls", "failed")))
 
 
-def failure_rate_over_time(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
+def failure_rate_over_time(
+    window: Window, *, parts: WindowParts | None = None
+) -> list[dict[str, Any]]:
     """[{tool, bucket, calls, failed, rate}] — per tool and hour/day bucket."""
-    parts = parts or _parts(window)
+    parts = parts or window_parts(window)
     raw = (
         _settled_calls(parts)
         .annotate(bucket=Trunc("created_at", window.bucket))
@@ -195,9 +200,9 @@ def failure_rate_over_time(window: Window, *, parts: _Parts | None = None) -> li
     return _with_rate({"tool": r["tool"], "bucket": r["bucket"], **r} for r in rows)
 
 
-def error_heatmap(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
+def error_heatmap(window: Window, *, parts: WindowParts | None = None) -> list[dict[str, Any]]:
     """[{tool, error_class, failed}] — failed tool calls by tool × error class."""
-    parts = parts or _parts(window)
+    parts = parts or window_parts(window)
     raw = (
         _settled_calls(parts)
         .filter(status__in=FAILED_CALL)
@@ -215,10 +220,10 @@ def error_heatmap(window: Window, *, parts: _Parts | None = None) -> list[dict[s
     return _merge([*raw, *rolled], ("tool", "error_class"), ("failed",))
 
 
-def retry_distribution(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
+def retry_distribution(window: Window, *, parts: WindowParts | None = None) -> list[dict[str, Any]]:
     """[{retries, calls, succeeded, success_rate}] — executed calls by how many times they were
     retried (attempts - 1), and how many of those finally succeeded."""
-    parts = parts or _parts(window)
+    parts = parts or window_parts(window)
     raw = (
         _settled_calls(parts)
         .filter(attempts__gte=1)
@@ -308,7 +313,7 @@ def _histogram_percentile(histogram: list[tuple[int, int]], fraction: float) -> 
     return below + (rank - low) * (at(low + 1) - below)
 
 
-def _duration_histograms(parts: _Parts) -> list[dict[str, Any]]:
+def _duration_histograms(parts: WindowParts) -> list[dict[str, Any]]:
     raw = (
         _settled_calls(parts)
         .filter(duration_ms__isnull=False)
@@ -333,12 +338,14 @@ def _duration_histograms(parts: _Parts) -> list[dict[str, Any]]:
     ]
 
 
-def duration_percentiles(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
+def duration_percentiles(
+    window: Window, *, parts: WindowParts | None = None
+) -> list[dict[str, Any]]:
     """[{tool, calls, p50_ms, p95_ms}] over settled calls with a measured duration.
 
     Exact (percentile_cont) while the window holds no rolled-up hour; otherwise read from the
     merged log-scale histograms (within 4.4% of the exact figure, tasks.rollups)."""
-    parts = parts or _parts(window)
+    parts = parts or window_parts(window)
     if parts.rolled is not None:
         return _duration_histograms(parts)
     if connection.vendor == "postgresql":
@@ -407,7 +414,7 @@ _COMBINE: dict[type, Callable[[Any, Any], Any]] = {
 
 
 def _task_groups(
-    parts: _Parts, keys: tuple[str, ...], fields: tuple[str, ...], where: Q | None = None
+    parts: WindowParts, keys: tuple[str, ...], fields: tuple[str, ...], where: Q | None = None
 ) -> list[dict[str, Any]]:
     """[{*keys, *fields}]: the window's finished tasks (narrowed by `where`) grouped by `keys`
     (of TASK_KEYS), with `fields` of tasks.rollups.task_aggregates — the rolled hours read
@@ -441,12 +448,12 @@ def _task_groups(
 
 
 def failure_groups(
-    window: Window, *, parts: _Parts | None = None, limit: int = FAILURE_GROUPS_LIMIT
+    window: Window, *, parts: WindowParts | None = None, limit: int = FAILURE_GROUPS_LIMIT
 ) -> list[dict[str, Any]]:
     """[{fingerprint, error_class, message, tasks, first_seen, last_seen}] — failed tasks
     grouped by error fingerprint, largest group first."""
     rows = _task_groups(
-        parts or _parts(window),
+        parts or window_parts(window),
         ("error_fingerprint", "error_class"),
         ("tasks", "first_seen", "last_seen", "sample"),
         where=Q(status=TaskStatus.FAILED),
@@ -468,20 +475,20 @@ def failure_groups(
 _TOTALS = ("tasks", "waited_review", "review_wait_sum", "waited_held", "held_wait_sum")
 
 
-def task_totals(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
+def task_totals(window: Window, *, parts: WindowParts | None = None) -> list[dict[str, Any]]:
     """[{status, calls_failed, tasks, waited_*, *_wait_sum}] over the tasks that finished in
     the window: what task_outcomes and human_waits sum (pass it to both to read it once)."""
-    return _task_groups(parts or _parts(window), ("status", "calls_failed"), _TOTALS)
+    return _task_groups(parts or window_parts(window), ("status", "calls_failed"), _TOTALS)
 
 
 def task_outcomes(
-    window: Window, *, parts: _Parts | None = None, totals: list[dict[str, Any]] | None = None
+    window: Window, *, parts: WindowParts | None = None, totals: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """Tasks that reached a terminal state in the window: counts per status, successes split
     into clean ones and those after failed tool calls, and the failure rate
     failed / (succeeded + failed) — operator cancels are not agent failures."""
     if totals is None:
-        totals = _task_groups(parts or _parts(window), ("status", "calls_failed"), ("tasks",))
+        totals = _task_groups(parts or window_parts(window), ("status", "calls_failed"), ("tasks",))
     counts: dict[tuple[str, bool], int] = {
         (row["status"], row["calls_failed"]): row["tasks"] for row in totals
     }
@@ -507,10 +514,13 @@ def task_outcomes(
     }
 
 
-def error_class_mix(window: Window, *, parts: _Parts | None = None) -> list[dict[str, Any]]:
+def error_class_mix(window: Window, *, parts: WindowParts | None = None) -> list[dict[str, Any]]:
     """[{error_class, tasks}] — failed tasks in the window by error class, largest first."""
     rows = _task_groups(
-        parts or _parts(window), ("error_class",), ("tasks",), where=Q(status=TaskStatus.FAILED)
+        parts or window_parts(window),
+        ("error_class",),
+        ("tasks",),
+        where=Q(status=TaskStatus.FAILED),
     )
     return sorted(rows, key=lambda row: (-row["tasks"], row["error_class"]))
 
@@ -520,13 +530,13 @@ WAIT_KINDS = {"review": "waiting for review", "held": "held by an operator"}
 
 
 def human_waits(
-    window: Window, *, parts: _Parts | None = None, totals: list[dict[str, Any]] | None = None
+    window: Window, *, parts: WindowParts | None = None, totals: list[dict[str, Any]] | None = None
 ) -> list[dict[str, Any]]:
     """[{kind, label, tasks, share, total_s, mean_s, p50_s, p95_s}] — how long the tasks that
     finished in the window waited for a human, review waits and operator holds apart: how
     many waited (`share` of the finished tasks), in all, on average and the p50 / p95 of
     those that waited (from log-scale histograms, within 4.4%)."""
-    parts = parts or _parts(window)
+    parts = parts or window_parts(window)
     if totals is None:
         totals = task_totals(window, parts=parts)
     finished = sum(row["tasks"] for row in totals)
@@ -581,7 +591,7 @@ _ROLLED_TABLES = {"by_step", "over_time", "heatmap", "retries", "durations", "gr
 
 def failure_statistics(window: Window) -> dict[str, Any]:
     """Everything the statistics page and `GET /api/v1/stats/failures` show."""
-    parts = _parts(window)
+    parts = window_parts(window)
     totals = task_totals(window, parts=parts)
     tables = {
         key: table(window, parts=parts) if key in _ROLLED_TABLES else table(window)

@@ -12,6 +12,8 @@ from tasks.models import (
     SweepRun,
     Task,
     TaskEvent,
+    TaskHourly,
+    TaskWaitHourly,
     ToolCall,
     ToolCallDurationHourly,
     ToolCallHourly,
@@ -83,8 +85,20 @@ class SweepRunAdmin(ReadOnlyAdmin):
 
 @admin.register(RolledHour)
 class RolledHourAdmin(ReadOnlyAdmin):
-    list_display = ("hour", "unsettled", "rolled_at")
+    list_display = ("hour", "unsettled", "stale", "rolled_at")
     date_hierarchy = "hour"
+
+
+@admin.register(TaskHourly)
+class TaskHourlyAdmin(ReadOnlyAdmin):
+    list_display = ("hour", "status", "error_class", "error_fingerprint", "calls_failed", "tasks")
+    list_filter = ("status",)
+
+
+@admin.register(TaskWaitHourly)
+class TaskWaitHourlyAdmin(ReadOnlyAdmin):
+    list_display = ("hour", "kind", "bucket", "tasks")
+    list_filter = ("kind",)
 
 
 @admin.register(ToolCallHourly)

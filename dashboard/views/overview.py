@@ -19,7 +19,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     context = {"status": selectors.status_counts(), "window": window}
     if is_htmx(request):
         return render(request, "dashboard/_status_counts.html", context)
-    mix = stats.error_class_mix(window)
+    parts = stats.window_parts(window)
+    mix = stats.error_class_mix(window, parts=parts)
     finished = {"finished_from": window.since, "finished_to": window.until}
     for row in mix:
         row["url"] = charts.task_list_url(
@@ -28,14 +29,14 @@ def overview(request: HttpRequest) -> HttpResponse:
     context.update(
         {
             "windows": WINDOW_CHOICES,
-            "outcomes": stats.task_outcomes(window),
+            "outcomes": stats.task_outcomes(window, parts=parts),
             "links": {
                 status: charts.task_list_url(status=status, **finished)
                 for status in ("failed", "succeeded", "canceled")
             },
             "error_mix": mix,
             "over_time_figure": charts.failure_rate_over_time_figure(
-                stats.failure_rate_over_time(window), window
+                stats.failure_rate_over_time(window, parts=parts), window
             ),
             "mix_figure": charts.error_class_mix_figure(mix, window),
             "recent": tasks_list()[:10],
