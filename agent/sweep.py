@@ -14,7 +14,8 @@ crash or a Redis restart left behind is repaired from it.
    (the job named by settings.HARNESS_RETENTION_JOB, `checkpoints.retention.retention_run`).
 6. Multi-agent groups: a parent waiting for children that have all ended is woken (a child
    canceled on its own, or whose end was not reported); open global checkpoint rounds are
-   advanced (committed when complete, aborted past their deadline).
+   advanced (committed when complete, aborted past their deadline); a group rollback's restore
+   of the shared directory that a crash or an I/O error interrupted is finished.
 
 Every step is safe to run concurrently from several sweepers and to repeat: transitions are
 row-locked and conditional, and a duplicate job finds its task taken and exits.
@@ -41,6 +42,7 @@ from rq.registry import ScheduledJobRegistry
 from harness_site.config import harness_config
 from multiagent.coordinator import rounds_advance_open
 from multiagent.delegation import delegations_wake_ready
+from multiagent.recovery import shared_restores_finish_pending
 from review.services import reviews_expire_overdue
 from tasks import services
 from tasks.events import EventType
@@ -67,6 +69,7 @@ class SweepCounts:
     blobs_deleted: int = 0
     parents_woken: int = 0
     rounds_ended: int = 0
+    shared_restored: int = 0
 
     def any(self) -> bool:
         return any(asdict(self).values())
@@ -275,6 +278,7 @@ def sweep_once() -> SweepCounts:
         max_redispatches=settings.HARNESS_MAX_REDISPATCHES,
         counts=counts,
     )
+    counts.shared_restored = shared_restores_finish_pending()
     counts.requeued = tasks_requeue_orphaned(grace_s=settings.HARNESS_REQUEUE_GRACE_S)
     counts.reviews_expired = reviews_expire_overdue()
     counts.hours_rolled = rollups_advance(now=started)

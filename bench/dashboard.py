@@ -490,23 +490,9 @@ def _one_plain(sql: str) -> Any:
 
 
 def _rollup_models() -> tuple[Any, ...]:
-    from tasks.models import (
-        RolledHour,
-        TaskHourly,
-        TaskWaitHourly,
-        ToolCallDurationHourly,
-        ToolCallHourly,
-        ToolCallStepHourly,
-    )
+    from tasks.rollups import ROLLUP_MODELS
 
-    return (
-        ToolCallHourly,
-        ToolCallStepHourly,
-        ToolCallDurationHourly,
-        TaskHourly,
-        TaskWaitHourly,
-        RolledHour,
-    )
+    return ROLLUP_MODELS
 
 
 def _big_tables() -> tuple[Any, ...]:

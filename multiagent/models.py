@@ -99,3 +99,22 @@ class GlobalCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"global checkpoint {self.seq} of {self.root_id}"
+
+
+class SharedRestorePending(models.Model):
+    """A committed group rollback whose shared directory is not back at the cut yet: written
+    in the rollback's transaction, deleted once the directory is restored
+    (multiagent.recovery.shared_restore_finish). A crash or an I/O error between the commit
+    and the restore leaves it, and the next run of a participant, or the sweep, finishes the
+    restore."""
+
+    root = models.OneToOneField(
+        "tasks.Task", primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    global_checkpoint = models.ForeignKey(
+        GlobalCheckpoint, on_delete=models.CASCADE, related_name="+"
+    )
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"shared directory of {self.root_id} back to {self.global_checkpoint_id}"

@@ -7,7 +7,10 @@ cut are canceled. Delegations open at the cut stay bound to the same children (t
 back too), so the parent waits for them again instead of starting new ones.
 
 The group's shared directory (multiagent/shared.py) goes back to the snapshot the cut recorded
-(GlobalCheckpoint.shared_snapshot), with the workspaces.
+(GlobalCheckpoint.shared_snapshot), with the workspaces. Its restore is recorded as pending in
+the rollback's transaction (SharedRestorePending) and the record dropped once it is done: a
+crash or an I/O error after the commit leaves it pending, and the next run of a participant
+finishes it before its first step, or the sweep does (shared_restore_finish).
 
 All or nothing: every local checkpoint is decoded and verified and every blob its snapshot (and
 the shared directory's) needs is looked up before anything changes; the database changes are
@@ -23,12 +26,14 @@ checkpoint rows. Refused (409) while any participant runs, is queued, or a round
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.models import Checkpoint
@@ -53,9 +58,10 @@ from checkpoints.snapshots import (
     restore_blocked,
     snapshot_blob_keys,
     snapshot_manifest,
+    snapshot_restore,
     workspace_manifest,
 )
-from multiagent.models import GlobalCheckpoint
+from multiagent.models import GlobalCheckpoint, SharedRestorePending
 from multiagent.selectors import group_lock, group_member_ids
 from multiagent.shared import shared_path
 from review.services import reviews_cancel_pending
@@ -65,6 +71,8 @@ from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.spec import DELEGATE_TOOL
 from tasks.states import TERMINAL, TaskStatus
+
+logger = logging.getLogger(__name__)
 
 _BLOCKING = {
     TaskStatus.RUNNING: "is running",
@@ -102,11 +110,12 @@ class GroupPlan:
     blocked: str
     shared: SharedRestore | None = None
 
-    def restores(self) -> list[tuple[str, Path, dict]]:
-        """(what, directory, snapshot) for every directory the rollback restores."""
+    def restores(self, *, shared: bool = True) -> list[tuple[str, Path, dict]]:
+        """(what, directory, snapshot) for every directory the rollback restores (without the
+        shared directory: `shared=False`)."""
         out = (
             [("the shared directory", self.shared.path, self.shared.snapshot)]
-            if self.shared
+            if self.shared and shared
             else []
         )
         return out + [
@@ -411,10 +420,24 @@ def group_rollback(
                 "global_superseded": later,
             },
         )
+        if plan.shared:
+            SharedRestorePending.objects.update_or_create(
+                root_id=root_id,
+                defaults={"global_checkpoint": global_checkpoint, "created_at": timezone.now()},
+            )
         queued = [t for t, status in statuses.items() if status == TaskStatus.QUEUED]
         enqueue = list(Task.objects.filter(id__in=queued))
-    # Committed: now the files, with no lock held, then the jobs.
-    restore_after_commit(plan.restores(), enqueue)
+    # Committed: now the files, with no lock on the group held, then the jobs.
+    if plan.shared:
+        try:
+            shared_restore_finish(root_id=root_id)
+        except Exception:
+            logger.exception(
+                "restoring the shared directory of group %s failed; its participants' runs "
+                "or the sweep finish it",
+                root_id,
+            )
+    restore_after_commit(plan.restores(shared=False), enqueue)
     return {
         "global_checkpoint_id": global_checkpoint.id,
         "seq": global_checkpoint.seq,
@@ -424,3 +447,41 @@ def group_rollback(
         "canceled": canceled,
         "global_checkpoints_superseded": later,
     }
+
+
+def shared_restore_finish(*, root_id: Any) -> bool:
+    """Restore the group's shared directory to the cut of the group rollback that left it
+    pending, then drop the pending record, under that record's row lock: two finishers never
+    restore at once, and a participant's run, which calls this before its first step, never
+    writes the directory before it is back. -> whether a restore was pending. What the restore
+    raises propagates, and the record stays for the next try."""
+    with transaction.atomic():
+        pending = (
+            SharedRestorePending.objects.select_for_update()
+            .select_related("global_checkpoint")
+            .filter(root_id=root_id)
+            .first()
+        )
+        if pending is None:
+            return False
+        snapshot_restore(
+            workspace=shared_path(root_id=root_id),
+            snapshot=pending.global_checkpoint.shared_snapshot,
+        )
+        pending.delete()
+    return True
+
+
+def shared_restores_finish_pending() -> int:
+    """The sweep's step: finish every pending shared-directory restore; -> how many it did. One
+    that fails is logged and left for the next sweep."""
+    done = 0
+    for root_id in list(SharedRestorePending.objects.values_list("root_id", flat=True)):
+        try:
+            done += shared_restore_finish(root_id=root_id)
+        except Exception:
+            logger.exception(
+                "restoring the shared directory of group %s failed; the next sweep tries again",
+                root_id,
+            )
+    return done

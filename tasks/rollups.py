@@ -63,6 +63,16 @@ BUCKETS_PER_DOUBLING = 8
 MIN_BUCKETED = 0.001
 _LOCK_NAME = "rollups"
 
+# Every table a roll of an hour replaces (RolledHour, the record of the roll, last).
+ROLLUP_MODELS = (
+    ToolCallHourly,
+    ToolCallStepHourly,
+    ToolCallDurationHourly,
+    TaskHourly,
+    TaskWaitHourly,
+    RolledHour,
+)
+
 # The time a finished task waited for a human, by kind: for a review, and held by an operator
 # (kept apart: a task held and resumed never waited for a review).
 WAIT_FIELDS = {"review": "review_wait_s", "held": "held_wait_s"}
@@ -171,14 +181,7 @@ def hours_roll(*, start: datetime, stop: datetime, now: datetime) -> None:
         hours.append(at)
         at += HOUR
     with transaction.atomic():
-        for model in (
-            ToolCallHourly,
-            ToolCallStepHourly,
-            ToolCallDurationHourly,
-            TaskHourly,
-            TaskWaitHourly,
-            RolledHour,
-        ):
+        for model in ROLLUP_MODELS:
             model.objects.filter(hour__gte=start, hour__lt=stop).delete()
         ToolCallHourly.objects.bulk_create(
             ToolCallHourly(

@@ -14,6 +14,8 @@ from agent.tools.mcp_client import McpUnavailable, mcp_tools_discover
 from checkpoints.alignment import context_align
 from checkpoints.services import NoValidCheckpoint, checkpoint_load_latest_valid
 from checkpoints.snapshots import snapshot_materialise_if_missing
+from multiagent.recovery import shared_restore_finish
+from multiagent.selectors import group_root
 from tasks.agent_state import AgentState, ErrorInfo, Message
 from tasks.events import EventType
 from tasks.paths import file_write
@@ -49,6 +51,7 @@ def start_or_resume(run: Run) -> None:
         )
         run.head_id = loaded.checkpoint.id
     _restore_workspace(run, loaded)
+    _restore_shared(run)
     _align_context(run, loaded)
     run.event(
         EventType.RESUMED,
@@ -125,6 +128,24 @@ def _restore_workspace(run: Run, loaded: Any) -> None:
         workspace=run.workspace, manifest=loaded.snapshot, sync=run.state.recovery is not None
     ):
         run.event(EventType.WORKSPACE_MATERIALISED, {"checkpoint_id": str(loaded.checkpoint.id)})
+
+
+def _restore_shared(run: Run) -> None:
+    """After a group rollback whose restore of the shared directory a crash or an I/O error
+    interrupted: finish it before this participant takes a step, or stop (failing closed: no
+    agent works on a shared directory that is not where the rollback put it)."""
+    if run.state.recovery is None:
+        return
+    root_id = group_root(run.task).id
+    try:
+        restored = shared_restore_finish(root_id=root_id)
+    except Exception as exc:
+        raise StopRun(
+            "shared_restore_failed",
+            f"the group's shared directory could not be restored to its global checkpoint: {exc}",
+        ) from None
+    if restored:
+        run.event(EventType.WORKSPACE_MATERIALISED, {"shared": True, "root_id": str(root_id)})
 
 
 def _align_context(run: Run, loaded: Any) -> None:

@@ -1,15 +1,19 @@
 """Group rollback restores the workspaces and the shared directory after its transaction
 commits (issue 13 item 4): no file changes while the group's rows are locked, and a group
-rollback whose commit fails changes no file. In process, on a group built by hand."""
+rollback whose commit fails changes no file. A shared-directory restore that fails after the
+commit stays pending until a participant's run or the sweep finishes it; a participant never
+works on the directory before. In process, on a group built by hand."""
 
 from __future__ import annotations
 
 import pytest
 from django.utils import timezone
 
+import multiagent.recovery
+from agent.sweep import sweep_once
 from checkpoints.models import Checkpoint
 from checkpoints.snapshots import snapshot_capture
-from multiagent.models import CheckpointRound, GlobalCheckpoint
+from multiagent.models import CheckpointRound, GlobalCheckpoint, SharedRestorePending
 from multiagent.recovery import group_rollback
 from multiagent.shared import shared_path
 from tasks.models import Task
@@ -129,3 +133,71 @@ def test_a_group_rollback_whose_commit_fails_changes_no_file(
     for task in Task.objects.filter(id__in=[parent.id, child.id]):
         assert task.head_checkpoint_id == heads[task.id] and task.status == "succeeded"
     assert not GlobalCheckpoint.objects.filter(superseded=True).exists()
+
+
+AT_THE_CUT = {"notes.txt": b"at the cut"}
+AFTER_THE_CUT = {"notes.txt": b"after the cut", "later.txt": b"later"}
+
+
+@pytest.fixture
+def shared_disk_fails(monkeypatch, group):
+    """Restoring the group's shared directory raises (a full disk) until `.heal()`."""
+    parent = group[0]
+    real = multiagent.recovery.snapshot_restore
+
+    def restore(*, workspace, snapshot):
+        if workspace == shared_path(root_id=parent.id):
+            raise OSError(28, "No space left on device")
+        return real(workspace=workspace, snapshot=snapshot)
+
+    monkeypatch.setattr(multiagent.recovery, "snapshot_restore", restore)
+
+    class Disk:
+        @staticmethod
+        def heal() -> None:
+            monkeypatch.setattr(multiagent.recovery, "snapshot_restore", real)
+
+    return Disk
+
+
+def test_a_shared_restore_that_fails_after_the_commit_stays_pending_until_the_sweep_does_it(
+    group, operator, shared_disk_fails
+):
+    parent, child, global_checkpoint = group
+
+    _rollback(group, operator, resume=False)
+
+    # Committed and the workspaces restored; the shared directory is not, and that is recorded.
+    assert _files(parent, child) == (V1, V1, AFTER_THE_CUT)
+    pending = SharedRestorePending.objects.get(root_id=parent.id)
+    assert pending.global_checkpoint_id == global_checkpoint.id
+    assert sweep_once().shared_restored == 0
+    assert SharedRestorePending.objects.filter(root_id=parent.id).exists()
+
+    shared_disk_fails.heal()
+    assert sweep_once().shared_restored == 1
+    assert _files(parent, child) == (V1, V1, AT_THE_CUT)
+    assert not SharedRestorePending.objects.exists()
+
+
+def test_a_participant_never_works_on_a_shared_directory_whose_restore_is_pending(
+    group, operator, shared_disk_fails
+):
+    parent, child, _global_checkpoint = group
+    _rollback(group, operator, resume=False)
+    assert _files(parent, child)[2] == AFTER_THE_CUT
+
+    # Still failing: the participant stops before its first step, the directory untouched.
+    assert run_in_process(child) == "failed"
+    assert child.error_class == "shared_restore_failed"
+    assert "No space left on device" in child.error_message
+    assert _files(parent, child)[2] == AFTER_THE_CUT
+
+    # Healed: the next participant to run puts the directory back first, then works.
+    shared_disk_fails.heal()
+    assert run_in_process(parent) == "succeeded"
+    assert _files(parent, child)[2] == AT_THE_CUT
+    assert not SharedRestorePending.objects.exists()
+    restored = parent.events.filter(type="workspace_materialised", payload__shared=True)
+    first_turn = parent.events.filter(type="model_decision", id__gt=restored.get().id)
+    assert first_turn.exists()
