@@ -41,6 +41,7 @@ from tasks.rollups import (
     finished_tasks,
     hour_ceil,
     hour_floor,
+    in_ranges,
     log_bucket,
     rolled_span,
     task_aggregates,
@@ -79,10 +80,7 @@ def window_parts(window: Window) -> WindowParts:
 
 
 def _settled_calls(parts: WindowParts):
-    in_ranges = Q(pk__in=[])
-    for since, until in parts.raw:
-        in_ranges |= Q(created_at__gte=since, created_at__lt=until)
-    return ToolCall.objects.filter(in_ranges, status__in=SETTLED_CALL)
+    return ToolCall.objects.filter(in_ranges("created_at", parts.raw), status__in=SETTLED_CALL)
 
 
 def _rolled(
@@ -123,17 +121,30 @@ def _rolled_counts() -> dict[str, Any]:
     return {"calls": Sum("calls"), "failed": Sum("calls", filter=Q(status__in=FAILED_CALL))}
 
 
-def _merge(rows, key: tuple[str, ...], fields: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Sum `fields` of rows (from the raw calls and from the roll-ups) with equal `key`,
-    sorted by key."""
+def _sum(a: Any, b: Any) -> Any:
+    return (a or 0) + (b or 0)
+
+
+def _merge(
+    rows,
+    key: tuple[str, ...],
+    fields: tuple[str, ...],
+    combine: dict[str, Callable[[Any, Any], Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Combine `fields` of rows (from the raw rows and from the roll-ups) with equal `key`,
+    sorted by key: summed, unless `combine` names another function for a field."""
+    combine = combine or {}
     merged: dict[tuple, dict[str, Any]] = {}
     for row in rows:
         k = tuple(row[name] for name in key)
-        into = merged.setdefault(
-            k, {**{name: row[name] for name in key}, **dict.fromkeys(fields, 0)}
-        )
+        into = merged.get(k)
+        if into is None:
+            merged[k] = {name: row[name] for name in key} | {
+                name: _sum(row[name], 0) if name not in combine else row[name] for name in fields
+            }
+            continue
         for name in fields:
-            into[name] += row[name] or 0
+            into[name] = combine.get(name, _sum)(into[name], row[name])
     return [merged[k] for k in sorted(merged)]
 
 
@@ -395,21 +406,20 @@ def review_outcomes(window: Window) -> list[dict[str, Any]]:
     )
 
 
-# How the task roll-ups' columns combine over hours (SQL) and with the raw rows (Python).
+def _least(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _greatest(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else max(a, b)
+
+
+# How the task roll-ups' columns combine over hours (SQL) and with the raw rows (Python);
+# the others are sums.
 _TASK_ROLLED = {
-    "tasks": Sum,
-    "first_seen": Min,
-    "last_seen": Max,
-    "sample": Max,
-    "waited_review": Sum,
-    "review_wait_sum": Sum,
-    "waited_held": Sum,
-    "held_wait_sum": Sum,
-}
-_COMBINE: dict[type, Callable[[Any, Any], Any]] = {
-    Sum: lambda a, b: (a or 0) + (b or 0),
-    Min: lambda a, b: b if a is None else a if b is None else min(a, b),
-    Max: lambda a, b: b if a is None else a if b is None else max(a, b),
+    "first_seen": (Min, _least),
+    "last_seen": (Max, _greatest),
+    "sample": (Max, _greatest),
 }
 
 
@@ -433,18 +443,10 @@ def _task_groups(
         parts,
         keys=keys,
         where=where,
-        **{name: _TASK_ROLLED[name](name) for name in fields},
+        **{name: _TASK_ROLLED.get(name, (Sum, None))[0](name) for name in fields},
     )
-    merged: dict[tuple, dict[str, Any]] = {}
-    for row in [*raw, *rolled]:
-        key = tuple(row[name] for name in keys)
-        into = merged.get(key)
-        if into is None:
-            merged[key] = dict(row)
-            continue
-        for name in fields:
-            into[name] = _COMBINE[_TASK_ROLLED[name]](into[name], row[name])
-    return list(merged.values())
+    combine = {name: _TASK_ROLLED[name][1] for name in fields if name in _TASK_ROLLED}
+    return _merge([*raw, *rolled], keys, fields, combine)
 
 
 def failure_groups(
@@ -488,7 +490,7 @@ def task_outcomes(
     into clean ones and those after failed tool calls, and the failure rate
     failed / (succeeded + failed) — operator cancels are not agent failures."""
     if totals is None:
-        totals = _task_groups(parts or window_parts(window), ("status", "calls_failed"), ("tasks",))
+        totals = task_totals(window, parts=parts)
     counts: dict[tuple[str, bool], int] = {
         (row["status"], row["calls_failed"]): row["tasks"] for row in totals
     }
@@ -540,22 +542,20 @@ def human_waits(
     if totals is None:
         totals = task_totals(window, parts=parts)
     finished = sum(row["tasks"] for row in totals)
+    raw = [
+        {**row, "kind": kind, "bucket": int(row["bucket"])}
+        for kind in WAIT_KINDS
+        for row in wait_histogram(finished_tasks(parts.raw), kind)
+    ]
+    rolled = _rolled(TaskWaitHourly, parts, keys=("kind", "bucket"), tasks=Sum("tasks"))
+    histograms: dict[str, list[tuple[int, int]]] = {kind: [] for kind in WAIT_KINDS}
+    for row in _merge([*raw, *rolled], ("kind", "bucket"), ("tasks",)):
+        histograms[row["kind"]].append((row["bucket"], row["tasks"]))
     rows = []
     for kind, label in WAIT_KINDS.items():
         waited = sum(row[f"waited_{kind}"] for row in totals)
         total_s = sum(row[f"{kind}_wait_sum"] or 0 for row in totals)
-        raw = wait_histogram(finished_tasks(parts.raw), kind)
-        rolled = _rolled(
-            TaskWaitHourly, parts, keys=("bucket",), where=Q(kind=kind), tasks=Sum("tasks")
-        )
-        histogram = [
-            (row["bucket"], row["tasks"])
-            for row in _merge(
-                [{**row, "bucket": int(row["bucket"])} for row in [*raw, *rolled]],
-                ("bucket",),
-                ("tasks",),
-            )
-        ]
+        histogram = histograms[kind]
         rows.append(
             {
                 "kind": kind,
@@ -586,7 +586,7 @@ TABLES: dict[str, Callable[[Window], list[dict[str, Any]]]] = {
 
 
 # The tables read from the roll-ups (and the raw rows of the rest): they take the window's parts.
-_ROLLED_TABLES = {"by_step", "over_time", "heatmap", "retries", "durations", "groups", "waits"}
+_ROLLED_TABLES = {"by_step", "over_time", "heatmap", "retries", "durations", "groups"}
 
 
 def failure_statistics(window: Window) -> dict[str, Any]:

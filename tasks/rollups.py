@@ -114,12 +114,17 @@ def rolled_span() -> tuple[datetime, datetime] | None:
     return span["first"], span["last"] + HOUR
 
 
+def in_ranges(field: str, ranges: tuple[tuple[datetime, datetime], ...]) -> Q:
+    """`field` in one of `ranges` ([since, until)); no ranges match nothing."""
+    where = Q(pk__in=[])
+    for since, until in ranges:
+        where |= Q(**{f"{field}__gte": since, f"{field}__lt": until})
+    return where
+
+
 def finished_tasks(ranges: tuple[tuple[datetime, datetime], ...]) -> QuerySet[Task]:
     """Tasks in a terminal status whose `finished_at` is in one of `ranges` ([since, until))."""
-    in_ranges = Q(pk__in=[])
-    for since, until in ranges:
-        in_ranges |= Q(finished_at__gte=since, finished_at__lt=until)
-    return Task.objects.filter(in_ranges, status__in=TERMINAL)
+    return Task.objects.filter(in_ranges("finished_at", ranges), status__in=TERMINAL)
 
 
 def task_aggregates() -> dict[str, Any]:
