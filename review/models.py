@@ -87,6 +87,19 @@ class ReviewRequest(models.Model):
     # graph accepts, "value" (plain)}; once decided also "decision", the exact answer the graph
     # is resumed with (agent.graph_runner).
     interrupt = models.JSONField(null=True, blank=True)
+    # What the approval is about besides the arguments (review.fingerprint): the state of every
+    # target the call acts on when the review opened ({"kind", "sha256", ...}); re-checked just
+    # before the approved call runs.
+    target_fingerprint = models.JSONField(default=dict, blank=True)
+    # The policy that paused the call: sha256 of the matched rules' content and the harness.yaml
+    # rules (review.policy.policy_hash); a changed policy is re-evaluated before the call runs.
+    policy_hash = models.CharField(max_length=64, blank=True, default="")
+    # A review reopened because the world moved after an approval: the review it replaces and
+    # what changed ("service.conf changed since you approved", ...).
+    reopened_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reopened_as"
+    )
+    changes = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["requested_at"]
