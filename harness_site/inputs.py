@@ -1,9 +1,13 @@
 """Bounds on every request's input, before any view parses it: JSON that parses (else 400
 saying where, by line and column), nested at most MAX_JSON_DEPTH deep (400), no NUL characters
-in query parameters, form fields or JSON strings, and no non-finite numbers (`NaN`,
-`Infinity`, which Python's JSON parser accepts) in JSON (422 naming the field). PostgreSQL
-cannot store NUL in text or jsonb, and recursion on deep JSON exhausts the stack: both were
-500s."""
+in query parameters, form fields (urlencoded and multipart, file names included) or JSON
+strings, and no non-finite numbers (`NaN`, `Infinity`, which Python's JSON parser accepts) in
+JSON (422 naming the field). PostgreSQL cannot store NUL in text or jsonb, and recursion on
+deep JSON exhausts the stack: both were 500s.
+
+Every body is checked as what its reader parses it as: django-ninja parses an API body as JSON
+whatever its Content-Type (text/plain, a form type, none), so every API body is checked as
+JSON; the pages parse only form bodies."""
 
 from __future__ import annotations
 
@@ -12,9 +16,14 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.core.files.uploadedfile import UploadedFile
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.utils.datastructures import MultiValueDict
 
 MAX_JSON_DEPTH = 64
+_BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+# The bodies Django parses into `request.POST` / `request.FILES` for the pages' forms.
+_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 class _NonFinite:
@@ -77,39 +86,56 @@ def _invalid(request: HttpRequest, errors: list[dict[str, Any]], status: int) ->
     return HttpResponse(lines, status=status, content_type="text/plain; charset=utf-8")
 
 
+def _nul_fields(data: QueryDict | MultiValueDict) -> list[dict[str, Any]]:
+    return [
+        {"field": name, "message": "NUL characters are not allowed"}
+        for name, values in data.lists()
+        if "\x00" in name or any("\x00" in _text(v) for v in values)
+    ]
+
+
+def _text(value: Any) -> str:
+    return (value.name or "") if isinstance(value, UploadedFile) else value
+
+
+def _json_body(request: HttpRequest, *, declared: bool) -> HttpResponse | None:
+    """`declared`: the Content-Type says JSON, so a body that does not parse is a 400 here.
+    Otherwise (the API parses every body as JSON, whatever its Content-Type) a body that does
+    not parse is left to the operation, which may not read a body at all."""
+    raw = request.body
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        message = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+        return _invalid(request, [{"field": "body", "message": message}], 400)
+    if not raw.strip():
+        return None
+    try:
+        data = json.loads(raw, parse_constant=lambda _: _NonFinite())
+    except ValueError as exc:
+        return _invalid(request, [json_error(exc)], 400) if declared else None
+    if _SUSPICIOUS.search(raw):
+        errors = [{"field": f, "message": m} for f, m in _problems(data, ())]
+        if errors:
+            return _invalid(request, errors, 422)
+    return None
+
+
 class InputGuardMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        errors = [
-            {"field": name, "message": "NUL characters are not allowed"}
-            for name, values in request.GET.lists()
-            if "\x00" in name or any("\x00" in v for v in values)
-        ]
+        errors = _nul_fields(request.GET)
         if errors:
             return _invalid(request, errors, 422)
-        content_type = request.content_type or ""
-        if request.method in ("POST", "PUT", "PATCH") and content_type.endswith("json"):
-            raw = request.body
-            if json_depth(raw) > MAX_JSON_DEPTH:
-                message = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
-                return _invalid(request, [{"field": "body", "message": message}], 400)
-            if raw.strip():
-                try:
-                    data = json.loads(raw, parse_constant=lambda _: _NonFinite())
-                except ValueError as exc:
-                    return _invalid(request, [json_error(exc)], 400)
-                if _SUSPICIOUS.search(raw):
-                    errors = [{"field": f, "message": m} for f, m in _problems(data, ())]
-                    if errors:
-                        return _invalid(request, errors, 422)
-        elif request.method == "POST" and content_type == "application/x-www-form-urlencoded":
-            errors = [
-                {"field": name, "message": "NUL characters are not allowed"}
-                for name, values in request.POST.lists()
-                if "\x00" in name or any("\x00" in v for v in values)
-            ]
-            if errors:
-                return _invalid(request, errors, 422)
+        if request.method in _BODY_METHODS:
+            content_type = request.content_type or ""
+            declared = content_type.endswith("json")
+            if declared or request.path.startswith("/api/"):
+                problem = _json_body(request, declared=declared)
+                if problem is not None:
+                    return problem
+            elif content_type in _FORM_TYPES:
+                errors = _nul_fields(request.POST) + _nul_fields(request.FILES)
+                if errors:
+                    return _invalid(request, errors, 422)
         return self.get_response(request)
