@@ -404,6 +404,13 @@ class _Cgroup:
 # --- the bwrap command line ---------------------------------------------------------------------
 
 
+# The sandbox's PID 1: a shell of the sandbox's own /usr that runs the command and reaps
+# whatever is orphaned to it (its waits reap any child), instead of bwrap's reaper, whose
+# /proc/1/cmdline, exe and maps would show the bwrap command line with the host's paths (the
+# workspace, the venv, every mount). When it exits the kernel kills the whole PID namespace.
+_INIT = ("/bin/sh", "-c", '"$@"; exit $?', "init")
+
+
 def _namespace_args(*, network: bool) -> list[str]:
     args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if network:
@@ -455,7 +462,7 @@ def _bwrap_argv(
     args.append("--clearenv")
     for key, value in env.items():
         args += ["--setenv", key, value]
-    return [*args, "--", *argv]
+    return [*args, "--as-pid-1", "--", *_INIT, *argv]
 
 
 def sandbox_env(extra: dict[str, str] | None = None, *, home: str = "/tmp") -> dict[str, str]:

@@ -4,6 +4,7 @@ sandbox (agent/tools/sandbox.py), with real processes, PostgreSQL and Redis."""
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -34,6 +35,26 @@ def test_worker_secrets_are_not_readable_through_proc(call, monkeypatch):
     assert str(settings.BASE_DIR) not in output
     # Only the sandbox's own processes exist in its PID namespace.
     assert int(result["stdout"].splitlines()[-1]) <= 5
+
+
+def test_no_process_in_the_sandbox_shows_a_host_path(call, workspace):
+    # PID 1 was bwrap's reaper: its command line held every mount's host path.
+    result = call(
+        "run_command",
+        {
+            "command": "sleep 5 & for p in /proc/[0-9]* /proc/self; do "
+            'echo "== $p"; tr "\\0" " " < $p/cmdline; echo; tr "\\0" " " < $p/environ; echo; '
+            "readlink $p/exe $p/cwd; cat $p/maps; done"
+        },
+    )
+
+    output = result["stdout"]
+    assert "== /proc/1\n" in output and "== /proc/self\n" in output
+    venv = Path(sys.prefix)
+    for host_path in (workspace, workspace.parent, venv, venv.resolve(), settings.BASE_DIR):
+        assert str(host_path) not in output
+    assert "bwrap" not in output and "--bind" not in output
+    assert result["stderr"] == ""
 
 
 def test_the_harness_and_other_workspaces_are_not_visible(call, outside):
