@@ -72,7 +72,7 @@ from checkpoints.snapshots import (
     snapshot_restore_plan,
     workspace_manifest,
 )
-from review.services import reviews_cancel_pending
+from review.services import reviews_cancel_pending, standing_rules_distrust
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo, RecoveryNote
 from tasks.events import EventType
@@ -359,6 +359,12 @@ def _task_rollback(
     state.branch = new_branch(task, state)
     calls_rekey(state, None)
     undone = calls_undone(task, chosen, done_call_ids(base))
+    # A standing rule that allowed an undone call pauses itself (review.standing).
+    standing_rules_distrust(
+        tool_call_ids=[row.pk for row in undone],
+        cause="rolled_back",
+        detail=f"rollback by {_actor(user)}: {reason}"[:200],
+    )
     irreversible = [
         f"{row.tool} {row.call_id}"
         for row in undone

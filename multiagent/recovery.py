@@ -64,7 +64,7 @@ from checkpoints.snapshots import (
 from multiagent.models import GlobalCheckpoint, SharedRestorePending
 from multiagent.selectors import group_lock, group_member_ids
 from multiagent.shared import shared_path
-from review.services import reviews_cancel_pending
+from review.services import reviews_cancel_pending, standing_rules_distrust
 from tasks import services
 from tasks.agent_state import RecoveryNote
 from tasks.events import EventType
@@ -280,6 +280,11 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
     calls_rekey(state, {c.call_id for c in pending} - open_delegations)
     undone = calls_undone(task, base.checkpoint, done_call_ids(base))
     actor = user.get_username() if user is not None and user.is_authenticated else "system"
+    standing_rules_distrust(
+        tool_call_ids=[r.pk for r in undone],
+        cause="rolled_back",
+        detail=f"group rollback by {actor}: {reason}"[:200],
+    )
     state.recovery = RecoveryNote(
         kind="rollback",
         reason=reason,

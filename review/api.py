@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 from uuid import UUID
 
@@ -11,8 +11,8 @@ from django.utils import timezone
 from ninja import Field, Query, Router, Schema, Status
 
 from harness_site.api_auth import role_auth
-from review import selectors, services
-from review.models import ReviewRequest
+from review import selectors, services, standing
+from review.models import ReviewRequest, ReviewRule
 from tasks.canonical import canonical_hash
 
 router = Router(tags=["reviews"])
@@ -28,6 +28,73 @@ class ApprovalOut(Schema):
     at: datetime
     arguments_hash: str
     comment: str
+
+
+class SuggestedRuleOut(Schema):
+    # Name it in a decision's `remember.suggestion`; the fields are computed from the call.
+    id: str
+    kind: str
+    description: str
+    tool: str
+    path_glob: str
+    command_regex: str
+    url_origin: str
+    arguments_hash: str
+    scopes: list[str]
+    # The latest `until` a remember may ask for.
+    until_max: datetime
+
+
+class TrackRecordOut(Schema):
+    allowed: int
+    failed: int
+    unknown_outcome: int
+    rolled_back: int
+    asked_human: int
+    edited: int
+    rejected: int
+
+
+class StandingRuleOut(Schema):
+    id: int
+    name: str
+    description: str
+    state: str  # active | paused | ended | disabled
+    tool: str
+    path_glob: str
+    command_regex: str
+    url_origin: str
+    arguments_hash: str
+    scope: str
+    scope_user: str | None
+    created_by: str | None
+    created_at: datetime | None
+    origin_review_id: int | None
+    until: datetime | None
+    paused: bool
+    paused_reason: str
+    paused_at: datetime | None
+    record: TrackRecordOut
+
+    @staticmethod
+    def resolve_description(obj: ReviewRule) -> str:
+        return obj.reason
+
+    @staticmethod
+    def resolve_state(obj: ReviewRule) -> str:
+        return selectors.standing_rule_state(obj)
+
+    @staticmethod
+    def resolve_scope_user(obj: ReviewRule) -> str | None:
+        return obj.scope_user.get_username() if obj.scope_user_id else None
+
+    @staticmethod
+    def resolve_created_by(obj: ReviewRule) -> str | None:
+        return obj.created_by.get_username() if obj.created_by_id else None
+
+    @staticmethod
+    def resolve_record(obj: ReviewRule) -> dict[str, int]:
+        return {key: getattr(obj, key) for key in TrackRecordOut.model_fields}
 
 
 class ReviewOut(Schema):
@@ -65,6 +132,30 @@ class ReviewOut(Schema):
     url: str
     # For a LangGraph interrupt: its id, mode, allowed decisions and, once decided, the answer.
     interrupt: dict[str, Any] | None
+    # "Approve and always allow…": rules made from this call, narrowest first (review.standing).
+    suggested_rules: list[SuggestedRuleOut]
+    # The standing rule that allowed this call (kind standing_rule), or that matched it and
+    # could not (paused…): its name.
+    standing_rule: str | None
+
+    @staticmethod
+    def resolve_suggested_rules(obj: ReviewRequest) -> list[dict[str, Any]]:
+        until_max = timezone.now() + timedelta(days=standing.MAX_DAYS)
+        return [
+            {
+                "id": s.id,
+                "kind": s.kind,
+                "description": s.description,
+                **s.rule_fields(),
+                "scopes": ["creator", "everyone"],
+                "until_max": until_max,
+            }
+            for s in standing.review_suggestions(obj)
+        ]
+
+    @staticmethod
+    def resolve_standing_rule(obj: ReviewRequest) -> str | None:
+        return obj.standing_rule.name if obj.standing_rule_id else None
 
     @staticmethod
     def resolve_task_title(obj: ReviewRequest) -> str:
@@ -105,6 +196,14 @@ class ReviewOut(Schema):
         return services.review_url(review_id=obj.id)
 
 
+class RememberIn(Schema):
+    # The `id` of one of the review's `suggested_rules`.
+    suggestion: str = Field(max_length=100)
+    # The day (YYYY-MM-DD, inclusive) or instant the standing rule ends; at most 90 days ahead.
+    until: str = Field(max_length=40)
+    scope: Literal["creator", "everyone"] = "creator"
+
+
 class DecisionIn(Schema):
     # approve | reject; for a call whose outcome is unknown: mark_done | rerun | fail_task.
     # respond: answer a LangGraph interrupt (`response`: any JSON for a plain interrupt, the
@@ -118,6 +217,8 @@ class DecisionIn(Schema):
     # mark_done: what the call returned, as the operator found it (the model sees it).
     result: Any = None
     response: Any = None
+    # approve: also make a suggested rule a standing rule ("approve and always allow").
+    remember: RememberIn | None = None
 
 
 @router.get("reviews", response=list[ReviewOut])
@@ -155,7 +256,50 @@ def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
             reason=body.reason,
             result=body.result,
             response=body.response,
+            remember=body.remember.model_dump() if body.remember is not None else None,
         )
     except services.ReviewError as exc:
         return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
     return Status(200, selectors.access_review(request.user, review.id))
+
+
+class StandingRuleActionIn(Schema):
+    reason: str = Field(default="", max_length=300)
+
+
+@router.get("standing-rules", response=list[StandingRuleOut])
+def standing_rule_list(request: HttpRequest, limit: int = Query(100, ge=1, le=500)):
+    return selectors.standing_rules()[:limit]
+
+
+@router.get("standing-rules/{rule_id}", response=StandingRuleOut)
+def standing_rule_get(request: HttpRequest, rule_id: str):
+    return selectors.standing_rule_get(rule_id=rule_id)
+
+
+@router.post(
+    "standing-rules/{rule_id}/resume",
+    auth=role_auth(selectors.user_can_decide, "resume standing rules (operators may)"),
+    response={200: StandingRuleOut, 403: ErrorOut, 409: ErrorOut},
+)
+def standing_rule_resume(request: HttpRequest, rule_id: str, body: StandingRuleActionIn):
+    rule = selectors.standing_rule_get(rule_id=rule_id)
+    try:
+        services.standing_rule_resume(rule_id=rule.id, user=request.user, reason=body.reason)
+    except services.ReviewError as exc:
+        return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
+    return Status(200, selectors.standing_rule_get(rule_id=rule.id))
+
+
+@router.post(
+    "standing-rules/{rule_id}/pause",
+    auth=role_auth(selectors.user_can_decide, "pause standing rules (operators may)"),
+    response={200: StandingRuleOut, 409: ErrorOut},
+)
+def standing_rule_pause(request: HttpRequest, rule_id: str, body: StandingRuleActionIn):
+    rule = selectors.standing_rule_get(rule_id=rule_id)
+    if not services.standing_rule_pause(
+        rule_id=rule.id, user=request.user, reason=body.reason or "paused by an operator"
+    ):
+        return Status(409, {"detail": f"standing rule {rule.name} is already paused"})
+    return Status(200, selectors.standing_rule_get(rule_id=rule.id))

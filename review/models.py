@@ -59,7 +59,8 @@ class ReviewRequest(models.Model):
     status = models.CharField(
         max_length=20, choices=ReviewStatus.choices, default=ReviewStatus.PENDING
     )
-    kind = models.CharField(max_length=30, default="policy")  # policy | unknown_outcome
+    # policy | unknown_outcome | langgraph | standing_rule (allowed by `standing_rule`)
+    kind = models.CharField(max_length=30, default="policy")
     matched_rules = models.JSONField(default=list)
     original_arguments = models.JSONField(default=dict)
     edited_arguments = models.JSONField(null=True, blank=True)
@@ -82,6 +83,18 @@ class ReviewRequest(models.Model):
     # The operator's reason for a rejection (sent back to the model with the comment).
     decision_reason = models.CharField(max_length=200, blank=True, default="")
     comment = models.TextField(blank=True, default="")
+    # A call a standing rule allowed (kind `standing_rule`, decided by the rule, no human), or
+    # a call one matched that went to a human instead (the rule was paused or could not stand
+    # in for this review): the rule's track record (review.selectors.standing_rule_record).
+    standing_rule = models.ForeignKey(
+        "review.ReviewRule",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="reviews",
+    )
+    # When a rollback undid the call a standing rule allowed.
+    rolled_back_at = models.DateTimeField(null=True, blank=True)
     # A LangGraph interrupt under review (kind `langgraph`): {"id", "mode": plain | batched |
     # per_call, "index" (the action within a batched request), "allowed": the decisions the
     # graph accepts, "value" (plain)}; once decided also "decision", the exact answer the graph
@@ -175,9 +188,25 @@ class OnExpiry(models.TextChoices):
     FAIL_TASK = "fail_task"
 
 
+class RuleKind(models.TextChoices):
+    # An admin's policy rule (review.policy), evaluated before harness.yaml's.
+    POLICY = "policy"
+    # An operator's "approve and always allow" (review.standing): an allow that stands in for
+    # its creator's approval of a call the policy sends to review; never part of the policy.
+    STANDING = "standing"
+
+
+class RuleScope(models.TextChoices):
+    # The calls of tasks created by `scope_user` (the origin task's creator).
+    CREATOR = "creator"
+    EVERYONE = "everyone"
+
+
 class ReviewRule(models.Model):
-    """A risk-policy rule edited in the admin. Enabled rules are evaluated (by position) before
-    the rules in harness.yaml; empty match fields match anything. See review.policy."""
+    """A risk-policy rule edited in the admin (kind `policy`): enabled rules are evaluated (by
+    position) before the rules in harness.yaml; empty match fields match anything. See
+    review.policy. Or a standing rule (kind `standing`, review.standing), made from a review's
+    suggestion: it allows the calls it matches until `until` unless paused."""
 
     name = models.CharField(max_length=100, unique=True)
     position = models.PositiveIntegerField(default=100, help_text="lower runs first")
@@ -216,10 +245,42 @@ class ReviewRule(models.Model):
     forbid_creator = models.BooleanField(
         default=False, help_text="the task's creator may not approve its calls"
     )
+    kind = models.CharField(max_length=10, choices=RuleKind.choices, default=RuleKind.POLICY)
+    # Standing rules only: what they match beyond tool and path_glob / command_regex.
+    url_origin = models.CharField(
+        max_length=300, blank=True, default="", help_text='e.g. "https://api.example.com"'
+    )
+    arguments_hash = models.CharField(
+        max_length=64, blank=True, default="", help_text="exactly these arguments"
+    )
+    origin_review = models.ForeignKey(
+        ReviewRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    scope = models.CharField(max_length=10, choices=RuleScope.choices, blank=True, default="")
+    scope_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    until = models.DateTimeField(null=True, blank=True)
+    paused = models.BooleanField(default=False)
+    paused_reason = models.CharField(max_length=300, blank=True, default="")
+    paused_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["position", "id"]
+        indexes = [models.Index(fields=["kind", "tool"], name="reviewrule_kind_tool")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.action})"

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from django.db import connection
 
 from harness_site.config import ReviewRuleConfig, compile_pattern, harness_config
-from review.models import ReviewRule
+from review.models import ReviewRule, RuleKind
 from tasks.paths import call_paths, glob_match
 from tasks.tools.registry import ToolSpec
 
@@ -88,7 +88,10 @@ def _enabled_admin_rules() -> list[ReviewRule]:
 def _enabled_admin_rules_sql(vendor: str) -> tuple[str, tuple[Any, ...], list[str]]:
     """The enabled rules' SELECT (every concrete column, the model's ordering), compiled for
     this database vendor: compiling it cost twice its round trip, on every tool call."""
-    sql, params = ReviewRule.objects.filter(enabled=True).query.sql_with_params()
+    # Standing rules are no part of the policy (review.standing): they stand in for an approval.
+    sql, params = ReviewRule.objects.filter(
+        enabled=True, kind=RuleKind.POLICY
+    ).query.sql_with_params()
     return sql, tuple(params), [f.attname for f in ReviewRule._meta.concrete_fields]
 
 

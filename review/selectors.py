@@ -7,11 +7,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Case, Count, DateTimeField, F, IntegerField, QuerySet, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    DateTimeField,
+    F,
+    IntegerField,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.utils import timezone
 from pydantic import ValidationError
 
-from review.models import ReviewRequest, ReviewStatus
+from review.models import ReviewRequest, ReviewRule, ReviewStatus, RuleKind
 from tasks.errors import NotFound
+from tasks.models import ToolCallStatus
 from tasks.selectors import user_can_view, user_in_group
 from tasks.tools.mcp import MCP_DEFAULT_HINTS
 from tasks.tools.registry import ToolSpec
@@ -41,7 +53,9 @@ def reviews_list(
     """Pending first (oldest first: the longest wait is the most urgent), then decided ones,
     most recently decided first. `status` is comma-separated; `task` is a task id or a piece
     of its title."""
-    qs = ReviewRequest.objects.select_related("task", "task__parent", "tool_call", "decided_by")
+    qs = ReviewRequest.objects.select_related(
+        "task", "task__parent", "tool_call", "decided_by", "standing_rule"
+    )
     if status:
         qs = qs.filter(status__in=[s for s in status.split(",") if s])
     if tool:
@@ -79,7 +93,7 @@ def access_review(user: AbstractBaseUser, review_id: Any) -> ReviewRequest:
         raise NotFound("review not found")
     try:
         return ReviewRequest.objects.select_related(
-            "task", "task__created_by", "tool_call", "checkpoint", "decided_by"
+            "task", "task__created_by", "tool_call", "checkpoint", "decided_by", "standing_rule"
         ).get(id=int(review_id))
     except (ReviewRequest.DoesNotExist, ValueError, TypeError):
         raise NotFound("review not found") from None
@@ -202,3 +216,76 @@ def review_mcp_facts(*, review: ReviewRequest, tool: ToolSpec | None) -> dict[st
         "idempotent": tool.idempotent,
         "schema_check": schema_check,
     }
+
+
+# --- standing rules (review.standing) ---------------------------------------------------------
+
+_ALLOWED = Q(reviews__kind="standing_rule")
+# The human reviews of calls it matched and could not allow (review.services.review_gate).
+_ASKED = Q(reviews__kind="policy")
+
+
+def standing_rules(*, ids: list[Any] | None = None) -> QuerySet[ReviewRule]:
+    """Standing rules, newest first, each with its track record counted from the reviews
+    linked to it (exact: each allowance is a review of kind `standing_rule`, each call that
+    matched while it could not allow is a human's review):
+
+    - `allowed`: calls it allowed; of those `failed` (settled failed or timed out),
+      `unknown_outcome` (a human had to say whether it took effect), `rolled_back`;
+    - `asked_human`: calls it matched while paused (or unable to stand in); of those the
+      human `edited` or `rejected`."""
+    rules = ReviewRule.objects.filter(kind=RuleKind.STANDING)
+    if ids is not None:
+        rules = rules.filter(id__in=ids)
+    return (
+        rules.select_related("created_by", "scope_user", "origin_review")
+        .annotate(
+            allowed=Count("reviews", filter=_ALLOWED, distinct=True),
+            failed=Count(
+                "reviews",
+                filter=_ALLOWED
+                & Q(
+                    reviews__tool_call__status__in=[
+                        ToolCallStatus.FAILED,
+                        ToolCallStatus.TIMED_OUT,
+                    ]
+                ),
+                distinct=True,
+            ),
+            unknown_outcome=Count(
+                "reviews",
+                filter=_ALLOWED & Q(reviews__tool_call__reviews__kind="unknown_outcome"),
+                distinct=True,
+            ),
+            rolled_back=Count(
+                "reviews", filter=_ALLOWED & Q(reviews__rolled_back_at__isnull=False), distinct=True
+            ),
+            asked_human=Count("reviews", filter=_ASKED, distinct=True),
+            edited=Count(
+                "reviews",
+                filter=_ASKED
+                & Q(reviews__status=ReviewStatus.APPROVED, reviews__edited_arguments__isnull=False),
+                distinct=True,
+            ),
+            rejected=Count(
+                "reviews", filter=_ASKED & Q(reviews__status=ReviewStatus.REJECTED), distinct=True
+            ),
+        )
+        .order_by("-id")
+    )
+
+
+def standing_rule_state(rule: ReviewRule) -> str:
+    """active | paused | ended | disabled."""
+    if not rule.enabled:
+        return "disabled"
+    if rule.until is None or rule.until <= timezone.now():
+        return "ended"
+    return "paused" if rule.paused else "active"
+
+
+def standing_rule_get(*, rule_id: Any) -> ReviewRule:
+    try:
+        return standing_rules(ids=[int(rule_id)]).get()
+    except (ReviewRule.DoesNotExist, ValueError, TypeError):
+        raise NotFound("standing rule not found") from None

@@ -8,6 +8,7 @@ of several concurrent decisions sees the review `pending`; the others get Review
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable
@@ -22,7 +23,17 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from harness_site.config import harness_config
-from review.models import REVIEW_TRANSITIONS, ReviewApproval, ReviewRequest, ReviewStatus
+from review import standing
+from review.models import (
+    REVIEW_TRANSITIONS,
+    ReviewApproval,
+    ReviewRequest,
+    ReviewRule,
+    ReviewStatus,
+    RuleAction,
+    RuleKind,
+    RuleScope,
+)
 from review.policy import PolicyDecision, evaluate
 from review.selectors import user_can_decide
 from tasks.canonical import canonical_hash
@@ -45,6 +56,8 @@ from tasks.states import IllegalTransition, TaskStatus, toolcall_can_transition
 log = logging.getLogger(__name__)
 
 WEBHOOK_TIMEOUT_S = 3.0
+# The kind of a review a standing rule decided (no human): review.standing.
+STANDING_RULE = "standing_rule"
 
 
 class ReviewError(Exception):
@@ -114,8 +127,10 @@ def review_request_open(
     preview: str,
     kind: str = "policy",
     interrupt: dict[str, Any] | None = None,
+    standing_rule: ReviewRule | None = None,
 ) -> ReviewRequest:
-    """Called by the loop inside its fenced transaction, just before the task pauses."""
+    """Called by the loop inside its fenced transaction, just before the task pauses (or, for
+    a call a standing rule allows, just before it runs: `kind` standing_rule)."""
     now = timezone.now()
     expires_at = (
         now + timedelta(seconds=decision.expires_after_s) if decision.expires_after_s else None
@@ -137,9 +152,10 @@ def review_request_open(
         expires_at=expires_at,
         reason=decision.reason[:200],
         interrupt=interrupt,
+        standing_rule=standing_rule,
     )
     url = harness_config().review_webhook_url
-    if url:
+    if url and kind != STANDING_RULE:
         payload = review_webhook_payload(review=review)
         transaction.on_commit(lambda: review_webhook_send(url=url, payload=payload))
     return review
@@ -192,10 +208,15 @@ def review_gate(
     preview: str,
     step_index: int,
     pause: ReviewPause,
+    standing_rule: ReviewRule | None = None,
+    held: str = "",
 ) -> NoReturn:
     """A call the policy sends to a human: it awaits review, a `review_requested` event says
-    why, and its review opens against the checkpoint the pause takes."""
+    why, and its review opens against the checkpoint the pause takes. `standing_rule`: one
+    matched but may not allow it (`held` says why); the review counts in its track record."""
     toolcall_transition(call=tool_call, to=ToolCallStatus.AWAITING_REVIEW, write=False)
+    if held:
+        decision = dataclasses.replace(decision, reason=f"{decision.reason} ({held})")
     requested = event_build(
         task_id=tool_call.task_id,
         type=EventType.REVIEW_REQUESTED,
@@ -210,7 +231,11 @@ def review_gate(
     pause(
         [requested],
         lambda checkpoint_id: review_request_open(
-            tool_call=tool_call, checkpoint_id=checkpoint_id, decision=decision, preview=preview
+            tool_call=tool_call,
+            checkpoint_id=checkpoint_id,
+            decision=decision,
+            preview=preview,
+            standing_rule=standing_rule,
         ),
     )
 
@@ -311,6 +336,7 @@ def review_decide(
     reason: str = "",
     result: Any = None,
     response: Any = None,
+    remember: dict[str, Any] | None = None,
 ) -> ReviewRequest:
     """Approve (optionally with edited arguments) or reject a pending review.
 
@@ -325,6 +351,11 @@ def review_decide(
     `queued` and its job is enqueued after commit. A rejection settles the ToolCall with
     feedback the model sees as the tool result. Raises ReviewForbidden, ReviewConflict or
     ReviewInvalid; on any of them nothing changes.
+
+    `remember` ({"suggestion": id, "until": date, "scope": creator | everyone}) makes one of
+    the review's suggested rules (review.standing) a standing rule, with the approval: of the
+    call as proposed, by a decider whose one approval settles the review (so the approval is
+    final); bad fields are ReviewInvalid naming `remember.<field>`.
 
     A review of kind `unknown_outcome` takes the decisions of `review_resolve_unknown_outcome`
     instead (`mark_done` with an optional `result`, `rerun`, `fail_task`)."""
@@ -349,6 +380,7 @@ def review_decide(
                 }
             ],
         )
+    remembered = _remember_fields(remember=remember, decision=decision)
     task_id, tool_name, spec, interrupt = ReviewRequest.objects.values_list(
         "task_id", "tool", "task__spec", "interrupt"
     ).get(id=review_id)
@@ -403,6 +435,11 @@ def review_decide(
                 )
             if review.approvals.filter(user=user).exists():
                 raise ReviewConflict("you already approved this call; another operator must")
+            suggestion = (
+                _remember_suggestion(review=review, approved=approved, wanted=remembered[0])
+                if remembered is not None
+                else None
+            )
             review.save(
                 update_fields=[
                     "edited_arguments",
@@ -444,7 +481,7 @@ def review_decide(
                     },
                 )
                 return review
-            return _settle(
+            _settle(
                 task=task,
                 review=review,
                 user=user,
@@ -454,6 +491,17 @@ def review_decide(
                 approved=approved,
                 now=now,
             )
+            if suggestion is not None and remembered is not None:
+                _standing_rule_create(
+                    review=review,
+                    task=task,
+                    user=user,
+                    suggestion=suggestion,
+                    until=remembered[1],
+                    scope=remembered[2],
+                    now=now,
+                )
+            return review
         return _settle(
             task=task,
             review=review,
@@ -575,6 +623,276 @@ def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str, now: 
         expect_from=[TaskStatus.WAITING_REVIEW],
     )
     task_enqueue(task=task)
+
+
+# --- standing rules (review.standing) ---------------------------------------------------------
+
+
+def _remember_invalid(field: str, message: str) -> ReviewInvalid:
+    return ReviewInvalid(
+        f"{field}: {message}", errors=[{"field": f"remember.{field}", "message": message}]
+    )
+
+
+def _remember_fields(
+    *, remember: dict[str, Any] | None, decision: str
+) -> tuple[str, datetime, str] | None:
+    """(suggestion id, until, scope) of a decision's `remember`, checked before any lock."""
+    if remember is None:
+        return None
+    if decision != "approve":
+        raise ReviewInvalid(
+            "only an approval can be remembered",
+            errors=[{"field": "remember", "message": "only with decision approve"}],
+        )
+    wanted = remember.get("suggestion")
+    if not isinstance(wanted, str) or not wanted:
+        raise _remember_invalid("suggestion", "required: the id of one of suggested_rules")
+    scope = remember.get("scope") or RuleScope.CREATOR
+    if scope not in RuleScope.values:
+        raise _remember_invalid("scope", " | ".join(RuleScope.values))
+    try:
+        until = standing.until_parse(remember.get("until"), now=timezone.now())
+    except ValueError as exc:
+        raise _remember_invalid("until", str(exc)) from None
+    return wanted, until, scope
+
+
+def _remember_suggestion(
+    *, review: ReviewRequest, approved: dict[str, Any], wanted: str
+) -> standing.Suggestion:
+    """The suggestion a remember names, recomputed from this review's call (a client names
+    one, never sends rule fields); only for the call as proposed. Caller holds the lock."""
+    if not standing.review_rememberable(review):
+        raise _remember_invalid(
+            "suggestion",
+            "this review cannot become a standing rule (it needs "
+            f"{review.approvals_required} approvals, or is not a policy review of a call)",
+        )
+    if canonical_hash(approved) != canonical_hash(review.original_arguments):
+        raise _remember_invalid(
+            "suggestion", "a standing rule is made from the call as proposed, not an edit"
+        )
+    for suggestion in standing.review_suggestions(review):
+        if suggestion.id == wanted:
+            return suggestion
+    raise _remember_invalid("suggestion", "not one of this review's suggested_rules")
+
+
+def _standing_rule_create(
+    *,
+    review: ReviewRequest,
+    task: Task,
+    user: AbstractBaseUser,
+    suggestion: standing.Suggestion,
+    until: datetime,
+    scope: str,
+    now: datetime,
+) -> ReviewRule:
+    if scope == RuleScope.CREATOR and task.created_by_id is None:
+        raise _remember_invalid("scope", "this task has no creator; choose everyone")
+    rule = ReviewRule.objects.create(
+        name=f"standing-{review.id}",
+        kind=RuleKind.STANDING,
+        position=0,
+        action=RuleAction.ALLOW,
+        reason=suggestion.description[:200],
+        **suggestion.rule_fields(),
+        origin_review=review,
+        created_by=user,
+        scope=scope,
+        scope_user_id=task.created_by_id if scope == RuleScope.CREATOR else None,
+        until=until,
+        created_at=now,
+    )
+    audit_record(
+        user=user,
+        action="standing_rule_create",
+        task_id=task.id,
+        target=f"standing rule {rule.name}",
+        reason=suggestion.description,
+        after={
+            "rule": rule.name,
+            "review": review.id,
+            **suggestion.rule_fields(),
+            "scope": scope,
+            "scope_user": task.created_by.get_username()
+            if scope == RuleScope.CREATOR and task.created_by
+            else None,
+            "until": until.isoformat(),
+        },
+    )
+    return rule
+
+
+def standing_rule_actor(rule: ReviewRule) -> str:
+    return f"standing rule {rule.name}"
+
+
+# The loop's write for a call a standing rule allows: one fenced write of the call and these
+# events, inside which `record()` runs; then the call runs in the same job.
+StandingWrite = Callable[[list[TaskEvent], Callable[[], Any]], None]
+
+
+def review_gate_standing(
+    *,
+    tool_call: ToolCall,
+    rule: ReviewRule,
+    decision: PolicyDecision,
+    preview: str,
+    step_index: int,
+    write: StandingWrite,
+) -> ReviewRequest:
+    """A call the policy sends to review that a standing rule allows (review.standing): it is
+    approved as a human's approval would approve it (the arguments and their hash), by the
+    rule, and recorded as a review of kind `standing_rule` decided by it — its event, the
+    review history and the audit log name the rule."""
+    toolcall_transition(call=tool_call, to=ToolCallStatus.AWAITING_REVIEW, write=False)
+    toolcall_transition(
+        call=tool_call,
+        to=ToolCallStatus.APPROVED,
+        fields={"arguments_hash": canonical_hash(tool_call.arguments)},
+        write=False,
+    )
+    actor = standing_rule_actor(rule)
+    opened: list[ReviewRequest] = []
+
+    def record() -> None:
+        review = review_request_open(
+            tool_call=tool_call,
+            checkpoint_id=None,
+            decision=decision,
+            preview=preview,
+            kind=STANDING_RULE,
+            standing_rule=rule,
+        )
+        review_transition(
+            review=review,
+            to=ReviewStatus.APPROVED,
+            fields={"comment": f"allowed by {actor}", "decision_reason": STANDING_RULE},
+            event=event_build(
+                task_id=tool_call.task_id,
+                type=EventType.REVIEW_DECIDED,
+                actor=actor,
+                step_index=step_index,
+                payload={
+                    "review_id": review.id,
+                    "call_id": tool_call.call_id,
+                    "tool": tool_call.tool,
+                    "decision": "approved",
+                    "standing_rule": rule.name,
+                    "comment": f"allowed by {actor}",
+                    "approvers": [],
+                    "original_arguments": tool_call.arguments,
+                    "approved_arguments": tool_call.arguments,
+                    "edited": False,
+                },
+            ),
+        )
+        audit_record(
+            user=None,
+            actor_name=actor,
+            action="standing_rule_allow",
+            task_id=tool_call.task_id,
+            target=f"review {review.id}",
+            reason=f"{tool_call.tool} {tool_call.call_id}",
+            after={"rule": rule.name, "arguments_hash": tool_call.arguments_hash},
+        )
+        opened.append(review)
+
+    write([], record)
+    return opened[0]
+
+
+def standing_rule_pause(
+    *, rule_id: Any, reason: str, user: AbstractBaseUser | None = None, cause: str = "manual"
+) -> bool:
+    """Pause a standing rule: it allows nothing (its calls go to review) until an operator
+    resumes it. A conditional UPDATE, so of concurrent pauses one records it. -> paused now.
+    With no `user` the rule pauses itself (a call it allowed went wrong)."""
+    if user is not None and not user_can_decide(user):
+        raise ReviewForbidden("only operators may pause standing rules")
+    now = timezone.now()
+    reason = reason[:300]
+    with transaction.atomic():
+        if (
+            ReviewRule.objects.filter(pk=rule_id, kind=RuleKind.STANDING, paused=False).update(
+                paused=True, paused_reason=reason, paused_at=now
+            )
+            != 1
+        ):
+            return False
+        name = ReviewRule.objects.values_list("name", flat=True).get(pk=rule_id)
+        audit_record(
+            user=user,
+            actor_name="" if user is not None else f"standing rule {name}",
+            action="standing_rule_pause",
+            target=f"standing rule {name}",
+            reason=reason,
+            before={"paused": False},
+            after={"paused": True, "cause": cause},
+        )
+    return True
+
+
+def standing_rule_resume(*, rule_id: Any, user: AbstractBaseUser, reason: str = "") -> ReviewRule:
+    """An operator trusts a paused standing rule again. Raises ReviewForbidden (not an
+    operator), ReviewConflict (not paused, or past its `until`)."""
+    if not user_can_decide(user):
+        raise ReviewForbidden("only operators may resume standing rules")
+    with transaction.atomic():
+        rule = ReviewRule.objects.select_for_update().get(pk=rule_id, kind=RuleKind.STANDING)
+        if not rule.paused:
+            raise ReviewConflict(f"standing rule {rule.name} is not paused")
+        if rule.until is None or rule.until <= timezone.now():
+            raise ReviewConflict(f"standing rule {rule.name} has ended; make a new one")
+        before = {"paused": True, "paused_reason": rule.paused_reason}
+        rule.paused, rule.paused_reason, rule.paused_at = False, "", None
+        rule.save(update_fields=["paused", "paused_reason", "paused_at", "updated_at"])
+        audit_record(
+            user=user,
+            action="standing_rule_resume",
+            target=f"standing rule {rule.name}",
+            reason=reason,
+            before=before,
+            after={"paused": False},
+        )
+    return rule
+
+
+def standing_rules_distrust(
+    *,
+    tool_call_ids: list[Any],
+    cause: str,
+    detail: str,
+    user: AbstractBaseUser | None = None,
+) -> int:
+    """Calls standing rules allowed went wrong (`cause`: rolled_back, failed,
+    unknown_outcome): each rule that allowed one pauses itself, saying why. A rollback also
+    marks the review (the rule's track record counts it). -> how many rules paused."""
+    allowed = list(
+        ReviewRequest.objects.filter(tool_call_id__in=tool_call_ids, kind=STANDING_RULE)
+        .select_related("tool_call")
+        .values_list("id", "standing_rule_id", "tool_call__tool", "tool_call__call_id")
+    )
+    paused = 0
+    for review_id, rule_id, tool, call_id in allowed:
+        if cause == "rolled_back":
+            ReviewRequest.objects.filter(pk=review_id, rolled_back_at__isnull=True).update(
+                rolled_back_at=timezone.now()
+            )
+        what = {
+            "rolled_back": "was rolled back",
+            "failed": "failed with a permanent error",
+            "unknown_outcome": "ended with an unknown outcome",
+        }[cause]
+        paused += standing_rule_pause(
+            rule_id=rule_id,
+            reason=f"{tool} {call_id} (review {review_id}) {what}: {detail}",
+            user=user,
+            cause=cause,
+        )
+    return paused
 
 
 # --- LangGraph interrupts (kind `langgraph`, see agent.graph_runner) ---------------------------
@@ -714,6 +1032,10 @@ def review_gate_unknown_outcome(
         )
 
     def open_unknown_outcome_review(checkpoint_id: Any) -> None:
+        # A standing rule that allowed this call trusted it too far: it pauses itself.
+        standing_rules_distrust(
+            tool_call_ids=[tool_call.pk], cause="unknown_outcome", detail=message
+        )
         if open_review:
             review_request_open(
                 tool_call=tool_call,

@@ -110,13 +110,15 @@ def audit_record(
     reason: str = "",
     before: Any = None,
     after: Any = None,
+    actor_name: str = "",
 ) -> AuditEntry:
-    """Record an operator action; call it inside the transaction that performs the action."""
+    """Record an operator action; call it inside the transaction that performs the action.
+    With no user, `actor_name` names what acted (a standing rule), else "system"."""
     authenticated = user is not None and user.is_authenticated
     return AuditEntry.objects.create(
         at=timezone.now(),
         actor=user if authenticated else None,
-        actor_name=user.get_username() if authenticated else "system",
+        actor_name=user.get_username() if authenticated else (actor_name[:150] or "system"),
         action=action,
         task_id=task_id,
         target=target or (str(task_id) if task_id else ""),

@@ -14,7 +14,11 @@ from agent.runtime.attempt import ToolOutcome, invoke, observation
 from agent.runtime.delegation import await_delegations
 from agent.runtime.group import checkpoint_group_before
 from agent.runtime.ledger import ledger_row
-from agent.runtime.review_gate import escalate_unknown_outcome, pause_for_review
+from agent.runtime.review_gate import (
+    distrust_standing_rules,
+    escalate_unknown_outcome,
+    pause_for_review,
+)
 from agent.runtime.run import Run, StopRun
 from agent.validation import CHECK_ERROR_CLASSES, check_call, check_result
 from review import policy
@@ -313,6 +317,8 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         raise StopRun("canceled", "canceled by operator")
     if outcome.status != ToolCallStatus.SUCCEEDED:
         _retry_or_settle(run, row, tool, outcome)
+        if not is_retryable(outcome.error_class, idempotent=tool.idempotent):
+            distrust_standing_rules(row, error=f"{outcome.error_class}: {outcome.error_message}")
     return outcome
 
 

@@ -1,5 +1,6 @@
 """A call that waits for a human: the review service gates it (review.services), and the run
-pauses in waiting_review with a `before_review` checkpoint in the same write."""
+pauses in waiting_review with a `before_review` checkpoint in the same write. Unless a standing
+rule allows it (review.standing): then the rule's approval is written and the call runs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from typing import Any, NoReturn
 
 from agent.runtime.run import Run
 from review.policy import PolicyDecision
-from review.services import ReviewPause, review_gate, review_gate_unknown_outcome
+from review.services import (
+    ReviewPause,
+    review_gate,
+    review_gate_standing,
+    review_gate_unknown_outcome,
+    standing_rules_distrust,
+)
+from review.standing import standing_rule_for
 from tasks.models import TaskEvent, ToolCall
 from tasks.states import TaskStatus
 from tasks.tools.registry import ToolSpec
@@ -30,25 +38,56 @@ def _pause_for_human(run: Run, row: ToolCall, *, reason: str) -> ReviewPause:
     return pause
 
 
-def pause_for_review(
-    run: Run, row: ToolCall, tool: ToolSpec, args: Any, decision: PolicyDecision
-) -> NoReturn:
-    """The policy said `review`: show the reviewer what the call would do (the tool's own
-    preview, else its arguments) and pause until a human decides."""
+def _preview(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> str:
+    """What the reviewer is shown: the tool's own preview, else its arguments."""
     if tool.preview is not None:
         try:
-            preview = tool.preview(run.tool_context(row), args)
+            return tool.preview(run.tool_context(row), args)
         except Exception as exc:  # a preview must never block the pause
-            preview = f"(preview unavailable: {exc})"
-    else:
-        preview = json.dumps(row.arguments, indent=2, ensure_ascii=False)
+            return f"(preview unavailable: {exc})"
+    return json.dumps(row.arguments, indent=2, ensure_ascii=False)
+
+
+def pause_for_review(
+    run: Run, row: ToolCall, tool: ToolSpec, args: Any, decision: PolicyDecision
+) -> None:
+    """The policy said `review`. A standing rule that allows the call approves it (one write,
+    then the call runs: returns); otherwise pause until a human decides."""
+    rule, held = standing_rule_for(
+        task=run.task, tool=tool.name, arguments=row.arguments, decision=decision
+    )
+    preview = _preview(run, row, tool, args)
+    if rule is not None and not held:
+
+        def write(events: list[TaskEvent], record: Any) -> None:
+            run.pending_events.extend(events)
+            run.commit(trigger=None, extra=[row], then=lambda _checkpoint: record())
+
+        review_gate_standing(
+            tool_call=row,
+            rule=rule,
+            decision=decision,
+            preview=preview,
+            step_index=run.state.step_index,
+            write=write,
+        )
+        return
     review_gate(
         tool_call=row,
         decision=decision,
         preview=preview,
         step_index=run.state.step_index,
         pause=_pause_for_human(run, row, reason=f"review: {tool.name}"),
+        standing_rule=rule,
+        held=held,
     )
+
+
+def distrust_standing_rules(row: ToolCall, *, error: str) -> None:
+    """A call that failed with a permanent error: a standing rule that allowed it pauses
+    itself. Only a written row can have been allowed by one (the allowance writes it)."""
+    if row.pk is not None:
+        standing_rules_distrust(tool_call_ids=[row.pk], cause="failed", detail=error[:200])
 
 
 def escalate_unknown_outcome(run: Run, row: ToolCall, *, message: str | None = None) -> NoReturn:

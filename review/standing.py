@@ -1,0 +1,303 @@
+"""Standing rules ("approve and always allow…"): what a review suggests, what a standing rule
+matches, and whether it may stand in for a human's approval of a call.
+
+A standing rule is an allow that stands in for one operator's approval. So it is consulted only
+for a call the policy sends to review (a `deny` is final before it is looked at), and only
+where that operator's single approval would have been enough: never for a review that needs
+more than one approval, never for a call of a task its own creator made under a four-eyes rule
+(`forbid_creator`), never for a task whose spec asks to review every call of the tool, never
+once its creator may no longer decide reviews, never while paused or after `until`.
+
+The rule fields come from the server only: `suggestions` derives them from the call under
+review, and a decision names one of them by its id (a hash of its fields). Matching is stricter
+than the policy's review rules, which must catch a call if any of its paths matches: here every
+path of the call must match, path by path and segment by segment (`*` never crosses a `/`), in
+normal form (no `.`, `..` or empty segment); a command prefix admits no shell operator after it;
+a URL must have exactly the origin."""
+
+from __future__ import annotations
+
+import glob
+import posixpath
+import re
+from dataclasses import asdict, dataclass
+from datetime import date, datetime, time, timedelta
+from fnmatch import fnmatchcase
+from typing import Any
+
+import httpx
+from django.db.models import Q
+from django.utils import timezone
+
+from harness_site.config import compile_pattern
+from review.models import ReviewRequest, ReviewRule, RuleKind, RuleScope
+from review.policy import PolicyDecision
+from review.selectors import user_can_decide
+from tasks.canonical import canonical_hash
+from tasks.models import Task
+from tasks.paths import call_paths
+
+# How far ahead a standing rule may end: trust is lent for a while, not for good.
+MAX_DAYS = 90
+DEFAULT_DAYS = 30
+COMMAND_TOOL = "run_command"
+URL_TOOL = "http_request"
+# After a command prefix: arguments without anything /bin/sh would read as another command,
+# a redirection, a substitution or a glob (`git status && curl … | sh` is not `git status`).
+_PLAIN_WORD = r"[A-Za-z0-9_./,:=@%+-]+"
+_PLAIN_ARGUMENTS = r"(?: [A-Za-z0-9_./,:=@%+ -]*)?"
+_REGEX_META = frozenset("\\.^$|?*+()[]{}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """One rule a review offers; `id` is a hash of its fields (the client names it, never
+    sends the fields)."""
+
+    id: str
+    kind: str  # path | path_glob | command | command_prefix | url_origin | arguments
+    description: str
+    tool: str
+    path_glob: str = ""
+    command_regex: str = ""
+    url_origin: str = ""
+    arguments_hash: str = ""
+
+    def rule_fields(self) -> dict[str, str]:
+        fields = asdict(self)
+        for key in ("id", "kind", "description"):
+            fields.pop(key)
+        return fields
+
+
+def _suggestion(kind: str, description: str, **fields: str) -> Suggestion:
+    digest = canonical_hash({"kind": kind, **fields})[:16]
+    return Suggestion(id=f"{kind}-{digest}", kind=kind, description=description, **fields)
+
+
+def _regex_escape(text: str) -> str:
+    # RE2 and Python's re both read a backslash before punctuation as that character.
+    return "".join(f"\\{char}" if char in _REGEX_META else char for char in text)
+
+
+def normal_path(path: str) -> bool:
+    return bool(path) and not _CONTROL.search(path) and posixpath.normpath(path) == path
+
+
+def _path_suggestions(tool: str, path: str) -> list[Suggestion]:
+    exact = _suggestion(
+        "path", f"{tool} on {path} (any content)", tool=tool, path_glob=glob.escape(path)
+    )
+    folder, name = posixpath.split(path)
+    stem, dot, extension = name.rpartition(".")
+    if not (dot and stem and extension):
+        return [exact]
+    pattern = posixpath.join(glob.escape(folder), f"*.{glob.escape(extension)}")
+    where = f"in {folder}/" if folder else "at the top of the workspace"
+    return [
+        exact,
+        _suggestion(
+            "path_glob",
+            f"{tool} on any .{extension} file {where} (not in subfolders)",
+            tool=tool,
+            path_glob=pattern,
+        ),
+    ]
+
+
+def _command_suggestions(tool: str, command: str) -> list[Suggestion]:
+    if _CONTROL.search(command) or not command.strip():
+        return []
+    exact = _suggestion(
+        "command",
+        f"{tool}: exactly `{command}`",
+        tool=tool,
+        command_regex=f"^{_regex_escape(command)}$",
+    )
+    words = command.split(" ")
+    prefix = " ".join(words[:2] if len(words) > 2 else words[:1])
+    if len(words) < 2 or not all(re.fullmatch(_PLAIN_WORD, word) for word in prefix.split(" ")):
+        return [exact]
+    return [
+        exact,
+        _suggestion(
+            "command_prefix",
+            f"{tool}: commands starting with `{prefix}` (plain arguments after it, "
+            "no shell operators)",
+            tool=tool,
+            command_regex=f"^{_regex_escape(prefix)}{_PLAIN_ARGUMENTS}$",
+        ),
+    ]
+
+
+def url_origin(url: Any) -> str:
+    """scheme://host[:port] of an http(s) URL, lower-cased; "" when it is not one."""
+    try:
+        parsed = httpx.URL(str(url))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return ""
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return ""
+    port = f":{parsed.port}" if parsed.port is not None else ""
+    return f"{parsed.scheme}://{parsed.host.lower()}{port}"
+
+
+def suggestions(*, tool: str, arguments: dict[str, Any]) -> list[Suggestion]:
+    """One or two rules for calls like this one, narrowest first."""
+    if tool == COMMAND_TOOL:
+        command = arguments.get("command")
+        return _command_suggestions(tool, command) if isinstance(command, str) else []
+    if tool == URL_TOOL:
+        origin = url_origin(arguments.get("url"))
+        return (
+            [_suggestion("url_origin", f"{tool} to {origin}", tool=tool, url_origin=origin)]
+            if origin
+            else []
+        )
+    paths = set(call_paths(arguments))
+    if len(paths) == 1 and normal_path(next(iter(paths))):
+        return _path_suggestions(tool, next(iter(paths)))
+    return [
+        _suggestion(
+            "arguments",
+            f"{tool} with exactly these arguments",
+            tool=tool,
+            arguments_hash=canonical_hash(arguments),
+        )
+    ]
+
+
+def review_rememberable(review: ReviewRequest) -> bool:
+    """A policy review one operator's approval settles; a standing rule can stand in for no
+    other (see the module docstring)."""
+    return (
+        review.kind == "policy"
+        and review.interrupt is None
+        and review.approvals_required <= 1
+        and not any(
+            isinstance(r, dict) and r.get("source") == "task spec" for r in review.matched_rules
+        )
+    )
+
+
+def review_suggestions(review: ReviewRequest) -> list[Suggestion]:
+    """The suggestions of a review: made from the call as proposed."""
+    if not review_rememberable(review) or not isinstance(review.original_arguments, dict):
+        return []
+    return suggestions(tool=review.tool, arguments=review.original_arguments)
+
+
+def until_parse(value: Any, *, now: datetime) -> datetime:
+    """`until` of a remember: an ISO date (the rule holds through that day, in the server's
+    time zone) or date-time. ValueError (the message says why) when it is not in (now, now +
+    MAX_DAYS]."""
+    text = str(value).strip() if value is not None else ""
+    moment: datetime | None = None
+    try:
+        day = date.fromisoformat(text)
+        moment = timezone.make_aware(datetime.combine(day + timedelta(days=1), time.min))
+        latest = timezone.make_aware(
+            datetime.combine(timezone.localdate(now) + timedelta(days=MAX_DAYS + 1), time.min)
+        )
+    except ValueError:
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError("a date (YYYY-MM-DD) or an ISO date-time") from None
+        if timezone.is_naive(moment):
+            moment = timezone.make_aware(moment)
+        latest = now + timedelta(days=MAX_DAYS)
+    if moment <= now:
+        raise ValueError("must be in the future")
+    if moment > latest:
+        raise ValueError(f"at most {MAX_DAYS} days ahead")
+    return moment
+
+
+def _segments_match(path: str, pattern: str) -> bool:
+    parts, wanted = path.split("/"), pattern.split("/")
+    return len(parts) == len(wanted) and all(map(fnmatchcase, parts, wanted))
+
+
+def rule_allows(rule: ReviewRule, *, tool: str, arguments: dict[str, Any]) -> bool:
+    """Whether the standing rule's fields match this call (see the module docstring). A rule
+    with no field beyond its tool matches nothing."""
+    if rule.tool != tool:
+        return False
+    if not (rule.path_glob or rule.command_regex or rule.url_origin or rule.arguments_hash):
+        return False
+    if rule.arguments_hash and canonical_hash(arguments) != rule.arguments_hash:
+        return False
+    if rule.path_glob:
+        paths = call_paths(arguments)
+        if not paths or not all(
+            normal_path(p) and _segments_match(p, rule.path_glob) for p in paths
+        ):
+            return False
+    if rule.command_regex:
+        command = arguments.get("command")
+        if not isinstance(command, str) or _CONTROL.search(command):
+            return False
+        try:
+            if not compile_pattern(rule.command_regex).search(command):
+                return False
+        except ValueError:
+            return False
+    return not (rule.url_origin and url_origin(arguments.get("url")) != rule.url_origin)
+
+
+def held_reason(rule: ReviewRule, *, task: Task, decision: PolicyDecision) -> str:
+    """Why this matching rule cannot allow the call ("" when it can)."""
+    if rule.paused:
+        return f"standing rule {rule.name} is paused: {rule.paused_reason}"
+    if decision.approvals_required > 1:
+        return (
+            f"the policy asks {decision.approvals_required} approvals; standing rule "
+            f"{rule.name} stands in for one"
+        )
+    if decision.forbid_creator and task.created_by_id == rule.created_by_id:
+        return (
+            f"four-eyes: standing rule {rule.name} was made by this task's creator, who may "
+            "not approve its calls"
+        )
+    if any(r.get("source") == "task spec" for r in decision.rules):
+        return "this task's spec asks for a review of every call of this tool"
+    if rule.created_by is None or not user_can_decide(rule.created_by):
+        return f"the creator of standing rule {rule.name} may no longer decide reviews"
+    return ""
+
+
+def standing_rule_for(
+    *, task: Task, tool: str, arguments: dict[str, Any], decision: PolicyDecision
+) -> tuple[ReviewRule | None, str]:
+    """For a call the policy sends to review: the standing rule that allows it -> (rule, ""),
+    or a matching one that may not -> (rule, why), or (None, ""). One query, on the
+    (kind, tool) index, only for calls that would otherwise wait for a human."""
+    if decision.action != "review":
+        return None, ""
+    rules = (
+        ReviewRule.objects.filter(
+            kind=RuleKind.STANDING, enabled=True, tool=tool, until__gt=timezone.now()
+        )
+        .filter(
+            Q(scope=RuleScope.EVERYONE)
+            | (
+                Q(scope=RuleScope.CREATOR, scope_user_id=task.created_by_id)
+                if task.created_by_id is not None
+                else Q(pk__in=[])
+            )
+        )
+        .select_related("created_by")
+        .order_by("paused", "id")
+    )
+    held: tuple[ReviewRule | None, str] = (None, "")
+    for rule in rules:
+        if not rule_allows(rule, tool=tool, arguments=arguments):
+            continue
+        why = held_reason(rule, task=task, decision=decision)
+        if not why:
+            return rule, ""
+        if held[0] is None:
+            held = (rule, why)
+    return held
