@@ -363,7 +363,12 @@ def review_decide(
         raise ReviewForbidden("only operators may decide reviews")
     if decision in UNKNOWN_OUTCOME_DECISIONS:
         return review_resolve_unknown_outcome(
-            review_id=review_id, user=user, decision=decision, result=result, comment=comment
+            review_id=review_id,
+            user=user,
+            decision=decision,
+            arguments_hash=arguments_hash,
+            result=result,
+            comment=comment,
         )
     if decision not in ("approve", "reject", "respond"):
         raise ReviewInvalid(
@@ -966,6 +971,27 @@ _UNKNOWN_OUTCOME_HINT = (
 )
 
 
+def _unknown_outcome_policy(*, tool_call: ToolCall) -> PolicyDecision:
+    """A re-run is the call running again: it needs what running it needed the first time,
+    the strictest of its earlier reviews (approvals, the creator ban, their rules)."""
+    approvals, forbid_creator = 1, False
+    rules: list[dict[str, Any]] = []
+    for required, forbid, matched in tool_call.reviews.values_list(
+        "approvals_required", "forbid_creator", "matched_rules"
+    ):
+        approvals = max(approvals, required)
+        forbid_creator = forbid_creator or forbid
+        rules += [rule for rule in matched if rule not in rules]
+    own = {"name": "unknown-outcome", "tool": tool_call.tool, "action": "review"}
+    return PolicyDecision(
+        action="review",
+        reason="outcome unknown: mark it done, re-run it or fail the task",
+        rules=[own, *(rule for rule in rules if rule != own)],
+        approvals_required=approvals,
+        forbid_creator=forbid_creator,
+    )
+
+
 def review_gate_unknown_outcome(
     *, tool_call: ToolCall, step_index: int, pause: ReviewPause, message: str | None = None
 ) -> NoReturn:
@@ -1011,11 +1037,7 @@ def review_gate_unknown_outcome(
             )
         )
     open_review = not tool_call.reviews.filter(status=ReviewStatus.PENDING).exists()
-    decision = PolicyDecision(
-        action="review",
-        reason="outcome unknown: mark it done, re-run it or fail the task",
-        rules=[{"name": "unknown-outcome", "tool": tool_call.tool, "action": "review"}],
-    )
+    decision = _unknown_outcome_policy(tool_call=tool_call)
     if open_review:
         events.append(
             event_build(
@@ -1054,6 +1076,7 @@ def review_resolve_unknown_outcome(
     review_id: Any,
     user: AbstractBaseUser,
     decision: str,
+    arguments_hash: str | None = None,
     result: Any = None,
     comment: str = "",
 ) -> ReviewRequest:
@@ -1063,8 +1086,15 @@ def review_resolve_unknown_outcome(
     - `mark_done`: the operator checked that it took effect; it is recorded as succeeded with
       `result` (default: a note naming the operator) and the task resumes from there;
     - `rerun`: it runs again, with the same call_id as its idempotency key, when the task
-      resumes;
+      resumes. Running it again is approving it again: the decision must carry the
+      `arguments_hash` of the call (missing is ReviewInvalid, stale ReviewConflict) and is
+      held to what its first run needed (`approvals_required` distinct operators, the
+      creator ban; `_unknown_outcome_policy`): until enough operators approved, each re-run
+      approval is recorded and the review stays pending;
     - `fail_task`: the task fails with error class `unknown_outcome`.
+
+    `mark_done` and `fail_task` run nothing, so one operator decides them. Every decision is
+    in the audit log with who decided, what and the arguments hash of the call.
 
     Raises ReviewForbidden, ReviewConflict or ReviewInvalid; on any of them nothing changes."""
     if decision not in UNKNOWN_OUTCOME_DECISIONS:
@@ -1074,6 +1104,16 @@ def review_resolve_unknown_outcome(
         )
     if not user_can_decide(user):
         raise ReviewForbidden("only operators may decide reviews")
+    if decision == "rerun" and not arguments_hash:
+        raise ReviewInvalid(
+            "a re-run must name the arguments it runs again",
+            errors=[
+                {
+                    "field": "arguments_hash",
+                    "message": "required: the arguments_hash of the arguments you were shown",
+                }
+            ],
+        )
     task_id = ReviewRequest.objects.values_list("task_id", flat=True).get(id=review_id)
     actor = user.get_username()
     with transaction.atomic():
@@ -1090,10 +1130,56 @@ def review_resolve_unknown_outcome(
         if task.status != TaskStatus.WAITING_REVIEW:
             raise ReviewConflict(f"task is {task.status}, not waiting for review")
         now = timezone.now()
-        _check_seen(review=review, seen_hash=None, now=now)
+        _check_seen(review=review, seen_hash=arguments_hash, now=now)
         call = review.tool_call
-        before = {"status": review.status, "call": call.status}
-        if decision == "mark_done":
+        call_hash = canonical_hash(call.arguments)
+        before = {"status": review.status, "call": call.status, "arguments_hash": call_hash}
+        if decision == "rerun":
+            if review.forbid_creator and task.created_by_id == user.pk:
+                raise ReviewForbidden(
+                    "the task's creator may not run its calls again (four-eyes rule)"
+                )
+            if review.approvals.filter(user=user).exists():
+                raise ReviewConflict("you already approved this re-run; another operator must")
+            ReviewApproval.objects.create(
+                review=review, user=user, arguments_hash=call_hash, comment=comment, at=now
+            )
+            count = review.approvals.filter(arguments_hash=call_hash).count()
+            if count < review.approvals_required:
+                event_record(
+                    task_id=task.id,
+                    type=EventType.REVIEW_APPROVAL,
+                    actor=actor,
+                    step_index=task.current_step,
+                    payload={
+                        "review_id": review.id,
+                        "call_id": call.call_id,
+                        "kind": UNKNOWN_OUTCOME,
+                        "decision": decision,
+                        "approvals": count,
+                        "required": review.approvals_required,
+                        "comment": comment,
+                    },
+                )
+                audit_record(
+                    user=user,
+                    action="review_rerun_partial",
+                    task_id=task.id,
+                    target=f"review {review.id}",
+                    reason=comment,
+                    before=before,
+                    after={
+                        "decision": decision,
+                        "arguments_hash": call_hash,
+                        "approvals": count,
+                        "required": review.approvals_required,
+                    },
+                )
+                return review
+            toolcall_transition(
+                call=call, to=ToolCallStatus.APPROVED, fields={"arguments_hash": call_hash}
+            )
+        elif decision == "mark_done":
             toolcall_transition(
                 call=call,
                 to=ToolCallStatus.SUCCEEDED,
@@ -1108,12 +1194,7 @@ def review_resolve_unknown_outcome(
                     "error_message": "",
                 },
             )
-        elif decision == "rerun":
-            toolcall_transition(
-                call=call,
-                to=ToolCallStatus.APPROVED,
-                fields={"arguments_hash": canonical_hash(call.arguments)},
-            )
+        approvers = list(review.approvals.values_list("user__username", flat=True))
         review_transition(
             review=review,
             to=ReviewStatus.REJECTED if decision == "fail_task" else ReviewStatus.APPROVED,
@@ -1131,6 +1212,8 @@ def review_resolve_unknown_outcome(
                     "kind": UNKNOWN_OUTCOME,
                     "decision": decision,
                     "comment": comment,
+                    "approvers": approvers,
+                    "arguments_hash": call_hash,
                 },
             ),
         )
@@ -1141,7 +1224,13 @@ def review_resolve_unknown_outcome(
             target=f"review {review.id}",
             reason=comment,
             before=before,
-            after={"status": review.status, "call": call.status, "decision": decision},
+            after={
+                "status": review.status,
+                "call": call.status,
+                "decision": decision,
+                "arguments_hash": call_hash,
+                "approvers": approvers,
+            },
         )
         if decision == "fail_task":
             task_transition(

@@ -13,6 +13,7 @@ from django.db import transaction
 from agent.tools.testing import ledger_path, ledger_records
 from review.models import ReviewRequest
 from review.services import review_resolve_unknown_outcome
+from tasks.canonical import canonical_hash
 from tasks.models import Task, ToolCall
 from tests.conftest import wait_for
 from tests.factories import enqueued_task
@@ -146,7 +147,11 @@ def test_worker_killed_around_ledger_append_never_duplicates_the_side_effect(
         decision = "mark_done" if ledger_records(key="k") else "rerun"
         assert decision == ("rerun" if point == "after_intent" else "mark_done")
         review_resolve_unknown_outcome(
-            review_id=review.id, user=operator, decision=decision, comment="checked the ledger"
+            review_id=review.id,
+            user=operator,
+            decision=decision,
+            arguments_hash=canonical_hash(review.arguments),
+            comment="checked the ledger",
         )
         task = wait_status(task.id, "succeeded", timeout=60)
 

@@ -92,7 +92,8 @@ def test_mark_done_records_the_operators_result_and_the_task_goes_on(queue, oper
 def test_rerun_runs_the_call_again_under_the_same_idempotency_key(queue, operator):
     task = crashed_mid_call()
     review = ReviewRequest.objects.get(task=task)
-    assert decide(operator, review, {"decision": "rerun"}).status_code == 200
+    rerun = {"decision": "rerun", "arguments_hash": canonical_hash(review.arguments)}
+    assert decide(operator, review, rerun).status_code == 200
     assert task_run(task_id=task.id) == "succeeded"
     (record,) = ledger_records()
     assert record["idempotency_key"] == f"{task.id}:0.0.0"
@@ -119,7 +120,8 @@ def test_unknown_outcome_decisions_are_checked(queue, operator, viewer):
     )
     assert response.status_code == 422 and "mark_done" in response.json()["detail"]
     assert decide(operator, review, {"decision": "mark_done"}).status_code == 200
-    assert decide(operator, review, {"decision": "rerun"}).status_code == 409
+    rerun = {"decision": "rerun", "arguments_hash": canonical_hash(review.arguments)}
+    assert decide(operator, review, rerun).status_code == 409
 
 
 def test_reusing_a_call_id_with_other_arguments_fails_the_task(queue):
