@@ -44,6 +44,49 @@ def validate_relative_path(path: str) -> PurePosixPath:
     return pure
 
 
+# Bounds on a path that a task spec or a tool call names: a component at most the kernel's
+# NAME_MAX, the whole well inside PATH_MAX once the workspace root is put in front of it, and
+# a bounded depth. Paths a command makes are not held to them (a restore writes back whatever a
+# snapshot holds); only names given to the harness are.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 1024
+MAX_PATH_DEPTH = 32
+
+
+class PathTooLong(PermanentToolError):
+    pass
+
+
+def _shown_path(path: str) -> str:
+    return repr(path if len(path) <= 60 else f"{path[:28]}…{path[-28:]}")
+
+
+def check_path_bounds(path: str) -> None:
+    """Refuse (PathTooLong, naming the path) a path that is not UTF-8 text or is longer than
+    the bounds: MAX_NAME_BYTES per component, MAX_PATH_BYTES in all, MAX_PATH_DEPTH deep."""
+    try:
+        size = len(path.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise PathTooLong(f"{_shown_path(path)} is not valid UTF-8 text") from None
+    if size > MAX_PATH_BYTES:
+        raise PathTooLong(
+            f"{_shown_path(path)} is {size} bytes long; a path may be at most "
+            f"{MAX_PATH_BYTES} bytes"
+        )
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if len(parts) > MAX_PATH_DEPTH:
+        raise PathTooLong(
+            f"{_shown_path(path)} is {len(parts)} levels deep; at most {MAX_PATH_DEPTH}"
+        )
+    for part in parts:
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+            raise PathTooLong(
+                f"{_shown_path(path)}: the name {_shown_path(part)} is "
+                f"{len(part.encode('utf-8'))} bytes long; a file or folder name may be at most "
+                f"{MAX_NAME_BYTES} bytes"
+            )
+
+
 # A multi-agent group's shared directory (TaskSpec `shared`): `/shared/<path>` in the file
 # tools, mounted at the same place in the command sandbox.
 SHARED_MOUNT = "/shared"

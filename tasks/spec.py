@@ -12,7 +12,7 @@ from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness_site.config import Regex
-from tasks.paths import PathEscapeError, validate_relative_path
+from tasks.paths import PathEscapeError, PathTooLong, check_path_bounds, validate_relative_path
 
 
 class _Spec(BaseModel):
@@ -179,12 +179,17 @@ class LangGraphAgentSpec(_Spec):
 
 
 def _check_relative_paths(paths: Iterable[str]) -> None:
-    """Workspace-relative paths only; raised as ValueError so pydantic reports the field."""
+    """Workspace-relative paths within the bounds of tasks.paths; raised as ValueError (naming
+    the path) so pydantic reports the field."""
     for path in paths:
         try:
+            check_path_bounds(path)
             validate_relative_path(path)
-        except PathEscapeError as exc:
+        except (PathEscapeError, PathTooLong) as exc:
             raise ValueError(str(exc)) from None
+
+
+MAX_WORKSPACE_FILES = 1000
 
 
 class WorkspaceSpec(_Spec):
@@ -193,6 +198,8 @@ class WorkspaceSpec(_Spec):
     @field_validator("files")
     @classmethod
     def _relative_paths(cls, files: dict[str, str]) -> dict[str, str]:
+        if len(files) > MAX_WORKSPACE_FILES:
+            raise ValueError(f"at most {MAX_WORKSPACE_FILES} files (got {len(files)})")
         _check_relative_paths(files)
         return files
 

@@ -9,14 +9,17 @@ import difflib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from harness_site.config import compile_pattern
 from multiagent.shared import shared_write_lock
 from tasks.paths import (
     SHARED_MOUNT,
     PathEscapeError,
+    PathTooLong,
+    check_path_bounds,
     file_append,
     file_delete,
     file_read,
@@ -35,8 +38,21 @@ class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _bounded(path: str) -> str:
+    try:
+        check_path_bounds(path)
+    except PathTooLong as exc:
+        raise ValueError(str(exc)) from None
+    return path
+
+
+# A path a call names, within the bounds a task spec's paths have (tasks.paths), so an absurd
+# name is an invalid argument told to the model, not an OSError inside the tool.
+ToolPath = Annotated[str, AfterValidator(_bounded)]
+
+
 class PathArgs(_Args):
-    path: str = Field(
+    path: ToolPath = Field(
         description="file path relative to the workspace (or /shared/... in a group's shared "
         "directory)"
     )
@@ -47,14 +63,14 @@ class ReadFileArgs(PathArgs):
 
 
 class ListFilesArgs(_Args):
-    path: str = Field(default=".", description="folder relative to the workspace (or /shared)")
+    path: ToolPath = Field(default=".", description="folder relative to the workspace (or /shared)")
     recursive: bool = True
     limit: int = Field(default=500, ge=1, le=10_000)
 
 
 class SearchTextArgs(_Args):
     pattern: str = Field(min_length=1, max_length=1000, description="a regular expression")
-    path: str = "."
+    path: ToolPath = "."
     max_matches: int = Field(default=100, ge=1, le=2000)
 
 
