@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('review', '0004_review_interrupt'),
+        ('review', '0005_target_fingerprint'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
