@@ -30,6 +30,7 @@ from agent.llm.base import ModelAdapter, ModelDecision, ModelError
 from agent.tools.http import host_allowed, url_allowed
 from harness_site.config import ValidationConfig, compile_pattern
 from tasks.feedback import compact_feedback
+from tasks.json_schema import json_schema_validator
 from tasks.paths import PathEscapeError, call_paths, glob_match, resolve_in_workspace
 from tasks.spec import ChecksSpec
 from tasks.tools.registry import ToolSpec
@@ -236,7 +237,7 @@ def check_final(
                     check="answer with the JSON document only",
                 )
             )
-        validator = jsonschema.validators.validator_for(checks.json_schema)(checks.json_schema)
+        validator = json_schema_validator(schema=checks.json_schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(document))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "(top level)"

@@ -12,6 +12,7 @@ from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness_site.config import Regex
+from tasks.json_schema import json_schema_check
 from tasks.paths import PathEscapeError, PathTooLong, check_path_bounds, validate_relative_path
 
 
@@ -273,12 +274,7 @@ class ChecksSpec(_Spec):
     @classmethod
     def _schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is not None:
-            import jsonschema
-
-            try:
-                jsonschema.validators.validator_for(value).check_schema(value)
-            except jsonschema.SchemaError as exc:
-                raise ValueError(f"invalid JSON schema: {exc.message}") from None
+            json_schema_check(schema=value)
         return value
 
 

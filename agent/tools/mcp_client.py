@@ -44,11 +44,12 @@ from agent.tools.sandbox import (
 )
 from harness_site.config import McpServerConfig, harness_config
 from tasks.agent_state import McpTool
+from tasks.json_schema import json_schema_check, json_schema_validator
 from tasks.tools.mcp import (
     MAX_DESCRIPTION_CHARS,
     TOOL_NAME,
     JsonSchemaArgs,
-    check_input_schema,
+    check_tool_schema,
     content_text,
     mcp_name,
     mcp_server_of,
@@ -194,6 +195,24 @@ async def sandboxed_stdio(
             await anyio.to_thread.run_sync(process.close)
 
 
+class _ClientSession(ClientSession):
+    """The SDK's session, checking a tool's structured results against its `outputSchema` on
+    RE2 (tasks/json_schema.py): the SDK's own validator runs the server's patterns on Python's
+    backtracking `re`, in this worker, where `^(a+)+$` pins a CPU for hours. Overrides the
+    SDK's (pinned) validator factory; its RuntimeError is the SDK's "answered unusably"."""
+
+    def _output_schema_validator(self, name: str, output_schema: dict[str, Any]) -> Any:
+        validator = self._tool_output_validators.get(name)
+        if validator is None:
+            try:
+                json_schema_check(schema=output_schema)
+            except ValueError as exc:
+                raise RuntimeError(f"Invalid schema for tool {name}: {exc}") from None
+            validator = json_schema_validator(schema=output_schema)
+            self._tool_output_validators[name] = validator
+        return validator
+
+
 @asynccontextmanager
 async def _session(
     *, server: str, config: McpServerConfig, workspace: Path
@@ -204,7 +223,7 @@ async def _session(
         async with (
             http,
             streamable_http_client(config.url, http_client=http) as (read, write),
-            ClientSession(read, write) as session,
+            _ClientSession(read, write) as session,
         ):
             with anyio.fail_after(config.connect_timeout_s):
                 await session.initialize()
@@ -212,7 +231,7 @@ async def _session(
     else:
         async with (
             sandboxed_stdio(config=config, workspace=workspace) as (read, write, process),
-            ClientSession(read, write) as session,
+            _ClientSession(read, write) as session,
         ):
             with anyio.fail_after(config.connect_timeout_s):
                 await session.initialize()
@@ -357,7 +376,15 @@ class McpConnections:
             for item in result.tools:
                 name = mcp_name(server, item.name)
                 problem = None if TOOL_NAME.match(name) else "name not accepted by model APIs"
-                problem = problem or check_input_schema(item.input_schema)
+                problem = (
+                    problem
+                    or check_tool_schema(schema=item.input_schema, field="inputSchema")
+                    or (
+                        None
+                        if item.output_schema is None
+                        else check_tool_schema(schema=item.output_schema, field="outputSchema")
+                    )
+                )
                 if problem:
                     skipped.append(f"{item.name[:80]}: {problem}")
                     continue

@@ -25,12 +25,12 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
 from harness_site.config import harness_config
 from tasks.agent_state import McpTool
+from tasks.json_schema import json_schema_check, json_schema_validator
 from tasks.tools.registry import PermanentToolError, Risk, ToolContext, ToolSpec
 
 SEPARATOR = "__"
@@ -110,9 +110,9 @@ class JsonSchemaArgs(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _check(cls, data: Any) -> Any:
-        validator_cls = jsonschema.validators.validator_for(cls.input_schema)
         errors = sorted(
-            validator_cls(cls.input_schema).iter_errors(data), key=lambda e: list(e.path)
+            json_schema_validator(schema=cls.input_schema).iter_errors(data),
+            key=lambda e: list(e.path),
         )
         if errors:
             parts = []
@@ -135,15 +135,17 @@ def args_model_for(tool: McpTool) -> type[JsonSchemaArgs]:
     return type(f"{tool.name}_args", (JsonSchemaArgs,), {"input_schema": schema})
 
 
-def check_input_schema(schema: Any) -> str | None:
+def check_tool_schema(*, schema: Any, field: str) -> str | None:
+    """Why a server's `inputSchema` / `outputSchema` (`field`) cannot be used, if it cannot: a
+    tool with such a schema is not offered (the listing event names it and the reason)."""
     if not isinstance(schema, dict):
-        return "inputSchema is not an object"
+        return f"{field} is not an object"
     if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
-        return f"inputSchema is larger than {MAX_SCHEMA_CHARS} characters"
+        return f"{field} is larger than {MAX_SCHEMA_CHARS} characters"
     try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return f"invalid inputSchema: {exc.message[:200]}"
+        json_schema_check(schema=schema)
+    except ValueError as exc:
+        return f"{field}: {str(exc)[:300]}"
     return None
 
 

@@ -12,11 +12,13 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Annotated
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
 
 server = MCPServer("harness-test")
 STATE = Path(os.environ["MCP_TEST_STATE"]) if os.environ.get("MCP_TEST_STATE") else None
@@ -148,6 +150,37 @@ def probe(path: str, ctx: Context) -> dict:
         "exists": os.path.exists(path),
         "processes": len([p for p in os.listdir("/proc") if p.isdigit()]),
     }
+
+
+# A pattern Python's backtracking `re` takes hours on for "aaa…a!" (RE2: microseconds).
+EVIL_PATTERN = r"^(a+)+$"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def spell(code: Annotated[str, Field(pattern=EVIL_PATTERN)], ctx: Context) -> dict:
+    """Takes a code of a's only: its inputSchema carries a pattern that backtracks."""
+    record(ctx, "spell", code=code)
+    return {"code": code}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def screen(
+    name: Annotated[str, Field(json_schema_extra={"pattern": "^(?!admin)"})], ctx: Context
+) -> dict:
+    """Its inputSchema carries a lookahead, which RE2 (linear time) cannot run."""
+    record(ctx, "screen", name=name)
+    return {"name": name}
+
+
+class Echoed(BaseModel):
+    text: Annotated[str, Field(pattern=EVIL_PATTERN)]
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def echo_code(text: str, ctx: Context) -> Echoed:
+    """Echoes `text`; its outputSchema carries a pattern that backtracks."""
+    record(ctx, "echo_code", text=text)
+    return Echoed.model_construct(text=text)
 
 
 if __name__ == "__main__":
