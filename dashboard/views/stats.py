@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -12,6 +10,7 @@ from dashboard.bulk import BULK_ACTIONS
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
 from harness_site.access import viewer_required
+from harness_site.csv_export import csv_response
 from tasks.selectors import user_can_operate
 
 # CSV export: one table of the statistics per file, with its columns in order.
@@ -69,12 +68,8 @@ def failure_stats_csv(request: HttpRequest, table: str) -> HttpResponse:
         raise Http404("unknown table")
     window = request_window(request, default="24h")
     rows = stats.TABLES[table](window)
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="failures-{table}-{window.label}.csv"'
-    writer = csv.writer(response)
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow(
-            [row[c].isoformat() if hasattr(row[c], "isoformat") else row[c] for c in columns]
-        )
-    return response
+    return csv_response(
+        filename=f"failures-{table}-{window.label}.csv",
+        header=columns,
+        rows=([row[c] for c in columns] for row in rows),
+    )
