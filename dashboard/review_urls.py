@@ -10,4 +10,6 @@ urlpatterns = [
     path("", views.inbox, name="inbox"),
     path("<int:review_id>/", views.review_detail, name="detail"),
     path("<int:review_id>/decide/", views.review_decide, name="decide"),
+    path("rules/", views.standing_rules, name="standing_rules"),
+    path("rules/<int:rule_id>/resume/", views.standing_rule_resume, name="standing_rule_resume"),
 ]

@@ -82,7 +82,7 @@ class StandingRuleOut(Schema):
 
     @staticmethod
     def resolve_state(obj: ReviewRule) -> str:
-        return selectors.standing_rule_state(obj)
+        return obj.standing_state
 
     @staticmethod
     def resolve_scope_user(obj: ReviewRule) -> str | None:

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
 from harness_site.config import ReviewRuleConfig
@@ -284,6 +285,15 @@ class ReviewRule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.action})"
+
+    @property
+    def standing_state(self) -> str:
+        """A standing rule's state: active | paused | ended (past `until`) | disabled."""
+        if not self.enabled:
+            return "disabled"
+        if self.until is None or self.until <= timezone.now():
+            return "ended"
+        return "paused" if self.paused else "active"
 
     def as_config(self) -> ReviewRuleConfig:
         """The same validated shape as a harness.yaml rule; raises pydantic ValidationError."""

@@ -18,7 +18,6 @@ from django.db.models import (
     Value,
     When,
 )
-from django.utils import timezone
 from pydantic import ValidationError
 
 from review.models import ReviewRequest, ReviewRule, ReviewStatus, RuleKind
@@ -181,7 +180,7 @@ def task_reviews(*, task_id: Any) -> QuerySet[ReviewRequest]:
     """A task's review requests, oldest first, with who decided them."""
     return (
         ReviewRequest.objects.filter(task_id=task_id)
-        .select_related("decided_by")
+        .select_related("decided_by", "standing_rule")
         .order_by("requested_at", "id")
     )
 
@@ -275,13 +274,9 @@ def standing_rules(*, ids: list[Any] | None = None) -> QuerySet[ReviewRule]:
     )
 
 
-def standing_rule_state(rule: ReviewRule) -> str:
-    """active | paused | ended | disabled."""
-    if not rule.enabled:
-        return "disabled"
-    if rule.until is None or rule.until <= timezone.now():
-        return "ended"
-    return "paused" if rule.paused else "active"
+def standing_rules_from(*, review: ReviewRequest) -> list[ReviewRule]:
+    """The standing rules made when this review was approved ("approve and always allow")."""
+    return list(ReviewRule.objects.filter(kind=RuleKind.STANDING, origin_review=review))
 
 
 def standing_rule_get(*, rule_id: Any) -> ReviewRule:

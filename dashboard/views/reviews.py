@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from checkpoints.selectors import checkpoint_recent_messages
-from harness_site.access import viewer_required
+from harness_site.access import operator_required, viewer_required
 from harness_site.inputs import json_error
-from review import selectors, services
+from review import selectors, services, standing
 from review.models import ReviewRequest, ReviewStatus, RuleRisk
 from tasks.canonical import canonical_hash
 from tasks.selectors import task_tool
@@ -63,6 +66,7 @@ def _detail(
     tool = task_tool(task_id=review.task_id, name=review.tool)
     schema = json.dumps(tool.json_schema(), indent=2) if tool is not None else ""
     can_decide = selectors.user_can_decide(request.user)
+    today = timezone.localdate()
     return render(
         request,
         "review/detail.html",
@@ -84,6 +88,15 @@ def _detail(
             "allowed": (review.interrupt or {}).get("allowed") or ["approve", "edit", "reject"],
             "creator_blocked": review.forbid_creator
             and review.task.created_by_id == request.user.pk,
+            # "Approve and always allow…" (review.standing).
+            "suggestions": standing.review_suggestions(review),
+            "until_default": today + timedelta(days=standing.DEFAULT_DAYS),
+            "until_max": today + timedelta(days=standing.MAX_DAYS),
+            "standing_rule": selectors.standing_rule_get(rule_id=review.standing_rule_id)
+            if review.standing_rule_id
+            else None,
+            "remembered": selectors.standing_rules_from(review=review),
+            "can_operate": can_decide,
             "errors": errors or [],
             "error": error,
         },
@@ -124,11 +137,22 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             error=f"The {field} must be valid JSON.",
             errors=[{**json_error(exc), "field": field}],
         )
+    suggestion = request.POST.get("remember_suggestion", "")
+    remember = (
+        {
+            "suggestion": suggestion,
+            "until": request.POST.get("remember_until", ""),
+            "scope": request.POST.get("remember_scope", ""),
+        }
+        if suggestion
+        else None
+    )
     try:
         review = services.review_decide(
             review_id=review.id,
             user=request.user,
             decision=DECISIONS.get(choice, choice),
+            remember=remember,
             arguments_hash=request.POST.get("arguments_hash") or None,
             comment=request.POST.get("comment", "").strip(),
             arguments=arguments,
@@ -159,3 +183,31 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
         return redirect("review:detail", review_id=review.id)
     messages.success(request, f"{review.tool}: {DECISIONS[choice]} recorded.")
     return redirect("tasks:detail", task_id=review.task_id)
+
+
+@viewer_required
+def standing_rules(request: HttpRequest) -> HttpResponse:
+    page = Paginator(selectors.standing_rules(), 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "review/standing_rules.html",
+        {"page": page, "can_operate": selectors.user_can_decide(request.user)},
+    )
+
+
+@operator_required
+@require_POST
+def standing_rule_resume(request: HttpRequest, rule_id: int) -> HttpResponse:
+    rule = selectors.standing_rule_get(rule_id=rule_id)
+    try:
+        services.standing_rule_resume(
+            rule_id=rule.id, user=request.user, reason=request.POST.get("reason", "").strip()
+        )
+    except services.ReviewError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Standing rule {rule.name} resumed.")
+    back = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        return redirect(back)
+    return redirect("review:standing_rules")
