@@ -162,6 +162,8 @@ class SandboxConfig(_Strict):
 
     memory_mb: int = Field(default=1024, ge=16, le=1024 * 1024)
     processes: int = Field(default=256, ge=4, le=100_000)
+    # The disk quota of each workspace, and of each group's shared directory, in all
+    # (agent/tools/quota.py), not per call.
     disk_mb: int = Field(default=512, ge=1, le=1024 * 1024)
     file_mb: int = Field(default=100, ge=1, le=1024 * 1024)
     tmp_mb: int = Field(default=256, ge=1, le=1024 * 1024)

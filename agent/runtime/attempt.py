@@ -112,8 +112,12 @@ def failed_outcome(tool: ToolSpec, exc: BaseException) -> ToolOutcome:
     if error_class == TIMEOUT:
         status = ToolCallStatus.TIMED_OUT
         what = f"{what} (layer: tool)"
+    # A limit the call hit (the disk quota) is kept with the failure, as a command's
+    # result keeps it: `limits_hit`.
+    limits_hit = getattr(exc, "limits_hit", None)
     return ToolOutcome(
         status=status,
+        result={"limits_hit": list(limits_hit)} if limits_hit else None,
         error_class=error_class,
         error_message=what,
         retry_after_s=retry_after_s,

@@ -13,7 +13,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from harness_site.config import compile_pattern
+from agent.tools.quota import quota_check_write
+from harness_site.config import compile_pattern, harness_config
 from multiagent.shared import shared_write_lock
 from tasks.paths import (
     SHARED_MOUNT,
@@ -93,6 +94,20 @@ def _place(ctx: ToolContext, path: str) -> tuple[Path, str, bool]:
             "`shared: true`); use a path relative to the workspace"
         )
     return ctx.shared, inside, True
+
+
+def _check_quota(ctx: ToolContext, path: str, *, adds: int, replaces: bool) -> None:
+    """A write that would take the workspace (or the shared directory) past its disk quota
+    is refused before anything is written."""
+    root, inside, shared = _place(ctx, path)
+    quota_check_write(
+        root=root,
+        limit=harness_config().sandbox.disk_mb * 1024**2,
+        name="the shared directory" if shared else "the workspace",
+        path=path,
+        adds=adds,
+        replaces=replaces,
+    )
 
 
 @contextlib.contextmanager
@@ -234,6 +249,7 @@ def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict:
     """Create or replace a text file in the workspace (or /shared/...)."""
     data = args.content.encode("utf-8")
     with _changing(ctx, args.path) as (root, inside):
+        _check_quota(ctx, args.path, adds=len(data), replaces=True)
         file_write(root, inside, data)
     return {"path": args.path, "bytes": len(data)}
 
@@ -248,8 +264,10 @@ def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict:
 )
 def append_file(ctx: ToolContext, args: AppendFileArgs) -> dict:
     """Append text to a file in the workspace or /shared/... (creating it if missing)."""
+    data = args.content.encode("utf-8")
     with _changing(ctx, args.path) as (root, inside):
-        size = file_append(root, inside, args.content.encode("utf-8"))
+        _check_quota(ctx, args.path, adds=len(data), replaces=False)
+        size = file_append(root, inside, data)
     return {"path": args.path, "size": size}
 
 

@@ -76,7 +76,7 @@ def _preview(ctx: ToolContext, args: RunCommandArgs) -> str:
 def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
     """Run a shell command (/bin/sh -c) in the workspace, isolated in a sandbox: the
     workspace is the working directory at /workspace, no network unless asked for and allowed,
-    limits on time, memory, processes and workspace growth; a multi-agent group's shared
+    limits on time, memory, processes and the workspace's disk quota; a multi-agent group's shared
     directory, if it has one, is at /shared. Returns exit_code, stdout, stderr
     (each truncated at 64 KiB), duration_ms and limits_hit; a non-zero exit code is a normal
     result. The environment is minimal: PATH, HOME=/tmp, LANG, TMPDIR=/tmp."""
@@ -95,10 +95,12 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
         network=args.network,
         shared=ctx.shared,
     )
-    if result.outcome == "timeout":
-        raise ToolError(f"command timed out after {timeout_s:g}s", error_class="timeout")
     if result.outcome == "canceled":
         raise ToolError("command stopped: task canceled", error_class="canceled")
+    if result.quota_error is not None:
+        raise result.quota_error
+    if result.outcome == "timeout":
+        raise ToolError(f"command timed out after {timeout_s:g}s", error_class="timeout")
     stderr = result.stderr
     for name in result.limits_hit:
         stderr += f"\n[sandbox: {limit_message(name, limits)}]"

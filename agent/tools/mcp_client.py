@@ -36,6 +36,7 @@ from mcp.types import PaginatedRequestParams, jsonrpc_message_adapter
 
 from agent.retry import TIMEOUT, TRANSIENT, UNKNOWN_OUTCOME
 from agent.tools.command import command_limits
+from agent.tools.quota import DiskQuotaExceeded
 from agent.tools.sandbox import (
     SandboxProcess,
     SandboxUnavailable,
@@ -240,6 +241,11 @@ async def _session(
 
 def _limit_text(crossed: str, connection: _Connection) -> str:
     assert connection.process is not None
+    if crossed == "disk":
+        connection.process.wait()  # killed: nothing writes while its additions are taken back
+        error = connection.process.quota_exceeded("the MCP server's call")
+        if error is not None:
+            return f"the MCP server was stopped: {error}"
     return (
         f"the MCP server was stopped: {limit_message(crossed, connection.process.limits)}; "
         "what it wrote so far stays in the workspace (a rollback undoes it)"
@@ -277,8 +283,11 @@ class _Connection:
 
 
 class _LimitCrossed(Exception):
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, crossed: str) -> None:
         super().__init__(message)
+        self.error = (
+            DiskQuotaExceeded(message) if crossed == "disk" else PermanentToolError(message)
+        )
 
 
 class McpConnections:
@@ -446,6 +455,9 @@ class McpConnections:
         except McpUnavailable as exc:
             # Nothing was sent: another attempt cannot duplicate anything.
             raise TransientToolError(str(exc)) from None
+        if connection.process is not None:
+            # The quota is the workspace's, across calls: this call gets what is left.
+            connection.process.quota_restart()
         read_timeout = max(ctx.timeout_s - TIMEOUT_MARGIN_S, ctx.timeout_s * 0.9)
         meta = {META_KEY: ctx.idempotency_key, CALL_ID_META_KEY: ctx.call_id}
         future = self._portal.start_task_soon(
@@ -457,7 +469,7 @@ class McpConnections:
             raise ToolError("stopped: the call was canceled", error_class="canceled") from None
         except _LimitCrossed as exc:
             self.errors[server] = str(exc)
-            raise PermanentToolError(str(exc)) from None
+            raise exc.error from None
         except BaseException as exc:
             raise self._call_failure(server, connection, exc, idempotent=idempotent) from None
         if result.is_error:
@@ -490,9 +502,9 @@ class McpConnections:
                     checked = time.monotonic()
                     if (crossed := connection.limit_crossed()) is not None:
                         future.cancel()
-                        raise _LimitCrossed(_limit_text(crossed, connection)) from None
+                        raise _LimitCrossed(_limit_text(crossed, connection), crossed) from None
         if (crossed := connection.limit_crossed()) is not None:
-            raise _LimitCrossed(_limit_text(crossed, connection))
+            raise _LimitCrossed(_limit_text(crossed, connection), crossed)
         return result
 
     def _call_failure(

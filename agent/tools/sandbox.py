@@ -26,6 +26,7 @@ environment and limits only), logged loudly on every run.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -46,6 +47,7 @@ from typing import IO, Any
 
 from django.conf import settings
 
+from agent.tools.quota import DiskQuota, DiskQuotaExceeded, survey
 from tasks.paths import SHARED_MOUNT
 from tasks.tools.registry import PermanentToolError
 
@@ -104,7 +106,8 @@ class Limits:
     cpu_s: float | None = 60.0
     memory_bytes: int = 1024**3
     processes: int = 256
-    # How much the workspace may grow while the sandbox runs (bytes on disk).
+    # The disk quota: how much the workspace may hold in all, and separately a group's
+    # shared directory (bytes on disk, across calls; agent/tools/quota.py).
     disk_bytes: int = 512 * 1024**2
     file_bytes: int = 100 * 1024**2
     tmp_bytes: int = 256 * 1024**2
@@ -119,7 +122,7 @@ class Limits:
         parts += [
             f"memory {self.memory_bytes // 1024**2} MiB",
             f"processes {self.processes}",
-            f"workspace growth {self.disk_bytes // 1024**2} MiB",
+            f"disk quota {self.disk_bytes // 1024**2} MiB for the whole workspace",
             f"file size {self.file_bytes // 1024**2} MiB",
             f"/tmp {self.tmp_bytes // 1024**2} MiB",
             f"open files {self.open_files}",
@@ -132,7 +135,8 @@ LIMIT_MESSAGES = {
     "memory": "the sandbox reached its memory limit of {memory} MiB; the kernel killed a process",
     "processes": "the sandbox reached its limit of {processes} processes; fork failed",
     "cpu": "the sandbox used its {cpu}s of CPU time and was killed",
-    "disk": "the workspace grew past its quota of {disk} MiB and the sandbox was killed",
+    "disk": "the workspace reached its disk quota of {disk} MiB (harness.yaml sandbox.disk_mb): "
+    "a write past it failed with 'File too large'",
 }
 
 
@@ -408,7 +412,9 @@ class _Cgroup:
 # whatever is orphaned to it (its waits reap any child), instead of bwrap's reaper, whose
 # /proc/1/cmdline, exe and maps would show the bwrap command line with the host's paths (the
 # workspace, the venv, every mount). When it exits the kernel kills the whole PID namespace.
-_INIT = ("/bin/sh", "-c", '"$@"; exit $?', "init")
+# SIGXFSZ is ignored (and so for everything it starts): a write past the per-file cap (the
+# remaining disk quota) fails with EFBIG, as on a full disk, instead of killing the writer.
+_INIT = ("/bin/sh", "-c", 'trap "" XFSZ; "$@"; exit $?', "init")
 
 
 def _namespace_args(*, network: bool) -> list[str]:
@@ -483,27 +489,6 @@ _LAUNCHER = (
 )
 
 
-def _disk_usage(root: Path) -> int:
-    """Bytes on disk under `root` (allocated blocks, so sparse files count what they use)."""
-    total = 0
-    stack = [str(root)]
-    while stack:
-        try:
-            entries = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                total += info.st_blocks * 512
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-    return total
-
-
 @dataclass
 class DiskWatch:
     """When to walk the workspace next. The quota is polled, not enforced by the filesystem,
@@ -529,8 +514,9 @@ class SandboxProcess:
     workspace: Path
     limits: Limits
     started: float = field(default_factory=time.monotonic)
-    disk_before: int = 0
-    shared: Path | None = None
+    # The disk quotas of the workspace and a shared directory, as they stood when the
+    # sandbox started (or, for a long-lived server, its current call: quota_restart).
+    quotas: list[DiskQuota] = field(default_factory=list)
     killed_for: list[str] = field(default_factory=list)
     _closed: bool = False
 
@@ -563,24 +549,50 @@ class SandboxProcess:
     def cpu_s(self) -> float | None:
         return self.cgroup.cpu_s() if self.cgroup is not None else None
 
-    def disk_growth(self) -> int:
-        return self._disk_usage() - self.disk_before
-
-    def _disk_usage(self) -> int:
-        # A group's shared directory counts against the same quota: a command must not fill
-        # the disk through /shared either.
-        return _disk_usage(self.workspace) + (
-            _disk_usage(self.shared) if self.shared is not None else 0
-        )
-
     def check_limits(self) -> str | None:
         """The clock-like limit this sandbox has crossed (cpu, disk), if any."""
         cpu = self.cpu_s()
         if self.limits.cpu_s is not None and cpu is not None and cpu > self.limits.cpu_s:
             return "cpu"
-        if self.disk_growth() > self.limits.disk_bytes:
+        if any(quota.over() is not None for quota in self.quotas):
             return "disk"
         return None
+
+    def file_cap(self) -> int:
+        """The per-file size cap (RLIMIT_FSIZE): the file limit, or the largest remaining
+        disk quota when that is less."""
+        return min([self.limits.file_bytes, max(q.file_cap() for q in self.quotas)])
+
+    def quota_exceeded(self, what: str) -> DiskQuotaExceeded | None:
+        """After the sandbox's processes are gone: the error for a directory left past its
+        quota (a workspace's additions are taken back first), else None."""
+        for quota in self.quotas:
+            usage = quota.over()
+            if usage is not None:
+                return quota.exceeded(usage=usage, what=what)
+        return None
+
+    def quota_capped(self) -> bool:
+        """Whether a file reached the per-file cap that the remaining quota set (the kernel
+        refused a write because the quota was nearly used up)."""
+        cap = self.file_cap()
+        if cap >= self.limits.file_bytes:
+            return False
+        return any(survey(q.root, detail=False).largest >= cap for q in self.quotas)
+
+    def quota_restart(self) -> None:
+        """A long-lived sandbox's next call: measure the quotas afresh and give every process
+        in it the per-file cap that is left."""
+        self.quotas = [
+            q.begin(root=q.root, limit=q.limit, name=q.name, take_back=q.take_back)
+            for q in self.quotas
+        ]
+        if self.cgroup is None:
+            return
+        cap = self.file_cap()
+        for pid in self.cgroup.pids():
+            with contextlib.suppress(OSError):
+                resource.prlimit(pid, resource.RLIMIT_FSIZE, (cap, cap))
 
     def kill(self, reason: str | None = None) -> None:
         """Kill every process of the sandbox: the bwrap parent (its PID namespace dies with
@@ -677,10 +689,23 @@ def sandbox_spawn(
         )
         command, run_cwd = list(argv), workspace / cwd
         popen_env = {**full_env, "HOME": str(workspace), "TMPDIR": tempfile.gettempdir()}
+    shared = Path(shared).resolve() if shared is not None and sandboxed else None
+    quotas = [
+        DiskQuota.begin(
+            root=workspace, limit=limits.disk_bytes, name="the workspace", take_back=True
+        )
+    ]
+    if shared is not None:
+        quotas.append(
+            DiskQuota.begin(
+                root=shared,
+                limit=limits.disk_bytes,
+                name="the shared directory",
+                take_back=False,
+            )
+        )
     cgroup = _Cgroup(limits) if sandboxed else None
     procs = " ".join(str(p) for p in cgroup.procs_files()) if cgroup else ""
-    shared = Path(shared).resolve() if shared is not None and sandboxed else None
-    disk_before = _disk_usage(workspace) + (_disk_usage(shared) if shared is not None else 0)
     go_read, go_write = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -701,29 +726,26 @@ def sandbox_spawn(
         raise
     finally:
         os.close(go_read)
+    process = SandboxProcess(
+        proc=proc, cgroup=cgroup, workspace=workspace, limits=limits, quotas=quotas
+    )
     try:
-        for which, value in _rlimits(limits):
+        for which, value in _rlimits(limits, file_cap=process.file_cap()):
             resource.prlimit(proc.pid, which, (value, value))
         os.write(go_write, b"go\n")  # the read end stays open in bwrap: at EOF, harmless
     except OSError:
         proc.kill()  # it never runs without its limits
     finally:
         os.close(go_write)
-    return SandboxProcess(
-        proc=proc,
-        cgroup=cgroup,
-        workspace=workspace,
-        limits=limits,
-        disk_before=disk_before,
-        shared=shared,
-    )
+    return process
 
 
-def _rlimits(limits: Limits) -> list[tuple[int, int]]:
+def _rlimits(limits: Limits, *, file_cap: int) -> list[tuple[int, int]]:
     """Per-process limits under the cgroup's whole-sandbox ones: no single file larger than
-    the workspace quota or the file cap, no core dumps, a bounded descriptor table."""
+    `file_cap` (the file limit, or the disk quota left), no core dumps, a bounded descriptor
+    table."""
     wanted = [
-        (resource.RLIMIT_FSIZE, min(limits.file_bytes, limits.disk_bytes)),
+        (resource.RLIMIT_FSIZE, file_cap),
         (resource.RLIMIT_NOFILE, limits.open_files),
         (resource.RLIMIT_CORE, 0),
     ]
@@ -803,6 +825,9 @@ class SandboxResult:
     truncated: bool
     duration_ms: int
     limits_hit: list[str]
+    # The command left a directory past its disk quota (what it added to a workspace was
+    # taken back): the call fails with this.
+    quota_error: DiskQuotaExceeded | None = None
 
 
 def sandbox_run(
@@ -866,7 +891,8 @@ def sandbox_run(
             proc.wait()
         for capture in (stdout, stderr):
             capture.join(timeout=1.0)
-        crossed = proc.check_limits()
+        quota_error = proc.quota_exceeded("the command")
+        crossed = "disk" if quota_error is not None or proc.quota_capped() else proc.check_limits()
         if crossed is not None and crossed not in proc.killed_for:
             proc.killed_for.append(crossed)
         hit = proc.limits_hit()
@@ -878,4 +904,5 @@ def sandbox_run(
         truncated=bool(stdout.dropped or stderr.dropped),
         duration_ms=round((time.monotonic() - started) * 1000),
         limits_hit=hit,
+        quota_error=quota_error,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from agent.tools.quota import disk_usage
 from checkpoints.models import Checkpoint
 from review.models import ReviewRequest
 from review.services import review_resolve_unknown_outcome
@@ -120,7 +121,11 @@ def test_stdio_server_past_its_workspace_quota_is_stopped_and_told(fleet):
     task = wait_status(task.id, "succeeded", timeout=120)
     fill = ToolCall.objects.get(task=task, tool="local__fill")
     assert fill.status == "failed"
-    assert "the workspace grew past its quota of 2 MiB" in fill.error_message
-    # Stopped long before it wrote 40 MiB; the next call ran on a fresh server.
-    assert len(list(task.workspace_path.glob("big.bin.*"))) < 40
+    assert "took the workspace to" in fill.error_message
+    assert "past its quota of 2.0 MiB" in fill.error_message
+    assert fill.result["result"] == {"limits_hit": ["disk"]}
+    # Stopped long before it wrote 40 MiB, and what it wrote was taken back; the next call
+    # ran on a fresh server.
+    assert list(task.workspace_path.glob("big.bin.*")) == []
+    assert disk_usage(task.workspace_path) <= 2 * 1024**2
     assert ToolCall.objects.get(task=task, tool="local__lookup").status == "succeeded"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.tools.quota import DiskQuotaExceeded
 from checkpoints.snapshots import snapshot_capture, snapshot_restore
 from tasks.tools import ToolError
 from tasks.tools.registry import ToolContext
@@ -117,17 +118,23 @@ def test_restoring_the_shared_directory_never_writes_through_a_planted_link(shar
 def test_filling_the_shared_directory_stops_at_the_quota(call, child, shared, harness_yaml):
     harness_yaml("sandbox: {disk_mb: 50, file_mb: 40}\n")
 
-    result = call(
-        "run_command",
-        {
-            "command": "for i in 1 2 3 4 5 6 7 8; do "
-            "head -c 40000000 /dev/zero > /shared/f$i & done; wait; sleep 5; echo survived",
-            "timeout_s": 20,
-        },
-        context=child,
-    )
+    with pytest.raises(DiskQuotaExceeded) as excinfo:
+        call(
+            "run_command",
+            {
+                "command": "for i in 1 2 3 4 5 6 7 8; do "
+                "head -c 40000000 /dev/zero > /shared/f$i & done; wait; sleep 5; echo survived",
+                "timeout_s": 20,
+            },
+            context=child,
+        )
 
     written = sum(p.stat().st_blocks * 512 for p in shared.iterdir())
-    assert result["limits_hit"] == ["disk"]
-    assert "survived" not in result["stdout"]
+    assert "took the shared directory to" in str(excinfo.value)
+    assert excinfo.value.limits_hit == ["disk"]
     assert written < 8 * 40_000_000
+    # Over its quota, the shared directory cannot grow, through a command or a file tool.
+    with pytest.raises(DiskQuotaExceeded):
+        call("run_command", {"command": "echo more > /shared/more.txt"}, context=child)
+    with pytest.raises(DiskQuotaExceeded):
+        call("write_file", {"path": "/shared/notes.txt", "content": "x"}, context=child)
