@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import functools
+import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,7 +22,7 @@ from django.db import connection
 
 from harness_site.config import ReviewRuleConfig, compile_pattern, harness_config
 from review.models import ReviewRule, RuleKind
-from tasks.paths import call_paths, glob_match
+from tasks.paths import PATH_ARGUMENTS, call_paths, glob_match
 from tasks.tools.registry import ToolSpec
 
 
@@ -45,13 +47,48 @@ EXECUTE_REVIEW = PolicyDecision(
 )
 
 
+# Tools that change files: deleting one is writing it too.
+WRITING_RISKS = frozenset({"write", "destructive"})
+# An MCP tool's arguments whose name says they hold a path (`file_path`, `filename`, `dir`…),
+# beyond the built-in tools' names (tasks.paths.PATH_ARGUMENTS).
+_PATH_LIKE = re.compile(r"path|file|dir|folder|dest|src|source|target", re.IGNORECASE)
+
+
+def _risk_matches(rule: ReviewRuleConfig, *, tool: ToolSpec) -> bool:
+    """`risk: write` in a review or deny rule covers every tool that writes files (risk
+    `write` or `destructive`: write_file, append_file, delete_file, an MCP tool's writes), so
+    a rule about files is not sidestepped by another writing tool. An allow rule's risk matches
+    exactly: an allow never widens to a more dangerous class."""
+    if rule.risk is None or rule.risk == tool.risk:
+        return True
+    return rule.risk == "write" and rule.action != "allow" and tool.risk in WRITING_RISKS
+
+
+def target_paths(*, tool: ToolSpec, args: dict[str, Any]) -> list[str]:
+    """The workspace paths a call names, normalised (`./a//b.conf` is `a/b.conf`): the
+    built-in path arguments, and for an MCP tool also every string (or list of strings)
+    argument of its inputSchema whose name says it holds a path. What a server does with its
+    other arguments, or a shell with its command line, no path rule can see."""
+    paths = call_paths(args)
+    if tool.input_schema is not None:
+        for name in tool.input_schema.get("properties") or {}:
+            value = args.get(name)
+            if not _PATH_LIKE.search(name) or name in PATH_ARGUMENTS:
+                continue
+            if isinstance(value, str):
+                paths.append(value)
+            elif isinstance(value, list):
+                paths.extend(item for item in value if isinstance(item, str))
+    return [posixpath.normpath(path) for path in paths]
+
+
 def rule_matches(rule: ReviewRuleConfig, *, tool: ToolSpec, args: dict[str, Any]) -> bool:
     if rule.tool is not None and rule.tool != tool.name:
         return False
-    if rule.risk is not None and rule.risk != tool.risk:
+    if not _risk_matches(rule, tool=tool):
         return False
     if rule.path_glob is not None and not any(
-        glob_match(p, rule.path_glob) for p in call_paths(args)
+        glob_match(p, rule.path_glob) for p in target_paths(tool=tool, args=args)
     ):
         return False
     if rule.command_regex is not None:
@@ -179,6 +216,7 @@ class _GraphAction:
 
     name: str
     risk: str = "graph"
+    input_schema: dict[str, Any] | None = None
 
 
 def interrupt_policy(
