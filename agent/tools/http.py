@@ -5,7 +5,10 @@ The allowlist names origins: `https://api.example.com` (default port), `http://1
 resolved once, every address it resolves to is checked against loopback, private, link-local
 and other special ranges (refused unless HARNESS_HTTP_ALLOW_NETWORKS lists them), and the
 connection goes to the address that passed the check, never to a second lookup (no DNS
-rebinding); the Host header and TLS server name stay the URL's host.
+rebinding); the Host header and TLS server name stay the URL's host. A URL with userinfo
+(`user@host`) or a backslash, which URL parsers (and people) read differently, and a `Host`
+or framing header (`Content-Length`, `Transfer-Encoding`, `Connection`, ...) in `headers` are
+invalid arguments. Redirects are never followed.
 
 Responses the model can act on (2xx, 3xx, 4xx other than 429) are results; rate limiting, 5xx
 and connection failures are transient errors so the harness retries them with backoff. Every
@@ -52,6 +55,25 @@ RESULT_HEADERS = (
 )
 
 
+# Headers the request's URL and body set: a `Host` of the model's would send the checked
+# address's virtual hosting to another name (an internal site behind a shared proxy), and
+# framing headers could make a proxy read one request as two.
+RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "upgrade",
+    }
+)
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,200}")
+
+
 class HttpRequestArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -64,13 +86,31 @@ class HttpRequestArgs(BaseModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
+        # URL parsers disagree on both: `http://allowed.example\@127.0.0.1/` is a request to
+        # 127.0.0.1 here and a link to allowed.example in a browser (and to a reviewer).
+        if "\\" in value:
+            raise ValueError("must not contain a backslash")
         try:
             url = httpx.URL(value)
         except httpx.InvalidURL as exc:
             raise ValueError(f"not a valid URL: {exc}") from None
         if url.scheme not in ("http", "https") or not url.host:
             raise ValueError("must be an absolute http:// or https:// URL")
+        if url.userinfo:
+            raise ValueError("must not carry a user name or password (user@host)")
         return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name[:100]!r} is not a header name")
+            if name.lower() in RESERVED_HEADERS:
+                raise ValueError(f"{name} is set from the URL and the body, not by the call")
+            if any(c in value for c in "\r\n\0"):
+                raise ValueError(f"the value of {name} has a line break or a NUL")
+        return headers
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
