@@ -12,6 +12,12 @@ response → `running` (job picked up, work horse forked, lease acquired) → `t
 checkpoint loaded, ledger, approved arguments checked) → the tool's own stamp (pre-tool
 checkpoint written, tool thread started).
 
+The execution-time re-check of an approval (review.recheck.approval_recheck: deadline,
+arguments, approvers, policy, target fingerprint) is part of *resume*; its own cost is measured
+apart, in this process, on an approved `write_file` of a 4 KB file: the same call the worker
+makes just before the approved call runs (its queries, the file's hash), timed `recheck_n`
+times.
+
 Expected run time (quiet 2-CPU machine): smoke ~15 s, full ~1 min (43 approvals, each waiting
 for the worker to go idle).
 """
@@ -28,7 +34,11 @@ from typing import Any
 from bench.common import RqWorker, figure, stats, tasks_delete, wait_for
 
 TITLE = "Approval latency"
-SIZES = {"smoke": {"n": 2, "warmup": 1}, "full": {"n": 40, "warmup": 3}}
+SIZES = {
+    "smoke": {"n": 2, "warmup": 1, "recheck_n": 20},
+    "full": {"n": 40, "warmup": 3, "recheck_n": 500},
+}
+CONF = "".join(f"setting_{i} = {'x' * 40}\n" for i in range(80))  # ~4 KB
 
 
 def _operator() -> tuple[Any, str]:
@@ -125,6 +135,80 @@ def _one(client: Any, worker: RqWorker, key: str) -> dict[str, float]:
     }
 
 
+def _recheck_samples(user: Any, n: int) -> tuple[list[float], Any]:
+    """(seconds per execution-time re-check of one approved `write_file service.conf`, paused
+    in this process under an admin rule and approved through the review service; the task's
+    id). Leaves the approved task's job on the queue: the worker runs it first, before the
+    approvals are measured."""
+    from django.utils import timezone
+
+    from agent.runtime.loop import task_run
+    from review.models import ReviewRequest, ReviewRule
+    from review.recheck import approval_recheck
+    from review.services import review_decide
+    from tasks.canonical import canonical_hash
+    from tasks.fingerprint import call_targets
+    from tasks.models import ToolCall
+    from tasks.services import task_create, task_transition
+    from tasks.spec import TaskSpec
+    from tasks.tools.registry import ToolContext, registry
+
+    name = f"bench-recheck-{uuid.uuid4().hex[:8]}"
+    rule = ReviewRule.objects.create(name=name, tool="write_file", action="review")
+    try:
+        spec = TaskSpec.model_validate(
+            {
+                "title": "bench recheck",
+                "goal": "benchmark",
+                "tools": ["write_file"],
+                "workspace": {"files": {"service.conf": CONF}},
+                "model": {
+                    "kind": "scripted",
+                    "script": [
+                        {"call": "write_file", "args": {"path": "service.conf", "content": "x"}},
+                        {"final": "done"},
+                    ],
+                },
+            }
+        )
+        task = task_create(spec=spec, user=None)
+        task_transition(task_id=task.id, to="queued")
+        if task_run(task_id=task.id) != "paused":
+            raise RuntimeError("the write_file call did not pause for review")
+        review = ReviewRequest.objects.get(task_id=task.id, status="pending")
+        review_decide(
+            review_id=review.id,
+            user=user,
+            decision="approve",
+            arguments_hash=canonical_hash(review.arguments),
+        )
+        task.refresh_from_db()
+        row = ToolCall.objects.get(pk=review.tool_call_id)
+        tool = registry.get("write_file")
+        args = tool.args_model.model_validate(row.arguments)
+        ctx = ToolContext(
+            task_id=str(task.id), call_id=row.call_id, workspace=task.workspace_path, timeout_s=30
+        )
+        samples = []
+        for _ in range(n):
+            started = time.perf_counter()
+            check = approval_recheck(
+                tool_call=row,
+                tool=tool,
+                task=task,
+                targets=lambda: call_targets(
+                    tool=tool, ctx=ctx, args=args, arguments=row.arguments
+                ),
+                now=timezone.now(),
+            )
+            samples.append(time.perf_counter() - started)
+            if not check.holds:
+                raise RuntimeError(f"the approval did not hold: {check.changes}")
+    finally:
+        rule.delete()
+    return samples, task.id
+
+
 def run(size: str) -> dict[str, Any]:
     from django.conf import settings
     from django.test import Client
@@ -135,6 +219,7 @@ def run(size: str) -> dict[str, Any]:
     log = Path(tempfile.gettempdir()) / f"bench-approval-worker-{uuid.uuid4().hex[:8]}.log"
     samples: dict[str, list[float]] = {}
     try:
+        samples["recheck"], recheck_task = _recheck_samples(user, params["recheck_n"])
         with RqWorker(log_path=log) as worker:
             # Jobs left in these queues by earlier runs go first; measure on an empty queue.
             wait_for(
@@ -148,6 +233,7 @@ def run(size: str) -> dict[str, Any]:
                 if i >= params["warmup"]:
                     for name, value in one.items():
                         samples.setdefault(name, []).append(value)
+        tasks_delete([recheck_task])
     finally:
         user.delete()
     ms = {name: stats(values, scale=1000) for name, values in samples.items()}
@@ -165,6 +251,15 @@ def run(size: str) -> dict[str, Any]:
                 target="p50 ≤ 50 ms, p95 ≤ 100 ms",
                 met=p50 <= 50 and p95 <= 100,
                 note=f"median breakdown: {breakdown}",
+            ),
+            figure(
+                figure="Execution-time re-check of the approval (its own cost, in *resume*)",
+                unit="ms",
+                ours=ms["recheck"],
+                target="≤ 2 ms",
+                met=ms["recheck"]["p95"] <= 2,
+                note="approved write_file of a 4 KB file: deadline, arguments, approvers, "
+                "policy, target fingerprint",
             ),
             figure(
                 figure="Decision response → approved tool running",

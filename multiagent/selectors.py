@@ -8,25 +8,14 @@ from django.db.models import QuerySet
 
 from multiagent.models import CheckpointRound, GlobalCheckpoint
 from tasks.models import Task
-
-# Delegation is one level deep today (sub-agents cannot delegate); the walk allows a few more.
-MAX_DEPTH = 8
-
-
-def group_root(task: Task) -> Task:
-    """The task at the top of the task's group (itself when it has no parent)."""
-    for _ in range(MAX_DEPTH):
-        if task.parent_id is None:
-            return task
-        task = Task.objects.get(id=task.parent_id)
-    return task
+from tasks.selectors import GROUP_MAX_DEPTH, group_root
 
 
 def group_member_ids(*, root_id: Any) -> list[Any]:
     """The root and every descendant, ordered by id (the lock order of the group)."""
     ids = [root_id]
     frontier = [root_id]
-    for _ in range(MAX_DEPTH):
+    for _ in range(GROUP_MAX_DEPTH):
         frontier = list(Task.objects.filter(parent_id__in=frontier).values_list("id", flat=True))
         if not frontier:
             break

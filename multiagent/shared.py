@@ -28,32 +28,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 
 from checkpoints.snapshots import snapshot_capture
-from multiagent.selectors import group_root
 from tasks.models import Task
 from tasks.paths import validate_relative_path
-
-
-def shared_path(*, root_id: Any) -> Path:
-    """Where the shared directory of the group rooted at `root_id` lives (made or not)."""
-    return settings.HARNESS_WORKSPACE_ROOT / "shared" / str(root_id)
-
-
-def group_has_shared(root: Task) -> bool:
-    return bool((root.spec or {}).get("shared"))
+from tasks.selectors import group_has_shared, group_shared_path, shared_path
 
 
 def shared_dir(task: Task) -> Path | None:
     """The shared directory of the task's group, created if missing; None when the group's
     root did not ask for one."""
-    root = group_root(task)
-    if not group_has_shared(root):
-        return None
-    path = shared_path(root_id=root.id)
-    path.mkdir(parents=True, exist_ok=True)
+    path = group_shared_path(task)
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -21,6 +21,10 @@ router = Router(tags=["reviews"])
 class ErrorOut(Schema):
     detail: str
     errors: list[dict[str, str]] | None = None
+    # A machine-readable cause where one is defined: `target_changed` (409) when the call's
+    # target is no longer what the decider was shown; `review_id` then names the new review.
+    reason: str | None = None
+    review_id: int | None = None
 
 
 class ApprovalOut(Schema):
@@ -112,6 +116,14 @@ class ReviewOut(Schema):
     arguments: dict[str, Any]
     # sha256 hex of the canonical JSON of `arguments`: an approval sends it back.
     arguments_hash: str
+    # The state of what the call acts on when the review opened (tasks.fingerprint): an
+    # approval is about it as well as the arguments; an approval may send back its `hash`.
+    target_fingerprint: dict[str, Any]
+    # sha256 of the policy that paused the call (review.policy.policy_hash).
+    policy_hash: str
+    # A review reopened because an approval no longer held: the one it replaces, what changed.
+    reopened_from_id: int | None
+    changes: list[str]
     original_arguments: dict[str, Any]
     edited_arguments: dict[str, Any] | None
     matched_rules: list[dict[str, Any]]
@@ -211,6 +223,9 @@ class DecisionIn(Schema):
     decision: Literal["approve", "reject", "respond", "mark_done", "rerun", "fail_task"]
     # approve: the `arguments_hash` of the arguments the decider was shown (required).
     arguments_hash: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
+    # approve: the `target_fingerprint.hash` the decider was shown (optional; the targets are
+    # re-read either way, and a change is 409 with reason `target_changed`).
+    target_hash: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
     comment: str = Field(default="", max_length=10_000)
     arguments: dict[str, Any] | None = None
     reason: str = Field(default="", max_length=200)
@@ -251,6 +266,7 @@ def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
             user=request.user,
             decision=body.decision,
             arguments_hash=body.arguments_hash,
+            target_hash=body.target_hash,
             comment=body.comment,
             arguments=body.arguments,
             reason=body.reason,
@@ -259,7 +275,15 @@ def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
             remember=body.remember.model_dump() if body.remember is not None else None,
         )
     except services.ReviewError as exc:
-        return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
+        return Status(
+            exc.status,
+            {
+                "detail": exc.message,
+                "errors": exc.errors or None,
+                "reason": exc.reason or None,
+                "review_id": exc.review_id,
+            },
+        )
     return Status(200, selectors.access_review(request.user, review.id))
 
 

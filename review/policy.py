@@ -22,6 +22,7 @@ from django.db import connection
 
 from harness_site.config import ReviewRuleConfig, compile_pattern, harness_config
 from review.models import ReviewRule, RuleKind
+from tasks.canonical import canonical_hash
 from tasks.paths import PATH_ARGUMENTS, call_paths, glob_match
 from tasks.tools.registry import ToolSpec
 
@@ -208,6 +209,20 @@ def evaluate(
     if tool.risk == "execute":
         return EXECUTE_REVIEW
     return ALLOW
+
+
+def policy_hash(decision: PolicyDecision) -> str:
+    """sha256 of the policy behind a decision: the rules that matched (name, source and their
+    whole content) and every harness.yaml rule. Recorded with a review; an approved call whose
+    policy hash changed is evaluated again before it runs (review.recheck)."""
+    return canonical_hash(
+        {
+            "matched": decision.rules,
+            "harness_yaml": [
+                rule.model_dump(mode="json") for rule in harness_config().review_rules
+            ],
+        }
+    )
 
 
 @dataclass(frozen=True)

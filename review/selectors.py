@@ -98,6 +98,32 @@ def access_review(user: AbstractBaseUser, review_id: Any) -> ReviewRequest:
         raise NotFound("review not found") from None
 
 
+def _target_state(target: dict[str, Any]) -> str:
+    if "unverified" in target:
+        return "(could not be read)"
+    if "refused" in target:
+        return "(refused by the tool)"
+    if target["kind"] == "file":
+        sha = target.get("sha256")
+        return f"sha256 {sha[:12]}" if sha else "(absent)"
+    if target["kind"] in ("folder", "workspace"):
+        return f"{target.get('files')} files, tree {str(target.get('tree'))[:12]}"
+    if target["kind"] == "http":
+        return f"{target.get('method')} via {target.get('address')}"
+    if target["kind"] == "mcp":
+        return f"tool list {str(target.get('tool_list'))[:12]}"
+    return ""
+
+
+def review_targets_text(*, review: ReviewRequest) -> list[dict[str, str]]:
+    """The recorded targets of a review as the page shows them: {key, state}."""
+    return [
+        {"key": str(t.get("key", "")), "state": _target_state(t)}
+        for t in review.target_fingerprint.get("targets") or []
+        if t.get("kind") != "command"
+    ]
+
+
 def review_approvers(*, review: ReviewRequest) -> list[dict[str, Any]]:
     return [
         {

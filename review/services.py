@@ -34,11 +34,18 @@ from review.models import (
     RuleKind,
     RuleScope,
 )
-from review.policy import PolicyDecision, evaluate
+from review.policy import PolicyDecision, evaluate, policy_hash
+from review.recheck import (
+    review_edited_fingerprint,
+    review_requirements,
+    review_target_changes,
+    review_targets_now,
+)
 from review.selectors import user_can_decide
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.feedback import compact_feedback
+from tasks.fingerprint import previewed
 from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
 from tasks.selectors import task_tool
 from tasks.services import (
@@ -65,10 +72,20 @@ class ReviewError(Exception):
 
     status = 400
 
-    def __init__(self, message: str, *, errors: list[dict[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        errors: list[dict[str, str]] | None = None,
+        reason: str = "",
+        review_id: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.errors = errors or []
+        # A machine-readable cause (`target_changed`) and the review it points to.
+        self.reason = reason
+        self.review_id = review_id
 
 
 class ReviewForbidden(ReviewError):
@@ -128,9 +145,15 @@ def review_request_open(
     kind: str = "policy",
     interrupt: dict[str, Any] | None = None,
     standing_rule: ReviewRule | None = None,
+    target_fingerprint: dict[str, Any] | None = None,
+    reopened_from: ReviewRequest | None = None,
+    changes: list[str] | None = None,
 ) -> ReviewRequest:
     """Called by the loop inside its fenced transaction, just before the task pauses (or, for
-    a call a standing rule allows, just before it runs: `kind` standing_rule)."""
+    a call a standing rule allows, just before it runs: `kind` standing_rule; or by a decision
+    that found the target changed: review_reopen). Records what the approval will be about
+    besides the arguments: the targets' state (tasks.fingerprint) and the policy's hash; a
+    reopened review names the review it replaces and what changed."""
     now = timezone.now()
     expires_at = (
         now + timedelta(seconds=decision.expires_after_s) if decision.expires_after_s else None
@@ -153,6 +176,10 @@ def review_request_open(
         reason=decision.reason[:200],
         interrupt=interrupt,
         standing_rule=standing_rule,
+        target_fingerprint=target_fingerprint or {},
+        policy_hash=policy_hash(decision),
+        reopened_from=reopened_from,
+        changes=changes or [],
     )
     url = harness_config().review_webhook_url
     if url and kind != STANDING_RULE:
@@ -210,10 +237,16 @@ def review_gate(
     pause: ReviewPause,
     standing_rule: ReviewRule | None = None,
     held: str = "",
+    target_fingerprint: dict[str, Any] | None = None,
+    reopened_from: ReviewRequest | None = None,
+    changes: list[str] | None = None,
 ) -> NoReturn:
     """A call the policy sends to a human: it awaits review, a `review_requested` event says
-    why, and its review opens against the checkpoint the pause takes. `standing_rule`: one
-    matched but may not allow it (`held` says why); the review counts in its track record."""
+    why, and its review opens against the checkpoint the pause takes, with the state of the
+    call's targets its preview was computed against. `standing_rule`: one matched but may not
+    allow it (`held` says why); the review counts in its track record. An approved call whose
+    approval no longer holds (review.recheck) comes back here: `reopened_from` and `changes`
+    say which review and what changed."""
     toolcall_transition(call=tool_call, to=ToolCallStatus.AWAITING_REVIEW, write=False)
     if held:
         decision = dataclasses.replace(decision, reason=f"{decision.reason} ({held})")
@@ -225,6 +258,7 @@ def review_gate(
             "tool": tool_call.tool,
             "rules": decision.rules,
             "reason": decision.reason,
+            **({"reopened_from": reopened_from.id, "changes": changes} if reopened_from else {}),
         },
         step_index=step_index,
     )
@@ -236,6 +270,9 @@ def review_gate(
             decision=decision,
             preview=preview,
             standing_rule=standing_rule,
+            target_fingerprint=target_fingerprint,
+            reopened_from=reopened_from,
+            changes=changes,
         ),
     )
 
@@ -325,12 +362,92 @@ def _expiry_feedback(*, tool: str) -> str:
     )
 
 
+TARGET_CHANGED = "target_changed"
+
+
+def review_reopen(*, review: ReviewRequest, changes: list[str], actor: str) -> ReviewRequest:
+    """The pending `review` is about a state of its targets that no longer is: it is canceled
+    and a new pending review of the same call (its proposed arguments: edits and approvals of
+    the old state do not carry over) opens on the same terms, with a fresh preview and
+    fingerprint and what changed. Caller holds the task's lock."""
+    proposed = review.original_arguments
+    tool, ctx, args, _local = review_targets_now(review=review, arguments=proposed)
+    if tool is None:
+        raise ReviewConflict(f"tool {review.tool!r} is no longer available")
+    preview, fingerprint = previewed(tool=tool, ctx=ctx, args=args, arguments=proposed)
+    review_transition(
+        review=review, to=ReviewStatus.CANCELED, fields={"comment": "; ".join(changes)[:10_000]}
+    )
+    call = review.tool_call
+    reopened = review_request_open(
+        tool_call=call,
+        checkpoint_id=review.checkpoint_id,
+        decision=review_requirements(review=review),
+        preview=preview,
+        kind=review.kind,
+        target_fingerprint=fingerprint,
+        reopened_from=review,
+        changes=changes,
+    )
+    event_record(
+        task_id=review.task_id,
+        type=EventType.REVIEW_REQUESTED,
+        actor=actor,
+        payload={
+            "call_id": call.call_id,
+            "tool": review.tool,
+            "rules": review.matched_rules,
+            "reason": review.reason,
+            "reopened_from": review.id,
+            "changes": changes,
+        },
+    )
+    return reopened
+
+
+def _check_target(*, review_id: Any, target_hash: str | None, actor: str) -> None:
+    """Before an approval: the call's targets on this machine's disk must be what the review
+    recorded and showed (and, if the decider names it, the fingerprint they were shown). A
+    change reopens the review with the new state and refuses the decision: ReviewConflict
+    with reason `target_changed` naming the new review."""
+    with transaction.atomic():
+        task_lock(task_id=ReviewRequest.objects.values_list("task_id", flat=True).get(id=review_id))
+        review = ReviewRequest.objects.select_for_update().get(id=review_id)
+        recorded = review.target_fingerprint.get("hash")
+        if review.status != ReviewStatus.PENDING or recorded is None:
+            return  # the decision itself says why it cannot be made
+        if target_hash is not None and target_hash != recorded:
+            raise ReviewConflict(
+                "the call's target is no longer the state you were shown "
+                f"(target_hash {target_hash[:12]}..., now {recorded[:12]}...): reload and "
+                "decide again",
+                errors=[{"field": "target_hash", "message": f"stale; current is {recorded}"}],
+                reason=TARGET_CHANGED,
+                review_id=review.id,
+            )
+        try:
+            _tool, _ctx, _args, current = review_targets_now(review=review)
+            changes = review_target_changes(review=review, current=current)
+        except Exception as exc:  # the targets cannot be read: the approval cannot be made
+            changes = [f"could not check the call's targets: {type(exc).__name__}: {exc}"]
+        if not changes:
+            return
+        reopened = review_reopen(review=review, changes=changes, actor=actor)
+    raise ReviewConflict(
+        "; ".join(changes) + f": the new state is under review {reopened.id}",
+        errors=[{"field": "target_hash", "message": change} for change in changes],
+        reason=TARGET_CHANGED,
+        review_id=reopened.id,
+    )
+
+
 def review_decide(
     *,
     review_id: Any,
     user: AbstractBaseUser,
     decision: Literal["approve", "reject", "respond", "mark_done", "rerun", "fail_task"],
     arguments_hash: str | None = None,
+    target_hash: str | None = None,
     comment: str = "",
     arguments: dict[str, Any] | None = None,
     reason: str = "",
@@ -356,6 +473,11 @@ def review_decide(
     the review's suggested rules (review.standing) a standing rule, with the approval: of the
     call as proposed, by a decider whose one approval settles the review (so the approval is
     final); bad fields are ReviewInvalid naming `remember.<field>`.
+
+    An approval is also about the state of the call's targets (`target_fingerprint`): they are
+    re-read first, and a change (or a `target_hash` other than the recorded one) is
+    ReviewConflict with reason `target_changed`; the review is then reopened as a new one
+    showing the new state (review_reopen), and the decider decides that one.
 
     A review of kind `unknown_outcome` takes the decisions of `review_resolve_unknown_outcome`
     instead (`mark_done` with an optional `result`, `rerun`, `fail_task`)."""
@@ -404,6 +526,8 @@ def review_decide(
             task_id=task_id, tool_name=tool_name, arguments=arguments, spec=spec
         )
     actor = user.get_username()
+    if interrupt is None and decision == "approve":
+        _check_target(review_id=review_id, target_hash=target_hash, actor=actor)
     with transaction.atomic():
         task = task_lock(task_id=task_id)
         review = ReviewRequest.objects.select_for_update().get(id=review_id)
@@ -434,6 +558,9 @@ def review_decide(
                 review.edited_arguments = arguments
                 if edit_policy is not None:
                     _tighten(review=review, edit=edit_policy)
+                if review.target_fingerprint.get("targets") is not None:
+                    # The edited call's targets as they are now are what this approves.
+                    review.target_fingerprint = review_edited_fingerprint(review=review)
             if review.forbid_creator and task.created_by_id == user.pk:
                 raise ReviewForbidden(
                     "the task's creator may not approve its calls (four-eyes rule)"
@@ -451,6 +578,7 @@ def review_decide(
                     "approvals_required",
                     "forbid_creator",
                     "matched_rules",
+                    "target_fingerprint",
                 ]
             )
             ReviewApproval.objects.create(

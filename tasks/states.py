@@ -99,7 +99,9 @@ TOOLCALL_TRANSITIONS: dict[str, frozenset[str]] = {
     C.AWAITING_REVIEW: frozenset(
         {C.AWAITING_REVIEW, C.APPROVED, C.REJECTED, C.SUCCEEDED, C.RUNNING, C.FAILED, C.DENIED}
     ),
-    C.APPROVED: frozenset({C.RUNNING, C.FAILED}),
+    # Re-checked just before it runs (review.recheck): an approval that no longer holds
+    # reopens it for review, or a policy that now refuses it denies it.
+    C.APPROVED: frozenset({C.RUNNING, C.FAILED, C.AWAITING_REVIEW, C.DENIED}),
     C.RETRY_WAIT: frozenset({C.RUNNING, C.FAILED}),
     # running -> running: an idempotent call interrupted by a crash runs again.
     C.RUNNING: frozenset({C.RUNNING, C.SUCCEEDED, C.FAILED, C.TIMED_OUT, C.UNKNOWN_OUTCOME}),

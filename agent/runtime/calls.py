@@ -22,11 +22,13 @@ from agent.runtime.review_gate import (
 from agent.runtime.run import Run, StopRun
 from agent.validation import CHECK_ERROR_CLASSES, check_call, check_result
 from review import policy
+from review.recheck import approval_recheck, review_requirements
 from tasks import services
 from tasks.agent_state import ErrorInfo, Message, ProposedCall
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.feedback import compact_feedback
+from tasks.fingerprint import call_targets
 from tasks.models import ToolCall, ToolCallStatus
 from tasks.spec import DELEGATE_TOOL
 from tasks.tools.registry import ToolSpec, UnknownTool
@@ -103,6 +105,10 @@ def call_run(run: Run, call: ProposedCall) -> ToolOutcome:
                 "internal_error",
                 f"call {call.call_id}: approved arguments changed after approval",
             )
+        if row.status == ToolCallStatus.APPROVED:
+            refused = _recheck_approval(run, row, tool, args)
+            if refused is not None:
+                return refused
         return _execute(run, row, tool, args)
     # Stricter checks before the policy gate: no human reviews a call that breaks them.
     failure = check_call(tool=tool, args=row.arguments, limits=run.limits)
@@ -240,6 +246,44 @@ def _gate_and_execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> Too
     if decision.action == "review":
         pause_for_review(run, row, tool, args, decision)
     return _execute(run, row, tool, args)
+
+
+def _recheck_approval(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome | None:
+    """An approved call, just before it runs: its approval must still hold
+    (review.recheck.approval_recheck: deadline, arguments, approvers, policy, targets). If it
+    does not, the call does not run: a policy that now refuses it refuses it; anything else
+    reopens it as a new review that says what changed (the policy's requirements now, else
+    the old review's), and the task waits for it. None: it still holds (or a standing rule
+    approved the reopened call)."""
+    ctx = run.tool_context(row)
+    check = approval_recheck(
+        tool_call=row,
+        tool=tool,
+        task=run.task,
+        targets=lambda: call_targets(tool=tool, ctx=ctx, args=args, arguments=row.arguments),
+        now=timezone.now(),
+    )
+    if check.holds:
+        return None
+    if check.denied:
+        return _refuse(
+            run,
+            row,
+            ProposedCall(call_id=row.call_id, tool=row.tool, args=row.arguments),
+            error_class="denied",
+            status=ToolCallStatus.DENIED,
+            what=f"{tool.name} was approved, but the policy now denies it: {check.policy.reason}",
+            expected="a call the policy allows",
+            check="choose a safer action or explain in the final answer why it is needed",
+        )
+    decision = check.policy
+    if decision.action != "review" and check.review is not None:
+        decision = review_requirements(review=check.review)
+    # Pauses, unless a standing rule approves the reopened call: then it runs (returns).
+    pause_for_review(
+        run, row, tool, args, decision, reopened_from=check.review, changes=check.changes
+    )
+    return None
 
 
 # -- the attempt -----------------------------------------------------------------------

@@ -4,10 +4,10 @@ rule allows it (review.standing): then the rule's approval is written and the ca
 
 from __future__ import annotations
 
-import json
 from typing import Any, NoReturn
 
 from agent.runtime.run import Run
+from review.models import ReviewRequest
 from review.policy import PolicyDecision
 from review.services import (
     ReviewPause,
@@ -17,6 +17,7 @@ from review.services import (
     standing_rules_distrust,
 )
 from review.standing import standing_rule_for
+from tasks.fingerprint import previewed
 from tasks.models import TaskEvent, ToolCall
 from tasks.states import TaskStatus
 from tasks.tools.registry import ToolSpec
@@ -38,25 +39,26 @@ def _pause_for_human(run: Run, row: ToolCall, *, reason: str) -> ReviewPause:
     return pause
 
 
-def _preview(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> str:
-    """What the reviewer is shown: the tool's own preview, else its arguments."""
-    if tool.preview is not None:
-        try:
-            return tool.preview(run.tool_context(row), args)
-        except Exception as exc:  # a preview must never block the pause
-            return f"(preview unavailable: {exc})"
-    return json.dumps(row.arguments, indent=2, ensure_ascii=False)
-
-
 def pause_for_review(
-    run: Run, row: ToolCall, tool: ToolSpec, args: Any, decision: PolicyDecision
+    run: Run,
+    row: ToolCall,
+    tool: ToolSpec,
+    args: Any,
+    decision: PolicyDecision,
+    *,
+    reopened_from: ReviewRequest | None = None,
+    changes: list[str] | None = None,
 ) -> None:
     """The policy said `review`. A standing rule that allows the call approves it (one write,
-    then the call runs: returns); otherwise pause until a human decides."""
+    then the call runs: returns); otherwise record the state of its targets with the preview
+    computed against it, and pause until a human decides. A reopened review (the approval of
+    `reopened_from` no longer holds) records what changed (`changes`)."""
     rule, held = standing_rule_for(
         task=run.task, tool=tool.name, arguments=row.arguments, decision=decision
     )
-    preview = _preview(run, row, tool, args)
+    preview, fingerprint = previewed(
+        tool=tool, ctx=run.tool_context(row), args=args, arguments=row.arguments
+    )
     if rule is not None and not held:
 
         def write(events: list[TaskEvent], record: Any) -> None:
@@ -80,6 +82,9 @@ def pause_for_review(
         pause=_pause_for_human(run, row, reason=f"review: {tool.name}"),
         standing_rule=rule,
         held=held,
+        target_fingerprint=fingerprint,
+        reopened_from=reopened_from,
+        changes=changes,
     )
 
 

@@ -98,7 +98,9 @@ def _mcp_tools_list(run: Run) -> None:
     for tool in run.state.mcp_tools or []:
         spec = mcp_tool_spec(tool)
         run.mcp_specs[tool.name] = dataclasses.replace(
-            spec, func=run.mcp.caller(tool, idempotent=spec.idempotent)
+            spec,
+            func=run.mcp.caller(tool, idempotent=spec.idempotent),
+            fingerprint=run.mcp.fingerprinter(tool),
         )
 
 

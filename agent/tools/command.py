@@ -8,10 +8,16 @@ call asks for it and harness.yaml allows it.
 
 from __future__ import annotations
 
+import hashlib
+import shlex
+import shutil
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.tools.sandbox import WORKSPACE, Limits, limit_message, sandbox_run
+from agent.tools.sandbox import PATH, WORKSPACE, Limits, limit_message, sandbox_run
 from harness_site.config import harness_config
+from tasks.fingerprint import workspace_target
 from tasks.paths import SHARED_MOUNT
 from tasks.tools.registry import PermanentToolError, ToolContext, ToolError, tool
 
@@ -70,8 +76,43 @@ def _preview(ctx: ToolContext, args: RunCommandArgs) -> str:
     )
 
 
+def _program(command: str) -> dict[str, Any]:
+    """The program a simple command line starts, as the sandbox's PATH resolves it, with its
+    content hash (a name with a slash is a workspace file: the workspace target covers it)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return {"program": None}
+    first = words[0] if words else ""
+    found = shutil.which(first, path=PATH) if first and "/" not in first else None
+    if found is None:
+        return {"program": None}
+    with open(found, "rb") as fh:
+        return {"program": found, "program_sha256": hashlib.file_digest(fh, "sha256").hexdigest()}
+
+
+def _fingerprint(ctx: ToolContext, args: RunCommandArgs) -> list[dict[str, Any]]:
+    """The resolved command and the workspace (and shared directory) it would run in."""
+    command = {
+        "kind": "command",
+        "key": args.command,
+        "argv": ["/bin/sh", "-c", args.command],
+        "network": args.network,
+        **_program(args.command),
+    }
+    targets = [command, workspace_target(ctx)]
+    if ctx.shared is not None:
+        targets.append(workspace_target(ctx, shared=True))
+    return targets
+
+
 @tool(
-    risk="execute", side_effect=True, idempotent=False, timeout_s=TOOL_TIMEOUT_S, preview=_preview
+    risk="execute",
+    side_effect=True,
+    idempotent=False,
+    timeout_s=TOOL_TIMEOUT_S,
+    preview=_preview,
+    fingerprint=_fingerprint,
 )
 def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
     """Run a shell command (/bin/sh -c) in the workspace, isolated in a sandbox: the

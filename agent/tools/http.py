@@ -23,7 +23,7 @@ import re
 import socket
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import httpcore
 import httpx
@@ -256,8 +256,27 @@ def _preview(ctx: ToolContext, args: HttpRequestArgs) -> str:
     return "\n".join(lines)
 
 
+def _fingerprint(ctx: ToolContext, args: HttpRequestArgs) -> list[dict[str, Any]]:
+    """The method, the origin and the address the request would connect to now."""
+    url = httpx.URL(args.url)
+    port = url.port or DEFAULT_PORTS[url.scheme]
+    origin = f"{url.scheme}://{url.host}:{port}"
+    target: dict[str, Any] = {"kind": "http", "key": origin, "method": args.method}
+    try:
+        return [{**target, "address": address_check(url.host, port)}]
+    except PermanentToolError as exc:
+        return [{**target, "refused": str(exc)}]
+    except TransientToolError as exc:
+        return [{**target, "unverified": str(exc)}]
+
+
 @tool(
-    risk="external", side_effect=True, idempotent=False, timeout_s=TOOL_TIMEOUT_S, preview=_preview
+    risk="external",
+    side_effect=True,
+    idempotent=False,
+    timeout_s=TOOL_TIMEOUT_S,
+    preview=_preview,
+    fingerprint=_fingerprint,
 )
 def http_request(ctx: ToolContext, args: HttpRequestArgs) -> dict:
     """Make an HTTP request to an allowlisted host. Returns status, selected headers and the

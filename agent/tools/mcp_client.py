@@ -45,6 +45,7 @@ from agent.tools.sandbox import (
 )
 from harness_site.config import McpServerConfig, harness_config
 from tasks.agent_state import McpTool
+from tasks.canonical import canonical_hash
 from tasks.json_schema import json_schema_check, json_schema_validator
 from tasks.tools.mcp import (
     MAX_DESCRIPTION_CHARS,
@@ -422,6 +423,29 @@ class McpConnections:
         return await session.list_tools(params=params)
 
     # -- calls -------------------------------------------------------------------------
+
+    def fingerprinter(self, tool: McpTool) -> Callable[[ToolContext, Any], list[dict[str, Any]]]:
+        """The call's target (tasks.fingerprint): the server's tool list and this tool's entry
+        in it, as the server lists them now (a server that changed a tool after a review
+        opened does not run it on that approval)."""
+
+        def fingerprint(ctx: ToolContext, args: Any) -> list[dict[str, Any]]:
+            target: dict[str, Any] = {"kind": "mcp", "key": tool.name}
+            try:
+                listed, _skipped = self.list_tools(tool.server)
+            except McpUnavailable as exc:
+                return [{**target, "unverified": str(exc)}]
+            entries = [t.model_dump(mode="json") for t in listed]
+            mine = next((e for e in entries if e["tool"] == tool.tool), None)
+            return [
+                {
+                    **target,
+                    "tool_list": canonical_hash(entries),
+                    "schema": canonical_hash(mine) if mine is not None else None,
+                }
+            ]
+
+        return fingerprint
 
     def caller(self, tool: McpTool, *, idempotent: bool) -> Callable[[ToolContext, Any], Any]:
         def call(ctx: ToolContext, args: JsonSchemaArgs) -> Any:

@@ -76,6 +76,9 @@ def _detail(
             "arguments_text": arguments_text
             or json.dumps(review.arguments, indent=2, ensure_ascii=False),
             "arguments_hash": canonical_hash(review.arguments),
+            "target_hash": review.target_fingerprint.get("hash", ""),
+            "targets": selectors.review_targets_text(review=review),
+            "reopened_as": list(review.reopened_as.order_by("id").only("id")),
             "original_text": json.dumps(review.original_arguments, indent=2, ensure_ascii=False),
             "schema": schema,
             "mcp": selectors.review_mcp_facts(review=review, tool=tool),
@@ -154,6 +157,7 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             decision=DECISIONS.get(choice, choice),
             remember=remember,
             arguments_hash=request.POST.get("arguments_hash") or None,
+            target_hash=request.POST.get("target_hash") or None,
             comment=request.POST.get("comment", "").strip(),
             arguments=arguments,
             reason=request.POST.get("reason", "").strip(),
@@ -173,7 +177,8 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
         return _detail(request, review, status=exc.status, error=exc.message)
     except services.ReviewConflict as exc:
         messages.error(request, exc.message)
-        return redirect("review:detail", review_id=review.id)
+        # A changed target reopened the review: the new one shows the state as it is now.
+        return redirect("review:detail", review_id=exc.review_id or review.id)
     if review.status == ReviewStatus.PENDING:
         messages.success(
             request,

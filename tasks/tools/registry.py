@@ -95,6 +95,10 @@ class ToolSpec:
     recovery: RecoveryStrategy
     test_only: bool = False
     preview: Callable[[ToolContext, Any], str] | None = None
+    # The state of what the call acts on beyond its arguments, as targets (tasks.fingerprint):
+    # recorded when its review opens, compared before the approved call runs. None: the paths
+    # its arguments name.
+    fingerprint: Callable[[ToolContext, Any], list[dict[str, Any]]] | None = None
     # From a pydantic return annotation: every result is checked against it (required fields).
     result_model: type[BaseModel] | None = None
     # Overrides of harness.yaml `retry` for this tool (a task's own `retry` overrides these).
@@ -162,6 +166,7 @@ def tool(
     recovery: RecoveryStrategy | None = None,
     test_only: bool = False,
     preview: Callable[[ToolContext, Any], str] | None = None,
+    fingerprint: Callable[[ToolContext, Any], list[dict[str, Any]]] | None = None,
     retry: RetrySpec | dict[str, Any] | None = None,
     reports_changes: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -194,6 +199,7 @@ def tool(
                 recovery=recovery or _DEFAULT_STRATEGY[risk],
                 test_only=test_only,
                 preview=preview,
+                fingerprint=fingerprint,
                 result_model=result_model,
                 retry=RetrySpec.model_validate(retry) if isinstance(retry, dict) else retry,
                 reports_changes=reports_changes,

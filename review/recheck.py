@@ -1,0 +1,210 @@
+"""An approval stays true until the effect: it is checked again, in one place
+(`approval_recheck`), just before the approved call runs, and a decision re-reads the call's
+local targets (`review_targets_now`).
+
+A review records what it is about: the arguments (`arguments_hash`), the state of the call's
+targets (`target_fingerprint`, tasks.fingerprint) and the policy that paused it
+(`policy_hash`). Between the approval and the moment the worker runs the call the world can
+move; the worker runs it only if all of this still holds:
+
+- the review is approved and not past its deadline *now*;
+- the arguments are exactly the approved ones;
+- every approver may still approve (active, still an operator);
+- the policy, evaluated again for these arguments, asks for no more than was given (no deny,
+  no more approvals, no four-eyes rule the approvers break);
+- every target is as recorded (a target that cannot be read is a change: fail closed).
+
+Anything else is a change: the call does not run, and the loop opens a new review that says
+what changed (agent.runtime.calls)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from review.models import ReviewApproval, ReviewRequest, ReviewStatus
+from review.policy import PolicyDecision, evaluate
+from review.selectors import user_can_decide
+from tasks.canonical import canonical_hash
+from tasks.fingerprint import LOCAL_KINDS, call_targets, fingerprint_changes, fingerprint_of
+from tasks.models import Task, ToolCall
+from tasks.selectors import group_shared_path, task_tool
+from tasks.tools.registry import ToolContext, ToolSpec
+
+SINCE_APPROVED = "since you approved"
+SINCE_SHOWN = "since the review was shown"
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """The outcome of re-checking an approval: `changes` empty means it still holds. `policy`
+    is the policy's decision now (a reopened review asks for what it asks); `denied`: it now
+    refuses the call."""
+
+    review: ReviewRequest | None
+    policy: PolicyDecision
+    changes: list[str] = field(default_factory=list)
+    denied: bool = False
+
+    @property
+    def holds(self) -> bool:
+        return not self.changes
+
+
+def _approved_review(*, tool_call: ToolCall) -> ReviewRequest | None:
+    return (
+        ReviewRequest.objects.filter(tool_call=tool_call, status=ReviewStatus.APPROVED)
+        .select_related("decided_by")
+        .order_by("-decided_at", "-id")
+        .first()
+    )
+
+
+def _approvers(review: ReviewRequest, approved_hash: str) -> list[Any]:
+    users = [
+        approval.user
+        for approval in ReviewApproval.objects.filter(
+            review=review, arguments_hash=approved_hash
+        ).select_related("user")
+    ]
+    if not users and review.decided_by is not None:  # decided without approvals (an outcome)
+        users = [review.decided_by]
+    return users
+
+
+def review_requirements(*, review: ReviewRequest) -> PolicyDecision:
+    """What a review asked for, as a policy decision: a review reopened on those terms (its
+    targets changed, the policy asks nothing now) asks the same again."""
+    wait = (review.expires_at - review.requested_at).total_seconds() if review.expires_at else None
+    return PolicyDecision(
+        action="review",
+        rules=review.matched_rules,
+        reason=review.reason,
+        expires_after_s=wait,
+        on_expiry=review.on_expiry,
+        approvals_required=review.approvals_required,
+        forbid_creator=review.forbid_creator,
+    )
+
+
+def _policy_changes(*, policy: PolicyDecision, approvers: list[Any], creator_id: Any) -> list[str]:
+    """What the policy now asks beyond what the approvers gave."""
+    if policy.action != "review":
+        return []
+    rule = next(
+        (r for r in policy.rules if r.get("approvals_required") == policy.approvals_required),
+        policy.rules[0] if policy.rules else {},
+    )
+    name = rule.get("name", "the policy")
+    changes = []
+    counted = approvers
+    if policy.forbid_creator and any(user.pk == creator_id for user in approvers):
+        changes.append(f"rule {name} now forbids the task's creator to approve")
+        counted = [user for user in approvers if user.pk != creator_id]
+    if len(counted) < policy.approvals_required:
+        changes.append(
+            f"rule {name} now needs {policy.approvals_required} approvals (given: {len(counted)})"
+        )
+    return changes
+
+
+def approval_recheck(
+    *,
+    tool_call: ToolCall,
+    tool: ToolSpec,
+    task: Task,
+    targets: Callable[[], list[dict[str, Any]]],
+    now: datetime,
+) -> Recheck:
+    """Whether the approval of `tool_call` still holds, just before it runs. `targets` reads
+    the call's targets as they are now (the worker's tool context). Reads only."""
+    review = _approved_review(tool_call=tool_call)
+    policy = evaluate(tool=tool, args=tool_call.arguments, spec=task.spec)
+    if review is None:
+        return Recheck(review=None, policy=policy, changes=["no approval of this call was found"])
+    if policy.action == "deny":
+        return Recheck(
+            review=review,
+            policy=policy,
+            changes=[f"the policy now refuses this call: {policy.reason}"],
+            denied=True,
+        )
+    changes: list[str] = []
+    if review.expires_at is not None and now >= review.expires_at:
+        changes.append(
+            f"the approval expired at {review.expires_at.isoformat()} before the call ran"
+        )
+    approved_hash = canonical_hash(review.arguments)
+    if (
+        canonical_hash(tool_call.arguments) != approved_hash
+        or tool_call.arguments_hash != approved_hash
+    ):
+        changes.append("the arguments changed after the approval")
+    approvers = _approvers(review, approved_hash)
+    valid = []
+    for user in approvers:
+        if user_can_decide(user):
+            valid.append(user)
+        else:
+            changes.append(f"approver {user.get_username()} no longer may approve")
+    if review.kind == "policy":
+        changes += _policy_changes(policy=policy, approvers=valid, creator_id=task.created_by_id)
+    if review.target_fingerprint.get("targets") is not None:
+        changes += fingerprint_changes(
+            recorded=review.target_fingerprint, current=targets(), since=SINCE_APPROVED
+        )
+    return Recheck(review=review, policy=policy, changes=changes)
+
+
+def review_tool_context(*, review: ReviewRequest) -> ToolContext:
+    """A tool context outside a worker (a decision, a reopened review's preview): the task's
+    workspace and its group's shared directory, nothing running."""
+    return ToolContext(
+        task_id=str(review.task_id),
+        call_id=review.tool_call.call_id,
+        workspace=review.task.workspace_path,
+        timeout_s=0.0,
+        shared=group_shared_path(review.task),
+    )
+
+
+def review_targets_now(
+    *, review: ReviewRequest, arguments: dict[str, Any] | None = None
+) -> tuple[ToolSpec | None, ToolContext, Any, list[dict[str, Any]]]:
+    """(the tool, the context, the validated arguments, the targets on this machine's disk as
+    they are now) of a review's call with `arguments` (default: the ones under review): what a
+    decision compares with what the reviewer saw."""
+    arguments = review.arguments if arguments is None else arguments
+    tool = task_tool(task_id=review.task_id, name=review.tool)
+    ctx = review_tool_context(review=review)
+    if tool is None:
+        return None, ctx, None, []
+    args = tool.args_model.model_validate(arguments)
+    return (
+        tool,
+        ctx,
+        args,
+        call_targets(tool=tool, ctx=ctx, args=args, arguments=arguments, local=True),
+    )
+
+
+def review_target_changes(*, review: ReviewRequest, current: list[dict[str, Any]]) -> list[str]:
+    """What of the review's local targets differs from what it recorded (and showed)."""
+    if review.target_fingerprint.get("targets") is None:
+        return []
+    return fingerprint_changes(
+        recorded=review.target_fingerprint, current=current, since=SINCE_SHOWN, partial=True
+    )
+
+
+def review_edited_fingerprint(*, review: ReviewRequest) -> dict[str, Any]:
+    """The fingerprint an edited approval binds: the edited call's local targets as they are
+    now, with the recorded remote ones (a remote target the edit changed is not in them: the
+    worker's recheck then reopens the call rather than run it unseen)."""
+    _tool, _ctx, _args, local = review_targets_now(review=review)
+    kept = [
+        t for t in review.target_fingerprint.get("targets") or [] if t["kind"] not in LOCAL_KINDS
+    ]
+    return fingerprint_of([*local, *kept])
