@@ -149,7 +149,7 @@ def _recheck_samples(user: Any, n: int) -> tuple[list[float], Any]:
     from tasks.canonical import canonical_hash
     from tasks.fingerprint import call_targets
     from tasks.models import ToolCall
-    from tasks.services import task_create, task_transition
+    from tasks.services import task_create
     from tasks.spec import TaskSpec
     from tasks.tools.registry import ToolContext, registry
 
@@ -171,8 +171,7 @@ def _recheck_samples(user: Any, n: int) -> tuple[list[float], Any]:
                 },
             }
         )
-        task = task_create(spec=spec, user=None)
-        task_transition(task_id=task.id, to="queued")
+        task = task_create(spec=spec, user=None)  # queued: the worker's job finds it paused
         if task_run(task_id=task.id) != "paused":
             raise RuntimeError("the write_file call did not pause for review")
         review = ReviewRequest.objects.get(task_id=task.id, status="pending")
