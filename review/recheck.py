@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.db.models import Exists, OuterRef
+
 from review.models import ReviewApproval, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, evaluate
 from review.selectors import user_can_decide
@@ -62,16 +65,26 @@ def _approved_review(*, tool_call: ToolCall) -> ReviewRequest | None:
     )
 
 
-def _approvers(review: ReviewRequest, approved_hash: str) -> list[Any]:
+def _approvers(review: ReviewRequest, approved_hash: str) -> list[tuple[Any, bool]]:
+    """(user, may still decide) for everyone whose approval counts. One query answers for the
+    usual approver (active, and a superuser or in `operators`: user_can_decide says yes to
+    them); anyone else goes through user_can_decide itself."""
+    in_operators = Exists(
+        get_user_model()
+        .groups.through.objects.filter(user_id=OuterRef("user_id"), group__name="operators")
+        .only("id")
+    )
+    approvals = (
+        ReviewApproval.objects.filter(review=review, arguments_hash=approved_hash)
+        .select_related("user")
+        .annotate(in_operators=in_operators)
+    )
     users = [
-        approval.user
-        for approval in ReviewApproval.objects.filter(
-            review=review, arguments_hash=approved_hash
-        ).select_related("user")
+        (a.user, a.user.is_active and (a.user.is_superuser or a.in_operators)) for a in approvals
     ]
     if not users and review.decided_by is not None:  # decided without approvals (an outcome)
-        users = [review.decided_by]
-    return users
+        users = [(review.decided_by, False)]
+    return [(user, surely or user_can_decide(user)) for user, surely in users]
 
 
 def review_requirements(*, review: ReviewRequest) -> PolicyDecision:
@@ -142,10 +155,9 @@ def approval_recheck(
         or tool_call.arguments_hash != approved_hash
     ):
         changes.append("the arguments changed after the approval")
-    approvers = _approvers(review, approved_hash)
     valid = []
-    for user in approvers:
-        if user_can_decide(user):
+    for user, may_decide in _approvers(review, approved_hash):
+        if may_decide:
             valid.append(user)
         else:
             changes.append(f"approver {user.get_username()} no longer may approve")
