@@ -543,7 +543,12 @@ class McpConnections:
             # outputSchema, an input request this client does not take): the server answered.
             return PermanentToolError(f"MCP server {server!r} answered unusably: {reason}")
         timed_out = isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
-        if not timed_out:
+        if timed_out and connection.process is not None:
+            # A stdio server that let a call time out may be stuck in it for good, and would
+            # time out every later call: it is killed now, with all it started, and the next
+            # call starts a fresh one. (An HTTP server is shared; the SDK cancels the request.)
+            connection.process.kill()
+        if not timed_out or connection.process is not None:
             connection.dead = True
             self.errors[server] = reason
         what = "timed out" if timed_out else f"lost its connection ({reason})"
