@@ -1,19 +1,25 @@
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from review.models import ReviewApproval, ReviewRequest, ReviewRule
+from review import services
+from review.models import ReviewApproval, ReviewRequest, ReviewRule, RuleKind
 
 
 @admin.register(ReviewRule)
 class ReviewRuleAdmin(admin.ModelAdmin):
-    """Policy rules evaluated before harness.yaml's (a deny from either source wins)."""
+    """Policy rules evaluated before harness.yaml's (a deny from either source wins), and the
+    standing rules operators made from reviews (kind standing: pause, resume; review.standing)."""
 
     list_display = (
         "name",
+        "kind",
         "position",
         "enabled",
+        "paused",
+        "until",
         "action",
         "tool",
         "risk",
@@ -26,8 +32,11 @@ class ReviewRuleAdmin(admin.ModelAdmin):
         "forbid_creator",
     )
     list_editable = ("position", "enabled")
-    list_filter = ("enabled", "action", "risk")
+    list_filter = ("kind", "enabled", "paused", "action", "risk")
     search_fields = ("name", "tool", "reason")
+    actions = ("pause_standing_rules", "resume_standing_rules")
+    # Standing rules are made from reviews only; an admin-made rule is a policy rule.
+    readonly_fields = ("kind", "origin_review", "created_by", "created_at", "paused_at")
     fieldsets = (
         (None, {"fields": ("name", "position", "enabled", "action", "reason")}),
         (
@@ -38,7 +47,48 @@ class ReviewRuleAdmin(admin.ModelAdmin):
             "Review",
             {"fields": ("expires_after", "on_expiry", "approvals_required", "forbid_creator")},
         ),
+        (
+            "Standing rule (made from a review)",
+            {
+                "fields": (
+                    "kind",
+                    "url_origin",
+                    "arguments_hash",
+                    "scope",
+                    "scope_user",
+                    "until",
+                    "paused",
+                    "paused_reason",
+                    "paused_at",
+                    "origin_review",
+                    "created_by",
+                    "created_at",
+                )
+            },
+        ),
     )
+
+    @admin.action(description="Pause the selected standing rules")
+    def pause_standing_rules(self, request: HttpRequest, queryset: QuerySet[ReviewRule]) -> None:
+        paused = sum(
+            services.standing_rule_pause(
+                rule_id=rule.id, reason=f"paused in the admin by {request.user}", user=request.user
+            )
+            for rule in queryset.filter(kind=RuleKind.STANDING, paused=False)
+        )
+        self.message_user(request, f"{paused} standing rule(s) paused.")
+
+    @admin.action(description="Resume the selected standing rules")
+    def resume_standing_rules(self, request: HttpRequest, queryset: QuerySet[ReviewRule]) -> None:
+        for rule in queryset.filter(kind=RuleKind.STANDING, paused=True):
+            try:
+                services.standing_rule_resume(
+                    rule_id=rule.id, user=request.user, reason="resumed in the admin"
+                )
+            except services.ReviewError as exc:
+                self.message_user(request, exc.message, level=messages.WARNING)
+            else:
+                self.message_user(request, f"Standing rule {rule.name} resumed.")
 
 
 class ReviewApprovalInline(admin.TabularInline):

@@ -94,3 +94,30 @@ def test_a_paused_rule_is_resumed_from_the_rules_page(paused_review, operator, v
     response = client.post(f"/reviews/rules/{rule.id}/resume/", {"reason": "looked fine"})
     assert response.status_code == 302
     assert not ReviewRule.objects.get(pk=rule.pk).paused
+
+
+def test_the_admin_pauses_and_resumes_standing_rules(paused_review, operator, admin_user):
+    review = paused_review(write_conf("a=1\n"), ["write_file"], {}, user=operator)
+    client = page_client(operator)
+    shown = client.get(f"/api/v1/reviews/{review.id}").json()
+    client.post(
+        f"/api/v1/reviews/{review.id}/decision",
+        {
+            "decision": "approve",
+            "arguments_hash": shown["arguments_hash"],
+            "remember": {
+                "suggestion": shown["suggested_rules"][0]["id"],
+                "until": timezone.localdate().isoformat(),
+            },
+        },
+        content_type="application/json",
+    )
+    rule = ReviewRule.objects.get(origin_review=review)
+    admin = page_client(admin_user)
+    for action, paused in (("pause_standing_rules", True), ("resume_standing_rules", False)):
+        response = admin.post(
+            "/admin/review/reviewrule/",
+            {"action": action, "_selected_action": [rule.id]},
+        )
+        assert response.status_code == 302
+        assert ReviewRule.objects.get(pk=rule.pk).paused is paused
