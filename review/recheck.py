@@ -30,6 +30,7 @@ from django.db.models import Exists, OuterRef
 from review.models import ReviewApproval, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, evaluate
 from review.selectors import user_can_decide
+from review.standing import standing_rule_lapsed
 from tasks.canonical import canonical_hash
 from tasks.fingerprint import LOCAL_KINDS, call_targets, fingerprint_changes, fingerprint_of
 from tasks.models import Task, ToolCall
@@ -59,7 +60,7 @@ class Recheck:
 def _approved_review(*, tool_call: ToolCall) -> ReviewRequest | None:
     return (
         ReviewRequest.objects.filter(tool_call=tool_call, status=ReviewStatus.APPROVED)
-        .select_related("decided_by")
+        .select_related("decided_by", "standing_rule__created_by")
         .order_by("-decided_at", "-id")
         .first()
     )
@@ -163,6 +164,11 @@ def approval_recheck(
             changes.append(f"approver {user.get_username()} no longer may approve")
     if review.kind == "policy":
         changes += _policy_changes(policy=policy, approvers=valid, creator_id=task.created_by_id)
+    if review.standing_rule is not None and review.kind == "standing_rule":
+        # A rule's approval holds while the rule would still give it (paused, ended…: not).
+        lapsed = standing_rule_lapsed(review.standing_rule, task=task, decision=policy, now=now)
+        if lapsed:
+            changes.append(lapsed)
     if review.target_fingerprint.get("targets") is not None:
         changes += fingerprint_changes(
             recorded=review.target_fingerprint, current=targets(), since=SINCE_APPROVED

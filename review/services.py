@@ -875,11 +875,15 @@ def review_gate_standing(
     preview: str,
     step_index: int,
     write: StandingWrite,
+    target_fingerprint: dict[str, Any] | None = None,
+    reopened_from: ReviewRequest | None = None,
+    changes: list[str] | None = None,
 ) -> ReviewRequest:
     """A call the policy sends to review that a standing rule allows (review.standing): it is
     approved as a human's approval would approve it (the arguments and their hash), by the
     rule, and recorded as a review of kind `standing_rule` decided by it — its event, the
-    review history and the audit log name the rule."""
+    review history and the audit log name the rule. It records the targets' state as a human's
+    review would (review.recheck checks it, and the rule again, if the call runs later)."""
     toolcall_transition(call=tool_call, to=ToolCallStatus.AWAITING_REVIEW, write=False)
     toolcall_transition(
         call=tool_call,
@@ -898,6 +902,9 @@ def review_gate_standing(
             preview=preview,
             kind=STANDING_RULE,
             standing_rule=rule,
+            target_fingerprint=target_fingerprint,
+            reopened_from=reopened_from,
+            changes=changes,
         )
         review_transition(
             review=review,

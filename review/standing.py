@@ -268,6 +268,18 @@ def held_reason(rule: ReviewRule, *, task: Task, decision: PolicyDecision) -> st
     return ""
 
 
+def standing_rule_lapsed(
+    rule: ReviewRule, *, task: Task, decision: PolicyDecision, now: datetime
+) -> str:
+    """Why a rule that approved a call no longer stands behind it when the call is about to
+    run ("" while it does): review.recheck, for a call approved in an earlier job."""
+    if not rule.enabled:
+        return f"standing rule {rule.name} was disabled"
+    if rule.until is None or rule.until <= now:
+        return f"standing rule {rule.name} ended at {rule.until.isoformat() if rule.until else '?'}"
+    return held_reason(rule, task=task, decision=decision)
+
+
 def standing_rule_for(
     *, task: Task, tool: str, arguments: dict[str, Any], decision: PolicyDecision
 ) -> tuple[ReviewRule | None, str]:

@@ -72,6 +72,9 @@ def pause_for_review(
             preview=preview,
             step_index=run.state.step_index,
             write=write,
+            target_fingerprint=fingerprint,
+            reopened_from=reopened_from,
+            changes=changes,
         )
         return
     review_gate(
