@@ -7,10 +7,14 @@ instead of holding a worker until the job's hard timeout."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from tasks.models import Task, ToolCall
+from tests.conftest import ROOT
 from tests.factories import enqueued_task, scripted_spec
 from tests.mcp.conftest import BASE_CONFIG, wait_status
 from tests.mcp.server import EVIL_PATTERN
@@ -112,3 +116,28 @@ def test_backtracking_patterns_in_an_mcp_servers_schemas_are_checked_on_re2(flee
     assert "screen" not in [t["tool"] for t in listed["tools"]]
     (skipped,) = [s for s in listed["skipped"] if s.startswith("screen:")]
     assert "inputSchema" in skipped and "RE2" in skipped
+
+
+# Every digit after a comma was a new start for the amounts alternative, each scanning the rest.
+HOSTILE_OBSERVATION = "'1,' * 32000 + ' 5 USD'"
+
+
+def test_fact_extraction_over_a_hostile_observation_takes_linear_time():
+    """The context's fact extraction (agent/context.py) runs over every observation, which a
+    tool's output or a server chooses: on Python's `re` these 64 KB took two minutes of a
+    worker; on RE2, milliseconds. Run apart, so the old engine cannot pin this process."""
+    code = (
+        "import django; django.setup(); from agent.context import extract_facts; "
+        f"print(extract_facts({HOSTILE_OBSERVATION}, constraints=False)[0][-5:])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "harness_site.settings"},
+        capture_output=True,
+        text=True,
+        # A hundred times what it takes (mostly Django starting), a fiftieth of what it took.
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "5 USD"
