@@ -1,7 +1,8 @@
 """MCP servers as tool sources (harness.yaml `mcp_servers`, DESIGN §6).
 
 Each server's tools join a task as `<server>__<tool>`, with the server's `inputSchema` as the
-argument schema (checked with jsonschema before policy and review) and its description. A spec
+argument schema (checked with jsonschema, its patterns on RE2: tasks/json_schema.py, before
+policy and review) and its description. A spec
 names them in `tools` one by one or all at once with `<server>__*`. The tools a task may use
 are listed when it starts and recorded in its first checkpoint (`AgentState.mcp_tools`), so a
 resumed task sees the same tools.
