@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Literal, NoReturn
@@ -824,8 +825,11 @@ def _standing_rule_create(
 ) -> ReviewRule:
     if scope == RuleScope.CREATOR and task.created_by_id is None:
         raise _remember_invalid("scope", "this task has no creator; choose everyone")
+    name = f"standing-{review.id}"
+    if ReviewRule.objects.filter(name=name).exists():  # an admin's rule took the name
+        name = f"{name}-{secrets.token_hex(3)}"
     rule = ReviewRule.objects.create(
-        name=f"standing-{review.id}",
+        name=name,
         kind=RuleKind.STANDING,
         position=0,
         action=RuleAction.ALLOW,

@@ -121,3 +121,24 @@ def test_the_admin_pauses_and_resumes_standing_rules(paused_review, operator, ad
         )
         assert response.status_code == 302
         assert ReviewRule.objects.get(pk=rule.pk).paused is paused
+
+
+def test_remember_names_the_rule_apart_from_an_admin_rule_of_the_same_name(paused_review, operator):
+    review = paused_review(write_conf("a=1\n"), ["write_file"], {}, user=operator)
+    ReviewRule.objects.create(name=f"standing-{review.id}", tool="read_file", action="allow")
+    client = page_client(operator)
+    shown = client.get(f"/api/v1/reviews/{review.id}").json()
+    response = client.post(
+        f"/api/v1/reviews/{review.id}/decision",
+        {
+            "decision": "approve",
+            "arguments_hash": shown["arguments_hash"],
+            "remember": {
+                "suggestion": shown["suggested_rules"][0]["id"],
+                "until": timezone.localdate().isoformat(),
+            },
+        },
+        content_type="application/json",
+    )
+    assert response.status_code == 200
+    assert ReviewRule.objects.get(origin_review=review).name.startswith(f"standing-{review.id}-")
