@@ -118,18 +118,19 @@ def _re2_class(base: type[Validator]) -> type[Validator]:
     )
 
 
-def _keys(schema: Any) -> Iterator[str]:
+def _objects(schema: Any, where: str = "") -> Iterator[tuple[str, dict]]:
+    """(place, object) for every JSON object in the schema, itself included."""
     if isinstance(schema, dict):
+        yield where, schema
         for key, value in schema.items():
-            yield key
-            yield from _keys(value)
+            yield from _objects(value, f"{where}.{key}" if where else str(key))
     elif isinstance(schema, list):
-        for item in schema:
-            yield from _keys(item)
+        for index, item in enumerate(schema):
+            yield from _objects(item, f"{where}[{index}]")
 
 
 def _validator_class(schema: Any) -> type[Validator]:
-    keys = set(_keys(schema))
+    keys = {key for _where, value in _objects(schema) for key in value}
     if {"unevaluatedProperties", "patternProperties"} <= keys:
         raise ValueError(
             "unevaluatedProperties cannot be combined with patternProperties in one schema "
@@ -148,6 +149,14 @@ def json_schema_check(*, schema: Any) -> None:
         where = exc.json_path.removeprefix("$").removeprefix(".") or "(top level)"
         because = f": {exc.cause}" if exc.cause is not None else ""
         raise ValueError(f"invalid JSON schema at {where}: {exc.message[:300]}{because}") from None
+    # The metaschemas of drafts 3 and 4 do not mark patternProperties' names as regexes.
+    for where, value in _objects(schema):
+        patterns = value.get("patternProperties")
+        for pattern in patterns if isinstance(patterns, dict) else ():
+            problem = _compiled(pattern)[1]
+            if problem is not None:
+                place = f"{where}.patternProperties" if where else "patternProperties"
+                raise ValueError(f"invalid JSON schema at {place}: {problem}")
 
 
 def json_schema_validator(*, schema: Any) -> Validator:

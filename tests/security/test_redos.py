@@ -83,6 +83,11 @@ def test_a_schema_pattern_re2_cannot_run_is_refused_at_creation(api_client, crea
     for schema in (
         {"type": "string", "pattern": "^(a)\\1$"},
         {"type": "object", "patternProperties": {"^(?=x)": {}}},
+        # Draft 4's metaschema does not mark patternProperties' names as regexes.
+        {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "properties": {"x": {"patternProperties": {"^(?=x)": {}}}},
+        },
         {"type": "object", "patternProperties": {"a": {}}, "unevaluatedProperties": False},
     ):
         response = api_client(creator).post(
