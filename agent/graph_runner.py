@@ -579,9 +579,7 @@ class GraphRun:
                 review_request_open(
                     tool_call=row,
                     checkpoint_id=None,
-                    decision=interrupt_policy(
-                        tool_name=row.tool, args=row.arguments, spec=self.task.spec
-                    ),
+                    decision=interrupt_policy(tool_name=row.tool, args=row.arguments),
                     preview=preview,
                     kind=REVIEW_KIND,
                     interrupt=meta,

@@ -234,21 +234,26 @@ class _GraphAction:
     input_schema: dict[str, Any] | None = None
 
 
-def interrupt_policy(
-    *, tool_name: str, args: dict[str, Any], spec: dict[str, Any] | None = None
-) -> PolicyDecision:
-    """How a LangGraph interrupt is reviewed. The graph already decided to ask a human, so it
-    is always a review; the first rule matching the action (by tool name and arguments, as for
-    a harness tool) sets approvals, four-eyes and expiry. A matching deny rule is shown to the
-    reviewer as the reason: the graph, not the harness, runs the action."""
-    matched = [
-        (source, rule)
+def graph_action_policy(*, tool_name: str, args: dict[str, Any]) -> PolicyDecision:
+    """The rules about an action a LangGraph graph asks a human about (matched by tool name and
+    arguments, as for a harness tool): a deny wins, else the strictest review, else allow."""
+    decisions = [
+        _decision(rule, source)
         for source, rule in policy_rules()
-        if rule_matches(rule, tool=_GraphAction(name=tool_name), args=args)  # type: ignore[arg-type]
+        if rule.action in ("review", "deny")
+        and rule_matches(rule, tool=_GraphAction(name=tool_name), args=args)  # type: ignore[arg-type]
     ]
-    for source, rule in matched:
-        if rule.action in ("review", "deny"):
-            return dataclasses.replace(_decision(rule, source), action="review")
+    return strictest(decisions)
+
+
+def interrupt_policy(*, tool_name: str, args: dict[str, Any]) -> PolicyDecision:
+    """How a LangGraph interrupt is reviewed. The graph already decided to ask a human, so it
+    is always a review; the rules matching the action set approvals, four-eyes and expiry. A
+    matching deny rule is the reason the reviewer is shown, and no one may approve the action
+    (review.services refuses it): it can only be rejected or answered."""
+    decision = graph_action_policy(tool_name=tool_name, args=args)
+    if decision.action in ("review", "deny"):
+        return dataclasses.replace(decision, action="review")
     return PolicyDecision(
         action="review",
         rules=[{"name": "langgraph-interrupt", "action": "review", "source": "graph"}],

@@ -35,7 +35,7 @@ from review.models import (
     RuleKind,
     RuleScope,
 )
-from review.policy import PolicyDecision, evaluate, policy_hash
+from review.policy import PolicyDecision, evaluate, graph_action_policy, policy_hash
 from review.recheck import (
     review_edited_fingerprint,
     review_requirements,
@@ -555,6 +555,8 @@ def review_decide(
                     "this interrupt does not accept edited arguments",
                     errors=[{"field": "arguments", "message": "edits are not allowed here"}],
                 )
+            if interrupt is not None:
+                edit_policy = _graph_action_check(review=review, approved=approved)
             if arguments is not None and approved_hash != canonical_hash(review.arguments):
                 review.edited_arguments = arguments
                 if edit_policy is not None:
@@ -1040,6 +1042,20 @@ def standing_rules_distrust(
 
 
 # --- LangGraph interrupts (kind `langgraph`, see agent.graph_runner) ---------------------------
+
+
+def _graph_action_check(*, review: ReviewRequest, approved: dict[str, Any]) -> PolicyDecision:
+    """The graph runs what is approved, so the policy holds for it as for a harness tool: an
+    action a deny rule matches (as asked or as edited) cannot be approved, and an edit is held
+    to the rules on the new arguments (`_tighten`). Caller holds the lock."""
+    policy = graph_action_policy(tool_name=review.tool, args=approved)
+    if policy.action == "deny":
+        edited = approved != review.original_arguments
+        raise ReviewInvalid(
+            f"the policy denies this action: {policy.reason}; reject it or respond instead",
+            errors=[{"field": "arguments" if edited else "decision", "message": policy.reason}],
+        )
+    return policy
 
 
 def _graph_decision_check(
