@@ -88,10 +88,12 @@ def rule_matches(rule: ReviewRuleConfig, *, tool: ToolSpec, args: dict[str, Any]
         return False
     if not _risk_matches(rule, tool=tool):
         return False
-    if rule.path_glob is not None and not any(
-        glob_match(p, rule.path_glob) for p in target_paths(tool=tool, args=args)
-    ):
-        return False
+    if rule.path_glob is not None:
+        hits = [glob_match(p, rule.path_glob) for p in target_paths(tool=tool, args=args)]
+        # A review or deny rule is about any path the call names; an allow rule covers the
+        # call only if every path it names is inside the glob.
+        if not hits or not (all(hits) if rule.action == "allow" else any(hits)):
+            return False
     if rule.command_regex is not None:
         command = args.get("command")
         if not isinstance(command, str) or not compile_pattern(rule.command_regex).search(command):

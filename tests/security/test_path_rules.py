@@ -74,3 +74,20 @@ def test_an_mcp_tool_that_writes_by_a_path_named_argument_is_matched():
     paused = evaluate(tool=save, args={"file_path": "deploy/app.conf", "text": "x"})
     assert paused.action == "review" and paused.rules[0]["name"] == "protected-config"
     assert evaluate(tool=save, args={"file_path": "notes.md", "text": "a.conf"}).action == "allow"
+
+
+def test_an_allow_rule_on_a_folder_covers_a_call_only_if_every_path_is_inside_it():
+    ReviewRuleFactory(name="scratch", tool="files__copy", path_glob="tmp/*", action="allow")
+    copy = dataclasses.replace(
+        registry.get("write_file"),
+        name="files__copy",
+        server="files",
+        input_schema={
+            "type": "object",
+            "properties": {"source": {"type": "string"}, "dest_file": {"type": "string"}},
+        },
+    )
+    inside = {"source": "tmp/a.txt", "dest_file": "tmp/b.txt"}
+    assert evaluate(tool=copy, args=inside).action == "allow"
+    escaping = evaluate(tool=copy, args={"source": "tmp/a.txt", "dest_file": "deploy/app.conf"})
+    assert escaping.action == "review" and escaping.rules[0]["name"] == "protected-config"
