@@ -19,13 +19,15 @@ what changed (agent.runtime.calls)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Exists, OuterRef
+from django.contrib.auth.models import Group
+from django.db import connection
 
 from review.models import ReviewApproval, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, evaluate
@@ -57,35 +59,71 @@ class Recheck:
         return not self.changes
 
 
+# The re-check runs before every approved call: its two reads are plain SQL (no ORM query
+# compilation, which cost more than the round trips). What it and a reopened review read of
+# the approved review (the preview, the largest column, stays deferred; a standing rule is
+# loaded when the review is one's).
+_APPROVED_REVIEW_FIELDS = (
+    "id",
+    "task_id",
+    "tool_call_id",
+    "kind",
+    "status",
+    "requested_at",
+    "expires_at",
+    "decided_by_id",
+    "original_arguments",
+    "edited_arguments",
+    "target_fingerprint",
+    "matched_rules",
+    "reason",
+    "on_expiry",
+    "approvals_required",
+    "forbid_creator",
+    "standing_rule_id",
+)
+_APPROVED_REVIEW_SQL = (
+    f"SELECT {', '.join(_APPROVED_REVIEW_FIELDS)} FROM {ReviewRequest._meta.db_table} "
+    "WHERE tool_call_id = %s AND status = %s ORDER BY decided_at DESC, id DESC LIMIT 1"
+)
+
+
 def _approved_review(*, tool_call: ToolCall) -> ReviewRequest | None:
+    found = list(
+        ReviewRequest.objects.raw(_APPROVED_REVIEW_SQL, [tool_call.pk, ReviewStatus.APPROVED])
+    )
+    return found[0] if found else None
+
+
+@functools.cache
+def _approvers_sql() -> str:
+    user = get_user_model()
+    groups = user.groups.through
     return (
-        ReviewRequest.objects.filter(tool_call=tool_call, status=ReviewStatus.APPROVED)
-        .select_related("decided_by", "standing_rule__created_by")
-        .order_by("-decided_at", "-id")
-        .first()
+        f"SELECT u.id, u.is_active AND (u.is_superuser OR EXISTS (SELECT 1 FROM "
+        f"{groups._meta.db_table} ug JOIN {Group._meta.db_table} g ON g.id = ug.group_id "
+        "WHERE ug.user_id = u.id AND g.name = %s)) "
+        f"FROM {ReviewApproval._meta.db_table} a JOIN {user._meta.db_table} u ON u.id = a.user_id "
+        "WHERE a.review_id = %s AND a.arguments_hash = %s ORDER BY a.at"
     )
 
 
 def _approvers(review: ReviewRequest, approved_hash: str) -> list[tuple[Any, bool]]:
-    """(user, may still decide) for everyone whose approval counts. One query answers for the
-    usual approver (active, and a superuser or in `operators`: user_can_decide says yes to
+    """(user id, may still decide) for everyone whose approval counts. One query answers for
+    the usual approver (active, and a superuser or in `operators`: user_can_decide says yes to
     them); anyone else goes through user_can_decide itself."""
-    in_operators = Exists(
-        get_user_model()
-        .groups.through.objects.filter(user_id=OuterRef("user_id"), group__name="operators")
-        .only("id")
-    )
-    approvals = (
-        ReviewApproval.objects.filter(review=review, arguments_hash=approved_hash)
-        .select_related("user")
-        .annotate(in_operators=in_operators)
-    )
-    users = [
-        (a.user, a.user.is_active and (a.user.is_superuser or a.in_operators)) for a in approvals
-    ]
-    if not users and review.decided_by is not None:  # decided without approvals (an outcome)
-        users = [(review.decided_by, False)]
-    return [(user, surely or user_can_decide(user)) for user, surely in users]
+    with connection.cursor() as cursor:
+        cursor.execute(_approvers_sql(), ["operators", review.pk, approved_hash])
+        rows = [(user_id, bool(surely)) for user_id, surely in cursor.fetchall()]
+    if not rows and review.decided_by_id is not None:  # decided without approvals (an outcome)
+        rows = [(review.decided_by_id, False)]
+    users = get_user_model().objects.in_bulk([uid for uid, surely in rows if not surely])
+    return [(uid, surely or user_can_decide(users.get(uid))) for uid, surely in rows]
+
+
+def _username(user_id: Any) -> str:
+    user = get_user_model().objects.filter(pk=user_id).first()
+    return user.get_username() if user is not None else f"#{user_id}"
 
 
 def review_requirements(*, review: ReviewRequest) -> PolicyDecision:
@@ -114,9 +152,9 @@ def _policy_changes(*, policy: PolicyDecision, approvers: list[Any], creator_id:
     name = rule.get("name", "the policy")
     changes = []
     counted = approvers
-    if policy.forbid_creator and any(user.pk == creator_id for user in approvers):
+    if policy.forbid_creator and creator_id in approvers:
         changes.append(f"rule {name} now forbids the task's creator to approve")
-        counted = [user for user in approvers if user.pk != creator_id]
+        counted = [user_id for user_id in approvers if user_id != creator_id]
     if len(counted) < policy.approvals_required:
         changes.append(
             f"rule {name} now needs {policy.approvals_required} approvals (given: {len(counted)})"
@@ -157,14 +195,14 @@ def approval_recheck(
     ):
         changes.append("the arguments changed after the approval")
     valid = []
-    for user, may_decide in _approvers(review, approved_hash):
+    for user_id, may_decide in _approvers(review, approved_hash):
         if may_decide:
-            valid.append(user)
+            valid.append(user_id)
         else:
-            changes.append(f"approver {user.get_username()} no longer may approve")
+            changes.append(f"approver {_username(user_id)} no longer may approve")
     if review.kind == "policy":
         changes += _policy_changes(policy=policy, approvers=valid, creator_id=task.created_by_id)
-    if review.standing_rule is not None and review.kind == "standing_rule":
+    if review.kind == "standing_rule" and review.standing_rule_id is not None:
         # A rule's approval holds while the rule would still give it (paused, ended…: not).
         lapsed = standing_rule_lapsed(review.standing_rule, task=task, decision=policy, now=now)
         if lapsed:

@@ -185,3 +185,13 @@ def test_a_decision_needs_a_pending_review_before_its_target_is_checked(conf_rev
     with pytest.raises(ReviewConflict) as exc:
         approve(review, operator)
     assert exc.value.reason == ""
+
+
+def test_an_approver_who_decides_by_permission_not_group_still_gets_the_call_run(
+    conf_review, decider
+):
+    review = conf_review()
+    approve(review, decider)
+    task = Task.objects.get(pk=review.task_id)
+    assert run_in_process(task) == "succeeded"
+    assert (task.workspace_path / "service.conf").read_text() == PROPOSED
