@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from agent.tools.quota import quota_check_write
+from agent.tools.quota import quota_check_write, quota_forget
 from harness_site.config import compile_pattern, harness_config
 from multiagent.shared import shared_write_lock
 from tasks.paths import (
@@ -104,9 +104,11 @@ def _check_quota(ctx: ToolContext, path: str, *, adds: int, replaces: bool) -> N
         root=root,
         limit=harness_config().sandbox.disk_mb * 1024**2,
         name="the shared directory" if shared else "the workspace",
-        path=path,
+        path=inside,
+        shown=path,
         adds=adds,
         replaces=replaces,
+        known=not shared,
     )
 
 
@@ -283,6 +285,7 @@ def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
     """Delete a file from the workspace (or /shared/...)."""
     with _changing(ctx, args.path) as (root, inside):
         deleted = file_delete(root, inside)
+        quota_forget(root)
     return {"path": args.path, "deleted": deleted}
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,9 +59,40 @@ class Tree:
     largest: int = 0
 
 
-def disk_usage(root: Path) -> int:
-    """Bytes on disk under `root` (allocated blocks)."""
+# The last usage measured (or, after a file tool's write, computed) per directory in this
+# process: a workspace is written by one run at a time, and every sandbox call walks it again
+# at its end, so a file tool need not walk the whole workspace before each write. A shared
+# directory, which other agents' processes write, is always walked.
+_known: dict[str, int] = {}
+_known_lock = threading.Lock()
+
+
+def _key(root: Path) -> str:
+    return os.path.realpath(root)
+
+
+def _remember(root: Path, usage: int | None) -> None:
+    with _known_lock:
+        if usage is None:
+            _known.pop(_key(root), None)
+        else:
+            _known[_key(root)] = usage
+
+
+def disk_usage(root: Path, *, known: bool = False) -> int:
+    """Bytes on disk under `root` (allocated blocks); `known`: the last measure this process
+    has of it, if any, instead of a walk."""
+    if known:
+        with _known_lock:
+            usage = _known.get(_key(root))
+        if usage is not None:
+            return usage
     return survey(root, detail=False).usage
+
+
+def quota_forget(root: Path) -> None:
+    """The directory changed in a way not measured (a file deleted): walk it next time."""
+    _remember(root, None)
 
 
 def survey(root: Path, *, detail: bool = True) -> Tree:
@@ -91,6 +123,7 @@ def survey(root: Path, *, detail: bool = True) -> Tree:
                         tree.files[rel] = info.st_size
                 elif detail:
                     tree.others.add(rel)
+    _remember(root, tree.usage)
     return tree
 
 
@@ -186,11 +219,21 @@ class DiskQuota:
 
 
 def quota_check_write(
-    *, root: Path, limit: int, name: str, path: str, adds: int, replaces: bool
+    *,
+    root: Path,
+    limit: int,
+    name: str,
+    path: str,
+    shown: str,
+    adds: int,
+    replaces: bool,
+    known: bool,
 ) -> None:
-    """Before a file tool writes `adds` bytes to `path` (replacing the file, or appending to
-    it): refuse, writing nothing, when the directory would go past its quota."""
-    usage = disk_usage(root)
+    """Before a file tool writes `adds` bytes to `path` (inside `root`; `shown` as the model
+    named it), replacing the file or appending to it: refuse, writing nothing, when the
+    directory would go past its quota. `known`: trust this process's last measure of the
+    directory (a workspace; see `_known`)."""
+    usage = disk_usage(root, known=known)
     old = 0
     if replaces:
         with contextlib.suppress(OSError, PermanentToolError):
@@ -202,7 +245,9 @@ def quota_check_write(
     after = usage - old + -(-adds // BLOCK) * BLOCK
     if after > max(limit, usage):
         raise DiskQuotaExceeded(
-            f'disk quota exceeded (limits_hit: ["disk"]): writing {adds} bytes to {path} '
+            f'disk quota exceeded (limits_hit: ["disk"]): writing {adds} bytes to {shown} '
             f"would take {name} to {mib(after)}, past its quota of {mib(limit)} (harness.yaml "
             f"sandbox.disk_mb; it holds {mib(usage)}); nothing was written, remove files first"
         )
+    # The write follows at once; if it fails, this overstates the usage until the next walk.
+    _remember(root, max(after, 0))
