@@ -77,6 +77,8 @@ class RecoveryOut(Schema):
     graph_checkpoint_id: str = ""
     files_restored: list[str]
     files_deleted: list[str]
+    links_deleted: list[str] = []
+    folders_deleted: list[str] = []
     superseded: int
 
 
@@ -92,6 +94,9 @@ class PreviewOut(Schema):
     files_restore: list[str]
     files_delete: list[str]
     files_mode: list[str]
+    # Symlinks (and fifos, sockets) and folders the rollback removes.
+    links_delete: list[str]
+    folders_delete: list[str]
     workspace_source: str
     steps_undone: list[dict[str, Any]]
     calls_undone: list[dict[str, Any]]
@@ -147,6 +152,8 @@ def _run(action, **kwargs) -> Status:
             "graph_checkpoint_id": result.graph_checkpoint_id,
             "files_restored": restored.written if restored else [],
             "files_deleted": restored.deleted if restored else [],
+            "links_deleted": restored.links if restored else [],
+            "folders_deleted": restored.folders if restored else [],
             "superseded": result.superseded,
         },
     )
@@ -239,7 +246,8 @@ class GraphPreviewOut(Schema):
     blocked: str
     values: dict[str, Any]
     superseded: list[dict[str, Any]]
-    # {"snapshot": bool, "files", "files_restored", "files_deleted", "modes_restored"}
+    # {"snapshot": bool, "files", "files_restored", "files_deleted", "links_deleted",
+    #  "folders_deleted", "modes_restored"}
     workspace: dict[str, Any] = {}
 
 

@@ -41,16 +41,14 @@ from checkpoints.langgraph import DjangoCheckpointSaver
 from checkpoints.models import Checkpoint, GraphWorkspace
 from checkpoints.selectors import (
     RETRYABLE,
-    calls_undone,
     checkpoint_get,
-    done_call_ids,
     failed_call,
     graph_checkpoints,
     graph_task,
     recovery_blocked,
     recovery_plan,
+    rollback_plan,
     step_checkpoint,
-    tool_is_irreversible,
 )
 from checkpoints.services import (
     CheckpointCorrupted,
@@ -64,13 +62,11 @@ from checkpoints.services import (
 )
 from checkpoints.snapshots import (
     RestoreResult,
-    manifest_changes,
+    removed_paths,
     restore_blocked,
     snapshot_capture,
-    snapshot_manifest,
     snapshot_restore,
     snapshot_restore_plan,
-    workspace_manifest,
 )
 from review.services import reviews_cancel_pending, standing_rules_distrust
 from tasks import services
@@ -358,24 +354,21 @@ def _task_rollback(
     state = base.state.model_copy(deep=True)
     state.branch = new_branch(task, state)
     calls_rekey(state, None)
-    undone = calls_undone(task, chosen, done_call_ids(base))
+    blocked = restore_blocked(task.workspace_path)
+    if blocked:
+        raise RecoveryConflict(f"the workspace cannot be restored ({blocked})")
+    # The plan the preview shows (checkpoints.selectors.rollback_plan), read (not written)
+    # under the lock: the calls it undoes, and what the restore will change — the files are
+    # restored, by the same computation, once the fork has committed.
+    plan = rollback_plan(task=task, loaded=base)
+    undone, restored = plan.calls_undone, plan.files
     # A standing rule that allowed an undone call pauses itself (review.standing).
     standing_rules_distrust(
         tool_call_ids=[row.pk for row in undone],
         cause="rolled_back",
         detail=f"rollback by {_actor(user)}: {reason}"[:200],
     )
-    irreversible = [
-        f"{row.tool} {row.call_id}"
-        for row in undone
-        if tool_is_irreversible(row.tool, task_id=task.id)
-    ]
-    # What the restore will change, read (not written) under the lock; the files are
-    # restored once the fork has committed.
-    blocked = restore_blocked(task.workspace_path)
-    if blocked:
-        raise RecoveryConflict(f"the workspace cannot be restored ({blocked})")
-    restored = snapshot_restore_plan(workspace=task.workspace_path, snapshot=base.snapshot)
+    irreversible = [f"{row.tool} {row.call_id}" for row in plan.irreversible]
     state.recovery = RecoveryNote(
         kind="rollback",
         reason=reason,
@@ -384,7 +377,7 @@ def _task_rollback(
         last_failure=_last_failure(task, state),
         undone={
             "files_restored": restored.written[:200],
-            "files_deleted": restored.deleted[:200],
+            "files_deleted": removed_paths(restored)[:200],
             "calls": [f"{row.tool} {row.call_id} (step {row.step_index})" for row in undone][:100],
             "irreversible": irreversible[:100],
         },
@@ -403,6 +396,8 @@ def _task_rollback(
         event={
             "files_restored": len(restored.written),
             "files_deleted": len(restored.deleted),
+            "links_deleted": len(restored.links),
+            "folders_deleted": len(restored.folders),
             "calls_undone": len(undone),
             "irreversible": irreversible[:20],
         },
@@ -694,14 +689,15 @@ def graph_rollback_preview(
         snapshot = _graph_workspace_snapshot(task, checkpoint_id)
         files: dict[str, Any] = {"snapshot": snapshot is not None}
         if snapshot is not None:
-            write, delete, modes = manifest_changes(
-                workspace_manifest(task.workspace_path), snapshot_manifest(snapshot)
-            )
+            # The same plan the rollback's restore follows (snapshot_restore_plan).
+            plan = snapshot_restore_plan(workspace=task.workspace_path, snapshot=snapshot)
             files |= {
                 "files": snapshot["files"],
-                "files_restored": write[:200],
-                "files_deleted": delete[:200],
-                "modes_restored": modes[:200],
+                "files_restored": plan.written[:200],
+                "files_deleted": plan.deleted[:200],
+                "links_deleted": plan.links[:200],
+                "folders_deleted": plan.folders[:200],
+                "modes_restored": plan.modes[:200],
             }
         preview["workspace"] = files
     return preview

@@ -18,10 +18,9 @@ from checkpoints.services import (
     checkpoint_find_latest_valid,
 )
 from checkpoints.snapshots import (
-    Manifest,
-    manifest_changes,
+    RestoreResult,
     snapshot_manifest,
-    workspace_manifest,
+    snapshot_restore_plan,
 )
 from tasks.agent_state import Message
 from tasks.errors import NotFound
@@ -91,29 +90,60 @@ def tool_is_irreversible(name: str, *, task_id: Any) -> bool:
     )
 
 
-def _current_files(task: Task, head: LoadedCheckpoint | None) -> tuple[Manifest, str]:
-    """The workspace now: from disk where it lives on this machine, else the head snapshot."""
-    if task.workspace_path.is_dir():
-        return workspace_manifest(task.workspace_path), "disk"
-    return snapshot_manifest(head.snapshot if head else None), "head checkpoint"
-
-
-def calls_undone(task: Task, checkpoint: Checkpoint, state_done: set[str]) -> list[ToolCall]:
-    """Ledger rows of calls that ran after the checkpoint was taken. Calls already finished
-    in the checkpoint's own state are kept, whatever their timestamps."""
+def calls_undone(task: Task, loaded: LoadedCheckpoint) -> list[ToolCall]:
+    """Ledger rows of the calls a rollback to this checkpoint undoes: those that ran after it
+    was taken, and those its state has still pending (a `before_write_operation` checkpoint
+    is taken just before its call runs: going back to it undoes that call, which runs again
+    under a fresh call_id). Calls already finished in its state are kept, whatever their
+    timestamps."""
+    checkpoint, state = loaded.checkpoint, loaded.state
+    done = {m.call_id for m in state.messages if m.role == "tool" and m.call_id}
+    pending = {c.call_id for c in state.pending[state.next_call :]}
     after = Q(created_at__gte=checkpoint.created_at) | Q(started_at__gte=checkpoint.created_at)
     return [
         row
-        for row in ToolCall.objects.filter(after, task=task, status__in=EXECUTED).order_by("id")
-        if row.call_id not in state_done
+        for row in ToolCall.objects.filter(
+            after | Q(call_id__in=pending), task=task, status__in=EXECUTED
+        ).order_by("id")
+        if row.call_id not in done
     ]
 
 
-def done_call_ids(loaded: LoadedCheckpoint) -> set[str]:
-    return {m.call_id for m in loaded.state.messages if m.role == "tool" and m.call_id}
-
-
 # --- rollback preview -------------------------------------------------------------------------
+
+
+@dataclass
+class RollbackPlan:
+    """What rolling back to a checkpoint does: the files, links and folders the restore
+    writes back and removes, and the calls it undoes. The preview shows it and the rollback
+    (checkpoints.recovery) acts on it: one computation for both."""
+
+    files: RestoreResult
+    # "disk": the workspace as it is on this machine; otherwise there is none here and the
+    # restore writes every file of the snapshot.
+    workspace_source: str
+    calls_undone: list[ToolCall]
+    irreversible: list[ToolCall]
+    superseded_seqs: list[int]
+
+
+def rollback_plan(*, task: Task, loaded: LoadedCheckpoint) -> RollbackPlan:
+    """The plan of a rollback to `loaded` (a decoded checkpoint of the task), computed without
+    changing anything. Raises BlobMissing / BlobCorrupted when its snapshot cannot be read."""
+    here = task.workspace_path.is_dir()
+    files = snapshot_restore_plan(workspace=task.workspace_path, snapshot=loaded.snapshot)
+    undone = calls_undone(task, loaded)
+    return RollbackPlan(
+        files=files,
+        workspace_source="disk" if here else "no workspace on this machine: every file is written",
+        calls_undone=undone,
+        irreversible=[row for row in undone if tool_is_irreversible(row.tool, task_id=task.id)],
+        superseded_seqs=list(
+            Checkpoint.objects.filter(task=task, seq__gt=loaded.checkpoint.seq, superseded=False)
+            .order_by("seq")
+            .values_list("seq", flat=True)
+        ),
+    )
 
 
 @dataclass
@@ -125,6 +155,8 @@ class RollbackPreview:
     files_restore: list[str] = field(default_factory=list)
     files_delete: list[str] = field(default_factory=list)
     files_mode: list[str] = field(default_factory=list)
+    links_delete: list[str] = field(default_factory=list)
+    folders_delete: list[str] = field(default_factory=list)
     workspace_source: str = "disk"
     steps_undone: list[dict[str, Any]] = field(default_factory=list)
     calls_undone: list[dict[str, Any]] = field(default_factory=list)
@@ -148,6 +180,8 @@ class RollbackPreview:
             "files_restore": self.files_restore,
             "files_delete": self.files_delete,
             "files_mode": self.files_mode,
+            "links_delete": self.links_delete,
+            "folders_delete": self.folders_delete,
             "workspace_source": self.workspace_source,
             "steps_undone": self.steps_undone,
             "calls_undone": self.calls_undone,
@@ -178,7 +212,8 @@ def _call_dict(row: ToolCall) -> dict[str, Any]:
 
 
 def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
-    """What rolling back to `checkpoint` would do, computed without changing anything."""
+    """What rolling back to `checkpoint` would do (its rollback_plan), computed without
+    changing anything."""
     try:
         loaded = checkpoint_decode(checkpoint)
     except CheckpointCorrupted as exc:
@@ -191,20 +226,20 @@ def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
     preview = RollbackPreview(
         task=task, checkpoint=checkpoint, checksum_ok=True, blocked=recovery_blocked(task)
     )
-    head, _ = checkpoint_find_latest_valid(task_id=task.id, head_id=task.head_checkpoint_id)
     try:
-        current, preview.workspace_source = _current_files(task, head)
-        target = snapshot_manifest(loaded.snapshot)
+        plan = rollback_plan(task=task, loaded=loaded)
     except (BlobMissing, BlobCorrupted) as exc:
         preview.blocked = f"the snapshot cannot be read from the blob store ({exc})"
         return preview
-    preview.files_restore, preview.files_delete, preview.files_mode = manifest_changes(
-        current, target
-    )
-    undone = calls_undone(task, checkpoint, done_call_ids(loaded))
-    preview.calls_undone = [_call_dict(row) for row in undone]
+    preview.files_restore = plan.files.written
+    preview.files_delete = plan.files.deleted
+    preview.files_mode = plan.files.modes
+    preview.links_delete = plan.files.links
+    preview.folders_delete = plan.files.folders
+    preview.workspace_source = plan.workspace_source
+    preview.calls_undone = [_call_dict(row) for row in plan.calls_undone]
     steps: dict[int, list[str]] = {}
-    for row in undone:
+    for row in plan.calls_undone:
         steps.setdefault(row.step_index, []).append(row.tool)
     preview.steps_undone = [{"step_index": s, "tools": tools} for s, tools in sorted(steps.items())]
     preview.irreversible = [
@@ -213,14 +248,9 @@ def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
             "why": "external or non-idempotent: it happened outside the "
             "workspace and a rollback cannot undo it",
         }
-        for row in undone
-        if tool_is_irreversible(row.tool, task_id=task.id)
+        for row in plan.irreversible
     ]
-    preview.superseded_seqs = list(
-        Checkpoint.objects.filter(task=task, seq__gt=checkpoint.seq, superseded=False)
-        .order_by("seq")
-        .values_list("seq", flat=True)
-    )
+    preview.superseded_seqs = plan.superseded_seqs
     return preview
 
 

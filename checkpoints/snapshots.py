@@ -45,7 +45,13 @@ from django.conf import settings
 from checkpoints.blobstore import BlobStore, batched, blob_key, blob_store, blob_store_deferred
 from checkpoints.models import Blob
 from tasks.canonical import canonical_bytes
-from tasks.paths import file_chmod, file_delete, file_write_in_place, workspace_dir
+from tasks.paths import (
+    PathEscapeError,
+    file_chmod,
+    file_delete,
+    file_write_in_place,
+    workspace_dir,
+)
 
 SNAPSHOT_VERSION = 1
 CHUNK_TARGET = 32
@@ -491,13 +497,29 @@ def workspace_manifest(workspace: Path) -> Manifest:
 
 @dataclass
 class RestoreResult:
+    """What a restore writes back, deletes and chmods. snapshot_restore_plan (a preview, a
+    rollback's note) and snapshot_restore (the rollback) both take it from _restore_changes,
+    so a preview lists exactly what the restore then does."""
+
     written: list[str]
+    # Regular files the snapshot does not have.
     deleted: list[str]
     modes: list[str]
+    # Symlinks and other entries that are not regular files (fifos, sockets): removed, never
+    # followed; one where the snapshot has a file is replaced by it.
+    links: list[str] = field(default_factory=list)
+    # Folders holding nothing of the snapshot (a snapshot holds files, and so the folders they
+    # are in): removed once what is in them is, empty ones included.
+    folders: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.written or self.deleted or self.modes)
+        return bool(self.written or self.deleted or self.modes or self.links or self.folders)
+
+
+def removed_paths(result: RestoreResult) -> list[str]:
+    """Everything a restore removes, as one list: files, links, and folders (with a `/`)."""
+    return sorted([*result.deleted, *result.links, *(f"{rel}/" for rel in result.folders)])
 
 
 def manifest_changes(current: Manifest, target: Manifest) -> tuple[list[str], list[str], list[str]]:
@@ -513,28 +535,28 @@ def manifest_changes(current: Manifest, target: Manifest) -> tuple[list[str], li
     return write, delete, modes
 
 
-def _prune_empty_dirs(root: Path, paths: Iterable[str]) -> None:
-    parents = {Path(p).parent for p in paths}
-    for parent in sorted(parents, key=lambda p: len(p.parts), reverse=True):
-        current = parent
-        while current.parts:
-            try:
-                with workspace_dir(root, str(current.parent)) as dir_fd:
-                    os.rmdir(current.name, dir_fd=dir_fd)
-            except OSError:
-                break
-            current = current.parent
+def _folders_of(paths: Iterable[str]) -> set[str]:
+    """Every folder prefix ("a/", "a/b/") of the paths."""
+    folders = set()
+    for path in paths:
+        parts = path.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            folders.add("/".join(parts[:depth]) + "/")
+    return folders
 
 
-def _restore_changes(
-    root: Path, index: _Index, target: Manifest
-) -> tuple[list[str], list[str], list[str]]:
-    """(write, delete, modes) turning the workspace as surveyed now into `target`; anything
-    that is not a regular file (a symlink, a fifo) is deleted. Call with index.lock held."""
+def _restore_changes(root: Path, index: _Index, target: Manifest) -> RestoreResult:
+    """What turns the workspace as surveyed now into `target`. Call with index.lock held."""
     dirs, _ = _survey(root, index, None)
     write, delete, modes = manifest_changes(_manifest_of(dirs), target)
-    delete = sorted(set(delete) | {rel for d in dirs.values() for rel in d.others})
-    return write, delete, modes
+    kept = _folders_of(target)
+    return RestoreResult(
+        written=write,
+        deleted=delete,
+        modes=modes,
+        links=sorted(rel for d in dirs.values() for rel in d.others),
+        folders=sorted(prefix[:-1] for prefix in dirs if prefix and prefix not in kept),
+    )
 
 
 def snapshot_restore_plan(*, workspace: Path, snapshot: dict | None) -> RestoreResult:
@@ -545,8 +567,7 @@ def snapshot_restore_plan(*, workspace: Path, snapshot: dict | None) -> RestoreR
     with index.lock:
         if not root.is_dir():
             return RestoreResult(written=sorted(snapshot_manifest(snapshot)), deleted=[], modes=[])
-        write, delete, modes = _restore_changes(root, index, snapshot_manifest(snapshot))
-    return RestoreResult(written=write, deleted=delete, modes=modes)
+        return _restore_changes(root, index, snapshot_manifest(snapshot))
 
 
 def restore_blocked(workspace: Path) -> str:
@@ -591,21 +612,29 @@ def snapshot_restore(*, workspace: Path, snapshot: dict | None) -> RestoreResult
     target = snapshot_manifest(snapshot)
     index = _index_for(root)
     with _restore_lock(root), index.lock:
-        write, delete, modes = _restore_changes(root, index, target)
+        plan = _restore_changes(root, index, target)
         # Every write, delete and chmod goes through workspace descriptors without following
         # symlinks, and never writes through a hard link (tasks.paths): a command
         # may have planted either since the survey.
-        for rel in delete:
+        for rel in [*plan.deleted, *plan.links]:
             file_delete(root, rel, any_entry=True)
-        _prune_empty_dirs(root, delete)
+        # Deepest first: a folder is empty once what is in it is gone. One that is not (it
+        # changed since the survey) stays, and is not reported as removed.
+        for rel in sorted(plan.folders, key=lambda p: p.count("/"), reverse=True):
+            parent, _, name = rel.rpartition("/")
+            try:
+                with workspace_dir(root, parent or ".") as dir_fd:
+                    os.rmdir(name, dir_fd=dir_fd)
+            except (OSError, PathEscapeError):
+                plan.folders.remove(rel)
         store = blob_store()
-        for batch in batched(write, 200):
+        for batch in batched(plan.written, 200):
             bodies = store.get_many({target[rel].hash for rel in batch})
             for rel in batch:
                 file_write_in_place(root, rel, bodies[target[rel].hash], mode=target[rel].mode)
-        for rel in modes:
+        for rel in plan.modes:
             file_chmod(root, rel, target[rel].mode)
-    return RestoreResult(written=write, deleted=delete, modes=modes)
+    return plan
 
 
 def snapshot_materialise_if_missing(

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from checkpoints import recovery, selectors
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted
+from checkpoints.snapshots import removed_paths
 from harness_site.access import operator_required, viewer_required
 from tasks.models import Task
 from tasks.selectors import access_task
@@ -57,7 +58,8 @@ def rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
                 request,
                 (
                     f"Rolled back to checkpoint #{checkpoint.seq}: {len(result.restored.written)} "
-                    f"file(s) restored, {len(result.restored.deleted)} deleted; task is "
+                    f"file(s) restored, {len(removed_paths(result.restored))} removed (files, "
+                    "links, folders); task is "
                     f"{result.task.status}."
                 ),
             )

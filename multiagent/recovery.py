@@ -27,7 +27,7 @@ checkpoint rows. Refused (409) while any participant runs, is queued, or a round
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from checkpoints.recovery import (
     new_branch,
     restore_after_commit,
 )
-from checkpoints.selectors import calls_undone, done_call_ids
+from checkpoints.selectors import calls_undone
 from checkpoints.services import (
     CheckpointCorrupted,
     LoadedCheckpoint,
@@ -54,12 +54,13 @@ from checkpoints.services import (
     checkpoint_next_seq,
 )
 from checkpoints.snapshots import (
-    manifest_changes,
+    RestoreResult,
+    removed_paths,
     restore_blocked,
     snapshot_blob_keys,
     snapshot_manifest,
     snapshot_restore,
-    workspace_manifest,
+    snapshot_restore_plan,
 )
 from multiagent.models import GlobalCheckpoint, SharedRestorePending
 from multiagent.selectors import group_lock, group_member_ids
@@ -87,8 +88,9 @@ class Participant:
     task: Task
     loaded: LoadedCheckpoint
     status_at_cut: str
-    files_restore: list[str] = field(default_factory=list)
-    files_delete: list[str] = field(default_factory=list)
+    # What restoring its workspace writes back and removes (the restore after the commit
+    # follows the same computation: checkpoints.snapshots.snapshot_restore_plan).
+    files: RestoreResult
 
 
 @dataclass
@@ -97,8 +99,7 @@ class SharedRestore:
 
     path: Path
     snapshot: dict
-    files_restore: list[str]
-    files_delete: list[str]
+    files: RestoreResult
 
 
 @dataclass
@@ -131,7 +132,7 @@ def _shared_plan(global_checkpoint: GlobalCheckpoint) -> SharedRestore | None:
         return None
     try:
         missing = blob_store().missing(snapshot_blob_keys(snapshot))
-        target = snapshot_manifest(snapshot)
+        snapshot_manifest(snapshot)  # readable, every chunk verified
     except (BlobMissing, BlobCorrupted, KeyError, ValueError) as exc:
         raise RecoveryInvalid(
             "global_checkpoint_id", f"the shared directory cannot be restored: {exc}"
@@ -142,8 +143,9 @@ def _shared_plan(global_checkpoint: GlobalCheckpoint) -> SharedRestore | None:
             f"the shared directory cannot be restored: {len(missing)} snapshot blob(s) are missing",
         )
     path = shared_path(root_id=global_checkpoint.root_id)
-    write, delete, _ = manifest_changes(workspace_manifest(path) if path.is_dir() else {}, target)
-    return SharedRestore(path=path, snapshot=snapshot, files_restore=write, files_delete=delete)
+    return SharedRestore(
+        path=path, snapshot=snapshot, files=snapshot_restore_plan(workspace=path, snapshot=snapshot)
+    )
 
 
 def _blocked(members: list[Task]) -> str:
@@ -186,17 +188,14 @@ def _plan(*, members: list[Task], global_checkpoint: GlobalCheckpoint) -> GroupP
                 f"participant {task.id} cannot be restored: {len(missing)} snapshot blob(s) "
                 "are missing",
             )
-        write, delete, _ = manifest_changes(
-            workspace_manifest(task.workspace_path) if task.workspace_path.is_dir() else {},
-            snapshot_manifest(loaded.snapshot),
-        )
         participants.append(
             Participant(
                 task=task,
                 loaded=loaded,
                 status_at_cut=entry.get("status", ""),
-                files_restore=write,
-                files_delete=delete,
+                files=snapshot_restore_plan(
+                    workspace=task.workspace_path, snapshot=loaded.snapshot
+                ),
             )
         )
     in_cut = {p.task.id for p in participants}
@@ -243,8 +242,14 @@ def group_rollback_preview(*, root: Task, global_checkpoint: GlobalCheckpoint) -
                 "checkpoint_id": p.loaded.checkpoint.id,
                 "checkpoint_seq": p.loaded.checkpoint.seq,
                 "step_index": p.loaded.checkpoint.step_index,
-                "files_restore": p.files_restore,
-                "files_delete": p.files_delete,
+                "files_restore": p.files.written,
+                "files_delete": p.files.deleted,
+                "links_delete": p.files.links,
+                "folders_delete": p.files.folders,
+                "calls_undone": [
+                    {"call_id": r.call_id, "tool": r.tool, "step_index": r.step_index}
+                    for r in calls_undone(p.task, p.loaded)
+                ],
                 "checkpoints_superseded": Checkpoint.objects.filter(
                     task=p.task, seq__gt=p.loaded.checkpoint.seq, superseded=False
                 ).count(),
@@ -253,8 +258,10 @@ def group_rollback_preview(*, root: Task, global_checkpoint: GlobalCheckpoint) -
         ],
         # The shared directory's changes (None: the group has none, or the cut predates it).
         "shared": {
-            "files_restore": plan.shared.files_restore,
-            "files_delete": plan.shared.files_delete,
+            "files_restore": plan.shared.files.written,
+            "files_delete": plan.shared.files.deleted,
+            "links_delete": plan.shared.files.links,
+            "folders_delete": plan.shared.files.folders,
         }
         if plan.shared
         else None,
@@ -278,7 +285,7 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
     open_delegations = {c.call_id for c in pending if c.tool == DELEGATE_TOOL}
     state.branch = new_branch(task, state)
     calls_rekey(state, {c.call_id for c in pending} - open_delegations)
-    undone = calls_undone(task, base.checkpoint, done_call_ids(base))
+    undone = calls_undone(task, base)
     actor = user.get_username() if user is not None and user.is_authenticated else "system"
     standing_rules_distrust(
         tool_call_ids=[r.pk for r in undone],
@@ -291,8 +298,8 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
         actor=actor,
         from_seq=base.checkpoint.seq,
         undone={
-            "files_restored": p.files_restore[:200],
-            "files_deleted": p.files_delete[:200],
+            "files_restored": p.files.written[:200],
+            "files_deleted": removed_paths(p.files)[:200],
             "calls": [f"{r.tool} {r.call_id} (step {r.step_index})" for r in undone][:100],
             "group": f"global checkpoint {plan.global_checkpoint.seq}",
         },
@@ -343,8 +350,8 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
             "checkpoint_id": str(checkpoint.id),
             "seq": seq,
             "superseded": superseded,
-            "files_restored": len(p.files_restore),
-            "files_deleted": len(p.files_delete),
+            "files_restored": len(p.files.written),
+            "files_deleted": len(removed_paths(p.files)),
         },
     )
     if terminal_at_cut and task.status == p.status_at_cut:

@@ -97,7 +97,9 @@ def test_restore_writes_changed_files_deletes_extra_ones_and_leaves_the_rest(wor
     result = snapshot_restore(workspace=workspace, snapshot=snapshot)
 
     assert result.written == ["bin.dat", "src/pkg/main.py"]
-    assert result.deleted == ["link", "new/deep/extra.txt"]
+    assert result.deleted == ["new/deep/extra.txt"]
+    assert result.links == ["link"]
+    assert result.folders == ["new", "new/deep"]
     assert result.modes == ["run.sh"]
     assert (workspace / "src" / "pkg" / "main.py").read_text() == "print('hi')\n"
     assert mode_of(workspace / "run.sh") == 0o755

@@ -86,7 +86,12 @@ def test_children_share_a_directory_and_group_rollback_restores_it_to_the_cut(
         f"/api/v1/tasks/{done['id']}/group-rollback/preview",
         {"global_checkpoint_id": cut["id"]},
     ).json()
-    assert preview["shared"] == {"files_restore": ["left.txt"], "files_delete": ["report.txt"]}
+    assert preview["shared"] == {
+        "files_restore": ["left.txt"],
+        "files_delete": ["report.txt"],
+        "links_delete": [],
+        "folders_delete": [],
+    }
 
     # A participant's workspace cannot be written: the shared directory, restored first, is
     # put back with everything else.
