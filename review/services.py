@@ -1073,6 +1073,12 @@ def _graph_decision_check(
             "arguments must be a JSON object",
             errors=[{"field": "arguments", "message": "must be a JSON object"}],
         )
+    if wanted == "approve" and "approve" not in allowed:
+        # The graph would refuse an approval it did not offer (and fail the task).
+        raise ReviewInvalid(
+            "this interrupt takes edited arguments, not an approval as asked",
+            errors=[{"field": "arguments", "message": "required: the edited arguments"}],
+        )
     if decision == "respond":
         if response is None:
             raise ReviewInvalid(
@@ -1099,8 +1105,10 @@ def graph_resume_value(
     action gets the middleware's decision (approve, edit with the edited action, reject with
     a message, respond with a message). An expired review answers as a rejection."""
     plain = (review.interrupt or {}).get("mode") == "plain"
+    edit_only = "approve" not in ((review.interrupt or {}).get("allowed") or ["approve"])
     if status == ReviewStatus.APPROVED:
-        if approved is not None and approved != review.original_arguments and not plain:
+        changed = approved is not None and (approved != review.original_arguments or edit_only)
+        if changed and not plain:
             return {"type": "edit", "edited_action": {"name": review.tool, "args": approved}}
         return {"type": "approve"}
     if status == ReviewStatus.RESPONDED:

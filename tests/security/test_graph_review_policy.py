@@ -119,3 +119,12 @@ def test_an_action_a_deny_rule_matches_can_only_be_rejected(operator):
     body = {"decision": "reject", "comment": "not from a graph"}
     assert ApiClient(operator).decide(review.id, **body).status_code == 200
     assert '"ran": "nothing"' in ran(review)
+
+
+def test_an_interrupt_that_offers_only_edit_refuses_an_approval_as_asked(operator):
+    review = paused(operator, "deploy staging", ["edit", "reject"])
+    response = ApiClient(operator).decide(review.id, decision="approve")
+    assert response.status_code == 422 and fields(response) == ["arguments"]
+    # Edited, even to the same arguments, it is what the graph offered: an edit.
+    assert edit(operator, review, "deploy staging").status_code == 200
+    assert '"ran": "deploy staging"' in ran(review)
