@@ -5,7 +5,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from review import services
-from review.models import ReviewApproval, ReviewRequest, ReviewRule, RuleKind
+from review.models import DecisionReceipt, ReviewApproval, ReviewRequest, ReviewRule, RuleKind
 
 
 @admin.register(ReviewRule)
@@ -125,6 +125,28 @@ class ReviewRequestAdmin(admin.ModelAdmin):
         return [f.name for f in self.model._meta.fields]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(DecisionReceipt)
+class DecisionReceiptAdmin(admin.ModelAdmin):
+    """Read-only: receipts are appended by decisions and never changed (review.receipts)."""
+
+    list_display = ("seq", "at", "decision", "via", "actor", "review_id", "task_id")
+    list_filter = ("decision", "via")
+    search_fields = ("actor",)
+    date_hierarchy = "at"
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:

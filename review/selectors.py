@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -20,7 +21,7 @@ from django.db.models import (
 )
 from pydantic import ValidationError
 
-from review.models import ReviewRequest, ReviewRule, ReviewStatus, RuleKind
+from review.models import DecisionReceipt, ReviewRequest, ReviewRule, ReviewStatus, RuleKind
 from tasks.errors import NotFound
 from tasks.models import ToolCallStatus
 from tasks.selectors import user_can_view, user_in_group
@@ -310,3 +311,21 @@ def standing_rule_get(*, rule_id: Any) -> ReviewRule:
         return standing_rules(ids=[int(rule_id)]).get()
     except (ReviewRule.DoesNotExist, ValueError, TypeError):
         raise NotFound("standing rule not found") from None
+
+
+def review_receipts(*, review: ReviewRequest) -> QuerySet[DecisionReceipt]:
+    """The decision receipts of one review, oldest first (review.receipts)."""
+    return DecisionReceipt.objects.filter(review_id=review.id).order_by("seq")
+
+
+def receipts_since(
+    *, after_seq: int | None = None, since: datetime | None = None
+) -> QuerySet[DecisionReceipt]:
+    """Receipts in chain order: those after sequence number `after_seq`, or made at or after
+    `since` (the export; `seq` is unique, `at` indexed)."""
+    qs = DecisionReceipt.objects.order_by("seq")
+    if after_seq is not None:
+        qs = qs.filter(seq__gt=after_seq)
+    if since is not None:
+        qs = qs.filter(at__gte=since)
+    return qs

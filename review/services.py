@@ -27,6 +27,7 @@ from harness_site.config import harness_config
 from review import standing
 from review.models import (
     REVIEW_TRANSITIONS,
+    ReceiptVia,
     ReviewApproval,
     ReviewRequest,
     ReviewRule,
@@ -36,6 +37,7 @@ from review.models import (
     RuleScope,
 )
 from review.policy import PolicyDecision, evaluate, graph_action_policy, policy_hash
+from review.receipts import receipt_record
 from review.recheck import (
     review_edited_fingerprint,
     review_requirements,
@@ -376,8 +378,16 @@ def review_reopen(*, review: ReviewRequest, changes: list[str], actor: str) -> R
     if tool is None:
         raise ReviewConflict(f"tool {review.tool!r} is no longer available")
     preview, fingerprint = previewed(tool=tool, ctx=ctx, args=args, arguments=proposed)
-    review_transition(
-        review=review, to=ReviewStatus.CANCELED, fields={"comment": "; ".join(changes)[:10_000]}
+    comment = "; ".join(changes)[:10_000]
+    now = timezone.now()
+    review_transition(review=review, to=ReviewStatus.CANCELED, now=now, fields={"comment": comment})
+    receipt_record(
+        review=review,
+        decision="cancel",
+        actor="system:recheck",
+        via=ReceiptVia.RECHECK,
+        now=now,
+        comment=comment,
     )
     call = review.tool_call
     reopened = review_request_open(
@@ -455,6 +465,7 @@ def review_decide(
     result: Any = None,
     response: Any = None,
     remember: dict[str, Any] | None = None,
+    via: str = ReceiptVia.API,
 ) -> ReviewRequest:
     """Approve (optionally with edited arguments) or reject a pending review.
 
@@ -481,7 +492,10 @@ def review_decide(
     showing the new state (review_reopen), and the decider decides that one.
 
     A review of kind `unknown_outcome` takes the decisions of `review_resolve_unknown_outcome`
-    instead (`mark_done` with an optional `result`, `rerun`, `fail_task`)."""
+    instead (`mark_done` with an optional `result`, `rerun`, `fail_task`).
+
+    Every decision, an operator's approval short of `approvals_required` included, appends a
+    receipt (review.receipts) in its transaction, saying it was made `via` the page or the API."""
     if not user_can_decide(user):
         raise ReviewForbidden("only operators may decide reviews")
     if decision in UNKNOWN_OUTCOME_DECISIONS:
@@ -492,6 +506,7 @@ def review_decide(
             arguments_hash=arguments_hash,
             result=result,
             comment=comment,
+            via=via,
         )
     if decision not in ("approve", "reject", "respond"):
         raise ReviewInvalid(
@@ -616,6 +631,15 @@ def review_decide(
                         "required": review.approvals_required,
                     },
                 )
+                receipt_record(
+                    review=review,
+                    decision="approve_partial",
+                    actor=actor,
+                    user=user,
+                    via=via,
+                    now=now,
+                    comment=comment,
+                )
                 return review
             _settle(
                 task=task,
@@ -626,6 +650,7 @@ def review_decide(
                 reason=reason,
                 approved=approved,
                 now=now,
+                via=via,
             )
             if suggestion is not None and remembered is not None:
                 _standing_rule_create(
@@ -648,6 +673,7 @@ def review_decide(
             approved=None,
             now=now,
             response=response,
+            via=via,
         )
 
 
@@ -661,9 +687,11 @@ def _settle(
     reason: str,
     approved: dict[str, Any] | None,
     now: datetime,
+    via: str,
     response: Any = None,
 ) -> ReviewRequest:
-    """Close the review, settle its ToolCall, requeue the task. Caller holds both locks."""
+    """Close the review, settle its ToolCall, record the receipt, requeue the task. Caller
+    holds both locks."""
     actor = user.get_username()
     call = review.tool_call
     fields: dict[str, Any] = {
@@ -739,6 +767,17 @@ def _settle(
         reason=reason or comment,
         before={"arguments": review.original_arguments, "status": "pending"},
         after={"arguments": approved, "status": status, "comment": comment},
+    )
+    receipt_record(
+        review=review,
+        decision={ReviewStatus.APPROVED: "approve", ReviewStatus.RESPONDED: "respond"}.get(
+            status, "reject"
+        ),
+        actor=actor,
+        user=user,
+        via=via,
+        now=now,
+        comment=comment or reason,
     )
     _resume(task=task, review=review, reason=f"review {verb}: {review.tool}", actor=actor, now=now)
     return review
@@ -1242,6 +1281,7 @@ def review_resolve_unknown_outcome(
     arguments_hash: str | None = None,
     result: Any = None,
     comment: str = "",
+    via: str = ReceiptVia.API,
 ) -> ReviewRequest:
     """Settle a non-idempotent call whose worker died while it ran (the loop opened a review
     of kind `unknown_outcome` rather than re-run it blindly):
@@ -1338,6 +1378,15 @@ def review_resolve_unknown_outcome(
                         "required": review.approvals_required,
                     },
                 )
+                receipt_record(
+                    review=review,
+                    decision="rerun_partial",
+                    actor=actor,
+                    user=user,
+                    via=via,
+                    now=now,
+                    comment=comment,
+                )
                 return review
             toolcall_transition(
                 call=call, to=ToolCallStatus.APPROVED, fields={"arguments_hash": call_hash}
@@ -1395,6 +1444,15 @@ def review_resolve_unknown_outcome(
                 "approvers": approvers,
             },
         )
+        receipt_record(
+            review=review,
+            decision=decision,
+            actor=actor,
+            user=user,
+            via=via,
+            now=now,
+            comment=comment,
+        )
         if decision == "fail_task":
             task_transition(
                 task_id=task.id,
@@ -1424,7 +1482,8 @@ def review_resolve_unknown_outcome(
 
 def reviews_cancel_pending(*, task_id: Any, comment: str) -> int:
     """Cancel the task's pending reviews (the task was canceled, or recovery moved it to a
-    state where the paused call no longer waits). Call with the task row locked."""
+    state where the paused call no longer waits), each with a `cancel` receipt whose comment
+    says why and by whom. Call with the task row locked."""
     pending = list(
         ReviewRequest.objects.select_for_update().filter(
             task_id=task_id, status=ReviewStatus.PENDING
@@ -1434,6 +1493,14 @@ def reviews_cancel_pending(*, task_id: Any, comment: str) -> int:
     for review in pending:
         review_transition(
             review=review, to=ReviewStatus.CANCELED, now=now, fields={"comment": comment}
+        )
+        receipt_record(
+            review=review,
+            decision="cancel",
+            actor="system:recovery",
+            via=ReceiptVia.RECOVERY,
+            now=now,
+            comment=comment,
         )
     return len(pending)
 
@@ -1508,6 +1575,14 @@ def _expire(*, task: Task, review: ReviewRequest, now: datetime) -> None:
         reason=f"on_expiry={review.on_expiry}",
         before={"status": "pending"},
         after={"status": ReviewStatus.EXPIRED},
+    )
+    receipt_record(
+        review=review,
+        decision="expire",
+        actor="system:sweep",
+        via=ReceiptVia.SWEEP,
+        now=now,
+        comment=f"on_expiry={review.on_expiry}",
     )
     if task.status != TaskStatus.WAITING_REVIEW:
         return

@@ -17,7 +17,7 @@ from checkpoints.selectors import checkpoint_recent_messages
 from harness_site.access import operator_required, viewer_required
 from harness_site.inputs import json_error
 from review import selectors, services, standing
-from review.models import ReviewRequest, ReviewStatus, RuleRisk
+from review.models import ReceiptVia, ReviewRequest, ReviewStatus, RuleRisk
 from tasks.canonical import canonical_hash
 from tasks.selectors import task_tool
 
@@ -163,6 +163,7 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             reason=request.POST.get("reason", "").strip(),
             result=result,
             response=response,
+            via=ReceiptVia.PAGE,
         )
     except services.ReviewInvalid as exc:
         return _detail(

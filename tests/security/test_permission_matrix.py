@@ -83,6 +83,8 @@ OPERATIONS: dict[str, str] = {
     "GET /api/v1/standing-rules/{rule_id}": "read",
     "POST /api/v1/standing-rules/{rule_id}/resume": "operate",
     "POST /api/v1/standing-rules/{rule_id}/pause": "operate",
+    "GET /api/v1/reviews/{review_id}/receipt": "read",
+    "GET /api/v1/receipts": "read",
     "GET /api/v1/stats/failures": "read",
     "GET /api/v1/tasks/{task_id}/rollback/preview": "read",
     "POST /api/v1/tasks/{task_id}/rollback": "operate",
