@@ -15,7 +15,7 @@ from django.utils import timezone
 from checkpoints.recovery import task_cancel
 from review.models import DecisionReceipt, ReviewRequest
 from review.receipts import GENESIS_HASH
-from review.services import review_decide, reviews_expire_overdue
+from review.services import ReviewConflict, review_decide, reviews_expire_overdue
 from tasks.canonical import canonical_hash
 from tasks.models import Task
 from tests.conftest import ApiClient, approve, page_client
@@ -193,4 +193,19 @@ def test_receipts_outlive_their_task(waiting, operator):
     assert not ReviewRequest.objects.filter(id=review.id).exists()
     (receipt,) = DecisionReceipt.objects.all()
     assert receipt.review_id == review.id
+    assert verify()[0] == 0
+
+
+def test_a_review_reopened_for_a_changed_target_gets_a_cancel_receipt(paused_review, operator):
+    review = paused_review(
+        [{"call": "write_file", "args": ARGS}, {"final": "ok"}],
+        ["write_file"],
+        {"a.conf": "port=1\n"},
+    )
+    (review.task.workspace_path / "a.conf").write_text("port=443\n")
+    with pytest.raises(ReviewConflict):
+        approve(review, operator)
+    (receipt,) = DecisionReceipt.objects.all()
+    assert (receipt.review_id, receipt.decision, receipt.via) == (review.id, "cancel", "recheck")
+    assert "a.conf changed" in receipt.subject["comment"]
     assert verify()[0] == 0
