@@ -496,6 +496,15 @@ class McpConnections:
             raise exc.error from None
         except BaseException as exc:
             raise self._call_failure(server, connection, exc, idempotent=idempotent) from None
+        if connection.process is not None and connection.process.quota_capped():
+            # The kernel refused a write at what was left of the workspace's quota.
+            said = f" ({content_text(result.content)[:200]})" if result.is_error else ""
+            quota = connection.process.limits.disk_bytes // 1024**2
+            raise DiskQuotaExceeded(
+                f'disk quota reached (limits_hit: ["disk"]): {tool.name} wrote up to what was '
+                f"left of the workspace's quota of {quota} MiB (harness.yaml sandbox.disk_mb) "
+                f"and a write past it failed with 'File too large'{said}"
+            )
         if result.is_error:
             raise PermanentToolError(
                 f"{tool.name} reported an error: {content_text(result.content) or '(no text)'}"

@@ -108,6 +108,27 @@ def test_server_that_crashes_mid_call_escalates_and_the_task_goes_on(fleet):
     assert ToolCall.objects.get(task=task, tool="local__crash").attempts == 1
 
 
+def test_calls_of_a_stdio_server_together_keep_to_the_workspace_quota(fleet):
+    fleet.worker()
+    task = enqueued_task(
+        [
+            {"call": "local__fill", "args": {"path": "first", "mib": 1}},
+            {"call": "local__fill", "args": {"path": "second", "mib": 1}},
+            {"final": "done"},
+        ],
+        ["local__*"],
+    )
+    task = wait_status(task.id, "succeeded", timeout=120)
+    first, second = ToolCall.objects.filter(task=task, tool="local__fill").order_by("id")
+    # Each call is under the 2 MiB quota; the second gets only what the first left.
+    assert first.status == "succeeded"
+    assert second.status == "failed"
+    assert second.result["result"] == {"limits_hit": ["disk"]}
+    assert "File too large" in second.error_message
+    assert (task.workspace_path / "first.0").stat().st_size == 1024**2
+    assert disk_usage(task.workspace_path) <= 2 * 1024**2
+
+
 def test_stdio_server_past_its_workspace_quota_is_stopped_and_told(fleet):
     fleet.worker()
     task = enqueued_task(
