@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from pydantic import ValidationError
 
@@ -65,9 +66,12 @@ def delegation_plan(
     arguments: dict[str, Any],
     steps_used: int,
     tokens_used: int,
+    user: AbstractBaseUser | None,
 ) -> Delegation | str:
     """The child a delegate call would start, or why it cannot start (shown to the model).
-    Budgets propagate down: the child gets at most what the parent has left."""
+    Budgets propagate down: the child gets at most what the parent has left. `user`: the
+    parent's creator, whom the child runs for (checked again now: e.g. a replay model's source
+    must still be a task they may read)."""
     try:
         args = DelegateArgs.model_validate(arguments)
     except ValidationError as exc:
@@ -92,7 +96,7 @@ def delegation_plan(
             system_prompt=agent.system_prompt,
             context=spec.context,
         )
-        services.task_spec_check(child)
+        services.task_spec_check(child, user=user)
     except (ValidationError, services.SpecError) as exc:
         return f"agent {args.agent!r} cannot start: {exc}"
     return Delegation(call_id=call_id, args=args, spec=child)

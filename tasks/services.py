@@ -14,7 +14,6 @@ from typing import Any
 import django_rq
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce, Now
@@ -22,10 +21,11 @@ from django.utils import timezone
 
 from harness_site.config import harness_config
 from tasks.agent_state import AgentState
-from tasks.errors import error_fingerprint
+from tasks.errors import NotFound, error_fingerprint
 from tasks.events import EventType
 from tasks.models import ApiToken, AuditEntry, SweepRun, Task, TaskEvent, ToolCall
 from tasks.rollups import FAILED_CALL, rollups_task_reopened
+from tasks.selectors import access_task
 from tasks.spec import ModelEndpointError, TaskSpec, model_endpoint
 from tasks.states import (
     TERMINAL,
@@ -407,14 +407,16 @@ def task_defer(*, task_id: Any) -> None:
 # --- creating and controlling tasks ----------------------------------------------------------
 
 
-def task_spec_check(spec: TaskSpec) -> None:
-    """Checks that need the registry or the config, beyond the pydantic schema."""
+def task_spec_check(spec: TaskSpec, *, user: AbstractBaseUser | None) -> None:
+    """Checks that need the registry, the config or the creating user, beyond the pydantic
+    schema."""
     _tools_check(spec.tools, spec.model, prefix="")
     if spec.agent is not None:
         _agent_spec_check(spec)
     for name, agent in (spec.agents or {}).items():
         _tools_check(agent.tools, agent.model, prefix=f"agents.{name}.")
-    _model_spec_check(spec)
+        _model_spec_check(agent.model, user=user, field=f"agents.{name}.model")
+    _model_spec_check(spec.model, user=user, field="model")
     _timeouts_check(spec)
 
 
@@ -474,26 +476,31 @@ def _agent_spec_check(spec: TaskSpec) -> None:
         raise SpecError("agent.graph", f"unknown graph {spec.agent.graph!r}; registered: {known}")
 
 
-def _model_spec_check(spec: TaskSpec) -> None:
-    if spec.model is None:
+def _model_spec_check(model: Any, *, user: AbstractBaseUser | None, field: str) -> None:
+    if model is None:
         return
-    if spec.model.kind == "openai":
+    if model.kind == "openai":
         try:
-            model_endpoint(spec.model)
+            model_endpoint(model)
         except ModelEndpointError as exc:
-            raise SpecError("model", str(exc)) from None
-    elif spec.model.kind == "replay":
-        try:
-            recorded = TaskEvent.objects.filter(
-                task_id=spec.model.task_id, type=EventType.MODEL_DECISION
-            ).exists()
-        except (ValueError, ValidationError):
-            recorded = False
-        if not recorded:
-            raise SpecError(
-                "model.task_id",
-                f"task {spec.model.task_id} has no recorded model decisions to replay",
-            )
+            raise SpecError(field, str(exc)) from None
+    elif model.kind == "replay":
+        _replay_source_check(task_id=model.task_id, user=user, field=f"{field}.task_id")
+
+
+def _replay_source_check(*, task_id: str, user: AbstractBaseUser | None, field: str) -> None:
+    """A replay answers with another task's recorded model decisions (its calls' arguments,
+    its texts): only from a task the creating user may read. No user (a creator since
+    deleted) reads nothing. One message for a task that does not exist and one the user may
+    not read, so the answer does not tell which ids exist."""
+    try:
+        source = access_task(user, task_id) if user is not None else None
+    except NotFound:
+        source = None
+    if source is None:
+        raise SpecError(field, f"no task {task_id} that you may read")
+    if not TaskEvent.objects.filter(task=source, type=EventType.MODEL_DECISION).exists():
+        raise SpecError(field, f"task {task_id} has no recorded model decisions to replay")
 
 
 def task_create(
@@ -507,7 +514,7 @@ def task_create(
 ) -> Task:
     """Validate, store and (after commit) enqueue a task. Durable before acknowledged. A child
     task names its parent, the parent's delegate call and the sub-agent it runs."""
-    task_spec_check(spec)
+    task_spec_check(spec, user=user)
     with transaction.atomic():
         task = Task.objects.create(
             title=spec.title,

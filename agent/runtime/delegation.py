@@ -45,6 +45,7 @@ def await_delegations(run: Run) -> None:
                 arguments=row.arguments,
                 steps_used=state.budget.steps,
                 tokens_used=state.budget.tokens,
+                user=run.task.created_by,
             )
             if isinstance(plan, str):
                 services.toolcall_transition(

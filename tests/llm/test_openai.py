@@ -18,6 +18,7 @@ from tasks.canonical import canonical_hash
 from tasks.models import ToolCall
 from tasks.services import SpecError
 from tasks.spec import OpenAIModelSpec
+from tests.factories import spec_task, task_spec
 from tests.llm.chat_server import SERVED_MODEL
 from tests.llm.conftest import API_KEY
 from tests.llm.support import create, event_payloads, run
@@ -200,16 +201,16 @@ def test_tokens_and_cost_are_counted_per_call_and_per_task_and_shown(chat_server
     assert "1000" in page and "2000" in page  # prompt tokens per step
 
 
-def test_replay_reruns_a_task_from_its_recorded_decisions_without_the_model(chat_server):
+def test_replay_reruns_a_task_from_its_recorded_decisions_without_the_model(chat_server, operator):
     chat_server.tool_calls(("write_file", {"path": "a.txt", "content": "one"}))
     chat_server.tool_calls(("append_file", {"path": "a.txt", "content": " two"}))
     chat_server.answer("a.txt has two parts")
     original = run(create(OPENAI, ["write_file", "append_file"]))
     assert original.status == "succeeded"
 
-    replay = run(
-        create({"kind": "replay", "task_id": str(original.id)}, ["write_file", "append_file"])
-    )
+    # A replay runs for someone who may read the recorded task (tests/security).
+    source = {"kind": "replay", "task_id": str(original.id)}
+    replay = run(spec_task(task_spec(source, ["write_file", "append_file"]), user=operator))
     assert replay.status == "succeeded"
     assert replay.result == "a.txt has two parts"
     assert (replay.workspace_path / "a.txt").read_text() == "one two"
