@@ -1,0 +1,41 @@
+"""Schemathesis hooks (loaded through SCHEMATHESIS_HOOKS by test_schemathesis.py): every
+generated request that has a body is sent again with each Content-Type a client may use on a
+JSON operation. django-ninja parses an API body as JSON whatever its Content-Type, so each of
+these is a way in; none may answer 5xx."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import schemathesis
+from schemathesis.core import NOT_SET
+from schemathesis.core.failures import ServerError
+
+# "" sends the header empty: Django (like a request with no Content-Type) reads it as none.
+OTHER_CONTENT_TYPES = (
+    "text/plain",
+    "application/x-www-form-urlencoded",
+    "multipart/form-data; boundary=harness",
+    "",
+)
+
+
+@schemathesis.check
+def no_server_error_in_any_content_type(ctx: Any, response: Any, case: Any) -> None:
+    if case.body is NOT_SET:
+        return
+    kwargs = dict(ctx.internals.transport_kwargs or {})
+    for content_type in OTHER_CONTENT_TYPES:
+        headers = case.headers.copy()
+        headers["Content-Type"] = content_type
+        variant = case.derive(headers=headers, keep_auth=True)
+        ctx.internals.record_case(parent_id=case.id, case=variant)
+        answered = case.operation.schema.transport.send(variant, **kwargs)
+        ctx.internals.record_response(case_id=variant.id, response=answered)
+        if answered.status_code >= 500:
+            raise ServerError(
+                operation=case.operation.label,
+                status_code=answered.status_code,
+                message=f"the same body with `Content-Type: {content_type}` answered "
+                f"{answered.status_code}",
+            )
