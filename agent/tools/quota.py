@@ -56,7 +56,6 @@ class Tree:
     files: dict[str, int] = field(default_factory=dict)
     folders: set[str] = field(default_factory=set)
     others: set[str] = field(default_factory=set)
-    largest: int = 0
 
 
 # The last usage measured (or, after a file tool's write, computed) per directory in this
@@ -118,7 +117,6 @@ def survey(root: Path, *, detail: bool = True) -> Tree:
                     if detail:
                         tree.folders.add(rel)
                 elif stat.S_ISREG(info.st_mode):
-                    tree.largest = max(tree.largest, info.st_size)
                     if detail:
                         tree.files[rel] = info.st_size
                 elif detail:
@@ -146,7 +144,7 @@ class DiskQuota:
             limit=limit,
             name=name,
             take_back=take_back,
-            before=survey(root, detail=take_back),
+            before=survey(root),
         )
 
     @property
@@ -162,6 +160,12 @@ class DiskQuota:
     def file_cap(self) -> int:
         """The size the kernel lets any one file reach during the call."""
         return max(0, self.remaining - FILE_SLACK_BYTES) // BLOCK * BLOCK
+
+    def capped(self, cap: int) -> bool:
+        """Whether a file the call wrote reached `cap` (the kernel refused a write at it):
+        one that is new or changed size, at `cap` bytes or more."""
+        now = survey(self.root).files
+        return any(size >= cap and self.before.files.get(rel) != size for rel, size in now.items())
 
     def over(self) -> int | None:
         """The directory's usage now when it is past what the call may leave, else None."""

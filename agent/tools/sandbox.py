@@ -47,7 +47,7 @@ from typing import IO, Any
 
 from django.conf import settings
 
-from agent.tools.quota import DiskQuota, DiskQuotaExceeded, survey
+from agent.tools.quota import DiskQuota, DiskQuotaExceeded
 from tasks.paths import SHARED_MOUNT
 from tasks.tools.registry import PermanentToolError
 
@@ -578,7 +578,7 @@ class SandboxProcess:
         cap = self.file_cap()
         if cap >= self.limits.file_bytes:
             return False
-        return any(survey(q.root, detail=False).largest >= cap for q in self.quotas)
+        return any(quota.capped(cap) for quota in self.quotas)
 
     def quota_restart(self) -> None:
         """A long-lived sandbox's next call: measure the quotas afresh and give every process

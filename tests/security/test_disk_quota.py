@@ -36,6 +36,15 @@ def test_two_commands_together_stop_at_the_workspace_quota(call, workspace, harn
     assert (workspace / "a.bin").stat().st_size == 5_000_000
 
 
+def test_a_file_larger_than_what_is_left_is_no_limit_hit_by_itself(call, harness_yaml):
+    harness_yaml(SMALL_QUOTA)
+    call("run_command", {"command": "head -c 5000000 /dev/zero > a.bin"})
+
+    result = call("run_command", {"command": "echo small > b.txt; cat a.bin > /dev/null"})
+
+    assert result["limits_hit"] == [] and result["stderr"] == ""
+
+
 def test_parallel_writers_past_the_quota_fail_the_call_and_are_taken_back(
     call, workspace, harness_yaml
 ):
