@@ -334,6 +334,9 @@ class ReceiptVia(models.TextChoices):
     # The check before an approval found the call's targets changed: the review was closed
     # undecided and reopened as a new one (review.services.review_reopen).
     RECHECK = "recheck"
+    # A standing rule approved the call in the worker, no human (review.standing); the actor
+    # is "rule:NAME".
+    STANDING_RULE = "standing_rule"
 
 
 class DecisionReceipt(models.Model):

@@ -974,6 +974,14 @@ def review_gate_standing(
                 },
             ),
         )
+        receipt_record(
+            review=review,
+            decision="approve",
+            actor=f"rule:{rule.name}",
+            via=ReceiptVia.STANDING_RULE,
+            now=review.decided_at,
+            comment=f"allowed by {actor}",
+        )
         audit_record(
             user=None,
             actor_name=actor,

@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from review.models import ReviewRequest, ReviewRule
+from review.models import DecisionReceipt, ReviewRequest, ReviewRule
+from review.receipts import receipts_verify
 from review.services import standing_rule_pause
 from tests.conftest import page_client
 from tests.factories import run_in_process, scripted_task
@@ -64,6 +65,14 @@ def test_approve_and_always_allow_from_the_review_page(paused_review, operator, 
     assert "Approved by <strong>standing rule " + rule.name in page
     calls_tab = client.get(f"/tasks/{task.id}/?tab=reviews").content.decode()
     assert f"by standing rule {rule.name}" in calls_tab
+    # A receipt of the rule's approval, in the chain, with the rule as the actor.
+    receipt = DecisionReceipt.objects.get(review_id=allowed.id)
+    assert (receipt.decision, receipt.actor, receipt.via) == (
+        "approve",
+        f"rule:{rule.name}",
+        "standing_rule",
+    )
+    assert receipts_verify()[1] is None
 
 
 def test_a_paused_rule_is_resumed_from_the_rules_page(paused_review, operator, viewer):
