@@ -388,11 +388,13 @@ def duration_percentiles(
 
 def review_outcomes(window: Window) -> list[dict[str, Any]]:
     """[{tool, approved, edited, rejected, expired, canceled, pending}] — review requests
-    opened in the window; `edited` = approved with edited arguments."""
+    opened in the window and put to a person (not the calls a standing rule approved);
+    `edited` = approved with edited arguments."""
     R = ReviewStatus
     approved = Q(status=R.APPROVED)
     return list(
         ReviewRequest.objects.filter(requested_at__gte=window.since, requested_at__lt=window.until)
+        .exclude(kind="standing_rule")
         .values("tool")
         .annotate(
             approved=Count("status", filter=approved & Q(edited_arguments__isnull=True)),

@@ -9,6 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from dashboard.stats import review_outcomes
+from dashboard.windows import window_parse
 from review.models import DecisionReceipt, ReviewRequest, ReviewRule
 from review.receipts import receipts_verify
 from review.services import standing_rule_pause
@@ -73,6 +75,11 @@ def test_approve_and_always_allow_from_the_review_page(paused_review, operator, 
         "standing_rule",
     )
     assert receipts_verify()[1] is None
+    # The statistics' review outcomes count what people decided, not the rule's approvals.
+    window = window_parse(since="1h", bucket=None, now=timezone.now() + timedelta(seconds=1))
+    assert [(row["tool"], row["approved"]) for row in review_outcomes(window)] == [
+        ("write_file", 1)
+    ]
 
 
 def test_a_paused_rule_is_resumed_from_the_rules_page(paused_review, operator, viewer):
