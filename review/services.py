@@ -438,9 +438,13 @@ def _check_target(*, review_id: Any, target_hash: str | None, actor: str) -> Non
             )
         try:
             _tool, _ctx, _args, current = review_targets_now(review=review)
-            changes = review_target_changes(review=review, current=current)
         except Exception as exc:  # the targets cannot be read: the approval cannot be made
-            changes = [f"could not check the call's targets: {type(exc).__name__}: {exc}"]
+            raise ReviewConflict(
+                f"could not check the call's targets: {type(exc).__name__}: {exc}",
+                reason=TARGET_CHANGED,
+                review_id=review.id,
+            ) from None
+        changes = review_target_changes(review=review, current=current)
         if not changes:
             return
         reopened = review_reopen(review=review, changes=changes, actor=actor)
