@@ -244,7 +244,7 @@ def _limit_text(crossed: str, connection: _Connection) -> str:
     assert connection.process is not None
     if crossed == "disk":
         connection.process.wait()  # killed: nothing writes while its additions are taken back
-        error = connection.process.quota_exceeded("the MCP server's call")
+        error, _ = connection.process.quota_end("the MCP server's call")
         if error is not None:
             return f"the MCP server was stopped: {error}"
     return (
@@ -496,8 +496,24 @@ class McpConnections:
             raise exc.error from None
         except BaseException as exc:
             raise self._call_failure(server, connection, exc, idempotent=idempotent) from None
-        if connection.process is not None and connection.process.quota_capped():
-            # The kernel refused a write at what was left of the workspace's quota.
+        self._quota_end(tool, connection, result)
+        if result.is_error:
+            raise PermanentToolError(
+                f"{tool.name} reported an error: {content_text(result.content) or '(no text)'}"
+            )
+        return result_json(result)
+
+    @staticmethod
+    def _quota_end(tool: McpTool, connection: _Connection, result: Any) -> None:
+        """After a stdio server answered: fail the call if it left the workspace past its
+        quota (its limit check found it within just now: a late write) or the kernel refused
+        a write at what was left of it."""
+        if connection.process is None:
+            return
+        error, capped = connection.process.quota_end(tool.name)
+        if error is not None:
+            raise error
+        if capped:
             said = f" ({content_text(result.content)[:200]})" if result.is_error else ""
             quota = connection.process.limits.disk_bytes // 1024**2
             raise DiskQuotaExceeded(
@@ -505,11 +521,6 @@ class McpConnections:
                 f"left of the workspace's quota of {quota} MiB (harness.yaml sandbox.disk_mb) "
                 f"and a write past it failed with 'File too large'{said}"
             )
-        if result.is_error:
-            raise PermanentToolError(
-                f"{tool.name} reported an error: {content_text(result.content) or '(no text)'}"
-            )
-        return result_json(result)
 
     @staticmethod
     async def _call_tool(

@@ -161,11 +161,11 @@ class DiskQuota:
         """The size the kernel lets any one file reach during the call."""
         return max(0, self.remaining - FILE_SLACK_BYTES) // BLOCK * BLOCK
 
-    def capped(self, cap: int) -> bool:
+    def capped(self, cap: int, now: Tree) -> bool:
         """Whether a file the call wrote reached `cap` (the kernel refused a write at it):
-        one that is new or changed size, at `cap` bytes or more."""
-        now = survey(self.root).files
-        return any(size >= cap and self.before.files.get(rel) != size for rel, size in now.items())
+        one that is new or changed size since the call began, at `cap` bytes or more."""
+        before = self.before.files
+        return any(size >= cap and before.get(rel) != size for rel, size in now.files.items())
 
     def over(self) -> int | None:
         """The directory's usage now when it is past what the call may leave, else None."""

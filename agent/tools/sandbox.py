@@ -47,7 +47,7 @@ from typing import IO, Any
 
 from django.conf import settings
 
-from agent.tools.quota import DiskQuota, DiskQuotaExceeded
+from agent.tools.quota import DiskQuota, DiskQuotaExceeded, survey
 from tasks.paths import SHARED_MOUNT
 from tasks.tools.registry import PermanentToolError
 
@@ -549,10 +549,15 @@ class SandboxProcess:
     def cpu_s(self) -> float | None:
         return self.cgroup.cpu_s() if self.cgroup is not None else None
 
-    def check_limits(self) -> str | None:
-        """The clock-like limit this sandbox has crossed (cpu, disk), if any."""
+    def cpu_crossed(self) -> str | None:
         cpu = self.cpu_s()
         if self.limits.cpu_s is not None and cpu is not None and cpu > self.limits.cpu_s:
+            return "cpu"
+        return None
+
+    def check_limits(self) -> str | None:
+        """The clock-like limit this sandbox has crossed (cpu, disk), if any."""
+        if self.cpu_crossed() is not None:
             return "cpu"
         if any(quota.over() is not None for quota in self.quotas):
             return "disk"
@@ -563,22 +568,19 @@ class SandboxProcess:
         disk quota when that is less."""
         return min([self.limits.file_bytes, max(q.file_cap() for q in self.quotas)])
 
-    def quota_exceeded(self, what: str) -> DiskQuotaExceeded | None:
-        """After the sandbox's processes are gone: the error for a directory left past its
-        quota (a workspace's additions are taken back first), else None."""
-        for quota in self.quotas:
-            usage = quota.over()
-            if usage is not None:
-                return quota.exceeded(usage=usage, what=what)
-        return None
-
-    def quota_capped(self) -> bool:
-        """Whether a file reached the per-file cap that the remaining quota set (the kernel
+    def quota_end(self, what: str) -> tuple[DiskQuotaExceeded | None, bool]:
+        """After the sandbox's processes are gone, one walk of each directory: (the error for
+        one left past its quota — a workspace's additions are taken back first —, whether a
+        file the call wrote reached the per-file cap the remaining quota set, i.e. the kernel
         refused a write because the quota was nearly used up)."""
         cap = self.file_cap()
-        if cap >= self.limits.file_bytes:
-            return False
-        return any(quota.capped(cap) for quota in self.quotas)
+        capped = False
+        for quota in self.quotas:
+            now = survey(quota.root)
+            if now.usage > quota.allowed:
+                return quota.exceeded(usage=now.usage, what=what), True
+            capped |= cap < self.limits.file_bytes and quota.capped(cap, now)
+        return None, capped
 
     def quota_restart(self) -> None:
         """A long-lived sandbox's next call: measure the quotas afresh and give every process
@@ -891,8 +893,8 @@ def sandbox_run(
             proc.wait()
         for capture in (stdout, stderr):
             capture.join(timeout=1.0)
-        quota_error = proc.quota_exceeded("the command")
-        crossed = "disk" if quota_error is not None or proc.quota_capped() else proc.check_limits()
+        quota_error, capped = proc.quota_end("the command")
+        crossed = "disk" if capped else proc.cpu_crossed()
         if crossed is not None and crossed not in proc.killed_for:
             proc.killed_for.append(crossed)
         hit = proc.limits_hit()
