@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import zlib
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from checkpoints.models import Checkpoint
 from multiagent.models import CheckpointRound, GlobalCheckpoint
 from tasks.models import Task
+from tests.conftest import page_client
 from tests.multiagent.conftest import agent, all_sleeping, delegate, group_spec, stepper
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -84,7 +86,7 @@ def test_a_global_checkpoint_is_taken_when_every_delegated_child_has_finished(
 
 
 def test_running_agents_prepare_at_a_step_boundary_and_the_cut_rolls_the_group_back(
-    fleet, task_api, wait_for
+    fleet, task_api, wait_for, operator
 ):
     fleet.worker(3)
     done, cut = group_with_cut(task_api, wait_for)
@@ -96,6 +98,9 @@ def test_running_agents_prepare_at_a_step_boundary_and_the_cut_rolls_the_group_b
         local = next(p for p in cut["participants"] if p["task_id"] == str(child.id))
         assert Checkpoint.objects.get(id=local["checkpoint_id"]).trigger == "global_prepare"
     assert (parent.workspace_path / "report.txt").read_text() == "both done"
+    # Planted after the cut, as a command would: a link and folders.
+    (parent.workspace_path / "link").symlink_to("/etc/passwd")
+    (parent.workspace_path / "planted" / "deep").mkdir(parents=True)
 
     api = task_api.client
     preview = api.get(
@@ -105,7 +110,14 @@ def test_running_agents_prepare_at_a_step_boundary_and_the_cut_rolls_the_group_b
     assert preview["allowed"] is True
     rows = {p["task_id"]: p for p in preview["participants"]}
     assert rows[str(parent.id)]["files_delete"] == ["report.txt"]
+    assert rows[str(parent.id)]["links_delete"] == ["link"]
+    assert rows[str(parent.id)]["folders_delete"] == ["planted", "planted/deep"]
+    assert "write_file" in [c["tool"] for c in rows[str(parent.id)]["calls_undone"]]
     assert all(rows[c]["files_restore"] == ["a.txt"] for c in children)
+    page = page_client(operator).get(
+        f"/tasks/{parent.id}/group-rollback/", {"global_checkpoint_id": cut["id"]}
+    )
+    assert "report.txt link planted/ planted/deep/" in page.content.decode()
 
     response = api.post(
         f"/api/v1/tasks/{parent.id}/group-rollback",
@@ -115,6 +127,7 @@ def test_running_agents_prepare_at_a_step_boundary_and_the_cut_rolls_the_group_b
     for child in children.values():
         assert (child.workspace_path / "a.txt").read_text() == f"{child.agent_name} 1"
     assert not (parent.workspace_path / "report.txt").exists()
+    assert sorted(os.listdir(parent.workspace_path)) == []
     statuses = {t.id: t.status for t in Task.objects.filter(id__in=[parent.id, *children])}
     assert set(statuses.values()) == {"held"}
     for task_id in [*children, parent.id]:
