@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from review.models import ReviewRequest
+from review.models import DecisionReceipt, ReviewRequest
+from review.receipts import receipts_verify
 from tasks.canonical import canonical_hash
 from tasks.models import AuditEntry, Task, ToolCall
 from tests.conftest import ApiClient, page_client, wait_for
@@ -132,6 +133,14 @@ def test_a_rerun_needs_the_approvals_and_the_hash_the_first_run_needed(
     decided = audit[("review_rerun", "operator3")]
     assert decided["arguments_hash"] == shown
     assert decided["approvers"] == ["operator2", "operator3"]
+    # The same receipts as every other decision, in the verified chain.
+    receipts = DecisionReceipt.objects.filter(review_id=review.id).order_by("seq")
+    assert [(r.decision, r.actor) for r in receipts] == [
+        ("rerun_partial", "operator2"),
+        ("rerun", "operator3"),
+    ]
+    assert all(r.subject["arguments_hash"] == shown for r in receipts)
+    assert receipts_verify()[1] is None
 
 
 @pytest.mark.parametrize("decision", ["mark_done", "fail_task"])
@@ -148,3 +157,6 @@ def test_mark_done_and_fail_task_stay_single_audited_decisions(
     assert entry.actor_name == "operator2"
     assert entry.after["decision"] == decision
     assert entry.after["arguments_hash"] == canonical_hash(review.arguments)
+    (receipt,) = DecisionReceipt.objects.filter(review_id=review.id)
+    assert (receipt.decision, receipt.actor) == (decision, "operator2")
+    assert receipt.subject["arguments_hash"] == canonical_hash(review.arguments)
