@@ -104,6 +104,46 @@ class StandingRuleOut(Schema):
         return {key: getattr(obj, key) for key in TrackRecordOut.model_fields}
 
 
+class ProposedOut(Schema):
+    arguments: dict[str, Any]
+    arguments_hash: str
+
+
+class ApprovedOut(Schema):
+    arguments: dict[str, Any]
+    arguments_hash: str
+    edited: bool
+    # Who edited the arguments (the first approver of the edited version) and their comment.
+    edited_by: str | None
+    comment: str
+
+
+class ExecutedOut(Schema):
+    arguments: dict[str, Any]
+    arguments_hash: str
+    started_at: datetime
+    status: str
+
+
+class EditOut(Schema):
+    by: str
+    comment: str
+    at: datetime | None
+    # A unified diff of the arguments as indented JSON, proposed -> approved.
+    diff: str
+
+
+class FactsOut(Schema):
+    """The three facts of a review: what the model proposed, what was approved (null until
+    approved) and what ran (null until the call started, with exactly the approved
+    arguments); `edit` says who changed the arguments, if anyone."""
+
+    proposed: ProposedOut
+    approved: ApprovedOut | None
+    executed: ExecutedOut | None
+    edit: EditOut | None
+
+
 class ReviewOut(Schema):
     id: int
     task_id: UUID
@@ -145,6 +185,7 @@ class ReviewOut(Schema):
     decision_reason: str
     comment: str
     url: str
+    facts: FactsOut
     # For a LangGraph interrupt: its id, mode, allowed decisions and, once decided, the answer.
     interrupt: dict[str, Any] | None
     # "Approve and always allow…": rules made from this call, narrowest first (review.standing).
@@ -209,6 +250,10 @@ class ReviewOut(Schema):
     @staticmethod
     def resolve_url(obj: ReviewRequest) -> str:
         return services.review_url(review_id=obj.id)
+
+    @staticmethod
+    def resolve_facts(obj: ReviewRequest) -> dict[str, Any]:
+        return selectors.review_facts(review=obj)
 
 
 class RememberIn(Schema):

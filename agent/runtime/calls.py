@@ -4,6 +4,7 @@ written, and a retry scheduled or the failure handed back to the model."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from django.utils import timezone
@@ -23,11 +24,12 @@ from agent.runtime.run import Run, StopRun
 from agent.validation import CHECK_ERROR_CLASSES, check_call, check_result
 from review import policy
 from review.recheck import approval_recheck, review_requirements
+from review.selectors import call_edit
 from tasks import services
 from tasks.agent_state import ErrorInfo, Message, ProposedCall
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
-from tasks.feedback import compact_feedback
+from tasks.feedback import compact_feedback, edited_call_note
 from tasks.fingerprint import call_targets
 from tasks.models import ToolCall, ToolCallStatus
 from tasks.spec import DELEGATE_TOOL
@@ -109,7 +111,7 @@ def call_run(run: Run, call: ProposedCall) -> ToolOutcome:
             refused = _recheck_approval(run, row, tool, args)
             if refused is not None:
                 return refused
-        return _execute(run, row, tool, args)
+        return _told_of_edit(call, row, _execute(run, row, tool, args))
     # Stricter checks before the policy gate: no human reviews a call that breaks them.
     failure = check_call(tool=tool, args=row.arguments, limits=run.limits)
     if failure is not None:
@@ -123,6 +125,21 @@ def call_run(run: Run, call: ProposedCall) -> ToolOutcome:
             check=failure.check,
         )
     return _gate_and_execute(run, row, tool, args)
+
+
+def _told_of_edit(call: ProposedCall, row: ToolCall, outcome: ToolOutcome) -> ToolOutcome:
+    """A call a reviewer edited ran with their arguments, not the model's: its result says so
+    and which arguments changed, so the model's history matches what ran."""
+    ran_hash = canonical_hash(row.arguments)
+    if ran_hash == canonical_hash(call.args):
+        return outcome
+    edit = call_edit(tool_call_id=row.id, arguments_hash=ran_hash)
+    if edit is None:
+        return outcome
+    note = edited_call_note(
+        proposed=call.args, ran=row.arguments, by=edit["by"], comment=edit["comment"]
+    )
+    return dataclasses.replace(outcome, observation=f"{note}\n{outcome.observation}")
 
 
 def _validation_summary(exc: ValidationError) -> str:

@@ -84,6 +84,7 @@ def _detail(
             "mcp": selectors.review_mcp_facts(review=review, tool=tool),
             "recent_messages": checkpoint_recent_messages(checkpoint=review.checkpoint),
             "approvals": selectors.review_approvers(review=review),
+            "facts": selectors.review_facts(review=review),
             "can_decide": can_decide and review.status == ReviewStatus.PENDING,
             "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,
             # A LangGraph interrupt offers only the decisions its graph accepts.
@@ -105,6 +106,15 @@ def _detail(
         },
         status=status,
     )
+
+
+def _decided(review: ReviewRequest) -> str:
+    """What the decision did, for the message after it."""
+    if review.kind == services.UNKNOWN_OUTCOME:
+        return f"{review.decision_reason.replace('_', ' ')} recorded"
+    if review.status == ReviewStatus.APPROVED:
+        return "approved with edits" if review.edited_arguments is not None else "approved"
+    return str(review.status)
 
 
 @viewer_required
@@ -187,7 +197,7 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             f"{review.approvals_required}); waiting for another operator.",
         )
         return redirect("review:detail", review_id=review.id)
-    messages.success(request, f"{review.tool}: {DECISIONS[choice]} recorded.")
+    messages.success(request, f"{review.tool}: {_decided(review)}.")
     return redirect("tasks:detail", task_id=review.task_id)
 
 

@@ -32,7 +32,7 @@ from harness_site.config import harness_config
 from harness_site.context_processors import pending_reviews_count
 from harness_site.htmx import is_htmx
 from harness_site.pagination import CappedPaginator
-from review.selectors import task_reviews, task_reviews_pending
+from review.selectors import task_call_edits, task_reviews, task_reviews_pending
 from tasks import charts, selectors
 from tasks.models import Task
 from tasks.states import TERMINAL, IllegalTransition, TaskStatus, TransitionConflict
@@ -178,11 +178,16 @@ def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
                 page_number
             )
             rows = selectors.task_events_compact(list(page.object_list))
+            # "edited by X" and the diff proposed -> approved on an edited call's row.
+            edits = task_call_edits(task_id=task.id)
+            for row in rows:
+                row["edit"] = edits.get(row["call_id"]) if row["call"] else None
         context.update(view=view, page=page, rows=rows)
     elif tab == "calls":
-        context["page"] = Paginator(selectors.task_tool_calls(task=task), TAB_PAGE_SIZE).get_page(
-            page_number
-        )
+        page = Paginator(selectors.task_tool_calls(task=task), TAB_PAGE_SIZE).get_page(page_number)
+        edits = task_call_edits(task_id=task.id)
+        context["page"] = page
+        context["calls"] = [(call, edits.get(call.call_id)) for call in page.object_list]
     elif tab == "reviews":
         context["reviews"] = task_reviews(task_id=task.id)
     elif graph_task(task):
