@@ -151,7 +151,14 @@ def suggestions(*, tool: str, arguments: dict[str, Any]) -> list[Suggestion]:
     if tool == URL_TOOL:
         origin = url_origin(arguments.get("url"))
         return (
-            [_suggestion("url_origin", f"{tool} to {origin}", tool=tool, url_origin=origin)]
+            [
+                _suggestion(
+                    "url_origin",
+                    f"{tool} to {origin} (any method, path and body)",
+                    tool=tool,
+                    url_origin=origin,
+                )
+            ]
             if origin
             else []
         )

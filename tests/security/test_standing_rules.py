@@ -229,3 +229,17 @@ def test_a_path_rule_never_widens_past_its_folder():
     assert not rule_allows(
         ReviewRule(kind="standing", tool="write_file"), tool="write_file", arguments={}
     )
+
+
+def test_a_remember_whose_target_changed_makes_no_rule(paused_review, operator):
+    review = paused_review(write_conf(), ["write_file"], {"service.conf": "old\n"}, user=operator)
+    page = ApiClient(operator).client
+    page.force_login(operator)
+    form = page.get(f"/reviews/{review.id}/").content.decode()
+    recorded = review.target_fingerprint["hash"]
+    # approve, approve and always allow, edit
+    assert form.count(f'name="target_hash" value="{recorded}"') == 3
+    (review.task.workspace_path / "service.conf").write_text("changed meanwhile\n")
+    response = remember(operator, review, suggestion_ids(operator, review)[0])
+    assert response.status_code == 409 and response.json()["reason"] == "target_changed"
+    assert not ReviewRule.objects.filter(kind="standing").exists()
