@@ -1068,9 +1068,9 @@ def standing_rules_distrust(
     unknown_outcome): each rule that allowed one pauses itself, saying why. A rollback also
     marks the review (the rule's track record counts it). -> how many rules paused."""
     allowed = list(
-        ReviewRequest.objects.filter(tool_call_id__in=tool_call_ids, kind=STANDING_RULE)
-        .select_related("tool_call")
-        .values_list("id", "standing_rule_id", "tool_call__tool", "tool_call__call_id")
+        ReviewRequest.objects.filter(
+            tool_call_id__in=tool_call_ids, kind=STANDING_RULE
+        ).values_list("id", "standing_rule_id", "tool_call__tool", "tool_call__call_id")
     )
     paused = 0
     for review_id, rule_id, tool, call_id in allowed:
