@@ -8,6 +8,7 @@ kind, so a 1,000-step task stays a handful of traces.
 
 from __future__ import annotations
 
+import html
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -77,6 +78,13 @@ def node_row(name: str) -> str:
     return f"node · {name}"
 
 
+def plotly_text(texts: list[str]) -> list[str]:
+    """Hover texts as Plotly shows them literally. Plotly.js reads `<a href>`, `<span style>`,
+    `<br>` and entities in hover text as markup: a tool's error message or a model-chosen reason
+    could otherwise put a link or styling into the timeline."""
+    return [html.escape(text, quote=False) for text in texts]
+
+
 def plotly_time(at: datetime) -> str:
     """`YYYY-MM-DD HH:MM:SS.ffffff` in UTC: Plotly.js dates carry no time zone."""
     if at.utcoffset():
@@ -134,7 +142,7 @@ class _Bars:
             "y": self.rows,
             "base": [plotly_time(s) for s in self.starts],
             "x": self.durations,
-            "hovertext": self.hover,
+            "hovertext": plotly_text(self.hover),
             "hoverinfo": "text",
             "marker": {"color": self.colors, "opacity": opacity},
             "meta": {"kind": self.name},
@@ -317,7 +325,7 @@ def task_timeline(
                 "name": "errors",
                 "y": errors["y"],
                 "x": [plotly_time(x) for x in errors["x"]],
-                "hovertext": errors["text"],
+                "hovertext": plotly_text(errors["text"]),
                 "hoverinfo": "text",
                 "marker": {"symbol": "x", "size": 10, "color": "#b3261e", "line": {"width": 1}},
                 "meta": {"kind": "errors"},
@@ -516,7 +524,7 @@ def _mark_traces(marks: dict[str, dict[str, list]]) -> list[dict[str, Any]]:
                 "name": name,
                 "y": [ROW_RECOVERY] * len(mark["x"]),
                 "x": [plotly_time(x) for x in mark["x"]],
-                "hovertext": mark["text"],
+                "hovertext": plotly_text(mark["text"]),
                 "hoverinfo": "text",
                 "marker": {"symbol": symbol, "size": 12, "color": color, "line": {"width": 2}},
                 "meta": {"kind": "recovery"},

@@ -1,0 +1,95 @@
+"""Text that tools and models produce is shown, never run: HTML in a tool's error, a command's
+output, a model's final answer and a call's arguments, opened in headless Chromium on the task
+page, its calls tab, its timeline (hover labels included) and the review page, creates no
+element, runs no script and raises no CSP violation (an injected inline script or handler
+would, as the enforced policy blocks it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from review.models import ReviewRequest
+from tests.conftest import BROWSER
+from tests.factories import run_in_process, scripted_task
+
+pytestmark = [*BROWSER, pytest.mark.integration]
+
+PAYLOAD = (
+    '<a href="https://evil.example/" data-evil="1">click</a>'
+    '<img src="x" onerror="window.__xss=1"><script>window.__xss=2</script>'
+)
+RECORD = """
+window.__csp = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.__csp.push(e.violatedDirective + " " + (e.blockedURI || "inline"));
+});
+"""
+INJECTED = (
+    'img[src="x"], a[data-evil], a[href^="https://evil"],'
+    ' script:not([src]):not([type="application/json"])'
+)
+
+
+def assert_inert(page, where: str) -> None:
+    assert page.evaluate("window.__xss") is None, where
+    assert page.evaluate("window.__csp") == [], where
+    assert page.query_selector_all(INJECTED) == [], where
+    # Shown, as text (perhaps in a closed <details>).
+    shown = page.evaluate("document.body.textContent")
+    assert "<img src=" in shown and "window.__xss=1" in shown, where
+
+
+@pytest.fixture
+def tasks(operator, commands_allowed, harness_dirs):
+    """One finished task whose tool error, command output and answer carry the payload, and
+    one waiting for review of a delete whose path is the payload."""
+    done = scripted_task(
+        [
+            {"call": "read_file", "args": {"path": f"missing{PAYLOAD}.txt"}},
+            {"call": "run_command", "args": {"command": f"printf '%s' '{PAYLOAD}'"}},
+            {"final": PAYLOAD},
+        ],
+        ["read_file", "run_command"],
+        user=operator,
+    )
+    assert run_in_process(done) == "succeeded", done.error_message
+    paused = scripted_task(
+        [{"call": "delete_file", "args": {"path": PAYLOAD}}, {"final": "ok"}],
+        ["delete_file"],
+        user=operator,
+        workspace={"files": {"keep.txt": "x"}},
+    )
+    assert run_in_process(paused) == "paused"
+    return done, ReviewRequest.objects.get(task=paused, status="pending")
+
+
+def test_tool_and_model_text_is_shown_inert_on_every_page(open_page, live_server, operator, tasks):
+    done, review = tasks
+    page = open_page(operator, "/", init_script=RECORD)
+    for path in (
+        f"/tasks/{done.id}/",
+        f"/tasks/{done.id}/?tab=calls",
+        f"/tasks/{review.task_id}/?tab=calls",
+        f"/reviews/{review.id}/",
+        "/reviews/",
+    ):
+        page.goto(f"{live_server.url}{path}")
+        page.wait_for_load_state("load")
+        assert_inert(page, path)
+
+    page.goto(f"{live_server.url}/tasks/{done.id}/?tab=timeline")
+    page.wait_for_selector("#timeline[data-ready='1']")
+    # Hover the failed read's error mark: Plotly reads hover text as markup of its own.
+    hovered = page.evaluate(
+        """() => {
+          const el = document.getElementById("timeline");
+          const curve = el.data.findIndex((trace) => (trace.meta || {}).kind === "errors");
+          const point = el.data[curve].hovertext.findIndex((text) => text.includes("onerror"));
+          Plotly.Fx.hover(el, [{curveNumber: curve, pointNumber: point}]);
+          const layer = document.querySelector(".hoverlayer");
+          return [layer.textContent, layer.querySelectorAll("a").length];
+        }"""
+    )
+    assert hovered[1] == 0, hovered  # no link of the text's making
+    assert '<a href="https://evil.example/"' in hovered[0], hovered
+    assert_inert(page, "timeline")
