@@ -46,6 +46,7 @@ from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_miss
 from harness_site.config import harness_config
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import interrupt_policy
+from review.recheck import interrupt_recheck
 from review.services import review_request_open
 from tasks import services
 from tasks.events import EventType
@@ -342,6 +343,7 @@ class GraphRun:
                 self.pause_for_reviews(state)  # not asked yet, or asked and canceled
             if any(r.status == ReviewStatus.PENDING for r in reviews):
                 self.pause(reason="reviews still pending")
+            self.recheck_approvals(reviews)
             answers = self.answers(reviews)
             self.calls_delivered(reviews)
             self.event(
@@ -517,11 +519,58 @@ class GraphRun:
     # -- interrupts are reviews --------------------------------------------------------------
 
     def reviews_of(self, checkpoint_id: str) -> list[ReviewRequest]:
+        """The reviews of the interrupts at this checkpoint (a reopened one: its new review)."""
         return [
             review
-            for review in ReviewRequest.objects.filter(task_id=self.task_id, kind=REVIEW_KIND)
+            for review in ReviewRequest.objects.filter(
+                task_id=self.task_id, kind=REVIEW_KIND, reopened_as__isnull=True
+            )
             if (review.interrupt or {}).get("checkpoint_id") == checkpoint_id
         ]
+
+    def recheck_approvals(self, reviews: list[ReviewRequest]) -> None:
+        """Just before the graph is resumed with them, approved actions are checked again
+        (review.recheck.interrupt_recheck: deadline, approvers, policy). One that no longer
+        holds is not delivered: a new pending review of it says what changed, and the task
+        waits for it."""
+        now = timezone.now()
+        drifted = [
+            (review, check)
+            for review in reviews
+            if review.status == ReviewStatus.APPROVED
+            for check in [interrupt_recheck(review=review, task=self.task, now=now)]
+            if not check.holds
+        ]
+        if not drifted:
+            return
+        for review, check in drifted:
+            self.call_move(review.tool_call, ToolCallStatus.AWAITING_REVIEW)
+            self.event(
+                EventType.REVIEW_REQUESTED,
+                {
+                    "call_id": review.tool_call.call_id,
+                    "tool": review.tool,
+                    "reopened_from": review.id,
+                    "changes": check.changes,
+                },
+            )
+
+        def reopen() -> None:
+            for review, check in drifted:
+                review_request_open(
+                    tool_call=review.tool_call,
+                    checkpoint_id=None,
+                    decision=check.policy,
+                    preview=review.preview,
+                    kind=REVIEW_KIND,
+                    interrupt={k: v for k, v in review.interrupt.items() if k != "decision"},
+                    reopened_from=review,
+                    changes=check.changes,
+                )
+
+        self.pause(
+            reason=f"graph interrupt: approval no longer holds: {drifted[0][0].tool}", then=reopen
+        )
 
     @staticmethod
     def answers(reviews: list[ReviewRequest]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from django.contrib.auth.models import Group
 from django.db import connection
 
 from review.models import ReviewApproval, ReviewRequest, ReviewStatus
-from review.policy import PolicyDecision, evaluate
+from review.policy import PolicyDecision, evaluate, interrupt_policy
 from review.selectors import user_can_decide
 from review.standing import standing_rule_lapsed
 from tasks.canonical import canonical_hash
@@ -162,6 +162,36 @@ def _policy_changes(*, policy: PolicyDecision, approvers: list[Any], creator_id:
     return changes
 
 
+def _expiry_changes(review: ReviewRequest, now: datetime) -> list[str]:
+    if review.expires_at is not None and now >= review.expires_at:
+        return [f"the approval expired at {review.expires_at.isoformat()} before the call ran"]
+    return []
+
+
+def _approver_changes(review: ReviewRequest, approved_hash: str) -> tuple[list[Any], list[str]]:
+    """(the approvers who may still decide, one change per approver who may not)."""
+    valid, changes = [], []
+    for user_id, may_decide in _approvers(review, approved_hash):
+        if may_decide:
+            valid.append(user_id)
+        else:
+            changes.append(f"approver {_username(user_id)} no longer may approve")
+    return valid, changes
+
+
+def interrupt_recheck(*, review: ReviewRequest, task: Task, now: datetime) -> Recheck:
+    """Whether the approval of a LangGraph interrupt's action still holds, just before the
+    graph is resumed with it (agent.graph_runner; the graph runs the action, so its targets are
+    the graph's own): not past its deadline, every approver still allowed, and the review
+    policy for the action, evaluated again, asking no more than was given. Reads only."""
+    policy = interrupt_policy(tool_name=review.tool, args=review.arguments)
+    changes = _expiry_changes(review, now)
+    valid, approver_changes = _approver_changes(review, canonical_hash(review.arguments))
+    changes += approver_changes
+    changes += _policy_changes(policy=policy, approvers=valid, creator_id=task.created_by_id)
+    return Recheck(review=review, policy=policy, changes=changes)
+
+
 def approval_recheck(
     *,
     tool_call: ToolCall,
@@ -183,23 +213,15 @@ def approval_recheck(
             changes=[f"the policy now refuses this call: {policy.reason}"],
             denied=True,
         )
-    changes: list[str] = []
-    if review.expires_at is not None and now >= review.expires_at:
-        changes.append(
-            f"the approval expired at {review.expires_at.isoformat()} before the call ran"
-        )
+    changes = _expiry_changes(review, now)
     approved_hash = canonical_hash(review.arguments)
     if (
         canonical_hash(tool_call.arguments) != approved_hash
         or tool_call.arguments_hash != approved_hash
     ):
         changes.append("the arguments changed after the approval")
-    valid = []
-    for user_id, may_decide in _approvers(review, approved_hash):
-        if may_decide:
-            valid.append(user_id)
-        else:
-            changes.append(f"approver {_username(user_id)} no longer may approve")
+    valid, approver_changes = _approver_changes(review, approved_hash)
+    changes += approver_changes
     if review.kind == "policy":
         changes += _policy_changes(policy=policy, approvers=valid, creator_id=task.created_by_id)
     if review.kind == "standing_rule" and review.standing_rule_id is not None:
