@@ -7,7 +7,9 @@ crash or a Redis restart left behind is repaired from it.
    requested before the worker died is honoured instead.
 2. A queued task (or one whose retry backoff is past) whose RQ job is gone — Redis restarted or
    was flushed, or the job died before it acquired the task — is enqueued again.
-3. Overdue reviews expire (`review.services.reviews_expire_overdue`).
+3. Overdue reviews expire (`review.services.reviews_expire_overdue`); notifications that came
+   due (reminders, escalations, retries) or whose job was lost are handed to RQ
+   (`review.notifications.notifications_enqueue_due`).
 4. Finished hours of tool calls are rolled up for the statistics (`tasks.rollups`).
 5. Every `retention.every` (harness.yaml), retention thins the checkpoints of the tasks that
    finished since its last run, and every `retention.gc_every` it collects unreferenced blobs
@@ -43,6 +45,7 @@ from harness_site.config import harness_config
 from multiagent.coordinator import rounds_advance_open
 from multiagent.delegation import delegations_wake_ready
 from multiagent.recovery import shared_restores_finish_pending
+from review.notifications import notifications_enqueue_due
 from review.services import reviews_expire_overdue
 from tasks import services
 from tasks.events import EventType
@@ -64,6 +67,7 @@ class SweepCounts:
     canceled: int = 0
     requeued: int = 0
     reviews_expired: int = 0
+    notifications_enqueued: int = 0
     hours_rolled: int = 0
     checkpoints_deleted: int = 0
     blobs_deleted: int = 0
@@ -281,6 +285,7 @@ def sweep_once() -> SweepCounts:
     counts.shared_restored = shared_restores_finish_pending()
     counts.requeued = tasks_requeue_orphaned(grace_s=settings.HARNESS_REQUEUE_GRACE_S)
     counts.reviews_expired = reviews_expire_overdue()
+    counts.notifications_enqueued = notifications_enqueue_due()
     counts.hours_rolled = rollups_advance(now=started)
     retention = sweep_retention(now=started)
     counts.checkpoints_deleted = retention.get("checkpoints_deleted", 0)

@@ -345,10 +345,22 @@ def sandbox_report() -> None:
     say(f"command sandbox: bubblewrap ({bwrap_binary()})")
 
 
+def base_url_default(*, host: str, port: int) -> str:
+    """Where people reach `harness up --host/--port` (links in notifications and the API): a
+    wildcard address becomes this machine's name, an IPv6 address is bracketed."""
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     secret_key_guard(host=args.host)
     if not 1 <= args.port <= 65535:
         raise CliError(f"--port {args.port}: expected 1-65535")
+    # Before the settings load, so this process and every child links to the right place.
+    os.environ.setdefault("HARNESS_BASE_URL", base_url_default(host=args.host, port=args.port))
     if args.workers < 1:
         raise CliError(f"--workers {args.workers}: expected at least 1")
     if not _port_free(args.port, host=args.host):
@@ -372,6 +384,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         f"database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]} "
         f"{settings.DATABASES['default']['NAME']}"
     )
+    say(f"links: {settings.HARNESS_BASE_URL} (HARNESS_BASE_URL)")
     call_command("migrate", interactive=False, verbosity=1)
     roles_ensure()
     password = admin_ensure()

@@ -274,6 +274,106 @@ class MultiAgentConfig(_Strict):
         return parse_duration(value)
 
 
+ChannelName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+
+
+def _http_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL")
+    return value
+
+
+HttpUrl = Annotated[str, StringConstraints(max_length=2000), AfterValidator(_http_url)]
+
+
+class EmailChannelConfig(_Strict):
+    """Mail through Django's email backend (EMAIL_HOST... from the environment): to `to`, or
+    to the members of `group` who have an email address."""
+
+    kind: Literal["email"]
+    to: list[Annotated[str, StringConstraints(pattern=r"^[^@\s]+@[^@\s]+$")]] = []
+    group: str | None = Field(default=None, min_length=1, max_length=150)
+
+    @model_validator(mode="after")
+    def _recipients(self) -> EmailChannelConfig:
+        if bool(self.to) == (self.group is not None):
+            raise ValueError("give exactly one of 'to' (addresses) or 'group' (a group's members)")
+        return self
+
+
+class WebhookChannelConfig(_Strict):
+    """A JSON POST signed per Standard Webhooks with the secret in the env var `secret_env`."""
+
+    kind: Literal["webhook"]
+    url: HttpUrl
+    secret_env: EnvName
+
+
+class SlackChannelConfig(_Strict):
+    """A Block Kit message to the incoming webhook whose URL is in `webhook_url_env`;
+    `signing_secret_env` names the variable holding the app's signing secret (button clicks)."""
+
+    kind: Literal["slack"]
+    webhook_url_env: EnvName
+    signing_secret_env: EnvName | None = None
+
+
+CHANNEL_KINDS = ("email", "webhook", "slack")
+ChannelConfig = Annotated[
+    EmailChannelConfig | WebhookChannelConfig | SlackChannelConfig, Field(discriminator="kind")
+]
+
+
+class RouteMatch(_Strict):
+    """Every key given must match: a rule the review matched, its tool, its risk, a group of
+    the task's creator. `{}` matches every review."""
+
+    rule: str | None = None
+    tool: str | None = None
+    risk: Literal["read", "write", "execute", "external", "destructive"] | None = None
+    group: str | None = None
+
+
+class RouteConfig(_Strict):
+    match: RouteMatch = RouteMatch()
+    notify: list[ChannelName] = Field(min_length=1)
+    # A reminder to `notify` this long before the review expires (reviews that expire).
+    remind_before_s: float | None = Field(default=None, gt=0)
+    # Still pending this long after it opened: `escalate_to` is notified as well.
+    escalate_after_s: float | None = Field(default=None, gt=0)
+    escalate_to: list[ChannelName] = []
+
+    @field_validator("remind_before_s", "escalate_after_s", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float | None:
+        return None if value is None else parse_duration(value)
+
+    @model_validator(mode="after")
+    def _escalation(self) -> RouteConfig:
+        if (self.escalate_after_s is None) != (not self.escalate_to):
+            raise ValueError("give 'escalate_after_s' and 'escalate_to' together")
+        return self
+
+
+class NotificationsConfig(_Strict):
+    """Who hears of a review (review/notifications.py): the first route whose `match` fits."""
+
+    channels: dict[ChannelName, ChannelConfig] = {}
+    routes: list[RouteConfig] = []
+
+    @model_validator(mode="after")
+    def _known_channels(self) -> NotificationsConfig:
+        for index, route in enumerate(self.routes):
+            for key in ("notify", "escalate_to"):
+                for name in getattr(route, key):
+                    if name not in self.channels:
+                        raise ValueError(
+                            f"routes.{index}.{key}: no channel named {name!r} in "
+                            f"notifications.channels"
+                        )
+        return self
+
+
 DEFAULT_TRIGGERS = [
     CheckpointTrigger(event="task_start", level="task"),
     CheckpointTrigger(event="after_model", level="step"),
@@ -307,7 +407,9 @@ class HarnessConfig(_Strict):
     # USD per 1000 tokens, by model name; a key also prices every model whose name starts with
     # it (`gpt-4o-mini` prices `gpt-4o-mini-2024-07-18`). Unpriced models cost 0.
     pricing: dict[str, ModelPrice] = {}
+    # Deprecated: use a `notifications` webhook channel. Still sent, unsigned, on review.requested.
     review_webhook_url: str | None = None
+    notifications: NotificationsConfig = NotificationsConfig()
     max_concurrent_tasks: int | None = Field(default=None, ge=1)
     # LangGraph graphs a TaskSpec may name (`"agent": {"kind": "langgraph", "graph": NAME}`):
     # NAME -> "package.module:attribute", a compiled graph or a StateGraph. Only operators
@@ -335,10 +437,18 @@ class HarnessConfig(_Strict):
         ) / 1000
 
 
+def _key(loc: tuple[Any, ...]) -> str:
+    parts = [str(part) for part in loc]
+    # A channel's `kind` selects its model; pydantic names it in the location, the file does not.
+    if parts[:2] == ["notifications", "channels"] and len(parts) > 3 and parts[3] in CHANNEL_KINDS:
+        del parts[3]
+    return ".".join(parts) or "(top level)"
+
+
 def _describe(error: ValidationError, source: Path) -> str:
     lines = [f"{source}: invalid configuration"]
     for item in error.errors():
-        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        key = _key(item["loc"])
         lines.append(f"  {key}: {item['msg']}")
     return "\n".join(lines)
 

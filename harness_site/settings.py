@@ -152,7 +152,23 @@ OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip
 # variable holding its key: `URL=VAR` (key in $VAR), bare `URL` (no key), `*` (any URL, never a
 # key). A key only ever goes to the endpoint it is bound to (agent/llm/openai.py).
 HARNESS_MODEL_ENDPOINTS = env_list("HARNESS_MODEL_ENDPOINTS", [])
+# The address people open links at (notifications, API `url`); `harness up` sets it from
+# --host/--port when unset.
 HARNESS_BASE_URL = env_str("HARNESS_BASE_URL", "http://127.0.0.1:8000")
+# Notifications (review/notifications.py): a failed send is retried after
+# HARNESS_NOTIFY_RETRY_S, doubling each time up to an hour, HARNESS_NOTIFY_MAX_ATTEMPTS times in
+# all; a channel whose last HARNESS_NOTIFY_FAILING_AFTER attempts failed is flagged on /ops/.
+HARNESS_NOTIFY_RETRY_S = env_float("HARNESS_NOTIFY_RETRY_S", 30.0)
+HARNESS_NOTIFY_MAX_ATTEMPTS = env_int("HARNESS_NOTIFY_MAX_ATTEMPTS", 6, minimum=1)
+HARNESS_NOTIFY_FAILING_AFTER = env_int("HARNESS_NOTIFY_FAILING_AFTER", 3, minimum=1)
+# Mail for email channels, with Django's own names.
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "agent-harness@localhost")
 
 # --- Deploy security ------------------------------------------------------------------------
 # Off by default so `harness up` works over plain http on loopback; behind TLS turn them on

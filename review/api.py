@@ -249,11 +249,33 @@ class ReviewOut(Schema):
 
     @staticmethod
     def resolve_url(obj: ReviewRequest) -> str:
-        return services.review_url(review_id=obj.id)
+        return selectors.review_url(review_id=obj.id)
 
     @staticmethod
     def resolve_facts(obj: ReviewRequest) -> dict[str, Any]:
         return selectors.review_facts(review=obj)
+
+
+class NotificationOut(Schema):
+    channel: str
+    kind: str
+    # review.requested | review.reminder | review.escalated | review.decided | review.expired
+    event: str
+    # pending (due at next_attempt_at) | sending | sent | failed (gave up) | canceled
+    status: str
+    attempts: int
+    last_error: str
+    sent_at: datetime | None
+    next_attempt_at: datetime | None
+
+
+class ReviewDetailOut(ReviewOut):
+    # Who was told about this review, and whether it reached them (review.notifications).
+    notifications: list[NotificationOut]
+
+    @staticmethod
+    def resolve_notifications(obj: ReviewRequest) -> list[dict[str, Any]]:
+        return selectors.review_notifications(review=obj)
 
 
 class RememberIn(Schema):
@@ -296,7 +318,7 @@ def review_list(
     return selectors.reviews_list(status=status, tool=tool, risk=risk, task=task_id)[:limit]
 
 
-@router.get("reviews/{review_id}", response=ReviewOut)
+@router.get("reviews/{review_id}", response=ReviewDetailOut)
 def review_get(request: HttpRequest, review_id: str):
     return selectors.access_review(request.user, review_id)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import (
     Case,
@@ -23,7 +24,17 @@ from django.db.models import (
 )
 from pydantic import ValidationError
 
-from review.models import DecisionReceipt, ReviewRequest, ReviewRule, ReviewStatus, RuleKind
+from harness_site.config import harness_config
+from review.models import (
+    DecisionReceipt,
+    Notification,
+    NotificationStatus,
+    ReviewRequest,
+    ReviewRule,
+    ReviewStatus,
+    RuleKind,
+)
+from review.transports import LEGACY_WEBHOOK, LegacyWebhook, transport_for
 from tasks.canonical import canonical_hash
 from tasks.errors import NotFound
 from tasks.models import ToolCallStatus
@@ -87,6 +98,11 @@ def reviews_list(
 
 def reviews_tools() -> list[str]:
     return list(ReviewRequest.objects.order_by("tool").values_list("tool", flat=True).distinct())
+
+
+def review_url(*, review_id: Any) -> str:
+    """The review page, at HARNESS_BASE_URL (links in the API and in notifications)."""
+    return f"{settings.HARNESS_BASE_URL.rstrip('/')}/reviews/{review_id}/"
 
 
 def access_review(user: AbstractBaseUser, review_id: Any) -> ReviewRequest:
@@ -433,3 +449,60 @@ def call_edit(*, tool_call_id: Any, arguments_hash: str) -> dict[str, Any] | Non
         if canonical_hash(review.edited_arguments) == arguments_hash:
             return review_edit(review=review)
     return None
+
+
+def review_notifications(*, review: ReviewRequest) -> list[dict[str, Any]]:
+    """The review's notifications, oldest first: {channel, kind, event, status, attempts,
+    last_error, sent_at, next_attempt_at}."""
+    return list(
+        Notification.objects.filter(review_id=review.id).values(
+            "channel",
+            "kind",
+            "event",
+            "status",
+            "attempts",
+            "last_error",
+            "sent_at",
+            "next_attempt_at",
+        )
+    )
+
+
+def notification_channels_health() -> list[dict[str, Any]]:
+    """Each configured channel for /ops/: its kind, the environment variables it needs that
+    this process lacks, when it last delivered, and its failed attempts since then (newest
+    rows first along `notification_channel`); `failing` once they reach
+    HARNESS_NOTIFY_FAILING_AFTER."""
+    config = harness_config()
+    transports = {
+        name: transport_for(channel) for name, channel in config.notifications.channels.items()
+    }
+    if config.review_webhook_url:
+        transports[LEGACY_WEBHOOK] = LegacyWebhook(config.review_webhook_url)
+    channels = []
+    for name, transport in transports.items():
+        recent = Notification.objects.filter(channel=name, last_attempt_at__isnull=False).order_by(
+            "-last_attempt_at"
+        )[:50]
+        failed_attempts, last_error, last_error_at, last_sent_at = 0, "", None, None
+        for row in recent.values("status", "attempts", "last_error", "last_attempt_at", "sent_at"):
+            if row["status"] == NotificationStatus.SENT:
+                last_sent_at = row["sent_at"]
+                break
+            if row["last_error"]:
+                failed_attempts += row["attempts"]
+                if not last_error:
+                    last_error, last_error_at = row["last_error"], row["last_attempt_at"]
+        channels.append(
+            {
+                "name": name,
+                "kind": transport.kind,
+                "missing_env": transport.missing_env(),
+                "last_sent_at": last_sent_at,
+                "failed_attempts": failed_attempts,
+                "last_error": last_error,
+                "last_error_at": last_error_at,
+                "failing": failed_attempts >= settings.HARNESS_NOTIFY_FAILING_AFTER,
+            }
+        )
+    return channels

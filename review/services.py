@@ -1,5 +1,5 @@
 """Review services: opening review requests (from the agent loop), deciding them (operators),
-expiring them (the sweep) and notifying a webhook.
+expiring them (the sweep); who hears of each is review/notifications.py.
 
 Lock contract: every service here that changes a review locks the task row first
 (`tasks.services.task_lock`, the order the loop and `task_transition` use), then the review
@@ -16,14 +16,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Literal, NoReturn
 
-import httpx
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from harness_site.config import harness_config
 from review import standing
 from review.models import (
     REVIEW_TRANSITIONS,
@@ -36,6 +33,7 @@ from review.models import (
     RuleKind,
     RuleScope,
 )
+from review.notifications import notifications_plan_closed, notifications_plan_opened
 from review.policy import PolicyDecision, evaluate, graph_action_policy, policy_hash
 from review.receipts import receipt_record
 from review.recheck import (
@@ -65,7 +63,6 @@ from tasks.states import IllegalTransition, TaskStatus, toolcall_can_transition
 
 log = logging.getLogger(__name__)
 
-WEBHOOK_TIMEOUT_S = 3.0
 # The kind of a review a standing rule decided (no human): review.standing.
 STANDING_RULE = "standing_rule"
 
@@ -131,6 +128,7 @@ def review_transition(
             raise ReviewConflict(f"review {review.pk} is no longer {frm}")
         if event is not None:
             event_insert(event)
+        notifications_plan_closed(review=review, to=to, now=updates["decided_at"])
     for key, value in updates.items():
         setattr(review, key, value)
     return review
@@ -184,43 +182,8 @@ def review_request_open(
         reopened_from=reopened_from,
         changes=changes or [],
     )
-    url = harness_config().review_webhook_url
-    if url and kind != STANDING_RULE:
-        payload = review_webhook_payload(review=review)
-        transaction.on_commit(lambda: review_webhook_send(url=url, payload=payload))
+    notifications_plan_opened(review=review)
     return review
-
-
-def review_url(*, review_id: Any) -> str:
-    return f"{settings.HARNESS_BASE_URL.rstrip('/')}/reviews/{review_id}/"
-
-
-def review_webhook_payload(*, review: ReviewRequest) -> dict[str, Any]:
-    return {
-        "event": "review_requested",
-        "review_id": review.id,
-        "task_id": str(review.task_id),
-        "tool": review.tool,
-        "risk": review.risk,
-        "reason": review.reason,
-        "matched_rules": [rule.get("name") for rule in review.matched_rules],
-        "requested_at": review.requested_at.isoformat(),
-        "expires_at": review.expires_at.isoformat() if review.expires_at else None,
-        "url": review_url(review_id=review.id),
-    }
-
-
-def review_webhook_send(*, url: str, payload: dict[str, Any]) -> bool:
-    """POST the notification. Runs after the pause committed, in the worker, with a short
-    timeout: a slow or broken receiver delays the job's end a little and is logged, never
-    fatal (the review is in the inbox either way)."""
-    try:
-        response = httpx.post(url, json=payload, timeout=WEBHOOK_TIMEOUT_S)
-        response.raise_for_status()
-    except httpx.HTTPError as exc:
-        log.warning("review webhook %s failed for review %s: %s", url, payload["review_id"], exc)
-        return False
-    return True
 
 
 # --- gating a call on a human (called by the loop) ----------------------------------------

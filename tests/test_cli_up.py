@@ -125,6 +125,9 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
             return statuses if settled else None
 
         statuses = wait_for(demo_settled, 60, interval=0.2, message="the demo tasks to settle")
+        # Links (API `url`, notifications) name the port `up` serves on (HARNESS_BASE_URL).
+        pending = client.get("/api/v1/reviews", params={"status": "pending"}).json()
+        assert pending[0]["url"] == f"http://127.0.0.1:{up.port}/reviews/{pending[0]['id']}/"
     assert statuses == {
         "Demo: write release notes": "succeeded",
         "Demo: clean up old logs": "waiting_review",

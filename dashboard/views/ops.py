@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from dashboard import queues, services
 from harness_site.access import operator_required, viewer_required
+from review.selectors import notification_channels_health
 from tasks.selectors import mcp_servers_overview, sweep_last_run, user_can_operate
 
 
@@ -24,6 +25,7 @@ def operations(request: HttpRequest) -> HttpResponse:
             "failed_jobs": queues.failed_jobs(),
             "sweep": sweep_last_run(),
             "mcp_servers": mcp_servers_overview(),
+            "notification_channels": notification_channels_health(),
             "can_operate": user_can_operate(request.user),
         },
     )

@@ -85,6 +85,7 @@ def _detail(
             "recent_messages": checkpoint_recent_messages(checkpoint=review.checkpoint),
             "approvals": selectors.review_approvers(review=review),
             "facts": selectors.review_facts(review=review),
+            "notifications": selectors.review_notifications(review=review),
             "can_decide": can_decide and review.status == ReviewStatus.PENDING,
             "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,
             # A LangGraph interrupt offers only the decisions its graph accepts.
