@@ -1,23 +1,27 @@
 """Text that tools and models produce is shown, never run: HTML in a tool's error, a command's
-output, a model's final answer and a call's arguments, opened in headless Chromium on the task
-page, its calls tab, its timeline (hover labels included) and the review page, creates no
-element, runs no script and raises no CSP violation (an injected inline script or handler
-would, as the enforced policy blocks it)."""
+output, a model's final answer, a call's arguments, and an MCP server's tool descriptions and
+results (a real stdio server from harness.yaml: html_mcp_server.py), opened in headless
+Chromium on the task page, its calls tab, its timeline (hover labels included) and the review
+page, creates no element, runs no script and raises no CSP violation (an injected inline
+script or handler would, as the enforced policy blocks it)."""
 
 from __future__ import annotations
 
 import pytest
 
 from review.models import ReviewRequest
-from tests.conftest import BROWSER
+from tests.conftest import BROWSER, ROOT
 from tests.factories import run_in_process, scripted_task
+from tests.security.html_mcp_server import PAYLOAD
 
 pytestmark = [*BROWSER, pytest.mark.integration]
 
-PAYLOAD = (
-    '<a href="https://evil.example/" data-evil="1">click</a>'
-    '<img src="x" onerror="window.__xss=1"><script>window.__xss=2</script>'
-)
+HTML_SERVER = """mcp_servers:
+  html:
+    command: ["{python}", "-m", "tests.security.html_mcp_server"]
+    env: {PYTHONPATH: "{harness}"}
+    ro_paths: ["{harness}/tests/security"]
+"""
 RECORD = """
 window.__csp = [];
 document.addEventListener("securitypolicyviolation", (e) => {
@@ -93,3 +97,27 @@ def test_tool_and_model_text_is_shown_inert_on_every_page(open_page, live_server
     assert hovered[1] == 0, hovered  # no link of the text's making
     assert '<a href="https://evil.example/"' in hovered[0], hovered
     assert_inert(page, "timeline")
+
+
+def test_an_mcp_servers_descriptions_and_results_are_shown_inert(
+    open_page, live_server, operator, harness_dirs, harness_yaml
+):
+    config = (ROOT / "harness.yaml").read_text()
+    harness_yaml(config.replace("mcp_servers:\n", HTML_SERVER, 1))
+    task = scripted_task(
+        [
+            {"call": "html__peek", "args": {}},
+            {"call": "html__wipe", "args": {"target": PAYLOAD}},
+            {"final": "ok"},
+        ],
+        ["html__*"],
+        user=operator,
+    )
+    assert run_in_process(task) == "paused", task.error_message
+    review = ReviewRequest.objects.get(task=task, status="pending")
+    page = open_page(operator, "/", init_script=RECORD)
+    for path in (f"/tasks/{task.id}/?tab=calls", f"/reviews/{review.id}/"):
+        page.goto(f"{live_server.url}{path}")
+        page.wait_for_load_state("load")
+        assert_inert(page, path)
+    assert "Wipe. <a href=" in page.inner_text("[data-testid=mcp-description]")
