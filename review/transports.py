@@ -10,6 +10,7 @@ are allowed; redirects are never followed and every request has a bounded timeou
 
 from __future__ import annotations
 
+import base64
 import binascii
 import json
 import os
@@ -193,13 +194,17 @@ class Webhook(Transport):
 
     def notify(self, *, message: ReviewMessage, delivery_id: str) -> None:
         secret = env_value(self.config.secret_env, what="the webhook's signing secret")
+        encoded = secret.removeprefix("whsec_")
         try:
-            signer = StandardWebhook(secret)
+            key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
         except (binascii.Error, ValueError):
+            key = b""
+        if len(key) < 16:
             raise NotificationFailed(
                 f"environment variable {self.config.secret_env} is not a Standard Webhooks "
-                "secret (whsec_ followed by base64)"
-            ) from None
+                "secret (whsec_ followed by the base64 of at least 16 bytes)"
+            )
+        signer = StandardWebhook(key)
         now = datetime.now().astimezone()
         body = json.dumps(
             {"type": message.event, "timestamp": now.isoformat(), "data": message.data()}
