@@ -458,7 +458,7 @@ def _since(value: str) -> dict[str, Any]:
     """`since` is a receipt's sequence number (the receipts after it) or an ISO 8601 datetime
     (the receipts made at or after it; without a zone, UTC)."""
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         if int(value) > MAX_SEQ:
             raise ValueError(f"a sequence number is at most {MAX_SEQ}")
         return {"after_seq": int(value)}

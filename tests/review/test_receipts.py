@@ -179,7 +179,7 @@ def test_the_export_is_json_lines_that_verify_line_by_line(waiting, operator, vi
     assert b"".join(later.streaming_content) == b""
 
 
-@pytest.mark.parametrize("since", ["yesterday", "-1", "9" * 30, "x" * 100])
+@pytest.mark.parametrize("since", ["yesterday", "-1", "²", "9" * 30, "x" * 100])
 def test_a_bad_since_is_422_naming_the_field(viewer, since):
     response = ApiClient(viewer).get("/api/v1/receipts", {"since": since})
     assert response.status_code == 422, response.content
