@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import EmailMultiAlternatives
+from django.core.mail import EmailMultiAlternatives, get_connection
 from django.template.loader import render_to_string
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
@@ -161,20 +161,24 @@ class Email(Transport):
                 f"group {self.config.group!r} has no active member with an email address"
             )
         context = {"message": message}
-        mail = EmailMultiAlternatives(
-            subject=f"[Agent Harness] {message.title}: {message.tool} in {message.task_title}"[
-                :200
-            ],
-            body=render_to_string("review/notification_email.txt", context),
-            from_email=settings.DEFAULT_FROM_EMAIL,
-            to=to,
-            headers={"X-Harness-Notification": delivery_id},
-        )
-        mail.attach_alternative(
-            render_to_string("review/notification_email.html", context), "text/html"
-        )
+        subject = f"[Agent Harness] {message.title}: {message.tool} in {message.task_title}"
+        text = render_to_string("review/notification_email.txt", context)
+        html = render_to_string("review/notification_email.html", context)
+        # One message per recipient: nobody sees who else was told.
+        mails = []
+        for address in to:
+            mail = EmailMultiAlternatives(
+                # A title's line breaks would be header injection (Django refuses them).
+                subject=" ".join(subject.split())[:200],
+                body=text,
+                from_email=settings.DEFAULT_FROM_EMAIL,
+                to=[address],
+                headers={"X-Harness-Notification": delivery_id},
+            )
+            mail.attach_alternative(html, "text/html")
+            mails.append(mail)
         try:
-            mail.send()
+            get_connection().send_messages(mails)
         except (smtplib.SMTPException, OSError) as exc:
             raise NotificationFailed(f"{type(exc).__name__}: {exc}"[:300]) from None
 

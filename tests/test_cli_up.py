@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import httpx
 import psutil
 import pytest
 
+from harness_site.cli import base_url_default
 from tests.conftest import ROOT, free_port, spawn, wait_for
 
 pytestmark = pytest.mark.integration
@@ -144,3 +146,10 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
     assert up.process.wait(timeout=60) == 0, up.text
     still_running = [c for c in children if c.is_running() and c.status() != "zombie"]
     assert still_running == []
+
+
+def test_links_name_the_host_and_port_up_serves_on():
+    assert base_url_default(host="127.0.0.1", port=8765) == "http://127.0.0.1:8765"
+    assert base_url_default(host="::1", port=9000) == "http://[::1]:9000"
+    # A wildcard address is no place to send people: the machine's name is.
+    assert base_url_default(host="0.0.0.0", port=80) == f"http://{socket.gethostname()}:80"

@@ -191,11 +191,12 @@ notifications:
 
 
 def test_a_real_smtp_server_receives_the_email_with_the_review_link(
-    notify_env, smtp_server, worker_pool, paused_review, operator
+    notify_env, smtp_server, worker_pool, paused_review, operator, second_operator
 ):
     port, mailbox = smtp_server
-    operator.email = "oncall@example.com"
-    operator.save(update_fields=["email"])
+    for user, address in ((operator, "oncall@example.com"), (second_operator, "dba@example.com")):
+        user.email = address
+        user.save(update_fields=["email"])
     notify_env(
         RULES.replace("EXPIRES", "1h")
         + """
@@ -212,10 +213,17 @@ notifications:
         DEFAULT_FROM_EMAIL="harness@example.com",
     )
     worker_pool.start(1)
-    review = paused_review(title="Tidy <b>logs</b>")
+    review = paused_review(title="Tidy <b>logs</b>\nBcc: victim@example.com")
     wait_for(sent(review, "ops-mail", "review.requested"), 30)
     wait_for(sent(review, "operators-mail", "review.requested"), 30)
-    assert sorted(m["To"] for m in mailbox.messages) == ["oncall@example.com", "ops@example.com"]
+    # The group's members get a message each (nobody sees who else was told).
+    assert sorted(m["To"] for m in mailbox.messages) == [
+        "dba@example.com",
+        "oncall@example.com",
+        "ops@example.com",
+    ]
+    # A line break in the title cannot add a header.
+    assert all(m["Bcc"] is None and "\n" not in m["Subject"] for m in mailbox.messages)
     message = next(m for m in mailbox.messages if m["To"] == "ops@example.com")
     assert message["From"] == "harness@example.com"
     link = f"{BASE_URL}/reviews/{review.id}/"
