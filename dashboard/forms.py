@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 
@@ -9,3 +11,37 @@ class AuditFilterForm(forms.Form):
     task = forms.UUIDField(required=False)
     date_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+
+
+class ReviewFilterForm(forms.Form):
+    """The inbox's filters and sort, kept in the URL. A bad value falls back (to "any", or to
+    the default sort and status) with a message saying so, never an error page."""
+
+    status = forms.ChoiceField(required=False)
+    tool = forms.CharField(required=False, max_length=100)
+    rule = forms.CharField(required=False, max_length=100)
+    risk = forms.ChoiceField(required=False)
+    # A username, "me" or "nobody".
+    claimed_by = forms.CharField(required=False, max_length=150)
+    task = forms.CharField(required=False, max_length=200)
+    sort = forms.ChoiceField(required=False)
+
+    def __init__(self, data: Any, *, statuses: list[str], risks: list[str], sorts: tuple[str, ...]):
+        super().__init__(data)
+        self.fields["status"].choices = [(s, s) for s in statuses]
+        self.fields["risk"].choices = [("", "any"), *((r, r) for r in risks)]
+        self.fields["sort"].choices = [(s, s) for s in sorts]
+        self.defaults = {"status": statuses[1], "sort": sorts[0]}
+
+    def values(self) -> tuple[dict[str, str], list[str]]:
+        """(the valid values, every field's default for a bad one; what fell back, in words)."""
+        self.is_valid()
+        values, problems = {}, []
+        for name in self.fields:
+            raw = self.data.get(name, "")
+            if name in self.errors:
+                problems.append(f"Ignored {name}={raw[:100]!r}: not a valid {name}.")
+                values[name] = self.defaults.get(name, "")
+            else:
+                values[name] = self.cleaned_data.get(name) or self.defaults.get(name, "")
+        return values, problems

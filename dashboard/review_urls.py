@@ -10,6 +10,11 @@ urlpatterns = [
     path("", views.inbox, name="inbox"),
     path("<int:review_id>/", views.review_detail, name="detail"),
     path("<int:review_id>/decide/", views.review_decide, name="decide"),
+    path("<int:review_id>/claim/", views.review_claim, name="claim"),
+    path("<int:review_id>/unclaim/", views.review_unclaim, name="unclaim"),
+    path("<int:review_id>/assign/", views.review_assign, name="assign"),
+    path("<int:review_id>/comment/", views.review_comment, name="comment"),
+    path("bulk/", views.reviews_bulk, name="bulk"),
     path("rules/", views.standing_rules, name="standing_rules"),
     path("rules/<int:rule_id>/resume/", views.standing_rule_resume, name="standing_rule_resume"),
 ]

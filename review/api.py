@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -13,7 +14,7 @@ from django.utils import timezone
 from ninja import Field, Query, Router, Schema, Status
 
 from harness_site.api_auth import role_auth
-from review import selectors, services, standing
+from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewRule
 from review.receipts import receipt_document
 from tasks.canonical import canonical_hash
@@ -193,6 +194,24 @@ class ReviewOut(Schema):
     # The standing rule that allowed this call (kind standing_rule), or that matched it and
     # could not (paused…): its name.
     standing_rule: str | None
+    # Triage (review.triage; advisory, never who may decide): who claimed it, since when, and
+    # the person or group it is assigned to.
+    claimed_by: str | None
+    claimed_at: datetime | None
+    assigned_to: str | None
+    assigned_group: str | None
+
+    @staticmethod
+    def resolve_claimed_by(obj: ReviewRequest) -> str | None:
+        return obj.claimed_by.get_username() if obj.claimed_by_id else None
+
+    @staticmethod
+    def resolve_assigned_to(obj: ReviewRequest) -> str | None:
+        return obj.assigned_to.get_username() if obj.assigned_to_id else None
+
+    @staticmethod
+    def resolve_assigned_group(obj: ReviewRequest) -> str | None:
+        return obj.assigned_group.name if obj.assigned_group_id else None
 
     @staticmethod
     def resolve_suggested_rules(obj: ReviewRequest) -> list[dict[str, Any]]:
@@ -310,12 +329,75 @@ class DecisionIn(Schema):
 def review_list(
     request: HttpRequest,
     status: str | None = None,
-    tool: str | None = None,
-    risk: str | None = None,
+    tool: str | None = Query(None, max_length=100),
+    risk: str | None = Query(None, max_length=20),
     task_id: str | None = None,
+    # A matched rule's name.
+    rule: str | None = Query(None, max_length=100),
+    # A username, `me`, or `nobody` (unclaimed).
+    claimed_by: str | None = Query(None, max_length=150),
+    # Pending first in this order (oldest first by default), then decided, latest first.
+    sort: Literal["age", "newest", "time_left", "risk", "tool"] = "age",
     limit: int = Query(100, ge=1, le=500),
 ):
-    return selectors.reviews_list(status=status, tool=tool, risk=risk, task=task_id)[:limit]
+    return selectors.reviews_list(
+        status=status,
+        tool=tool,
+        risk=risk,
+        task=task_id,
+        rule=rule,
+        claimed_by=request.user.get_username() if claimed_by == "me" else claimed_by,
+        sort=sort,
+    )[:limit]
+
+
+class BulkItemIn(Schema):
+    id: int
+    # The `arguments_hash` of the arguments the decider was shown for this review.
+    arguments_hash: str = Field(pattern="^[0-9a-f]{64}$")
+
+
+class BulkDecisionIn(Schema):
+    decision: Literal["approve", "reject"]
+    comment: str = Field(default="", max_length=10_000)
+    reason: str = Field(default="", max_length=200)
+    items: list[BulkItemIn] = Field(min_length=1, max_length=triage.BULK_MAX_ITEMS)
+
+
+class BulkItemOut(Schema):
+    id: int | str
+    ok: bool
+    # What the single decision endpoint would have answered for this item.
+    status_code: int
+    error: str
+    # The review's status afterwards (`pending`: an approval recorded, more are needed).
+    review_status: str
+
+
+class BulkDecisionOut(Schema):
+    results: list[BulkItemOut]
+
+
+@router.post(
+    "reviews/bulk-decision",
+    auth=role_auth(selectors.user_can_decide, "decide reviews (operators may)"),
+    response={200: BulkDecisionOut, 403: ErrorOut, 422: ErrorOut},
+)
+def review_bulk_decision(request: HttpRequest, body: BulkDecisionIn):
+    """Decide several reviews, each exactly as `POST /reviews/{id}/decision` would (its own
+    transaction, its hash, four-eyes, creator rule, expiry): one failing fails only itself."""
+    try:
+        results = triage.reviews_decide_bulk(
+            user=request.user,
+            decision=body.decision,
+            items=[(item.id, item.arguments_hash) for item in body.items],
+            via=ReceiptVia.API,
+            comment=body.comment,
+            reason=body.reason,
+        )
+    except services.ReviewError as exc:
+        return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
+    return Status(200, {"results": [dataclasses.asdict(r) for r in results]})
 
 
 @router.get("reviews/{review_id}", response=ReviewDetailOut)

@@ -114,6 +114,26 @@ class ReviewRequest(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reopened_as"
     )
     changes = models.JSONField(default=list, blank=True)
+    # Triage (review.triage; advisory: who works on it, never who may decide it). The operator
+    # who claimed it, and a person or a group it is assigned to.
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    assigned_group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["requested_at"]
@@ -148,6 +168,23 @@ class ReviewRequest(models.Model):
     @property
     def rule_names(self) -> list[str]:
         return [str(rule.get("name", "?")) for rule in self.matched_rules if isinstance(rule, dict)]
+
+
+class ReviewComment(models.Model):
+    """One note in a review's triage thread ("asked the DBA"); plain text, shown escaped."""
+
+    review = models.ForeignKey(ReviewRequest, on_delete=models.CASCADE, related_name="comments")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    text = models.TextField()
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on review {self.review_id}"
 
 
 class ReviewApproval(models.Model):

@@ -10,9 +10,12 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, Group
+from django.db import connection
 from django.db.models import (
     Case,
+    CharField,
     Count,
     DateTimeField,
     F,
@@ -22,6 +25,7 @@ from django.db.models import (
     Value,
     When,
 )
+from django.utils import timezone
 from pydantic import ValidationError
 
 from harness_site.config import harness_config
@@ -29,6 +33,7 @@ from review.models import (
     DecisionReceipt,
     Notification,
     NotificationStatus,
+    ReviewComment,
     ReviewRequest,
     ReviewRule,
     ReviewStatus,
@@ -57,18 +62,72 @@ def reviews_pending_count() -> int:
     return ReviewRequest.objects.filter(status=ReviewStatus.PENDING).count()
 
 
+# The inbox's sorts (`sort=`), each applied to the pending reviews; decided ones follow, most
+# recently decided first. `age`: oldest first (the longest wait is the most urgent).
+REVIEW_SORTS = ("age", "newest", "time_left", "risk", "tool")
+# Highest risk first for `sort=risk`.
+RISK_RANK = {"destructive": 0, "external": 1, "execute": 2, "write": 3, "read": 4}
+# `claimed_by=` takes a username, or this for the unclaimed ones.
+NOBODY = "nobody"
+
+
+def _pending(value: Any, output: Any) -> Case:
+    return Case(When(status=ReviewStatus.PENDING, then=value), default=None, output_field=output)
+
+
+def _sort_keys(sort: str) -> list[Any]:
+    at = _pending(F("requested_at"), DateTimeField())
+    if sort == "newest":
+        return [at.desc(nulls_last=True), F("id").desc()]
+    keys: list[Any] = []
+    if sort == "time_left":
+        keys = [_pending(F("expires_at"), DateTimeField()).asc(nulls_last=True)]
+    elif sort == "risk":
+        rank = Case(
+            *(
+                When(status=ReviewStatus.PENDING, risk=risk, then=Value(position))
+                for risk, position in RISK_RANK.items()
+            ),
+            When(status=ReviewStatus.PENDING, then=Value(len(RISK_RANK))),
+            default=None,
+            output_field=IntegerField(),
+        )
+        keys = [rank.asc(nulls_last=True)]
+    elif sort == "tool":
+        keys = [_pending(F("tool"), CharField()).asc(nulls_last=True)]
+    return [*keys, at.asc(nulls_last=True), F("id").asc()]
+
+
+def _rule_filter(rule: str) -> Q:
+    """Reviews one of whose matched rules is named `rule`."""
+    if connection.features.supports_json_field_contains:
+        return Q(matched_rules__contains=[{"name": rule}])
+    # SQLite (`./harness up` without DATABASE_URL): the stored JSON text holds the name.
+    return Q(matched_rules__icontains=json.dumps({"name": rule})[1:-1])
+
+
 def reviews_list(
     *,
     status: str | None = None,
     tool: str | None = None,
     risk: str | None = None,
     task: str | None = None,
+    rule: str | None = None,
+    claimed_by: str | None = None,
+    sort: str = "age",
 ) -> QuerySet[ReviewRequest]:
-    """Pending first (oldest first: the longest wait is the most urgent), then decided ones,
+    """Pending first, in `sort` order (REVIEW_SORTS; default oldest first), then decided ones,
     most recently decided first. `status` is comma-separated; `task` is a task id or a piece
-    of its title."""
+    of its title; `rule` a matched rule's name; `claimed_by` a username or NOBODY."""
     qs = ReviewRequest.objects.select_related(
-        "task", "task__parent", "tool_call", "decided_by", "standing_rule"
+        "task",
+        "task__parent",
+        "tool_call",
+        "decided_by",
+        "standing_rule",
+        "claimed_by",
+        "assigned_to",
+        "assigned_group",
     )
     if status:
         qs = qs.filter(status__in=[s for s in status.split(",") if s])
@@ -76,6 +135,12 @@ def reviews_list(
         qs = qs.filter(tool=tool)
     if risk:
         qs = qs.filter(risk=risk)
+    if rule:
+        qs = qs.filter(_rule_filter(rule))
+    if claimed_by == NOBODY:
+        qs = qs.filter(claimed_by__isnull=True)
+    elif claimed_by:
+        qs = qs.filter(claimed_by__username=claimed_by)
     if task:
         try:
             qs = qs.filter(task_id=uuid.UUID(task))
@@ -87,12 +152,84 @@ def reviews_list(
         output_field=IntegerField(),
     )
     return qs.annotate(pending_first=pending_first).order_by(
-        "pending_first",
-        Case(
-            When(status=ReviewStatus.PENDING, then=F("requested_at")), output_field=DateTimeField()
-        ).asc(),
-        "-decided_at",
-        "-id",
+        "pending_first", *_sort_keys(sort), "-decided_at", "-id"
+    )
+
+
+# How far "next review" and j/k look along the inbox's order.
+ORDER_WINDOW = 1000
+
+
+def reviews_pending_order(**filters: Any) -> list[int]:
+    """The ids of the pending reviews the inbox shows with these filters, in its order (at
+    most ORDER_WINDOW): what j/k walk and "next review" picks from."""
+    return list(
+        reviews_list(**filters, status=ReviewStatus.PENDING).values_list("id", flat=True)[
+            :ORDER_WINDOW
+        ]
+    )
+
+
+def review_neighbours(*, order: list[int], review_id: int) -> tuple[int | None, int | None]:
+    """(previous, next) of a review along `order`; for one not in it, (None, the first)."""
+    if review_id not in order:
+        return None, order[0] if order else None
+    at = order.index(review_id)
+    return (order[at - 1] if at else None), (order[at + 1] if at + 1 < len(order) else None)
+
+
+def review_next_decidable(*, user: AbstractBaseUser, order: list[int], after: int) -> int | None:
+    """The first review after `after` along `order` (wrapping around) that `user` may decide
+    now: still pending, not expired, not already approved by them, not their own task's under
+    forbid-creator. None when there is none (or the user decides nothing)."""
+    if not user_can_decide(user):
+        return None
+    at = order.index(after) + 1 if after in order else 0
+    candidates = [i for i in order[at:] + order[:at] if i != after]
+    decidable = set(
+        ReviewRequest.objects.filter(id__in=candidates, status=ReviewStatus.PENDING)
+        .exclude(expires_at__lte=timezone.now())
+        .exclude(approvals__user=user)
+        .exclude(forbid_creator=True, task__created_by=user)
+        .values_list("id", flat=True)
+    )
+    return next((i for i in candidates if i in decidable), None)
+
+
+def reviews_rules() -> list[str]:
+    """The names of the rules that paused the pending reviews (the inbox's rule filter)."""
+    names: set[str] = set()
+    for rules in ReviewRequest.objects.filter(status=ReviewStatus.PENDING).values_list(
+        "matched_rules", flat=True
+    )[:ORDER_WINDOW]:
+        names.update(
+            str(r.get("name")) for r in rules or [] if isinstance(r, dict) and r.get("name")
+        )
+    return sorted(names)
+
+
+def review_comments(*, review: ReviewRequest) -> QuerySet[ReviewComment]:
+    return review.comments.select_related("user")
+
+
+def operators_and_groups() -> tuple[list[str], list[str]]:
+    """Who a review can be assigned to: the usernames of those who may decide, and the
+    groups' names."""
+    users = [
+        u
+        for u in get_user_model()
+        .objects.filter(is_active=True)
+        .filter(
+            Q(is_superuser=True)
+            | Q(groups__name="operators")
+            | Q(user_permissions__codename="decide_review")
+            | Q(groups__permissions__codename="decide_review")
+        )
+        .distinct()
+        .order_by("username")[:ORDER_WINDOW]
+    ]
+    return [u.get_username() for u in users], list(
+        Group.objects.order_by("name").values_list("name", flat=True)
     )
 
 
@@ -112,7 +249,15 @@ def access_review(user: AbstractBaseUser, review_id: Any) -> ReviewRequest:
         raise NotFound("review not found")
     try:
         return ReviewRequest.objects.select_related(
-            "task", "task__created_by", "tool_call", "checkpoint", "decided_by", "standing_rule"
+            "task",
+            "task__created_by",
+            "tool_call",
+            "checkpoint",
+            "decided_by",
+            "standing_rule",
+            "claimed_by",
+            "assigned_to",
+            "assigned_group",
         ).get(id=int(review_id))
     except (ReviewRequest.DoesNotExist, ValueError, TypeError):
         raise NotFound("review not found") from None
@@ -506,3 +651,7 @@ def notification_channels_health() -> list[dict[str, Any]]:
             }
         )
     return channels
+
+
+def user_exists(*, username: str) -> bool:
+    return get_user_model().objects.filter(username=username).exists()

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from checkpoints.selectors import checkpoint_recent_messages
+from dashboard.forms import ReviewFilterForm
 from harness_site.access import operator_required, viewer_required
 from harness_site.inputs import json_error
-from review import selectors, services, standing
+from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus, RuleRisk
 from tasks.canonical import canonical_hash
 from tasks.selectors import task_tool
@@ -31,25 +35,73 @@ DECISIONS = {
 }
 
 
+INBOX_STATUSES = ["all", *ReviewStatus.values]
+
+
+def _inbox_view(request: HttpRequest) -> tuple[dict[str, str], list[str]]:
+    """The inbox's filters and sort from the URL (ReviewFilterForm): (values, what fell back).
+    `claimed_by=me` stays "me" here; `_selector_filters` resolves it."""
+    form = ReviewFilterForm(
+        request.GET, statuses=INBOX_STATUSES, risks=RuleRisk.values, sorts=selectors.REVIEW_SORTS
+    )
+    values, problems = form.values()
+    claimed = values["claimed_by"]
+    if claimed not in ("", "me", selectors.NOBODY) and not selectors.user_exists(username=claimed):
+        problems.append(f"Ignored claimed_by={claimed[:100]!r}: no such user.")
+        values["claimed_by"] = ""
+    return values, problems
+
+
+def _selector_filters(request: HttpRequest, values: dict[str, str]) -> dict[str, Any]:
+    """Keyword arguments for selectors.reviews_list / reviews_pending_order (no status)."""
+    claimed = values["claimed_by"]
+    return {
+        "tool": values["tool"] or None,
+        "rule": values["rule"] or None,
+        "risk": values["risk"] or None,
+        "task": values["task"] or None,
+        "claimed_by": request.user.get_username() if claimed == "me" else claimed or None,
+        "sort": values["sort"],
+    }
+
+
+def _inbox_query(values: dict[str, str]) -> str:
+    """The view as a query string ("?sort=risk&tool=..."), defaults left out; "" for none."""
+    defaults = {"status": ReviewStatus.PENDING, "sort": selectors.REVIEW_SORTS[0]}
+    kept = {k: v for k, v in values.items() if v and v != defaults.get(k, "")}
+    return f"?{urlencode(kept)}" if kept else ""
+
+
 @viewer_required
 def inbox(request: HttpRequest) -> HttpResponse:
-    status = request.GET.get("status", ReviewStatus.PENDING)
-    filters = {key: request.GET.get(key, "") for key in ("tool", "risk", "task")}
+    values, problems = _inbox_view(request)
+    for problem in problems:
+        messages.warning(request, problem)
+    status = values["status"]
     reviews = selectors.reviews_list(
-        status=None if status == "all" else status,
-        **{key: value or None for key, value in filters.items()},
+        status=None if status == "all" else status, **_selector_filters(request, values)
     )
     page = Paginator(reviews, 50).get_page(request.GET.get("page"))
+    can_decide = selectors.user_can_decide(request.user)
+    for review in page.object_list:
+        # What a bulk decision binds each ticked item to: the arguments shown in this row.
+        review.arguments_hash = canonical_hash(review.arguments)
+    query = _inbox_query(values)
     return render(
         request,
         "review/inbox.html",
         {
             "page": page,
-            "status": status,
-            **filters,
-            "statuses": ["all", *ReviewStatus.values],
+            **values,
+            "query": query,
+            "page_query": f"{query}&" if query else "?",
+            "statuses": INBOX_STATUSES,
             "risks": RuleRisk.values,
+            "sorts": selectors.REVIEW_SORTS,
             "tools": selectors.reviews_tools(),
+            "rules_seen": selectors.reviews_rules(),
+            "can_decide": can_decide,
+            "bulk_max": triage.BULK_MAX_ITEMS,
         },
     )
 
@@ -67,6 +119,15 @@ def _detail(
     schema = json.dumps(tool.json_schema(), indent=2) if tool is not None else ""
     can_decide = selectors.user_can_decide(request.user)
     today = timezone.localdate()
+    values, _ = _inbox_view(request)
+    query = _inbox_query(values)
+    previous, following = selectors.review_neighbours(
+        order=selectors.reviews_pending_order(**_selector_filters(request, values)),
+        review_id=review.id,
+    )
+    assignable_users, assignable_groups = (
+        selectors.operators_and_groups() if can_decide else ([], [])
+    )
     return render(
         request,
         "review/detail.html",
@@ -102,6 +163,16 @@ def _detail(
             else None,
             "remembered": selectors.standing_rules_from(review=review),
             "can_operate": can_decide,
+            # Triage (review.triage) and the inbox view this page was opened from.
+            "query": query,
+            "previous_id": previous,
+            "next_id": following,
+            "comments": selectors.review_comments(review=review),
+            "comment_max": triage.COMMENT_MAX,
+            "assignable_users": assignable_users,
+            "assignable_groups": assignable_groups,
+            "assigned_user": review.assigned_to.get_username() if review.assigned_to else "",
+            "assigned_group_name": review.assigned_group.name if review.assigned_group else "",
             "errors": errors or [],
             "error": error,
         },
@@ -161,6 +232,8 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
         if suggestion
         else None
     )
+    values, _ = _inbox_view(request)
+    order = selectors.reviews_pending_order(**_selector_filters(request, values))
     try:
         review = services.review_decide(
             review_id=review.id,
@@ -194,12 +267,150 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
     if review.status == ReviewStatus.PENDING:
         messages.success(
             request,
-            f"Approval recorded ({review.approvals.count()} of "
+            f"Review {review.id}: approval recorded ({review.approvals.count()} of "
             f"{review.approvals_required}); waiting for another operator.",
         )
-        return redirect("review:detail", review_id=review.id)
-    messages.success(request, f"{review.tool}: {_decided(review)}.")
-    return redirect("tasks:detail", task_id=review.task_id)
+    else:
+        messages.success(
+            request,
+            f"Review {review.id} ({review.tool}, task {review.task.title[:60]}): "
+            f"{_decided(review)}.",
+        )
+    return _to_next(request, values=values, order=order, after=review.id)
+
+
+def _to_next(
+    request: HttpRequest, *, values: dict[str, str], order: list[int], after: int
+) -> HttpResponse:
+    """After a decision: the next pending review this user may decide, in the inbox's order
+    (`order`, read before the decision), else the inbox; both keep the inbox's view."""
+    query = _inbox_query(values)
+    following = selectors.review_next_decidable(user=request.user, order=order, after=after)
+    if following is None:
+        messages.info(request, "No more reviews for you to decide in this view.")
+        return redirect(reverse("review:inbox") + query)
+    return redirect(reverse("review:detail", kwargs={"review_id": following}) + query)
+
+
+def _back(request: HttpRequest, review_id: int) -> HttpResponse:
+    """Back to where a triage form was posted from: a review page or the inbox."""
+    back = request.POST.get("next", "")
+    if back.startswith("/reviews/") and url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}
+    ):
+        return redirect(back)
+    return redirect("review:detail", review_id=review_id)
+
+
+def _triage(request: HttpRequest, review_id: int, act: Any, done: str) -> HttpResponse:
+    review = selectors.access_review(request.user, review_id)
+    try:
+        act(review)
+    except services.ReviewForbidden as exc:
+        return HttpResponseForbidden(exc.message)
+    except services.ReviewError as exc:
+        messages.error(request, f"Review {review.id}: {exc.message}")
+    else:
+        messages.success(request, f"Review {review.id}: {done}.")
+    return _back(request, review.id)
+
+
+@viewer_required
+@require_POST
+def review_claim(request: HttpRequest, review_id: int) -> HttpResponse:
+    take_over = request.POST.get("take_over") == "1"
+    return _triage(
+        request,
+        review_id,
+        lambda r: triage.review_claim(review_id=r.id, user=request.user, take_over=take_over),
+        "taken over" if take_over else "claimed",
+    )
+
+
+@viewer_required
+@require_POST
+def review_unclaim(request: HttpRequest, review_id: int) -> HttpResponse:
+    return _triage(
+        request,
+        review_id,
+        lambda r: triage.review_unclaim(review_id=r.id, user=request.user),
+        "claim released",
+    )
+
+
+@viewer_required
+@require_POST
+def review_assign(request: HttpRequest, review_id: int) -> HttpResponse:
+    to_user = request.POST.get("to_user", "").strip()[:150]
+    to_group = request.POST.get("to_group", "").strip()[:150]
+    return _triage(
+        request,
+        review_id,
+        lambda r: triage.review_assign(
+            review_id=r.id, user=request.user, to_user=to_user, to_group=to_group
+        ),
+        f"assigned to {to_user or to_group}" if to_user or to_group else "assignment cleared",
+    )
+
+
+@viewer_required
+@require_POST
+def review_comment(request: HttpRequest, review_id: int) -> HttpResponse:
+    text = request.POST.get("text", "")
+    return _triage(
+        request,
+        review_id,
+        lambda r: triage.review_comment_add(review_id=r.id, user=request.user, text=text),
+        "comment added",
+    )
+
+
+def _bulk_items(raw: list[str]) -> list[tuple[Any, str]]:
+    """The ticked rows ("<id>:<arguments_hash>"); a malformed one keeps its text as the id and
+    an empty hash, so it fails alone."""
+    items = []
+    for value in raw:
+        review_id, _, seen = value.partition(":")
+        items.append((review_id[:20], seen if len(seen) == 64 else ""))
+    return items
+
+
+@viewer_required
+@require_POST
+def reviews_bulk(request: HttpRequest) -> HttpResponse:
+    """Approve or reject the ticked reviews, each bound to the hash its row showed; one line
+    per item says what happened to it."""
+    back = request.POST.get("next", "")
+    if not (
+        back.startswith("/reviews/")
+        and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()})
+    ):
+        back = reverse("review:inbox")
+    items = _bulk_items(request.POST.getlist("item"))
+    try:
+        results = triage.reviews_decide_bulk(
+            user=request.user,
+            decision=request.POST.get("decision", ""),
+            items=items,
+            via=ReceiptVia.PAGE,
+            comment=request.POST.get("comment", "").strip()[:10_000],
+            reason=request.POST.get("reason", "").strip()[:200],
+        )
+    except services.ReviewForbidden as exc:
+        return HttpResponseForbidden(exc.message)
+    except services.ReviewInvalid as exc:
+        messages.error(request, f"Nothing decided: {exc.message}.")
+        return redirect(back)
+    done = sum(r.ok for r in results)
+    messages.info(request, f"Bulk {request.POST.get('decision')}: {done} of {len(results)} done.")
+    for r in results:
+        if r.ok and r.review_status == ReviewStatus.PENDING:
+            messages.success(request, f"Review {r.id}: approval recorded; another operator must.")
+        elif r.ok:
+            messages.success(request, f"Review {r.id}: {r.review_status}.")
+        else:
+            messages.error(request, f"Review {r.id}: {r.error}")
+    return redirect(back)
 
 
 @viewer_required

@@ -40,7 +40,7 @@ def test_destructive_tool_is_approved_in_the_browser_and_runs_once(
 
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("[data-testid=approve]")
-    page.wait_for_url(f"{live_server.url}/tasks/{task.pk}/")
+    page.wait_for_url(f"{live_server.url}/reviews/")  # no other review waits
 
     wait_status(task.id, "succeeded")
     call = ToolCall.objects.get(task=task, tool="remote__purge")

@@ -37,7 +37,9 @@ def test_operator_approves_in_the_browser_and_the_task_finishes(
 
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("[data-testid=approve]")
-    page.wait_for_url(f"{live_server.url}/tasks/{task.pk}/")
+    # No other review waits: the decision goes back to the inbox.
+    page.wait_for_url(f"{live_server.url}/reviews/")
+    page.goto(f"{live_server.url}/tasks/{task.pk}/")
 
     def finished() -> bool:
         page.reload()

@@ -1,0 +1,267 @@
+"""Triage of the review inbox: claim / unclaim, assign to a person or a group, a comment thread,
+and bulk decisions.
+
+Claims and assignments are advisory: they say who works on a review, never who may decide it
+(the gate in review.services.review_decide is unchanged). Each write locks the task row then
+the review row (review.services' lock contract) and is audited. Claiming a review another
+operator holds is refused (409) unless the caller asks to take it over (`take_over`), which is
+audited with whom it was taken from.
+
+A bulk decision is a list of single decisions: each item goes through review_decide with the
+`arguments_hash` its operator saw in the list, in its own transaction, with every per-review
+check (four-eyes, forbid-creator, expiry, stale hash, role); one item failing fails only
+itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, Group
+from django.db import transaction
+from django.utils import timezone
+
+from review.models import ReviewComment, ReviewRequest, ReviewStatus
+from review.selectors import access_review, user_can_decide
+from review.services import (
+    ReviewConflict,
+    ReviewError,
+    ReviewForbidden,
+    ReviewInvalid,
+    review_decide,
+)
+from tasks.errors import NotFound
+from tasks.services import audit_record, task_lock
+
+COMMENT_MAX = 2000
+# Items in one bulk decision (the page's selection and the API's `items`).
+BULK_MAX_ITEMS = 100
+
+
+def _locked(*, review_id: Any, user: AbstractBaseUser) -> ReviewRequest:
+    """The review, locked (task row first), for a triage write by an operator."""
+    if not user_can_decide(user):
+        raise ReviewForbidden("only operators triage reviews")
+    task_id = ReviewRequest.objects.values_list("task_id", flat=True).get(id=review_id)
+    task_lock(task_id=task_id)
+    return ReviewRequest.objects.select_for_update().get(id=review_id)
+
+
+def _username(user: AbstractBaseUser | None) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+def review_claim(
+    *, review_id: Any, user: AbstractBaseUser, take_over: bool = False
+) -> ReviewRequest:
+    """`user` claims a pending review. Claimed by someone else: ReviewConflict naming them,
+    unless `take_over` (audited as a take-over, with the previous claimant)."""
+    with transaction.atomic():
+        review = _locked(review_id=review_id, user=user)
+        if review.status != ReviewStatus.PENDING:
+            raise ReviewConflict(f"review {review.id} is already {review.status}")
+        previous = review.claimed_by
+        if previous is not None and previous.pk == user.pk:
+            return review
+        if previous is not None and not take_over:
+            raise ReviewConflict(
+                f"review {review.id} is claimed by {previous.get_username()}; take it over to "
+                "claim it",
+                errors=[{"field": "take_over", "message": "claimed by another operator"}],
+            )
+        review.claimed_by = user
+        review.claimed_at = timezone.now()
+        review.save(update_fields=["claimed_by", "claimed_at"])
+        audit_record(
+            user=user,
+            action="review_take_over" if previous is not None else "review_claim",
+            task_id=review.task_id,
+            target=f"review {review.id}",
+            before={"claimed_by": _username(previous)},
+            after={"claimed_by": user.get_username()},
+        )
+    return review
+
+
+def review_unclaim(*, review_id: Any, user: AbstractBaseUser) -> ReviewRequest:
+    """The claimant gives a review back; anyone else gets ReviewConflict."""
+    with transaction.atomic():
+        review = _locked(review_id=review_id, user=user)
+        if review.claimed_by_id is None:
+            return review
+        if review.claimed_by_id != user.pk:
+            raise ReviewConflict(
+                f"review {review.id} is claimed by {review.claimed_by.get_username()}, not you"
+            )
+        review.claimed_by = None
+        review.claimed_at = None
+        review.save(update_fields=["claimed_by", "claimed_at"])
+        audit_record(
+            user=user,
+            action="review_unclaim",
+            task_id=review.task_id,
+            target=f"review {review.id}",
+            before={"claimed_by": user.get_username()},
+            after={"claimed_by": None},
+        )
+    return review
+
+
+def review_assign(
+    *, review_id: Any, user: AbstractBaseUser, to_user: str = "", to_group: str = ""
+) -> ReviewRequest:
+    """Assign a pending review to a person who may decide reviews (`to_user`, a username) or
+    to a group (`to_group`); both empty clears the assignment. Unknown names are
+    ReviewInvalid naming the field."""
+    if not user_can_decide(user):
+        raise ReviewForbidden("only operators triage reviews")
+    if to_user and to_group:
+        raise ReviewInvalid(
+            "assign to a person or a group, not both",
+            errors=[{"field": "to_group", "message": "leave empty when assigning to a person"}],
+        )
+    assignee = group = None
+    if to_user:
+        assignee = get_user_model().objects.filter(username=to_user, is_active=True).first()
+        if assignee is None or not user_can_decide(assignee):
+            raise ReviewInvalid(
+                f"{to_user[:150]!r} is not an operator",
+                errors=[{"field": "to_user", "message": "not a user who may decide reviews"}],
+            )
+    if to_group:
+        group = Group.objects.filter(name=to_group).first()
+        if group is None:
+            raise ReviewInvalid(
+                f"no group {to_group[:150]!r}",
+                errors=[{"field": "to_group", "message": "no such group"}],
+            )
+    with transaction.atomic():
+        review = _locked(review_id=review_id, user=user)
+        if review.status != ReviewStatus.PENDING:
+            raise ReviewConflict(f"review {review.id} is already {review.status}")
+        before = {
+            "assigned_to": _username(review.assigned_to),
+            "assigned_group": review.assigned_group.name if review.assigned_group else None,
+        }
+        review.assigned_to = assignee
+        review.assigned_group = group
+        review.save(update_fields=["assigned_to", "assigned_group"])
+        audit_record(
+            user=user,
+            action="review_assign",
+            task_id=review.task_id,
+            target=f"review {review.id}",
+            before=before,
+            after={"assigned_to": to_user or None, "assigned_group": to_group or None},
+        )
+    return review
+
+
+def review_comment_add(*, review_id: Any, user: AbstractBaseUser, text: str) -> ReviewComment:
+    """Add a note to a review's thread (any status: a thread outlives the decision). Plain
+    text, 1..COMMENT_MAX characters, no NUL; audited."""
+    if not user_can_decide(user):
+        raise ReviewForbidden("only operators triage reviews")
+    text = text.strip()
+    if not text or len(text) > COMMENT_MAX or "\x00" in text:
+        raise ReviewInvalid(
+            f"a comment is 1 to {COMMENT_MAX} characters of text",
+            errors=[{"field": "text", "message": f"1 to {COMMENT_MAX} characters, no NUL"}],
+        )
+    with transaction.atomic():
+        review = _locked(review_id=review_id, user=user)
+        comment = ReviewComment.objects.create(
+            review=review, user=user, text=text, at=timezone.now()
+        )
+        audit_record(
+            user=user,
+            action="review_comment",
+            task_id=review.task_id,
+            target=f"review {review.id}",
+            after={"comment": text},
+        )
+    return comment
+
+
+@dataclass(frozen=True)
+class BulkItemResult:
+    id: Any
+    ok: bool
+    status_code: int
+    error: str = ""
+    # The review's status after the item (pending: an approval recorded, more needed).
+    review_status: str = ""
+
+
+CHANGED = "changed since you saw it"
+
+
+def reviews_decide_bulk(
+    *,
+    user: AbstractBaseUser,
+    decision: Literal["approve", "reject"],
+    items: list[tuple[Any, str]],
+    via: str,
+    comment: str = "",
+    reason: str = "",
+) -> list[BulkItemResult]:
+    """Decide each (review id, arguments_hash seen) through review_decide, one transaction
+    each, and say per item what happened. At most BULK_MAX_ITEMS items (else ReviewInvalid
+    naming `items`, and nothing is decided). `via`: where (the inbox page or the API), for
+    each decision's receipt."""
+    if not user_can_decide(user):
+        raise ReviewForbidden("only operators may decide reviews")
+    if decision not in ("approve", "reject"):
+        raise ReviewInvalid(
+            "a bulk decision is approve or reject",
+            errors=[{"field": "decision", "message": "approve or reject"}],
+        )
+    if not items or len(items) > BULK_MAX_ITEMS:
+        raise ReviewInvalid(
+            f"choose 1 to {BULK_MAX_ITEMS} reviews",
+            errors=[{"field": "items", "message": f"1 to {BULK_MAX_ITEMS} items"}],
+        )
+    results = []
+    for review_id, seen in items:
+        if not seen:
+            results.append(
+                BulkItemResult(
+                    id=review_id, ok=False, status_code=422, error="arguments_hash is required"
+                )
+            )
+            continue
+        try:
+            review = access_review(user, review_id)
+            decided = review_decide(
+                review_id=review.id,
+                user=user,
+                decision=decision,
+                arguments_hash=seen,
+                comment=comment,
+                reason=reason,
+                via=via,
+            )
+        except NotFound:
+            results.append(
+                BulkItemResult(id=review_id, ok=False, status_code=404, error="review not found")
+            )
+        except ReviewError as exc:
+            stale = any(e.get("field") == "arguments_hash" for e in exc.errors) and isinstance(
+                exc, ReviewConflict
+            )
+            results.append(
+                BulkItemResult(
+                    id=review.id,
+                    ok=False,
+                    status_code=exc.status,
+                    error=f"{CHANGED}: {exc.message}" if stale else exc.message,
+                )
+            )
+        else:
+            results.append(
+                BulkItemResult(
+                    id=decided.id, ok=True, status_code=200, review_status=decided.status
+                )
+            )
+    return results
