@@ -267,15 +267,11 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
     if review.status == ReviewStatus.PENDING:
         messages.success(
             request,
-            f"Review {review.id}: approval recorded ({review.approvals.count()} of "
+            f"Approval recorded ({review.approvals.count()} of "
             f"{review.approvals_required}); waiting for another operator.",
         )
     else:
-        messages.success(
-            request,
-            f"Review {review.id} ({review.tool}, task {review.task.title[:60]}): "
-            f"{_decided(review)}.",
-        )
+        messages.success(request, f"{review.tool}: {_decided(review)}.")
     return _to_next(request, values=values, order=order, after=review.id)
 
 

@@ -74,7 +74,7 @@ def test_shortcuts_walk_focus_and_decide_only_through_the_forms(
     assert ReviewRequest.objects.get(pk=first.pk).status == "approved"
     (approval,) = ReviewApproval.objects.filter(review=first)
     assert approval.arguments_hash == canonical_hash({"path": "old.log"})
-    assert "approve recorded" in page.inner_text(".messages")
+    assert "delete_file: approved." in page.inner_text(".messages")
 
     # Bulk: tick every pending row, reject them; each item is reported.
     page.goto(f"{live_server.url}/reviews/")
