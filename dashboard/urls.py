@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard.views import audit, ops, overview, stats
+from dashboard.views import audit, integrations, ops, overview, stats
 
 app_name = "dashboard"
 
@@ -13,4 +13,6 @@ urlpatterns = [
     path("ops/", ops.operations, name="ops"),
     path("ops/jobs/<slug:queue_name>/<str:job_id>/requeue/", ops.job_requeue, name="requeue"),
     path("audit/", audit.audit_log, name="audit"),
+    # Slack app's "Interactivity" request URL (README "Slack").
+    path("integrations/slack/actions/", integrations.slack_actions, name="slack_actions"),
 ]

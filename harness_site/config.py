@@ -311,11 +311,14 @@ class WebhookChannelConfig(_Strict):
 
 class SlackChannelConfig(_Strict):
     """A Block Kit message to the incoming webhook whose URL is in `webhook_url_env`;
-    `signing_secret_env` names the variable holding the app's signing secret (button clicks)."""
+    `signing_secret_env` names the variable holding the app's signing secret and
+    `bot_token_env` its bot token (users.info, scope users:read.email): button clicks are
+    taken only with both (review/slack.py)."""
 
     kind: Literal["slack"]
     webhook_url_env: EnvName
     signing_secret_env: EnvName | None = None
+    bot_token_env: EnvName | None = None
 
 
 CHANNEL_KINDS = ("email", "webhook", "slack")

@@ -161,6 +161,8 @@ HARNESS_BASE_URL = env_str("HARNESS_BASE_URL", "http://127.0.0.1:8000")
 HARNESS_NOTIFY_RETRY_S = env_float("HARNESS_NOTIFY_RETRY_S", 30.0)
 HARNESS_NOTIFY_MAX_ATTEMPTS = env_int("HARNESS_NOTIFY_MAX_ATTEMPTS", 6, minimum=1)
 HARNESS_NOTIFY_FAILING_AFTER = env_int("HARNESS_NOTIFY_FAILING_AFTER", 3, minimum=1)
+# Slack's Web API (users.info maps a button's clicker to a harness user by email).
+HARNESS_SLACK_API_URL = env_str("HARNESS_SLACK_API_URL", "https://slack.com/api/")
 # Mail for email channels, with Django's own names.
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)

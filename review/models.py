@@ -374,6 +374,8 @@ class ReceiptVia(models.TextChoices):
     # A standing rule approved the call in the worker, no human (review.standing); the actor
     # is "rule:NAME".
     STANDING_RULE = "standing_rule"
+    SLACK = "slack"  # a Slack message's button (review.slack)
+    EMAIL = "email"  # a signed decision link in a notification email (review.email_links)
 
 
 class DecisionReceipt(models.Model):
@@ -477,3 +479,17 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} of review {self.review_id} to {self.channel} ({self.status})"
+
+
+class DecisionLinkUse(models.Model):
+    """A signed email decision link that was used (review.email_links): the approve and reject
+    links one mail gives one person share a nonce, so one of them decides once, ever."""
+
+    nonce = models.CharField(max_length=64, unique=True)
+    review = models.ForeignKey(ReviewRequest, on_delete=models.CASCADE, related_name="link_uses")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    decision = models.CharField(max_length=20)
+    used_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"link {self.decision} of review {self.review_id} used by {self.user_id}"

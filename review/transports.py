@@ -321,7 +321,11 @@ class Slack(Transport):
         self.config = config
 
     def missing_env(self) -> list[str]:
-        names = [self.config.webhook_url_env, self.config.signing_secret_env]
+        names = [
+            self.config.webhook_url_env,
+            self.config.signing_secret_env,
+            self.config.bot_token_env,
+        ]
         return [name for name in names if name and not os.environ.get(name)]
 
     def notify(self, *, message: ReviewMessage, delivery_id: str) -> None:

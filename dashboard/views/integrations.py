@@ -1,0 +1,20 @@
+"""Endpoints other services call. Each authenticates its caller itself (no session, so no
+CSRF token): Slack's interactivity requests carry Slack's signature (review.slack)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from review.slack import slack_action_handle
+
+
+@csrf_exempt
+@require_POST
+def slack_actions(request: HttpRequest) -> HttpResponse:
+    reply = slack_action_handle(body=request.body, headers=request.headers)
+    return JsonResponse(
+        {"response_type": "ephemeral", "replace_original": False, "text": reply.text},
+        status=reply.status,
+    )

@@ -1,0 +1,207 @@
+"""Decisions from a Slack message's buttons (issue 23): the interactivity endpoint
+`POST /integrations/slack/actions/` hands each request here.
+
+A request is taken only if it carries Slack's signature (`v0=` HMAC-SHA256 of
+`v0:{timestamp}:{body}` with the app's signing secret, slack_sdk's SignatureVerifier) made
+with the signing secret of a configured Slack channel, less than five minutes ago; anything
+else is refused before the body is read. The clicker is a Slack user id: users.info (the
+channel's bot token, scope users:read.email) gives their email, and the one active harness
+user with that email decides, through `review_decide` with the `arguments_hash` the button
+carries, so every check of the page holds (stale arguments, expiry, roles, four-eyes, the
+creator ban). Nobody else decides anything: an unknown Slack user, an email shared by two
+accounts, a viewer. A replayed request is the same user deciding again: `review_decide`
+refuses a second approval and any decision on a closed review.
+
+The answer (what was decided, or why nothing was) goes back as an ephemeral message to the
+request's `response_url`, and is the JSON body of the response."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+import httpx
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from slack_sdk.errors import SlackApiError
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web import WebClient
+
+from harness_site.config import SlackChannelConfig, harness_config
+from review.models import ReceiptVia, ReviewRequest, ReviewStatus
+from review.selectors import review_url
+from review.services import ReviewConflict, ReviewError, review_decide
+
+log = logging.getLogger(__name__)
+
+ACTIONS = {"review_approve": "approve", "review_reject": "reject"}
+# Slack's request bodies are small; anything larger is not Slack's.
+BODY_MAX_BYTES = 64 * 1024
+SLACK_TIMEOUT_S = 5
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlackReply:
+    status: int
+    text: str
+
+
+def _verified_channel(*, body: bytes, headers: Any) -> SlackChannelConfig | None:
+    """The Slack channel whose signing secret signed this request within the last 5 min."""
+    timestamp = headers.get("X-Slack-Request-Timestamp") or ""
+    signature = headers.get("X-Slack-Signature") or ""
+    if not timestamp.isdigit() or not signature:
+        return None
+    for channel in harness_config().notifications.channels.values():
+        if not isinstance(channel, SlackChannelConfig) or not channel.signing_secret_env:
+            continue
+        secret = os.environ.get(channel.signing_secret_env, "")
+        if secret.strip() and SignatureVerifier(secret).is_valid(
+            body=body, timestamp=timestamp, signature=signature
+        ):
+            return channel
+    return None
+
+
+def _action(payload: dict[str, Any]) -> tuple[str, int, str]:
+    """(decision, review id, arguments_hash) of the button, or ValueError naming the field."""
+    if payload.get("type") != "block_actions":
+        raise ValueError("payload.type: only block_actions are taken")
+    actions = payload.get("actions")
+    if not isinstance(actions, list) or len(actions) != 1 or not isinstance(actions[0], dict):
+        raise ValueError("payload.actions: exactly one action")
+    decision = ACTIONS.get(actions[0].get("action_id"))
+    if decision is None:
+        raise ValueError("payload.actions[0].action_id: review_approve or review_reject")
+    try:
+        value = json.loads(actions[0].get("value") or "")
+        review_id = value["review_id"]
+        arguments_hash = value["arguments_hash"]
+    except (ValueError, TypeError, KeyError):
+        raise ValueError(
+            "payload.actions[0].value: the button's review_id and arguments_hash"
+        ) from None
+    if not isinstance(review_id, int) or isinstance(review_id, bool) or review_id < 1:
+        raise ValueError("payload.actions[0].value.review_id: a review id")
+    if not isinstance(arguments_hash, str) or not arguments_hash:
+        raise ValueError("payload.actions[0].value.arguments_hash: a hash")
+    return decision, review_id, arguments_hash
+
+
+def slack_user(*, channel: SlackChannelConfig, slack_user_id: str) -> AbstractBaseUser | str:
+    """The harness user a Slack user is (by the email users.info gives), or why there is none."""
+    token = os.environ.get(channel.bot_token_env or "", "")
+    if not token:
+        return (
+            "this Slack app has no bot token configured (bot_token_env), so its users "
+            "cannot be told apart"
+        )
+    client = WebClient(
+        token=token, base_url=settings.HARNESS_SLACK_API_URL, timeout=SLACK_TIMEOUT_S
+    )
+    try:
+        info = client.users_info(user=slack_user_id)
+    except SlackApiError as exc:
+        return f"Slack did not say who you are ({exc.response.get('error', 'error')})"
+    except OSError as exc:
+        return f"Slack could not be asked who you are ({type(exc).__name__})"
+    slack = info.get("user") or {}
+    email = (slack.get("profile") or {}).get("email") or ""
+    if slack.get("deleted") or slack.get("is_bot") or not email:
+        return "your Slack profile has no email address the harness can see"
+    users = list(get_user_model().objects.filter(email__iexact=email, is_active=True)[:2])
+    if len(users) != 1:
+        return (
+            f"no harness account has your Slack email {email}"
+            if not users
+            else f"more than one harness account has the email {email}"
+        )
+    return users[0]
+
+
+def _decide(*, user: AbstractBaseUser, decision: str, review_id: int, arguments_hash: str) -> str:
+    url = review_url(review_id=review_id)
+    try:
+        review = review_decide(
+            review_id=review_id,
+            user=user,
+            decision=decision,
+            arguments_hash=arguments_hash,
+            via=ReceiptVia.SLACK,
+        )
+    except ReviewRequest.DoesNotExist:
+        return f"Nothing was decided: there is no review {review_id}."
+    except ReviewConflict as exc:
+        if any(error.get("field") == "arguments_hash" for error in exc.errors):
+            return (
+                "Nothing was decided: the call's arguments changed since this message was "
+                f"sent. Open the review to see them: {url}"
+            )
+        return f"Nothing was decided: {exc.message}. {url}"
+    except ReviewError as exc:
+        return f"Nothing was decided: {exc.message}. {url}"
+    who = user.get_username()
+    if review.status == ReviewStatus.PENDING:
+        return (
+            f"Approval by {who} recorded ({review.approvals.count()} of "
+            f"{review.approvals_required}); another operator must approve too. {url}"
+        )
+    return f"Review {review.id} ({review.tool}) {review.status} by {who}. {url}"
+
+
+def _respond(*, response_url: str, text: str) -> None:
+    """The ephemeral answer to the clicker. Failing to send it changes nothing decided."""
+    if not response_url.startswith(("https://", "http://")):
+        return
+    try:
+        httpx.post(
+            response_url,
+            json={"response_type": "ephemeral", "replace_original": False, "text": text},
+            timeout=SLACK_TIMEOUT_S,
+            follow_redirects=False,
+        )
+    except httpx.HTTPError as exc:
+        log.warning("slack response_url post failed: %s", type(exc).__name__)
+
+
+def slack_action_handle(*, body: bytes, headers: Any) -> SlackReply:
+    """One interactivity request: verify, parse, map the user, decide, answer."""
+    if len(body) > BODY_MAX_BYTES:
+        return SlackReply(status=413, text="request body too large")
+    channel = _verified_channel(body=body, headers=headers)
+    if channel is None:
+        return SlackReply(
+            status=401,
+            text="not signed by a configured Slack app (X-Slack-Signature), or signed more "
+            "than 5 minutes ago (X-Slack-Request-Timestamp)",
+        )
+    try:
+        form = parse_qs(body.decode(), strict_parsing=True)
+        payload = json.loads(form["payload"][0])
+        if not isinstance(payload, dict):
+            raise ValueError
+    except (UnicodeDecodeError, ValueError, KeyError):
+        return SlackReply(status=400, text="payload: a form field holding Slack's JSON")
+    try:
+        decision, review_id, arguments_hash = _action(payload)
+    except ValueError as exc:
+        return SlackReply(status=400, text=str(exc))
+    slack_user_id = (payload.get("user") or {}).get("id")
+    if not isinstance(slack_user_id, str) or not slack_user_id:
+        return SlackReply(status=400, text="payload.user.id: the Slack user who clicked")
+    user = slack_user(channel=channel, slack_user_id=slack_user_id)
+    if isinstance(user, str):
+        text = f"Nothing was decided: {user}."
+    else:
+        text = _decide(
+            user=user, decision=decision, review_id=review_id, arguments_hash=arguments_hash
+        )
+    response_url = payload.get("response_url")
+    if isinstance(response_url, str):
+        _respond(response_url=response_url, text=text)
+    return SlackReply(status=200, text=text)
