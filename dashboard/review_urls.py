@@ -8,6 +8,7 @@ app_name = "review"
 
 urlpatterns = [
     path("", views.inbox, name="inbox"),
+    path("pending-count/", views.reviews_pending_count, name="pending_count"),
     path("<int:review_id>/", views.review_detail, name="detail"),
     path("<int:review_id>/decide/", views.review_decide, name="decide"),
     path("<int:review_id>/claim/", views.review_claim, name="claim"),

@@ -1,20 +1,27 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest
 
-from review.selectors import reviews_pending_count
+from review.selectors import reviews_summary
+
+
+def pending_reviews_summary(request: HttpRequest) -> dict[str, Any]:
+    """The navigation's review summary, read once per request (the layout, the task page's
+    live ETag and the live review signals read it)."""
+    if not hasattr(request, "_pending_reviews_summary"):
+        request._pending_reviews_summary = reviews_summary(user=request.user)
+    return request._pending_reviews_summary
 
 
 def pending_reviews_count(request: HttpRequest) -> int:
-    """The navigation's review count, counted once per request (the layout and the task
-    page's live ETag both read it)."""
-    if not hasattr(request, "_pending_reviews_count"):
-        request._pending_reviews_count = reviews_pending_count()
-    return request._pending_reviews_count
+    return pending_reviews_summary(request)["pending"]
 
 
 def navigation(request: HttpRequest) -> dict:
     """Values the base layout shows on every page (the review inbox count joins here)."""
     if not request.user.is_authenticated:
         return {}
-    return {"nav_pending_reviews": pending_reviews_count(request)}
+    summary = pending_reviews_summary(request)
+    return {"nav_pending_reviews": summary["pending"], "nav_reviews_latest": summary["latest"]}

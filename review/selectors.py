@@ -18,8 +18,11 @@ from django.db.models import (
     CharField,
     Count,
     DateTimeField,
+    Exists,
     F,
     IntegerField,
+    Max,
+    OuterRef,
     Q,
     QuerySet,
     Value,
@@ -33,6 +36,7 @@ from review.models import (
     DecisionReceipt,
     Notification,
     NotificationStatus,
+    ReviewApproval,
     ReviewComment,
     ReviewRequest,
     ReviewRule,
@@ -58,8 +62,54 @@ def user_can_decide(user: AbstractBaseUser | None) -> bool:
     return user_in_group(user, ("operators",))
 
 
-def reviews_pending_count() -> int:
-    return ReviewRequest.objects.filter(status=ReviewStatus.PENDING).count()
+# How many new reviews one summary lists (the browser announces and notifies these).
+SUMMARY_NEW_LIMIT = 10
+
+
+def _not_decidable_by(user: AbstractBaseUser) -> Q:
+    """Pending reviews `user` may not decide: the creator under the creator ban, or one
+    they already approved (another operator must)."""
+    approved = ReviewApproval.objects.filter(review=OuterRef("pk"), user_id=user.pk)
+    return Q(forbid_creator=True, task__created_by_id=user.pk) | Q(Exists(approved))
+
+
+def reviews_summary(*, user: AbstractBaseUser, since: int | None = None) -> dict[str, Any]:
+    """What the navigation shows `user` live: pending reviews (every role reads them all),
+    how many of those `user` may decide, the newest pending id, and the pending reviews
+    newer than `since` (oldest first, at most SUMMARY_NEW_LIMIT) each with whether `user`
+    may decide it. One aggregate query, plus one for the new ones when `since` is given."""
+    pending = ReviewRequest.objects.filter(status=ReviewStatus.PENDING)
+    decides = user_can_decide(user)
+    blocked = _not_decidable_by(user)
+    totals = pending.aggregate(
+        pending=Count("id"),
+        latest=Max("id"),
+        decidable=Count("id", filter=~blocked),
+    )
+    new: list[dict[str, Any]] = []
+    if since is not None and (totals["latest"] or 0) > since:
+        rows = (
+            pending.filter(id__gt=since)
+            .annotate(blocked=Case(When(blocked, then=Value(True)), default=Value(False)))
+            .order_by("id")
+            .values("id", "tool", "task_id", "task__title", "blocked")[:SUMMARY_NEW_LIMIT]
+        )
+        new = [
+            {
+                "id": row["id"],
+                "tool": row["tool"],
+                "task_id": str(row["task_id"]),
+                "task": row["task__title"],
+                "decidable": decides and not row["blocked"],
+            }
+            for row in rows
+        ]
+    return {
+        "pending": totals["pending"],
+        "decidable": totals["decidable"] if decides else 0,
+        "latest": totals["latest"] or 0,
+        "new": new,
+    }
 
 
 # The inbox's sorts (`sort=`), each applied to the pending reviews; decided ones follow, most

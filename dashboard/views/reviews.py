@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 from typing import Any
@@ -9,10 +10,11 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import get_conditional_response, patch_cache_control
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -104,6 +106,36 @@ def inbox(request: HttpRequest) -> HttpResponse:
             "bulk_max": triage.BULK_MAX_ITEMS,
         },
     )
+
+
+@viewer_required
+def reviews_pending_count(request: HttpRequest) -> HttpResponse:
+    """The live review signals every page polls (static/reviews-live.js): pending and
+    decidable counts for this user, the newest pending id, and the pending reviews newer than
+    `?since=` (a review id). A 304 while its ETag (If-None-Match) still holds."""
+    raw_since = request.GET.get("since", "")
+    since = None
+    if raw_since:
+        if not raw_since.isascii() or not raw_since.isdigit() or len(raw_since) > 18:
+            return JsonResponse(
+                {"field": "since", "message": "since must be a review id (a whole number >= 0)"},
+                status=400,
+            )
+        since = int(raw_since)
+    summary = selectors.reviews_summary(user=request.user, since=since)
+    facts = [request.user.pk, since, summary["pending"], summary["decidable"], summary["latest"]]
+    raw = "|".join(map(str, facts))
+    etag = 'W/"' + hashlib.sha256(raw.encode()).hexdigest()[:32] + '"'
+    not_modified = get_conditional_response(request, etag=etag)
+    if not_modified is None:
+        for item in summary["new"]:
+            item["url"] = reverse("review:detail", kwargs={"review_id": item["id"]})
+        response = JsonResponse({**summary, "version": etag})
+    else:
+        response = not_modified
+    response["ETag"] = etag
+    patch_cache_control(response, no_cache=True, private=True)
+    return response
 
 
 def _detail(
