@@ -45,6 +45,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "tasks/<uuid:task_id>/group/": ("GET", "read"),
     "tasks/<uuid:task_id>/group-rollback/": ("GET", "operate"),
     "reviews/": ("GET", "read"),
+    "reviews/pending-count/": ("GET", "read"),
     "reviews/<int:review_id>/": ("GET", "read"),
     "reviews/<int:review_id>/decide/": ("POST", "operate"),
     "reviews/<int:review_id>/claim/": ("POST", "operate"),
