@@ -1,6 +1,7 @@
 """Live review signals in headless Chromium: the nav badge, the tab title and the inbox list
 change without a reload when a review opens (a real task on real workers pauses) and closes
-(another operator rejects it over the API); screen readers hear the new review; and the
+(another operator rejects it over the API), a ticked row is never dropped by a refresh (the
+inbox offers "N new reviews — refresh"); screen readers hear the new review; and the
 browser's notification permission is asked on the "Notify me" click, never on page load."""
 
 from __future__ import annotations
@@ -86,15 +87,39 @@ def test_badge_title_and_inbox_follow_reviews_live_and_notify_only_after_a_click
         }
     ]
 
-    # Another operator closes it over the API: both pages drop the count, the inbox the row.
-    rejected = ApiClient(second_operator).decide(review.id, decision="reject", reason="not now")
-    assert rejected.status_code == 200, rejected.content
+    # With a row ticked for a bulk decision, a second review does not redraw the list (the
+    # tick stays); the inbox offers the refresh instead.
+    tick = inbox.locator(f"[data-testid=bulk-item][value^='{review.id}:']")
+    tick.check()
+    second = scripted_task(
+        delete_script("older.log"),
+        ["delete_file"],
+        enqueue=True,
+        title="clean older logs",
+        workspace={"files": {"older.log": "stale\n"}},
+    )
+    wait_for(lambda: inbox.title() == "(2) Reviews · Agent Harness", 90, interval=0.2)
+    offer = inbox.locator("[data-testid=reviews-new]")
+    offer.wait_for()
+    assert offer.inner_text() == "1 new review — refresh"
+    assert tick.is_checked()
+    later = ReviewRequest.objects.get(task=second, status="pending")
+    assert inbox.query_selector(f"[data-review-id='{later.id}']") is None
+    tick.uncheck()
+    offer.click()
+    inbox.wait_for_selector(f"[data-testid=review-row][data-review-id='{later.id}']")
+
+    # Another operator closes them over the API: both pages drop the count, the inbox the rows.
+    for closing in (review, later):
+        rejected = ApiClient(second_operator).decide(closing.id, decision="reject", reason="no")
+        assert rejected.status_code == 200, rejected.content
     for page, title in ((inbox, "Reviews · Agent Harness"), (elsewhere, "Tasks · Agent Harness")):
         wait_for(lambda p=page, t=title: p.title() == t, 30, interval=0.2, message=title)
         assert page.query_selector("[data-testid=pending-count]") is None
-    inbox.wait_for_selector(f"[data-review-id='{review.id}']", state="detached")
+    inbox.wait_for_selector("[data-testid=review-row]", state="detached")
     # The same documents all along (no reload), one permission request, no CSP violation.
     assert inbox.evaluate("window.__loaded") == loaded
     assert inbox.evaluate("window.__asks") == 1
     assert inbox.evaluate("window.__csp") == []
-    wait_for(lambda: Task.objects.get(pk=task.pk).status in ("succeeded", "failed"), 60)
+    for run in (task, second):
+        wait_for(lambda t=run: Task.objects.get(pk=t.pk).status in ("succeeded", "failed"), 60)
