@@ -145,6 +145,12 @@ class FactsOut(Schema):
     edit: EditOut | None
 
 
+class CommentOut(Schema):
+    user: str | None
+    at: datetime
+    text: str
+
+
 class ReviewOut(Schema):
     id: int
     task_id: UUID
@@ -296,6 +302,16 @@ class ReviewDetailOut(ReviewOut):
     def resolve_notifications(obj: ReviewRequest) -> list[dict[str, Any]]:
         return selectors.review_notifications(review=obj)
 
+    # The triage thread (review.triage), oldest first.
+    comments: list[CommentOut]
+
+    @staticmethod
+    def resolve_comments(obj: ReviewRequest) -> list[dict[str, Any]]:
+        return [
+            {"user": c.user.get_username() if c.user else None, "at": c.at, "text": c.text}
+            for c in selectors.review_comments(review=obj)
+        ]
+
 
 class RememberIn(Schema):
     # The `id` of one of the review's `suggested_rules`.
@@ -349,6 +365,72 @@ def review_list(
         claimed_by=request.user.get_username() if claimed_by == "me" else claimed_by,
         sort=sort,
     )[:limit]
+
+
+class ClaimIn(Schema):
+    # Claim a review another operator holds (audited as a take-over); else that is 409.
+    take_over: bool = False
+
+
+class AssignIn(Schema):
+    # A username of someone who may decide reviews, or a group's name; both empty clears.
+    to_user: str = Field(default="", max_length=150)
+    to_group: str = Field(default="", max_length=150)
+
+
+class CommentIn(Schema):
+    text: str = Field(min_length=1, max_length=triage.COMMENT_MAX)
+
+
+def _triage(request: HttpRequest, review_id: str, act: Any):
+    review = selectors.access_review(request.user, review_id)
+    try:
+        act(review)
+    except services.ReviewError as exc:
+        return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
+    return Status(200, selectors.access_review(request.user, review.id))
+
+
+TRIAGE = {
+    "auth": role_auth(selectors.user_can_decide, "triage reviews (operators may)"),
+    "response": {200: ReviewDetailOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+}
+
+
+@router.post("reviews/{review_id}/claim", **TRIAGE)
+def review_claim(request: HttpRequest, review_id: str, body: ClaimIn):
+    return _triage(
+        request,
+        review_id,
+        lambda r: triage.review_claim(review_id=r.id, user=request.user, take_over=body.take_over),
+    )
+
+
+@router.post("reviews/{review_id}/unclaim", **TRIAGE)
+def review_unclaim(request: HttpRequest, review_id: str):
+    return _triage(
+        request, review_id, lambda r: triage.review_unclaim(review_id=r.id, user=request.user)
+    )
+
+
+@router.post("reviews/{review_id}/assign", **TRIAGE)
+def review_assign(request: HttpRequest, review_id: str, body: AssignIn):
+    return _triage(
+        request,
+        review_id,
+        lambda r: triage.review_assign(
+            review_id=r.id, user=request.user, to_user=body.to_user, to_group=body.to_group
+        ),
+    )
+
+
+@router.post("reviews/{review_id}/comments", **TRIAGE)
+def review_comment(request: HttpRequest, review_id: str, body: CommentIn):
+    return _triage(
+        request,
+        review_id,
+        lambda r: triage.review_comment_add(review_id=r.id, user=request.user, text=body.text),
+    )
 
 
 class BulkItemIn(Schema):

@@ -14,7 +14,7 @@ from review.models import ReviewComment, ReviewRequest
 from review.services import ReviewConflict, ReviewForbidden, ReviewInvalid
 from tasks.canonical import canonical_hash
 from tasks.models import AuditEntry
-from tests.conftest import ApiClient, page_client
+from tests.conftest import ApiClient, page_client, run_in_threads
 from tests.factories import ReviewRuleFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,6 +79,27 @@ def test_a_claim_shows_who_has_it_and_another_operator_is_refused_unless_taking_
     second.post(f"/reviews/{review.id}/unclaim/")
     assert ReviewRequest.objects.get(pk=review.pk).claimed_by is None
     assert AuditEntry.objects.filter(action__in=["review_claim", "review_unclaim"]).count() == 2
+
+
+def test_two_operators_claiming_at_once_one_wins(paused_review, operator, second_operator):
+    review = paused_review()
+    outcomes: list[str] = []
+
+    def claim(user):
+        def go() -> None:
+            try:
+                triage.review_claim(review_id=review.id, user=user)
+            except ReviewConflict:
+                outcomes.append("refused")
+            else:
+                outcomes.append("claimed")
+
+        return go
+
+    run_in_threads(claim(operator), claim(second_operator))
+    assert sorted(outcomes) == ["claimed", "refused"]
+    assert ReviewRequest.objects.get(pk=review.pk).claimed_by in (operator, second_operator)
+    assert AuditEntry.objects.filter(action="review_claim").count() == 1
 
 
 def test_a_decided_review_cannot_be_claimed_and_a_claim_does_not_stop_another_decider(
@@ -284,3 +305,33 @@ def test_the_review_page_links_previous_and_next_in_the_inbox_order(paused_revie
     first = client.get(f"/reviews/{bravo.id}/?sort=risk").content.decode()
     assert 'data-shortcut="previous"' not in first
     assert 'id="shortcut-help"' in first and "review.js" in first
+
+
+def test_the_api_claims_assigns_and_comments_like_the_page(
+    paused_review, operator, second_operator
+):
+    review = paused_review()
+    first, second = ApiClient(operator), ApiClient(second_operator)
+    base = f"/api/v1/reviews/{review.id}"
+    claimed = first.post(f"{base}/claim")
+    assert claimed.status_code == 200 and claimed.json()["claimed_by"] == "operator"
+    refused = second.post(f"{base}/claim")
+    assert refused.status_code == 409 and "claimed by operator" in refused.json()["detail"]
+    assert second.post(f"{base}/unclaim").status_code == 409
+    taken = second.post(f"{base}/claim", {"take_over": True})
+    assert taken.json()["claimed_by"] == "operator2"
+    assert second.post(f"{base}/unclaim").json()["claimed_by"] is None
+
+    assigned = first.post(f"{base}/assign", {"to_group": "operators"})
+    assert assigned.status_code == 200 and assigned.json()["assigned_group"] == "operators"
+    unknown = first.post(f"{base}/assign", {"to_user": "ghost"})
+    assert unknown.status_code == 422 and unknown.json()["errors"][0]["field"] == "to_user"
+
+    commented = first.post(f"{base}/comments", {"text": "asked the DBA"})
+    assert commented.status_code == 200
+    assert [c["text"] for c in commented.json()["comments"]] == ["asked the DBA"]
+    too_long = first.post(f"{base}/comments", {"text": "x" * (triage.COMMENT_MAX + 1)})
+    assert too_long.status_code == 422 and "text" in too_long.content.decode()
+    nul = first.post(f"{base}/comments", {"text": "a\x00b"})
+    assert nul.status_code == 422
+    assert first.get(base).json()["comments"][0]["user"] == "operator"
