@@ -4,7 +4,9 @@ user may see and decide them, the new reviews since an id, and a 304 while nothi
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from tests.conftest import approve, page_client
 from tests.review.conftest import four_eyes_on_deletes
@@ -102,3 +104,17 @@ def test_a_bad_since_is_400_naming_it(operator, since):
     response = page_client(operator).get(URL, {"since": since})
     assert response.status_code == 400
     assert response.json()["field"] == "since"
+
+
+def test_an_unchanged_poll_is_one_review_query(paused_review, operator):
+    for _ in range(3):
+        paused_review()
+    client = page_client(operator)
+    since = str(client.get(URL).json()["latest"])
+    etag = client.get(URL, {"since": since})["ETag"]
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(URL, {"since": since}, headers={"If-None-Match": etag}).status_code == 304
+    # The session, the user and their permissions, then one aggregate over pending reviews.
+    reviews = [q["sql"] for q in queries.captured_queries if "review_reviewrequest" in q["sql"]]
+    assert len(reviews) == 1 and reviews[0].startswith("SELECT COUNT(")
+    assert len(queries.captured_queries) <= 5
