@@ -23,6 +23,8 @@ class ReviewFilterForm(forms.Form):
     risk = forms.ChoiceField(required=False)
     # A username, "me" or "nobody".
     claimed_by = forms.CharField(required=False, max_length=150)
+    # "me": assigned to me or to one of my groups.
+    assigned = forms.ChoiceField(required=False, choices=[("", "anyone"), ("me", "me")])
     task = forms.CharField(required=False, max_length=200)
     sort = forms.ChoiceField(required=False)
 

@@ -352,6 +352,8 @@ def review_list(
     rule: str | None = Query(None, max_length=100),
     # A username, `me`, or `nobody` (unclaimed).
     claimed_by: str | None = Query(None, max_length=150),
+    # `me`: assigned to the caller or to one of their groups.
+    assigned: Literal["me"] | None = None,
     # Pending first in this order (oldest first by default), then decided, latest first.
     sort: Literal["age", "newest", "time_left", "risk", "tool"] = "age",
     limit: int = Query(100, ge=1, le=500),
@@ -363,6 +365,7 @@ def review_list(
         task=task_id,
         rule=rule,
         claimed_by=request.user.get_username() if claimed_by == "me" else claimed_by,
+        assigned_to=request.user if assigned == "me" else None,
         sort=sort,
     )[:limit]
 

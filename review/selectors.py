@@ -164,11 +164,13 @@ def reviews_list(
     task: str | None = None,
     rule: str | None = None,
     claimed_by: str | None = None,
+    assigned_to: AbstractBaseUser | None = None,
     sort: str = "age",
 ) -> QuerySet[ReviewRequest]:
     """Pending first, in `sort` order (REVIEW_SORTS; default oldest first), then decided ones,
     most recently decided first. `status` is comma-separated; `task` is a task id or a piece
-    of its title; `rule` a matched rule's name; `claimed_by` a username or NOBODY."""
+    of its title; `rule` a matched rule's name; `claimed_by` a username or NOBODY;
+    `assigned_to` a user: the reviews assigned to them or to one of their groups."""
     qs = ReviewRequest.objects.select_related(
         "task",
         "task__parent",
@@ -191,6 +193,8 @@ def reviews_list(
         qs = qs.filter(claimed_by__isnull=True)
     elif claimed_by:
         qs = qs.filter(claimed_by__username=claimed_by)
+    if assigned_to is not None:
+        qs = qs.filter(Q(assigned_to=assigned_to) | Q(assigned_group__in=assigned_to.groups.all()))
     if task:
         try:
             qs = qs.filter(task_id=uuid.UUID(task))

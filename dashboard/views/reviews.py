@@ -63,6 +63,7 @@ def _selector_filters(request: HttpRequest, values: dict[str, str]) -> dict[str,
         "risk": values["risk"] or None,
         "task": values["task"] or None,
         "claimed_by": request.user.get_username() if claimed == "me" else claimed or None,
+        "assigned_to": request.user if values["assigned"] == "me" else None,
         "sort": values["sort"],
     }
 

@@ -212,6 +212,10 @@ def test_the_inbox_sorts_and_filters_in_the_url(paused_review, operator, second_
     assert titles("claimed_by=me") == ["bravo"]
     assert titles("claimed_by=operator2") == ["charlie"]
     assert titles("claimed_by=nobody") == ["alpha"]
+    triage.review_assign(review_id=alpha.id, user=operator, to_user="operator")
+    triage.review_assign(review_id=charlie.id, user=operator, to_group="operators")
+    assert titles("assigned=me") == ["alpha", "charlie"]
+    assert titles("assigned=me&sort=newest") == ["charlie", "alpha"]
 
     # The links keep the view, so the review page walks the same order.
     page = client.get("/reviews/?sort=risk&rule=no-deletes").content.decode()
@@ -225,6 +229,7 @@ def test_the_inbox_sorts_and_filters_in_the_url(paused_review, operator, second_
         ("risk=lethal", "Ignored risk=&#x27;lethal&#x27;: not a valid risk."),
         ("status=whatever", "Ignored status=&#x27;whatever&#x27;: not a valid status."),
         ("claimed_by=ghost", "Ignored claimed_by=&#x27;ghost&#x27;: no such user."),
+        ("assigned=you", "Ignored assigned=&#x27;you&#x27;: not a valid assigned."),
         ("tool=" + "x" * 101, "Ignored tool="),
     ],
 )
@@ -251,6 +256,9 @@ def test_the_api_list_takes_the_same_filters(paused_review, operator, second_ope
     assert ids(rule="protected-config") == [alpha.id]
     assert ids(claimed_by="me") == [charlie.id]
     assert ids(claimed_by="nobody", sort="newest") == [bravo.id, alpha.id]
+    triage.review_assign(review_id=bravo.id, user=second_operator, to_group="operators")
+    assert ids(assigned="me") == [bravo.id]
+    assert client.get("/api/v1/reviews", {"assigned": "you"}).status_code == 422
     listed = client.get("/api/v1/reviews", {"claimed_by": "me"}).json()[0]
     assert listed["claimed_by"] == "operator" and listed["claimed_at"]
     bad = client.get("/api/v1/reviews", {"sort": "sideways"})
