@@ -33,6 +33,7 @@ from harness_site.config import (
     SlackChannelConfig,
     WebhookChannelConfig,
 )
+from review.email_links import decision_link_urls
 
 HTTP_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
 # How much of a diff or a command a message carries.
@@ -160,22 +161,32 @@ class Email(Transport):
             raise NotificationFailed(
                 f"group {self.config.group!r} has no active member with an email address"
             )
-        context = {"message": message}
         subject = f"[Agent Harness] {message.title}: {message.tool} in {message.task_title}"
-        text = render_to_string("review/notification_email.txt", context)
-        html = render_to_string("review/notification_email.html", context)
-        # One message per recipient: nobody sees who else was told.
+        # One message per recipient: nobody sees who else was told, and a pending review's
+        # mail carries decision links signed for its recipient alone (review.email_links).
         mails = []
         for address in to:
+            links = (
+                decision_link_urls(
+                    review_id=message.review_id,
+                    arguments_hash=message.arguments_hash,
+                    email=address,
+                )
+                if message.status == "pending"
+                else {}
+            )
+            context = {"message": message, "links": links}
             mail = EmailMultiAlternatives(
                 # A title's line breaks would be header injection (Django refuses them).
                 subject=" ".join(subject.split())[:200],
-                body=text,
+                body=render_to_string("review/notification_email.txt", context),
                 from_email=settings.DEFAULT_FROM_EMAIL,
                 to=[address],
                 headers={"X-Harness-Notification": delivery_id},
             )
-            mail.attach_alternative(html, "text/html")
+            mail.attach_alternative(
+                render_to_string("review/notification_email.html", context), "text/html"
+            )
             mails.append(mail)
         try:
             get_connection().send_messages(mails)
