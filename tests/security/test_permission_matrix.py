@@ -27,6 +27,8 @@ ALLOWED = {
     "create": {"creator", "operator", "superuser"},
     "operate": {"operator", "superuser"},
     "staff": {"superuser"},
+    # No session role: the request's own signature decides (Slack's interactivity requests).
+    "signed": set(),
 }
 
 # route (as Django prints it) -> (method, level). Third-party sections decided by prefix.
@@ -48,6 +50,8 @@ PAGES: dict[str, tuple[str, str]] = {
     "reviews/pending-count/": ("GET", "read"),
     "reviews/<int:review_id>/": ("GET", "read"),
     "reviews/<int:review_id>/decide/": ("POST", "operate"),
+    # The confirmation page of an email's decision link (its POST needs the recipient).
+    "reviews/<int:review_id>/email/<str:token>/": ("GET", "read"),
     "reviews/<int:review_id>/claim/": ("POST", "operate"),
     "reviews/<int:review_id>/unclaim/": ("POST", "operate"),
     "reviews/<int:review_id>/assign/": ("POST", "operate"),
@@ -60,6 +64,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "ops/": ("GET", "read"),
     "ops/jobs/<slug:queue_name>/<str:job_id>/requeue/": ("POST", "operate"),
     "audit/": ("GET", "read"),
+    "integrations/slack/actions/": ("POST", "signed"),
     # The schema and its viewer describe the API, they hold no data.
     "api/v1/": ("GET", "public"),
     "api/v1/openapi.json": ("GET", "public"),
@@ -210,7 +215,9 @@ def _is_login_redirect(response) -> bool:
 def test_page_access_by_role(cast, ids, route, method, level):
     url = _fill(route, ids)
     for role, response, where in denied_responses(cast, page_client, method, url, level):
-        if role == "anonymous" or level == "staff":
+        if level == "signed":
+            assert response.status_code == 401, where
+        elif role == "anonymous" or level == "staff":
             assert _is_login_redirect(response) or response.status_code == 403, where
         else:
             assert response.status_code == 403, where

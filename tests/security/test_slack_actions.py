@@ -329,3 +329,9 @@ def test_a_signed_but_malformed_payload_is_a_4xx_naming_the_field(slack, form):
     response = post(form, signed(form))
     assert response.status_code == 400
     assert "payload" in response.json()["text"]
+
+
+def test_a_multipart_post_is_refused_without_a_server_error(slack, slack_operator, review):
+    response = Client().post(URL, {"payload": "{}"})
+    assert response.status_code == 401
+    assert state_of(review) == ("pending", 0, "waiting_review")
