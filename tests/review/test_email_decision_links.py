@@ -22,12 +22,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_mailed_approve_link_asks_then_approves_as_its_recipient(
-    notify_env,
-    smtp_server,
+    notify_env,  # noqa: F811  (the imported fixture)
+    smtp_server,  # noqa: F811
     worker_pool,
     paused_review,
     operator,
-    second_operator,  # noqa: F811
+    second_operator,
 ):
     port, mailbox = smtp_server
     operator.email = "oncall@example.com"
