@@ -46,6 +46,7 @@ from multiagent.coordinator import rounds_advance_open
 from multiagent.delegation import delegations_wake_ready
 from multiagent.recovery import shared_restores_finish_pending
 from review.notifications import notifications_enqueue_due
+from review.rollups import review_rollups_advance
 from review.services import reviews_expire_overdue
 from tasks import services
 from tasks.events import EventType
@@ -69,6 +70,7 @@ class SweepCounts:
     reviews_expired: int = 0
     notifications_enqueued: int = 0
     hours_rolled: int = 0
+    review_hours_rolled: int = 0
     checkpoints_deleted: int = 0
     blobs_deleted: int = 0
     parents_woken: int = 0
@@ -287,6 +289,7 @@ def sweep_once() -> SweepCounts:
     counts.reviews_expired = reviews_expire_overdue()
     counts.notifications_enqueued = notifications_enqueue_due()
     counts.hours_rolled = rollups_advance(now=started)
+    counts.review_hours_rolled = review_rollups_advance(now=started)
     retention = sweep_retention(now=started)
     counts.checkpoints_deleted = retention.get("checkpoints_deleted", 0)
     counts.blobs_deleted = retention.get("blobs_deleted", 0)

@@ -23,6 +23,7 @@ from django.db.models.functions import Trunc
 
 from dashboard.windows import Window
 from review.models import ReviewRequest, ReviewStatus
+from review.rollups import review_sla
 from tasks.errors import error_normalise
 from tasks.models import (
     TaskHourly,
@@ -607,4 +608,13 @@ def failure_statistics(window: Window) -> dict[str, Any]:
         "by_tool": (by_tool := failure_rate_by_tool(window, over_time=tables["over_time"])),
         "by_mcp_server": failure_rate_by_mcp_server(by_tool),
         **tables,
+    }
+
+
+def review_sla_statistics(window: Window) -> dict[str, Any]:
+    """Everything `/stats/reviews/` and `GET /api/v1/stats/reviews` show."""
+    tables = review_sla(since=window.since, until=window.until)
+    return {
+        "window": {"since": window.since, "until": window.until, "bucket": window.bucket},
+        **{f"by_{dim}": rows for dim, rows in tables.items()},
     }

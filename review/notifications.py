@@ -38,6 +38,7 @@ from review.models import (
     ReviewRequest,
     ReviewStatus,
 )
+from review.rollups import review_rollups_stale
 from review.selectors import duration_text, review_url
 from review.transports import (
     LEGACY_WEBHOOK,
@@ -268,7 +269,9 @@ def _settle(*, row: Notification, now: datetime, error: str) -> str:
             "last_error": error,
             "next_attempt_at": retry_at,
         }
-    Notification.objects.filter(id=row.id, status=NotificationStatus.SENDING).update(**fields)
+    settled = Notification.objects.filter(id=row.id, status=NotificationStatus.SENDING)
+    if settled.update(**fields) and fields["status"] == NotificationStatus.FAILED:
+        review_rollups_stale(requested_at=row.review.requested_at)
     return fields["status"]
 
 

@@ -42,6 +42,7 @@ from review.recheck import (
     review_target_changes,
     review_targets_now,
 )
+from review.rollups import review_rollups_stale
 from review.selectors import user_can_decide
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
@@ -129,6 +130,7 @@ def review_transition(
         if event is not None:
             event_insert(event)
         notifications_plan_closed(review=review, to=to, now=updates["decided_at"])
+        review_rollups_stale(requested_at=review.requested_at)
     for key, value in updates.items():
         setattr(review, key, value)
     return review

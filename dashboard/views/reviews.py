@@ -24,6 +24,7 @@ from harness_site.access import operator_required, viewer_required
 from harness_site.inputs import json_error
 from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus, RuleRisk
+from review.rollups import review_viewed
 from tasks.canonical import canonical_hash
 from tasks.selectors import task_tool
 
@@ -224,7 +225,10 @@ def _decided(review: ReviewRequest) -> str:
 
 @viewer_required
 def review_detail(request: HttpRequest, review_id: int) -> HttpResponse:
-    return _detail(request, selectors.access_review(request.user, review_id))
+    review = selectors.access_review(request.user, review_id)
+    if review.status == ReviewStatus.PENDING and selectors.user_can_decide(request.user):
+        review_viewed(review=review, user=request.user)
+    return _detail(request, review)
 
 
 @viewer_required

@@ -73,3 +73,51 @@ def failure_stats_csv(request: HttpRequest, table: str) -> HttpResponse:
         header=columns,
         rows=([row[c] for c in columns] for row in rows),
     )
+
+
+REVIEW_CSV_TABLES = ("by_rule", "by_tool", "by_operator", "by_via")
+REVIEW_CSV_COLUMNS = (
+    "key",
+    "opened",
+    "decided",
+    "approved",
+    "rejected",
+    "expired",
+    "edited",
+    "notifications_failed",
+    "unviewed",
+    "first_view_p50_s",
+    "first_view_p95_s",
+    "decision_p50_s",
+    "decision_p95_s",
+    "on_page_p50_s",
+    "on_page_p95_s",
+)
+
+
+@viewer_required
+def review_stats(request: HttpRequest) -> HttpResponse:
+    window = request_window(request, default="24h")
+    return render(
+        request,
+        "dashboard/review_stats.html",
+        {
+            "window": window,
+            "windows": WINDOW_CHOICES,
+            "stats": stats.review_sla_statistics(window),
+            "csv_tables": REVIEW_CSV_TABLES,
+        },
+    )
+
+
+@viewer_required
+def review_stats_csv(request: HttpRequest, table: str) -> HttpResponse:
+    if table not in REVIEW_CSV_TABLES:
+        raise Http404("unknown table")
+    window = request_window(request, default="24h")
+    rows = stats.review_sla_statistics(window)[table]
+    return csv_response(
+        filename=f"reviews-{table}-{window.label}.csv",
+        header=REVIEW_CSV_COLUMNS,
+        rows=([row[c] for c in REVIEW_CSV_COLUMNS] for row in rows),
+    )
