@@ -5,7 +5,21 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from review import services
-from review.models import DecisionReceipt, ReviewApproval, ReviewRequest, ReviewRule, RuleKind
+from review.models import (
+    DecisionLinkUse,
+    DecisionReceipt,
+    Notification,
+    ReceiptChainHead,
+    ReviewApproval,
+    ReviewComment,
+    ReviewHourly,
+    ReviewRequest,
+    ReviewRolledHour,
+    ReviewRule,
+    ReviewTimeHourly,
+    ReviewView,
+    RuleKind,
+)
 
 
 @admin.register(ReviewRule)
@@ -151,3 +165,34 @@ class DecisionReceiptAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the harness writes itself (triage comments, delivery records, the receipt chain's
+    head, page views, roll-ups): shown for inspection, never edited here."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+for _model in (
+    ReviewComment,
+    ReceiptChainHead,
+    Notification,
+    DecisionLinkUse,
+    ReviewView,
+    ReviewRolledHour,
+    ReviewHourly,
+    ReviewTimeHourly,
+):
+    if not admin.site.is_registered(_model):
+        admin.site.register(_model, _ReadOnlyAdmin)

@@ -58,7 +58,7 @@ def test_review_audit_and_diff_pages_show_json_not_reprs(
     page = open_page(operator, f"/reviews/{review.id}/")
     arguments = page.inner_text("[data-testid=current-arguments]")
     assert '"path": "app.conf"' in arguments
-    messages = page.inner_text(".messages-log")
+    messages = page.inner_text("[data-testid=recent-messages]")
     assert 'write_file({"content": "one\\n", "path": "notes.txt"})' in messages
     assert not any(mark in messages for mark in REPR_MARKS)
 

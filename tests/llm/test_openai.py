@@ -7,12 +7,12 @@ import socket
 from decimal import Decimal
 
 import pytest
-from django.utils import timezone
 
 from agent.llm import ModelError
 from agent.llm.openai import OpenAIChatModel
 from checkpoints.models import Checkpoint
 from review.models import ReviewRequest
+from review.services import review_decide
 from tasks.agent_state import AgentState, Message
 from tasks.canonical import canonical_hash
 from tasks.models import ToolCall
@@ -131,18 +131,18 @@ def test_malformed_arguments_get_feedback_and_the_corrected_call_runs(chat_serve
     assert "not valid JSON" in decision["calls"][0]["raw_error"]
 
 
-def _approve(task, call_id: str) -> None:
-    """An operator's approval, as the review service records it."""
+def _approve(task, call_id: str, user) -> None:
+    """An operator's approval, through the review service (the worker re-checks it)."""
     call = ToolCall.objects.get(task=task, call_id=call_id)
-    ToolCall.objects.filter(pk=call.pk).update(
-        status="approved", arguments_hash=canonical_hash(call.arguments)
-    )
-    ReviewRequest.objects.filter(tool_call=call).update(
-        status="approved", decided_at=timezone.now()
+    review_decide(
+        review_id=ReviewRequest.objects.get(tool_call=call, status="pending").id,
+        user=user,
+        decision="approve",
+        arguments_hash=canonical_hash(call.arguments),
     )
 
 
-def test_several_calls_in_one_turn_each_get_their_own_checkpoint_and_review(chat_server):
+def test_several_calls_in_one_turn_each_get_their_own_checkpoint_and_review(chat_server, operator):
     chat_server.tool_calls(
         ("write_file", {"path": "app.conf", "content": "port=8080\n"}),
         ("write_file", {"path": "db.conf", "content": "pool=5\n"}),
@@ -154,12 +154,12 @@ def test_several_calls_in_one_turn_each_get_their_own_checkpoint_and_review(chat
     assert task.status == "waiting_review"
     first = ReviewRequest.objects.get(task=task)
     assert first.tool_call.call_id == "0.0.0"
-    _approve(task, "0.0.0")
+    _approve(task, "0.0.0", operator)
     task = run(task)
     assert task.status == "waiting_review"
     second = ReviewRequest.objects.get(task=task, status="pending")
     assert second.tool_call.call_id == "0.0.1"
-    _approve(task, "0.0.1")
+    _approve(task, "0.0.1", operator)
     task = run(task)
 
     assert task.status == "succeeded", task.error_message

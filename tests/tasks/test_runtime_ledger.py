@@ -6,9 +6,10 @@ import pytest
 
 from agent.runtime import task_run
 from agent.tools.testing import ledger_records
+from review.models import ReviewRequest
+from review.services import review_decide
 from tasks.canonical import canonical_hash
 from tasks.models import Task, ToolCall
-from tasks.services import task_transition
 from tests.factories import queued_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,7 +20,7 @@ def _harness_settings(harness_dirs) -> None:
     pass
 
 
-def test_an_approved_call_runs_once_when_the_task_resumes():
+def test_an_approved_call_runs_once_when_the_task_resumes(operator):
     args = {"key": "pay-1", "value": "42"}
     task = queued_task(
         [{"call": "noop", "args": {}}, {"call": "ledger_append", "args": args}, {"final": "paid"}],
@@ -29,10 +30,13 @@ def test_an_approved_call_runs_once_when_the_task_resumes():
     call = ToolCall.objects.get(task=task, tool="ledger_append")
     assert call.status == "awaiting_review" and ledger_records(key="pay-1") == []
 
-    ToolCall.objects.filter(id=call.id).update(
-        status="approved", arguments_hash=canonical_hash(call.arguments)
+    # Approved through the review service: the worker re-checks the approval before it runs.
+    review_decide(
+        review_id=ReviewRequest.objects.get(tool_call=call).id,
+        user=operator,
+        decision="approve",
+        arguments_hash=canonical_hash(call.arguments),
     )
-    task_transition(task_id=task.id, to="queued", reason="approved")
     assert task_run(task_id=task.id) == "succeeded"
 
     assert len(ledger_records(key="pay-1")) == 1
