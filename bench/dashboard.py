@@ -137,6 +137,7 @@ def seed(*, tasks: int, big_steps: int, batch: int) -> dict[str, Any]:
     from django.utils import timezone
 
     from checkpoints.models import Checkpoint
+    from review.rollups import review_rollups_advance
     from tasks.errors import error_fingerprint
     from tasks.models import (
         Task,
@@ -200,6 +201,8 @@ def seed(*, tasks: int, big_steps: int, batch: int) -> dict[str, Any]:
     vacuumed = time.monotonic()
     # What the sweep does on its own over time: roll up the finished hours for the statistics.
     while rollups_advance(now=timezone.now()):
+        pass
+    while review_rollups_advance(now=timezone.now()):
         pass
     rollup_models = _rollup_models()
     with connection.cursor() as cur:
@@ -490,9 +493,10 @@ def _one_plain(sql: str) -> Any:
 
 
 def _rollup_models() -> tuple[Any, ...]:
+    from review.models import ReviewHourly, ReviewRolledHour, ReviewTimeHourly
     from tasks.rollups import ROLLUP_MODELS
 
-    return ROLLUP_MODELS
+    return (*ROLLUP_MODELS, ReviewHourly, ReviewTimeHourly, ReviewRolledHour)
 
 
 def _big_tables() -> tuple[Any, ...]:
@@ -624,6 +628,8 @@ def measure(
             ("stats", "failure statistics, 24 h"): "/stats/failures/?since=24h",
             ("stats", "failure statistics, 7 days"): "/stats/failures/?since=7d",
             ("stats", "failure statistics, 30 days"): "/stats/failures/?since=30d",
+            ("stats", "review SLAs, 24 h"): "/stats/reviews/?since=24h",
+            ("stats", "review SLAs, 30 days"): "/stats/reviews/?since=30d",
             (None, "overview"): "/",
         }
         samples = sample_interleaved(
