@@ -24,7 +24,7 @@ from django.db.models.functions import Trunc
 from dashboard.windows import Window
 from review.models import ReviewRequest, ReviewStatus
 from review.rollups import review_sla
-from tasks.errors import error_normalise
+from tasks.errors import CANCELED_ERROR, error_normalise
 from tasks.models import (
     TaskHourly,
     TaskWaitHourly,
@@ -35,6 +35,7 @@ from tasks.models import (
     ToolCallStepHourly,
 )
 from tasks.rollups import (
+    CANCELED_CALL,
     FAILED_CALL,
     SETTLED_CALL,
     TASK_KEYS,
@@ -45,6 +46,7 @@ from tasks.rollups import (
     in_ranges,
     log_bucket,
     rolled_span,
+    settled_calls,
     task_aggregates,
     wait_histogram,
 )
@@ -81,7 +83,12 @@ def window_parts(window: Window) -> WindowParts:
 
 
 def _settled_calls(parts: WindowParts):
-    return ToolCall.objects.filter(in_ranges("created_at", parts.raw), status__in=SETTLED_CALL)
+    return settled_calls(ToolCall.objects.filter(in_ranges("created_at", parts.raw)))
+
+
+# The roll-up rows of calls with a tool outcome (ToolCallHourly keeps canceled calls apart by
+# status and error class; the step and duration roll-ups never hold them).
+_ROLLED_SETTLED = ~CANCELED_CALL
 
 
 def _rolled(
@@ -205,6 +212,7 @@ def failure_rate_over_time(
         ToolCallHourly,
         parts,
         keys=("tool", "bucket"),
+        where=_ROLLED_SETTLED,
         bucket=Trunc("hour", window.bucket),
         **_rolled_counts(),
     )
@@ -226,7 +234,7 @@ def error_heatmap(window: Window, *, parts: WindowParts | None = None) -> list[d
         ToolCallHourly,
         parts,
         keys=("tool", "error_class"),
-        where=Q(status__in=FAILED_CALL),
+        where=Q(status__in=FAILED_CALL) & _ROLLED_SETTLED,
         failed=Sum("calls"),
     )
     return _merge([*raw, *rolled], ("tool", "error_class"), ("failed",))
@@ -247,7 +255,7 @@ def retry_distribution(window: Window, *, parts: WindowParts | None = None) -> l
         ToolCallHourly,
         parts,
         keys=("attempts",),
-        where=Q(attempts__gte=1),
+        where=Q(attempts__gte=1) & _ROLLED_SETTLED,
         calls=Sum("calls"),
         succeeded=Sum("calls", filter=Q(status=S.SUCCEEDED)),
     )
@@ -282,7 +290,7 @@ WITH ranked AS (
            COUNT(*) OVER (PARTITION BY tool) AS n
     FROM {table}
     WHERE created_at >= %s AND created_at < %s AND duration_ms IS NOT NULL
-      AND status IN ({statuses})
+      AND status IN ({statuses}) AND NOT (status = %s AND error_class = %s)
 ), marks AS (
     SELECT tool, d, i, n, (n - 1) * 0.5 AS p50, (n - 1) * 0.95 AS p95 FROM ranked
 ), bounds AS (
@@ -303,7 +311,8 @@ FROM bounds ORDER BY tool
 
 
 def sqlite_percentiles_sql(*, table: str, statuses: int) -> str:
-    """The SQLite query, parameters: since, until, then `statuses` status values."""
+    """The SQLite query, parameters: since, until, `statuses` status values, then the status
+    and error class of a canceled call (left out)."""
     return _SQLITE_PERCENTILES.format(table=table, statuses=", ".join(["%s"] * statuses))
 
 
@@ -380,7 +389,7 @@ def duration_percentiles(
         table=connection.ops.quote_name(ToolCall._meta.db_table), statuses=len(SETTLED_CALL)
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [window.since, window.until, *SETTLED_CALL])
+        cursor.execute(sql, [window.since, window.until, *SETTLED_CALL, S.FAILED, CANCELED_ERROR])
         return [
             {"tool": tool, "calls": n, "p50_ms": round(p50, 3), "p95_ms": round(p95, 3)}
             for tool, n, p50, p95 in cursor.fetchall()

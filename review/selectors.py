@@ -45,7 +45,7 @@ from review.models import (
 )
 from review.transports import LEGACY_WEBHOOK, LegacyWebhook, transport_for
 from tasks.canonical import canonical_hash
-from tasks.errors import NotFound
+from tasks.errors import CANCELED_ERROR, NotFound
 from tasks.models import ToolCallStatus
 from tasks.selectors import user_can_view, user_in_group
 from tasks.tools.mcp import MCP_DEFAULT_HINTS
@@ -474,7 +474,8 @@ def standing_rules(*, ids: list[Any] | None = None) -> QuerySet[ReviewRule]:
     linked to it (exact: each allowance is a review of kind `standing_rule`, each call that
     matched while it could not allow is a human's review):
 
-    - `allowed`: calls it allowed; of those `failed` (settled failed or timed out),
+    - `allowed`: calls it allowed; of those `failed` (settled failed or timed out; not a
+      call an operator's cancel stopped),
       `unknown_outcome` (a human had to say whether it took effect), `rolled_back`;
     - `asked_human`: calls it matched while paused (or unable to stand in); of those the
       human `edited` or `rejected`."""
@@ -493,7 +494,8 @@ def standing_rules(*, ids: list[Any] | None = None) -> QuerySet[ReviewRule]:
                         ToolCallStatus.FAILED,
                         ToolCallStatus.TIMED_OUT,
                     ]
-                ),
+                )
+                & ~Q(reviews__tool_call__error_class=CANCELED_ERROR),
                 distinct=True,
             ),
             unknown_outcome=Count(

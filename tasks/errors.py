@@ -46,6 +46,11 @@ def error_fingerprint(error_class: str, message: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+# The error class of a tool call (and a task) stopped because an operator canceled the task: an
+# operator's decision, never counted as the tool's failure (tasks.rollups.settled_calls).
+CANCELED_ERROR = "canceled"
+
+
 class ToolError(Exception):
     """A tool's own failure. `error_class` classifies it for retry decisions:
     `transient` (worth retrying: timeouts, rate limits, connection errors, 5xx) or

@@ -29,6 +29,7 @@ from django.db import transaction
 from django.db.models import Count, F, FloatField, Max, Min, Q, QuerySet, Sum, Value
 from django.db.models.functions import Floor, Greatest, Ln, Trunc
 
+from tasks.errors import CANCELED_ERROR
 from tasks.models import (
     RolledHour,
     SweepRun,
@@ -47,6 +48,11 @@ S = ToolCallStatus
 FAILED_CALL = (S.FAILED, S.TIMED_OUT, S.UNKNOWN_OUTCOME)
 # Calls with an outcome. Denied / rejected calls are policy decisions, not tool failures.
 SETTLED_CALL = (S.SUCCEEDED, *FAILED_CALL)
+# A call stopped because an operator canceled its task: `failed` with this error class, but an
+# operator's decision, not the tool's failure. Every statistic leaves it out (`settled_calls`),
+# like denied and rejected calls. Both columns are in ToolCall's `toolcall_stats` index and in
+# ToolCallHourly's key, so the filter costs no heap access.
+CANCELED_CALL = Q(status=S.FAILED, error_class=CANCELED_ERROR)
 # Statuses no call leaves again (an unknown outcome is settled for the statistics but an
 # operator's decision may still turn it into a success or a failure).
 FINAL_CALL = (S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.DENIED, S.REJECTED)
@@ -122,6 +128,17 @@ def in_ranges(field: str, ranges: tuple[tuple[datetime, datetime], ...]) -> Q:
     return where
 
 
+def settled_calls(calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
+    """The calls of `calls` with an outcome of the tool: settled, and not stopped by a cancel."""
+    return calls.filter(status__in=SETTLED_CALL).exclude(CANCELED_CALL)
+
+
+def calls_failed_q() -> Q:
+    """A call that failed (not canceled) or needed more than one attempt: a task with one did
+    not succeed cleanly (`Task.calls_failed`)."""
+    return (Q(status__in=FAILED_CALL) & ~CANCELED_CALL) | Q(attempts__gt=1)
+
+
 def finished_tasks(ranges: tuple[tuple[datetime, datetime], ...]) -> QuerySet[Task]:
     """Tasks in a terminal status whose `finished_at` is in one of `ranges` ([since, until))."""
     return Task.objects.filter(in_ranges("finished_at", ranges), status__in=TERMINAL)
@@ -159,7 +176,7 @@ def hours_roll(*, start: datetime, stop: datetime, now: datetime) -> None:
     """Replace the roll-up rows of the hours in [start, stop) (hour-aligned) by aggregates of
     their tool calls and finished tasks, in one transaction."""
     calls = ToolCall.objects.filter(created_at__gte=start, created_at__lt=stop)
-    settled = calls.filter(status__in=SETTLED_CALL).annotate(hour=_hour_of("created_at"))
+    settled = settled_calls(calls).annotate(hour=_hour_of("created_at"))
     by_key = settled.values("hour", "tool", "status", "error_class", "attempts").annotate(
         n=Count("*")
     )

@@ -15,7 +15,7 @@ import django_rq
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
@@ -24,7 +24,7 @@ from tasks.agent_state import AgentState
 from tasks.errors import NotFound, error_fingerprint
 from tasks.events import EventType
 from tasks.models import ApiToken, AuditEntry, SweepRun, Task, TaskEvent, ToolCall
-from tasks.rollups import FAILED_CALL, rollups_task_reopened
+from tasks.rollups import calls_failed_q, rollups_task_reopened
 from tasks.selectors import access_task
 from tasks.spec import ModelEndpointError, TaskSpec, model_endpoint
 from tasks.states import (
@@ -244,9 +244,7 @@ def _derived_fields(*, task: Task, frm: str, to: str, now: datetime) -> dict[str
         updates["finished_at"] = now
         updates["cancel_requested"] = False
         updates["calls_failed"] = (
-            ToolCall.objects.filter(task_id=task.id)
-            .filter(Q(status__in=FAILED_CALL) | Q(attempts__gt=1))
-            .exists()
+            ToolCall.objects.filter(task_id=task.id).filter(calls_failed_q()).exists()
         )
     if to == TaskStatus.RUNNING and task.started_at is None:
         updates["started_at"] = now

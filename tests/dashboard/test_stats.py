@@ -154,12 +154,19 @@ def test_sqlite_percentiles_match_postgresql():
     """The SQLite fallback (window functions) gives percentile_cont's numbers."""
     db = sqlite3.connect(":memory:")
     db.execute(
-        'CREATE TABLE "tasks_toolcall" (tool TEXT, duration_ms REAL, created_at TEXT, status TEXT)'
+        'CREATE TABLE "tasks_toolcall" '
+        "(tool TEXT, duration_ms REAL, created_at TEXT, status TEXT, error_class TEXT)"
     )
-    rows = [("a", d) for d in (10, 20, 30, 40)] + [("b", d) for d in (100, 200, 300, 400, 7)]
-    db.executemany("INSERT INTO tasks_toolcall VALUES (?, ?, '2026-01-01', 'succeeded')", rows)
-    sql = stats.sqlite_percentiles_sql(table='"tasks_toolcall"', statuses=1).replace("%s", "?")
-    result = db.execute(sql, ["2025-01-01", "2027-01-01", "succeeded"]).fetchall()
+    rows = [("a", d, "succeeded", "") for d in (10, 20, 30, 40)] + [
+        ("b", d, "succeeded", "") for d in (100, 200, 300, 400, 7)
+    ]
+    # A call stopped by a cancel: not the tool's duration, left out.
+    rows.append(("a", 5000, "failed", "canceled"))
+    db.executemany("INSERT INTO tasks_toolcall VALUES (?, ?, '2026-01-01', ?, ?)", rows)
+    sql = stats.sqlite_percentiles_sql(table='"tasks_toolcall"', statuses=2).replace("%s", "?")
+    result = db.execute(
+        sql, ["2025-01-01", "2027-01-01", "succeeded", "failed", "failed", "canceled"]
+    ).fetchall()
     # percentile_cont over b = [7, 100, 200, 300, 400]: p50 = 200, p95 = 300 + 0.8 * 100.
     assert [(t, n, round(p50, 6), round(p95, 6)) for t, n, p50, p95 in result] == [
         ("a", 4, 25.0, 38.5),
