@@ -30,6 +30,9 @@ class TaskOutcomesOut(Schema):
     # Of `succeeded`: without any failed or retried tool call, and after some.
     succeeded_clean: int
     succeeded_after_failed_calls: int
+    # Successes after a person rejected a call / approved one with edited arguments.
+    succeeded_with_rejected_calls: int
+    succeeded_with_edited_calls: int
     failed: int
     canceled: int
     failure_rate: float | None

@@ -486,11 +486,19 @@ def failure_groups(
     ]
 
 
-_TOTALS = ("tasks", "waited_review", "review_wait_sum", "waited_held", "held_wait_sum")
+_TOTALS = (
+    "tasks",
+    "with_rejected",
+    "with_edited",
+    "waited_review",
+    "review_wait_sum",
+    "waited_held",
+    "held_wait_sum",
+)
 
 
 def task_totals(window: Window, *, parts: WindowParts | None = None) -> list[dict[str, Any]]:
-    """[{status, calls_failed, tasks, waited_*, *_wait_sum}] over the tasks that finished in
+    """[{status, calls_failed, tasks, with_*, waited_*, *_wait_sum}] over the tasks that finished in
     the window: what task_outcomes and human_waits sum (pass it to both to read it once)."""
     return _task_groups(parts or window_parts(window), ("status", "calls_failed"), _TOTALS)
 
@@ -499,13 +507,15 @@ def task_outcomes(
     window: Window, *, parts: WindowParts | None = None, totals: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """Tasks that reached a terminal state in the window: counts per status, successes split
-    into clean ones and those after failed tool calls, and the failure rate
+    into clean ones and those after failed tool calls (and how many had a call a person
+    rejected or edited), and the failure rate
     failed / (succeeded + failed) — operator cancels are not agent failures."""
     if totals is None:
         totals = task_totals(window, parts=parts)
     counts: dict[tuple[str, bool], int] = {
         (row["status"], row["calls_failed"]): row["tasks"] for row in totals
     }
+    succeeded_rows = [row for row in totals if row["status"] == TaskStatus.SUCCEEDED]
 
     def count(status: str) -> int:
         return counts.get((status, False), 0) + counts.get((status, True), 0)
@@ -521,6 +531,9 @@ def task_outcomes(
         "succeeded": succeeded,
         "succeeded_clean": succeeded - after_failures,
         "succeeded_after_failed_calls": after_failures,
+        # Successes after a person rejected a call, or approved one with edited arguments.
+        "succeeded_with_rejected_calls": sum(row["with_rejected"] for row in succeeded_rows),
+        "succeeded_with_edited_calls": sum(row["with_edited"] for row in succeeded_rows),
         "failed": failed,
         "canceled": count(TaskStatus.CANCELED),
         "failure_rate": rate,

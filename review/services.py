@@ -57,6 +57,7 @@ from tasks.services import (
     event_record,
     task_enqueue,
     task_lock,
+    task_review_outcome_count,
     task_transition,
     toolcall_transition,
 )
@@ -715,6 +716,10 @@ def _settle(
         "approved_arguments": approved,
         "edited": approved is not None and approved != review.original_arguments,
     }
+    # The task says so once it ends ("succeeded · 1 call rejected").
+    task_review_outcome_count(
+        task_id=task.id, rejected=status == ReviewStatus.REJECTED, edited=payload["edited"]
+    )
     review_transition(
         review=review,
         to=status,

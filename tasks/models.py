@@ -46,6 +46,12 @@ class Task(models.Model):
     # task_transition on entering a terminal status): the statistics tell a clean success from
     # one that needed failed calls without probing the ledger for every finished task.
     calls_failed = models.BooleanField(default=False)
+    # Calls of the task a person rejected, and approved with edited arguments: counted by the
+    # review service in the decision's transaction (`task_review_outcome_count`), so the task's
+    # page, its list row, the API and the statistics say "succeeded · 1 call rejected" without
+    # a query per task. Not indexed, and never written by the worker.
+    calls_rejected = models.PositiveIntegerField(default=0)
+    calls_edited = models.PositiveIntegerField(default=0)
 
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -152,6 +158,16 @@ class Task(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def review_notes(self) -> list[str]:
+        """What people changed about the run, as the page and the list say it after the
+        status: ["1 call rejected", "2 calls edited"]."""
+        notes = []
+        for count, what in ((self.calls_rejected, "rejected"), (self.calls_edited, "edited")):
+            if count:
+                notes.append(f"{count} call{'s' if count != 1 else ''} {what}")
+        return notes
 
     @property
     def workspace_path(self):
@@ -382,9 +398,10 @@ class ToolCallDurationHourly(models.Model):
 
 class TaskHourly(models.Model):
     """Tasks that finished (terminal status) per hour of `finished_at` × status × error class ×
-    error fingerprint × `calls_failed`: the statistics' task outcomes, failure groups and error
-    mix, and the time those tasks waited for a human — for a review and, apart from it, held
-    by an operator (`waited_review` / `waited_held`: how many waited at all)."""
+    error fingerprint × `calls_failed`: the statistics' task outcomes (with how many had a call
+    rejected or edited by a person), failure groups and error mix, and the time those tasks
+    waited for a human — for a review and, apart from it, held by an operator
+    (`waited_review` / `waited_held`: how many waited at all)."""
 
     hour = models.DateTimeField()
     status = models.CharField(max_length=20)
@@ -397,6 +414,9 @@ class TaskHourly(models.Model):
     last_seen = models.DateTimeField()
     # max(error_message) of the group: the failure groups' sample message.
     sample = models.TextField(blank=True, default="")
+    # How many of the group's tasks had a call a person rejected / approved edited.
+    with_rejected = models.PositiveIntegerField(default=0)
+    with_edited = models.PositiveIntegerField(default=0)
     waited_review = models.PositiveIntegerField()
     review_wait_sum = models.FloatField()
     waited_held = models.PositiveIntegerField()

@@ -152,6 +152,8 @@ def task_aggregates() -> dict[str, Any]:
         "first_seen": Min("finished_at"),
         "last_seen": Max("finished_at"),
         "sample": Max("error_message"),
+        "with_rejected": Count("calls_rejected", filter=Q(calls_rejected__gt=0)),
+        "with_edited": Count("calls_edited", filter=Q(calls_edited__gt=0)),
         "waited_review": Count("review_wait_s", filter=Q(review_wait_s__gt=0)),
         "review_wait_sum": Sum("review_wait_s"),
         "waited_held": Count("held_wait_s", filter=Q(held_wait_s__gt=0)),

@@ -41,6 +41,9 @@ class TaskOut(Schema):
     redispatch_count: int
     retry_count: int
     rollback_count: int
+    # Calls a person rejected, and approved with edited arguments.
+    calls_rejected: int
+    calls_edited: int
     retry_at: datetime | None
     cancel_requested: bool
     head_checkpoint: UUID | None

@@ -893,6 +893,19 @@ def task_recovery_reset(*, task: Task, rollback: bool = False, step: int | None 
     )
 
 
+def task_review_outcome_count(*, task_id: Any, rejected: bool, edited: bool) -> None:
+    """A person rejected one of the task's calls, or approved it with edited arguments
+    (review.services, in the decision's transaction, the task row locked): count it on the
+    task (`calls_rejected`, `calls_edited`)."""
+    fields = {}
+    if rejected:
+        fields["calls_rejected"] = F("calls_rejected") + 1
+    if edited:
+        fields["calls_edited"] = F("calls_edited") + 1
+    if fields:
+        Task.objects.filter(id=task_id).update(**fields)
+
+
 def task_cancel_request(*, task_id: Any) -> None:
     """Ask the worker running the task to stop at its next boundary (the caller holds the row
     and records the event)."""
