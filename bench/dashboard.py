@@ -2,7 +2,8 @@
 
 Seeds PostgreSQL server-side (INSERT … SELECT over generate_series, no rows through Python):
 at full size 100,000 tasks spread over 30 days with ~2,000,000 checkpoints, ~5,000,000
-events, ~1,100,000 tool calls and ~22,000 reviews, plus one task of 1,000 steps. Then
+events, ~1,100,000 tool calls and ~22,000 reviews (with their deciders' first page views,
+decision receipts and notifications), plus one task of 1,000 steps. Then
 measures, through Django's test client as a logged-in operator (middleware, view, SQL and
 template rendering; no HTTP socket):
 
@@ -13,6 +14,8 @@ template rendering; no HTTP socket):
 - the failure statistics page over the last 24 hours, 7 days and 30 days (tool-call and task
   statistics from the sweep's hourly roll-ups, which the seed builds as the sweep would)
   — target p95 ≤ 500 ms;
+- the review SLA page over the last 24 hours and 30 days (the review roll-ups the seed builds
+  as the sweep would, and the reviews of the hours not rolled yet) — the same 500 ms;
 - the overview (informational).
 
 Seeding is bounded: batches of 5,000 tasks, each its own transaction; the secondary indexes
@@ -27,6 +30,7 @@ same at 1,000,000 tasks: bench/dashboard_large.py.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -56,6 +60,12 @@ TERMINAL_SQL = "('succeeded', 'failed', 'canceled')"
 TARGETS_MS = {"list": 100, "task": 300, "stats": 500}
 USER_PREFIX = "bench-dash-"
 CREATORS = 5
+# The seeded reviews: who decides them, the rules they matched and where they were decided.
+REVIEWERS = 4
+RULES = ["protected-config", "write-default", "execute-default", "network-egress", "secrets"]
+VIAS = ["page", "page", "page", "api", "slack", "email"]
+# Seeded decision receipts are numbered past any real one (they chain nothing).
+RECEIPT_SEQ = 10**12
 TOOLS = ["read_file", "write_file", "list_files", "run_command", "http_request", "search_text"]
 # (error class, message template): the seeded failures; %s is a varying number.
 FAILURES = [
@@ -148,6 +158,10 @@ def seed(*, tasks: int, big_steps: int, batch: int) -> dict[str, Any]:
     creators = [
         User.objects.get_or_create(username=f"{USER_PREFIX}{i}")[0].id for i in range(CREATORS)
     ]
+    reviewers = [
+        User.objects.get_or_create(username=f"{USER_PREFIX}reviewer-{i}")[0].id
+        for i in range(REVIEWERS)
+    ]
     classes = ", ".join(f"'{c}'" for c, _ in FAILURES)
     templates = ", ".join("'" + t.replace("'", "''") + "'" for _, t in FAILURES)
     prints = ", ".join(f"'{error_fingerprint(c, t % 7)}'" for c, t in FAILURES)
@@ -171,6 +185,7 @@ def seed(*, tasks: int, big_steps: int, batch: int) -> dict[str, Any]:
                     tasks=tasks,
                     big_steps=big_steps,
                     creators=creators,
+                    reviewers=reviewers,
                     superuser=superuser,
                     classes=classes,
                     templates=templates,
@@ -236,6 +251,7 @@ def _seed_batch(
     tasks: int,
     big_steps: int,
     creators: list[int],
+    reviewers: list[int],
     superuser: bool,
     classes: str,
     templates: str,
@@ -244,7 +260,6 @@ def _seed_batch(
 ) -> None:
     """Tasks number lo..hi-1 of 0..tasks, with their events, calls, checkpoints and reviews."""
     from checkpoints.models import Checkpoint
-    from review.models import ReviewRequest
     from tasks.models import Task, TaskEvent, ToolCall
 
     payload, checksum, size = checkpoint
@@ -464,25 +479,119 @@ def _seed_batch(
     )
     cur.execute(sql, params)
 
-    sql, params = _insert_select(
-        ReviewRequest,
-        {
-            "task_id": "c.task_id",
-            "tool_call_id": "c.id",
-            "tool": "c.tool",
-            "risk": "c.risk",
-            "status": "(ARRAY['approved','approved','rejected','expired','canceled'])"
-            "[mod(c.id, 5) + 1]",
-            "matched_rules": "'[\"protected-config\"]'::jsonb",
-            "original_arguments": "c.arguments",
-            "edited_arguments": "CASE WHEN mod(c.id, 5) = 1 THEN c.arguments END",
-            "requested_at": "c.created_at",
-            "expires_at": "c.created_at + interval '4 hours'",
-            "decided_at": "c.created_at + interval '3 minutes'",
-        },
-        f"{ToolCall._meta.db_table} c JOIN bd_task t ON t.id = c.task_id WHERE mod(c.id, 50) = 0",
+    _seed_reviews(cur, reviewers=reviewers)
+
+
+def _seed_reviews(cur: Any, *, reviewers: list[int]) -> None:
+    """One review per 50 tool calls of the batch, as the gate leaves them: rules, tools and
+    deciders spread, decision times from seconds to about an hour, most deciders having viewed
+    the page first, decisions made on the page, through the API, Slack or an email link, the
+    young ones still pending, and a few failed notifications."""
+    from review.models import DecisionReceipt, Notification, ReviewRequest, ReviewView
+    from tasks.models import ToolCall
+
+    rules = ", ".join(
+        "'" + json.dumps({"name": name, "action": "review", "source": "harness.yaml"}) + "'"
+        for name in RULES
     )
-    cur.execute(sql, params)
+    vias = ", ".join(f"'{via}'" for via in VIAS)
+    table = ReviewRequest._meta.db_table
+    cur.execute(
+        f"""
+        CREATE TEMP TABLE bd_review ON COMMIT DROP AS
+        SELECT nextval(pg_get_serial_sequence('{table}', 'id')) AS id, c.id AS call_id,
+               c.task_id, c.tool, c.risk, c.arguments, c.created_at AS at,
+               {_h("c.id / 50", 7919, 100)} AS r, {_h("c.id / 50", 104729, 1000)} AS jitter,
+               {_h("c.id / 50", 1299709, 100)} AS v, {_h("c.id / 50", 15485863, 120)} AS s,
+               (%s::int[])[{_h("c.id / 50", 48611, REVIEWERS)} + 1] AS reviewer
+        FROM {ToolCall._meta.db_table} c JOIN bd_task t ON t.id = c.task_id
+        WHERE mod(c.id, 50) = 0;
+        ALTER TABLE bd_review ADD COLUMN status text, ADD COLUMN decided_at timestamptz,
+            ADD COLUMN rules jsonb;
+        UPDATE bd_review SET
+            status = CASE WHEN at > now() - interval '3 hours' AND r < 50 THEN 'pending'
+                WHEN r < 45 THEN 'approved' WHEN r < 65 THEN 'rejected'
+                WHEN r < 85 THEN 'expired' ELSE 'canceled' END,
+            rules = CASE WHEN mod(s, 7) = 0
+                THEN jsonb_build_array((ARRAY[{rules}]::jsonb[])[mod(s, {len(RULES)}) + 1],
+                                       (ARRAY[{rules}]::jsonb[])[mod(s + 1, {len(RULES)}) + 1])
+                ELSE jsonb_build_array((ARRAY[{rules}]::jsonb[])[mod(s, {len(RULES)}) + 1]) END;
+        UPDATE bd_review SET decided_at = CASE status WHEN 'pending' THEN NULL
+            WHEN 'expired' THEN at + interval '4 hours'
+            ELSE at + make_interval(secs => 5 + jitter * jitter / 250.0) END;
+        ANALYZE bd_review;""",
+        [reviewers],
+    )
+    human = "status IN ('approved', 'rejected')"
+    for model, exprs, source in (
+        (
+            ReviewRequest,
+            {
+                "id": "id",
+                "task_id": "task_id",
+                "tool_call_id": "call_id",
+                "tool": "tool",
+                "risk": "risk",
+                "status": "status",
+                "matched_rules": "rules",
+                "original_arguments": "arguments",
+                "edited_arguments": "CASE WHEN status = 'approved' AND mod(v, 6) = 1 "
+                "THEN arguments END",
+                "requested_at": "at",
+                "expires_at": "at + interval '4 hours'",
+                "decided_at": "decided_at",
+                "decided_by_id": f"CASE WHEN {human} THEN reviewer END",
+            },
+            "bd_review",
+        ),
+        (
+            # Three deciders in four viewed the page first, 40% of the way to their decision.
+            ReviewView,
+            {
+                "review_id": "id",
+                "user_id": "reviewer",
+                "first_viewed_at": "at + (decided_at - at) * 0.4",
+            },
+            f"bd_review WHERE {human} AND v < 75",
+        ),
+        (
+            DecisionReceipt,
+            {
+                "seq": f"{RECEIPT_SEQ} + id",
+                "at": "decided_at",
+                "review_id": "id",
+                "task_id": "task_id",
+                "decision": "CASE status WHEN 'approved' THEN 'approve' ELSE 'reject' END",
+                "via": f"(ARRAY[{vias}])[mod(s, {len(VIAS)}) + 1]",
+                "actor": f"'{USER_PREFIX}reviewer'",
+                "actor_user_id": "reviewer",
+                "subject": "jsonb_build_object('tool', tool)",
+                "prev_hash": "''",
+                "hash": "md5(id::text) || md5('receipt ' || id)",
+            },
+            f"bd_review WHERE {human}",
+        ),
+        (
+            # Every review notified one channel; one send in forty failed for good.
+            Notification,
+            {
+                "review_id": "id",
+                "channel": "'ops-mail'",
+                "kind": "'email'",
+                "event": "'review.requested'",
+                "status": "CASE WHEN mod(jitter, 40) = 3 THEN 'failed' ELSE 'sent' END",
+                "attempts": "CASE WHEN mod(jitter, 40) = 3 THEN 5 ELSE 1 END",
+                "last_error": "CASE WHEN mod(jitter, 40) = 3 THEN 'SMTP 451' ELSE '' END",
+                "created_at": "at",
+                "last_attempt_at": "at + interval '2 seconds'",
+                "sent_at": "CASE WHEN mod(jitter, 40) = 3 THEN NULL "
+                "ELSE at + interval '2 seconds' END",
+            },
+            "bd_review",
+        ),
+    ):
+        sql, params = _insert_select(model, exprs, source)
+        cur.execute(sql, params)
 
 
 def _one_plain(sql: str) -> Any:
@@ -501,10 +610,18 @@ def _rollup_models() -> tuple[Any, ...]:
 
 def _big_tables() -> tuple[Any, ...]:
     from checkpoints.models import Checkpoint
-    from review.models import ReviewRequest
+    from review.models import DecisionReceipt, Notification, ReviewRequest, ReviewView
     from tasks.models import TaskEvent, ToolCall
 
-    return (TaskEvent, ToolCall, Checkpoint, ReviewRequest)
+    return (
+        TaskEvent,
+        ToolCall,
+        Checkpoint,
+        ReviewRequest,
+        ReviewView,
+        DecisionReceipt,
+        Notification,
+    )
 
 
 def _secondary_indexes(models: tuple[Any, ...]) -> list[str]:
@@ -523,6 +640,10 @@ def _secondary_indexes(models: tuple[Any, ...]) -> list[str]:
         return [row[0] for row in cur.fetchall()]
 
 
+def _has_task_id(model: Any) -> bool:
+    return any(field.attname == "task_id" for field in model._meta.concrete_fields)
+
+
 def _one(cur: Any, sql: str, params: list[Any] | None = None) -> Any:
     cur.execute(sql, params or [])
     return cur.fetchone()[0]
@@ -534,6 +655,7 @@ def cleanup() -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
+    from review.models import DecisionReceipt, ReviewRequest
     from tasks.models import (
         AuditEntry,
         Task,
@@ -545,8 +667,15 @@ def cleanup() -> None:
         return
     owned = f"SELECT id FROM {Task._meta.db_table} WHERE created_by_id = ANY(%s)"
     rollups = _rollup_models()
-    # The rows hanging off the seed's tasks, deleted before them.
-    owned_by_tasks = (*_big_tables(), AuditEntry)
+    # The rows hanging off the seed's tasks (or off their reviews), deleted before them; the
+    # seeded receipts hang off nothing and are told by their numbers.
+    # (Those hanging off reviews first: they are found through their reviews.)
+    owned_by_tasks = sorted(
+        (model for model in (*_big_tables(), AuditEntry) if model is not DecisionReceipt),
+        key=_has_task_id,
+    )
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {DecisionReceipt._meta.db_table} WHERE seq > %s", [RECEIPT_SEQ])
     if not Task.objects.exclude(created_by_id__in=ids).exists():
         # Every task (and so every row hanging off one) is the seed's: emptying the tables
         # takes seconds where deleting tens of millions of rows takes many minutes and
@@ -557,6 +686,7 @@ def cleanup() -> None:
             cur.execute(f"TRUNCATE {tables} CASCADE")
         User.objects.filter(id__in=ids).delete()
         return
+    reviews = f"SELECT id FROM {ReviewRequest._meta.db_table} WHERE task_id IN ({owned})"
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute(
             f"UPDATE {Task._meta.db_table} SET head_checkpoint_id = NULL "
@@ -564,7 +694,8 @@ def cleanup() -> None:
             [ids],
         )
         for model in owned_by_tasks:
-            cur.execute(f"DELETE FROM {model._meta.db_table} WHERE task_id IN ({owned})", [ids])
+            rows = f"task_id IN ({owned})" if _has_task_id(model) else f"review_id IN ({reviews})"
+            cur.execute(f"DELETE FROM {model._meta.db_table} WHERE {rows}", [ids])
         cur.execute(f"DELETE FROM {Task._meta.db_table} WHERE created_by_id = ANY(%s)", [ids])
         # The roll-ups now count deleted calls: drop them all; the sweep rebuilds them from
         # the calls that remain (rolling is idempotent).
