@@ -13,7 +13,9 @@ The sweep rolls each hour once it ended ROLL_LAG ago into ReviewHourly / ReviewT
 (`review_rollups_advance`). An hour is marked stale when one of its reviews is decided or
 expired (review_transition), first viewed (review_viewed) or has a notification fail, and
 rolled again; an hour with reviews still pending is also rolled again every RESETTLE_EVERY
-while it is younger than RESETTLE_WITHIN. The statistics read the rolled hours and the rest of
+while it is younger than RESETTLE_WITHIN. A roll holds the review roll lock, and marking an
+hour stale waits for it, so a change committed during a roll is rolled by the next sweep. The
+statistics read the rolled hours and the rest of
 the window (its ragged start, the hours not rolled yet) from the reviews themselves, through the
 same aggregation, so both agree.
 """
@@ -27,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Max, Min, OuterRef, Q, Subquery
+from django.db.models import Count, Max, Min, OuterRef, Subquery
 from django.utils import timezone
 
 from review.models import (
@@ -44,16 +46,13 @@ from review.models import (
 from tasks.rollups import (
     BUCKETS_PER_DOUBLING,
     HOUR,
-    MAX_HOURS_PER_RUN,
-    MAX_RESETTLE_PER_RUN,
     MIN_BUCKETED,
-    RESETTLE_EVERY,
-    RESETTLE_WITHIN,
-    ROLL_LAG,
     bucket_value,
     hour_ceil,
     hour_floor,
+    hours_advance,
     in_ranges,
+    roll_lock,
 )
 
 DIMS = ("rule", "tool", "operator", "via")
@@ -68,6 +67,8 @@ COUNTS = (
     "unviewed",
 )
 TIMES = ("first_view", "decision", "on_page")
+# The lock a review roll holds, and a change marking an hour stale waits for (roll_lock).
+REVIEW_ROLL_LOCK = "review-rollups"
 # Decisions made by a person (a standing rule, the sweep or a recovery decides for nobody).
 HUMAN = (ReviewStatus.APPROVED, ReviewStatus.REJECTED, ReviewStatus.RESPONDED)
 
@@ -89,8 +90,15 @@ def review_viewed(*, review: ReviewRequest, user: Any, now: datetime | None = No
 
 
 def review_rollups_stale(*, requested_at: datetime) -> None:
-    """A review opened at `requested_at` changed: roll its hour again."""
-    ReviewRolledHour.objects.filter(hour=hour_floor(requested_at)).update(stale=True)
+    """A review opened at `requested_at` changed: roll its hour again.
+
+    Holds the review roll lock until the (caller's) transaction ends, so that no roll can read
+    the review before the change and then record the hour as fresh: a roll that already ran
+    left a row to mark, a roll that runs next reads the change (as the task roll-ups'
+    rollups_task_reopened)."""
+    with transaction.atomic():
+        roll_lock(name=REVIEW_ROLL_LOCK, wait=True)
+        ReviewRolledHour.objects.filter(hour=hour_floor(requested_at)).update(stale=True)
 
 
 # --- aggregation -------------------------------------------------------------------------------
@@ -162,15 +170,16 @@ def _fold(
         keys += [("tool", fact["tool"]), ("operator", decider)]
         if human:
             keys.append(("via", fact["via"] or ""))
+        # Integers, not booleans: a key of one review shows its counts as they are.
         add = Counter(
             opened=1,
-            decided=human,
-            approved=status == ReviewStatus.APPROVED,
-            rejected=status == ReviewStatus.REJECTED,
-            expired=status == ReviewStatus.EXPIRED,
-            edited=status == ReviewStatus.APPROVED and fact["edited_arguments"] is not None,
+            decided=int(human),
+            approved=int(status == ReviewStatus.APPROVED),
+            rejected=int(status == ReviewStatus.REJECTED),
+            expired=int(status == ReviewStatus.EXPIRED),
+            edited=int(status == ReviewStatus.APPROVED and fact["edited_arguments"] is not None),
             notifications_failed=fact["failed"] or 0,
-            unviewed=human and not viewed,
+            unviewed=int(human and not viewed),
         )
         times: dict[str, float] = {}
         if fact["first_view"] is not None:
@@ -190,7 +199,9 @@ def _fold(
 
 
 def review_hours_roll(*, start: datetime, stop: datetime, now: datetime) -> None:
-    """Replace the roll-up rows of the hours in [start, stop) (hour-aligned)."""
+    """Replace the roll-up rows of the hours in [start, stop) (hour-aligned). Called under the
+    review roll lock (review_rollups_advance), so that its reads and writes are one
+    transaction no change can slip between unmarked."""
     counts, hists, _ = _fold(_facts(((start, stop),)), hourly=True)
     pending = Counter(
         hour_floor(at)
@@ -223,32 +234,29 @@ def review_hours_roll(*, start: datetime, stop: datetime, now: datetime) -> None
 
 def review_rollups_advance(*, now: datetime) -> int:
     """The sweep's step: roll the next finished hours of reviews, then the stale ones and the
-    young ones with pending reviews. Returns how many hours were rolled."""
-    end = hour_floor(now - ROLL_LAG)
-    last = ReviewRolledHour.objects.order_by("-hour").values_list("hour", flat=True).first()
-    if last is None:
-        first = ReviewRequest.objects.order_by("requested_at").values_list(
-            "requested_at", flat=True
-        )
-        oldest = first.first()
-        if oldest is None:
+    young ones with pending reviews. Returns how many hours were rolled. Safe to run from
+    several sweepers at once (one rolls, the others skip)."""
+    with transaction.atomic():
+        if not roll_lock(name=REVIEW_ROLL_LOCK):
             return 0
-        start = hour_floor(oldest)
-    else:
-        start = last + HOUR
-    stop = min(end, start + MAX_HOURS_PER_RUN * HOUR)
-    rolled = 0
-    if start < stop:
-        review_hours_roll(start=start, stop=stop, now=now)
-        rolled += int((stop - start) / HOUR)
-    again = ReviewRolledHour.objects.filter(
-        Q(stale=True)
-        | Q(pending__gt=0, hour__gte=now - RESETTLE_WITHIN, rolled_at__lte=now - RESETTLE_EVERY)
-    ).order_by("rolled_at", "hour")[:MAX_RESETTLE_PER_RUN]
-    for hour in list(again.values_list("hour", flat=True)):
-        review_hours_roll(start=hour, stop=hour + HOUR, now=now)
-        rolled += 1
-    return rolled
+        last = ReviewRolledHour.objects.order_by("-hour").values_list("hour", flat=True).first()
+        if last is None:
+            first = ReviewRequest.objects.order_by("requested_at").values_list(
+                "requested_at", flat=True
+            )
+            oldest = first.first()
+            if oldest is None:
+                return 0
+            start = hour_floor(oldest)
+        else:
+            start = last + HOUR
+        return hours_advance(
+            start=start,
+            now=now,
+            rolled=ReviewRolledHour,
+            open_field="pending",
+            roll=review_hours_roll,
+        )
 
 
 # --- reads -------------------------------------------------------------------------------------

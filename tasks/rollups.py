@@ -22,11 +22,12 @@ the part of an hour at its start and the hours not rolled yet at its end — fro
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, F, FloatField, Max, Min, Q, QuerySet, Sum, Value
+from django.db.models import Count, F, FloatField, Max, Min, Model, Q, QuerySet, Sum, Value
 from django.db.models.functions import Floor, Greatest, Ln, Trunc
 
 from tasks.errors import CANCELED_ERROR
@@ -67,7 +68,9 @@ MAX_RESETTLE_PER_RUN = 48
 # of two, so a bucket's geometric middle is within 2^(1/16) - 1 ≈ 4.4% of every value in it.
 BUCKETS_PER_DOUBLING = 8
 MIN_BUCKETED = 0.001
-_LOCK_NAME = "rollups"
+# The SweepRun rows whose lock a roll holds (roll_lock): the task roll-ups' and the review
+# roll-ups' (review.rollups).
+ROLL_LOCK = "rollups"
 
 # Every table a roll of an hour replaces (RolledHour, the record of the roll, last).
 ROLLUP_MODELS = (
@@ -246,14 +249,14 @@ def hours_roll(*, start: datetime, stop: datetime, now: datetime) -> None:
         )
 
 
-def _roll_lock(*, wait: bool = False) -> bool:
-    """Take the roll-up lock for the current transaction; False if another transaction holds
-    it (or, with `wait`, block until it is free). Lock contract: the SweepRun row named
-    "rollups" (select_for_update); taken after any task row."""
+def roll_lock(*, name: str = ROLL_LOCK, wait: bool = False) -> bool:
+    """Take the roll-up lock `name` for the current transaction; False if another transaction
+    holds it (or, with `wait`, block until it is free). Lock contract: the SweepRun row named
+    `name` (select_for_update); taken after any task or review row."""
     SweepRun.objects.get_or_create(
-        name=_LOCK_NAME, defaults={"started_at": _epoch(), "finished_at": _epoch()}
+        name=name, defaults={"started_at": _epoch(), "finished_at": _epoch()}
     )
-    rows = SweepRun.objects.filter(name=_LOCK_NAME)
+    rows = SweepRun.objects.filter(name=name)
     if wait:
         return rows.select_for_update().exists()
     return rows.select_for_update(skip_locked=True).exists()
@@ -266,7 +269,7 @@ def rollups_task_reopened(*, finished_at: datetime) -> None:
     Holds the roll-up lock until the transaction ends, so that no roll can read the task as
     finished and then record the hour as fresh: a roll that already ran left a row to mark, a
     roll that runs next reads the task reopened."""
-    _roll_lock(wait=True)
+    roll_lock(wait=True)
     RolledHour.objects.filter(hour=hour_floor(finished_at)).update(stale=True)
 
 
@@ -279,9 +282,8 @@ def rollups_advance(*, now: datetime) -> int:
     that had unsettled calls. Returns how many hours were rolled. Safe to run from several
     sweepers at once (one rolls, the others skip)."""
     with transaction.atomic():
-        if not _roll_lock():
+        if not roll_lock():
             return 0
-        end = hour_floor(now - ROLL_LAG)
         span = rolled_span()
         if span is None:
             oldest = [
@@ -293,20 +295,34 @@ def rollups_advance(*, now: datetime) -> int:
             start = hour_floor(min(at for at in oldest if at is not None))
         else:
             start = span[1]
-        stop = min(end, start + MAX_HOURS_PER_RUN * HOUR)
-        rolled = 0
-        if start < stop:
-            hours_roll(start=start, stop=stop, now=now)
-            rolled += int((stop - start) / HOUR)
-        again = RolledHour.objects.filter(
-            Q(stale=True)
-            | Q(
-                unsettled__gt=0,
-                hour__gte=now - RESETTLE_WITHIN,
-                rolled_at__lte=now - RESETTLE_EVERY,
-            )
-        ).order_by("rolled_at", "hour")[:MAX_RESETTLE_PER_RUN]
-        for hour in list(again.values_list("hour", flat=True)):
-            hours_roll(start=hour, stop=hour + HOUR, now=now)
-            rolled += 1
-    return rolled
+        return hours_advance(
+            start=start, now=now, rolled=RolledHour, open_field="unsettled", roll=hours_roll
+        )
+
+
+def hours_advance(
+    *,
+    start: datetime,
+    now: datetime,
+    rolled: type[Model],
+    open_field: str,
+    roll: Callable[..., None],
+) -> int:
+    """Under the caller's roll lock: `roll` the finished hours from `start` (at most
+    MAX_HOURS_PER_RUN), then the `rolled` hours marked stale and the young ones that had
+    `open_field` things still open, oldest roll first. Returns how many hours were rolled."""
+    stop = min(hour_floor(now - ROLL_LAG), start + MAX_HOURS_PER_RUN * HOUR)
+    count = 0
+    if start < stop:
+        roll(start=start, stop=stop, now=now)
+        count += int((stop - start) / HOUR)
+    young_and_open = Q(
+        **{f"{open_field}__gt": 0},
+        hour__gte=now - RESETTLE_WITHIN,
+        rolled_at__lte=now - RESETTLE_EVERY,
+    )
+    again = rolled.objects.filter(Q(stale=True) | young_and_open).order_by("rolled_at", "hour")
+    for hour in list(again[:MAX_RESETTLE_PER_RUN].values_list("hour", flat=True)):
+        roll(start=hour, stop=hour + HOUR, now=now)
+        count += 1
+    return count

@@ -8,11 +8,14 @@ import csv
 import io
 import os
 import re
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from django.db import connection
 
+from review import rollups
 from review.models import Notification, ReviewRequest, ReviewRolledHour
 from review.notifications import notification_send
 from review.rollups import review_rollups_advance, review_sla
@@ -164,3 +167,60 @@ def test_a_bad_since_is_422_on_the_api_and_a_message_on_the_page(api_client, vie
     assert response.json()["errors"][0]["field"] == "since"
     page = page_client(viewer).get("/stats/reviews/", {"since": since})
     assert page.status_code == 200 and "since:" in page.content.decode()
+
+
+def test_a_decision_committed_while_its_hour_is_rolled_reaches_the_next_sweep(
+    harness_yaml, paused_review, operator, monkeypatch
+):
+    """The roll reads the review still pending; the operator's approval commits before the roll
+    does. The approval waits for the roll's lock and then marks the fresh hour stale, so the
+    very next sweep shows it (not a young-hours re-roll minutes later)."""
+    harness_yaml(CONFIG.split("notifications:")[0].replace("1h", "10h"))
+    with time_machine.travel(START, tick=False) as traveller:
+        review = paused_review()
+        traveller.move_to(START + timedelta(hours=3))
+        now = datetime.now(UTC)
+        decided: list[str] = []
+        backend: list[int] = []
+
+        def decide() -> None:
+            try:
+                with connection.cursor() as cur:
+                    cur.execute("SELECT pg_backend_pid()")
+                    backend.append(cur.fetchone()[0])
+                decided.append(approve(review, operator, via="page").status)
+            finally:
+                connection.close()
+
+        read_facts = rollups._facts
+        decider = threading.Thread(target=decide)
+
+        def facts_then_decide(ranges):
+            facts = list(read_facts(ranges))  # the roll has read the review as pending
+            decider.start()
+            # Until the approval committed, or waits on a lock the roll holds.
+            for _ in range(600):
+                decider.join(timeout=0.05)
+                if not decider.is_alive() or _waits_on_a_lock(backend):
+                    break
+            return facts
+
+        monkeypatch.setattr(rollups, "_facts", facts_then_decide)
+        assert review_rollups_advance(now=now) > 0
+        monkeypatch.undo()
+        decider.join(timeout=30)
+        assert decided == ["approved"]
+        # The next sweep at the same time: too soon for the young hours' re-roll.
+        review_rollups_advance(now=now)
+        raw = review_sla(since=now - timedelta(hours=24), until=now, rolled=False)
+        assert str(raw["rule"][0]["decided"]) == "1"  # a count (the API says 1, not true)
+        assert review_sla(since=now - timedelta(hours=24), until=now) == raw
+
+
+def _waits_on_a_lock(backend: list[int]) -> bool:
+    if not backend:
+        return False
+    with connection.cursor() as cur:
+        cur.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", backend)
+        row = cur.fetchone()
+    return row is not None and row[0] == "Lock"
