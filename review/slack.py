@@ -12,8 +12,13 @@ creator ban). Nobody else decides anything: an unknown Slack user, an email shar
 accounts, a viewer. A replayed request is the same user deciding again: `review_decide`
 refuses a second approval and any decision on a closed review.
 
-The answer (what was decided, or why nothing was) goes back as an ephemeral message to the
-request's `response_url`, and is the JSON body of the response."""
+The answer (what was decided, or why nothing was) is the JSON body of the response, and goes
+back as an ephemeral message to the request's `response_url` only if that is on Slack's own
+host (hooks.slack.com, or the host of HARNESS_SLACK_API_URL): the URL comes inside the request,
+and the harness posts to no other host on a request's say.
+
+Not done: a stored nonce per request within the five minutes. A request replayed in that window
+is the same user deciding again, which review_decide refuses."""
 
 from __future__ import annotations
 
@@ -43,6 +48,8 @@ ACTIONS = {"review_approve": "approve", "review_reject": "reject"}
 # Slack's request bodies are small; anything larger is not Slack's.
 BODY_MAX_BYTES = 64 * 1024
 SLACK_TIMEOUT_S = 5
+# Where Slack's response_urls point (besides the host of HARNESS_SLACK_API_URL).
+SLACK_RESPONSE_HOST = "https://hooks.slack.com/"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,9 +161,31 @@ def _decide(*, user: AbstractBaseUser, decision: str, review_id: int, arguments_
     return f"Review {review.id} ({review.tool}) {review.status} by {who}. {url}"
 
 
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    """(scheme, host, port) of an absolute URL without user info, as httpx would send to it."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return None
+    if parsed.scheme not in ("https", "http") or not parsed.host or parsed.userinfo:
+        return None
+    return parsed.scheme, parsed.host, parsed.port
+
+
+def response_url_allowed(url: str) -> bool:
+    """Whether `url` is on Slack's own host: hooks.slack.com over HTTPS, or the host of
+    HARNESS_SLACK_API_URL (Slack's Web API; a stand-in under test)."""
+    origin = _origin(url)
+    return origin is not None and origin in {
+        _origin(SLACK_RESPONSE_HOST),
+        _origin(settings.HARNESS_SLACK_API_URL),
+    }
+
+
 def _respond(*, response_url: str, text: str) -> None:
     """The ephemeral answer to the clicker. Failing to send it changes nothing decided."""
-    if not response_url.startswith(("https://", "http://")):
+    if not response_url_allowed(response_url):
+        log.warning("slack response_url not on Slack's host: not posted")
         return
     try:
         httpx.post(

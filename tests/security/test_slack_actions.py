@@ -20,6 +20,7 @@ import time_machine
 from django.test import Client
 
 from review.models import DecisionReceipt, ReviewRequest
+from review.slack import response_url_allowed
 from tasks.canonical import canonical_hash
 from tasks.models import Task
 from tests.conftest import http_serving
@@ -104,6 +105,7 @@ def click(
     slack_user: str,
     action: str = "review_approve",
     arguments_hash: str | None = None,
+    response_url: str | None = None,
 ) -> bytes:
     """The form body Slack posts when `slack_user` clicks a button of the review's message."""
     value = {
@@ -114,7 +116,7 @@ def click(
         "type": "block_actions",
         "user": {"id": slack_user, "username": "someone", "team_id": "T1"},
         "team": {"id": "T1"},
-        "response_url": slack.response_url,
+        "response_url": response_url or slack.response_url,
         "actions": [
             {"action_id": action, "block_id": f"review-{review.id}", "value": json.dumps(value)}
         ],
@@ -165,6 +167,38 @@ def test_a_signed_click_by_an_operator_approves_through_the_gate(slack, slack_op
     assert "approved by operator" in slack.last_text()
     assert slack.tokens == ["Bearer xoxb-test-token"]
     assert DecisionReceipt.objects.filter(review_id=review.id, via="slack").count() == 1
+
+
+def test_a_response_url_off_slacks_host_is_never_called(slack, slack_operator, paused_review):
+    """The harness posts its answer only to Slack's own host: a signed request naming another
+    host (another port, user info, plain HTTP to Slack's hook host) still decides, and its
+    answer is the response body, but nothing is sent to that URL."""
+    elsewhere: list[str] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            elsewhere.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    with http_serving(Recorder) as server:
+        other = f"127.0.0.1:{server.server_port}"
+        for response_url in (
+            f"http://{other}/respond/T1",
+            f"http://hooks.slack.com@{other}/respond/T1",
+            f"http://{slack.url.removeprefix('http://')}@{other}/respond/T1",
+        ):
+            review = paused_review()
+            body = click(slack, review, slack_user="U_OPS", response_url=response_url)
+            response = post(body, signed(body))
+            assert response.status_code == 200
+            assert "approved by operator" in response.json()["text"]
+            assert state_of(review)[0] == "approved"
+    assert elsewhere == [] and slack.responses == []
 
 
 def test_a_reject_click_rejects(slack, slack_operator, review):
@@ -335,3 +369,21 @@ def test_a_multipart_post_is_refused_without_a_server_error(slack, slack_operato
     response = Client().post(URL, {"payload": "{}"})
     assert response.status_code == 401
     assert state_of(review) == ("pending", 0, "waiting_review")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://hooks.slack.com/actions/T1/1/x",
+        "https://hooks.slack.com.example.org/actions/T1/1/x",
+        "https://hooks.slack.com@example.org/actions/T1/1/x",
+        "https://example.org/actions/T1/1/x",
+        "https://a@hooks.slack.com/actions/T1/1/x",
+        "ftp://hooks.slack.com/x",
+        "/actions/T1/1/x",
+        "",
+    ],
+)
+def test_only_slacks_own_hook_host_may_be_a_response_url(url):
+    assert response_url_allowed("https://hooks.slack.com/actions/T1/1/x")
+    assert not response_url_allowed(url)
