@@ -13,10 +13,12 @@ from ninja.pagination import paginate
 from checkpoints import recovery
 from checkpoints.api import CheckpointOut
 from checkpoints.models import Checkpoint
+from dashboard.outputs import output_download
 from harness_site.api_auth import CREATE, OPERATE
 from harness_site.api_utils import optional_body
 from harness_site.pagination import ApiPagination
 from tasks import selectors, services
+from tasks.models import ToolOutput
 from tasks.schemas import ErrorOut, TaskOut
 from tasks.spec import TaskSpec
 from tasks.states import IllegalTransition, TransitionConflict
@@ -31,6 +33,27 @@ class EventOut(Schema):
     actor: str
     payload: dict[str, Any]
     created_at: datetime
+
+
+class ToolOutputOut(Schema):
+    """One part of what an attempt produced (tasks.outputs); `preview` is its first 8 KiB as
+    text, `download_url` serves the stored bytes (`stored` of `size`)."""
+
+    id: int
+    attempt: int
+    name: str
+    kind: str
+    media_type: str
+    size: int
+    stored: int
+    partial: bool
+    link: str
+    preview: str
+    download_url: str
+
+    @staticmethod
+    def resolve_download_url(obj: ToolOutput) -> str:
+        return f"/api/v1/tasks/{obj.task_id}/outputs/{obj.id}"
 
 
 class ToolCallOut(Schema):
@@ -49,6 +72,8 @@ class ToolCallOut(Schema):
     started_at: datetime | None
     finished_at: datetime | None
     duration_ms: float | None
+    # Every attempt's output parts, oldest first.
+    outputs: list[ToolOutputOut] = []
 
 
 class CancelIn(Schema):
@@ -117,7 +142,19 @@ def task_events(
 @router.get("tasks/{task_id}/tool-calls", response=list[ToolCallOut])
 def task_tool_calls(request: HttpRequest, task_id: str):
     task = selectors.access_task(request.user, task_id)
-    return selectors.task_tool_calls(task=task)
+    calls = list(selectors.task_tool_calls(task=task))
+    outputs = selectors.task_call_outputs(task=task, call_ids=[call.call_id for call in calls])
+    for call in calls:
+        call.outputs = [row for part in outputs.get(call.call_id, {}).values() for row in part]
+    return calls
+
+
+@router.get("tasks/{task_id}/outputs/{output_id}", response={200: None, 404: ErrorOut})
+def task_output(request: HttpRequest, task_id: str, output_id: int):
+    """One stored output part of a call: its bytes as a download (text/plain, a safe image
+    type or application/octet-stream; attachment, nosniff)."""
+    task = selectors.access_task(request.user, task_id)
+    return output_download(selectors.tool_output_get(task=task, output_id=output_id))
 
 
 @router.post(

@@ -1,7 +1,7 @@
 // Renders every [data-figure] element from the JSON script it names (figure data is built
 // server-side in charts.py), re-renders after HTMX swaps (live updates), follows a point's
-// customdata URL on click, applies the timeline's checkpoint-level filter, and keeps the
-// live toggle and bulk select-all working.
+// customdata URL on click, applies the timeline's checkpoint-level filter, keeps the
+// live toggle and bulk select-all working, and ticks a running call's elapsed time.
 (function () {
   "use strict";
   var LIVE_KEY = "harness-live";
@@ -69,6 +69,18 @@
     renderAll();
   });
   document.addEventListener("htmx:afterSwap", renderAll);
+
+  // A running call's elapsed time (the live output panel) counts on from the server's figure
+  // between polls, which answer 304 while its output is unchanged.
+  var elapsedSeen = new WeakMap();
+  setInterval(function () {
+    document.querySelectorAll("[data-elapsed-s]").forEach(function (el) {
+      var base = parseFloat(el.dataset.elapsedS);
+      if (isNaN(base)) return;
+      if (!elapsedSeen.has(el)) elapsedSeen.set(el, Date.now());
+      el.textContent = Math.round(base + (Date.now() - elapsedSeen.get(el)) / 1000) + " s";
+    });
+  }, 1000);
   document.addEventListener("change", function (event) {
     var box = event.target.closest("[data-level-filter]");
     if (box) {

@@ -13,6 +13,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote, urlencode
+
+from django.urls import reverse
 
 from tasks.models import Task, ToolCallStatus
 from tasks.selectors import iso_datetime
@@ -124,14 +127,25 @@ class _Bars:
     durations: list[float] = field(default_factory=list)
     hover: list[str] = field(default_factory=list)
     colors: list[str] = field(default_factory=list)
+    # Where a click on a bar leads (static/dashboard.js follows `customdata`).
+    links: list[str] = field(default_factory=list)
 
-    def add(self, row: str, start: datetime, end: datetime, hover: str, color: str = "") -> None:
+    def add(
+        self,
+        row: str,
+        start: datetime,
+        end: datetime,
+        hover: str,
+        color: str = "",
+        link: str = "",
+    ) -> None:
         end = max(end, start)
         self.rows.append(row)
         self.starts.append(start)
         self.durations.append((end - start).total_seconds() * 1000)
         self.hover.append(hover)
         self.colors.append(color or str(self.color))
+        self.links.append(link)
 
     def trace(self, superseded: list[tuple[datetime, datetime]]) -> dict[str, Any]:
         opacity = [SUPERSEDED_OPACITY if _within(s, superseded) else 1.0 for s in self.starts]
@@ -146,7 +160,14 @@ class _Bars:
             "hoverinfo": "text",
             "marker": {"color": self.colors, "opacity": opacity},
             "meta": {"kind": self.name},
+            **({"customdata": self.links} if any(self.links) else {}),
         }
+
+
+def call_link(task_id: Any, call_id: str) -> str:
+    """The calls tab of the task page at one call, with its output (the click-through)."""
+    query = urlencode({"tab": "calls", "call": call_id})
+    return f"{reverse('tasks:detail', args=[task_id])}?{query}#call-{quote(call_id, safe='')}"
 
 
 def _within(at: datetime, ranges: list[tuple[datetime, datetime]]) -> bool:
@@ -266,6 +287,7 @@ def task_timeline(
 
     for call in calls:
         row = tool_row(call["tool"])
+        link = call_link(task.id, call["call_id"])
         log = call["attempt_log"] or []
         for attempt in log:
             start, end = (
@@ -280,7 +302,7 @@ def task_timeline(
             if attempt.get("error_class"):
                 text += f" · {attempt['error_class']}: {attempt.get('error_message', '')[:200]}"
                 error(row, end, text)
-            tool_bars.add(row, start, end, text, STATUS_COLORS.get(status, "#868e96"))
+            tool_bars.add(row, start, end, text, STATUS_COLORS.get(status, "#868e96"), link)
             extend_step(call["step_index"], start, end)
         started = iso_datetime(call["started"])
         if call["status"] == ToolCallStatus.RUNNING and started and len(log) < call["attempts"]:
@@ -290,6 +312,7 @@ def task_timeline(
                 now,
                 f"{call['call_id']} attempt {call['attempts']} · running",
                 STATUS_COLORS[ToolCallStatus.RUNNING],
+                link,
             )
             extend_step(call["step_index"], started, now)
 

@@ -258,6 +258,65 @@ class ToolCall(models.Model):
         return f"{self.call_id} {self.tool} ({self.status})"
 
 
+class OutputKind(models.TextChoices):
+    TEXT = "text"  # shown escaped, as text
+    IMAGE = "image"  # one of tasks.outputs.SAFE_IMAGE_TYPES, shown as <img>
+    LINK = "link"  # an http(s) link (`href`), shown as a link; else as text
+    BINARY = "binary"  # offered as a download only
+
+
+# Of each output part, what the pages show (the rest is a download).
+PREVIEW_BYTES = 8 * 1024
+
+
+class ToolOutput(models.Model):
+    """One part of what one attempt of a tool call produced (tasks.outputs): a command's stdout
+    or stderr, a file tool's diff, an HTTP body, an MCP content block. Stored bounded (the
+    first STORED_BYTES, zlib-compressed) and written with the call's outcome; `partial`: the
+    tail last seen while the call ran, kept for a call whose worker was lost. Keyed by the
+    call's id, not its row: it is inserted in the same statement as a new ledger row."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="tool_outputs")
+    call_id = models.CharField(max_length=100)
+    attempt = models.PositiveIntegerField()
+    position = models.PositiveSmallIntegerField(default=0)
+    name = models.CharField(max_length=50)
+    kind = models.CharField(max_length=10, choices=OutputKind.choices, default=OutputKind.TEXT)
+    media_type = models.CharField(max_length=100, default="text/plain")
+    href = models.CharField(max_length=2000, blank=True, default="")
+    # Bytes the tool produced, and bytes stored (less when it produced more than is kept).
+    size = models.PositiveBigIntegerField(default=0)
+    stored = models.PositiveIntegerField(default=0)
+    data = models.BinaryField()
+    # The first PREVIEW_BYTES as text (a text part), so pages never decompress `data`.
+    preview = models.TextField(blank=True, default="")
+    partial = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        # The calls tab and the API: a page of calls' outputs by call id.
+        indexes = [models.Index(fields=["task", "call_id"], name="tooloutput_task_call")]
+
+    def __str__(self) -> str:
+        return f"{self.call_id} attempt {self.attempt} {self.name}"
+
+    @property
+    def cut(self) -> bool:
+        """Less is stored than the tool produced."""
+        return self.stored < self.size
+
+    @property
+    def preview_cut(self) -> bool:
+        """The page shows less than is stored."""
+        return self.stored > PREVIEW_BYTES
+
+    @property
+    def link(self) -> str:
+        """The link of a resource link, when it is http(s); else nothing to follow."""
+        return self.href if self.href.lower().startswith(("http://", "https://")) else ""
+
+
 # The one sweeper's row (several processes may sweep at once; they share it).
 SWEEPER_NAME = "default"
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 from harness_site.config import harness_config
 from tasks.errors import NotFound
 from tasks.events import EventType
-from tasks.models import SWEEPER_NAME, SweepRun, Task, TaskEvent, ToolCall
+from tasks.models import SWEEPER_NAME, SweepRun, Task, TaskEvent, ToolCall, ToolOutput
 from tasks.tools.mcp import mcp_server_of, recorded_tool
 from tasks.tools.registry import ToolSpec, UnknownTool, registry
 
@@ -215,6 +215,52 @@ def task_events(*, task: Task, after: int | None = None) -> QuerySet[TaskEvent]:
 
 def task_tool_calls(*, task: Task) -> QuerySet[ToolCall]:
     return ToolCall.objects.filter(task=task).order_by("id")
+
+
+def task_call_page(*, task: Task, call_id: str, page_size: int) -> int | None:
+    """The page of the calls tab that holds `call_id` (None: no such call)."""
+    pk = ToolCall.objects.filter(task=task, call_id=call_id).values_list("id", flat=True).first()
+    if pk is None:
+        return None
+    return ToolCall.objects.filter(task=task, id__lt=pk).count() // page_size + 1
+
+
+def task_call_outputs(
+    *, task: Task, call_ids: Iterable[str]
+) -> dict[str, dict[int, list[ToolOutput]]]:
+    """call_id -> attempt -> its output parts in order, without their stored bytes."""
+    found: dict[str, dict[int, list[ToolOutput]]] = {}
+    rows = (
+        ToolOutput.objects.filter(task=task, call_id__in=list(call_ids))
+        .defer("data")
+        .order_by("attempt", "position", "id")
+    )
+    for row in rows:
+        found.setdefault(row.call_id, {}).setdefault(row.attempt, []).append(row)
+    return found
+
+
+def call_attempts(*, call: ToolCall, outputs: dict[int, list[ToolOutput]]) -> list[dict[str, Any]]:
+    """Each attempt of a call as the pages show it: its attempt-log entry (status, times, the
+    error, the facts of its result) with its output parts. The running attempt, and one whose
+    worker was lost (only what was last seen of it), have outputs and no log entry yet."""
+    logged = {entry.get("n"): entry for entry in call.attempt_log if isinstance(entry, dict)}
+    numbers = sorted(n for n in set(logged) | set(outputs) if isinstance(n, int))
+    return [
+        {**logged.get(n, {"n": n, "status": call.status}), "outputs": outputs.get(n, [])}
+        for n in numbers
+    ]
+
+
+def tool_output_get(*, task: Task, output_id: Any) -> ToolOutput:
+    """One output part of the task (with its bytes); NotFound for another task's."""
+    try:
+        pk = int(output_id)
+        if not 0 < pk < 2**63:
+            raise ValueError(pk)
+        return ToolOutput.objects.get(task=task, id=pk)
+    except (ToolOutput.DoesNotExist, ValueError, TypeError):
+        raise NotFound("output not found") from None
 
 
 # Payload keys the timeline and the compact event view read. Extracted in SQL (->>) so a

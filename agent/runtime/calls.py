@@ -32,6 +32,7 @@ from tasks.events import EventType
 from tasks.feedback import compact_feedback, edited_call_note
 from tasks.fingerprint import call_targets
 from tasks.models import ToolCall, ToolCallStatus
+from tasks.outputs import live_output_get, output_rows, output_rows_last_seen, output_summary
 from tasks.spec import DELEGATE_TOOL
 from tasks.tools.registry import ToolSpec, UnknownTool
 
@@ -202,6 +203,11 @@ def _on_interrupted_call(run: Run, row: ToolCall) -> ToolOutcome | None:
     if row.status == ToolCallStatus.RUNNING and tool is not None and tool.idempotent:
         run.event(EventType.TOOL_RERUN_IDEMPOTENT, {"call_id": row.call_id, "tool": row.tool})
         return None
+    if row.status == ToolCallStatus.RUNNING:
+        # What the page last showed of it, for the person who decides what happened.
+        seen = live_output_get(task_id=run.task_id)
+        if seen and seen.get("call_id") == row.call_id and seen.get("attempt") == row.attempts:
+            run.pending_outputs += output_rows_last_seen(task_id=run.task_id, record=seen)
     escalate_unknown_outcome(run, row)
 
 
@@ -336,7 +342,14 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         # The intent is durable (with a checkpoint) before the side effect starts.
         trigger = "before_external_call" if tool.risk == "external" else "before_write_operation"
         run.commit(trigger=trigger, extra=[row])
-    outcome = invoke(run, tool, ctx, args)
+    run.live.begin(call_id=row.call_id, tool=tool.name, attempt=row.attempts, output=ctx.output)
+    try:
+        outcome = invoke(run, tool, ctx, args)
+    finally:
+        run.live.end()
+    run.pending_outputs += output_rows(
+        task_id=run.task_id, call_id=row.call_id, attempt=row.attempts, output=ctx.output
+    )
     if tool.server:
         run.note_mcp_errors()
     if outcome.error_class == UNKNOWN_OUTCOME and tool.side_effect and not tool.idempotent:
@@ -414,6 +427,7 @@ def _record_outcome(run: Run, row: ToolCall, tool: ToolSpec, outcome: ToolOutcom
             "status": outcome.status,
             "error_class": outcome.error_class,
             "error_message": outcome.error_message[:500],
+            **output_summary(outcome.result),
         },
     ]
     run.event(

@@ -55,6 +55,7 @@ def run_execute(run: Run) -> str:
         return finish_stopped(run, StopRun("internal_error", f"{type(exc).__name__}: {exc}"))
     finally:
         run.watchdog.finish()
+        run.live.close()
         run.mcp.close()
 
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from agent.context import context_policy
 from agent.llm import ModelDecision, model_for_spec
+from agent.runtime.live import LiveOutput
 from agent.runtime.watchdog import Watchdog
 from agent.tools.mcp_client import McpConnections
 from agent.validation import check_limits
@@ -31,7 +32,7 @@ from multiagent.shared import shared_dir
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo
 from tasks.events import EventType
-from tasks.models import Task, TaskEvent, ToolCall
+from tasks.models import Task, TaskEvent, ToolCall, ToolOutput
 from tasks.spec import MAX_TURN_TOKENS, TaskSpec
 from tasks.states import TaskStatus
 from tasks.tools.registry import ToolContext, ToolSpec, registry
@@ -116,6 +117,8 @@ class Run:
         self.shared = shared_dir(task)
         self.pending_events: list[TaskEvent] = []
         self.deferred_rows: list[ToolCall] = []
+        # What calls produced for people (tasks.outputs), written with their outcomes.
+        self.pending_outputs: list[ToolOutput] = []
         # The last captured workspace manifest; None once a tool may have changed the files.
         self.snapshot: dict | None = None
         # Workspace files changed (as tools reported) since `snapshot` was captured.
@@ -148,6 +151,8 @@ class Run:
         # task's MCP tools by name, as recorded in its first checkpoint.
         self.mcp = McpConnections(task_id=task.id, workspace=self.workspace)
         self.mcp_specs: dict[str, ToolSpec] = {}
+        # The running call's output for the task page, while it runs (agent.runtime.live).
+        self.live = LiveOutput(task_id=task.id)
 
     # -- bookkeeping ---------------------------------------------------------------------
 
@@ -300,6 +305,7 @@ class Run:
                         *self.staged,
                         *(row for row in extra if row._state.adding),
                         *self.pending_events,
+                        *self.pending_outputs,
                     ],
                     updates=[(row, _LEDGER_FIELDS) for row in extra if not row._state.adding],
                     **update,
@@ -313,6 +319,7 @@ class Run:
         self.blobs = {}
         self.deferred_rows = []
         self.pending_events = []
+        self.pending_outputs = []
         self.staged = []
         self.written_head = self.head_id
         self.turn_unwritten = self.effect_unwritten = False

@@ -33,6 +33,8 @@ from tasks.tools.registry import PermanentToolError, ToolContext, tool
 
 MAX_READ_BYTES = 256 * 1024
 MAX_WRITE_BYTES = 10 * 1024 * 1024
+# A change is shown as a diff up to this size of either side (else by its sizes).
+DIFF_MAX_BYTES = 256 * 1024
 
 
 class _Args(BaseModel):
@@ -152,6 +154,26 @@ def _diff(path: str, before: str | None, after: str | None) -> str:
     return "".join(lines) or "(no change)"
 
 
+def _before(root: Path, inside: str) -> bytes | None:
+    """The file as it is, for the diff of a change (up to one byte past DIFF_MAX_BYTES)."""
+    try:
+        return file_read(root, inside, DIFF_MAX_BYTES + 1)
+    except (PermanentToolError, OSError):  # a folder, a link: the change itself refuses it
+        return None
+
+
+def _record_diff(ctx: ToolContext, path: str, before: bytes | None, after: bytes | None) -> None:
+    """What the call changed, for the task page (tasks.outputs); a large file by its sizes."""
+    if any(side is not None and len(side) > DIFF_MAX_BYTES for side in (before, after)):
+        sizes = " -> ".join(
+            "none" if side is None else f"{len(side)}+ bytes" for side in (before, after)
+        )
+        ctx.output.attach(name="diff", data=f"{path}: {sizes} (too large to diff here)")
+        return
+    text = [None if side is None else side.decode(errors="replace") for side in (before, after)]
+    ctx.output.attach(name="diff", data=_diff(path, *text))
+
+
 def _write_preview(ctx: ToolContext, args: WriteFileArgs) -> str:
     return _diff(args.path, _read_text(ctx, args.path), args.content)
 
@@ -252,7 +274,9 @@ def write_file(ctx: ToolContext, args: WriteFileArgs) -> dict:
     data = args.content.encode("utf-8")
     with _changing(ctx, args.path) as (root, inside):
         _check_quota(ctx, args.path, adds=len(data), replaces=True)
+        before = _before(root, inside)
         file_write(root, inside, data)
+    _record_diff(ctx, args.path, before, data)
     return {"path": args.path, "bytes": len(data)}
 
 
@@ -269,7 +293,9 @@ def append_file(ctx: ToolContext, args: AppendFileArgs) -> dict:
     data = args.content.encode("utf-8")
     with _changing(ctx, args.path) as (root, inside):
         _check_quota(ctx, args.path, adds=len(data), replaces=False)
+        before = _before(root, inside)
         size = file_append(root, inside, data)
+    _record_diff(ctx, args.path, before, (before or b"") + data)
     return {"path": args.path, "size": size}
 
 
@@ -284,8 +310,11 @@ def append_file(ctx: ToolContext, args: AppendFileArgs) -> dict:
 def delete_file(ctx: ToolContext, args: PathArgs) -> dict:
     """Delete a file from the workspace (or /shared/...)."""
     with _changing(ctx, args.path) as (root, inside):
+        before = _before(root, inside)
         deleted = file_delete(root, inside)
         quota_forget(root)
+    if deleted:
+        _record_diff(ctx, args.path, before, None)
     return {"path": args.path, "deleted": deleted}
 
 

@@ -135,6 +135,7 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
         stop=ctx.stop,
         network=args.network,
         shared=ctx.shared,
+        output=ctx.output.write,
     )
     if result.outcome == "canceled":
         raise ToolError("command stopped: task canceled", error_class="canceled")

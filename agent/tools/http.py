@@ -319,6 +319,7 @@ def http_request(ctx: ToolContext, args: HttpRequestArgs) -> dict:
         raise TransientToolError(f"{args.method} {url}: connection failed: {exc}") from None
 
     status = response.status_code
+    ctx.output.attach(name=f"HTTP {status} body", data=body)
     if status == 429 or status >= 500:
         raise TransientToolError(
             f"{args.method} {url}: HTTP {status} {response.reason_phrase}: {body[:500]}",

@@ -11,6 +11,7 @@ call is a transient failure for an idempotent tool and an unknown outcome otherw
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import functools
 import os
@@ -47,6 +48,8 @@ from harness_site.config import McpServerConfig, harness_config
 from tasks.agent_state import McpTool
 from tasks.canonical import canonical_hash
 from tasks.json_schema import json_schema_check, json_schema_validator
+from tasks.models import OutputKind
+from tasks.outputs import CallOutput
 from tasks.tools.mcp import (
     MAX_DESCRIPTION_CHARS,
     TOOL_NAME,
@@ -496,6 +499,7 @@ class McpConnections:
             raise exc.error from None
         except BaseException as exc:
             raise self._call_failure(server, connection, exc, idempotent=idempotent) from None
+        _show_content(ctx.output, result.content)
         self._quota_end(tool, connection, result)
         if result.is_error:
             raise PermanentToolError(
@@ -583,6 +587,49 @@ class McpConnections:
             "whether it took effect is unknown",
             error_class=UNKNOWN_OUTCOME,
         )
+
+
+def _decoded(data: Any) -> bytes:
+    try:
+        return base64.b64decode(str(data), validate=True)
+    except (ValueError, TypeError):
+        return b""
+
+
+def _show_content(output: CallOutput, blocks: list[Any]) -> None:
+    """The content blocks of an answer, for the task page: text as text, an image as an
+    image (a safe type, else a download), a resource link as a link (http(s) only, else its
+    text), an embedded resource as its text or bytes."""
+    for n, block in enumerate(blocks, start=1):
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            output.attach(name=f"text {n}", data=str(block.text))
+        elif kind in ("image", "audio"):
+            output.attach(
+                name=f"{kind} {n}",
+                data=_decoded(block.data),
+                kind=OutputKind.IMAGE if kind == "image" else OutputKind.BINARY,
+                media_type=str(block.mimeType),
+            )
+        elif kind == "resource_link":
+            output.attach(
+                name=f"link {n}",
+                data=str(block.name or block.uri),
+                kind=OutputKind.LINK,
+                href=str(block.uri),
+            )
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            if text is not None:
+                output.attach(name=f"resource {n}", data=f"{resource.uri}\n{text}")
+            else:
+                output.attach(
+                    name=f"resource {n}",
+                    data=_decoded(getattr(resource, "blob", "")),
+                    kind=OutputKind.BINARY,
+                    media_type="application/octet-stream",
+                )
 
 
 # --- a task's MCP tools ---------------------------------------------------------------------

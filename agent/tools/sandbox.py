@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -792,18 +792,22 @@ def _exit_waiter(proc: subprocess.Popen) -> Any:
 
 
 class _Capture(threading.Thread):
-    """Drains one pipe to EOF, keeping the first MAX_OUTPUT_BYTES. Draining the rest (rather
-    than stopping) keeps a chatty command from blocking on a full pipe."""
+    """Drains one pipe to EOF, keeping the first MAX_OUTPUT_BYTES and handing every chunk to
+    `seen` as it arrives. Draining the rest (rather than stopping) keeps a chatty command from
+    blocking on a full pipe."""
 
-    def __init__(self, pipe: IO[bytes]) -> None:
+    def __init__(self, pipe: IO[bytes], seen: Callable[[bytes], None] | None = None) -> None:
         super().__init__(daemon=True)
         self.pipe = pipe
+        self.seen = seen
         self.kept = bytearray()
         self.dropped = 0
 
     def run(self) -> None:
         try:
             while chunk := self.pipe.read1(65536):  # type: ignore[attr-defined]
+                if self.seen is not None:
+                    self.seen(chunk)
                 room = MAX_OUTPUT_BYTES - len(self.kept)
                 self.kept += chunk[:room]
                 self.dropped += max(0, len(chunk) - room)
@@ -843,10 +847,12 @@ def sandbox_run(
     network: bool = False,
     ro_paths: Sequence[Path] = (),
     shared: Path | None = None,
+    output: Callable[[str, bytes], None] | None = None,
 ) -> SandboxResult:
     """Run `argv` to completion in a new sandbox: until it exits, its wall clock or CPU time
     runs out, the workspace outgrows its quota, or `stop` is set. Nothing it started survives
-    the return. Output is kept up to MAX_OUTPUT_BYTES per stream."""
+    the return. Output is kept up to MAX_OUTPUT_BYTES per stream; `output("stdout" or
+    "stderr", chunk)` sees all of it as it arrives."""
     started = time.monotonic()
     proc = sandbox_spawn(
         argv=argv,
@@ -862,7 +868,10 @@ def sandbox_run(
     outcome = "exited"
     with proc:
         assert proc.stdout is not None and proc.stderr is not None
-        stdout, stderr = _Capture(proc.stdout), _Capture(proc.stderr)
+        stdout, stderr = (
+            _Capture(pipe, functools.partial(output, name) if output else None)
+            for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr))
+        )
         stdout.start()
         stderr.start()
         deadline = None if limits.wall_s is None else started + limits.wall_s

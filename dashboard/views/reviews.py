@@ -26,7 +26,8 @@ from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus, RuleRisk
 from review.rollups import review_viewed
 from tasks.canonical import canonical_hash
-from tasks.selectors import task_tool
+from tasks.models import PREVIEW_BYTES
+from tasks.selectors import call_attempts, task_call_outputs, task_tool
 
 # Form buttons -> review_decide decisions ("edit" approves the edited arguments).
 DECISIONS = {
@@ -140,6 +141,14 @@ def reviews_pending_count(request: HttpRequest) -> HttpResponse:
     return response
 
 
+def _call_attempts(review: ReviewRequest) -> list[dict[str, Any]]:
+    call = review.tool_call
+    if call is None:
+        return []
+    outputs = task_call_outputs(task=review.task, call_ids=[call.call_id])
+    return call_attempts(call=call, outputs=outputs.get(call.call_id, {}))
+
+
 def _detail(
     request: HttpRequest,
     review: ReviewRequest,
@@ -183,6 +192,11 @@ def _detail(
             "notifications": selectors.review_notifications(review=review),
             "can_decide": can_decide and review.status == ReviewStatus.PENDING,
             "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,
+            # What was seen of a call whose outcome is unknown (tasks.outputs).
+            "call_attempts": _call_attempts(review)
+            if review.kind == services.UNKNOWN_OUTCOME
+            else [],
+            "preview_bytes": PREVIEW_BYTES,
             # A LangGraph interrupt offers only the decisions its graph accepts.
             "graph": review.interrupt,
             "allowed": (review.interrupt or {}).get("allowed") or ["approve", "edit", "reject"],

@@ -26,6 +26,7 @@ from checkpoints.selectors import (
 )
 from checkpoints.services import checkpoint_verify
 from dashboard import bulk
+from dashboard.outputs import live_output, output_download
 from dashboard.task_forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
 from harness_site.access import operator_required, viewer_required
 from harness_site.config import harness_config
@@ -34,7 +35,7 @@ from harness_site.htmx import is_htmx
 from harness_site.pagination import CappedPaginator
 from review.selectors import task_call_edits, task_reviews, task_reviews_pending
 from tasks import charts, selectors
-from tasks.models import Task
+from tasks.models import PREVIEW_BYTES, Task
 from tasks.states import TERMINAL, IllegalTransition, TaskStatus, TransitionConflict
 
 LIST_PAGE_SIZE = 50
@@ -184,10 +185,28 @@ def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
                 row["edit"] = edits.get(row["call_id"]) if row["call"] else None
         context.update(view=view, page=page, rows=rows)
     elif tab == "calls":
+        opened = request.GET.get("call", "")
+        if opened and not page_number:
+            # ?call=ID opens the page holding that call (the timeline's click-through).
+            page_number = selectors.task_call_page(
+                task=task, call_id=opened, page_size=TAB_PAGE_SIZE
+            )
         page = Paginator(selectors.task_tool_calls(task=task), TAB_PAGE_SIZE).get_page(page_number)
         edits = task_call_edits(task_id=task.id)
+        outputs = selectors.task_call_outputs(
+            task=task, call_ids=[call.call_id for call in page.object_list]
+        )
         context["page"] = page
-        context["calls"] = [(call, edits.get(call.call_id)) for call in page.object_list]
+        context["opened_call"] = opened
+        context["preview_bytes"] = PREVIEW_BYTES
+        context["calls"] = [
+            (
+                call,
+                edits.get(call.call_id),
+                selectors.call_attempts(call=call, outputs=outputs.get(call.call_id, {})),
+            )
+            for call in page.object_list
+        ]
     elif tab == "reviews":
         context["reviews"] = task_reviews(task_id=task.id)
     elif graph_task(task):
@@ -257,6 +276,9 @@ def task_detail(request: HttpRequest, task_id) -> HttpResponse:
     context = _live_context(request, task)
     context.update(_tab_context(request, task, tab))
     context["tabs_poll_headers"] = _poll_headers(tabs_etag)
+    live_output_context, live_output_etag = _live_output_context(request, task)
+    context["live_output"] = live_output_context["live_output"]
+    context["live_output_poll_headers"] = _poll_headers(live_output_etag)
     context["poll_headers"] = _poll_headers(_header_etag(request, task, context["pending_reviews"]))
     response = render(request, "tasks/detail.html", context)
     patch_vary_headers(response, ["HX-Request"])
@@ -278,6 +300,32 @@ def task_live(request: HttpRequest, task_id) -> HttpResponse:
         return not_modified
     context = _live_context(request, task)
     return _polled(request, "tasks/_live.html", {**context, "oob": True}, etag)
+
+
+def _live_output_context(request: HttpRequest, task: Task) -> tuple[dict[str, Any], str]:
+    """The running call's panel (dashboard.outputs.live_output) and its ETag."""
+    live = live_output(task=task)
+    etag = _etag(request, task, "live-output", live["version"] if live else "-")
+    return {"task": task, "live_output": live, "live": task.status not in TERMINAL}, etag
+
+
+@viewer_required
+def task_live_output(request: HttpRequest, task_id) -> HttpResponse:
+    """The running call's poll: its tool, elapsed time and streams as they arrive. A 304
+    while nothing changed; polling stops once the task has ended."""
+    task = selectors.access_task(request.user, task_id)
+    context, etag = _live_output_context(request, task)
+    not_modified = get_conditional_response(request, etag=etag)
+    if not_modified is not None:
+        return not_modified
+    return _polled(request, "tasks/_live_output.html", context, etag)
+
+
+@viewer_required
+def task_output(request: HttpRequest, task_id, output_id: int) -> HttpResponse:
+    """One stored output part of a call, as a download (tasks.outputs)."""
+    task = selectors.access_task(request.user, task_id)
+    return output_download(selectors.tool_output_get(task=task, output_id=output_id))
 
 
 @viewer_required

@@ -30,6 +30,7 @@ from django.conf import settings
 from pydantic import BaseModel
 
 from tasks.errors import PermanentToolError, ToolError, TransientToolError
+from tasks.outputs import CallOutput
 from tasks.spec import RetrySpec
 
 __all__ = [
@@ -72,6 +73,10 @@ class ToolContext:
     # The group's shared directory (TaskSpec `shared` on the root task), or None: the file
     # tools reach it as `/shared/...` (tasks.paths.SHARED_PREFIX), commands at /shared.
     shared: Path | None = None
+    # What the call produces for people (tasks.outputs): a command's streams as they arrive,
+    # a file tool's diff, an MCP server's content blocks. Shown on the task page, stored
+    # bounded with the outcome; the model reads the result.
+    output: CallOutput = field(default_factory=CallOutput)
 
     @property
     def idempotency_key(self) -> str:

@@ -95,7 +95,7 @@ def test_tool_calls_tab_lists_every_attempt_with_its_error(as_user, viewer):
     )
     html = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "calls"}).content.decode()
     assert "transient: HTTP 503 first" in html
-    assert html.count('<li><span class="pill">') == 2
+    assert html.count('data-testid="attempt"') == 2
 
 
 def test_reviews_tab_lists_the_tasks_reviews(as_user, viewer, operator):
@@ -167,8 +167,9 @@ def test_task_page_query_count_does_not_grow_with_steps(
         client.get(f"/tasks/{small.id}/")
     with django_assert_max_num_queries(len(small_queries)):
         client.get(f"/tasks/{big.id}/")
-    for tab in ("calls", "reviews", "checkpoints"):
-        with django_assert_max_num_queries(15):
+    # The calls tab reads its page's outputs (tasks.outputs) in one query more.
+    for tab, bound in (("calls", 16), ("reviews", 15), ("checkpoints", 15)):
+        with django_assert_max_num_queries(bound):
             client.get(f"/tasks/{big.id}/", {"tab": tab})
 
 

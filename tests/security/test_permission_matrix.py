@@ -38,6 +38,8 @@ PAGES: dict[str, tuple[str, str]] = {
     "tasks/bulk/": ("POST", "operate"),
     "tasks/<uuid:task_id>/": ("GET", "read"),
     "tasks/<uuid:task_id>/live/": ("GET", "read"),
+    "tasks/<uuid:task_id>/live-output/": ("GET", "read"),
+    "tasks/<uuid:task_id>/outputs/<int:output_id>/": ("GET", "read"),
     "tasks/<uuid:task_id>/events.json": ("GET", "read"),
     "tasks/<uuid:task_id>/cancel/": ("POST", "operate"),
     "tasks/<uuid:task_id>/checkpoints/<uuid:checkpoint_id>/rollback/": ("GET", "operate"),
@@ -88,6 +90,7 @@ OPERATIONS: dict[str, str] = {
     "GET /api/v1/tasks/{task_id}/checkpoints": "read",
     "GET /api/v1/tasks/{task_id}/events": "read",
     "GET /api/v1/tasks/{task_id}/tool-calls": "read",
+    "GET /api/v1/tasks/{task_id}/outputs/{output_id}": "read",
     "POST /api/v1/tasks/{task_id}/cancel": "operate",
     "GET /api/v1/reviews": "read",
     "GET /api/v1/reviews/{review_id}": "read",
@@ -184,6 +187,7 @@ def ids(waiting_task) -> dict[str, str]:
         "table": "by_tool",
         "queue_name": "default",
         "job_id": "nojob",
+        "output_id": "999999",
     }
 
 

@@ -1,0 +1,80 @@
+"""Tool outputs on the pages and the API (tasks.outputs): the download of one stored part, and
+the running call's live output. Output is hostile: a download is an attachment with
+`nosniff`, text is served as text/plain, an image only under a safe image type."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpResponse
+from django.utils import timezone
+
+from tasks.models import OutputKind, Task, ToolOutput
+from tasks.outputs import SAFE_IMAGE_TYPES, live_output_get, output_content
+from tasks.states import TERMINAL, TaskStatus
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_SUFFIX = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
+
+
+def output_content_type(row: ToolOutput) -> str:
+    if row.kind == OutputKind.IMAGE and row.media_type in SAFE_IMAGE_TYPES:
+        return row.media_type
+    if row.kind in (OutputKind.TEXT, OutputKind.LINK):
+        return "text/plain; charset=utf-8"
+    return "application/octet-stream"
+
+
+def output_filename(row: ToolOutput) -> str:
+    stem = _UNSAFE_NAME.sub("_", f"{row.call_id}-attempt{row.attempt}-{row.name}")[:120]
+    content_type = output_content_type(row)
+    suffix = _SUFFIX.get(content_type, "txt" if content_type.startswith("text/") else "bin")
+    return f"{stem}.{suffix}"
+
+
+def output_download(row: ToolOutput) -> HttpResponse:
+    """The stored bytes of one output part, as a download (an <img> still shows an image)."""
+    response = HttpResponse(output_content(row), content_type=output_content_type(row))
+    response["Content-Disposition"] = f'attachment; filename="{output_filename(row)}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+def live_output(*, task: Task, now: datetime | None = None) -> dict[str, Any] | None:
+    """The task's running call as the page shows it: tool, call, attempt, seconds running and
+    its streams as last published; None when no call runs (or the task has ended). A task
+    that is not running any more (its worker was lost) shows what was last seen."""
+    if task.status in TERMINAL:
+        return None
+    record = live_output_get(task_id=task.id)
+    if record is None or record.get("finished"):
+        return None
+    try:
+        started = datetime.fromisoformat(str(record.get("started_at")))
+    except ValueError:
+        return None
+    now = now or timezone.now()
+    streams = record.get("streams")
+    return {
+        "call_id": str(record.get("call_id", "")),
+        "tool": str(record.get("tool", "")),
+        "attempt": record.get("attempt"),
+        "elapsed_s": max(0.0, (now - started).total_seconds()),
+        "streams": sorted(
+            (str(name), stream)
+            for name, stream in (streams or {}).items()
+            if isinstance(stream, dict)
+        )
+        if isinstance(streams, dict)
+        else [],
+        "version": f"{record.get('version')}:{record.get('updated_at')}",
+        "lost": task.status != TaskStatus.RUNNING,
+    }

@@ -1,0 +1,112 @@
+"""What each call did, on the task page's calls tab and over the API: a command's stdout,
+stderr, exit code, duration and the limit it hit; a file tool's diff; a large output cut on
+the page with a download of what is stored; the timeline's click-through to a call."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.models import ToolCall, ToolOutput
+from tasks.outputs import STORED_BYTES
+
+pytestmark = pytest.mark.django_db
+
+
+def _outputs(task) -> dict[str, str]:
+    return {
+        row.name: row.preview
+        for row in ToolOutput.objects.filter(task=task).order_by("attempt", "position")
+    }
+
+
+def test_a_commands_streams_exit_code_and_duration_show_on_the_calls_tab(
+    as_user, viewer, run_task, commands_allowed
+):
+    task = run_task(
+        [
+            {"call": "run_command", "args": {"command": "echo to-out; echo to-err >&2; exit 3"}},
+            {"final": "done"},
+        ],
+        ["run_command"],
+    )
+    assert _outputs(task) == {"stdout": "to-out\n", "stderr": "to-err\n"}
+    response = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "calls"})
+    html = response.content.decode()
+    assert 'data-testid="exit-code">exit code 3<' in html
+    assert "to-out\n</pre>" in html and "to-err\n</pre>" in html
+    (call, _edit, attempts) = response.context["calls"][0]
+    assert attempts[0]["exit_code"] == 3 and attempts[0]["ran_ms"] >= 0
+
+
+def test_a_file_tools_change_shows_as_a_diff(as_user, viewer, run_task):
+    task = run_task(
+        [
+            {"call": "write_file", "args": {"path": "a.txt", "content": "new\n"}},
+            {"call": "append_file", "args": {"path": "b.txt", "content": "more\n"}},
+            {"final": "done"},
+        ],
+        ["write_file", "append_file"],
+        workspace={"files": {"a.txt": "old\n", "b.txt": "one\n"}},
+    )
+    diffs = [
+        row.preview for row in ToolOutput.objects.filter(task=task, name="diff").order_by("id")
+    ]
+    assert diffs == [
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n",
+        "--- a/b.txt\n+++ b/b.txt\n@@ -1 +1,2 @@\n one\n+more\n",
+    ]
+    html = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "calls"}).content.decode()
+    assert "-old\n+new" in html
+
+
+def test_a_large_output_is_cut_on_the_page_and_downloaded_as_stored(
+    as_user, viewer, run_task, commands_allowed
+):
+    size = STORED_BYTES + 100_000
+    task = run_task(
+        [
+            {"call": "run_command", "args": {"command": f"head -c {size} /dev/zero | tr '\\0' a"}},
+            {"final": "done"},
+        ],
+        ["run_command"],
+    )
+    row = ToolOutput.objects.get(task=task, name="stdout")
+    assert (row.size, row.stored) == (size, STORED_BYTES)
+    html = as_user(viewer).get(f"/tasks/{task.id}/", {"tab": "calls"}).content.decode()
+    assert "showing the first 8.0\xa0KB" in html and "the first 2.0\xa0MB kept" in html
+    assert "a" * 8192 in html and "a" * 8193 not in html
+    download = as_user(viewer).get(f"/tasks/{task.id}/outputs/{row.id}/")
+    assert download.status_code == 200
+    assert download.content == b"a" * STORED_BYTES
+    assert download["Content-Type"] == "text/plain; charset=utf-8"
+
+
+def test_the_timeline_links_each_attempt_to_its_call_on_the_calls_tab(as_user, viewer, run_task):
+    task = run_task(
+        [{"call": "read_file", "args": {"path": "x.txt"}}, {"final": "done"}],
+        ["read_file"],
+        workspace={"files": {"x.txt": "x"}},
+    )
+    figure = as_user(viewer).get(f"/tasks/{task.id}/").context["timeline"]
+    bars = next(t for t in figure["data"] if t["name"] == "tool attempts")
+    link = bars["customdata"][0]
+    call_id = ToolCall.objects.get(task=task).call_id
+    assert link == f"/tasks/{task.id}/?tab=calls&call={call_id}#call-{call_id}"
+    response = as_user(viewer).get(link.split("#")[0])
+    assert f'id="call-{call_id}" class="call opened"' in response.content.decode()
+
+
+def test_the_api_lists_each_calls_outputs_with_a_download(
+    api_client, viewer, run_task, commands_allowed
+):
+    task = run_task(
+        [{"call": "run_command", "args": {"command": "printf hello"}}, {"final": "done"}],
+        ["run_command"],
+    )
+    api = api_client(viewer)
+    (call,) = api.get(f"/api/v1/tasks/{task.id}/tool-calls").json()
+    assert call["attempt_log"][0]["exit_code"] == 0
+    (stdout,) = call["outputs"]
+    assert (stdout["name"], stdout["preview"], stdout["size"]) == ("stdout", "hello", 5)
+    download = api.get(stdout["download_url"])
+    assert download.status_code == 200 and download.content == b"hello"
