@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasks', '0017_statistics_task_rollups'),
+        ('tasks', '0019_task_review_outcomes'),
     ]
 
     operations = [
