@@ -18,6 +18,7 @@ from tasks.models import (
     ToolCallDurationHourly,
     ToolCallHourly,
     ToolCallStepHourly,
+    ToolOutput,
 )
 
 
@@ -49,6 +50,16 @@ class TaskAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     list_select_related = ("created_by",)
     raw_id_fields = ("head_checkpoint", "created_by")
+
+
+@admin.register(ToolOutput)
+class ToolOutputAdmin(ReadOnlyAdmin):
+    list_display = ("id", "task", "call_id", "attempt", "name", "kind", "size", "stored")
+    list_filter = ("kind", "partial")
+    search_fields = ("task__id", "call_id")
+    raw_id_fields = ("task",)
+    # The stored bytes are compressed: the task page shows the text and serves the download.
+    exclude = ("data",)
 
 
 @admin.register(TaskEvent)

@@ -609,7 +609,7 @@ def _show_content(output: CallOutput, blocks: list[Any]) -> None:
                 name=f"{kind} {n}",
                 data=_decoded(block.data),
                 kind=OutputKind.IMAGE if kind == "image" else OutputKind.BINARY,
-                media_type=str(block.mimeType),
+                media_type=str(block.mime_type),
             )
         elif kind == "resource_link":
             output.attach(

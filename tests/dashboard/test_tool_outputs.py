@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from agent.runtime.live import LiveOutput
 from tasks.models import ToolCall, ToolOutput
-from tasks.outputs import STORED_BYTES
+from tasks.outputs import STORED_BYTES, CallOutput, live_output_get
+from tests.conftest import wait_for
+from tests.factories import TaskFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -110,3 +113,20 @@ def test_the_api_lists_each_calls_outputs_with_a_download(
     assert (stdout["name"], stdout["preview"], stdout["size"]) == ("stdout", "hello", 5)
     download = api.get(stdout["download_url"])
     assert download.status_code == 200 and download.content == b"hello"
+
+
+def test_a_running_call_without_streams_shows_as_running_with_its_elapsed_time(as_user, viewer):
+    task = TaskFactory(status="running")
+    live = LiveOutput(task_id=task.id)
+    live.begin(call_id="0.1.0", tool="sleep", attempt=1, output=CallOutput())
+    try:
+        wait_for(lambda: live_output_get(task_id=task.id), 10, message="the call published")
+        html = as_user(viewer).get(f"/tasks/{task.id}/live-output/").content.decode()
+        assert "Running now: <code>sleep</code>" in html
+        assert 'data-testid="live-elapsed">' in html and "running for" in html
+        assert 'data-testid="live-stream"' not in html
+    finally:
+        live.end()
+        live.close()
+    html = as_user(viewer).get(f"/tasks/{task.id}/live-output/").content.decode()
+    assert "Running now" not in html

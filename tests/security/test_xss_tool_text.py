@@ -107,6 +107,7 @@ def test_an_mcp_servers_descriptions_and_results_are_shown_inert(
     task = scripted_task(
         [
             {"call": "html__peek", "args": {}},
+            {"call": "html__show", "args": {}},
             {"call": "html__wipe", "args": {"target": PAYLOAD}},
             {"final": "ok"},
         ],
@@ -120,4 +121,16 @@ def test_an_mcp_servers_descriptions_and_results_are_shown_inert(
         page.goto(f"{live_server.url}{path}")
         page.wait_for_load_state("load")
         assert_inert(page, path)
+        if "tab=calls" in path:
+            # Content blocks: the PNG shown (same-origin download), the SVG only offered as a
+            # download, a resource link a link only when it is https.
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('[data-testid=output-image]')]"
+                ".every(img => img.complete && img.naturalWidth === 1)"
+            )
+            assert page.locator("[data-testid=output-image]").count() == 1
+            links = page.locator("[data-testid=output-link]")
+            assert links.count() == 1
+            assert links.get_attribute("href") == "https://example.org/doc"
+            assert page.locator("a[href^='javascript']").count() == 0
     assert "Wipe. <a href=" in page.inner_text("[data-testid=mcp-description]")

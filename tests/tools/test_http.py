@@ -101,6 +101,15 @@ def test_a_404_is_a_result_the_model_sees(call, server):
     assert json.loads(result["body"]) == {"detail": "not found"}
 
 
+def test_the_status_and_body_are_shown_to_people_even_when_the_call_fails(call, ctx, server):
+    call("http_request", {"url": url(server, "/missing")})
+    with pytest.raises(TransientToolError):
+        call("http_request", {"method": "DELETE", "url": url(server, "/unavailable")})
+    shown = {part.name: bytes(part.head) for part in ctx.output.parts()}
+    assert json.loads(shown["HTTP 404 body"]) == {"detail": "not found"}
+    assert "HTTP 503 body" in shown
+
+
 def test_a_503_is_transient_with_retry_after(call, server):
     with pytest.raises(TransientToolError) as excinfo:
         call("http_request", {"method": "DELETE", "url": url(server, "/unavailable")})
