@@ -10,6 +10,7 @@ exactly those groups, and a child that dies on its own stops everything with a n
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import secrets
 import shutil
@@ -22,7 +23,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -355,6 +357,18 @@ def base_url_default(*, host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
+@contextmanager
+def static_collecting(static_root: Path) -> Iterator[None]:
+    """Held around `collectstatic` into `static_root` (hashed names, each new file compressed
+    once: harness_site/staticfiles.py): one run at a time per folder, since `harness up` and
+    `harness test` share the checkout's."""
+    say(f"static files: {static_root} (compressing what changed)")
+    static_root.mkdir(parents=True, exist_ok=True)
+    with open(static_root.with_name(f"{static_root.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     secret_key_guard(host=args.host)
     if not 1 <= args.port <= 65535:
@@ -375,10 +389,10 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     data_dir = Path(settings.DATA_DIR)
     data_dir.mkdir(parents=True, exist_ok=True)
-    # WhiteNoise serves from the finders; an existing STATIC_ROOT only silences its warning.
-    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
     embedded_redis = "REDIS_URL" not in os.environ
     env = child_env()
+    with static_collecting(Path(settings.STATIC_ROOT)):
+        call_command("collectstatic", interactive=False, verbosity=0)
 
     say(
         f"database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]} "
@@ -677,16 +691,24 @@ def cmd_test(pytest_args: list[str]) -> int:
         else ["-n", processes]
     )
     with tempfile.TemporaryDirectory(prefix="harness-test-") as tmp:
-        # WhiteNoise serves from the finders; an existing STATIC_ROOT only silences its warning.
-        (Path(tmp) / "data" / "staticfiles").mkdir(parents=True)
+        # The pages under test link the collected (hashed, compressed) files, as in production;
+        # kept in the checkout, so a run compresses only what changed since the last.
+        static_root = Path(os.environ.get("HARNESS_STATIC_ROOT", ROOT / ".data" / "staticfiles"))
+        (Path(tmp) / "data").mkdir()
         env = child_env(
             DATABASE_URL=database_url,
             REDIS_URL=redis_url,
             HARNESS_ENABLE_TEST_TOOLS="1",
             HARNESS_DATA_DIR=str(Path(tmp) / "data"),
+            HARNESS_STATIC_ROOT=str(static_root),
             HARNESS_WORKSPACE_ROOT=str(Path(tmp) / "workspaces"),
             HARNESS_LEDGER_DIR=str(Path(tmp) / "ledger"),
         )
+        with static_collecting(static_root):
+            collect = manage("collectstatic", "--noinput", "-v0")
+            collected = subprocess.run(collect, cwd=ROOT, env=env, check=False)
+        if collected.returncode:
+            raise CliError(f"collectstatic failed (exit {collected.returncode}); see above")
         argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *xdist, *pytest_args]
         say(f"DATABASE_URL={database_url} REDIS_URL={redis_url}")
         say(" ".join(argv[1:]))

@@ -100,14 +100,10 @@ RQ_SHOW_ADMIN_LINK = True
 
 # --- Harness ------------------------------------------------------------------------------
 HARNESS_CONFIG_FILE = Path(env_str("HARNESS_CONFIG", str(BASE_DIR / "harness.yaml")))
-# Outside DATA_DIR (database file, sockets, blobs), so nothing that reaches a workspace's
-# parent reaches the harness's data.
-_default_workspaces = (
-    Path(env_str("XDG_DATA_HOME", str(Path.home() / ".local" / "share")))
-    / "agent-harness"
-    / "workspaces"
-)
-HARNESS_WORKSPACE_ROOT = Path(env_str("HARNESS_WORKSPACE_ROOT", str(_default_workspaces)))
+# This instance's own: two checkouts never share (or collide on) a task's directory. Tools
+# reach nothing beyond their workspace: the sandbox mounts only it, and the file tools walk
+# paths from its descriptor without following links (docs/sandbox.md).
+HARNESS_WORKSPACE_ROOT = Path(env_str("HARNESS_WORKSPACE_ROOT", str(DATA_DIR / "workspaces")))
 HARNESS_ENABLE_TEST_TOOLS = env_bool("HARNESS_ENABLE_TEST_TOOLS", False)
 # Where snapshot blobs live: a dotted path to a checkpoints.blobstore.BlobStore subclass.
 HARNESS_BLOB_STORE = env_str("HARNESS_BLOB_STORE", "checkpoints.blobstore.DatabaseBlobStore")
@@ -223,13 +219,15 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "staticfiles"
-STATICFILES_FINDERS = [
-    "django.contrib.staticfiles.finders.FileSystemFinder",
-    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "dashboard.staticfiles.PlotlyFinder",
-]
-WHITENOISE_USE_FINDERS = True
+# `collectstatic` (which `harness up` and `harness test` run) writes every file here under a
+# content-hashed name with gzip and brotli siblings (harness_site/staticfiles.py); WhiteNoise
+# serves them from here only. Templates name files through `{% static %}`, which fails loudly
+# for a file collectstatic did not see.
+STATIC_ROOT = Path(env_str("HARNESS_STATIC_ROOT", str(DATA_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "harness_site.staticfiles.StaticFilesStorage"},
+}
 
 LOGGING = {
     "version": 1,

@@ -3,13 +3,16 @@ from __future__ import annotations
 from django.contrib import admin
 from django.templatetags.static import static
 from django.urls import include, path
+from django.utils.functional import lazy
 from django.views.generic import RedirectView
 
 from harness_site.api import api
 
 urlpatterns = [
-    # Browsers ask for /favicon.ico whatever the page links: send them to the static icon.
-    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    # Browsers ask for /favicon.ico whatever the page links: send them to the static icon,
+    # under its hashed name (looked up per request: importing the URLs needs no manifest;
+    # temporary: the name changes with the icon).
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("favicon.svg"))),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("django-rq/", include("django_rq.urls")),

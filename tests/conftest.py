@@ -29,6 +29,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connections
 from django.test import Client
+from pytest_django.live_server_helper import LiveServer
 
 from bench.common import wait_for as poll
 from harness_site.config import harness_config
@@ -61,6 +62,13 @@ def redis_url_for_this_process(url: str) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    manifest = Path(django_settings.STATIC_ROOT) / "staticfiles.json"
+    if not manifest.is_file():
+        pytest.exit(
+            f"no {manifest}: pages link the collected static files; run the tests with "
+            "`./harness test` (it runs collectstatic) or run `manage.py collectstatic` first",
+            returncode=4,
+        )
     if not XDIST_WORKER:
         return
     # django_rq reads RQ_QUEUES on every get_queue(), so changing settings here is enough.
@@ -599,6 +607,25 @@ def browser(monkeypatch):
             # ORM calls made while Playwright's loop runs get their own connection (Django's
             # connections are context-local): close it, or the test database cannot be dropped.
             connections.close_all()
+
+
+@pytest.fixture(scope="session")
+def live_server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """pytest-django's live server, serving static files as production does: WhiteNoise (in the
+    middleware) from the collected files under their hashed names, compressed. pytest-django's
+    own static handler would look the hashed names up in the finders and answer 404."""
+    address = (
+        request.config.getvalue("liveserver")
+        or os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS")
+        or "localhost"
+    )
+    server = LiveServer(address, start=False)
+    server.thread.static_handler = lambda handler: handler
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,10 +27,11 @@ ADMIN_PASSWORD = "demo-password-123"
 
 
 class Up:
-    def __init__(self, process: subprocess.Popen, *, port: int, log: Path) -> None:
+    def __init__(self, process: subprocess.Popen, *, port: int, log: Path, data_dir: Path) -> None:
         self.process = process
         self.port = port
         self.log = log
+        self.data_dir = data_dir
 
     @property
     def text(self) -> str:
@@ -63,7 +65,7 @@ def up() -> Iterator[Up]:
     process = spawn(
         ["up", "--port", str(port), "--workers", "2"], module="harness_site.cli", log=log, env=env
     )
-    handle = Up(process, port=port, log=log)
+    handle = Up(process, port=port, log=log, data_dir=data_dir)
     try:
         yield handle
     finally:
@@ -94,12 +96,13 @@ def _login(client: httpx.Client) -> None:
 def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
     wait_for(
         lambda: "is running at" in up.text or up.process.poll() is not None,
-        120,
+        180,
         interval=0.2,
         message="harness up to report its URL",
     )
     assert up.process.poll() is None, up.text
     assert f"http://127.0.0.1:{up.port}/" in up.text
+    assert f"links: http://127.0.0.1:{up.port} (HARNESS_BASE_URL)" in up.text
     # A fresh checkout sandboxes commands with the bubblewrap that .venv ships.
     assert "command sandbox: bubblewrap (" in up.text, up.text
 
@@ -111,9 +114,9 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
     assert any("redis-server" in c for c in commands)
 
     with httpx.Client(base_url=f"http://127.0.0.1:{up.port}", timeout=10) as client:
-        assert client.get("/static/harness.css").status_code == 200
         _login(client)
         assert client.get("/").status_code == 200
+        static_files_are_hashed_compressed_and_cached_for_a_year(client)
 
         demo = dict(re.findall(r"created demo task (\S+): (.+)", up.text))
         assert len(demo) == 7, up.text
@@ -126,10 +129,14 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
             settled = all(s in ("succeeded", "waiting_review") for s in statuses.values())
             return statuses if settled else None
 
-        statuses = wait_for(demo_settled, 60, interval=0.2, message="the demo tasks to settle")
+        # Seven tasks (one a group of four) on two workers.
+        statuses = wait_for(demo_settled, 120, interval=0.2, message="the demo tasks to settle")
         # Links (API `url`, notifications) name the port `up` serves on (HARNESS_BASE_URL).
         pending = client.get("/api/v1/reviews", params={"status": "pending"}).json()
         assert pending[0]["url"] == f"http://127.0.0.1:{up.port}/reviews/{pending[0]['id']}/"
+    # A task's files are in this instance's data directory.
+    notes = next(task_id for task_id, title in demo.items() if "release notes" in title)
+    assert (up.data_dir / "workspaces" / notes / "notes" / "RELEASE-1.2.md").is_file()
     assert statuses == {
         "Demo: write release notes": "succeeded",
         "Demo: clean up old logs": "waiting_review",
@@ -146,6 +153,38 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
     assert up.process.wait(timeout=60) == 0, up.text
     still_running = [c for c in children if c.is_running() and c.status() != "zombie"]
     assert still_running == []
+
+
+def static_files_are_hashed_compressed_and_cached_for_a_year(client: httpx.Client) -> None:
+    page = client.get("/tasks/").text
+    links = re.findall(r'(?:href|src)="(/static/[^"]+)"', page)
+    css = next(link for link in links if re.fullmatch(r"/static/harness\.[0-9a-f]{12}\.css", link))
+    assert any(re.fullmatch(r"/static/vendor/htmx\.min\.[0-9a-f]{12}\.js", x) for x in links)
+    plain = client.get(css, headers={"Accept-Encoding": "identity"})
+    for encoding in ("br", "gzip"):
+        response = client.get(css, headers={"Accept-Encoding": encoding})
+        assert response.status_code == 200
+        assert response.headers["Content-Encoding"] == encoding
+        assert int(response.headers["Content-Length"]) < len(plain.content) / 2
+        assert response.text == plain.text  # httpx decodes both
+        assert response.headers["Cache-Control"] == "max-age=315360000, public, immutable"
+        assert "Accept-Encoding" in response.headers["Vary"]
+    assert "Content-Encoding" not in plain.headers
+
+
+def _workspace_root(env: dict[str, str]) -> Path:
+    code = "from harness_site import settings as s; print(s.HARNESS_WORKSPACE_ROOT)"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return Path(run.stdout.strip())
+
+
+def test_workspaces_default_to_this_instances_data_directory(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    env.update(HARNESS_DATA_DIR=str(tmp_path / "data"), PYTHONPATH=str(ROOT))
+    assert _workspace_root(env) == tmp_path / "data" / "workspaces"
+    env["HARNESS_WORKSPACE_ROOT"] = str(tmp_path / "elsewhere")
+    assert _workspace_root(env) == tmp_path / "elsewhere"
 
 
 def test_links_name_the_host_and_port_up_serves_on():

@@ -3,6 +3,8 @@ checkpoint levels, see the statistics charts render, and see that a viewer gets 
 
 from __future__ import annotations
 
+from django.utils import timezone
+
 from tests.conftest import BROWSER
 from tests.factories import TaskFactory
 
@@ -70,3 +72,52 @@ def test_a_viewer_sees_no_action_buttons(live_server, open_page, viewer):
     assert page.query_selector("[data-testid=task-actions]") is None
     assert page.query_selector("#task-live[data-live=on]") is not None
     assert page.query_selector("button.danger") is None
+
+
+# Each chart is drawn, and by a trace module the Plotly bundle has: a trace type the bundle
+# lacks is left out of `_fullData`'s modules (drawn as nothing) instead of failing.
+CHARTS_DRAWN = """ids => ids.map(id => {
+  const el = document.getElementById(id);
+  return [id, el.dataset.ready === "1" && el._fullData.length > 0
+    && el._fullData.every(t => t._module) && !!el.querySelector(".main-svg")];
+})"""
+
+
+def test_only_the_chart_pages_load_plotly_and_every_chart_draws(
+    live_server, open_page, run_task, operator
+):
+    task = run_task(
+        [
+            {"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
+            {"call": "read_file", "args": {"path": "missing.txt"}},
+            {"final": "done"},
+        ],
+        ["write_file", "read_file"],
+    )
+    TaskFactory(status="failed", error_class="timeout", finished_at=timezone.now())
+    loaded = "performance.getEntriesByType('resource').map(e => e.name)"
+
+    page = open_page(operator, "/tasks/")
+    page.wait_for_load_state("load")
+    assert page.evaluate("typeof window.Plotly") == "undefined"
+    assert not [url for url in page.evaluate(loaded) if "plotly" in url]
+
+    pages = {
+        "/": ["chart-failure-rate", "chart-error-mix"],
+        f"/tasks/{task.id}/": ["timeline"],
+        "/stats/failures/": [
+            "chart-by-tool",
+            "chart-by-step",
+            "chart-over-time",
+            "chart-heatmap",
+            "chart-retries",
+            "chart-durations",
+            "chart-reviews",
+        ],
+    }
+    for path, charts in pages.items():
+        page.goto(f"{live_server.url}{path}")
+        for chart in charts:
+            page.wait_for_selector(f"#{chart}[data-ready='1']")
+        assert dict(page.evaluate(CHARTS_DRAWN, charts)) == dict.fromkeys(charts, True), path
+        assert [url for url in page.evaluate(loaded) if "plotly" in url]

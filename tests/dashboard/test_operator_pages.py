@@ -4,6 +4,7 @@ checkpoint diff pages show JSON (never Python reprs) and coloured, wrapped diffs
 from __future__ import annotations
 
 import json
+import re
 
 from checkpoints.models import Checkpoint
 from review.models import ReviewRequest
@@ -90,4 +91,6 @@ def test_review_audit_and_diff_pages_show_json_not_reprs(
 def test_favicon_is_served(client):
     response = client.get("/favicon.ico", follow=True)
     assert response.status_code == 200
-    assert response.redirect_chain[0][0].endswith("favicon.svg")
+    # The hashed name, cached for a year.
+    assert re.fullmatch(r"/static/favicon\.[0-9a-f]{12}\.svg", response.redirect_chain[0][0])
+    assert "immutable" in response["Cache-Control"]

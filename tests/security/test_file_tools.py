@@ -4,8 +4,6 @@ rights) planted in the workspace: nothing outside it is read or changed."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -93,24 +91,3 @@ def test_rollback_does_not_write_through_links_planted_after_the_checkpoint(
     assert os.stat(workspace / "notes.txt").st_nlink == 1
     assert not (workspace / "docs").is_symlink()
     assert (workspace / "docs" / "a.txt").read_text() == "doc\n"
-
-
-def test_workspaces_live_outside_the_data_directory_by_default(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "HARNESS_WORKSPACE_ROOT"}
-    env.update(HARNESS_DATA_DIR=str(tmp_path / "data"), HOME=str(tmp_path / "home"))
-    env.pop("XDG_DATA_HOME", None)
-    printed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from harness_site import settings as s; print(s.HARNESS_WORKSPACE_ROOT)",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-
-    root = Path(printed)
-    assert root.is_absolute()
-    assert tmp_path / "data" not in [root, *root.parents]

@@ -1,6 +1,8 @@
-"""`manage.py seed_demo`: a few scripted tasks that show the harness at work — one that
-finishes, three that pause for a human decision (one of them calling the bundled MCP server,
-examples/mcp_notes). Idempotent: does nothing once demo tasks exist."""
+"""`manage.py seed_demo`: seven tasks that show the harness at work (README "The two
+commands" lists them) — two that finish (one of them a group of three sub-agents), five that
+pause for a human decision (a deletion, a `*.conf` change, the bundled MCP server's destructive
+tool, a LangGraph interrupt, a LangChain agent's gated call). Idempotent: does nothing once demo
+tasks exist."""
 
 from __future__ import annotations
 
