@@ -4,6 +4,7 @@ the recovery plan that `auto` follows, and the diff of two checkpoints. Nothing 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from checkpoints.services import (
     checkpoint_find_latest_valid,
 )
 from checkpoints.snapshots import (
+    Manifest,
     RestoreResult,
     snapshot_manifest,
     snapshot_restore_plan,
@@ -416,10 +418,65 @@ def _text(body: bytes) -> list[str] | None:
         return None
 
 
-def _entry_dict(entry: Any) -> dict[str, Any] | None:
+def _file_text_diff(item: FileDiff, bodies: dict[str, bytes]) -> None:
+    """Set `item.text_diff`: the unified diff of its two sides (`bodies` holds the contents of
+    the sides that are at most TEXT_DIFF_MAX_BYTES), or why there is none."""
+    if item.change == "mode":
+        return
+
+    def lines(side: dict[str, Any] | None) -> list[str] | None:
+        if side is None:
+            return []
+        body = bodies.get(side["hash"])
+        return None if body is None else _text(body)
+
+    old, new = lines(item.before), lines(item.after)
+    if old is None or new is None:
+        item.text_diff = "(binary or large file: no text diff)"
+        return
+    item.text_diff = "".join(
+        difflib.unified_diff(
+            old,
+            new,
+            fromfile=f"a/{item.path}" if item.before else "/dev/null",
+            tofile=f"b/{item.path}" if item.after else "/dev/null",
+        )
+    )
+
+
+def entry_dict(entry: Any) -> dict[str, Any] | None:
     if entry is None:
         return None
     return {"hash": entry.hash, "size": entry.size, "mode": oct(entry.mode)}
+
+
+def file_changes(*, before: Manifest, after: Manifest, paths: Iterable[str]) -> list[FileDiff]:
+    """How each of `paths` changed from manifest `before` to `after` (unchanged ones are left
+    out), with unified diffs of text files: the checkpoint diff (every path) and the file
+    browser's diff of one file."""
+    files: list[FileDiff] = []
+    for path in paths:
+        old, new = before.get(path), after.get(path)
+        if old == new:
+            continue
+        if old is None:
+            change = "added"
+        elif new is None:
+            change = "removed"
+        else:
+            change = "mode" if old.hash == new.hash else "changed"
+        files.append(FileDiff(path, change, entry_dict(old), entry_dict(new)))
+    wanted = {
+        side["hash"]
+        for f in files
+        if f.change != "mode"
+        for side in (f.before, f.after)
+        if side is not None and side["size"] <= TEXT_DIFF_MAX_BYTES
+    }
+    bodies = blob_store().get_many(wanted) if wanted else {}
+    for item in files:
+        _file_text_diff(item, bodies)
+    return files
 
 
 def _message_dict(m: Any) -> dict[str, Any]:
@@ -447,48 +504,7 @@ def checkpoint_diff(*, a: Checkpoint, b: Checkpoint) -> CheckpointDiff:
     while common < min(len(ma), len(mb)) and ma[common] == mb[common]:
         common += 1
     fa, fb = snapshot_manifest(la.snapshot), snapshot_manifest(lb.snapshot)
-    files: list[FileDiff] = []
-    for path in sorted(set(fa) | set(fb)):
-        before, after = fa.get(path), fb.get(path)
-        if before == after:
-            continue
-        if before is None:
-            change = "added"
-        elif after is None:
-            change = "removed"
-        else:
-            change = "mode" if before.hash == after.hash else "changed"
-        files.append(FileDiff(path, change, _entry_dict(before), _entry_dict(after)))
-    wanted = {
-        side["hash"]
-        for f in files
-        if f.change != "mode"
-        for side in (f.before, f.after)
-        if side is not None and side["size"] <= TEXT_DIFF_MAX_BYTES
-    }
-    bodies = blob_store().get_many(wanted) if wanted else {}
-
-    def lines(side: dict[str, Any] | None) -> list[str] | None:
-        if side is None:
-            return []
-        body = bodies.get(side["hash"])
-        return None if body is None else _text(body)
-
-    for item in files:
-        if item.change == "mode":
-            continue
-        old, new = lines(item.before), lines(item.after)
-        if old is None or new is None:
-            item.text_diff = "(binary or large file: no text diff)"
-            continue
-        item.text_diff = "".join(
-            difflib.unified_diff(
-                old,
-                new,
-                fromfile=f"a/{item.path}" if item.before else "/dev/null",
-                tofile=f"b/{item.path}" if item.after else "/dev/null",
-            )
-        )
+    files = file_changes(before=fa, after=fb, paths=sorted(set(fa) | set(fb)))
     return CheckpointDiff(
         a=a,
         b=b,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from checkpoints import views
+from checkpoints import file_views, views
 
 app_name = "checkpoints"
 
@@ -19,4 +19,9 @@ urlpatterns = [
     ),
     path("tasks/<uuid:task_id>/checkpoints/diff/", views.diff_page, name="diff"),
     path("tasks/<uuid:task_id>/recover/", views.recover_action, name="recover"),
+    # The workspace at a checkpoint (?path=, ?checkpoint=; the tree is the task page's tab).
+    path("tasks/<uuid:task_id>/files/view/", file_views.file_page, name="file"),
+    path("tasks/<uuid:task_id>/files/download/", file_views.file_download, name="file_download"),
+    path("tasks/<uuid:task_id>/files/archive/", file_views.archive_download, name="archive"),
+    path("tasks/<uuid:task_id>/files/diff/", file_views.file_diff_page, name="file_diff"),
 ]

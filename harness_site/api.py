@@ -63,6 +63,10 @@ from dashboard.api import router as stats_router  # noqa: E402
 api.add_router("/", stats_router)
 api.add_router("/", checkpoints_router)
 
+from checkpoints.files_api import router as files_router  # noqa: E402
+
+api.add_router("/", files_router)
+
 from multiagent.api import router as multiagent_router  # noqa: E402
 
 api.add_router("/", multiagent_router)

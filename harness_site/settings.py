@@ -109,6 +109,9 @@ HARNESS_ENABLE_TEST_TOOLS = env_bool("HARNESS_ENABLE_TEST_TOOLS", False)
 HARNESS_BLOB_STORE = env_str("HARNESS_BLOB_STORE", "checkpoints.blobstore.DatabaseBlobStore")
 HARNESS_BLOB_DIR = Path(env_str("HARNESS_BLOB_DIR", str(DATA_DIR / "blobs")))
 HARNESS_LEDGER_DIR = Path(env_str("HARNESS_LEDGER_DIR", str(DATA_DIR / "ledger")))
+# The file browser's download of a whole tree (checkpoints.files): refused over these bounds.
+HARNESS_ARCHIVE_MAX_BYTES = env_int("HARNESS_ARCHIVE_MAX_BYTES", 256 * 1024 * 1024, minimum=0)
+HARNESS_ARCHIVE_MAX_FILES = env_int("HARNESS_ARCHIVE_MAX_FILES", 10_000, minimum=0)
 # Dotted module paths whose @tool-decorated functions join the registry at start-up.
 HARNESS_TOOL_MODULES = env_list("HARNESS_TOOL_MODULES", [])
 # Origins `http_request` may call: `scheme://host[:port]` (`*.example.com` for subdomains); a

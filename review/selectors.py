@@ -47,6 +47,7 @@ from review.transports import LEGACY_WEBHOOK, LegacyWebhook, transport_for
 from tasks.canonical import canonical_hash
 from tasks.errors import CANCELED_ERROR, NotFound
 from tasks.models import ToolCallStatus
+from tasks.paths import PathEscapeError, call_paths, shared_relative, validate_relative_path
 from tasks.selectors import user_can_view, user_in_group
 from tasks.tools.mcp import MCP_DEFAULT_HINTS
 from tasks.tools.registry import ToolSpec
@@ -341,6 +342,21 @@ def review_targets_text(*, review: ReviewRequest) -> list[dict[str, str]]:
         for t in review.target_fingerprint.get("targets") or []
         if t.get("kind") != "command"
     ]
+
+
+def review_file_paths(*, review: ReviewRequest) -> list[str]:
+    """The workspace files the call names (its path arguments), as a snapshot's manifest
+    spells them, for "see the current file" links; paths the tools would refuse and
+    /shared/ paths (not in the task's workspace) are left out."""
+    paths = []
+    for path in call_paths(review.arguments):
+        if shared_relative(path) is not None:
+            continue
+        try:
+            paths.append(str(validate_relative_path(path)))
+        except PathEscapeError:
+            continue
+    return list(dict.fromkeys(paths))
 
 
 def review_approvers(*, review: ReviewRequest) -> list[dict[str, Any]]:

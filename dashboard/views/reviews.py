@@ -182,6 +182,7 @@ def _detail(
             "arguments_hash": canonical_hash(review.arguments),
             "target_hash": review.target_fingerprint.get("hash", ""),
             "targets": selectors.review_targets_text(review=review),
+            "file_paths": selectors.review_file_paths(review=review),
             "reopened_as": list(review.reopened_as.order_by("id").only("id")),
             "original_text": json.dumps(review.original_arguments, indent=2, ensure_ascii=False),
             "schema": schema,

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from django.views.decorators.http import require_POST
 
-from checkpoints import recovery
+from checkpoints import files, recovery
 from checkpoints.selectors import (
     graph_checkpoints,
     graph_task,
@@ -41,7 +41,7 @@ from tasks.states import TERMINAL, IllegalTransition, TaskStatus, TransitionConf
 LIST_PAGE_SIZE = 50
 TAB_PAGE_SIZE = 100
 EVENTS_PAGE_SIZE = 200
-TABS = ("events", "calls", "reviews", "checkpoints")
+TABS = ("events", "calls", "reviews", "checkpoints", "files")
 GRAPH_CHECKPOINTS_SHOWN = 500
 
 
@@ -209,6 +209,8 @@ def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
         ]
     elif tab == "reviews":
         context["reviews"] = task_reviews(task_id=task.id)
+    elif tab == "files":
+        context.update(_files_context(request, task))
     elif graph_task(task):
         # A graph task's checkpoints are LangGraph's (checkpoints.langgraph).
         context["graph_checkpoints"] = graph_checkpoints(task=task)[:GRAPH_CHECKPOINTS_SHOWN]
@@ -224,6 +226,28 @@ def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
     context["can_operate"] = selectors.user_can_operate(request.user)
     context["tabs_live"] = task.status not in TERMINAL
     return context
+
+
+def _files_context(request: HttpRequest, task: Task) -> dict[str, Any]:
+    """The Files tab: one folder (?dir=) of the workspace at a checkpoint (?checkpoint=, the
+    head when absent), read from its snapshot (checkpoints.files)."""
+    pinned = request.GET.get("checkpoint", "")
+    context: dict[str, Any] = {
+        "pinned": pinned,
+        "checkpoint_options": task_checkpoints(task_id=task.id).defer("payload"),
+    }
+    try:
+        at = files.workspace_at(task=task, checkpoint_id=pinned)
+        listing = files.folder_listing(at=at, folder=files.folder_check(request.GET.get("dir")))
+    except (files.FilesUnreadable, files.FilesInvalid) as exc:
+        return {**context, "files_error": str(exc)}
+    return {
+        **context,
+        "at": at,
+        "listing": listing,
+        "archive_refusal": files.archive_refusal(at),
+        "archive_formats": files.ARCHIVE_FORMATS,
+    }
 
 
 def _etag(request: HttpRequest, task: Task, fragment: str, *extra: Any) -> str:
