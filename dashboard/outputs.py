@@ -4,18 +4,17 @@ the running call's live output. Output is hostile: a download is an attachment w
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any
 
 from django.http import HttpResponse
 from django.utils import timezone
 
+from harness_site.downloads import attachment, safe_filename
 from tasks.models import OutputKind, Task, ToolOutput
 from tasks.outputs import SAFE_IMAGE_TYPES, live_output_get, output_content
 from tasks.states import TERMINAL, TaskStatus
 
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _SUFFIX = {
     "image/png": "png",
     "image/jpeg": "jpg",
@@ -33,7 +32,7 @@ def output_content_type(row: ToolOutput) -> str:
 
 
 def output_filename(row: ToolOutput) -> str:
-    stem = _UNSAFE_NAME.sub("_", f"{row.call_id}-attempt{row.attempt}-{row.name}")[:120]
+    stem = safe_filename(f"{row.call_id}-attempt{row.attempt}-{row.name}".replace("/", "_"))
     content_type = output_content_type(row)
     suffix = _SUFFIX.get(content_type, "txt" if content_type.startswith("text/") else "bin")
     return f"{stem}.{suffix}"
@@ -41,9 +40,9 @@ def output_filename(row: ToolOutput) -> str:
 
 def output_download(row: ToolOutput) -> HttpResponse:
     """The stored bytes of one output part, as a download (an <img> still shows an image)."""
-    response = HttpResponse(output_content(row), content_type=output_content_type(row))
-    response["Content-Disposition"] = f'attachment; filename="{output_filename(row)}"'
-    response["X-Content-Type-Options"] = "nosniff"
+    response = attachment(
+        output_content(row), filename=output_filename(row), content_type=output_content_type(row)
+    )
     response["Cache-Control"] = "private, max-age=3600"
     return response
 
