@@ -56,8 +56,11 @@ def live_output(*, task: Task, now: datetime | None = None) -> dict[str, Any] | 
     record = live_output_get(task_id=task.id)
     if record is None or record.get("finished"):
         return None
+    lost = task.status != TaskStatus.RUNNING
     try:
         started = datetime.fromisoformat(str(record.get("started_at")))
+        # A lost call ran until its last update, as far as anyone saw.
+        until = datetime.fromisoformat(str(record.get("updated_at"))) if lost else None
     except ValueError:
         return None
     now = now or timezone.now()
@@ -66,7 +69,7 @@ def live_output(*, task: Task, now: datetime | None = None) -> dict[str, Any] | 
         "call_id": str(record.get("call_id", "")),
         "tool": str(record.get("tool", "")),
         "attempt": record.get("attempt"),
-        "elapsed_s": max(0.0, (now - started).total_seconds()),
+        "elapsed_s": max(0.0, ((until or now) - started).total_seconds()),
         "streams": sorted(
             (str(name), stream)
             for name, stream in (streams or {}).items()
@@ -75,5 +78,5 @@ def live_output(*, task: Task, now: datetime | None = None) -> dict[str, Any] | 
         if isinstance(streams, dict)
         else [],
         "version": f"{record.get('version')}:{record.get('updated_at')}",
-        "lost": task.status != TaskStatus.RUNNING,
+        "lost": lost,
     }

@@ -37,9 +37,11 @@ MAX_PARTS = 20
 MAX_NAME_CHARS = 50
 MAX_HREF_CHARS = 2000
 SAFE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-# A running call's live record: refreshed while it runs, kept this long after (the
-# outcome-unknown review of a worker lost mid-call copies it into the call's outputs).
+# A running call's live record: refreshed while it runs, kept this long after its last
+# update (the outcome-unknown review of a worker lost mid-call copies it into the call's
+# outputs); a finished call's, only as long as a lost worker takes to be noticed.
 LIVE_TTL_S = 24 * 3600
+FINISHED_TTL_S = 3600
 LIVE_KEY = "harness:live-output:{task_id}"
 # The numbers of a result the pages show with an attempt (run_command, http_request).
 SUMMARY_NUMBERS = {"exit_code": "exit_code", "duration_ms": "ran_ms", "status": "http_status"}
@@ -258,7 +260,11 @@ def live_output_put(
         "streams": output.tails(),
     }
     try:
-        _redis().set(LIVE_KEY.format(task_id=task_id), json.dumps(record), ex=LIVE_TTL_S)
+        _redis().set(
+            LIVE_KEY.format(task_id=task_id),
+            json.dumps(record),
+            ex=FINISHED_TTL_S if finished else LIVE_TTL_S,
+        )
     except (RedisError, OSError) as exc:
         log.warning("live output of task %s not published: %s", task_id, exc)
 
