@@ -145,43 +145,31 @@ class ReviewRequestAdmin(admin.ModelAdmin):
         return False
 
 
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the harness writes itself (triage comments, decision receipts, delivery records,
+    the receipt chain's head, page views, roll-ups): shown for inspection, never edited here."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
 @admin.register(DecisionReceipt)
-class DecisionReceiptAdmin(admin.ModelAdmin):
+class DecisionReceiptAdmin(_ReadOnlyAdmin):
     """Read-only: receipts are appended by decisions and never changed (review.receipts)."""
 
     list_display = ("seq", "at", "decision", "via", "actor", "review_id", "task_id")
     list_filter = ("decision", "via")
     search_fields = ("actor",)
     date_hierarchy = "at"
-
-    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
-        return [f.name for f in self.model._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-
-class _ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows the harness writes itself (triage comments, delivery records, the receipt chain's
-    head, page views, roll-ups): shown for inspection, never edited here."""
-
-    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
-        return [f.name for f in self.model._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
 
 for _model in (

@@ -549,12 +549,9 @@ def review_decide(
                 if review.target_fingerprint.get("targets") is not None:
                     # The edited call's targets as they are now are what this approves.
                     review.target_fingerprint = review_edited_fingerprint(review=review)
-            if review.forbid_creator and task.created_by_id == user.pk:
-                raise ReviewForbidden(
-                    "the task's creator may not approve its calls (four-eyes rule)"
-                )
-            if review.approvals.filter(user=user).exists():
-                raise ReviewConflict("you already approved this call; another operator must")
+            _approver_check(
+                review=review, task=task, user=user, act="approve its calls", what="this call"
+            )
             suggestion = (
                 _remember_suggestion(review=review, approved=approved, wanted=remembered[0])
                 if remembered is not None
@@ -569,47 +566,19 @@ def review_decide(
                     "target_fingerprint",
                 ]
             )
-            ReviewApproval.objects.create(
-                review=review, user=user, arguments_hash=approved_hash, comment=comment, at=now
-            )
-            count = review.approvals.filter(arguments_hash=approved_hash).count()
-            if count < review.approvals_required:
-                event_record(
-                    task_id=task.id,
-                    type=EventType.REVIEW_APPROVAL,
-                    actor=actor,
-                    step_index=task.current_step,
-                    payload={
-                        "review_id": review.id,
-                        "call_id": review.tool_call.call_id,
-                        "approvals": count,
-                        "required": review.approvals_required,
-                        "arguments": approved,
-                        "comment": comment,
-                    },
-                )
-                audit_record(
-                    user=user,
-                    action="review_approve_partial",
-                    task_id=task.id,
-                    target=f"review {review.id}",
-                    reason=comment,
-                    before={"arguments": review.original_arguments},
-                    after={
-                        "arguments": approved,
-                        "approvals": count,
-                        "required": review.approvals_required,
-                    },
-                )
-                receipt_record(
-                    review=review,
-                    decision="approve_partial",
-                    actor=actor,
-                    user=user,
-                    via=via,
-                    now=now,
-                    comment=comment,
-                )
+            if not _approval_add(
+                task=task,
+                review=review,
+                user=user,
+                arguments_hash=approved_hash,
+                comment=comment,
+                now=now,
+                via=via,
+                decision="approve",
+                event={"arguments": approved},
+                before={"arguments": review.original_arguments},
+                after={"arguments": approved},
+            ):
                 return review
             _settle(
                 task=task,
@@ -645,6 +614,78 @@ def review_decide(
             response=response,
             via=via,
         )
+
+
+def _approver_check(
+    *, review: ReviewRequest, task: Task, user: AbstractBaseUser, act: str, what: str
+) -> None:
+    """`user` may add an approval to `review`: not the task's creator under forbid_creator
+    (four-eyes), and not twice."""
+    if review.forbid_creator and task.created_by_id == user.pk:
+        raise ReviewForbidden(f"the task's creator may not {act} (four-eyes rule)")
+    if review.approvals.filter(user=user).exists():
+        raise ReviewConflict(f"you already approved {what}; another operator must")
+
+
+def _approval_add(
+    *,
+    task: Task,
+    review: ReviewRequest,
+    user: AbstractBaseUser,
+    arguments_hash: str,
+    comment: str,
+    now: datetime,
+    via: str,
+    decision: str,
+    event: dict[str, Any],
+    before: dict[str, Any],
+    after: dict[str, Any],
+) -> bool:
+    """Record `user`'s approval of `arguments_hash` (`decision`: approve | rerun). True when as
+    many approvals of it as the review requires are in (the caller settles the review); else
+    the partial approval is recorded (event with `event`'s facts, audit
+    `review_<decision>_partial` from `before` to `after`, receipt) and False. Caller holds both
+    locks."""
+    ReviewApproval.objects.create(
+        review=review, user=user, arguments_hash=arguments_hash, comment=comment, at=now
+    )
+    count = review.approvals.filter(arguments_hash=arguments_hash).count()
+    if count >= review.approvals_required:
+        return True
+    actor = user.get_username()
+    progress = {"approvals": count, "required": review.approvals_required}
+    event_record(
+        task_id=task.id,
+        type=EventType.REVIEW_APPROVAL,
+        actor=actor,
+        step_index=task.current_step,
+        payload={
+            "review_id": review.id,
+            "call_id": review.tool_call.call_id,
+            **event,
+            **progress,
+            "comment": comment,
+        },
+    )
+    audit_record(
+        user=user,
+        action=f"review_{decision}_partial",
+        task_id=task.id,
+        target=f"review {review.id}",
+        reason=comment,
+        before=before,
+        after={**after, **progress},
+    )
+    receipt_record(
+        review=review,
+        decision=f"{decision}_partial",
+        actor=actor,
+        user=user,
+        via=via,
+        now=now,
+        comment=comment,
+    )
+    return False
 
 
 def _settle(
@@ -1320,55 +1361,22 @@ def review_resolve_unknown_outcome(
         call_hash = canonical_hash(call.arguments)
         before = {"status": review.status, "call": call.status, "arguments_hash": call_hash}
         if decision == "rerun":
-            if review.forbid_creator and task.created_by_id == user.pk:
-                raise ReviewForbidden(
-                    "the task's creator may not run its calls again (four-eyes rule)"
-                )
-            if review.approvals.filter(user=user).exists():
-                raise ReviewConflict("you already approved this re-run; another operator must")
-            ReviewApproval.objects.create(
-                review=review, user=user, arguments_hash=call_hash, comment=comment, at=now
+            _approver_check(
+                review=review, task=task, user=user, act="run its calls again", what="this re-run"
             )
-            count = review.approvals.filter(arguments_hash=call_hash).count()
-            if count < review.approvals_required:
-                event_record(
-                    task_id=task.id,
-                    type=EventType.REVIEW_APPROVAL,
-                    actor=actor,
-                    step_index=task.current_step,
-                    payload={
-                        "review_id": review.id,
-                        "call_id": call.call_id,
-                        "kind": UNKNOWN_OUTCOME,
-                        "decision": decision,
-                        "approvals": count,
-                        "required": review.approvals_required,
-                        "comment": comment,
-                    },
-                )
-                audit_record(
-                    user=user,
-                    action="review_rerun_partial",
-                    task_id=task.id,
-                    target=f"review {review.id}",
-                    reason=comment,
-                    before=before,
-                    after={
-                        "decision": decision,
-                        "arguments_hash": call_hash,
-                        "approvals": count,
-                        "required": review.approvals_required,
-                    },
-                )
-                receipt_record(
-                    review=review,
-                    decision="rerun_partial",
-                    actor=actor,
-                    user=user,
-                    via=via,
-                    now=now,
-                    comment=comment,
-                )
+            if not _approval_add(
+                task=task,
+                review=review,
+                user=user,
+                arguments_hash=call_hash,
+                comment=comment,
+                now=now,
+                via=via,
+                decision="rerun",
+                event={"kind": UNKNOWN_OUTCOME, "decision": decision},
+                before=before,
+                after={"decision": decision, "arguments_hash": call_hash},
+            ):
                 return review
             toolcall_transition(
                 call=call, to=ToolCallStatus.APPROVED, fields={"arguments_hash": call_hash}
