@@ -11,6 +11,7 @@ from uuid import UUID
 from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
+from pydantic import ConfigDict
 
 from checkpoints import recovery, selectors
 from checkpoints.models import Checkpoint
@@ -19,6 +20,7 @@ from harness_site.api_auth import OPERATE
 from harness_site.api_utils import optional_body
 from tasks.schemas import ErrorOut, TaskOut
 from tasks.selectors import access_task, user_can_operate
+from tasks.spec import RetryChanges
 from tasks.states import IllegalTransition, TransitionConflict
 
 router = Router(tags=["recovery"])
@@ -52,7 +54,14 @@ class RollbackIn(Schema):
     reason: str = Reason
 
 
-class RetryIn(Schema):
+class RetryIn(RetryChanges):
+    """An empty body retries as before; `budget` ({max_steps, max_tokens, session_timeout_s,
+    turn_timeout_s, tool_timeout_s}) and `model` (an OpenAI-compatible model's name) change
+    the spec first (422 naming the field when a value is out of bounds)."""
+
+    # Unknown keys are ignored, as before the changes were added.
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
     resume: bool = True
     reason: str = Field("", max_length=2000)
 
@@ -80,6 +89,10 @@ class RecoveryOut(Schema):
     links_deleted: list[str] = []
     folders_deleted: list[str] = []
     superseded: int
+    # What a retry changed of the spec: {"before": {field: value}, "after": {...}} ({} if none).
+    spec_changes: dict[str, dict[str, Any]] = {}
+    # Why `auto` chose this strategy (recover with strategy auto; "" otherwise).
+    why: str = ""
 
 
 class PreviewOut(Schema):
@@ -155,6 +168,12 @@ def _run(action, **kwargs) -> Status:
             "links_deleted": restored.links if restored else [],
             "folders_deleted": restored.folders if restored else [],
             "superseded": result.superseded,
+            "spec_changes": (
+                {"before": result.revision.before, "after": result.revision.after}
+                if result.revision
+                else {}
+            ),
+            "why": result.why,
         },
     )
 
@@ -187,22 +206,26 @@ def rollback(request: HttpRequest, task_id: str, body: RollbackIn):
 @router.post("tasks/{task_id}/retry", auth=OPERATE, response={200: RecoveryOut, **ERRORS})
 def retry(request: HttpRequest, task_id: str):
     """Re-run the failed step from its step checkpoint: failed or timed-out calls run again
-    under fresh call_ids, finished ones replay from the ledger."""
+    under fresh call_ids, finished ones replay from the ledger. An optional `budget` / `model`
+    changes the spec first (a task stopped by `budget_exceeded` gets a higher `max_steps`),
+    recorded before/after in the audit log."""
     task = _operate(request, task_id)
     body = optional_body(request, RetryIn)
+    changes = RetryChanges(budget=body.budget, model=body.model)
     return _run(
         recovery.task_retry,
         task_id=task.id,
         user=request.user,
         reason=body.reason,
         resume=body.resume,
+        changes=changes if changes.budget or changes.model else None,
     )
 
 
 @router.post("tasks/{task_id}/recover", auth=OPERATE, response={200: RecoveryOut, **ERRORS})
 def recover(request: HttpRequest, task_id: str):
     """Recover with a strategy chosen now: rollback (needs checkpoint_id), retry, forward, or
-    auto (see GET …/recovery-plan)."""
+    auto (see GET …/recovery-plan; the answer's `kind` is the strategy it chose, `why` why)."""
     task = _operate(request, task_id)
     body = optional_body(request, RecoverIn)
     return _run(

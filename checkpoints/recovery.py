@@ -73,6 +73,7 @@ from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo, RecoveryNote
 from tasks.events import EventType
 from tasks.models import Task, ToolCall
+from tasks.spec import RetryChanges
 from tasks.states import TERMINAL, TaskStatus, TransitionConflict
 
 STRATEGIES = ("rollback", "retry", "forward", "auto")
@@ -107,6 +108,10 @@ class RecoveryResult:
     graph_checkpoint_id: str = ""
     # The snapshot a rollback restores after its commit.
     base_snapshot: dict | None = None
+    # What a retry changed of the task's spec (budget, timeouts, model).
+    revision: services.SpecRevision | None = None
+    # Why `auto` chose this strategy (task_recover).
+    why: str = ""
 
 
 def _actor(user: AbstractBaseUser | None) -> str:
@@ -198,10 +203,12 @@ def _fork(
     restored: RestoreResult | None = None,
     event: dict[str, Any] | None = None,
     enqueue: bool = True,
+    revision: services.SpecRevision | None = None,
 ) -> RecoveryResult:
     """Write the forked checkpoint, supersede later ones, move the task, record it. Runs
     inside the caller's transaction, with the task row locked. `enqueue=False`: a resumed
-    task is queued but its job is sent by the caller (after the files are restored)."""
+    task is queued but its job is sent by the caller (after the files are restored).
+    `revision`: what the operator changed of the spec, in the event and the audit entry."""
     actor = _actor(user)
     seq = checkpoint_next_seq(task_id=task.id)
     checkpoint = checkpoint_build(
@@ -233,6 +240,7 @@ def _fork(
             "seq": seq,
             "superseded": superseded,
             **(event or {}),
+            **_revision_fields(revision),
         },
     )
     target = TaskStatus.QUEUED if resume else TaskStatus.HELD
@@ -255,11 +263,12 @@ def _fork(
         task_id=task.id,
         reason=reason,
         target=f"{task.id} checkpoint {base.checkpoint.seq}",
-        before=before,
+        before={**before, **_revision_audit(revision, "before")},
         after={
             "status": task.status,
             "head_checkpoint": str(checkpoint.id),
             "superseded": superseded,
+            **_revision_audit(revision, "after"),
         },
     )
     return RecoveryResult(
@@ -269,7 +278,31 @@ def _fork(
         base=base.checkpoint,
         restored=restored,
         superseded=superseded,
+        revision=revision,
     )
+
+
+def _revision_fields(revision: services.SpecRevision | None) -> dict[str, Any]:
+    """A recovery event's record of the spec changes that came with it."""
+    if revision is None:
+        return {}
+    return {"spec_changes": {"before": revision.before, "after": revision.after}}
+
+
+def _revision_audit(revision: services.SpecRevision | None, side: str) -> dict[str, Any]:
+    """The spec values a retry changed, as the audit entry's before / after show them."""
+    return {} if revision is None else {"spec": getattr(revision, side)}
+
+
+def _spec_revise(task: Task, changes: RetryChanges | None) -> services.SpecRevision | None:
+    """Apply a retry's spec changes (inside its transaction): bad values are RecoveryInvalid
+    naming the field, and the transaction writes nothing."""
+    if changes is None:
+        return None
+    try:
+        return services.task_spec_revise(task=task, changes=changes)
+    except services.SpecError as exc:
+        raise RecoveryInvalid(exc.field, exc.message) from None
 
 
 def _workspace_snapshot(task: Task, newest: LoadedCheckpoint) -> dict | None:
@@ -413,17 +446,25 @@ def task_retry(
     user: AbstractBaseUser | None,
     reason: str,
     resume: bool = True,
+    changes: RetryChanges | None = None,
 ) -> RecoveryResult:
     """Re-run the failed step from its step checkpoint (the `after_model` checkpoint of the
     step): calls that succeeded replay from the ledger, calls that failed or timed out run
     again under fresh call_ids. Files are left as they are (they hold the successful calls'
-    effects, which replay does not redo)."""
+    effects, which replay does not redo).
+
+    `changes`: what the operator changes of the spec first (a raised `max_steps` for a task
+    that stopped at its budget, longer timeouts, another model), checked as a new task's spec
+    would be (RecoveryInvalid naming the field) and recorded before/after in the audit log."""
     reason = (reason or "").strip()[:2000] or "retry requested"
     with transaction.atomic():
         task = _lock(task_id, refuse=(TaskStatus.SUCCEEDED, TaskStatus.WAITING_REVIEW))
+        revision = _spec_revise(task, changes)
         if graph_task(task):
-            task = _graph_requeue(task=task, user=user, kind="retry", reason=reason)
-            return RecoveryResult(task, "retry", None, None, None, 0)
+            task = _graph_requeue(
+                task=task, user=user, kind="retry", reason=reason, revision=revision
+            )
+            return RecoveryResult(task, "retry", None, None, None, 0, revision=revision)
         newest = _newest_valid(task)
         base = newest
         row = failed_call(task, newest)
@@ -464,6 +505,7 @@ def task_retry(
             state=state,
             snapshot=snapshot,
             event={"retried_calls": sorted(rekeyed)},
+            revision=revision,
         )
 
 
@@ -593,28 +635,33 @@ def task_recover(
     checkpoint_id: Any = None,
 ) -> RecoveryResult:
     """One entry point for a recovery chosen at recovery time; `auto` follows
-    `checkpoints.selectors.recovery_plan` (per-tool defaults, overridable per task)."""
+    `checkpoints.selectors.recovery_plan` (per-tool defaults, overridable per task) and says
+    which strategy it chose and why (`RecoveryResult.why`, the audit entry's reason)."""
     if strategy not in STRATEGIES:
         raise RecoveryInvalid("strategy", f"strategy must be one of {', '.join(STRATEGIES)}")
+    why = ""
     if strategy == "auto":
         plan = recovery_plan(task=Task.objects.get(id=task_id))
-        strategy = plan.strategy
+        strategy, why = plan.strategy, plan.why
         if strategy == "rollback":
             checkpoint_id = plan.checkpoint_id
+        # The audit entry (action = the strategy) says why in its reason.
+        chose = f"auto chose {strategy}: {why}"
         reason = (
-            f"{reason} [auto: {plan.why}]"
-            if reason.strip()
-            else ("" if strategy == "rollback" else f"auto: {plan.why}")
+            f"{reason} [{chose}]" if reason.strip() else ("" if strategy == "rollback" else chose)
         )
     if strategy == "rollback":
         if checkpoint_id is None:
             raise RecoveryInvalid("checkpoint_id", "rollback needs a checkpoint_id")
-        return checkpoint_rollback(
+        result = checkpoint_rollback(
             task_id=task_id, checkpoint_id=checkpoint_id, user=user, reason=reason, resume=resume
         )
-    if strategy == "retry":
-        return task_retry(task_id=task_id, user=user, reason=reason, resume=resume)
-    return task_forward(task_id=task_id, user=user, reason=reason, resume=resume)
+    elif strategy == "retry":
+        result = task_retry(task_id=task_id, user=user, reason=reason, resume=resume)
+    else:
+        result = task_forward(task_id=task_id, user=user, reason=reason, resume=resume)
+    result.why = why
+    return result
 
 
 # --- graph tasks (LangGraph checkpoints, see checkpoints.langgraph) ---------------------------
@@ -624,7 +671,14 @@ def task_recover(
 # after it run again, and the checkpoints after it are left behind (superseded), not deleted.
 
 
-def _graph_requeue(*, task: Task, user: AbstractBaseUser | None, kind: str, reason: str) -> Task:
+def _graph_requeue(
+    *,
+    task: Task,
+    user: AbstractBaseUser | None,
+    kind: str,
+    reason: str,
+    revision: services.SpecRevision | None = None,
+) -> Task:
     """Queue a stopped graph task to continue from its latest LangGraph checkpoint. Runs inside
     the caller's transaction with the task row locked."""
     actor = _actor(user)
@@ -635,7 +689,7 @@ def _graph_requeue(*, task: Task, user: AbstractBaseUser | None, kind: str, reas
         type=kind,
         actor=actor,
         step_index=task.current_step,
-        payload={"reason": reason, "resume": True, "graph": True},
+        payload={"reason": reason, "resume": True, "graph": True, **_revision_fields(revision)},
     )
     task = services.task_transition(
         task_id=task.id,
@@ -650,8 +704,8 @@ def _graph_requeue(*, task: Task, user: AbstractBaseUser | None, kind: str, reas
         action=kind,
         task_id=task.id,
         reason=reason,
-        before=before,
-        after={"status": task.status},
+        before={**before, **_revision_audit(revision, "before")},
+        after={"status": task.status, **_revision_audit(revision, "after")},
     )
     return task
 

@@ -32,13 +32,15 @@ from tasks.spec import TaskSpec
 from tasks.states import TaskStatus
 from tasks.tools.registry import ToolSpec
 
-# Ledger statuses of calls that actually ran (or may have: running / unknown_outcome).
+# Ledger statuses of calls that actually ran (or may have: running / unknown_outcome; a call
+# waiting to be retried ran at least once).
 EXECUTED = (
     ToolCallStatus.SUCCEEDED,
     ToolCallStatus.FAILED,
     ToolCallStatus.TIMED_OUT,
     ToolCallStatus.RUNNING,
     ToolCallStatus.UNKNOWN_OUTCOME,
+    ToolCallStatus.RETRY_WAIT,
 )
 RETRYABLE = (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT)
 TEXT_DIFF_MAX_BYTES = 256 * 1024

@@ -9,14 +9,17 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
+from pydantic import ValidationError
 
 from checkpoints import recovery, selectors
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted
 from checkpoints.snapshots import removed_paths
 from harness_site.access import operator_required, viewer_required
+from tasks import services
 from tasks.models import Task
 from tasks.selectors import access_task
+from tasks.spec import RETRY_BUDGET_FIELDS, RetryChanges
 from tasks.states import IllegalTransition, TransitionConflict
 
 REFUSALS = (
@@ -147,23 +150,51 @@ def diff_page(request: HttpRequest, task_id) -> HttpResponse:
     )
 
 
+def _retry_changes(request: HttpRequest) -> RetryChanges:
+    """The retry form's fields (prefilled with the values in force; the service applies only
+    those that differ). Raises pydantic's ValidationError for a field out of shape."""
+    post = request.POST
+    return RetryChanges(
+        budget={key: post[key].strip() for key in RETRY_BUDGET_FIELDS if post.get(key, "").strip()},
+        model=post.get("model", "").strip() or None,
+    )
+
+
+def _changed(revision: services.SpecRevision | None) -> str:
+    if revision is None:
+        return ""
+    return "; changed " + ", ".join(
+        f"{field} {revision.before[field]} → {value}" for field, value in revision.after.items()
+    )
+
+
 @require_POST
 @operator_required
 def recover_action(request: HttpRequest, task_id) -> HttpResponse:
-    """Retry / resume buttons on the task page."""
+    """Retry (with the form's spec changes) / resume / auto buttons on the task page; the
+    message says what a retry changed and which strategy `auto` chose, and why."""
     task = access_task(request.user, task_id)
     action = request.POST.get("action")
     reason = request.POST.get("reason", "")
     try:
         if action == "retry":
-            recovery.task_retry(task_id=task.id, user=request.user, reason=reason)
+            result = recovery.task_retry(
+                task_id=task.id, user=request.user, reason=reason, changes=_retry_changes(request)
+            )
+            messages.success(request, f"Retry requested{_changed(result.revision)}.")
         elif action == "resume":
             recovery.task_resume(task_id=task.id, user=request.user, reason=reason)
+            messages.success(request, "Resume requested.")
         else:
-            recovery.task_recover(
+            result = recovery.task_recover(
                 task_id=task.id, user=request.user, strategy="auto", reason=reason
             )
-        messages.success(request, f"{(action or 'auto').capitalize()} requested.")
+            messages.success(request, f"Recover (auto) chose {result.kind}: {result.why}.")
+    except recovery.RecoveryInvalid as exc:
+        messages.error(request, f"{exc.field}: {exc.message}")
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        messages.error(request, f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}")
     except REFUSALS as exc:
         messages.error(request, str(exc))
     return redirect("tasks:detail", task_id=task.id)

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness_site.config import Regex
+from harness_site.config import Regex, harness_config
 from tasks.json_schema import json_schema_check
 from tasks.paths import PathEscapeError, PathTooLong, check_path_bounds, validate_relative_path
 
@@ -212,6 +212,59 @@ class BudgetSpec(_Spec):
     session_timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     turn_timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     tool_timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
+
+
+# The budget fields an operator may change when retrying a task (RetryChanges).
+RETRY_BUDGET_FIELDS = (
+    "max_steps",
+    "max_tokens",
+    "session_timeout_s",
+    "turn_timeout_s",
+    "tool_timeout_s",
+)
+
+
+def budget_in_force(spec: dict[str, Any]) -> dict[str, int | float]:
+    """The budget a task runs under: its spec's, with harness.yaml `timeouts` for the timeouts
+    the spec leaves unset."""
+    budget = BudgetSpec.model_validate((spec or {}).get("budget") or {})
+    timeouts = harness_config().timeouts
+    return {
+        "max_steps": budget.max_steps,
+        "max_tokens": budget.max_tokens,
+        "session_timeout_s": budget.session_timeout_s or timeouts.session_s,
+        "turn_timeout_s": budget.turn_timeout_s or timeouts.turn_s,
+        "tool_timeout_s": budget.tool_timeout_s or timeouts.tool_s,
+    }
+
+
+def spec_model_name(spec: dict[str, Any]) -> str | None:
+    """The model name of a spec's OpenAI-compatible model (HARNESS_MODEL when it names none):
+    what a retry may change (RetryChanges.model); None for any other kind of model."""
+    model = (spec or {}).get("model") or {}
+    if model.get("kind") != "openai":
+        return None
+    return model.get("model") or settings.HARNESS_MODEL
+
+
+class RetryChanges(_Spec):
+    """What an operator may change of a stopped task's spec when retrying it (`POST
+    /api/v1/tasks/{id}/retry`, the task page's retry form): budget fields (RETRY_BUDGET_FIELDS)
+    and the name of an OpenAI-compatible model. The values are checked as part of the whole
+    spec, as a new task's would be (tasks.services.task_spec_revise), so every bound holds."""
+
+    budget: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @field_validator("budget")
+    @classmethod
+    def _retry_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(value) - set(RETRY_BUDGET_FIELDS))
+        if unknown:
+            raise ValueError(
+                f"cannot change {', '.join(unknown)}; one of {', '.join(RETRY_BUDGET_FIELDS)}"
+            )
+        return value
 
 
 class RetrySpec(_Spec):

@@ -29,13 +29,13 @@ from dashboard import bulk
 from dashboard.outputs import live_output, output_download
 from dashboard.task_forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
 from harness_site.access import operator_required, viewer_required
-from harness_site.config import harness_config
 from harness_site.context_processors import pending_reviews_count
 from harness_site.htmx import is_htmx
 from harness_site.pagination import CappedPaginator
 from review.selectors import task_call_edits, task_reviews, task_reviews_pending
 from tasks import charts, selectors
 from tasks.models import PREVIEW_BYTES, Task
+from tasks.spec import budget_in_force, spec_model_name
 from tasks.states import TERMINAL, IllegalTransition, TaskStatus, TransitionConflict
 
 LIST_PAGE_SIZE = 50
@@ -126,16 +126,6 @@ def task_bulk(request: HttpRequest) -> HttpResponse:
 # --- the task page --------------------------------------------------------------------------
 
 
-def _budget(task: Task) -> dict[str, Any]:
-    budget = (task.spec or {}).get("budget") or {}
-    session = budget.get("session_timeout_s") or harness_config().timeouts.session_s
-    return {
-        "max_steps": budget.get("max_steps"),
-        "max_tokens": budget.get("max_tokens"),
-        "session_s": session,
-    }
-
-
 def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
     """The header, the timeline and the model usage: what the live poll refreshes."""
     now = timezone.now()
@@ -156,7 +146,8 @@ def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
     return {
         "task": task,
         "timeline": figure,
-        "budget": _budget(task),
+        "budget": budget_in_force(task.spec),
+        "model_name": spec_model_name(task.spec),
         "waits": selectors.task_wait_times(events, now=now),
         "model_usage": selectors.task_model_usage(events),
         "pending_reviews": pending,
