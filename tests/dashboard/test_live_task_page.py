@@ -17,7 +17,7 @@ from tasks.services import event_record
 from tests.conftest import needs_chromium, wait_for
 from tests.factories import TaskFactory, scripted_task
 
-# Room for a loaded machine (Plotly is 3.5 MB).
+# Room for a loaded machine (Plotly's cartesian bundle is 1.5 MB to run).
 SLOW_MS = 60_000
 
 
