@@ -13,7 +13,8 @@ no-op, or the same atomic file write into a directory of its own) and `PostgresS
 same PostgreSQL (LangGraph's default durability, "async", and "sync" for comparison).
 
 Stored bytes per step: the rows a run leaves behind (pg_column_size of whole rows) — ours:
-checkpoints + events + tool calls + the snapshot blobs it created; LangGraph: checkpoints +
+checkpoints + events + tool calls + their outputs (a write's diff) + the snapshot blobs it
+created; LangGraph: checkpoints +
 checkpoint_blobs + checkpoint_writes of the thread — divided by the number of steps. For the
 finished `write` task at the larger size, also after retention (harness.yaml's keep rule).
 
@@ -100,6 +101,8 @@ def ours_stored_bytes(task_id: Any, blobs_since: Any = None) -> int:
             "        WHERE e.task_id = %(t)s)"
             "     + (SELECT coalesce(sum(pg_column_size(k.*)), 0) FROM tasks_toolcall k"
             "        WHERE k.task_id = %(t)s)"
+            "     + (SELECT coalesce(sum(pg_column_size(o.*)), 0) FROM tasks_tooloutput o"
+            "        WHERE o.task_id = %(t)s)"
             "     + (SELECT coalesce(sum(pg_column_size(b.*)), 0) FROM checkpoints_blob b"
             "        WHERE %(since)s::timestamptz IS NOT NULL AND b.created_at >= %(since)s)",
             {"t": task_id, "since": blobs_since},

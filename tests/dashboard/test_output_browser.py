@@ -24,8 +24,10 @@ COMMAND = (
 
 
 def test_command_output_is_live_while_it_runs_then_on_the_calls_tab(
-    live_server, workers, open_page, operator, commands_allowed, tmp_path
+    live_server, worker_pool, open_page, operator, commands_allowed, tmp_path
 ):
+    # One worker is enough; room for a loaded machine to start it.
+    worker_pool.start(1, timeout=240)
     task = scripted_task(
         [{"call": "run_command", "args": {"command": COMMAND}}, {"final": "done"}],
         ["run_command"],
@@ -74,7 +76,7 @@ def test_command_output_is_live_while_it_runs_then_on_the_calls_tab(
 
     # stderr is larger than the page shows: cut, with the whole stored part as a download.
     stderr = output.locator("[data-name=stderr]")
-    assert "showing the first 8.0 KB" in stderr.inner_text()
+    assert "showing the first 8.0 KB" in stderr.inner_text().replace("\xa0", " ")
     with page.expect_download() as download:
         stderr.locator("[data-testid=output-download]").click()
     saved = tmp_path / "stderr.txt"
