@@ -70,6 +70,22 @@ def task_checkpoint_marks(*, task_id: Any) -> list[dict[str, Any]]:
     )
 
 
+def checkpoint_supersession_marks(*, task_ids: list[Any]) -> dict[Any, list[dict[str, Any]]]:
+    """Each task's checkpoints (by seq) as {seq, superseded, at (datetime)}: enough to tell
+    which of its time was abandoned by a rollback (tasks.charts.superseded_ranges)."""
+    marks: dict[Any, list[dict[str, Any]]] = {task_id: [] for task_id in task_ids}
+    rows = (
+        Checkpoint.objects.filter(task_id__in=task_ids)
+        .order_by("task_id", "seq")
+        .values("task_id", "seq", "superseded", "created_at")
+    )
+    for row in rows:
+        marks[row["task_id"]].append(
+            {"seq": row["seq"], "superseded": row["superseded"], "at": row["created_at"]}
+        )
+    return marks
+
+
 def task_checkpoints(*, task_id: Any) -> QuerySet[Checkpoint]:
     """The task's checkpoints by seq (payloads deferred until a page of them is verified)."""
     return Checkpoint.objects.filter(task_id=task_id).order_by("seq")

@@ -1,6 +1,7 @@
 """Figure data for the overview and the failure statistics: Plotly figure dicts built from the
 rows of dashboard.stats. Points carry the URL of the pre-filtered task list in `customdata`;
-static/dashboard.js follows it on click."""
+static/dashboard.js follows it on click. Tool names and error classes are escaped wherever
+Plotly prints them (ticks, legend, pie labels, hover: see tasks.charts.plotly_escape)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from dashboard.windows import Window
-from tasks.charts import plotly_time
+from tasks.charts import plotly_escape, plotly_text, plotly_time
 
 OUTCOME_COLORS = {
     "approved": "#1e7b34",
@@ -68,6 +69,11 @@ def _figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> dict[str, Any
     return {"data": data, "layout": layout}
 
 
+def _label(value: Any) -> Any:
+    """A category as Plotly prints it: text escaped, numbers as they are."""
+    return plotly_escape(value) if isinstance(value, str) else value
+
+
 def _pct(rate: float | None) -> float | None:
     return None if rate is None else round(rate * 100, 2)
 
@@ -81,10 +87,12 @@ def failure_rate_over_time_figure(rows: list[dict[str, Any]], window: Window) ->
         {
             "type": "scatter",
             "mode": "lines+markers",
-            "name": tool,
+            "name": plotly_escape(tool),
             "x": [plotly_time(r["bucket"]) for r in points],
             "y": [_pct(r["rate"]) for r in points],
-            "text": [f"{tool}: {r['failed']}/{r['calls']} calls failed" for r in points],
+            "text": plotly_text(
+                [f"{tool}: {r['failed']}/{r['calls']} calls failed" for r in points]
+            ),
             "hoverinfo": "text+x",
             "customdata": [
                 task_list_url(
@@ -123,7 +131,7 @@ def error_class_mix_figure(rows: list[dict[str, Any]], window: Window) -> dict[s
                 "type": "pie",
                 "hole": 0.45,
                 "sort": False,
-                "labels": [r["error_class"] or "(none)" for r in rows],
+                "labels": [plotly_escape(r["error_class"] or "(none)") for r in rows],
                 "values": [r["tasks"] for r in rows],
                 "customdata": [
                     task_list_url(
@@ -144,7 +152,7 @@ def _rate_bars(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return {
         "type": "bar",
         "name": "failure rate",
-        "x": [r[key] for r in rows],
+        "x": [_label(r[key]) for r in rows],
         "y": [_pct(r["rate"]) for r in rows],
         "text": [f"{r['failed']}/{r['calls']}" for r in rows],
         "textposition": "auto",
@@ -176,8 +184,8 @@ def error_heatmap_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
             {
                 "type": "heatmap",
                 "name": "failed calls",
-                "x": [c or "(none)" for c in classes],
-                "y": tools,
+                "x": [plotly_escape(c or "(none)") for c in classes],
+                "y": plotly_text(tools),
                 "z": [[cells.get((t, c), 0) for c in classes] for t in tools],
                 "colorscale": "Reds",
                 "xgap": 2,
@@ -234,7 +242,7 @@ def retry_distribution_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def duration_percentiles_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    tools = [r["tool"] for r in rows]
+    tools = plotly_text([r["tool"] for r in rows])
     return _figure(
         [
             {
@@ -257,7 +265,7 @@ def duration_percentiles_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def review_outcomes_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    tools = [r["tool"] for r in rows]
+    tools = plotly_text([r["tool"] for r in rows])
     return _figure(
         [
             {

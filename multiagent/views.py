@@ -23,6 +23,7 @@ def group_panel(request: HttpRequest, task_id) -> HttpResponse:
     root = selectors.group_root(task)
     members = selectors.group_members(root=root)
     cuts = list(selectors.global_checkpoints(root=root))
+    lanes = charts.group_timeline(members=members, global_checkpoints=cuts, now=timezone.now())
     return render(
         request,
         "multiagent/_group.html",
@@ -31,9 +32,8 @@ def group_panel(request: HttpRequest, task_id) -> HttpResponse:
             "root": root,
             "children": members[1:],
             "global_checkpoints": cuts[::-1],
-            "lanes": charts.group_timeline(
-                members=members, global_checkpoints=cuts, now=timezone.now()
-            ),
+            "lanes": lanes,
+            "lanes_summary": lanes.pop("summary"),
             "can_operate": user_can_operate(request.user),
             "shared_files": shared_files(root=root),
         },

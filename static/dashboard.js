@@ -26,6 +26,17 @@
     if (indices.length && window.Plotly) Plotly.restyle(el, { visible: visible }, indices);
   }
 
+  // The figure's height goes to its container, and the chart fills the container (autosize):
+  // the box keeps its height whatever the window does, so a resize redraws the chart inside
+  // it (Plotly's responsive handler) and never pushes it over what follows.
+  function sized(el, layout) {
+    var fitted = Object.assign({}, layout, { autosize: true });
+    if (layout.height) el.style.height = layout.height + "px";
+    delete fitted.height;
+    delete fitted.width;
+    return fitted;
+  }
+
   // The figure JSON each chart was last drawn from: a swap that left it unchanged (a tab
   // switch, an out-of-band update) does not redraw the chart.
   var drawn = new WeakMap();
@@ -36,10 +47,11 @@
     if (drawn.get(el) === source.textContent) return;
     drawn.set(el, source.textContent);
     var figure = JSON.parse(source.textContent);
+    var layout = sized(el, figure.layout);
     var config = { displaylogo: false, responsive: true };
     var first = !el.dataset.rendered;
-    var done = first ? Plotly.newPlot(el, figure.data, figure.layout, config)
-                     : Plotly.react(el, figure.data, figure.layout, config);
+    var done = first ? Plotly.newPlot(el, figure.data, layout, config)
+                     : Plotly.react(el, figure.data, layout, config);
     el.dataset.rendered = "1";
     Promise.resolve(done).then(function () {
       levelFilter(el);

@@ -8,6 +8,7 @@ kind, so a 1,000-step task stays a handful of traces.
 
 from __future__ import annotations
 
+import bisect
 import html
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ TIMELINE_EVENT_TYPES = frozenset(
         "task_stopped",
         "status",
         "graph_node",  # a LangGraph node run (tasks.graph_runner)
+        # The call a tool-level checkpoint was taken before (see checkpoint_names).
+        *("tool_started", "review_requested"),
         *("rollback", "retry", "forward", "retry_scheduled", "redispatched"),
     }
 )
@@ -71,6 +74,16 @@ STATUS_COLORS = {
     ToolCallStatus.RUNNING: "#2457c5",
 }
 SUPERSEDED_OPACITY = 0.3
+# A tick label's length (the whole name is in the hover), an arguments summary's, an error's.
+LABEL_CHARS = 40
+ARGUMENTS_CHARS = 200
+ERROR_CHARS = 200
+# Calls the text alternative lists one by one (the newest; the calls tab has them all).
+SUMMARY_CALLS = 50
+# Checkpoint triggers named after the call they were taken before.
+BEFORE_CALL_TRIGGERS = frozenset(
+    {"before_write_operation", "before_external_call", "before_review"}
+)
 
 
 def tool_row(name: str) -> str:
@@ -81,11 +94,56 @@ def node_row(name: str) -> str:
     return f"node · {name}"
 
 
+def plotly_escape(text: str) -> str:
+    """Text as Plotly shows it literally. Plotly.js reads `<a href>`, `<span style>`, `<br>`
+    and entities as markup in hover text, tick labels, legend names and annotations: a tool's
+    or an agent's name, an error message or a model-chosen reason could otherwise put a link or
+    styling into a chart."""
+    return html.escape(text, quote=False)
+
+
 def plotly_text(texts: list[str]) -> list[str]:
-    """Hover texts as Plotly shows them literally. Plotly.js reads `<a href>`, `<span style>`,
-    `<br>` and entities in hover text as markup: a tool's error message or a model-chosen reason
-    could otherwise put a link or styling into the timeline."""
-    return [html.escape(text, quote=False) for text in texts]
+    return [plotly_escape(text) for text in texts]
+
+
+def plotly_hover(lines: list[str]) -> str:
+    """Hover text of several lines: each line escaped, the breaks Plotly's own."""
+    return "<br>".join(plotly_escape(line) for line in lines if line)
+
+
+def plotly_label(text: str, limit: int = LABEL_CHARS) -> str:
+    """A tick label: escaped, and cut to `limit` characters."""
+    return plotly_escape(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def category_axis(rows: list[str]) -> dict[str, Any]:
+    """A category axis of `rows`, first on top: the categories are the escaped names (what the
+    traces' `y` hold), the ticks their shortened labels."""
+    names = [plotly_escape(row) for row in rows]
+    return {
+        "type": "category",
+        "categoryorder": "array",
+        "categoryarray": names[::-1],
+        "tickmode": "array",
+        "tickvals": names,
+        "ticktext": [plotly_label(row) for row in rows],
+        "automargin": True,
+    }
+
+
+def short_text(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def duration_text(seconds: float) -> str:
+    """0.0712 -> "71 ms", 2.44 -> "2.4 s", 95 -> "1 min 35 s"."""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else duration_words(seconds)
+
+
+def call_label(call: dict[str, Any]) -> str:
+    """ "write_file #3 (step 2)": the task's third tool call, made in step 2."""
+    return f"{call['tool']} #{call['number']} (step {call['step_index']})"
 
 
 def plotly_time(at: datetime) -> str:
@@ -135,7 +193,7 @@ class _Bars:
         row: str,
         start: datetime,
         end: datetime,
-        hover: str,
+        hover: list[str],
         color: str = "",
         link: str = "",
     ) -> None:
@@ -143,7 +201,7 @@ class _Bars:
         self.rows.append(row)
         self.starts.append(start)
         self.durations.append((end - start).total_seconds() * 1000)
-        self.hover.append(hover)
+        self.hover.append(plotly_hover(hover))
         self.colors.append(color or str(self.color))
         self.links.append(link)
 
@@ -153,10 +211,10 @@ class _Bars:
             "type": "bar",
             "orientation": "h",
             "name": self.name,
-            "y": self.rows,
+            "y": plotly_text(self.rows),
             "base": [plotly_time(s) for s in self.starts],
             "x": self.durations,
-            "hovertext": plotly_text(self.hover),
+            "hovertext": self.hover,
             "hoverinfo": "text",
             "marker": {"color": self.colors, "opacity": opacity},
             "meta": {"kind": self.name},
@@ -202,153 +260,38 @@ def task_timeline(
 ) -> dict[str, Any]:
     """The timeline figure: steps, model calls and every tool-call attempt as bars; time
     waiting for a human (and in retry backoff) as shaded spans; checkpoints as markers by
-    level (one trace per level, superseded ones dimmed in their own trace); errors as ✕."""
-    running = task.status == TaskStatus.RUNNING
+    level (one trace per level, superseded ones dimmed in their own trace); errors as ✕.
+    `summary` holds its text alternative (see timeline_summary); the page takes it out."""
     checkpoints = [{**cp, "at": iso_datetime(cp["at"])} for cp in checkpoints]
-    steps: dict[int, list[datetime]] = {}
-    steps_bars = _Bars("steps", "#8aa1c1")
-    model_bars = _Bars("model calls", "#5c7cfa")
-    tool_bars = _Bars("tool attempts", "#1e7b34")
-    human_bars = _Bars("waiting for review", "rgba(178,106,0,0.45)")
-    held_bars = _Bars("held", "rgba(91,58,140,0.35)")
-    backoff_bars = _Bars("retry backoff", "rgba(120,120,120,0.35)")
-    node_bars = _Bars("graph nodes", "#0b7285")
-    waits = {ROW_HUMAN: human_bars, ROW_HELD: held_bars, ROW_BACKOFF: backoff_bars}
-    marks: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    errors: dict[str, list] = defaultdict(list)
-
-    def extend_step(index: int | None, start: datetime, end: datetime) -> None:
-        if index is None or index < 0:
-            return
-        span = steps.setdefault(index, [start, end])
-        span[0] = min(span[0], start)
-        span[1] = max(span[1], end)
-
-    def error(row: str, at: datetime, text: str) -> None:
-        errors["y"].append(row)
-        errors["x"].append(at)
-        errors["text"].append(text)
-
-    open_spans: dict[str, datetime] = {}
-    for e in events:
-        at, kind = iso_datetime(e["at"]), e["type"]
-        if kind == "model_decision":
-            start = at - _ms(_number(e["duration_ms"]) or 0.0)
-            tokens = int(_number(e["prompt_tokens"]) or 0) + int(
-                _number(e["completion_tokens"]) or 0
-            )
-            model_bars.add(
-                ROW_MODEL,
-                start,
-                at,
-                f"model turn {e['turn'] or '?'} · step {e['step_index']}"
-                f" · {_number(e['duration_ms']) or 0:.0f} ms · {tokens} tokens",
-            )
-            extend_step(e["step_index"], start, at)
-        elif kind == "step_finished":
-            finished = int(_number(e["step"]) or 0) - 1
-            extend_step(finished, at, at)
-        elif kind == "graph_node":
-            start = at - _ms(_number(e["duration_ms"]) or 0.0)
-            row = node_row(e["node"] or "?")
-            text = f"{e['node']} · step {e['step_index']} · {_number(e['duration_ms']) or 0:.0f} ms"
-            if e["tool"]:
-                text += f" · tools: {e['tool']}"
-            node_bars.add(row, start, at, text, "#b3261e" if e["error_class"] else "")
-            if e["error_class"]:
-                error(row, at, f"{e['node']} failed: {e['error_class']}")
-            extend_step(e["step_index"], start, at)
-        elif kind == "model_error":
-            error(ROW_MODEL, at, f"model error: {e['error_class'] or ''}")
-        elif kind == "tool_refused":
-            error(
-                tool_row(e["tool"] or "?"), at, f"{e['call_id']} refused: {e['error_class'] or ''}"
-            )
-        elif kind == "task_stopped":
-            error(ROW_STEPS, at, f"task stopped: {e['error_class'] or ''}")
-        elif kind == "status":
-            for state, row in (
-                (TaskStatus.WAITING_REVIEW, ROW_HUMAN),
-                (TaskStatus.HELD, ROW_HELD),
-                (TaskStatus.RETRY_WAIT, ROW_BACKOFF),
-            ):
-                if e["to"] == state:
-                    open_spans[row] = at
-                elif e["from"] == state and row in open_spans:
-                    _close_span(
-                        waits[row], row, open_spans.pop(row), at, e["reason"] or e["to"] or ""
-                    )
-            if e["to"] == TaskStatus.HELD:
-                _mark(marks, "held", at, f"held: {e['reason'] or ''}"[:300])
-        elif kind in RECOVERY_MARKS:
-            _mark(marks, kind, at, _recovery_text(e))
-    for row, start in open_spans.items():
-        _close_span(waits[row], row, start, now, "still")
-
-    for call in calls:
-        row = tool_row(call["tool"])
-        link = call_link(task.id, call["call_id"])
-        log = call["attempt_log"] or []
-        for attempt in log:
-            start, end = (
-                iso_datetime(attempt.get("started_at")),
-                iso_datetime(attempt.get("finished_at")),
-            )
-            if start is None:
-                continue
-            end = end or start
-            status = attempt.get("status", "")
-            text = f"{call['call_id']} attempt {attempt.get('n', '?')} · {status}"
-            if attempt.get("error_class"):
-                text += f" · {attempt['error_class']}: {attempt.get('error_message', '')[:200]}"
-                error(row, end, text)
-            tool_bars.add(row, start, end, text, STATUS_COLORS.get(status, "#868e96"), link)
-            extend_step(call["step_index"], start, end)
-        started = iso_datetime(call["started"])
-        if call["status"] == ToolCallStatus.RUNNING and started and len(log) < call["attempts"]:
-            tool_bars.add(
-                row,
-                started,
-                now,
-                f"{call['call_id']} attempt {call['attempts']} · running",
-                STATUS_COLORS[ToolCallStatus.RUNNING],
-                link,
-            )
-            extend_step(call["step_index"], started, now)
-
-    if running and steps:
-        extend_step(max(steps), now, now)
-    for index in sorted(steps):
-        start, end = steps[index]
-        steps_bars.add(
-            ROW_STEPS, start, end, f"step {index} · {(end - start).total_seconds():.3f} s"
+    frame = _Frame()
+    frame.read_events(events, now=now)
+    frame.read_calls(
+        [{**call, "number": n} for n, call in enumerate(calls, 1)], task_id=task.id, now=now
+    )
+    if task.status == TaskStatus.RUNNING and frame.steps:
+        frame.extend_step(max(frame.steps), now, now)
+    for index in sorted(frame.steps):
+        start, end = frame.steps[index]
+        frame.steps_bars.add(
+            ROW_STEPS,
+            start,
+            end,
+            [f"step {index} · {duration_text((end - start).total_seconds())}"],
         )
 
     superseded = superseded_ranges(checkpoints)
-    data = [
-        b.trace(superseded)
-        for b in (
-            steps_bars,
-            model_bars,
-            node_bars,
-            tool_bars,
-            human_bars,
-            held_bars,
-            backoff_bars,
-        )
-        if b.rows
-    ]
-    data += _checkpoint_traces(checkpoints)
-    data += _mark_traces(marks)
-    if errors["x"]:
+    data = [b.trace(superseded) for b in frame.bar_traces() if b.rows]
+    data += _checkpoint_traces(checkpoints, checkpoint_names(checkpoints, events))
+    data += _mark_traces(frame.marks)
+    if frame.errors["x"]:
         data.append(
             {
                 "type": "scatter",
                 "mode": "markers",
                 "name": "errors",
-                "y": errors["y"],
-                "x": [plotly_time(x) for x in errors["x"]],
-                "hovertext": plotly_text(errors["text"]),
+                "y": plotly_text(frame.errors["y"]),
+                "x": [plotly_time(x) for x in frame.errors["x"]],
+                "hovertext": frame.errors["text"],
                 "hoverinfo": "text",
                 "marker": {"symbol": "x", "size": 10, "color": "#b3261e", "line": {"width": 1}},
                 "meta": {"kind": "errors"},
@@ -356,25 +299,218 @@ def task_timeline(
         )
 
     tool_rows = sorted(
-        {tool_row(c["tool"]) for c in calls} | {y for y in errors["y"] if y.startswith("tool · ")}
+        {tool_row(c["tool"]) for c in calls}
+        | {y for y in frame.errors["y"] if y.startswith("tool · ")}
     )
-    rows = [ROW_STEPS, ROW_MODEL, *sorted(set(node_bars.rows)), *tool_rows]
-    rows += [row for row, bars in waits.items() if bars.rows]
-    if marks:
+    rows = [ROW_STEPS, ROW_MODEL, *sorted(set(frame.node_bars.rows)), *tool_rows]
+    rows += [row for row, bars in frame.waits.items() if bars.rows]
+    if frame.marks:
         rows.append(ROW_RECOVERY)
     if checkpoints:
         rows.append(ROW_CHECKPOINTS)
-    busy = [
-        (start, _end(start, ms))
-        for bars in (model_bars, node_bars, tool_bars)  # a step spans its waits: not work
-        for start, ms in zip(bars.starts, bars.durations, strict=True)
-    ]
-    busy += [(x, x) for x in errors["x"]]
+    busy = frame.busy()
     busy += [(cp["at"], cp["at"]) for cp in checkpoints if cp["at"] is not None]
-    busy += [(x, x) for trace in marks.values() for x in trace["x"]]
     if task.status not in TERMINAL_STATUSES:
         busy.append((now, now))  # a wait that is still going on ends at "now", not in a gap
-    breaks = idle_breaks(busy, waits=waits)
+    breaks = idle_breaks(busy, waits=frame.waits)
+    return {
+        "data": data,
+        "layout": _timeline_layout(frame, rows=rows, busy=busy, breaks=breaks),
+        "summary": timeline_summary(frame, checkpoints=checkpoints),
+    }
+
+
+@dataclass
+class _Frame:
+    """The timeline being read from the events and the calls: its bars, marks, errors and the
+    span of each step."""
+
+    steps_bars: _Bars = field(default_factory=lambda: _Bars("steps", "#8aa1c1"))
+    model_bars: _Bars = field(default_factory=lambda: _Bars("model calls", "#5c7cfa"))
+    node_bars: _Bars = field(default_factory=lambda: _Bars("graph nodes", "#0b7285"))
+    tool_bars: _Bars = field(default_factory=lambda: _Bars("tool attempts", "#1e7b34"))
+    waits: dict[str, _Bars] = field(
+        default_factory=lambda: {
+            ROW_HUMAN: _Bars("waiting for review", "rgba(178,106,0,0.45)"),
+            ROW_HELD: _Bars("held", "rgba(91,58,140,0.35)"),
+            ROW_BACKOFF: _Bars("retry backoff", "rgba(120,120,120,0.35)"),
+        }
+    )
+    steps: dict[int, list[datetime]] = field(default_factory=dict)
+    marks: dict[str, dict[str, list]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    errors: dict[str, list] = field(default_factory=lambda: defaultdict(list))
+    # Each call's outcome for the text alternative: (label, outcome, attempts, seconds).
+    outcomes: list[tuple[str, str, int, float]] = field(default_factory=list)
+
+    def bar_traces(self) -> list[_Bars]:
+        return [
+            self.steps_bars,
+            self.model_bars,
+            self.node_bars,
+            self.tool_bars,
+            *self.waits.values(),
+        ]
+
+    def extend_step(self, index: int | None, start: datetime, end: datetime) -> None:
+        if index is None or index < 0:
+            return
+        span = self.steps.setdefault(index, [start, end])
+        span[0] = min(span[0], start)
+        span[1] = max(span[1], end)
+
+    def error(self, row: str, at: datetime, lines: list[str]) -> None:
+        self.errors["y"].append(row)
+        self.errors["x"].append(at)
+        self.errors["text"].append(plotly_hover(lines))
+
+    def read_events(self, events: list[dict[str, Any]], *, now: datetime) -> None:
+        open_spans: dict[str, datetime] = {}
+        for e in events:
+            at, kind = iso_datetime(e["at"]), e["type"]
+            if kind == "model_decision":
+                ms = _number(e["duration_ms"]) or 0.0
+                start = at - _ms(ms)
+                tokens = int(_number(e["prompt_tokens"]) or 0) + int(
+                    _number(e["completion_tokens"]) or 0
+                )
+                self.model_bars.add(
+                    ROW_MODEL,
+                    start,
+                    at,
+                    [
+                        f"model turn {e['turn'] or '?'} (step {e['step_index']})",
+                        f"{duration_text(ms / 1000)} · {tokens} tokens",
+                    ],
+                )
+                self.extend_step(e["step_index"], start, at)
+            elif kind == "step_finished":
+                finished = int(_number(e["step"]) or 0) - 1
+                self.extend_step(finished, at, at)
+            elif kind == "graph_node":
+                self._graph_node(e, at)
+            elif kind == "model_error":
+                self.error(ROW_MODEL, at, [f"model error: {e['error_class'] or ''}"])
+            elif kind == "tool_refused":
+                self.error(
+                    tool_row(e["tool"] or "?"),
+                    at,
+                    [
+                        f"{e['tool'] or '?'} (step {e['step_index']}) refused",
+                        f"error: {e['error_class'] or ''}",
+                        f"call id {e['call_id']}",
+                    ],
+                )
+            elif kind == "task_stopped":
+                self.error(ROW_STEPS, at, [f"task stopped: {e['error_class'] or ''}"])
+            elif kind == "status":
+                self._status(e, at, open_spans)
+            elif kind in RECOVERY_MARKS:
+                _mark(self.marks, kind, at, _recovery_text(e))
+        for row, start in open_spans.items():
+            _close_span(self.waits[row], row, start, now, "still waiting")
+
+    def _graph_node(self, e: dict[str, Any], at: datetime) -> None:
+        ms = _number(e["duration_ms"]) or 0.0
+        start = at - _ms(ms)
+        row = node_row(e["node"] or "?")
+        lines = [f"{e['node']} (step {e['step_index']})", duration_text(ms / 1000)]
+        if e["tool"]:
+            lines.append(f"tools: {e['tool']}")
+        self.node_bars.add(row, start, at, lines, "#b3261e" if e["error_class"] else "")
+        if e["error_class"]:
+            self.error(row, at, [f"{e['node']} failed", f"error: {e['error_class']}"])
+        self.extend_step(e["step_index"], start, at)
+
+    def _status(self, e: dict[str, Any], at: datetime, open_spans: dict[str, datetime]) -> None:
+        """A wait opens when the task enters its status (the pause) and closes when it leaves
+        it (the decision, the release, the end of the backoff)."""
+        for state, row in (
+            (TaskStatus.WAITING_REVIEW, ROW_HUMAN),
+            (TaskStatus.HELD, ROW_HELD),
+            (TaskStatus.RETRY_WAIT, ROW_BACKOFF),
+        ):
+            if e["to"] == state:
+                open_spans[row] = at
+            elif e["from"] == state and row in open_spans:
+                _close_span(
+                    self.waits[row], row, open_spans.pop(row), at, e["reason"] or e["to"] or ""
+                )
+        if e["to"] == TaskStatus.HELD:
+            _mark(self.marks, "held", at, f"held: {e['reason'] or ''}"[:300])
+
+    def read_calls(self, calls: list[dict[str, Any]], *, task_id: Any, now: datetime) -> None:
+        for call in calls:
+            row = tool_row(call["tool"])
+            link = call_link(task_id, call["call_id"])
+            log = call["attempt_log"] or []
+            head = [call_label(call)]
+            tail = [
+                f"arguments: {short_text(call.get('arguments_text') or '', ARGUMENTS_CHARS)}",
+                f"call id {call['call_id']}",
+            ]
+            seconds = 0.0
+            for attempt in log:
+                start = iso_datetime(attempt.get("started_at"))
+                if start is None:
+                    continue
+                end = iso_datetime(attempt.get("finished_at")) or start
+                status = attempt.get("status", "")
+                seconds = (end - start).total_seconds()
+                lines = [
+                    *head,
+                    f"attempt {attempt.get('n', '?')} of {call['attempts']} · {status}"
+                    f" · {duration_text(seconds)}",
+                    *tail,
+                ]
+                if attempt.get("error_class"):
+                    message = short_text(attempt.get("error_message") or "", ERROR_CHARS)
+                    lines.insert(-1, f"error: {attempt['error_class']}: {message}")
+                    self.error(row, end, lines)
+                self.tool_bars.add(
+                    row, start, end, lines, STATUS_COLORS.get(status, "#868e96"), link
+                )
+                self.extend_step(call["step_index"], start, end)
+            started = iso_datetime(call["started"])
+            if call["status"] == ToolCallStatus.RUNNING and started and len(log) < call["attempts"]:
+                seconds = (now - started).total_seconds()
+                lines = [
+                    *head,
+                    f"attempt {call['attempts']} · running for {duration_text(seconds)}",
+                    *tail,
+                ]
+                self.tool_bars.add(
+                    row, started, now, lines, STATUS_COLORS[ToolCallStatus.RUNNING], link
+                )
+                self.extend_step(call["step_index"], started, now)
+            self.outcomes.append((head[0], call["status"], call["attempts"], seconds))
+
+    def busy(self) -> list[tuple[datetime, datetime]]:
+        """What stays on the time axis: the work (a step spans its waits: not work), the marks
+        and errors, and where each wait starts and ends — the pause and the decision are
+        moments on the axis, never inside a span cut out of it."""
+        busy = [
+            (start, _end(start, ms))
+            for bars in (self.model_bars, self.node_bars, self.tool_bars)
+            for start, ms in zip(bars.starts, bars.durations, strict=True)
+        ]
+        busy += [(x, x) for x in self.errors["x"]]
+        busy += [(x, x) for trace in self.marks.values() for x in trace["x"]]
+        for bars in self.waits.values():
+            for start, ms in zip(bars.starts, bars.durations, strict=True):
+                busy += [(start, start), (_end(start, ms), _end(start, ms))]
+        return busy
+
+
+def _timeline_layout(
+    frame: _Frame,
+    *,
+    rows: list[str],
+    busy: list[tuple[datetime, datetime]],
+    breaks: list[IdleBreak],
+) -> dict[str, Any]:
+    human = frame.waits[ROW_HUMAN]
     shapes = [
         {
             "type": "rect",
@@ -387,13 +523,14 @@ def task_timeline(
             "fillcolor": "rgba(178,106,0,0.12)",
             "line": {"width": 0},
             "layer": "below",
+            "name": "review wait",
         }
-        for start, ms in zip(human_bars.starts, human_bars.durations, strict=True)
+        for start, ms in zip(human.starts, human.durations, strict=True)
     ]
     shapes += [_vline(b.start, color="#6b7480", width=2, dash="dot") for b in breaks]
     shapes += [
         _vline(x, color=RECOVERY_MARKS["rollback"][2], width=1, dash="dash")
-        for x in marks.get("rollbacks", {}).get("x", [])
+        for x in frame.marks.get("rollbacks", {}).get("x", [])
     ]
     annotations = [
         {
@@ -404,7 +541,7 @@ def task_timeline(
             "yanchor": "bottom",
             # Every other label a line higher: breaks a few pixels apart stay legible.
             "yshift": 16 * (i % 2),
-            "text": b.label,
+            "text": plotly_escape(b.label),
             "showarrow": False,
             "font": {"size": 11, "color": "#6b7480"},
             "bgcolor": "rgba(255,255,255,0.85)",
@@ -412,32 +549,89 @@ def task_timeline(
         for i, b in enumerate(breaks)
     ]
     return {
-        "data": data,
-        "layout": {
-            "barmode": "overlay",
-            "height": 140 + 34 * len(rows),
-            "hovermode": "closest",
-            "margin": {"l": 150, "r": 20, "t": 10 + 16 * min(len(breaks), 2), "b": 40},
-            "xaxis": {
-                "type": "date",
-                "title": {"text": "time (UTC)" + (", idle spans cut out" if breaks else "")},
-                "rangebreaks": [
-                    {"bounds": [plotly_time(b.start), plotly_time(b.end)]} for b in breaks
-                ],
-                # Plotly pads an autorange by the uncut span: with breaks, the range is set.
-                **({"range": _padded_range(busy, breaks)} if breaks else {}),
-            },
-            "annotations": annotations,
-            "yaxis": {
-                "type": "category",
-                "categoryorder": "array",
-                "categoryarray": list(reversed(rows)),
-                "automargin": True,
-            },
-            "legend": {"orientation": "h", "y": -0.25},
-            "shapes": shapes,
+        "barmode": "overlay",
+        "height": 140 + 34 * len(rows),
+        "hovermode": "closest",
+        "margin": {"l": 150, "r": 20, "t": 10 + 16 * min(len(breaks), 2), "b": 40},
+        "xaxis": {
+            "type": "date",
+            "title": {"text": "time (UTC)" + (", idle spans cut out" if breaks else "")},
+            "rangebreaks": [{"bounds": [plotly_time(b.start), plotly_time(b.end)]} for b in breaks],
+            # Plotly pads an autorange by the uncut span: with breaks, the range is set.
+            **({"range": _padded_range(busy, breaks)} if breaks else {}),
         },
+        "annotations": annotations,
+        "yaxis": category_axis(rows),
+        "legend": {"orientation": "h", "y": -0.25},
+        "shapes": shapes,
     }
+
+
+def timeline_summary(frame: _Frame, *, checkpoints: list[dict[str, Any]]) -> dict[str, Any]:
+    """The timeline as text, for screen readers: a headline, then each review wait, hold and
+    backoff and each call (the newest SUMMARY_CALLS) with its outcome."""
+    failed = sum(1 for _, outcome, _, _ in frame.outcomes if outcome != ToolCallStatus.SUCCEEDED)
+    superseded = sum(1 for cp in checkpoints if cp["superseded"])
+    headline = (
+        f"{_count(len(frame.steps), 'step')}, {_count(len(frame.model_bars.rows), 'model call')}, "
+        f"{_count(len(frame.outcomes), 'tool call')} ({failed} not succeeded), "
+        f"{_count(len(checkpoints), 'checkpoint')} ({superseded} superseded)"
+    )
+    items = []
+    for row, bars in frame.waits.items():
+        for start, ms in zip(bars.starts, bars.durations, strict=True):
+            items.append(
+                f"{row} from {plotly_time(start)[:19]} to {plotly_time(_end(start, ms))[:19]}"
+                f" UTC ({duration_text(ms / 1000)})"
+            )
+    shown = frame.outcomes[-SUMMARY_CALLS:]
+    if len(frame.outcomes) > len(shown):
+        items.append(f"{len(frame.outcomes) - len(shown)} earlier calls are in the calls tab")
+    items += [
+        f"{label}: {outcome}, {_count(attempts, 'attempt')}, {duration_text(seconds)}"
+        for label, outcome, attempts, seconds in shown
+    ]
+    return {"headline": headline, "items": items}
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def checkpoint_name(cp: dict[str, Any], *, before: str = "") -> str:
+    """ "step 4 · before write_file", "step 3 · done", "step 2 · after model", "start"."""
+    trigger, step = cp["trigger"] or "", cp["step_index"]
+    if trigger == "task_start":
+        return "start"
+    if trigger == "after_step" and step:
+        return f"step {step - 1} · done"  # taken as the next step begins
+    if before and trigger in BEFORE_CALL_TRIGGERS:
+        return f"step {step} · before {before}"
+    return f"step {step} · {trigger.replace('_', ' ')}"
+
+
+def checkpoint_names(
+    checkpoints: list[dict[str, Any]], events: list[dict[str, Any]]
+) -> dict[Any, str]:
+    """Each checkpoint's name; one taken before a call is named after that call's tool: the
+    call whose start (or review request) in the same step came last before it."""
+    moments = sorted(
+        (
+            (iso_datetime(e["at"]), e["step_index"], e["tool"] or "")
+            for e in events
+            if e["type"] in ("tool_started", "review_requested") and e["at"]
+        ),
+        key=lambda moment: moment[0],
+    )
+    names = {}
+    for cp in checkpoints:
+        before = ""
+        if cp["trigger"] in BEFORE_CALL_TRIGGERS and cp["at"] is not None:
+            at = bisect.bisect_right(moments, cp["at"], key=lambda moment: moment[0])
+            if at and moments[at - 1][1] == cp["step_index"]:
+                before = moments[at - 1][2]
+        names[cp["id"]] = checkpoint_name(cp, before=before)
+    return names
 
 
 @dataclass
@@ -566,10 +760,21 @@ def _end(start: datetime, duration_ms: float) -> datetime:
 
 def _close_span(bars: _Bars, row: str, start: datetime, end: datetime, how: str) -> None:
     seconds = (end - start).total_seconds()
-    bars.add(row, start, end, f"{row} · {seconds:.1f} s · {how}")
+    bars.add(
+        row,
+        start,
+        end,
+        [
+            f"{row} · {duration_text(seconds)}",
+            f"from {plotly_time(start)[11:23]} to {plotly_time(end)[11:23]} UTC",
+            how,
+        ],
+    )
 
 
-def _checkpoint_traces(checkpoints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _checkpoint_traces(
+    checkpoints: list[dict[str, Any]], names: dict[Any, str]
+) -> list[dict[str, Any]]:
     groups: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
     for cp in checkpoints:
         groups[(cp["level"], cp["superseded"])].append(cp)
@@ -583,8 +788,14 @@ def _checkpoint_traces(checkpoints: list[dict[str, Any]]) -> list[dict[str, Any]
                 "y": [ROW_CHECKPOINTS] * len(marks),
                 "x": [plotly_time(cp["at"]) for cp in marks],
                 "hovertext": [
-                    f"#{cp['seq']} {cp['level']} · {cp['trigger']} · step "
-                    f"{cp['step_index']}" + (" · superseded" if superseded else "")
+                    plotly_hover(
+                        [
+                            names[cp["id"]],
+                            f"checkpoint #{cp['seq']} · {cp['level']} · {cp['trigger']}",
+                            f"id {cp['id']}",
+                            "superseded by a rollback" if superseded else "",
+                        ]
+                    )
                     for cp in marks
                 ],
                 "hoverinfo": "text",

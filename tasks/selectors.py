@@ -10,9 +10,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import CharField, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import CharField, Exists, OuterRef, Prefetch, Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTextTransform, compile_json_path
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Left
 from django.utils import timezone
 
 from harness_site.config import harness_config
@@ -336,9 +336,15 @@ def task_timeline_events(*, task: Task, types: Iterable[str]) -> list[dict[str, 
     )
 
 
+# The characters of a call's arguments (as JSON text) the timeline's hover summarises.
+ARGUMENTS_TEXT_CHARS = 400
+
+
 def task_tool_call_attempts(*, task: Task) -> list[dict[str, Any]]:
-    """The task's tool calls (oldest first) with their attempt logs, without arguments or
-    results; `started` is the current attempt's start as ISO text."""
+    """The task's tool calls (oldest first) with their attempt logs and the start of their
+    arguments as JSON text (`arguments_text`, cut in SQL: a call that wrote a large file costs
+    the page a few hundred characters), without results; `started` is the current attempt's
+    start as ISO text."""
     return list(
         ToolCall.objects.filter(task=task)
         .order_by("id")
@@ -351,6 +357,7 @@ def task_tool_call_attempts(*, task: Task) -> list[dict[str, Any]]:
             "attempts",
             "attempt_log",
             started=as_text("started_at"),
+            arguments_text=Left(Cast("arguments", output_field=TextField()), ARGUMENTS_TEXT_CHARS),
         )
     )
 

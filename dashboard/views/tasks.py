@@ -140,12 +140,14 @@ def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
         now=now,
     )
     figure["layout"]["uirevision"] = str(task.id)
+    summary = figure.pop("summary")
     pending = (
         task_reviews_pending(task_id=task.id) if task.status == TaskStatus.WAITING_REVIEW else []
     )
     return {
         "task": task,
         "timeline": figure,
+        "timeline_summary": summary,
         "budget": budget_in_force(task.spec),
         "model_name": spec_model_name(task.spec),
         "waits": selectors.task_wait_times(events, now=now),
