@@ -216,6 +216,8 @@ def test_task_outcomes_in_window(window):
         "succeeded": 1,
         "succeeded_clean": 0,
         "succeeded_after_failed_calls": 1,  # t4's calls failed on the way
+        "succeeded_with_rejected_calls": 0,
+        "succeeded_with_edited_calls": 0,
         "failed": 3,
         "canceled": 1,
         "failure_rate": 0.75,
