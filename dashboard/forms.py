@@ -4,6 +4,8 @@ from typing import Any
 
 from django import forms
 
+from dashboard.selectors import SEARCH_MAX_LENGTH, time_zones
+
 
 class AuditFilterForm(forms.Form):
     actor = forms.CharField(required=False, max_length=150)
@@ -47,3 +49,20 @@ class ReviewFilterForm(forms.Form):
             else:
                 values[name] = self.cleaned_data.get(name) or self.defaults.get(name, "")
         return values, problems
+
+
+class SearchForm(forms.Form):
+    """The navigation's search box: a task id (or its first digits), a title, a review id."""
+
+    q = forms.CharField(required=False, max_length=SEARCH_MAX_LENGTH)
+
+
+class PreferencesForm(forms.Form):
+    time_zone = forms.ChoiceField(required=False, label="Time zone")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["time_zone"].choices = [
+            ("", "The browser's time zone"),
+            *((zone, zone) for zone in sorted(time_zones())),
+        ]

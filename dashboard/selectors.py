@@ -1,12 +1,20 @@
-"""Read-side queries for the overview and the audit log."""
+"""Read-side queries for the overview, the audit log, the navigation's search and each user's
+preferences."""
 
 from __future__ import annotations
 
+import re
+import uuid
+from dataclasses import dataclass
 from datetime import date, timedelta
+from functools import cache
 from typing import Any
+from zoneinfo import available_timezones
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Min, QuerySet
 
+from dashboard.models import UserPreference
 from review.models import ReviewRequest, ReviewStatus
 from tasks.models import AuditEntry, Task
 from tasks.selectors import day_start
@@ -54,3 +62,81 @@ def audit_entries(
     if date_to:
         qs = qs.filter(at__lt=day_start(date_to) + timedelta(days=1))
     return qs
+
+
+# --- the navigation's search ------------------------------------------------------------------
+
+SEARCH_MAX_LENGTH = 200
+SEARCH_LIMIT = 20
+# A task id prefix is searched from this many hex digits on (fewer match too much to help).
+SEARCH_ID_MIN = 4
+# A title is searched for from this many characters on (the trigram index needs three; two
+# still stop early on the newest tasks, one would not).
+SEARCH_TITLE_MIN = 2
+_REVIEW_ID = re.compile(r"#?([0-9]{1,18})")
+_HEX = re.compile(rf"[0-9a-f]{{{SEARCH_ID_MIN},32}}")
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    tasks: list[Task]
+    reviews: list[ReviewRequest]
+
+    @property
+    def count(self) -> int:
+        return len(self.tasks) + len(self.reviews)
+
+
+def _task_id_range(text: str) -> tuple[uuid.UUID, uuid.UUID] | None:
+    """The ids a task id prefix stands for, as a primary-key range (dashes optional)."""
+    digits = text.lower().replace("-", "")
+    if not _HEX.fullmatch(digits):
+        return None
+    return uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
+
+
+def search(*, q: str, limit: int = SEARCH_LIMIT) -> SearchResults:
+    """What the navigation's search finds for `q`: the tasks whose id starts with it (a whole
+    UUID or at least SEARCH_ID_MIN hex digits), then those whose title contains it, newest
+    first; and the review whose id it is ("42" or "#42"). At most `limit` tasks.
+
+    Every role that reads reads every task and review, so there is nothing to filter by user
+    here; the view lets only those roles in. Index use: the id prefix is a range of the task
+    primary key, the title the trigram index on UPPER(title) (PostgreSQL), the review its
+    primary key."""
+    q = q.strip()
+    tasks: list[Task] = []
+    id_range = _task_id_range(q)
+    if id_range is not None:
+        tasks = list(
+            Task.objects.filter(id__gte=id_range[0], id__lte=id_range[1]).order_by("id")[:limit]
+        )
+    if len(q) >= SEARCH_TITLE_MIN and len(tasks) < limit:
+        seen = [t.id for t in tasks]
+        tasks += list(
+            Task.objects.filter(title__icontains=q)
+            .exclude(id__in=seen)
+            .order_by("-created_at")[: limit - len(tasks)]
+        )
+    reviews: list[ReviewRequest] = []
+    match = _REVIEW_ID.fullmatch(q)
+    if match:
+        reviews = list(ReviewRequest.objects.select_related("task").filter(id=int(match[1])))
+    return SearchResults(tasks=tasks, reviews=reviews)
+
+
+# --- preferences ------------------------------------------------------------------------------
+
+
+@cache
+def time_zones() -> frozenset[str]:
+    """The IANA zones a user may choose (the system's tz database, or the tzdata package)."""
+    return frozenset(available_timezones())
+
+
+def user_time_zone(*, user: AbstractBaseUser) -> str:
+    """The zone `user` chose for the pages, or "" (the browser's zone). One primary-key read."""
+    if not user.is_authenticated:
+        return ""
+    zone = UserPreference.objects.filter(user=user).values_list("time_zone", flat=True).first()
+    return zone or ""

@@ -1,5 +1,5 @@
 """Dashboard services: operator actions on RQ itself (the task actions live in tasks and
-checkpoints services)."""
+checkpoints services), and each user's own preferences."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
+from dashboard.models import UserPreference
 from dashboard.queues import job_task_id
+from dashboard.selectors import time_zones
 from tasks.models import Task
 from tasks.services import audit_record
 
@@ -40,3 +42,13 @@ def rq_job_requeue(*, queue_name: str, job_id: str, user: AbstractBaseUser) -> N
             before={"registry": "failed"},
             after={"queue": queue_name},
         )
+
+
+def preference_time_zone_set(*, user: AbstractBaseUser, time_zone: str) -> UserPreference:
+    """Show `user` every time in `time_zone` (an IANA name), or in the browser's zone ("")."""
+    if time_zone and time_zone not in time_zones():
+        raise ValueError(f"unknown time zone {time_zone[:64]!r}")
+    preference, _ = UserPreference.objects.update_or_create(
+        user=user, defaults={"time_zone": time_zone}
+    )
+    return preference

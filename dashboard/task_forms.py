@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 
+from tasks.selectors import TASK_SORTS
 from tasks.states import TaskStatus
 
 BULK_LIMIT = 500
@@ -23,9 +24,12 @@ class TaskFilterForm(forms.Form):
     finished_from = forms.DateTimeField(required=False, widget=forms.HiddenInput)
     finished_to = forms.DateTimeField(required=False, widget=forms.HiddenInput)
     q = forms.CharField(required=False, max_length=200)
+    # Not a filter, but kept in the URL with them; an unknown sort is dropped like a bad filter.
+    sort = forms.ChoiceField(choices=[(s, s) for s in TASK_SORTS], required=False)
 
     def filters(self) -> dict[str, Any]:
-        """Keyword arguments for tasks.selectors.tasks_list (invalid fields are dropped)."""
+        """Keyword arguments for tasks.selectors.tasks_list (invalid fields are dropped), the
+        sort included."""
         self.is_valid()
         data = getattr(self, "cleaned_data", {})
         return {name: data[name] for name in self.fields if data.get(name)}

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard.views import audit, integrations, ops, overview, stats
+from dashboard.views import audit, integrations, ops, overview, preferences, search, stats
 
 app_name = "dashboard"
 
@@ -15,6 +15,8 @@ urlpatterns = [
     path("ops/", ops.operations, name="ops"),
     path("ops/jobs/<slug:queue_name>/<str:job_id>/requeue/", ops.job_requeue, name="requeue"),
     path("audit/", audit.audit_log, name="audit"),
+    path("search/", search.search, name="search"),
+    path("preferences/", preferences.preferences, name="preferences"),
     # Slack app's "Interactivity" request URL (README "Slack").
     path("integrations/slack/actions/", integrations.slack_actions, name="slack_actions"),
 ]

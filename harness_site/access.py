@@ -1,9 +1,10 @@
 """Access rules for server-rendered views: everything behind login and a role; actions for
 operators.
 
-A logged-in user in no role group gets 403 on every page (`viewer_required`). Viewers see
-every page but never an action: templates hide the buttons (`can_operate`) and a POST from a
-viewer gets 403 here (`operator_required`)."""
+A logged-in user in no role group gets 403 on every page (`viewer_required`), shown inside the
+layout (navigation, log-out) and without any of the data. Viewers see every page but never an
+action: templates hide the buttons (`can_operate`) and a POST from a viewer gets 403 here
+(`operator_required`)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,15 @@ from collections.abc import Callable
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 
 from tasks.selectors import user_can_operate, user_can_view
+
+
+def forbidden(request: HttpRequest, message: str) -> HttpResponse:
+    """A 403 page in the layout, saying why."""
+    return render(request, "403.html", {"message": message}, status=403)
 
 
 def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -21,7 +28,7 @@ def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
     @wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if not user_can_operate(request.user):
-            return HttpResponseForbidden("only operators may do this")
+            return forbidden(request, "only operators may do this")
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -32,7 +39,7 @@ def viewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResp
     @wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if not user_can_view(request.user):
-            return HttpResponseForbidden("your account has no role here: ask an admin for one")
+            return forbidden(request, "your account has no role here: ask an admin for one")
         return view(request, *args, **kwargs)
 
     return wrapper

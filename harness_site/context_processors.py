@@ -5,6 +5,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from review.selectors import reviews_summary
+from tasks.selectors import user_can_view
 
 
 def pending_reviews_summary(request: HttpRequest) -> dict[str, Any]:
@@ -20,8 +21,13 @@ def pending_reviews_count(request: HttpRequest) -> int:
 
 
 def navigation(request: HttpRequest) -> dict:
-    """Values the base layout shows on every page (the review inbox count joins here)."""
-    if not request.user.is_authenticated:
+    """Values the base layout shows on every page (the review inbox count joins here). A user
+    without a role gets the layout (their 403 page) but not one number of the data."""
+    if not user_can_view(request.user):
         return {}
     summary = pending_reviews_summary(request)
-    return {"nav_pending_reviews": summary["pending"], "nav_reviews_latest": summary["latest"]}
+    return {
+        "nav_can_view": True,
+        "nav_pending_reviews": summary["pending"],
+        "nav_reviews_latest": summary["latest"],
+    }

@@ -1,13 +1,18 @@
 """Template filters every template has (registered as template builtins in settings): JSON
-values shown as JSON, never as Python reprs (`{"a": false}`, not `{'a': False}`), and the
-line classes of a unified diff, and spans of seconds in the unit that reads best."""
+values shown as JSON, never as Python reprs (`{"a": false}`, not `{'a': False}`), the line
+classes of a unified diff, spans of seconds in the unit that reads best, and moments as
+`<time>` elements the browser shows in its own zone."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.timesince import timesince, timeuntil
 
 register = template.Library()
 
@@ -63,3 +68,46 @@ def duration(seconds: float | None) -> str:
         if abs(seconds) >= size:
             return f"{seconds / size:.1f} {unit}"
     return f"{seconds:.0f} s" if abs(seconds) >= 10 else f"{seconds:.1f} s"
+
+
+# as_time styles: the UTC text a page is served with (static/harness.js rewrites it in the
+# browser's zone, or the user's, with the zone's name). The relative ones keep their words and
+# get the moment in that zone on hover.
+_TIME_STYLES = {
+    "datetime": "%Y-%m-%d %H:%M",
+    "seconds": "%Y-%m-%d %H:%M:%S",
+    "time": "%H:%M:%S",
+    "ms": "%H:%M:%S.%f",
+    "date": "%Y-%m-%d",
+}
+_RELATIVE = {
+    "ago": lambda moment: f"{timesince(moment)} ago",
+    "since": timesince,
+    "until": timeuntil,
+}
+
+
+@register.filter
+def as_time(moment: datetime | str | None, style: str = "datetime") -> SafeString | str:
+    """`<time datetime="2026-12-02T08:14:03.120Z" title="…Z">2026-12-02 08:14 UTC</time>`:
+    `style` is one of _TIME_STYLES or _RELATIVE; the title (hover) always holds the UTC moment.
+    "—" for None. An ISO string is read as its moment; a naive time (RQ's) is UTC."""
+    if isinstance(moment, str):
+        try:
+            moment = datetime.fromisoformat(moment)
+        except ValueError:
+            return moment
+    if not moment:
+        return "—"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    utc = moment.astimezone(UTC)
+    iso = utc.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if style in _RELATIVE:
+        text = _RELATIVE[style](moment)
+    else:
+        text = utc.strftime(_TIME_STYLES.get(style, _TIME_STYLES["datetime"]))
+        text = (text[:-3] if style == "ms" else text) + " UTC"
+    return format_html(
+        '<time datetime="{}" data-style="{}" title="{}">{}</time>', iso, style, iso, text
+    )

@@ -66,6 +66,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "harness_site.context_processors.navigation",
+                "dashboard.context_processors.preferences",
             ],
             "builtins": ["harness_site.filters"],
         },

@@ -136,6 +136,8 @@ class Task(models.Model):
             models.Index(fields=["error_fingerprint", "-finished_at"], name="task_fprint_finished"),
             # The list's creator filter, newest first.
             models.Index(fields=["created_by", "-created_at"], name="task_creator_created"),
+            # The list's sort by title (either direction), pages in a stable order.
+            models.Index(fields=["title", "created_at"], name="task_title_created"),
         ]
         constraints = [
             # One child per delegate call: starting children is idempotent.

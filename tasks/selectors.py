@@ -148,8 +148,22 @@ def day_start(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
 
 
+# The task list's sorts (`sort=`), each an order one index serves forwards or backwards:
+# created -> created_at, status -> task_status_created, title -> task_title_created.
+TASK_SORTS: dict[str, tuple[str, ...]] = {
+    "-created": ("-created_at",),
+    "created": ("created_at",),
+    "status": ("status", "-created_at"),
+    "-status": ("-status", "created_at"),
+    "title": ("title", "created_at"),
+    "-title": ("-title", "-created_at"),
+}
+TASK_SORT_DEFAULT = "-created"
+
+
 def tasks_list(
     *,
+    sort: str = TASK_SORT_DEFAULT,
     status: str | Iterable[str] | None = None,
     q: str | None = None,
     tool: str | None = None,
@@ -162,14 +176,15 @@ def tasks_list(
     finished_to: datetime | None = None,
     with_children: bool = False,
 ) -> QuerySet[Task]:
-    """Tasks newest first, narrowed by the task list's filters (all optional, ANDed);
+    """Tasks in `sort` order (TASK_SORTS; newest first by default), narrowed by the task
+    list's filters (all optional, ANDed);
     `with_children` fetches every listed task's child ids in one more query (the API's
     `children`), not one per task.
 
     Indexes: status -> task_status_created, error_class -> task_error_finished, fingerprint ->
     task_fprint_finished, creator -> task_creator_created, dates -> created_at / finished_at,
     tool -> the (task, call_id) unique index of the tool-call ledger."""
-    qs = Task.objects.select_related("created_by").order_by("-created_at")
+    qs = Task.objects.select_related("created_by").order_by(*TASK_SORTS[sort])
     if with_children:
         qs = qs.prefetch_related(
             Prefetch(

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -20,7 +20,8 @@ from django.views.decorators.http import require_POST
 
 from checkpoints.selectors import checkpoint_recent_messages
 from dashboard.forms import ReviewFilterForm
-from harness_site.access import operator_required, viewer_required
+from dashboard.views.common import sort_headers
+from harness_site.access import forbidden, operator_required, viewer_required
 from harness_site.inputs import json_error
 from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus, RuleRisk
@@ -40,6 +41,14 @@ DECISIONS = {
 
 
 INBOX_STATUSES = ["all", *ReviewStatus.values]
+# The inbox's sortable columns (selectors.REVIEW_SORTS), in click order. "age" waits longest
+# first; "risk" puts the highest risk first.
+INBOX_COLUMNS = {
+    "tool": (("tool", "ascending"),),
+    "risk": (("risk", "descending"),),
+    "waiting": (("age", "descending"), ("newest", "ascending")),
+    "time_left": (("time_left", "ascending"),),
+}
 
 
 def _inbox_view(request: HttpRequest) -> tuple[dict[str, str], list[str]]:
@@ -100,6 +109,9 @@ def inbox(request: HttpRequest) -> HttpResponse:
             **values,
             "query": query,
             "page_query": f"{query}&" if query else "?",
+            "sorting": sort_headers(
+                QueryDict(query.lstrip("?")), current=values["sort"], columns=INBOX_COLUMNS
+            ),
             "statuses": INBOX_STATUSES,
             "risks": RuleRisk.values,
             "sorts": selectors.REVIEW_SORTS,
@@ -355,7 +367,7 @@ def _triage(request: HttpRequest, review_id: int, act: Any, done: str) -> HttpRe
     try:
         act(review)
     except services.ReviewForbidden as exc:
-        return HttpResponseForbidden(exc.message)
+        return forbidden(request, exc.message)
     except services.ReviewError as exc:
         messages.error(request, f"Review {review.id}: {exc.message}")
     else:
@@ -445,7 +457,7 @@ def reviews_bulk(request: HttpRequest) -> HttpResponse:
             reason=request.POST.get("reason", "").strip()[:200],
         )
     except services.ReviewForbidden as exc:
-        return HttpResponseForbidden(exc.message)
+        return forbidden(request, exc.message)
     except services.ReviewInvalid as exc:
         messages.error(request, f"Nothing decided: {exc.message}.")
         return redirect(back)

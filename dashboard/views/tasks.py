@@ -28,6 +28,7 @@ from checkpoints.services import checkpoint_verify
 from dashboard import bulk
 from dashboard.outputs import live_output, output_download
 from dashboard.task_forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
+from dashboard.views.common import sort_headers
 from harness_site.access import operator_required, viewer_required
 from harness_site.context_processors import pending_reviews_count
 from harness_site.htmx import is_htmx
@@ -43,6 +44,12 @@ TAB_PAGE_SIZE = 100
 EVENTS_PAGE_SIZE = 200
 TABS = ("events", "calls", "reviews", "checkpoints", "files")
 GRAPH_CHECKPOINTS_SHOWN = 500
+# The list's sortable columns (tasks.selectors.TASK_SORTS), in click order.
+TASK_COLUMNS = {
+    "title": (("title", "ascending"), ("-title", "descending")),
+    "status": (("status", "ascending"), ("-status", "descending")),
+    "created": (("-created", "descending"), ("created", "ascending")),
+}
 
 
 def _query_without(request: HttpRequest, *names: str) -> str:
@@ -62,14 +69,16 @@ def task_list(request: HttpRequest) -> HttpResponse:
     page = CappedPaginator(selectors.tasks_list(**filters), LIST_PAGE_SIZE).get_page(
         request.GET.get("page")
     )
+    sort = filters.get("sort", selectors.TASK_SORT_DEFAULT)
     return render(
         request,
         "tasks/list.html",
         {
             "form": form,
             "page": page,
-            "filtered": bool(filters),
+            "filtered": bool(set(filters) - {"sort"}),
             "query": _query_without(request, "page"),
+            "sorting": sort_headers(request.GET, current=sort, columns=TASK_COLUMNS),
             "can_operate": selectors.user_can_operate(request.user),
             "bulk_actions": list(bulk.BULK_ACTIONS),
             "bulk_limit": BULK_LIMIT,

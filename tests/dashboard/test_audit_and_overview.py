@@ -64,7 +64,8 @@ def test_overview_counts_every_status_with_the_oldest_review(as_user, viewer):
         counts["waiting_review"],
     ) == (2, 1, 1, 1)
     html = response.content.decode()
-    assert 'data-testid="oldest-review">oldest 2' in html
+    assert 'data-testid="oldest-review">oldest <time' in html
+    assert ">2\xa0hours</time>" in html
     assert 'href="/tasks/?status=stalled"' in html
     # Active tasks: the counts poll for updates.
     assert 'hx-trigger="every 5s" data-live-poll' in html
@@ -97,7 +98,8 @@ def test_overview_query_count_is_bounded(as_user, viewer, django_assert_max_num_
     client.get("/")
     for n in range(40):
         TaskFactory(status="failed", error_class=f"e{n % 4}", finished_at=timezone.now())
-    # 13: the nav's live review summary counts what this user may decide, which loads the
-    # user's permissions (two queries, cached for the request) on top of the group names.
-    with django_assert_max_num_queries(13):
+    # 14: the nav's live review summary counts what this user may decide, which loads the
+    # user's permissions (two queries, cached for the request) on top of the group names; the
+    # layout reads the user's time zone.
+    with django_assert_max_num_queries(14):
         assert client.get("/").status_code == 200

@@ -72,6 +72,9 @@ PAGES: dict[str, tuple[str, str]] = {
     "ops/": ("GET", "read"),
     "ops/jobs/<slug:queue_name>/<str:job_id>/requeue/": ("POST", "operate"),
     "audit/": ("GET", "read"),
+    "search/": ("GET", "read"),
+    # A user's own settings (their time zone): every role, for themselves only.
+    "preferences/": ("GET", "read"),
     "integrations/slack/actions/": ("POST", "signed"),
     # The schema and its viewer describe the API, they hold no data.
     "api/v1/": ("GET", "public"),
