@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('checkpoints', '0006_blob_refs'),
-        ('tasks', '0017_statistics_task_rollups'),
+        ('tasks', '0020_tool_outputs'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
