@@ -7,8 +7,9 @@ decision receipts and notifications), plus one task of 1,000 steps. Then
 measures, through Django's test client as a logged-in operator (middleware, view, SQL and
 template rendering; no HTTP socket):
 
-- the task list: unfiltered, filtered by status + tool, by error class + creator + date, and
-  a selective free-text search (trigram indexes on PostgreSQL) — target p95 ≤ 100 ms;
+- the task list: unfiltered, filtered by status + tool, by error class + creator + date, a
+  selective free-text search (trigram indexes on PostgreSQL) and sorted by title; the nav's
+  search for a title — target p95 ≤ 100 ms;
 - the page of the 1,000-step task (header, the full timeline figure embedded, the compact
   event tab's first page) — target p95 ≤ 300 ms;
 - the failure statistics page over the last 24 hours, 7 days and 30 days (tool-call and task
@@ -23,7 +24,7 @@ of the big tables dropped before loading and built once after; the time of each 
 recorded in the result's details. The seeded rows belong to dedicated `bench-dash-*` users
 and are deleted afterwards; use a scratch database.
 
-Expected run time (2 CPUs, quiet): smoke ~10 s; full ~3 min (seeding ~1.5 min, 9 pages ×
+Expected run time (2 CPUs, quiet): smoke ~10 s; full ~3 min (seeding ~1.5 min, 11 pages ×
 33 requests, cleanup a TRUNCATE when the database holds no other task, else ~2 min). The
 same at 1,000,000 tasks: bench/dashboard_large.py.
 """
@@ -755,6 +756,8 @@ def measure(
                 "task list: error class + creator + dates",
             ): f"/tasks/?error_class=timeout&creator={USER_PREFIX}1&created_from={day}",
             ("list", "task list: free-text search"): "/tasks/?q=task+4242%3A",
+            ("list", "task list: sorted by title"): "/tasks/?sort=title",
+            ("list", "nav search: a title"): "/search/?q=task+4242%3A",
             ("task", f"task page, {big_steps} steps"): f"/tasks/{seeded['big_task']}/",
             ("stats", "failure statistics, 24 h"): "/stats/failures/?since=24h",
             ("stats", "failure statistics, 7 days"): "/stats/failures/?since=7d",
