@@ -33,11 +33,13 @@ BAR_BOXES = """(name) => {
   const paths = trace.querySelectorAll('.point path');
   return Array.from(paths, (p) => p.getBoundingClientRect().toJSON());
 }"""
-# Redrawn for the container's width (Plotly's responsive handler runs after a debounce).
+# Redrawn for the container's width (Plotly's responsive handler runs after a debounce). Plotly
+# sizes to the box's outer width (its border included; .chart clips that sliver), which is
+# fractional where the layout is: compare the two boxes, not the rounded clientWidth.
 FITTED = """(id) => {
   const el = document.getElementById(id);
   const svg = el.querySelector('svg.main-svg');
-  return svg && Math.abs(svg.getBoundingClientRect().width - el.clientWidth) < 2;
+  return svg && Math.abs(svg.getBoundingClientRect().width - el.getBoundingClientRect().width) < 1;
 }"""
 # Every text the group timeline prints (tick labels, bar labels, annotations, legend), as boxes.
 TEXT_BOXES = """() => Array.from(document.querySelectorAll('#group-lanes svg text'))
