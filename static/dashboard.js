@@ -70,6 +70,21 @@
     document.querySelectorAll("[data-figure]").forEach(render);
   }
 
+  // Plotly (1.5 MB to compile) is run only after the page's own scripts: the page is usable
+  // at DOMContentLoaded and its charts are drawn when Plotly arrives (preloaded by
+  // _charts_head.html, so the download overlaps the page's parsing).
+  var plotlySrc = document.currentScript && document.currentScript.dataset.plotly;
+
+  function plotlyLoad() {
+    if (window.Plotly || !plotlySrc || !document.querySelector("[data-figure]")) return;
+    if (document.querySelector("script[data-plotly-bundle]")) return;
+    var script = document.createElement("script");
+    script.src = plotlySrc;
+    script.dataset.plotlyBundle = "1";
+    script.addEventListener("load", renderAll);
+    document.head.appendChild(script);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var toggle = document.getElementById("live-toggle");
     if (toggle) {
@@ -79,7 +94,9 @@
       });
     }
     renderAll();
+    plotlyLoad();
   });
+  document.addEventListener("htmx:afterSwap", plotlyLoad);
   document.addEventListener("htmx:afterSwap", renderAll);
 
   // A running call's elapsed time (the live output panel) counts on from the server's figure
