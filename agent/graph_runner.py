@@ -363,6 +363,9 @@ class GraphRun:
         return None
 
     def stream(self, graph: Any, first: Any) -> None:
+        # Nodes are handed the workspace as configurable `harness_workspace`: it exists before
+        # the first of them runs.
+        self.workspace.mkdir(parents=True, exist_ok=True)
         self.commit()
         for mode, chunk in graph.stream(
             first, self.config, stream_mode=["checkpoints", "tasks"], durability="sync"

@@ -131,6 +131,13 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> DjangoCheckpointSaver:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        # close() waits for the database thread: off the event loop.
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
     # --- the sync API -----------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

@@ -71,3 +71,27 @@ def test_concurrent_graph_runs_with_interrupts_complete_on_sqlite(tmp_path):
     assert summary["results"] == [expected] * 20
     # input, start, the fan-out, the gate (interrupted), the gate again after the resume
     assert summary["history"] >= 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_saver_works_as_an_async_context_manager():
+    import asyncio
+
+    from langgraph.types import Command
+
+    from checkpoints.langgraph import DjangoCheckpointSaver
+    from tests.checkpoints.langgraph_sqlite_run import build_graph
+
+    async def run() -> tuple[DjangoCheckpointSaver, tuple, list[str]]:
+        async with DjangoCheckpointSaver() as saver:
+            graph = build_graph(saver)
+            config = {"configurable": {"thread_id": "async-with"}}
+            await graph.ainvoke({"items": []}, config)
+            paused_at = (await graph.aget_state(config)).next
+            done = await graph.ainvoke(Command(resume="yes"), config)
+        return saver, paused_at, done["items"]
+
+    saver, paused_at, items = asyncio.run(run())
+    assert paused_at == ("gate",)
+    assert sorted(items) == ["b0", "b1", "b2", "b3", "gate:yes", "start"]
+    assert saver._executor is None  # closed on exit, as `with` does

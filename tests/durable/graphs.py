@@ -135,3 +135,20 @@ def ask_then_slow(state: AskSlowState) -> dict:
 
 
 asks_then_sleeps = chain(AskSlowState, ("ask", ask_then_slow))
+
+
+# --- a graph whose first act is a write into the task's workspace ---------------------------
+
+
+class NoteState(TypedDict, total=False):
+    note: str
+
+
+def write_note(state: NoteState, config) -> dict:
+    # No mkdir: the harness creates the workspace before the first node runs.
+    with open(Path(config["configurable"]["harness_workspace"]) / "note.txt", "w") as out:
+        out.write(state["note"])
+    return {"note": state["note"]}
+
+
+writes_first = chain(NoteState, ("write", write_note))

@@ -10,7 +10,7 @@ import pytest
 
 from agent.jobs import run_task
 from review.models import ReviewRequest
-from tasks.models import ToolCall
+from tasks.models import Task, ToolCall
 from tests.factories import graph_spec
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -248,3 +248,13 @@ def test_an_approved_interrupt_whose_resumed_step_fails_ends_failed_with_the_tas
     assert call.status == "failed"
     assert call.error_class == "graph_error"
     assert "the approved action broke" in call.error_message
+
+
+def test_the_workspace_exists_before_the_graph_s_first_node_writes_into_it(task_api, harness_yaml):
+    harness_yaml('langgraph_graphs:\n  note: "tests.durable.graphs:writes_first"\n')
+    spec = {**RELEASE, "agent": {"kind": "langgraph", "graph": "note", "input": {"note": "hi"}}}
+    task = task_api.create(spec)
+    assert run_task(task["id"]) == "succeeded", task_api.get(task["id"])["error_message"]
+
+    workspace = Task.objects.get(id=task["id"]).workspace_path
+    assert (workspace / "note.txt").read_text() == "hi"
