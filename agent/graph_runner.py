@@ -51,7 +51,7 @@ from review.services import review_request_open
 from tasks import services
 from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
-from tasks.spec import TaskSpec
+from tasks.spec import TaskSpec, spec_agent_kind
 from tasks.states import LeaseLost, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def graph_load(name: str) -> Any:
 
 def is_graph_task(*, task_id: Any) -> bool:
     spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first()
-    return bool(spec and spec.get("agent"))
+    return spec_agent_kind(spec) == "langgraph"
 
 
 def graph_task_run(*, task_id: Any) -> str:

@@ -7,16 +7,20 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
 from agent.graph_runner import graph_task_run, is_graph_task
+from agent.pydantic_ai_runner import is_pydantic_ai_task, pydantic_ai_task_run
 from agent.runtime import task_run
 from agent.runtime.run import worker_identity
 from tasks.services import task_settle_killed_horse
 
 
 def run_task(task_id: str) -> str:
-    # A task runs the harness's own loop, or an operator-registered LangGraph graph.
+    # A task runs the harness's own loop, an operator-registered LangGraph graph, or an
+    # operator-registered agent of another SDK (Pydantic AI).
     try:
         if is_graph_task(task_id=task_id):
             return graph_task_run(task_id=task_id)
+        if is_pydantic_ai_task(task_id=task_id):
+            return pydantic_ai_task_run(task_id=task_id)
         return task_run(task_id=task_id)
     except JobTimeoutException:
         # The job's hard timeout (tasks.services.task_job_timeout_s) reached the loop itself.

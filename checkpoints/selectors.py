@@ -28,7 +28,7 @@ from tasks.agent_state import Message
 from tasks.errors import NotFound
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.selectors import as_text, task_tool
-from tasks.spec import TaskSpec
+from tasks.spec import TaskSpec, spec_agent_kind
 from tasks.states import TaskStatus
 from tasks.tools.registry import ToolSpec
 
@@ -568,7 +568,9 @@ def graph_checkpoints(*, task: Task) -> list[dict[str, Any]]:
 
 
 def graph_task(task: Task) -> bool:
-    return bool((task.spec or {}).get("agent"))
+    """A LangGraph task (its state is its LangGraph thread). Other agent kinds (Pydantic AI)
+    keep their state in the harness's own checkpoints."""
+    return spec_agent_kind(task.spec) == "langgraph"
 
 
 def checkpoint_recent_messages(*, checkpoint: Checkpoint | None, limit: int = 8) -> list[Message]:

@@ -418,6 +418,9 @@ class HarnessConfig(_Strict):
     # NAME -> "package.module:attribute", a compiled graph or a StateGraph. Only operators
     # name code to import; a spec only picks a NAME from here.
     langgraph_graphs: dict[GraphName, GraphRef] = {}
+    # Pydantic AI agents a TaskSpec may name (`"agent": {"kind": "pydantic-ai", "name": NAME}`):
+    # NAME -> "package.module:attribute", a pydantic_ai.Agent or a factory returning one.
+    pydantic_ai_agents: dict[GraphName, GraphRef] = {}
     mcp_servers: dict[McpServerName, McpServerConfig] = {}
     multi_agent: MultiAgentConfig = MultiAgentConfig()
 

@@ -248,6 +248,31 @@ def graph_action_policy(*, tool_name: str, args: dict[str, Any]) -> PolicyDecisi
     return strictest(decisions)
 
 
+@dataclass(frozen=True)
+class _AgentTool:
+    """What rule_matches reads of a tool of an operator-registered agent (Pydantic AI): its
+    name, the risk its metadata declares, and its JSON schema (for path-named arguments)."""
+
+    name: str
+    risk: str
+    input_schema: dict[str, Any] | None = None
+
+
+def agent_tool_policy(
+    *,
+    tool_name: str,
+    args: dict[str, Any],
+    risk: str,
+    input_schema: dict[str, Any] | None = None,
+    spec: dict[str, Any] | None = None,
+) -> PolicyDecision:
+    """Decide one call of an operator-registered agent's tool as for a harness tool (`evaluate`:
+    harness.yaml and admin rules by tool name, risk and arguments, the spec's `review.always`,
+    `execute` reviewed by default)."""
+    tool = _AgentTool(name=tool_name, risk=risk, input_schema=input_schema)
+    return evaluate(tool=tool, args=args, spec=spec)  # type: ignore[arg-type]
+
+
 def interrupt_policy(*, tool_name: str, args: dict[str, Any]) -> PolicyDecision:
     """How a LangGraph interrupt is reviewed. The graph already decided to ask a human, so it
     is always a review; the rules matching the action set approvals, four-eyes and expiry. A

@@ -108,6 +108,10 @@ class AgentState(_State):
     recovery: RecoveryNote | None = None
     # The MCP tools this task may call, as listed when it started (None: not listed yet).
     mcp_tools: list[McpTool] | None = None
+    # An agent SDK's own state, for a task that runs an operator-registered agent instead of
+    # the harness's loop (agent/pydantic_ai_runner.py): {"kind": "pydantic-ai", ...}. Restored
+    # with the checkpoint by rollback, retry and forward like the rest of the state.
+    sdk: dict[str, Any] | None = None
 
     def new_call_id(self, index: int) -> str:
         return f"{self.branch}.{self.turn_index}.{index}"

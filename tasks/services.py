@@ -420,7 +420,7 @@ def task_spec_check(spec: TaskSpec, *, user: AbstractBaseUser | None) -> None:
     schema."""
     _tools_check(spec.tools, spec.model, prefix="")
     if spec.agent is not None:
-        _agent_spec_check(spec)
+        _agent_spec_check(spec, user=user)
     for name, agent in (spec.agents or {}).items():
         _tools_check(agent.tools, agent.model, prefix=f"agents.{name}.")
         _model_spec_check(agent.model, user=user, field=f"agents.{name}.model")
@@ -477,7 +477,16 @@ def _timeouts_check(spec: TaskSpec) -> None:
         )
 
 
-def _agent_spec_check(spec: TaskSpec) -> None:
+def _agent_spec_check(spec: TaskSpec, *, user: AbstractBaseUser | None) -> None:
+    if spec.agent.kind == "pydantic-ai":
+        agents = harness_config().pydantic_ai_agents
+        if spec.agent.name not in agents:
+            known = ", ".join(sorted(agents)) or "none (harness.yaml pydantic_ai_agents)"
+            raise SpecError(
+                "agent.name", f"unknown Pydantic AI agent {spec.agent.name!r}; registered: {known}"
+            )
+        _model_spec_check(spec.agent.model, user=user, field="agent.model")
+        return
     graphs = harness_config().langgraph_graphs
     if spec.agent.graph not in graphs:
         known = ", ".join(sorted(graphs)) or "none (harness.yaml langgraph_graphs)"

@@ -179,6 +179,44 @@ class LangGraphAgentSpec(_Spec):
         return value
 
 
+class PydanticAIAgentSpec(_Spec):
+    """An operator-registered Pydantic AI agent (harness.yaml `pydantic_ai_agents`) instead of
+    the harness's own loop (agent/pydantic_ai_runner.py); `input` is its first user prompt:
+    text, or JSON (sent as its JSON text). `model` binds an OpenAI-compatible endpoint as for
+    the harness's own loop (keys named, never stored); unset: the agent's own model, or
+    HARNESS_MODEL at OPENAI_BASE_URL when it has none."""
+
+    kind: Literal["pydantic-ai"]
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+    input: str | dict[str, Any] | list[Any] = ""
+    model: OpenAIModelSpec | None = None
+
+    @field_validator("input")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        import json
+
+        try:
+            size = len(json.dumps(value, allow_nan=False).encode())
+        except ValueError:
+            raise ValueError("must be JSON without NaN or infinite numbers") from None
+        if size > AGENT_INPUT_MAX_BYTES:
+            raise ValueError(f"at most {AGENT_INPUT_MAX_BYTES} bytes of JSON (got {size})")
+        return value
+
+
+AgentKindSpec = Annotated[LangGraphAgentSpec | PydanticAIAgentSpec, Field(discriminator="kind")]
+
+
+def spec_agent_kind(spec: dict[str, Any] | None) -> str | None:
+    """The kind of a stored spec's `agent` (`langgraph`, `pydantic-ai`, ...); None: the
+    harness's own loop."""
+    agent = (spec or {}).get("agent")
+    if not agent:
+        return None
+    return str(agent.get("kind") or "langgraph")
+
+
 def _check_relative_paths(paths: Iterable[str]) -> None:
     """Workspace-relative paths within the bounds of tasks.paths; raised as ValueError (naming
     the path) so pydantic reports the field."""
@@ -364,7 +402,7 @@ class TaskSpec(_Spec):
     priority: Literal["high", "default", "low"] = "default"
     # Exactly one: the harness's loop driven by `model`, or a registered graph (`agent`).
     model: ModelSpec | None = None
-    agent: LangGraphAgentSpec | None = None
+    agent: AgentKindSpec | None = None
     tools: list[str] = Field(default_factory=list, max_length=200)
     workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)

@@ -104,7 +104,11 @@ TOOLCALL_TRANSITIONS: dict[str, frozenset[str]] = {
     C.APPROVED: frozenset({C.RUNNING, C.FAILED, C.AWAITING_REVIEW, C.DENIED}),
     C.RETRY_WAIT: frozenset({C.RUNNING, C.FAILED}),
     # running -> running: an idempotent call interrupted by a crash runs again.
-    C.RUNNING: frozenset({C.RUNNING, C.SUCCEEDED, C.FAILED, C.TIMED_OUT, C.UNKNOWN_OUTCOME}),
+    # running -> awaiting_review: a tool that asks for approval itself as it starts (a Pydantic
+    # AI tool raising ApprovalRequired before it acts).
+    C.RUNNING: frozenset(
+        {C.RUNNING, C.SUCCEEDED, C.FAILED, C.TIMED_OUT, C.UNKNOWN_OUTCOME, C.AWAITING_REVIEW}
+    ),
     C.FAILED: frozenset({C.RETRY_WAIT, C.RUNNING}),
     C.TIMED_OUT: frozenset({C.RETRY_WAIT}),
     # A human settles it: marked done, run again, or (its review expired) rejected.

@@ -1,0 +1,916 @@
+"""Pydantic AI agents as tasks: an operator-registered `pydantic_ai.Agent` (harness.yaml
+`pydantic_ai_agents`) run by an RQ job under the task's state machine (`agent.jobs.run_task`
+dispatches here when the spec's agent kind is `pydantic-ai`).
+
+    acquire (lease epoch) -> the head checkpoint (the harness's own, verified):
+        none yet                    -> start with spec.agent.input as the user prompt
+        approvals asked, all decided-> DeferredToolResults: ToolApproved(override_args=...) /
+                                       ToolDenied(message) by the reviewers' decisions
+        approvals asked, pending    -> pause again
+        otherwise                   -> continue from the message history (a retry, resume,
+                                       redispatch after a crash, kill -9, a rollback)
+    Agent.iter node by node: each model response is a checkpoint (`after_model`: the message
+    history, ModelMessagesTypeAdapter JSON, + a workspace snapshot), each finished tools node
+    closes a step (`after_step`); between nodes: lease, cancel, session timeout, step budget.
+    Every tool call goes through HarnessTools.wrap_tool_execute: a ledger row (call_id =
+    `<gen>.<step>.<tool_call_id>`) written `running` before the tool runs and settled right
+    after, so a crash never runs an executed tool again (its stored result is replayed); our
+    review rules decide the call (deny -> the model is told; review -> ApprovalRequired).
+    end: DeferredToolRequests -> one review per approval (kind `pydantic-ai`), waiting_review,
+         the job ends; any other output -> succeeded; an exception -> failed.
+
+The database connection belongs to the job's thread: the agent runs under asgiref's
+async_to_sync and every database write goes back to that thread (sync_to_async).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai.agent import CallToolsNode, ModelRequestNode
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.tools import ToolApproved
+from pydantic_core import to_jsonable_python
+from pydantic_graph import End
+
+from agent.runtime.finish import stop_transition
+from agent.runtime.run import Paused, StopRun, with_lease, worker_identity
+from agent.runtime.watchdog import Watchdog
+from checkpoints.services import (
+    NoValidCheckpoint,
+    checkpoint_build,
+    checkpoint_load_latest_valid,
+    checkpoint_next_seq,
+)
+from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
+from harness_site.config import harness_config
+from review.models import ReviewRequest, ReviewStatus
+from review.policy import agent_tool_policy, interrupt_policy
+from review.services import review_gate_unknown_outcome, review_request_open
+from tasks import services
+from tasks.agent_state import AgentState, ErrorInfo
+from tasks.canonical import canonical_hash
+from tasks.events import EventType
+from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.paths import file_write
+from tasks.spec import OpenAIModelSpec, TaskSpec, model_endpoint, spec_agent_kind
+from tasks.states import LeaseLost, TaskStatus
+
+log = logging.getLogger(__name__)
+
+KIND = "pydantic-ai"
+REVIEW_KIND = "pydantic-ai"
+# The decisions a reviewer may give a Pydantic AI approval: ToolApproved, ToolApproved with
+# override_args, ToolDenied.
+DECISIONS = ["approve", "edit", "reject"]
+# A tool's risk when its metadata names none (no risk rule matches it; tool rules do).
+DEFAULT_RISK = "agent"
+RESULT_MAX_CHARS = 5000
+TEXT_MAX_CHARS = 2000
+
+
+class AgentNotRegistered(Exception):
+    pass
+
+
+def agent_load(name: str) -> Any:
+    """The agent harness.yaml registers as `name`: a pydantic_ai Agent, or a factory (called
+    with no arguments) that returns one. Only operators name code to import."""
+    ref = harness_config().pydantic_ai_agents.get(name)
+    if ref is None:
+        raise AgentNotRegistered(f"Pydantic AI agent {name!r} is not registered in harness.yaml")
+    module_name, _, attr_path = ref.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for attr in attr_path.split("."):
+        target = getattr(target, attr)
+    if not isinstance(target, Agent) and callable(target):
+        target = target()
+    if not isinstance(target, Agent):
+        raise AgentNotRegistered(f"{ref} is not a pydantic_ai.Agent (or a factory of one)")
+    return target
+
+
+def agent_model(spec_model: OpenAIModelSpec | None, agent: Any) -> Any:
+    """The model the agent runs with, bound as for the harness's own loop: a spec's model is
+    an OpenAI-compatible endpoint the operator allowed, with the key bound to it
+    (tasks.spec.model_endpoint; a key never comes from a spec). None: the agent's own model.
+    An agent without a model gets HARNESS_MODEL at OPENAI_BASE_URL."""
+    if spec_model is None and agent.model is not None:
+        return None
+    endpoint = model_endpoint(spec_model or OpenAIModelSpec(kind="openai"))
+    key = os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else ""
+    provider = OpenAIProvider(base_url=endpoint.base_url, api_key=key or "no-key")
+    return OpenAIChatModel(endpoint.model, provider=provider)
+
+
+def is_pydantic_ai_task(*, task_id: Any) -> bool:
+    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first()
+    return spec_agent_kind(spec) == KIND
+
+
+def pydantic_ai_task_run(*, task_id: Any) -> str:
+    """As agent.runtime.task_run, for a task whose spec names a Pydantic AI agent. The agent's
+    module is imported before the task is taken (an import can take seconds, which must not
+    count against the heartbeat)."""
+    worker_id = worker_identity()
+    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first() or {}
+    try:
+        agent = agent_load(spec["agent"]["name"])
+    except Exception:  # the run loads it again, and fails the task naming the reason
+        agent = None
+    return with_lease(
+        task_id=task_id,
+        worker_id=worker_id,
+        execute=lambda task: PydanticAIRun(task, worker_id, agent=agent).execute(),
+    )
+
+
+def messages_dump(messages: list[Any]) -> list[Any]:
+    return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+
+
+def messages_load(data: list[Any]) -> list[Any]:
+    return ModelMessagesTypeAdapter.validate_python(data)
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(to_jsonable_python(value), ensure_ascii=False))
+    except Exception:  # anything a tool returns: kept as its text
+        return str(value)
+
+
+def _text(value: Any, limit: int = TEXT_MAX_CHARS) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more]"
+
+
+@dataclass(frozen=True)
+class TaskDeps:
+    """What an agent's tools get as `ctx.deps` when its `deps_type` is TaskDeps: the task's
+    workspace (tools write there, relative paths only: tasks.paths.file_write) and id."""
+
+    workspace: Path
+    task_id: str
+
+
+def _ours(group: BaseExceptionGroup) -> BaseException:
+    """The harness's own exception inside a group (a pause, a lost lease, a stop, an
+    escalation), else the first one."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    for exc in leaves:
+        if isinstance(exc, Paused | LeaseLost | StopRun | Escalate):
+            return exc
+    return leaves[0] if leaves else group
+
+
+@dataclass
+class Plan:
+    """What the tool hook does with one call (decided in the job's thread)."""
+
+    action: str  # run | replay | refuse | retry | approval
+    value: Any = None
+    row: ToolCall | None = None
+
+
+class Escalate(Exception):
+    """A call's worker died while it ran and its outcome is unknown: a human decides."""
+
+    def __init__(self, row: ToolCall) -> None:
+        super().__init__(row.call_id)
+        self.row = row
+
+
+@dataclass(init=False)
+class HarnessTools(AbstractCapability):
+    """Every tool call of the agent through the harness: ledger, policy, replay."""
+
+    def __init__(self, run: PydanticAIRun) -> None:
+        self.run = run
+
+    async def wrap_tool_execute(self, ctx, *, call, tool_def, args, handler):  # type: ignore[override]
+        plan = await sync_to_async(self.run.tool_begin)(
+            call=call, tool_def=tool_def, args=args, approved=ctx.tool_call_approved
+        )
+        if plan.action == "replay" or plan.action == "refuse":
+            return plan.value
+        if plan.action == "retry":
+            raise ModelRetry(plan.value)
+        if plan.action == "approval":
+            raise ApprovalRequired(metadata={"harness": plan.value})
+        try:
+            result = await handler(args)
+        except (ApprovalRequired, CallDeferred):
+            # The tool itself asked (ApprovalRequired raised before it acted): reviewed.
+            await sync_to_async(self.run.tool_deferred)(row=plan.row)
+            raise
+        except BaseException as exc:
+            await sync_to_async(self.run.tool_end)(row=plan.row, error=exc)
+            raise
+        await sync_to_async(self.run.tool_end)(row=plan.row, result=result)
+        return result
+
+
+class PydanticAIRun:
+    def __init__(self, task: Task, worker_id: str, *, agent: Any = None) -> None:
+        self.agent = agent
+        self.task = task
+        self.task_id = task.id
+        self.epoch = task.lease_epoch
+        self.worker_id = worker_id
+        self.spec = TaskSpec.model_validate(task.spec)
+        self.config = harness_config()
+        timeouts = self.config.timeouts
+        budget = self.spec.budget
+        self.session_s = budget.session_timeout_s or timeouts.session_s
+        self.turn_s = budget.turn_timeout_s or timeouts.turn_s
+        self.tool_s = budget.tool_timeout_s or timeouts.tool_s
+        self.session_started = task.started_at or timezone.now()
+        self.human_wait_s = task.human_wait_s
+        self.run_started = time.monotonic()
+        self.seconds_before = task.seconds_used
+        self.cancel_seen = task.cancel_requested
+        self.workspace = task.workspace_path
+        self.state = AgentState()
+        self.head_id: Any = task.head_checkpoint_id
+        self.seq = checkpoint_next_seq(task_id=task.id)
+        self.pending_events: list[Any] = []
+        # call_id -> this task's ledger row (loaded when the run starts).
+        self.ledger: dict[str, ToolCall] = {}
+        # A retry re-runs the calls that failed (others replay).
+        self.rerun_failed = False
+        self.watchdog = Watchdog(
+            task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
+        )
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    @property
+    def sdk(self) -> dict[str, Any]:
+        return self.state.sdk  # type: ignore[return-value]
+
+    def event(self, type: str, payload: dict[str, Any]) -> None:
+        self.pending_events.append(
+            services.event_build(
+                task_id=self.task_id, type=type, payload=payload, step_index=self.state.step_index
+            )
+        )
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "current_step": self.state.step_index,
+            "steps_used": self.state.budget.steps,
+            "tokens_used": self.state.budget.tokens,
+            "seconds_used": self.seconds_before + (time.monotonic() - self.run_started),
+        }
+
+    def commit(
+        self,
+        *,
+        trigger: str | None = None,
+        inserts: list[Any] = (),
+        updates: list[tuple[Any, list[str]]] = (),
+        then: Callable[[Any], None] | None = None,
+        fields: dict[str, Any] | None = None,
+    ) -> Any:
+        """One fenced write: lease proof + heartbeat + usage + events (+ rows) [+ the
+        checkpoint of `trigger`: the state with the message history and a workspace snapshot,
+        made head]; `then(checkpoint)` runs last in the same transaction."""
+        checkpoint = None
+        update = {**self.usage(), **(fields or {})}
+        if trigger is not None:
+            configured = self.config.trigger(trigger)
+            checkpoint = checkpoint_build(
+                task_id=self.task_id,
+                seq=self.seq,
+                state=self.state,
+                level=configured.level if configured else "step",
+                trigger=trigger,
+                snapshot=snapshot_capture(task_id=self.task_id, workspace=self.workspace),
+                parent_id=self.head_id,
+            )
+            self.seq += 1
+            self.head_id = checkpoint.id
+            update["head_checkpoint_id"] = checkpoint.id
+        with transaction.atomic() if then is not None else nullcontext():
+            self.cancel_seen = services.task_fenced_write(
+                task_id=self.task_id,
+                epoch=self.epoch,
+                inserts=[*([checkpoint] if checkpoint else []), *inserts, *self.pending_events],
+                updates=list(updates),
+                **update,
+            )
+            self.pending_events = []
+            if then is not None:
+                then(checkpoint)
+        return checkpoint
+
+    def boundary_checks(self, *, model_next: bool) -> None:
+        if self.watchdog.lease_lost.is_set():
+            raise LeaseLost("heartbeat found the lease taken")
+        if self.watchdog.cancel_requested.is_set() or self.cancel_seen:
+            raise StopRun("canceled", "canceled by operator")
+        elapsed = (timezone.now() - self.session_started).total_seconds() - self.human_wait_s
+        if elapsed > self.session_s:
+            self.event(EventType.TIMEOUT, {"layer": "session", "limit_s": self.session_s})
+            raise StopRun(
+                "timeout", f"session timeout: {self.session_s:g}s exceeded (layer: session)"
+            )
+        budget = self.spec.budget
+        if model_next and self.state.budget.steps >= budget.max_steps:
+            raise StopRun("budget_exceeded", f"max_steps={budget.max_steps} reached")
+        if self.state.budget.tokens > budget.max_tokens:
+            raise StopRun(
+                "budget_exceeded",
+                f"max_tokens={budget.max_tokens} exceeded ({self.state.budget.tokens})",
+            )
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def execute(self) -> str:
+        self.watchdog.start()
+        try:
+            agent = self.agent or agent_load(self.spec.agent.name)
+            try:
+                model = agent_model(self.spec.agent.model, agent)
+            except ValueError as exc:
+                raise StopRun("model_endpoint", str(exc)) from None
+            prompt, results = self.start_or_resume()
+            try:
+                output, messages = async_to_sync(self.drive)(agent, model, prompt, results)
+            except BaseExceptionGroup as group:  # raised inside a tool's task group
+                raise _ours(group) from None
+            if isinstance(output, DeferredToolRequests):
+                self.pause_for_approvals(output, messages)
+            return self.finish(output, messages)
+        except Paused:
+            return "paused"
+        except LeaseLost as exc:
+            log.warning("task %s: %s; stopping without further writes", self.task_id, exc)
+            return "lease_lost"
+        except StopRun as stop:
+            return self.finish_stopped(stop)
+        except Escalate as exc:
+            return self.escalate(exc.row)
+        except AgentNotRegistered as exc:
+            return self.finish_stopped(StopRun("agent_not_registered", str(exc)))
+        except Exception as exc:  # the agent's own error: the task fails, its state is kept
+            log.exception("task %s: Pydantic AI agent failed", self.task_id)
+            return self.finish_stopped(StopRun("agent_error", f"{type(exc).__name__}: {exc}"))
+        finally:
+            self.watchdog.finish()
+
+    def start_or_resume(self) -> tuple[Any, DeferredToolResults | None]:
+        """-> (the first user prompt or None, the reviewers' decisions or None)."""
+        try:
+            loaded = checkpoint_load_latest_valid(
+                task_id=self.task_id, head_id=self.head_id, epoch=self.epoch
+            )
+        except NoValidCheckpoint as exc:
+            raise StopRun("checkpoint_corrupted", str(exc)) from None
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        if loaded is None:
+            for rel, content in self.spec.workspace.files.items():
+                file_write(self.workspace, rel, content.encode())
+            self.state = AgentState(sdk={"kind": KIND, "gen": 0, "messages": [], "deferred": []})
+            self.event(EventType.TASK_STARTED, {"worker": self.worker_id, "epoch": self.epoch})
+            self.commit(trigger="task_start")
+            prompt = self.spec.agent.input
+            return (prompt if isinstance(prompt, str) else json.dumps(prompt)), None
+        self.state = loaded.state
+        if self.state.sdk is None or self.state.sdk.get("kind") != KIND:
+            raise StopRun("checkpoint_corrupted", "the head checkpoint holds no Pydantic AI state")
+        if loaded.checkpoint.id != self.head_id:
+            self.event(
+                EventType.CHECKPOINT_FALLBACK,
+                {"checkpoint_id": str(loaded.checkpoint.id), "seq": loaded.checkpoint.seq},
+            )
+            self.head_id = loaded.checkpoint.id
+        self.ledger = {row.call_id: row for row in ToolCall.objects.filter(task_id=self.task_id)}
+        recovery = self.state.recovery
+        if snapshot_materialise_if_missing(
+            workspace=self.workspace, manifest=loaded.snapshot, sync=recovery is not None
+        ):
+            self.event(
+                EventType.WORKSPACE_MATERIALISED, {"checkpoint_id": str(loaded.checkpoint.id)}
+            )
+        if recovery is not None:
+            if recovery.kind == "rollback":
+                # Calls on the new branch get new ids: nothing of the undone branch replays.
+                self.sdk["gen"] = self.state.branch
+            self.rerun_failed = recovery.kind == "retry"
+            self.event(
+                EventType.CONTEXT_ALIGNED,
+                {
+                    "kind": recovery.kind,
+                    "reason": recovery.reason,
+                    "actor": recovery.actor,
+                    "from_seq": recovery.from_seq,
+                    "messages": len(self.sdk["messages"]),
+                },
+            )
+            self.state.recovery = None
+        self.event(
+            EventType.RESUMED,
+            {
+                "worker": self.worker_id,
+                "epoch": self.epoch,
+                "checkpoint_id": str(loaded.checkpoint.id),
+                "seq": loaded.checkpoint.seq,
+                "messages": len(self.sdk["messages"]),
+            },
+        )
+        results = self.decisions() if self.sdk.get("deferred") else None
+        if not self.sdk["messages"]:  # stopped before the first model turn
+            prompt = self.spec.agent.input
+            return (prompt if isinstance(prompt, str) else json.dumps(prompt)), None
+        return None, results
+
+    async def drive(
+        self, agent: Any, model: Any, prompt: Any, results: DeferredToolResults | None
+    ) -> tuple[Any, list[Any]]:
+        """Agent.iter node by node; after each node, its bookkeeping in the job's thread."""
+        history = messages_load(self.sdk["messages"]) or None
+        output_type = agent.output_type
+        output_types = list(output_type) if isinstance(output_type, list | tuple) else [output_type]
+        if DeferredToolRequests not in output_types:
+            output_types.append(DeferredToolRequests)
+        async with agent.iter(
+            prompt,
+            message_history=history,
+            deferred_tool_results=results,
+            output_type=output_types,
+            model=model,
+            deps=self.deps(agent),
+            capabilities=[HarnessTools(self)],
+        ) as run:
+            node = run.next_node
+            while not isinstance(node, End):
+                ran = node
+                if isinstance(ran, ModelRequestNode):
+                    try:
+                        node = await asyncio.wait_for(run.next(ran), timeout=self.turn_s)
+                    except TimeoutError:
+                        raise StopRun(
+                            "timeout", f"turn timeout: {self.turn_s:g}s exceeded (layer: turn)"
+                        ) from None
+                else:
+                    node = await run.next(ran)
+                await sync_to_async(self.after_node)(run, ran, node)
+            return run.result.output, list(run.all_messages())
+
+    def deps(self, agent: Any) -> Any:
+        """TaskDeps for an agent that declares it (or declares none)."""
+        if agent.deps_type in (TaskDeps, object, type(None)):
+            return TaskDeps(workspace=self.workspace, task_id=str(self.task_id))
+        return None
+
+    def after_node(self, run: Any, ran: Any, node: Any) -> None:
+        """The bookkeeping of one node: a model response is checkpointed before its tools run
+        (`after_model`); a tools node that leads to the next model request closes the step
+        (`after_step`, the tool results included as that request)."""
+        messages = list(run.all_messages())
+        if isinstance(node, ModelRequestNode):
+            messages.append(node.request)
+        self.sdk["messages"] = messages_dump(messages)
+        if isinstance(ran, ModelRequestNode) and isinstance(node, CallToolsNode):
+            self.record_model_response(node.model_response, run)
+            self.commit(trigger="after_model")
+            self.boundary_checks(model_next=False)
+        elif isinstance(ran, CallToolsNode) and isinstance(node, ModelRequestNode):
+            self.state.step_index += 1
+            self.state.budget.steps += 1
+            self.event(EventType.STEP_FINISHED, {"step": self.state.step_index})
+            self.commit(trigger="after_step")
+            self.boundary_checks(model_next=True)
+        elif isinstance(node, ModelRequestNode):  # the first request, built from the prompt
+            self.boundary_checks(model_next=True)
+
+    def record_model_response(self, response: ModelResponse, run: Any) -> None:
+        usage = response.usage
+        tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0)
+        self.state.budget.tokens += tokens
+        self.state.turn_index += 1
+        text = "".join(
+            getattr(part, "content", "") for part in response.parts if part.part_kind == "text"
+        )
+        self.event(
+            EventType.MODEL_DECISION,
+            {
+                "turn": self.state.turn_index,
+                "model": response.model_name or "",
+                "prompt_tokens": usage.input_tokens or 0,
+                "completion_tokens": usage.output_tokens or 0,
+                "calls": [
+                    {
+                        "call_id": self.call_id(part.tool_call_id),
+                        "tool": part.tool_name,
+                        "args": _jsonable(part.args_as_dict()),
+                    }
+                    for part in response.tool_calls
+                ],
+                "final": None,
+                "text": text[:TEXT_MAX_CHARS],
+            },
+        )
+
+    # -- tool calls (called from HarnessTools in the job's thread) -----------------------------
+
+    def call_id(self, tool_call_id: str) -> str:
+        return f"{self.sdk['gen']}.{self.state.step_index}.{tool_call_id}"[:100]
+
+    def tool_begin(self, *, call: Any, tool_def: Any, args: Any, approved: bool) -> Plan:
+        call_id = self.call_id(call.tool_call_id)
+        arguments = _jsonable(args if isinstance(args, dict) else call.args_as_dict())
+        row = self.ledger.get(call_id)
+        status = row.status if row is not None else None
+        if status == ToolCallStatus.SUCCEEDED:
+            self.event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": row.tool})
+            self.commit()
+            result = row.result if isinstance(row.result, dict) else {"value": row.result}
+            return Plan("replay", value=result.get("value", result))
+        if status in (ToolCallStatus.DENIED, ToolCallStatus.REJECTED):
+            return Plan("refuse", value=(row.result or {}).get("observation", row.error_message))
+        if status in (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT) and not self.rerun_failed:
+            self.event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": row.tool})
+            return Plan("retry", value=row.error_message or "the tool failed")
+        if status == ToolCallStatus.RUNNING:
+            if (tool_def.metadata or {}).get("idempotent"):
+                self.event(EventType.TOOL_RERUN_IDEMPOTENT, {"call_id": call_id, "tool": row.tool})
+            else:
+                raise Escalate(row)
+        if status == ToolCallStatus.APPROVED:
+            if canonical_hash(arguments) != canonical_hash(row.arguments):
+                raise StopRun(
+                    "internal_error", f"call {call_id}: approved arguments changed after approval"
+                )
+        elif status is None or status == ToolCallStatus.AWAITING_REVIEW:
+            risk = str((tool_def.metadata or {}).get("risk") or DEFAULT_RISK)
+            decision = agent_tool_policy(
+                tool_name=call.tool_name,
+                args=arguments,
+                risk=risk,
+                input_schema=tool_def.parameters_json_schema,
+                spec=self.task.spec,
+            )
+            if decision.action == "review" and not approved:
+                return Plan("approval", value={"rules": decision.rules, "reason": decision.reason})
+            if row is None:
+                row = ToolCall(
+                    task_id=self.task_id,
+                    call_id=call_id,
+                    tool=call.tool_name[:100],
+                    arguments=arguments,
+                    risk=risk[:20],
+                    step_index=self.state.step_index,
+                )
+            if decision.action == "deny":
+                feedback = (
+                    f"{call.tool_name} was denied by policy: {decision.reason}; choose a safer "
+                    "action or explain in the final answer why it is needed"
+                )
+                services.toolcall_transition(
+                    call=row,
+                    to=ToolCallStatus.DENIED,
+                    fields={
+                        "error_class": "denied",
+                        "error_message": decision.reason[:2000],
+                        "result": {"observation": feedback},
+                    },
+                    write=False,
+                )
+                self.event(
+                    EventType.TOOL_REFUSED,
+                    {"call_id": call_id, "tool": row.tool, "error_class": "denied"},
+                )
+                self.write_row(row)
+                return Plan("refuse", value=feedback)
+        services.toolcall_transition(
+            call=row,
+            to=ToolCallStatus.RUNNING,
+            fields={"attempts": row.attempts + 1},
+            write=False,
+        )
+        self.event(
+            EventType.TOOL_STARTED,
+            {"call_id": call_id, "tool": row.tool, "attempt": row.attempts, "args": arguments},
+        )
+        # The intent is durable before the tool runs: a crash during it is never re-run blindly.
+        self.write_row(row)
+        return Plan("run", row=row)
+
+    def write_row(self, row: ToolCall) -> None:
+        fields = [
+            "status",
+            "arguments",
+            "result",
+            "error_class",
+            "error_message",
+            "attempts",
+            "started_at",
+            "finished_at",
+            "duration_ms",
+        ]
+        if row.pk is None:
+            self.commit(inserts=[row])
+        else:
+            self.commit(updates=[(row, fields)])
+        self.ledger[row.call_id] = row
+
+    def tool_end(self, *, row: ToolCall, result: Any = None, error: BaseException | None = None):
+        finished = timezone.now()
+        duration_ms = (finished - row.started_at).total_seconds() * 1000
+        if error is None:
+            value = _jsonable(result)
+            services.toolcall_transition(
+                call=row,
+                to=ToolCallStatus.SUCCEEDED,
+                now=finished,
+                fields={"result": {"value": value}, "duration_ms": duration_ms},
+                write=False,
+            )
+        else:
+            message = str(error) or type(error).__name__
+            services.toolcall_transition(
+                call=row,
+                to=ToolCallStatus.FAILED,
+                now=finished,
+                fields={
+                    "error_class": type(error).__name__[:50],
+                    "error_message": message[:2000],
+                    "result": {"observation": message[:RESULT_MAX_CHARS]},
+                    "duration_ms": duration_ms,
+                },
+                write=False,
+            )
+        self.event(
+            EventType.TOOL_FINISHED,
+            {
+                "call_id": row.call_id,
+                "tool": row.tool,
+                "status": row.status,
+                "attempt": row.attempts,
+                "duration_ms": round(duration_ms, 3),
+                "error_class": row.error_class,
+            },
+        )
+        self.write_row(row)
+
+    def tool_deferred(self, *, row: ToolCall) -> None:
+        """The tool raised ApprovalRequired itself when it started: its row waits for review
+        (written with the pause)."""
+        services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
+
+    # -- approvals are reviews ---------------------------------------------------------------
+
+    def decisions(self) -> DeferredToolResults | None:
+        """The reviewers' decisions on the approvals the run paused for, as Pydantic AI takes
+        them; None (the agent asks again) when a review was canceled (a cancel or a rollback);
+        pauses again while one is still pending."""
+        deferred = self.sdk["deferred"]
+        reviews = {
+            review.tool_call.call_id: review
+            for review in ReviewRequest.objects.filter(
+                task_id=self.task_id,
+                kind=REVIEW_KIND,
+                reopened_as__isnull=True,
+                tool_call__call_id__in=[d["call_id"] for d in deferred],
+            )
+            .select_related("tool_call")
+            .order_by("id")
+        }
+        if any(
+            d["call_id"] not in reviews or reviews[d["call_id"]].status == ReviewStatus.CANCELED
+            for d in deferred
+        ):
+            self.sdk["deferred"] = []
+            return None
+        if any(r.status == ReviewStatus.PENDING for r in reviews.values()):
+            self.pause(reason="reviews still pending")
+        approvals: dict[str, Any] = {}
+        for item in deferred:
+            review = reviews[item["call_id"]]
+            row = review.tool_call
+            if row.status == ToolCallStatus.APPROVED:
+                edited = canonical_hash(row.arguments) != canonical_hash(review.original_arguments)
+                approvals[item["tool_call_id"]] = (
+                    ToolApproved(override_args=row.arguments) if edited else ToolApproved()
+                )
+            else:
+                reason = review.comment or review.decision_reason or row.error_message
+                approvals[item["tool_call_id"]] = ToolDenied(
+                    message=f"a reviewer rejected {row.tool}: {reason or 'no reason given'}; "
+                    "it did not run"
+                )
+        self.event(
+            EventType.GRAPH_RESUMED,
+            {
+                "agent": KIND,
+                "answers": {
+                    d["call_id"]: type(approvals[d["tool_call_id"]]).__name__ for d in deferred
+                },
+            },
+        )
+        self.sdk["deferred"] = []
+        return DeferredToolResults(approvals=approvals)
+
+    def pause_for_approvals(self, requests: DeferredToolRequests, messages: list[Any]) -> NoReturn:
+        if requests.calls:
+            raise StopRun(
+                "unsupported",
+                "external tool calls (CallDeferred) are not supported: "
+                + ", ".join(c.tool_name for c in requests.calls),
+            )
+        self.sdk["messages"] = messages_dump(messages)
+        inserts: list[ToolCall] = []
+        updates: list[tuple[Any, list[str]]] = []
+        asked: list[tuple[ToolCall, Any]] = []
+        for part in requests.approvals:
+            call_id = self.call_id(part.tool_call_id)
+            row = self.ledger.get(call_id)
+            if row is None:
+                row = ToolCall(
+                    task_id=self.task_id,
+                    call_id=call_id,
+                    tool=part.tool_name[:100],
+                    arguments=_jsonable(part.args_as_dict()),
+                    risk=KIND,
+                    step_index=self.state.step_index,
+                )
+                services.toolcall_transition(
+                    call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False
+                )
+                inserts.append(row)
+            else:
+                if row.status != ToolCallStatus.AWAITING_REVIEW:
+                    services.toolcall_transition(
+                        call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False
+                    )
+                updates.append((row, ["status"]))
+            asked.append((row, part))
+            self.event(
+                EventType.REVIEW_REQUESTED,
+                {"call_id": call_id, "tool": row.tool, "tool_call_id": part.tool_call_id},
+            )
+        self.sdk["deferred"] = [
+            {"call_id": row.call_id, "tool_call_id": part.tool_call_id} for row, part in asked
+        ]
+
+        def open_reviews(checkpoint: Any) -> None:
+            for row, part in asked:
+                meta = (requests.metadata or {}).get(part.tool_call_id) or {}
+                harness = meta.get("harness") if isinstance(meta, dict) else None
+                decision = interrupt_policy(tool_name=row.tool, args=row.arguments)
+                if harness and harness.get("rules"):
+                    decision = dataclasses.replace(
+                        decision, rules=harness["rules"], reason=harness.get("reason", "")
+                    )
+                elif decision.rules and decision.rules[0].get("name") == "langgraph-interrupt":
+                    decision = dataclasses.replace(
+                        decision,
+                        rules=[{"name": "requires-approval", "action": "review", "source": KIND}],
+                        reason="the agent's tool requires approval",
+                    )
+                review_request_open(
+                    tool_call=row,
+                    checkpoint_id=checkpoint.id if checkpoint else None,
+                    decision=decision,
+                    preview=json.dumps(row.arguments, indent=2, ensure_ascii=False, default=str),
+                    kind=REVIEW_KIND,
+                    interrupt={
+                        "mode": "per_call",
+                        "sdk": KIND,
+                        "allowed": DECISIONS,
+                        "id": part.tool_call_id,
+                        "tool_call_id": part.tool_call_id,
+                        "index": 0,
+                    },
+                )
+
+        self.pause(
+            reason=f"approval: {asked[0][0].tool}",
+            trigger="before_review",
+            inserts=inserts,
+            updates=updates,
+            then=open_reviews,
+        )
+
+    def pause(
+        self,
+        *,
+        reason: str,
+        trigger: str | None = None,
+        inserts: list[Any] = (),
+        updates: list[tuple[Any, list[str]]] = (),
+        then: Callable[[Any], None] | None = None,
+    ) -> NoReturn:
+        def transition(checkpoint: Any) -> None:
+            if then is not None:
+                then(checkpoint)
+            services.task_transition(
+                task_id=self.task_id,
+                to=TaskStatus.WAITING_REVIEW,
+                expect_epoch=self.epoch,
+                reason=reason[:500],
+                fields={"worker_id": ""},
+            )
+
+        self.commit(trigger=trigger, inserts=list(inserts), updates=list(updates), then=transition)
+        raise Paused()
+
+    def escalate(self, row: ToolCall) -> str:
+        """A tool that was running when its worker died, not declared idempotent: whether it
+        took effect is unknown, so a human decides (review.services: mark done, re-run, fail)."""
+
+        def pause(events: list[Any], open_review: Any) -> NoReturn:
+            self.pending_events.extend(events)
+            self.pause(
+                reason=f"unknown outcome: {row.tool}",
+                updates=[(row, ["status", "finished_at", "error_class", "error_message"])],
+                then=lambda _checkpoint: open_review(self.head_id),
+            )
+
+        try:
+            review_gate_unknown_outcome(
+                tool_call=row, step_index=self.state.step_index, message=None, pause=pause
+            )
+        except Paused:
+            return "paused"
+        except LeaseLost:
+            return "lease_lost"
+        return "paused"
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def finish(self, output: Any, messages: list[Any]) -> str:
+        self.sdk["messages"] = messages_dump(messages)
+        result = _text(_jsonable(output), RESULT_MAX_CHARS)
+        self.state.final = result
+        self.state.phase = "done"
+        self.state.step_index += 1
+        self.state.budget.steps += 1
+        self.event(EventType.STEP_FINISHED, {"step": self.state.step_index})
+        self.event(EventType.TASK_FINISHED, {"result": result[:2000]})
+        self.commit(
+            trigger="after_step",
+            then=lambda _checkpoint: services.task_transition(
+                task_id=self.task_id,
+                to=TaskStatus.SUCCEEDED,
+                expect_epoch=self.epoch,
+                reason="agent finished",
+                fields={"result": result, **self.usage()},
+            ),
+        )
+        return "succeeded"
+
+    def finish_stopped(self, stop: StopRun) -> str:
+        self.state.last_error = ErrorInfo(
+            error_class=stop.error_class,
+            message=stop.message[:2000],
+            step_index=self.state.step_index,
+        )
+        self.event(
+            EventType.TASK_STOPPED,
+            {"error_class": stop.error_class, "message": stop.message[:2000]},
+        )
+        ended: list[str] = []
+        try:
+            self.commit(
+                then=lambda _checkpoint: ended.append(
+                    stop_transition(
+                        task_id=self.task_id, epoch=self.epoch, stop=stop, usage=self.usage()
+                    )
+                ),
+            )
+        except LeaseLost:
+            return "lease_lost"
+        return str(ended[0])
