@@ -421,6 +421,9 @@ class HarnessConfig(_Strict):
     # Pydantic AI agents a TaskSpec may name (`"agent": {"kind": "pydantic-ai", "name": NAME}`):
     # NAME -> "package.module:attribute", a pydantic_ai.Agent or a factory returning one.
     pydantic_ai_agents: dict[GraphName, GraphRef] = {}
+    # OpenAI Agents SDK agents a TaskSpec may name (`"agent": {"kind": "openai-agents", "name":
+    # NAME}`): NAME -> "package.module:attribute", an `agents.Agent` or a factory returning one.
+    openai_agents: dict[GraphName, GraphRef] = {}
     mcp_servers: dict[McpServerName, McpServerConfig] = {}
     multi_agent: MultiAgentConfig = MultiAgentConfig()
 

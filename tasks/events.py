@@ -41,6 +41,9 @@ class EventType(models.TextChoices):
     GRAPH_NODE = "graph_node"
     GRAPH_TOOL_CALL = "graph_tool_call"
     GRAPH_TOOL_RESULT = "graph_tool_result"
+    # OpenAI Agents SDK agents (agent/openai_agents_runner.py).
+    AGENT_HANDOFF = "agent_handoff"
+    GUARDRAIL_TRIPPED = "guardrail_tripped"
     # Reviews (the loop asks; review.services decides, expires).
     REVIEW_REQUESTED = "review_requested"
     REVIEW_APPROVAL = "review_approval"

@@ -478,12 +478,16 @@ def _timeouts_check(spec: TaskSpec) -> None:
 
 
 def _agent_spec_check(spec: TaskSpec, *, user: AbstractBaseUser | None) -> None:
-    if spec.agent.kind == "pydantic-ai":
-        agents = harness_config().pydantic_ai_agents
+    if spec.agent.kind in ("pydantic-ai", "openai-agents"):
+        key, what = {
+            "pydantic-ai": ("pydantic_ai_agents", "Pydantic AI agent"),
+            "openai-agents": ("openai_agents", "OpenAI Agents SDK agent"),
+        }[spec.agent.kind]
+        agents = getattr(harness_config(), key)
         if spec.agent.name not in agents:
-            known = ", ".join(sorted(agents)) or "none (harness.yaml pydantic_ai_agents)"
+            known = ", ".join(sorted(agents)) or f"none (harness.yaml {key})"
             raise SpecError(
-                "agent.name", f"unknown Pydantic AI agent {spec.agent.name!r}; registered: {known}"
+                "agent.name", f"unknown {what} {spec.agent.name!r}; registered: {known}"
             )
         _model_spec_check(spec.agent.model, user=user, field="agent.model")
         return

@@ -205,7 +205,27 @@ class PydanticAIAgentSpec(_Spec):
         return value
 
 
-AgentKindSpec = Annotated[LangGraphAgentSpec | PydanticAIAgentSpec, Field(discriminator="kind")]
+class OpenAIAgentsSpec(_Spec):
+    """An operator-registered OpenAI Agents SDK agent (harness.yaml `openai_agents`) run by
+    agent/openai_agents_runner.py. `input` is the run's first input: a string (the user's
+    message; empty: the task's goal) or a list of Responses input items. `model` binds the
+    agent to an endpoint the operator allows, as for the harness's own loop (keys stay in the
+    worker's environment); unset, the agent keeps the model it was registered with."""
+
+    kind: Literal["openai-agents"]
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+    input: str | list[dict[str, Any]] = ""
+    model: OpenAIModelSpec | None = None
+
+    @field_validator("input")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        return PydanticAIAgentSpec._bounded(value)
+
+
+AgentKindSpec = Annotated[
+    LangGraphAgentSpec | PydanticAIAgentSpec | OpenAIAgentsSpec, Field(discriminator="kind")
+]
 
 
 def spec_agent_kind(spec: dict[str, Any] | None) -> str | None:

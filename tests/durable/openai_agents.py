@@ -1,0 +1,159 @@
+"""OpenAI Agents SDK agents for the adapter's tests (agent/openai_agents_runner.py), with the
+scripted model of the bundled example (examples.openai_agents_agent.ScriptedTurns: the SDK's
+`Model` interface, no network). Tools record every execution in
+HARNESS_LEDGER_DIR/<task id>.agents.log (outside the workspace, so a rollback does not undo
+it): the tests count executions there. The model records each answer it gives in the same
+directory (`<task id>.model.log`)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    RunContextWrapper,
+    function_tool,
+    handoff,
+    input_guardrail,
+)
+from django.conf import settings
+
+from examples.openai_agents_agent import ScriptedTurns, last_output, workspace
+
+
+def log_path(task_id: Any, kind: str = "agents") -> Path:
+    return Path(settings.HARNESS_LEDGER_DIR) / f"{task_id}.{kind}.log"
+
+
+def executions(task_id: Any, kind: str = "agents") -> list[str]:
+    path = log_path(task_id, kind)
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _record(context: RunContextWrapper[Any], line: str, kind: str = "agents") -> None:
+    path = log_path(context.context["harness_task_id"], kind)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(line + "\n")
+
+
+@function_tool
+def write_file(context: RunContextWrapper[Any], path: str, text: str) -> str:
+    """Write a file in the workspace."""
+    _record(context, f"write_file {path}")
+    target = workspace(context) / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    return f"wrote {path}"
+
+
+@function_tool
+def record(context: RunContextWrapper[Any], key: str) -> str:
+    """An external side effect (not in the workspace)."""
+    _record(context, f"record {key}")
+    return f"recorded {key}"
+
+
+@function_tool(needs_approval=True)
+def publish(context: RunContextWrapper[Any], version: str) -> str:
+    """Publish a release (always asks a person)."""
+    _record(context, f"publish {version}")
+    return f"published {version}"
+
+
+def _answer(items: list[Any]) -> str:
+    return f"done: {last_output(items)}"
+
+
+class CountingModel(ScriptedTurns):
+    """Records every answer it gives (the turn) in the task's model log; on `slow_turn` it
+    marks the start and sleeps `slow_s` (a test kills the worker meanwhile)."""
+
+    def __init__(self, script: list[Any], *, slow_turn: int = -1, slow_s: float = 0) -> None:
+        super().__init__(script)
+        self.slow_turn = slow_turn
+        self.slow_s = slow_s
+
+    def before_turn(self, turn: int, items: list[Any]) -> None:
+        task_id = _task_id_of(items)
+        path = log_path(task_id, "model")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as fh:
+            fh.write(f"turn {turn}\n")
+        if turn == self.slow_turn:
+            time.sleep(self.slow_s)
+
+
+def _task_id_of(items: list[Any]) -> str:
+    """The task id, from the first user message ("task <id>: ...")."""
+    first = items[0] if items else {}
+    content = first.get("content") if isinstance(first, dict) else ""
+    text = content if isinstance(content, str) else ""
+    return text.split(":", 1)[0].removeprefix("task ").strip() or "unknown"
+
+
+WRITER_SCRIPT = [
+    [("write_file", {"path": "a.txt", "text": "one\n"})],
+    [("write_file", {"path": "b.txt", "text": "two\n"}), ("record", {"key": "b"})],
+    [("publish", {"version": "1.0"})],
+    _answer,
+]
+
+writer = Agent(
+    name="writer",
+    instructions="Write the files, then publish.",
+    tools=[write_file, record, publish],
+    model=CountingModel(WRITER_SCRIPT),
+)
+
+
+def slow_writer() -> Agent:
+    """A factory: turn 1 records `one`, turn 2 is a slow model call (a test kills the worker
+    during it), turn 3 records `two`, then the answer."""
+    return Agent(
+        name="slow_writer",
+        instructions="Record, think, record.",
+        tools=[record],
+        model=CountingModel(
+            [[("record", {"key": "one"})], [("record", {"key": "two"})], _answer],
+            slow_turn=1,
+            slow_s=3,
+        ),
+    )
+
+
+@input_guardrail
+async def no_secrets(context: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
+    text = input if isinstance(input, str) else str(input)
+    return GuardrailFunctionOutput(
+        output_info={"matched": "password"}, tripwire_triggered="password" in text
+    )
+
+
+guarded = Agent(
+    name="guarded",
+    instructions="Answer.",
+    input_guardrails=[no_secrets],
+    model=CountingModel(["fine"]),
+)
+
+# Triage hands off to the writer (handoff is a call of the scripted model).
+_shared = CountingModel(
+    [
+        [("transfer_to_writer", {})],
+        [("write_file", {"path": "a.txt", "text": "one\n"})],
+        _answer,
+    ]
+)
+_writer_after_triage = Agent(
+    name="writer", instructions="Write.", tools=[write_file], model=_shared
+)
+triage = Agent(
+    name="triage",
+    instructions="Hand off.",
+    handoffs=[handoff(_writer_after_triage)],
+    model=_shared,
+)
