@@ -1,0 +1,145 @@
+"""Pydantic AI agents for the worker tests (tests/durable/test_pydantic_ai_workers.py), each
+driven by a FunctionModel (no network). The task's input is JSON: {"marker_dir", "sleep_s"};
+every tool run and slow model turn appends a line to `<marker_dir>/runs`, so a test can see
+what ran how often across crashes, reviews and rollbacks."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.exceptions import ApprovalRequired
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from agent.pydantic_ai_runner import TaskDeps
+from tasks.paths import file_write
+
+
+def task_input(messages: list[ModelMessage]) -> dict[str, Any]:
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if part.part_kind == "user-prompt" and isinstance(part.content, str):
+                    return json.loads(part.content)
+    return {}
+
+
+def mark(messages: list[ModelMessage], line: str) -> None:
+    with open(Path(task_input(messages)["marker_dir"]) / "runs", "a") as out:
+        out.write(line + "\n")
+
+
+def runs(marker_dir: Path) -> list[str]:
+    path = marker_dir / "runs"
+    return path.read_text().split() if path.exists() else []
+
+
+def turns(messages: list[ModelMessage]) -> int:
+    return sum(isinstance(m, ModelResponse) for m in messages)
+
+
+def last_result(messages: list[ModelMessage]) -> str:
+    parts = messages[-1].parts if messages else []
+    return " | ".join(str(getattr(p, "content", "")) for p in parts)
+
+
+def _call(tool: str, **args: Any) -> ModelResponse:
+    return ModelResponse(parts=[ToolCallPart(tool, args)])
+
+
+# --- files: three steps of file writes, then an answer ----------------------------------------
+
+
+def files_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    step = turns(messages)
+    if step == 0:
+        return _call("write", path="a.txt", text="a1")
+    if step == 1:
+        # Slow, so a test can kill the worker while the model "thinks".
+        mark(messages, "model1:start")
+        time.sleep(float(task_input(messages).get("sleep_s", 0)))
+        mark(messages, "model1:end")
+        return _call("write", path="b.txt", text="b1")
+    if step == 2:
+        return _call("write", path="a.txt", text="a2")
+    return ModelResponse(parts=[TextPart(f"done after {step} writes: {last_result(messages)}")])
+
+
+files = Agent(FunctionModel(files_model), deps_type=TaskDeps)
+
+
+@files.tool
+def write(ctx: RunContext[TaskDeps], path: str, text: str) -> str:
+    """Write `text` to the workspace file `path`."""
+    mark(ctx.messages, f"write:{path}={text}")
+    file_write(ctx.deps.workspace, path, text.encode())
+    return f"wrote {path}"
+
+
+# --- slow tool: a tool the worker dies in -----------------------------------------------------
+
+
+def slow_tool_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if turns(messages) == 0:
+        return _call("slow_write", path="s.txt")
+    return ModelResponse(parts=[TextPart(f"finished: {last_result(messages)}")])
+
+
+slow_tool = Agent(FunctionModel(slow_tool_model), deps_type=TaskDeps)
+
+
+@slow_tool.tool
+def slow_write(ctx: RunContext[TaskDeps], path: str) -> str:
+    """Write a file, slowly."""
+    mark(ctx.messages, "slow:start")
+    time.sleep(float(task_input(ctx.messages).get("sleep_s", 0)))
+    file_write(ctx.deps.workspace, path, b"slow")
+    mark(ctx.messages, "slow:end")
+    return f"wrote {path}"
+
+
+# --- approvals: a requires_approval tool, a tool that asks itself, one our rules review ------
+
+
+def approvals_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    step = turns(messages)
+    if step == 0:
+        return _call("deploy", env="staging")
+    if step == 1:
+        return _call("transfer", amount=50)
+    if step == 2:
+        return _call("transfer", amount=5000)
+    if step == 3:
+        return _call("configure", path="app.conf", value="x=1")
+    return ModelResponse(parts=[TextPart(f"all done: {last_result(messages)}")])
+
+
+approvals = Agent(FunctionModel(approvals_model), deps_type=TaskDeps)
+
+
+@approvals.tool(requires_approval=True)
+def deploy(ctx: RunContext[TaskDeps], env: str) -> str:
+    """Deploy to `env`."""
+    mark(ctx.messages, f"deploy:{env}")
+    return f"deployed to {env}"
+
+
+@approvals.tool
+def transfer(ctx: RunContext[TaskDeps], amount: int) -> str:
+    """Transfer `amount`; large amounts need a human's approval."""
+    if amount > 1000 and not ctx.tool_call_approved:
+        raise ApprovalRequired()
+    mark(ctx.messages, f"transfer:{amount}")
+    return f"transferred {amount}"
+
+
+@approvals.tool(metadata={"risk": "write"})
+def configure(ctx: RunContext[TaskDeps], path: str, value: str) -> str:
+    """Write a configuration file (the harness's protected-config rule reviews *.conf)."""
+    mark(ctx.messages, f"configure:{path}")
+    file_write(ctx.deps.workspace, path, value.encode())
+    return f"configured {path}"
