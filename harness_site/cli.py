@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import json
 import os
 import secrets
 import shutil
@@ -646,6 +647,46 @@ def chromium_ensure() -> None:
         say(f"warning: Chromium is not available, browser tests will fail or skip: {exc}")
 
 
+# The npm MCP reference server the tests run under node (tests/mcp/test_reference_servers.py),
+# at a pinned version, installed into the checkout's .data/npm.
+NPM_TEST_PACKAGES = {"@modelcontextprotocol/server-everything": "2026.8.31"}
+NPM_PREFIX = ROOT / ".data" / "npm"
+
+
+def _npm_installed(name: str) -> str | None:
+    try:
+        manifest = json.loads((NPM_PREFIX / "node_modules" / name / "package.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest.get("version") if isinstance(manifest, dict) else None
+
+
+def npm_test_packages_ensure() -> None:
+    """Install the pinned npm packages the tests need, unless they are there already."""
+    wanted = [f"{n}@{v}" for n, v in NPM_TEST_PACKAGES.items() if _npm_installed(n) != v]
+    if not wanted:
+        return
+    if shutil.which("npm") is None:
+        try:
+            apt_install("nodejs", "npm")
+        except (CliError, subprocess.CalledProcessError) as exc:
+            raise CliError(
+                "npm is missing: the MCP tests run the npm reference server "
+                f"{', '.join(wanted)} under node. Install Node.js and npm "
+                f"(apt-get install nodejs npm), then run the tests again ({exc})"
+            ) from None
+    say(f"npm install --prefix {NPM_PREFIX} {' '.join(wanted)}")
+    installed = subprocess.run(
+        ["npm", "install", "--prefix", str(NPM_PREFIX), "--no-audit", "--no-fund", *wanted],
+        cwd=ROOT,
+        check=False,
+    )
+    if installed.returncode:
+        raise CliError(
+            f"npm install of {' '.join(wanted)} failed (exit {installed.returncode}); see above"
+        )
+
+
 def _wants_own_processes(pytest_args: Sequence[str]) -> bool:
     return any(
         a in ("-n", "--numprocesses", "--dist")
@@ -683,6 +724,7 @@ def cmd_test(pytest_args: list[str]) -> int:
         postgres_ensure(database_url)
     redis_ensure(redis_url)
     chromium_ensure()
+    npm_test_packages_ensure()
 
     processes = os.environ.get("HARNESS_TEST_PROCESSES", "2")
     xdist = (

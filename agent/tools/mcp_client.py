@@ -12,13 +12,16 @@ call is a transient failure for an idempotent tool and an unknown outcome otherw
 from __future__ import annotations
 
 import base64
+import configparser
 import dataclasses
 import functools
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -79,6 +82,13 @@ TIMEOUT_MARGIN_S = 0.5
 # JSON-RPC error codes the SDK's client raises itself (mcp_types.jsonrpc).
 CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
+# What is kept of a stdio server's stderr (a ring: its last lines) for the error that says why
+# it did not start or died.
+STDERR_LINES = 20
+STDERR_BYTES = 4096
+# How long a server that failed to start is given to finish exiting (its exit code and last
+# stderr lines say why), once its stdout closed.
+EXIT_WAIT_S = 2.0
 
 
 class McpUnavailable(Exception):
@@ -110,27 +120,266 @@ def _expand(value: str) -> str:
     return value.replace("{python}", sys.executable).replace("{harness}", str(settings.BASE_DIR))
 
 
-def server_spawn(*, config: McpServerConfig, workspace: Path) -> SandboxProcess:
+# Already in every sandbox (read-only): a venv whose base interpreter is here needs nothing more.
+_SYSTEM_PREFIXES = (Path("/usr"), Path("/bin"), Path("/lib"), Path("/lib64"), Path("/sbin"))
+
+
+def venv_mounts(command: str) -> list[Path]:
+    """The read-only mounts a command that lives in a Python virtualenv needs: the venv (its
+    `pyvenv.cfg` next to or above the command's directory) and its base interpreter's
+    installation (`home =` in pyvenv.cfg, which names the base's bin directory), each at its
+    real path and, when a symlink leads there, at the path the venv names. A venv's
+    interpreter is a symlink to the base's: without the base the command is "not found"."""
+    path = Path(command)
+    if not path.is_absolute():
+        return []
+    candidates = [path.parent] + ([path.parent.parent] if path.parent.name == "bin" else [])
+    for venv in candidates:
+        cfg = venv / "pyvenv.cfg"
+        if cfg.is_file():
+            break
+    else:
+        return []
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string("[venv]\n" + cfg.read_text(errors="replace")[:10_000])
+    except (OSError, configparser.Error):
+        return []
+    home = parser.get("venv", "home", fallback="").strip()
+    mounts = [venv, venv.resolve()]
+    if home and Path(home).is_absolute():
+        stated = Path(home)
+        prefix = stated.parent if stated.name == "bin" else stated
+        mounts += [prefix, prefix.resolve()]
+    return [
+        m
+        for m in dict.fromkeys(mounts)
+        if m.is_dir()
+        and m != Path("/")
+        and not any(m == s or s in m.parents for s in _SYSTEM_PREFIXES)
+    ]
+
+
+def _clean_line(raw: bytes) -> str:
+    """A line of a server's stderr as text for an error message: no colours, no control
+    characters."""
+    text = _ANSI.sub("", raw.decode("utf-8", errors="replace")).rstrip()
+    return "".join(c if c >= " " or c == "\t" else "?" for c in text)
+
+
+# A terminal escape (colours, cursor moves): npm and node colour their errors.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+class StderrTail:
+    """The last lines a stdio server wrote to stderr: a ring of STDERR_LINES raw lines (each
+    cut at STDERR_BYTES), drained in chunks by a thread of its own so a chatty server never
+    blocks on a full pipe and a flood costs only the reading. `lines()` is what an error
+    message shows of it (cleaned, at most STDERR_BYTES)."""
+
+    def __init__(self) -> None:
+        self._lines: deque[bytes] = deque(maxlen=STDERR_LINES)
+        self._partial = b""
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def drain(self, pipe: Any) -> None:
+        self._thread = threading.Thread(
+            target=self._run, args=(pipe,), daemon=True, name="mcp-stderr"
+        )
+        self._thread.start()
+
+    def _run(self, pipe: Any) -> None:
+        try:
+            while chunk := pipe.read1(65536):
+                *complete, partial = (self._partial + chunk).split(b"\n")
+                with self._lock:
+                    self._lines.extend(line[:STDERR_BYTES] for line in complete[-STDERR_LINES:])
+                    self._partial = partial[-STDERR_BYTES:]
+        except (OSError, ValueError):
+            pass  # closed under us by the shutdown
+
+    def lines(self, *, wait_s: float = 0.0) -> list[str]:
+        """The kept lines, cleaned, the last STDERR_BYTES of them; `wait_s`: how long to wait
+        for the server's end of the pipe to close (it exited: everything it wrote is in)."""
+        if self._thread is not None and wait_s:
+            self._thread.join(wait_s)
+        with self._lock:
+            raw = [*self._lines, self._partial]
+        lines = [text for text in map(_clean_line, raw) if text.strip()]
+        kept: list[str] = []
+        size = 0
+        for line in reversed(lines):
+            size += len(line) + 1
+            if size > STDERR_BYTES:
+                break
+            kept.append(line)
+        return kept[::-1]
+
+
+@dataclasses.dataclass
+class _Started:
+    """What a stdio server's start left to explain a failure: its process, its exit code if
+    it exited before the session was up, and its stderr."""
+
+    stderr: StderrTail = dataclasses.field(default_factory=StderrTail)
+    process: SandboxProcess | None = None
+    exit_code: int | None = None
+    argv: list[str] = dataclasses.field(default_factory=list)
+    network: bool = False
+
+
+def server_argv(config: McpServerConfig) -> list[str]:
+    return [_expand(part) for part in config.command or []]
+
+
+def server_spawn(
+    *, config: McpServerConfig, workspace: Path, stderr: StderrTail | None = None
+) -> SandboxProcess:
     """Start a stdio server in a sandbox of its own over the task's workspace (its working
     directory): its configured environment (plus PATH and the sandbox's basics) and nothing
     else, `ro_paths` read-only, no network unless configured. The limits of `run_command`
     apply for the whole sandbox, without a wall or CPU clock: the server lives as long as the
-    run and is killed, with everything it started, when the run ends."""
-    argv = [_expand(part) for part in config.command or []]
+    run and is killed, with everything it started, when the run ends. A command that lives in
+    a Python venv gets the venv and its base interpreter mounted read-only (venv_mounts);
+    `{python}` gets the worker's. Its stderr goes to `stderr` (the last lines are kept)."""
+    argv = server_argv(config)
     ro_paths = [Path(_expand(path)) for path in config.ro_paths]
     if any("{python}" in part for part in config.command or []):
         # The interpreter needs its environment (a virtualenv) and its base installation.
         ro_paths += [Path(sys.prefix), Path(sys.base_prefix)]
+    if argv:
+        ro_paths += venv_mounts(argv[0])
     limits = dataclasses.replace(command_limits(1), wall_s=None, cpu_s=None)
-    return sandbox_spawn(
+    process = sandbox_spawn(
         argv=argv,
         workspace=workspace,
         limits=limits,
-        env={key: _expand(value) for key, value in config.env.items()},
+        env={
+            # Without network npm can only use what is installed: say so at once (npx -y
+            # would retry the registry for over a minute before it gives up).
+            **({} if config.network else {"npm_config_offline": "true"}),
+            **{key: _expand(value) for key, value in config.env.items()},
+        },
         network=config.network,
         ro_paths=list(dict.fromkeys(ro_paths)),
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if stderr is None else subprocess.PIPE,
     )
+    if stderr is not None:
+        stderr.drain(process.stderr)
+    return process
+
+
+# Why a command that exited before its session was up cannot start (a configuration to fix,
+# not a server that is down): stderr patterns -> what it means and how to fix it. The first
+# that matches wins.
+_CANNOT_START: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        (
+            "ENOTCACHED",
+            "EAI_AGAIN",
+            "ENOTFOUND",
+            "getaddrinfo",
+            "npm error network",
+            "npm ERR! network",
+        ),
+        "it needs the network to fetch a package (`npx -y` downloads it) and the sandbox has "
+        "none: install the package beforehand (`npm install --prefix DIR PACKAGE`), add DIR "
+        "to the server's ro_paths and run `node DIR/node_modules/PACKAGE/<its entry point>`",
+    ),
+    (
+        ("Cannot find module", "ERR_MODULE_NOT_FOUND", "MODULE_NOT_FOUND"),
+        "a Node module it loads is not there: check the script's path, install the package "
+        "(`npm install --prefix DIR PACKAGE`) and add DIR to the server's ro_paths",
+    ),
+    (
+        ("ModuleNotFoundError", "No module named"),
+        "a Python module it imports is not there: install it in the server's virtualenv (the "
+        "venv and its base interpreter are mounted when the command lives in it) or add its "
+        "directory to ro_paths",
+    ),
+    (
+        ("error while loading shared libraries",),
+        "a shared library it needs is not inside the sandbox: add its directory to ro_paths",
+    ),
+    (
+        ("Exec format error", "cannot execute binary file"),
+        "the file is not a program this machine can run (exec format error)",
+    ),
+)
+
+
+# Package runners that download what they run.
+_FETCHERS = ("npx", "pnpx", "bunx", "uvx", "pipx")
+
+
+def _interpreter_of(command: str) -> str | None:
+    """The interpreter a script's `#!` line names, if the command is a script."""
+    try:
+        with open(command, "rb") as script:
+            first = script.readline(300)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    parts = first[2:].decode("utf-8", errors="replace").split()
+    return parts[0] if parts else None
+
+
+def _not_found_hint(argv: list[str]) -> str:
+    command = argv[0] if argv else ""
+    if "/" not in command:
+        return (
+            f"{command!r} is not on the sandbox's PATH (/usr/bin, /bin): give its absolute "
+            "path and add its directory to ro_paths"
+        )
+    if not Path(command).exists():
+        return f"{command} does not exist on this machine"
+    interpreter = _interpreter_of(command)
+    if interpreter is not None:
+        return (
+            f"it exists, but its interpreter {interpreter} (its #! line) is not inside the "
+            "sandbox: add that interpreter's installation to ro_paths (a virtualenv's base "
+            "interpreter is mounted automatically when the command lives in the venv)"
+        )
+    return (
+        "it exists, but it or the interpreter or loader it needs is not inside the sandbox: "
+        "add their directories to ro_paths"
+    )
+
+
+def _cannot_start(started: _Started, lines: list[str]) -> str | None:
+    """Why a stdio server that exited before its session was up cannot start, with how to fix
+    it; None when nothing says it is more than a crash (which a retry may get past)."""
+    fetcher = Path(started.argv[0]).name in _FETCHERS if started.argv else False
+    if started.exit_code is None:
+        # Still running at the timeout: a package runner without network waits on it.
+        return _CANNOT_START[0][1] if fetcher and not started.network else None
+    text = "\n".join(lines)
+    for patterns, meaning in _CANNOT_START:
+        if any(p in text for p in patterns):
+            return meaning
+    if started.exit_code == 127 or "not found" in text:
+        return f"the command was not found inside the sandbox: {_not_found_hint(started.argv)}"
+    if started.exit_code == 126:
+        return "the command cannot be executed (permission denied or not a program)"
+    return None
+
+
+def _start_failure(server: str, started: _Started | None, reason: str) -> McpUnavailable:
+    """The error of a server that did not start: its last stderr lines, and permanent when
+    the command cannot start (a retry would fail the same way) with how to fix it."""
+    if started is None or started.process is None:
+        return McpUnavailable(reason, transient=True)
+    lines = started.stderr.lines(wait_s=EXIT_WAIT_S if started.exit_code is not None else 0)
+    cause = _cannot_start(started, lines)
+    if started.exit_code is not None:
+        reason += f" (it exited with code {started.exit_code} before the session was up)"
+    if cause is not None:
+        reason += f"; it cannot start: {cause}"
+    if lines:
+        reason += "\nits last stderr lines:\n" + "\n".join(f"  {line}" for line in lines)
+    return McpUnavailable(reason, transient=cause is None)
 
 
 def _readline(pipe: Any) -> bytes:
@@ -145,16 +394,29 @@ def _write(pipe: Any, data: bytes) -> None:
     pipe.flush()
 
 
+def _exit_code(process: SandboxProcess, wait_s: float) -> int | None:
+    try:
+        return process.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 @asynccontextmanager
 async def sandboxed_stdio(
-    *, config: McpServerConfig, workspace: Path
+    *, config: McpServerConfig, workspace: Path, started: _Started | None = None
 ) -> AsyncIterator[tuple[Any, Any, SandboxProcess]]:
     """The SDK's stdio transport, over a sandboxed process: newline-delimited JSON-RPC on its
     stdin and stdout (blocking pipe I/O in worker threads), and at the end a `close()` that
-    kills everything the server started. Yields the streams and the process."""
+    kills everything the server started. Yields the streams and the process. `started` gets
+    the process, its stderr's last lines and, when the session fails, its exit code if it
+    exited (given EXIT_WAIT_S once its stdout closed)."""
+    started = started or _Started()
+    started.argv, started.network = server_argv(config), config.network
     process = await anyio.to_thread.run_sync(
-        functools.partial(server_spawn, config=config, workspace=workspace)
+        functools.partial(server_spawn, config=config, workspace=workspace, stderr=started.stderr)
     )
+    started.process = process
+    stdout_closed = anyio.Event()
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -173,6 +435,7 @@ async def sandboxed_stdio(
                     await read_writer.send(item)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return
+            stdout_closed.set()
 
     async def stdin_writer() -> None:
         async with write_reader:
@@ -193,6 +456,13 @@ async def sandboxed_stdio(
             tasks.start_soon(stdin_writer)
             try:
                 yield read_stream, write_stream, process
+            except BaseException:
+                # The session failed (before it was up, or while it was used): an exit says
+                # why. A server whose stdout closed is given EXIT_WAIT_S to finish exiting.
+                wait_s = EXIT_WAIT_S if stdout_closed.is_set() else 0.0
+                with anyio.CancelScope(shield=True):
+                    started.exit_code = await anyio.to_thread.run_sync(_exit_code, process, wait_s)
+                raise
             finally:
                 tasks.cancel_scope.cancel()
     finally:
@@ -220,7 +490,7 @@ class _ClientSession(ClientSession):
 
 @asynccontextmanager
 async def _session(
-    *, server: str, config: McpServerConfig, workspace: Path
+    *, server: str, config: McpServerConfig, workspace: Path, started: _Started | None = None
 ) -> AsyncIterator[tuple[Any, SandboxProcess | None]]:
     """(an initialized client session, the sandboxed server process for a stdio server)."""
     if config.url is not None:
@@ -235,7 +505,11 @@ async def _session(
             yield session, None
     else:
         async with (
-            sandboxed_stdio(config=config, workspace=workspace) as (read, write, process),
+            sandboxed_stdio(config=config, workspace=workspace, started=started) as (
+                read,
+                write,
+                process,
+            ),
             _ClientSession(read, write) as session,
         ):
             with anyio.fail_after(config.connect_timeout_s):
@@ -266,10 +540,16 @@ def _describe_error(exc: BaseException) -> str:
 
 class _Connection:
     def __init__(
-        self, context: AbstractContextManager[Any], session: Any, process: SandboxProcess | None
+        self,
+        context: AbstractContextManager[Any],
+        session: Any,
+        process: SandboxProcess | None,
+        started: _Started | None = None,
     ) -> None:
         self.context = context
         self.session = session
+        # A stdio server's stderr (its last lines explain a crash).
+        self.started = started
         # A stdio server's sandbox (its limits are checked while calls run); None over HTTP.
         self.process = process
         self.dead = False
@@ -322,26 +602,32 @@ class McpConnections:
         if config is None:
             raise McpUnavailable(f"MCP server {server!r} is not configured in harness.yaml")
         portal = self._portal_started()
+        started = _Started() if config.command is not None else None
         context = portal.wrap_async_context_manager(
-            _session(server=server, config=config, workspace=self.workspace)
+            _session(server=server, config=config, workspace=self.workspace, started=started)
         )
         try:
             session, process = context.__enter__()
         except TimeoutError:
             reason = f"MCP server {server!r} did not answer within {config.connect_timeout_s:g}s"
-            self.errors[server] = reason
-            raise McpUnavailable(reason, transient=True) from None
+            error = _start_failure(server, started, reason)
+            self.errors[server] = str(error)
+            raise error from None
         except McpUnavailable as exc:
             self.errors[server] = str(exc)
             raise
-        except BaseException as exc:
+        except SandboxUnavailable as exc:
+            # No sandbox on this machine will not fix itself.
             reason = f"could not start MCP server {server!r}: {_describe_error(exc)}"
             self.errors[server] = reason
-            # No sandbox on this machine will not fix itself; a server that is down may.
-            raise McpUnavailable(
-                reason, transient=not isinstance(exc, SandboxUnavailable)
-            ) from None
-        return _Connection(context, session, process)
+            raise McpUnavailable(reason) from None
+        except BaseException as exc:
+            # A server that is down may come up; one whose command cannot start will not.
+            reason = f"could not start MCP server {server!r}: {_describe_error(exc)}"
+            error = _start_failure(server, started, reason)
+            self.errors[server] = str(error)
+            raise error from None
+        return _Connection(context, session, process, started)
 
     def _disconnect(self, connection: _Connection) -> None:
         with suppress(BaseException):
@@ -480,6 +766,9 @@ class McpConnections:
                 self.errors[server] = "the server had stopped answering; restarted for a call"
                 connection = self.connection(server)
         except McpUnavailable as exc:
+            if not exc.transient:
+                # Its command cannot start (or it is configured wrongly): no retry helps.
+                raise ToolError(str(exc), error_class="mcp_unavailable") from None
             # Nothing was sent: another attempt cannot duplicate anything.
             raise TransientToolError(str(exc)) from None
         if connection.process is not None:
@@ -576,6 +865,10 @@ class McpConnections:
             connection.dead = True
             self.errors[server] = reason
         what = "timed out" if timed_out else f"lost its connection ({reason})"
+        if not timed_out and connection.started is not None:
+            lines = connection.started.stderr.lines()[-5:]
+            if lines:
+                what += "; its last stderr lines: " + " | ".join(lines)
         if idempotent:
             # Safe to send again with the same idempotency key.
             return ToolError(
