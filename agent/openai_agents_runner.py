@@ -512,7 +512,12 @@ class AgentsRun:
             agent = self.harness_agent(self.registered or agent_load(self.spec.agent.name))
             self.boundary_checks()
             self.start()
-            return asyncio.run(self.drive(agent))
+            try:
+                return asyncio.run(self.drive(agent))
+            except Exception as exc:
+                # The SDK may wrap what the harness raised inside a tool call (a cancel seen, a
+                # lost lease): the harness's own exception decides how the run ends.
+                raise _harness_cause(exc) from None
         except Paused:
             return "paused"
         except LeaseLost as exc:
@@ -844,6 +849,18 @@ class AgentsRun:
         except LeaseLost:
             return "lease_lost"
         return str(to)
+
+
+def _harness_cause(exc: BaseException) -> BaseException:
+    """The first StopRun, LeaseLost or Paused in the exception's chain, else the exception."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (StopRun, LeaseLost, Paused)):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return exc
 
 
 _LEDGER_FIELDS = [

@@ -196,6 +196,13 @@ DEMO_SPECS: list[dict] = [
             },
         },
     },
+    {
+        # An OpenAI Agents SDK agent (examples/openai_agents_agent.py, harness.yaml
+        # openai_agents): its `publish` tool has needs_approval, so the task pauses for review.
+        "title": DEMO_PREFIX + "release notes 1.5.0 (OpenAI Agents SDK)",
+        "goal": "Write the release notes for 1.5.0 and publish them.",
+        "agent": {"kind": "openai-agents", "name": "release_writer", "input": "Release 1.5.0"},
+    },
 ]
 
 
