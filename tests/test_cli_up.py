@@ -119,7 +119,7 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         static_files_are_hashed_compressed_and_cached_for_a_year(client)
 
         demo = dict(re.findall(r"created demo task (\S+): (.+)", up.text))
-        assert len(demo) == 7, up.text
+        assert len(demo) == 9, up.text
 
         def demo_settled() -> dict[str, str] | None:
             statuses = {
@@ -129,7 +129,7 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
             settled = all(s in ("succeeded", "waiting_review") for s in statuses.values())
             return statuses if settled else None
 
-        # Seven tasks (one a group of four) on two workers.
+        # Nine tasks (one a group of four) on two workers.
         statuses = wait_for(demo_settled, 120, interval=0.2, message="the demo tasks to settle")
         # Links (API `url`, notifications) name the port `up` serves on (HARNESS_BASE_URL).
         pending = client.get("/api/v1/reviews", params={"status": "pending"}).json()
@@ -147,6 +147,9 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         # Both graphs run on the embedded SQLite and stop at their human-approval step.
         "Demo: cut release 1.5 (LangGraph)": "waiting_review",
         "Demo: announce the release (LangChain agent)": "waiting_review",
+        # The agent SDKs' examples: a needs_approval / requires_approval tool awaits review.
+        "Demo: release notes 1.5.0 (OpenAI Agents SDK)": "waiting_review",
+        "Demo: publish the v1.5 changelog (Pydantic AI)": "waiting_review",
     }
 
     up.process.send_signal(signal.SIGINT)

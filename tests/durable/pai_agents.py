@@ -143,3 +143,48 @@ def configure(ctx: RunContext[TaskDeps], path: str, value: str) -> str:
     mark(ctx.messages, f"configure:{path}")
     file_write(ctx.deps.workspace, path, value.encode())
     return f"configured {path}"
+
+
+# --- fragile: a tool that fails until the workspace says otherwise ----------------------------
+
+
+def fragile_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    step = turns(messages)
+    if step == 0:
+        return _call("write", path="a.txt", text="a1")
+    if step == 1:
+        return _call("fragile", path="b.txt")
+    return ModelResponse(parts=[TextPart(f"done: {last_result(messages)}")])
+
+
+fragile_agent = Agent(FunctionModel(fragile_model), deps_type=TaskDeps)
+fragile_agent.tool(write)
+
+
+@fragile_agent.tool
+def fragile(ctx: RunContext[TaskDeps], path: str) -> str:
+    """Write `path`; fails while the workspace has no `ok` file."""
+    mark(ctx.messages, "fragile")
+    if not (ctx.deps.workspace / "ok").exists():
+        raise RuntimeError("disk full")
+    file_write(ctx.deps.workspace, path, b"b1")
+    return f"wrote {path}"
+
+
+# --- denied: our deny rule on a tool ----------------------------------------------------------
+
+
+def denied_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if turns(messages) == 0:
+        return _call("shell", command="rm -rf /")
+    return ModelResponse(parts=[TextPart(f"gave up: {last_result(messages)}")])
+
+
+denied = Agent(FunctionModel(denied_model), deps_type=TaskDeps)
+
+
+@denied.tool(metadata={"risk": "execute"})
+def shell(ctx: RunContext[TaskDeps], command: str) -> str:
+    """Run a command (never, in these tests)."""
+    mark(ctx.messages, f"shell:{command}")
+    return "ran"

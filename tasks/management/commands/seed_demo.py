@@ -203,6 +203,18 @@ DEMO_SPECS: list[dict] = [
         "goal": "Write the release notes for 1.5.0 and publish them.",
         "agent": {"kind": "openai-agents", "name": "release_writer", "input": "Release 1.5.0"},
     },
+    {
+        # A Pydantic AI agent (examples/pydantic_ai_agent.py, harness.yaml pydantic_ai_agents):
+        # it writes the notes into the workspace, then its requires_approval tool `publish`
+        # pauses the task for review (approve, edit the channel, or reject).
+        "title": DEMO_PREFIX + "publish the v1.5 changelog (Pydantic AI)",
+        "goal": "Write the release notes into the workspace and publish them after approval.",
+        "agent": {
+            "kind": "pydantic-ai",
+            "name": "release_notes",
+            "input": "v1.5: faster search, fixed login redirect",
+        },
+    },
 ]
 
 
