@@ -271,7 +271,12 @@ class AgentsRun:
         }
 
     def call_id(self, sdk_call_id: str) -> str:
-        return f"oa{self.state.branch}:{sdk_call_id}"[:100]
+        return f"oa{self.sdk_branch()}:{sdk_call_id}"[:100]
+
+    def sdk_branch(self) -> int:
+        """The branch the call ids belong to: moved on by a rollback only (a retry or forward
+        keeps the calls' ids, so what succeeded replays from the ledger)."""
+        return int((self.state.sdk or {}).get("branch", 0))
 
     def checkpoint(self, *, trigger: str, level: str) -> Checkpoint:
         snapshot = snapshot_capture(
@@ -598,6 +603,10 @@ class AgentsRun:
             self.step_event(
                 EventType.WORKSPACE_MATERIALISED, {"checkpoint_id": str(loaded.checkpoint.id)}
             )
+        if recovery is not None and recovery.kind == "rollback":
+            # The calls after the checkpoint were undone: the SDK's pending calls run again
+            # under new call ids (the rollback's branch).
+            self.state.sdk = {**(self.state.sdk or {}), "branch": self.state.branch}
         if recovery is not None:
             self.step_event(
                 EventType.CONTEXT_ALIGNED,
@@ -608,7 +617,7 @@ class AgentsRun:
         self.ledger = {
             row.call_id: row
             for row in ToolCall.objects.filter(
-                task_id=self.task_id, call_id__startswith=f"oa{self.state.branch}:"
+                task_id=self.task_id, call_id__startswith=f"oa{self.sdk_branch()}:"
             )
         }
         self.step_event(
@@ -654,6 +663,7 @@ class AgentsRun:
             self.state.sdk = {
                 "kind": KIND,
                 "agent": self.spec.agent.name,
+                "branch": self.sdk_branch(),
                 "run_state": state.to_string(),
                 "current_agent": result.last_agent.name,
             }
@@ -692,6 +702,8 @@ class AgentsRun:
                 state.reject(item, rejection_message=self.refusal_text(row))
             elif row.status in _RUNS:
                 state.approve(item)
+                if approval.hosted and row.status != ToolCallStatus.SUCCEEDED:
+                    self.hosted_delivered(row)
             else:  # unknown_outcome and the like: a person settles it first
                 waiting.append((row, PolicyDecision(action="review"), ""))
         if unknown:
@@ -700,6 +712,20 @@ class AgentsRun:
             self.pause_for_reviews(waiting)
         if self.pending_rows:
             self.commit()
+
+    def hosted_delivered(self, row: ToolCall) -> None:
+        """A hosted MCP call runs at the provider once approved: the approval delivered to the
+        SDK is as far as the harness sees it."""
+        services.toolcall_transition(
+            call=row, to=ToolCallStatus.RUNNING, fields={"attempts": row.attempts + 1}, write=False
+        )
+        services.toolcall_transition(
+            call=row,
+            to=ToolCallStatus.SUCCEEDED,
+            fields={"result": {"output": "approved; the hosted MCP server runs it"}},
+            write=False,
+        )
+        self.pending_rows[row.call_id] = row
 
     def new_call(self, approval: Approval, call_id: str) -> tuple[ToolCall, PolicyDecision, str]:
         row = ToolCall(

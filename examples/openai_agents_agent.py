@@ -49,9 +49,10 @@ def turn_of(items: Sequence[Any]) -> int:
     scripted call ids name their turn)."""
     done = 0
     for item in items:
-        match = _TURN_ID.match(str(_get(item, "call_id") or ""))
-        if match:
-            done = max(done, int(match.group(1)) + 1)
+        for name in ("call_id", "approval_request_id", "id"):
+            match = _TURN_ID.match(str(_get(item, name) or ""))
+            if match:
+                done = max(done, int(match.group(1)) + 1)
     return done
 
 
@@ -93,9 +94,13 @@ class ScriptedTurns(Model):
         if isinstance(step, str):
             output = [assistant_message(step, item_id=f"msg_t{turn}")]
         else:
+            # (tool, arguments) pairs, or ready-made output items (e.g. a hosted MCP tool's
+            # approval request)
             output = [
-                function_call(name, args, call_id=f"call_t{turn}_{index}")
-                for index, (name, args) in enumerate(step)
+                function_call(entry[0], entry[1], call_id=f"call_t{turn}_{index}")
+                if isinstance(entry, tuple)
+                else entry
+                for index, entry in enumerate(step)
             ]
         return ModelResponse(
             output=output,

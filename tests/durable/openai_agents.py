@@ -14,12 +14,14 @@ from typing import Any
 from agents import (
     Agent,
     GuardrailFunctionOutput,
+    HostedMCPTool,
     RunContextWrapper,
     function_tool,
     handoff,
     input_guardrail,
 )
 from django.conf import settings
+from openai.types.responses.response_output_item import McpApprovalRequest
 
 from examples.openai_agents_agent import ScriptedTurns, last_output, workspace
 
@@ -95,6 +97,26 @@ def _task_id_of(items: list[Any]) -> str:
     return text.split(":", 1)[0].removeprefix("task ").strip() or "unknown"
 
 
+class FlakyModel(CountingModel):
+    """Turn 1 fails the first time it is asked (the endpoint is down), then answers."""
+
+    def before_turn(self, turn: int, items: list[Any]) -> None:
+        super().before_turn(turn, items)
+        flag = log_path(_task_id_of(items), "flaky")
+        if turn == 1 and not flag.exists():
+            flag.write_text("failed once\n")
+            raise ConnectionError("model endpoint down")
+
+
+def flaky_writer() -> Agent:
+    return Agent(
+        name="flaky_writer",
+        instructions="Record twice.",
+        tools=[record],
+        model=FlakyModel([[("record", {"key": "one"})], [("record", {"key": "two"})], _answer]),
+    )
+
+
 WRITER_SCRIPT = [
     [("write_file", {"path": "a.txt", "text": "one\n"})],
     [("write_file", {"path": "b.txt", "text": "two\n"}), ("record", {"key": "b"})],
@@ -156,4 +178,44 @@ triage = Agent(
     instructions="Hand off.",
     handoffs=[handoff(_writer_after_triage)],
     model=_shared,
+)
+
+
+def _mcp_answer(items: list[Any]) -> str:
+    for item in items:
+        get = item.get if isinstance(item, dict) else lambda k, i=item: getattr(i, k, None)
+        if get("type") == "mcp_approval_response":
+            return f"approve={get('approve')}"
+    return "no answer"
+
+
+# A hosted MCP tool whose server asks for approval of `delete_repo`: the model's response holds
+# the provider's approval request (the call runs at the provider once approved).
+hosted = Agent(
+    name="hosted",
+    instructions="Use the hosted server.",
+    tools=[
+        HostedMCPTool(
+            tool_config={
+                "type": "mcp",
+                "server_label": "gh",
+                "server_url": "https://mcp.example.invalid/mcp",
+                "require_approval": "always",
+            }
+        )
+    ],
+    model=CountingModel(
+        [
+            [
+                McpApprovalRequest(
+                    id="call_t0_0",
+                    type="mcp_approval_request",
+                    name="delete_repo",
+                    server_label="gh",
+                    arguments='{"repo": "old"}',
+                )
+            ],
+            _mcp_answer,
+        ]
+    ),
 )

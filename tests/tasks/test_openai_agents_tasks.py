@@ -11,7 +11,7 @@ import pytest
 
 from agent.jobs import run_task
 from checkpoints.models import Checkpoint
-from checkpoints.recovery import checkpoint_rollback
+from checkpoints.recovery import checkpoint_rollback, task_retry
 from checkpoints.services import checkpoint_decode
 from review.models import ReviewRequest
 from tasks.models import Task, ToolCall
@@ -26,6 +26,8 @@ openai_agents:
   guarded: "tests.durable.openai_agents:guarded"
   triage: "tests.durable.openai_agents:triage"
   release_writer: "examples.openai_agents_agent:agent"
+  hosted: "tests.durable.openai_agents:hosted"
+  flaky_writer: "tests.durable.openai_agents:flaky_writer"
 """
 
 
@@ -196,3 +198,45 @@ def test_the_bundled_example_runs(task_api, api_client, operator):
     row = Task.objects.get(id=task["id"])
     assert row.result == "done: published 1.5.0 to #releases"
     assert (row.workspace_path / "NOTES.md").read_text().startswith("# 1.5.0")
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_hosted_mcp_approval_request_is_reviewed(task_api, api_client, operator, decision):
+    task = task_api.create(agent_spec("hosted"))
+    assert run_task(task["id"]) == "paused"
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    assert review.tool == "gh__delete_repo" and review.original_arguments == {"repo": "old"}
+    assert api_client(operator).decide(review.id, decision=decision).status_code == 200
+    assert run_task(task["id"]) == "succeeded"
+    approved = decision == "approve"
+    assert task_api.get(task["id"])["result"] == f"approve={approved}"
+    row = ToolCall.objects.get(task_id=task["id"])
+    assert row.status == ("succeeded" if approved else "rejected")
+
+
+def test_the_task_page_shows_the_agent_run(task_api, operator, client):
+    task = task_api.create(agent_spec("triage"))
+    assert run_task(task["id"]) == "succeeded"
+    client.force_login(operator)
+    for tab in ("", "?tab=checkpoints", "?tab=calls"):
+        response = client.get(f"/tasks/{task['id']}/{tab}")
+        assert response.status_code == 200, (tab, response.content[:300])
+    events = task_api.client.get(f"/api/v1/tasks/{task['id']}/events").json()
+    items = events["items"] if isinstance(events, dict) else events
+    assert "agent_handoff" in {e["type"] for e in items}
+
+
+def test_retry_after_a_failed_model_call_replays_the_executed_tool(task_api, operator):
+    task = task_api.create(agent_spec("flaky_writer"))
+    assert run_task(task["id"]) == "failed"
+    row = Task.objects.get(id=task["id"])
+    assert row.error_class == "agent_error" and "model endpoint down" in row.error_message
+    assert executions(task["id"]) == ["record one"]
+
+    task_retry(task_id=task["id"], user=operator, reason="endpoint is back")
+    assert run_task(task["id"]) == "succeeded"
+    row.refresh_from_db()
+    assert row.result == "done: recorded two"
+    # `record one` ran once: the retried run replayed it from the ledger.
+    assert executions(task["id"]) == ["record one", "record two"]
+    assert row.events.filter(type="tool_replayed").count() == 1
