@@ -5,6 +5,8 @@ state machine (`agent.jobs.run_task` dispatches here when the spec has `agent`).
         no checkpoint yet           -> start with spec.agent.input
         interrupts, all decided     -> Command(resume={interrupt id: answer})
         interrupts, not yet reviewed-> open the reviews (a crash came between) and pause
+        a static breakpoint, decided-> edits / rejections written with update_state, then None
+        a static breakpoint, not yet-> open its reviews and pause
         otherwise                   -> None: continue from the latest checkpoint (retry, resume,
                                        redispatch after a crash, kill -9 or a cancel)
     stream super-steps: each LangGraph checkpoint is a step on the timeline (one fenced write
@@ -13,6 +15,8 @@ state machine (`agent.jobs.run_task` dispatches here when the spec has `agent`).
     lease epoch; reviewed calls settle as the graph runs them;
     between super-steps: lease, cancel, session timeout, step budget
     end: interrupts -> one review per action, task waiting_review, the job ends;
+         a static breakpoint (next nodes, no interrupts) -> one review per pending tool call
+         of the tools node it stops before, else one review of the breakpoint; waiting_review;
          no next node -> succeeded with the graph's answer; an exception -> failed.
 
 What a graph node does between two checkpoints is LangGraph's: a cancel or a lost lease stops
@@ -33,7 +37,9 @@ from typing import Any, NoReturn
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphRecursionError
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Command
 
 from agent.runtime.finish import stop_transition
@@ -43,7 +49,7 @@ from checkpoints.langgraph import DjangoCheckpointSaver
 from checkpoints.models import GraphWorkspace, GraphWrite
 from checkpoints.services import graph_workspace_build
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
-from harness_site.config import harness_config
+from harness_site.config import harness_config, langgraph_entry
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import interrupt_policy
 from review.recheck import interrupt_recheck
@@ -61,6 +67,18 @@ TEXT_MAX_CHARS = 500
 REVIEW_KIND = "langgraph"
 ALL_DECISIONS = ["approve", "edit", "reject", "respond"]
 PLAIN_DECISIONS = ["approve", "reject", "respond"]
+# A plain interrupt of a graph registered with `interrupt_resume: value`.
+VALUE_DECISIONS = ["respond", "reject"]
+# A static breakpoint (interrupt_before / interrupt_after): before a tools node, one review per
+# pending tool call; anywhere else, one review of going on past it.
+BREAKPOINT_TOOL_DECISIONS = ["approve", "edit", "reject"]
+BREAKPOINT_DECISIONS = ["approve", "reject"]
+BREAKPOINT_MODES = ("breakpoint", "breakpoint_tool")
+# Calls whose decision is consumed by the super-step after the resume (no tool result).
+SETTLED_BY_STEP = ("plain", "breakpoint")
+# The channel key under which a checkpoint's versions_seen records the versions a breakpoint
+# stop saw (langgraph.constants.INTERRUPT, no longer public).
+INTERRUPT = "__interrupt__"
 
 
 class GraphNotRegistered(Exception):
@@ -70,9 +88,10 @@ class GraphNotRegistered(Exception):
 def graph_load(name: str) -> Any:
     """The graph harness.yaml registers as `name`, compiled without a checkpointer of its own
     (the runner attaches the task's). Only operators name code to import."""
-    ref = harness_config().langgraph_graphs.get(name)
-    if ref is None:
+    registered = harness_config().langgraph_graphs.get(name)
+    if registered is None:
         raise GraphNotRegistered(f"graph {name!r} is not registered in harness.yaml")
+    ref = langgraph_entry(registered).graph
     module_name, _, attr_path = ref.partition(":")
     target: Any = importlib.import_module(module_name)
     for attr in attr_path.split("."):
@@ -156,6 +175,10 @@ class GraphRun:
             "recursion_limit": budget.max_steps + 10,
         }
         self.workspace = task.workspace_path
+        registered = harness_config().langgraph_graphs.get(self.spec.agent.graph)
+        self.interrupt_resume = (
+            langgraph_entry(registered).interrupt_resume if registered else "envelope"
+        )
         self.config["configurable"]["harness_workspace"] = str(self.workspace)
         # LangGraph checkpoint ids whose workspace snapshot is stored (or known to be).
         self.snapshotted: set[str] = set()
@@ -250,7 +273,7 @@ class GraphRun:
         for pk, (row, meta) in list(self.delivered.items()):
             if message is not None:
                 wanted = meta.get("tool_call_id")
-                if meta.get("mode") == "plain" or (
+                if meta.get("mode") in SETTLED_BY_STEP or (
                     getattr(message, "tool_call_id", None) != wanted
                     if wanted
                     else getattr(message, "name", "") != row.tool
@@ -269,7 +292,7 @@ class GraphRun:
                 )
                 del self.delivered[pk]
                 return
-            if to or meta.get("mode") == "plain":
+            if to or meta.get("mode") in SETTLED_BY_STEP:
                 self.call_move(row, to or ToolCallStatus.SUCCEEDED, **fields)
                 del self.delivered[pk]
 
@@ -336,14 +359,32 @@ class GraphRun:
         self.restore_workspace(checkpoint_id, source=(state.metadata or {}).get("source"))
         if state.interrupts:
             # Reviews canceled with the task (cancel, then resume) ask again.
+            # (A rejection that stopped the task asks again too.)
+            stopped = self.stopped_reviews()
             reviews = [
-                r for r in self.reviews_of(checkpoint_id) if r.status != ReviewStatus.CANCELED
+                r
+                for r in self.reviews_of(checkpoint_id)
+                if r.status != ReviewStatus.CANCELED and r.id not in stopped
             ]
             if not reviews:
                 self.pause_for_reviews(state)  # not asked yet, or asked and canceled
             if any(r.status == ReviewStatus.PENDING for r in reviews):
                 self.pause(reason="reviews still pending")
             self.recheck_approvals(reviews)
+            refused = [
+                r
+                for r in reviews
+                if (r.interrupt or {}).get("resume") == "value"
+                and r.status != ReviewStatus.RESPONDED
+            ]
+            if refused:  # interrupt_resume: value has no answer that means "no"
+                message = (refused[0].interrupt.get("decision") or {}).get("message") or ""
+                raise _stop(
+                    "interrupt_rejected",
+                    f"a reviewer rejected the interrupt of {refused[0].tool}"
+                    + (f": {message}" if message else ""),
+                    reviews,
+                )
             answers = self.answers(reviews)
             self.calls_delivered(reviews)
             self.event(
@@ -351,6 +392,15 @@ class GraphRun:
                 {"checkpoint_id": checkpoint_id, "answers": _jsonable(answers)},
             )
             return Command(resume=answers)
+        if state.next:
+            asked = [
+                r
+                for r in self.reviews_of(checkpoint_id)
+                if (r.interrupt or {}).get("mode") in BREAKPOINT_MODES
+            ]
+            if asked or self.breakpoint_at(graph, state):
+                self.past_breakpoint(graph, state, asked)
+                return None
         self.event(
             EventType.RESUMED,
             {
@@ -497,6 +547,8 @@ class GraphRun:
         state = graph.get_state(self.config)
         if state.interrupts:
             self.pause_for_reviews(state)
+        if state.next:  # the run stopped with nodes to go and no interrupt: a breakpoint
+            self.pause_for_breakpoint(graph, state, where=self.breakpoint_at(graph, state))
         result = self.answer_of(state.values)
         self.calls_settle(to=ToolCallStatus.SUCCEEDED)  # the graph finished with them
         self.calls_abandon(keep=None)
@@ -583,7 +635,11 @@ class GraphRun:
         batched: dict[str, list[tuple[int, Any]]] = {}
         for review in reviews:
             interrupt = review.interrupt
-            decision = interrupt.get("decision") or {"type": "reject", "message": ""}
+            decision = (
+                interrupt["decision"]
+                if "decision" in interrupt
+                else {"type": "reject", "message": ""}
+            )
             if interrupt["mode"] == "batched":
                 batched.setdefault(interrupt["id"], []).append((interrupt["index"], decision))
             else:
@@ -594,39 +650,74 @@ class GraphRun:
 
     def pause_for_reviews(self, state: Any) -> NoReturn:
         checkpoint_id = state.config["configurable"]["checkpoint_id"]
-        self.calls_abandon(keep=checkpoint_id)
         nodes = {i.id: task.name for task in state.tasks for i in task.interrupts}
-        rows: list[tuple[ToolCall, dict[str, Any], str]] = []
-        for interrupt in state.interrupts:
-            for index, (tool, args, meta, preview) in enumerate(
-                interrupt_actions(interrupt, node=nodes.get(interrupt.id, "interrupt"))
-            ):
-                row = ToolCall(
-                    task_id=self.task_id,
-                    # The epoch tells apart a second asking after a cancel.
-                    call_id=f"lg:{checkpoint_id}:{interrupt.id}:{index}:{self.epoch}"[:100],
-                    tool=tool[:100],
-                    arguments=args,
-                    risk="graph",
-                    step_index=self.step_index,
-                )
-                services.toolcall_transition(
-                    call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False
-                )
-                meta = {
-                    **meta,
-                    "id": interrupt.id,
-                    "index": index,
-                    "checkpoint_id": checkpoint_id,
-                    "node": nodes.get(interrupt.id, ""),
-                }
-                rows.append((row, meta, preview))
-                self.event(
-                    EventType.REVIEW_REQUESTED,
-                    {"call_id": row.call_id, "tool": tool, "interrupt_id": interrupt.id},
-                )
+        actions = [
+            (interrupt.id, nodes.get(interrupt.id, ""), action)
+            for interrupt in state.interrupts
+            for action in interrupt_actions(
+                interrupt,
+                node=nodes.get(interrupt.id, "interrupt"),
+                resume=self.interrupt_resume,
+            )
+        ]
+        # A batched HumanInTheLoopMiddleware request names its actions by tool and args only:
+        # each is the model's tool call with that name and args (in order), whose id tells its
+        # result (or the middleware's answer for it) from another call of the same tool.
+        values = state.values if isinstance(state.values, dict) else {}
+        last_ai = next(
+            (m for m in reversed(values.get("messages") or []) if isinstance(m, AIMessage)), None
+        )
+        unclaimed = list(last_ai.tool_calls) if last_ai is not None else []
+        for _id, _node, (tool, args, meta, _preview) in actions:
+            if meta.get("mode") != "batched":
+                continue
+            match = next(
+                (
+                    c
+                    for c in unclaimed
+                    if c.get("name") == tool and _jsonable(c.get("args") or {}) == args
+                ),
+                None,
+            )
+            if match is not None:
+                unclaimed.remove(match)
+                meta["tool_call_id"] = match.get("id")
+        self.open_reviews(checkpoint_id, actions)
 
-        def open_reviews() -> None:
+    def open_reviews(
+        self, checkpoint_id: str, actions: list[tuple[str, str, tuple[str, dict, dict, str]]]
+    ) -> NoReturn:
+        """One review (and graph call) per (interrupt id, node, action) asked at this
+        checkpoint; the task waits for them."""
+        self.calls_abandon(keep=checkpoint_id)
+        rows: list[tuple[ToolCall, dict[str, Any], str]] = []
+        index_of: dict[str, int] = {}
+        for interrupt_id, node, (tool, args, meta, preview) in actions:
+            index = index_of[interrupt_id] = index_of.get(interrupt_id, -1) + 1
+            row = ToolCall(
+                task_id=self.task_id,
+                # The epoch tells apart a second asking after a cancel.
+                call_id=f"lg:{checkpoint_id}:{interrupt_id}:{index}:{self.epoch}"[:100],
+                tool=tool[:100],
+                arguments=args,
+                risk="graph",
+                step_index=self.step_index,
+            )
+            services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
+            meta = {
+                **meta,
+                "id": interrupt_id,
+                "index": index,
+                "checkpoint_id": checkpoint_id,
+                "node": node,
+            }
+            rows.append((row, meta, preview))
+            self.event(
+                EventType.REVIEW_REQUESTED,
+                {"call_id": row.call_id, "tool": tool, "interrupt_id": interrupt_id},
+            )
+
+        def open_all() -> None:
             for row, meta, preview in rows:
                 review_request_open(
                     tool_call=row,
@@ -640,8 +731,225 @@ class GraphRun:
         self.pause(
             reason=f"graph interrupt: {rows[0][0].tool}",
             inserts=[r[0] for r in rows],
-            then=open_reviews,
+            then=open_all,
         )
+
+    # -- static breakpoints are reviews too --------------------------------------------------
+
+    def breakpoint_at(self, graph: Any, state: Any) -> str:
+        """ "before" / "after" when LangGraph stopped the run at this checkpoint for one of the
+        graph's static breakpoints (interrupt_before / interrupt_after), as its loop decides
+        it: a breakpoint node is due and a channel changed since the last stop. "" if not."""
+        if state.interrupts or not state.next or (state.metadata or {}).get("source") == "update":
+            return ""
+        before = getattr(graph, "interrupt_before_nodes", None) or ()
+        after = getattr(graph, "interrupt_after_nodes", None) or ()
+        if not before and not after:
+            return ""
+        saved = self.saver.get_tuple(state.config)
+        if saved is None:
+            return ""
+        checkpoint = saved.checkpoint
+        seen = checkpoint["versions_seen"].get(INTERRUPT, {})
+        if not any(
+            version > seen.get(channel, type(version)())
+            for channel, version in checkpoint["channel_versions"].items()
+        ):
+            return ""
+        if _any_named(before, state.next):
+            return "before"
+        if after and saved.parent_config is not None:
+            ran = graph.get_state(saved.parent_config).next
+            if _any_named(after, ran):
+                return "after"
+        return ""
+
+    def pending_tool_calls(self, graph: Any, state: Any) -> tuple[str, list[dict[str, Any]]]:
+        """(the tools node, the tool calls of the last AIMessage it has not answered yet) when
+        a node the graph goes on to is a ToolNode; else ("", [])."""
+        tools = next(
+            (
+                name
+                for name in state.next
+                if isinstance(getattr(graph.nodes.get(name), "bound", None), ToolNode)
+            ),
+            "",
+        )
+        values = state.values if isinstance(state.values, dict) else {}
+        messages = values.get("messages") or []
+        last_ai = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=None)
+        if not tools or last_ai is None:
+            return "", []
+        answered = {m.tool_call_id for m in messages[last_ai + 1 :] if isinstance(m, ToolMessage)}
+        calls = [c for c in messages[last_ai].tool_calls if c.get("id") not in answered]
+        return (tools, calls) if calls else ("", [])
+
+    def pause_for_breakpoint(self, graph: Any, state: Any, *, where: str) -> NoReturn:
+        checkpoint_id = state.config["configurable"]["checkpoint_id"]
+        nodes = list(dict.fromkeys(state.next))
+        tools, calls = self.pending_tool_calls(graph, state)
+        where = where or "before"
+        if calls:
+            actions = [
+                (
+                    "breakpoint",
+                    tools,
+                    (
+                        str(call["name"]),
+                        _jsonable(call.get("args") or {}),
+                        {
+                            "mode": "breakpoint_tool",
+                            "allowed": BREAKPOINT_TOOL_DECISIONS,
+                            "tool_call_id": call.get("id"),
+                            "breakpoint": where,
+                        },
+                        f"The graph stopped at its breakpoint before the `{tools}` node, "
+                        f"which runs this call:\n\n"
+                        + json.dumps(
+                            {"tool": call["name"], "args": call.get("args")},
+                            indent=2,
+                            ensure_ascii=False,
+                            default=str,
+                        ),
+                    ),
+                )
+                for call in calls
+            ]
+        else:
+            arguments = {"breakpoint": where, "next": nodes}
+            actions = [
+                (
+                    "breakpoint",
+                    ", ".join(nodes),
+                    (
+                        ", ".join(nodes),
+                        arguments,
+                        {
+                            "mode": "breakpoint",
+                            "allowed": BREAKPOINT_DECISIONS,
+                            "breakpoint": where,
+                        },
+                        f"The graph stopped at a breakpoint ({where}); next: "
+                        f"{', '.join(nodes)}. Approve to go on, reject to stop the task.",
+                    ),
+                )
+            ]
+        self.event(
+            EventType.GRAPH_BREAKPOINT,
+            {"checkpoint_id": checkpoint_id, "breakpoint": where, "next": nodes},
+        )
+        self.open_reviews(checkpoint_id, actions)
+
+    def stopped_reviews(self) -> set[int]:
+        """The reviews whose rejection stopped the task (`_stop`): a retry asks again."""
+        return {
+            review_id
+            for payload in self.task.events.filter(type=EventType.TASK_STOPPED).values_list(
+                "payload", flat=True
+            )
+            for review_id in (payload or {}).get("stopped_reviews", [])
+        }
+
+    def past_breakpoint(self, graph: Any, state: Any, asked: list[ReviewRequest]) -> None:
+        """The run resumes at a breakpoint checkpoint: ask (again), wait, stop, or apply the
+        decisions (edits and rejections via update_state) so the resumed run goes past it."""
+        checkpoint_id = state.config["configurable"]["checkpoint_id"]
+        stopped = self.stopped_reviews()
+        reviews = [r for r in asked if r.status != ReviewStatus.CANCELED and r.id not in stopped]
+        if not reviews:  # not asked yet, asked and canceled, or the task stopped here
+            self.pause_for_breakpoint(graph, state, where=self.breakpoint_at(graph, state))
+        if any(r.status == ReviewStatus.PENDING for r in reviews):
+            self.pause(reason="reviews still pending")
+        self.recheck_approvals(reviews)
+        go = [r for r in reviews if r.status == ReviewStatus.APPROVED]
+        refused = [r for r in reviews if r.status != ReviewStatus.APPROVED]
+        generic = [r for r in refused if r.interrupt.get("mode") == "breakpoint"]
+        if generic:
+            message = (generic[0].interrupt.get("decision") or {}).get("message") or ""
+            raise _stop(
+                "breakpoint_rejected",
+                f"a reviewer stopped the graph at its breakpoint before "
+                f"{generic[0].tool}" + (f": {message}" if message else ""),
+                reviews,
+            )
+        edits = {
+            r.interrupt.get("tool_call_id"): r.interrupt["decision"]["edited_action"]["args"]
+            for r in go
+            if (r.interrupt.get("decision") or {}).get("type") == "edit"
+        }
+        rejections = {
+            r.interrupt.get("tool_call_id"): (r.interrupt.get("decision") or {}).get("message")
+            or ""
+            for r in refused
+        }
+        self.calls_delivered(go)
+        updated = None
+        if edits or rejections:
+            updated = self.breakpoint_update(graph, state, edits=edits, rejections=rejections)
+        self.event(
+            EventType.GRAPH_RESUMED,
+            {
+                "checkpoint_id": checkpoint_id,
+                "breakpoint": True,
+                "approved": [r.interrupt.get("tool_call_id") or r.tool for r in go],
+                "edited": sorted(str(k) for k in edits),
+                "rejected": sorted(str(k) for k in rejections),
+                **({"updated_checkpoint_id": updated} if updated else {}),
+            },
+        )
+        self.commit(inserts=self.workspace_snapshot(updated) if updated else [])
+
+    def breakpoint_update(
+        self,
+        graph: Any,
+        state: Any,
+        *,
+        edits: dict[str, dict[str, Any]],
+        rejections: dict[str, str],
+    ) -> str:
+        """Write the reviewers' edits and rejections into the graph's state: the edited args
+        replace the AIMessage's tool calls; each rejected call gets a ToolMessage saying so
+        (written as the tools node when every call was rejected, so the model runs next;
+        otherwise the turn is split: the rejected calls and their answers, then a message
+        with the calls that run). -> the new checkpoint's id."""
+        self.commit()  # the delivered calls are `running` before the state moves on
+        tools, calls = self.pending_tool_calls(graph, state)
+        messages = state.values["messages"]
+        ai = next(m for m in reversed(messages) if isinstance(m, AIMessage))
+        calls = [
+            {**call, "args": edits[call["id"]]} if call.get("id") in edits else call
+            for call in calls
+        ]
+        refused = [c for c in calls if c.get("id") in rejections]
+        kept = [c for c in calls if c.get("id") not in rejections]
+        answers = [
+            ToolMessage(
+                content=f"A human reviewer rejected this call to {c['name']}; it did not run."
+                + (f" Reason: {rejections[c['id']]}" if rejections[c["id"]] else ""),
+                name=c["name"],
+                tool_call_id=c["id"],
+                status="error",
+            )
+            for c in refused
+        ]
+        if not kept:
+            config = graph.update_state(self.config, {"messages": answers}, as_node=tools)
+        elif not refused:
+            config = graph.update_state(
+                self.config, {"messages": [ai.model_copy(update={"tool_calls": kept})]}
+            )
+        else:
+            config = graph.update_state(
+                self.config,
+                {
+                    "messages": [
+                        ai.model_copy(update={"tool_calls": refused}),
+                        *answers,
+                        AIMessage(content="", tool_calls=kept),
+                    ]
+                },
+            )
+        return config["configurable"]["checkpoint_id"]
 
     def pause(self, *, reason: str, inserts: list[Any] = (), then: Any = None) -> NoReturn:
         with transaction.atomic():
@@ -666,7 +974,11 @@ class GraphRun:
         self.calls_abandon(keep=None, only_canceled=True)
         self.event(
             EventType.TASK_STOPPED,
-            {"error_class": stop.error_class, "message": stop.message[:2000]},
+            {
+                "error_class": stop.error_class,
+                "message": stop.message[:2000],
+                **getattr(stop, "payload", {}),
+            },
         )
         try:
             with transaction.atomic():
@@ -679,8 +991,11 @@ class GraphRun:
         return str(to)
 
 
-def interrupt_actions(interrupt: Any, *, node: str) -> list[tuple[str, dict, dict, str]]:
-    """(tool, arguments, interrupt meta, preview) for each decision an interrupt asks for."""
+def interrupt_actions(
+    interrupt: Any, *, node: str, resume: str = "envelope"
+) -> list[tuple[str, dict, dict, str]]:
+    """(tool, arguments, interrupt meta, preview) for each decision an interrupt asks for.
+    `resume`: the graph's `interrupt_resume` (harness.yaml), for a plain interrupt."""
     value = interrupt.value
     if isinstance(value, dict) and isinstance(value.get("action_requests"), list):
         configs = {c.get("action_name"): c for c in value.get("review_configs") or []}
@@ -714,7 +1029,9 @@ def interrupt_actions(interrupt: Any, *, node: str) -> list[tuple[str, dict, dic
         (
             node,
             arguments,
-            {"mode": "plain", "allowed": PLAIN_DECISIONS},
+            {"mode": "plain", "allowed": PLAIN_DECISIONS}
+            if resume != "value"
+            else {"mode": "plain", "allowed": VALUE_DECISIONS, "resume": "value"},
             json.dumps(arguments, indent=2, ensure_ascii=False, default=str),
         )
     ]
@@ -744,6 +1061,19 @@ def decisions_of(schema: Any) -> list[str]:
     if schema is not None:
         walk(schema)
     return found
+
+
+def _stop(error_class: str, message: str, reviews: list[ReviewRequest]) -> StopRun:
+    """The task stops on these decided reviews (its `task_stopped` event names them, so a
+    retry asks again instead of stopping on them once more)."""
+    stop = StopRun(error_class, message)
+    stop.payload = {"stopped_reviews": [r.id for r in reviews]}
+    return stop
+
+
+def _any_named(nodes: Any, names: Any) -> bool:
+    """Whether a breakpoint list ("*" or node names) names any of `names`."""
+    return bool(names) and (nodes == "*" or any(name in nodes for name in names))
 
 
 def _toolcall_status(row: ToolCall, to: str, fields: dict[str, Any]) -> set[str]:

@@ -431,6 +431,7 @@ def _task_rollback(
             "files_deleted": len(restored.deleted),
             "links_deleted": len(restored.links),
             "folders_deleted": len(restored.folders),
+            "folders_made": len(restored.made),
             "calls_undone": len(undone),
             "irreversible": irreversible[:20],
         },
@@ -751,6 +752,7 @@ def graph_rollback_preview(
                 "files_deleted": plan.deleted[:200],
                 "links_deleted": plan.links[:200],
                 "folders_deleted": plan.folders[:200],
+                "folders_made": plan.made[:200],
                 "modes_restored": plan.modes[:200],
             }
         preview["workspace"] = files

@@ -73,7 +73,12 @@ class FileEntry:
     mode: int
 
 
-Manifest = dict[str, FileEntry]
+class Manifest(dict[str, FileEntry]):
+    """{relative path -> FileEntry} of the regular files, and `folders`: the empty folders
+    (relative, no trailing slash), which hold no file to keep them and so are listed on their
+    own (in the stored manifest as entries `["<folder>/", "", 0, 0]`)."""
+
+    folders: frozenset[str] = frozenset()
 
 
 # A file as the index compares it: (name, size, mtime_ns, inode, mode).
@@ -378,9 +383,15 @@ def snapshot_capture(
                 new_blobs[digest] = body
 
         # Chunks follow the canonical order (directories by prefix, files by name) and end at
-        # content-defined cuts, so an edit re-stores only the chunk around it.
+        # content-defined cuts, so an edit re-stores only the chunk around it. An empty
+        # folder is an entry of its own (its prefix, no hash), where its files would be.
+        empty = _empty_folders(dirs)
         for prefix in sorted(dirs):
-            for body, cut, n in dirs[prefix].segments:
+            segments = dirs[prefix].segments
+            if prefix in empty:
+                body, cut = _serialise((prefix, "", 0, 0))
+                segments = [(body, cut, 1)]
+            for body, cut, n in segments:
                 parts.append(body)
                 count += n
                 if cut or count >= CHUNK_MAX:
@@ -456,10 +467,15 @@ def snapshot_manifest(snapshot: dict | None) -> Manifest:
     store = blob_store()
     root = json.loads(store.get(root_hash))
     chunks = store.get_many(root["chunks"])
-    manifest: Manifest = {}
+    manifest = Manifest()
+    folders = set()
     for digest in root["chunks"]:
         for rel, h, size, mode in json.loads(chunks[digest]):
-            manifest[rel] = FileEntry(h, size, mode)
+            if rel.endswith("/"):
+                folders.add(rel[:-1])
+            else:
+                manifest[rel] = FileEntry(h, size, mode)
+    manifest.folders = frozenset(folders)
     _remember_manifest(root_hash, manifest)
     return manifest
 
@@ -474,13 +490,30 @@ def snapshot_blob_keys(snapshot: dict | None) -> set[str]:
     }
 
 
-def _manifest_of(dirs: dict[str, _Dir]) -> Manifest:
+def _empty_folders(dirs: dict[str, _Dir]) -> set[str]:
+    """The prefixes ("a/b/") of surveyed folders holding nothing: no file, no other entry, no
+    folder."""
+    parents = set()
+    for prefix in dirs:
+        if prefix:
+            parent = prefix[:-1].rpartition("/")[0]
+            parents.add(parent + "/" if parent else "")
     return {
-        prefix + name: FileEntry(k[3], k[0], mode)
+        prefix
+        for prefix, d in dirs.items()
+        if prefix and prefix not in parents and not d.listing and not d.others
+    }
+
+
+def _manifest_of(dirs: dict[str, _Dir]) -> Manifest:
+    manifest = Manifest(
+        (prefix + name, FileEntry(k[3], k[0], mode))
         for prefix, d in dirs.items()
         for name, _s, _m, _i, mode in d.listing
         if (k := d.known.get(name)) is not None
-    }
+    )
+    manifest.folders = frozenset(prefix[:-1] for prefix in _empty_folders(dirs))
+    return manifest
 
 
 def workspace_manifest(workspace: Path) -> Manifest:
@@ -508,13 +541,17 @@ class RestoreResult:
     # Symlinks and other entries that are not regular files (fifos, sockets): removed, never
     # followed; one where the snapshot has a file is replaced by it.
     links: list[str] = field(default_factory=list)
-    # Folders holding nothing of the snapshot (a snapshot holds files, and so the folders they
-    # are in): removed once what is in them is, empty ones included.
+    # Folders holding nothing of the snapshot (its files, and its empty folders): removed once
+    # what is in them is, empty ones included.
     folders: list[str] = field(default_factory=list)
+    # Empty folders the snapshot has and the workspace lacks: made.
+    made: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.written or self.deleted or self.modes or self.links or self.folders)
+        return bool(
+            self.written or self.deleted or self.modes or self.links or self.folders or self.made
+        )
 
 
 def removed_paths(result: RestoreResult) -> list[str]:
@@ -549,13 +586,15 @@ def _restore_changes(root: Path, index: _Index, target: Manifest) -> RestoreResu
     """What turns the workspace as surveyed now into `target`. Call with index.lock held."""
     dirs, _ = _survey(root, index, None)
     write, delete, modes = manifest_changes(_manifest_of(dirs), target)
-    kept = _folders_of(target)
+    empty = getattr(target, "folders", frozenset())
+    kept = _folders_of([*target, *(f"{folder}/" for folder in empty)])
     return RestoreResult(
         written=write,
         deleted=delete,
         modes=modes,
         links=sorted(rel for d in dirs.values() for rel in d.others),
         folders=sorted(prefix[:-1] for prefix in dirs if prefix and prefix not in kept),
+        made=sorted(folder for folder in empty if f"{folder}/" not in dirs),
     )
 
 
@@ -566,7 +605,10 @@ def snapshot_restore_plan(*, workspace: Path, snapshot: dict | None) -> RestoreR
     index = _index_for(root)
     with index.lock:
         if not root.is_dir():
-            return RestoreResult(written=sorted(snapshot_manifest(snapshot)), deleted=[], modes=[])
+            target = snapshot_manifest(snapshot)
+            return RestoreResult(
+                written=sorted(target), deleted=[], modes=[], made=sorted(target.folders)
+            )
         return _restore_changes(root, index, snapshot_manifest(snapshot))
 
 
@@ -634,6 +676,9 @@ def snapshot_restore(*, workspace: Path, snapshot: dict | None) -> RestoreResult
                 file_write_in_place(root, rel, bodies[target[rel].hash], mode=target[rel].mode)
         for rel in plan.modes:
             file_chmod(root, rel, target[rel].mode)
+        for rel in plan.made:
+            with workspace_dir(root, rel, create=True):
+                pass
     return plan
 
 

@@ -398,6 +398,22 @@ GraphRef = Annotated[
 ]
 
 
+class LangGraphEntry(_Strict):
+    """A registered LangGraph graph with its options (docs/langgraph.md)."""
+
+    graph: GraphRef
+    # What a plain `interrupt(...)` of this graph returns once reviewed: "envelope" (the
+    # default) the harness's {"type": "approve" | "reject" | "respond", ...}; "value" the
+    # reviewer's response itself, as `Command(resume=value)` would give it (such a review
+    # offers respond and reject; a rejection stops the task instead of resuming the graph).
+    interrupt_resume: Literal["envelope", "value"] = "envelope"
+
+
+def langgraph_entry(ref: str | LangGraphEntry) -> LangGraphEntry:
+    """A `langgraph_graphs` value as an entry (a bare reference has the default options)."""
+    return ref if isinstance(ref, LangGraphEntry) else LangGraphEntry(graph=ref)
+
+
 class HarnessConfig(_Strict):
     checkpoint_triggers: list[CheckpointTrigger] = DEFAULT_TRIGGERS
     review_rules: list[ReviewRuleConfig] = []
@@ -417,7 +433,8 @@ class HarnessConfig(_Strict):
     # LangGraph graphs a TaskSpec may name (`"agent": {"kind": "langgraph", "graph": NAME}`):
     # NAME -> "package.module:attribute", a compiled graph or a StateGraph. Only operators
     # name code to import; a spec only picks a NAME from here.
-    langgraph_graphs: dict[GraphName, GraphRef] = {}
+    # Or NAME -> {graph: "package.module:attribute", interrupt_resume: envelope | value}.
+    langgraph_graphs: dict[GraphName, GraphRef | LangGraphEntry] = {}
     # Pydantic AI agents a TaskSpec may name (`"agent": {"kind": "pydantic-ai", "name": NAME}`):
     # NAME -> "package.module:attribute", a pydantic_ai.Agent or a factory returning one.
     pydantic_ai_agents: dict[GraphName, GraphRef] = {}

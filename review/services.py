@@ -317,7 +317,8 @@ def _tighten(*, review: ReviewRequest, edit: PolicyDecision) -> None:
 
 def _rejection_feedback(*, tool: str, reason: str, comment: str) -> str:
     return compact_feedback(
-        what=f"a reviewer rejected {tool}: {reason or 'no reason given'}; it did not run",
+        what=f"a reviewer rejected {tool}: {reason or comment or 'no reason given'}; "
+        "it did not run",
         expected=f"what the reviewer asks: {comment or '(no comment)'}",
         check=f"do not repeat the same {tool} call; adapt the plan or finish",
     )
@@ -726,6 +727,18 @@ def _settle(
             call=call,
             to=ToolCallStatus.APPROVED,
             fields={"arguments": approved, "arguments_hash": canonical_hash(approved)},
+        )
+    elif status == ReviewStatus.RESPONDED:
+        # A graph answered with a response goes on with it: a plain interrupt() returns it,
+        # a middleware action gets it as its tool's answer. Not a rejection: the call ends
+        # when the graph is resumed with it (agent.graph_runner settles it).
+        toolcall_transition(
+            call=call,
+            to=ToolCallStatus.APPROVED,
+            fields={
+                "arguments_hash": canonical_hash(call.arguments),
+                "result": {"response": response},
+            },
         )
     else:
         toolcall_transition(
@@ -1161,11 +1174,13 @@ def graph_resume_value(
     approved: dict[str, Any] | None,
     comment: str,
     response: Any,
-) -> dict[str, Any]:
+) -> Any:
     """The answer the graph gets for this review, in the shape its interrupt expects: a plain
     interrupt gets {"type": approve | reject | respond, ...}; a HumanInTheLoopMiddleware
     action gets the middleware's decision (approve, edit with the edited action, reject with
-    a message, respond with a message). An expired review answers as a rejection."""
+    a message, respond with a message); a plain interrupt of a graph registered with
+    `interrupt_resume: value` gets the response itself. An expired review answers as a
+    rejection."""
     plain = (review.interrupt or {}).get("mode") == "plain"
     edit_only = "approve" not in ((review.interrupt or {}).get("allowed") or ["approve"])
     if status == ReviewStatus.APPROVED:
@@ -1173,6 +1188,8 @@ def graph_resume_value(
         if changed and not plain:
             return {"type": "edit", "edited_action": {"name": review.tool, "args": approved}}
         return {"type": "approve"}
+    if status == ReviewStatus.RESPONDED and (review.interrupt or {}).get("resume") == "value":
+        return response  # harness.yaml interrupt_resume: value
     if status == ReviewStatus.RESPONDED:
         return (
             {"type": "respond", "value": response}

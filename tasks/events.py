@@ -41,6 +41,7 @@ class EventType(models.TextChoices):
     GRAPH_NODE = "graph_node"
     GRAPH_TOOL_CALL = "graph_tool_call"
     GRAPH_TOOL_RESULT = "graph_tool_result"
+    GRAPH_BREAKPOINT = "graph_breakpoint"
     # OpenAI Agents SDK agents (agent/openai_agents_runner.py).
     AGENT_HANDOFF = "agent_handoff"
     GUARDRAIL_TRIPPED = "guardrail_tripped"

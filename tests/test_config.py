@@ -30,8 +30,18 @@ def test_the_shipped_harness_yaml_is_valid():
             r"review_rules\.0\.command_regex",
         ),
         ("retry: [unclosed\n", "not valid YAML"),
+        (
+            "langgraph_graphs:\n  g: {graph: 'm:g', interrupt_resume: raw}\n",
+            r"langgraph_graphs\.g\..*interrupt_resume",
+        ),
     ],
-    ids=["unknown key", "bad trigger level", "bad regex in a rule", "invalid YAML"],
+    ids=[
+        "unknown key",
+        "bad trigger level",
+        "bad regex in a rule",
+        "invalid YAML",
+        "bad interrupt_resume",
+    ],
 )
 def test_a_bad_file_is_refused_naming_what_is_wrong(tmp_path, text, named):
     path = tmp_path / "harness.yaml"
@@ -43,3 +53,18 @@ def test_a_bad_file_is_refused_naming_what_is_wrong(tmp_path, text, named):
 @pytest.mark.parametrize(("raw", "seconds"), [(90, 90), ("30s", 30), ("15m", 900), ("4h", 14400)])
 def test_durations(raw, seconds):
     assert parse_duration(raw) == seconds
+
+
+def test_a_graph_entry_with_options_is_read_and_a_bare_reference_has_the_defaults(tmp_path):
+    from harness_site.config import langgraph_entry
+
+    path = tmp_path / "harness.yaml"
+    path.write_text(
+        "langgraph_graphs:\n"
+        "  bare: 'examples.langgraph_release:graph'\n"
+        "  asks: {graph: 'tests.durable.graphs:asks_plain', interrupt_resume: value}\n"
+    )
+    graphs = load_config(path).langgraph_graphs
+    assert langgraph_entry(graphs["bare"]).interrupt_resume == "envelope"
+    assert langgraph_entry(graphs["asks"]).graph == "tests.durable.graphs:asks_plain"
+    assert langgraph_entry(graphs["asks"]).interrupt_resume == "value"

@@ -236,3 +236,35 @@ def test_a_blob_deleted_behind_the_index_is_stored_again_once_trust_expires(
     assert snapshot_capture(task_id=None, workspace=workspace)["root"] == first["root"]
     snapshot_restore(workspace=tmp_path / "copy", snapshot=first)
     assert files_of(tmp_path / "copy") == files_of(workspace)
+
+
+def test_an_empty_folder_in_the_snapshot_survives_a_restore_and_is_made_when_missing(
+    workspace, tmp_path
+):
+    from checkpoints import snapshots
+
+    (workspace / "out").mkdir()
+    (workspace / "cache" / "deep").mkdir(parents=True)
+    snapshot = snapshot_capture(task_id=None, workspace=workspace)
+    snapshots._manifests.clear()  # read the manifest back from the stored blobs
+    manifest = snapshot_manifest(snapshot)
+    assert manifest.folders == {"out", "cache/deep"}
+    assert "out/" not in manifest and snapshot["files"] == 6
+
+    # Later: a file in one, the other removed, a new empty folder.
+    (workspace / "out" / "x.txt").write_text("x")
+    (workspace / "cache" / "deep").rmdir()
+    (workspace / "later").mkdir()
+    result = snapshot_restore(workspace=workspace, snapshot=snapshot)
+
+    assert result.deleted == ["out/x.txt"]
+    assert result.folders == ["later"]
+    assert result.made == ["cache/deep"]
+    assert (workspace / "out").is_dir() and not any((workspace / "out").iterdir())
+    assert (workspace / "cache" / "deep").is_dir()
+    assert not (workspace / "later").exists()
+    assert snapshot_capture(task_id=None, workspace=workspace)["root"] == snapshot["root"]
+    # Elsewhere, the empty folders come with the files.
+    elsewhere = tmp_path / "elsewhere"
+    snapshot_restore(workspace=elsewhere, snapshot=snapshot)
+    assert (elsewhere / "out").is_dir() and (elsewhere / "cache" / "deep").is_dir()

@@ -4,11 +4,20 @@ nodes ran how often across crashes, cancels and resumes."""
 
 from __future__ import annotations
 
+import json
 import time
+import warnings
 from pathlib import Path
 from typing import Any, TypedDict
 
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import create_react_agent
 from langgraph.types import interrupt
 
 
@@ -117,6 +126,21 @@ def ask_then_fail(state: AskState) -> dict:
 asks_then_fails = chain(AskState, ("ask", ask_then_fail))
 
 
+# --- a graph written elsewhere: its interrupt() expects the human's answer itself ----------
+
+
+class VersionState(TypedDict, total=False):
+    published: str
+
+
+def ask_version(state: VersionState) -> dict:
+    version = interrupt({"question": "which version?"})
+    return {"published": f"published {version}"}
+
+
+asks_plain = chain(VersionState, ("ask", ask_version))
+
+
 # --- a graph whose decided interrupt is consumed by a slow super-step ------------------------
 
 
@@ -152,3 +176,72 @@ def write_note(state: NoteState, config) -> dict:
 
 
 writes_first = chain(NoteState, ("write", write_note))
+
+
+# --- LangChain agents on langchain_core's fake chat model ------------------------------------
+
+
+class ToolCallingFake(FakeMessagesListChatModel):
+    """langchain_core's fake chat model with tools bound (it ignores them) and its answer read
+    from the conversation, so a resume in another worker process gets the same turn: the
+    user's message is JSON {"tool": name, "calls": [args, ...]}; the first turn asks for one
+    call per entry, and once tools answered it finishes quoting every answer."""
+
+    responses: list = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFake:
+        return self
+
+    def _generate(self, messages: list, stop: Any = None, **kwargs: Any) -> ChatResult:
+        answers = [m for m in messages if isinstance(m, ToolMessage)]
+        if answers:
+            reply = AIMessage(content="results: " + " | ".join(str(m.content) for m in answers))
+        else:
+            asked = json.loads(next(m for m in messages if isinstance(m, HumanMessage)).content)
+            reply = AIMessage(
+                content="",
+                tool_calls=[
+                    {"name": asked.get("tool", "add"), "args": args, "id": f"call-{i}"}
+                    for i, args in enumerate(asked["calls"])
+                ],
+            )
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@tool
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return f"{a}+{b}={a + b}"
+
+
+@tool
+def send_announcement(channel: str, text: str) -> str:
+    """Post an announcement to a channel."""
+    return f"posted to {channel}: {text}"
+
+
+def agent_input(*calls: dict, tool: str = "add") -> dict:
+    return {
+        "messages": [{"role": "user", "content": json.dumps({"tool": tool, "calls": list(calls)})}]
+    }
+
+
+react_input = agent_input
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # create_react_agent is deprecated in LangGraph 1.x
+    # LangGraph's prebuilt ReAct agent stopped by static breakpoints.
+    react_before_tools = create_react_agent(ToolCallingFake(), [add], interrupt_before=["tools"])
+    react_after_agent = create_react_agent(ToolCallingFake(), [add], interrupt_after=["agent"])
+
+# LangChain v1's agent whose announcements wait for a human (one batched review per turn).
+announcer_batched = create_agent(
+    ToolCallingFake(),
+    tools=[send_announcement],
+    middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_announcement": True})],
+)
+
+# A plain graph with a breakpoint before its last node.
+stops_before_last = chain(State, ("first", first), ("last", last)).copy(
+    update={"interrupt_before_nodes": ["last"]}
+)

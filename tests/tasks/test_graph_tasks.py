@@ -89,6 +89,10 @@ def test_respond_resumes_a_plain_interrupt_with_the_json_value(task_api, api_cli
     run_task(task["id"])
 
     assert '"published": "2.0.0"' in task_api.get(task["id"])["result"]
+    # The graph went on with the answer: the call ran (it is not a rejected call).
+    call = ToolCall.objects.get(task_id=task["id"])
+    assert (call.status, call.error_class) == ("succeeded", "")
+    assert call.result == {"response": {"version": "2.0.0"}}
 
 
 def test_a_plain_interrupt_refuses_edited_arguments(task_api, api_client, operator):
@@ -258,3 +262,148 @@ def test_the_workspace_exists_before_the_graph_s_first_node_writes_into_it(task_
 
     workspace = Task.objects.get(id=task["id"]).workspace_path
     assert (workspace / "note.txt").read_text() == "hi"
+
+
+def test_a_breakpoint_before_a_plain_node_is_one_review_approve_goes_on_reject_stops(
+    task_api, api_client, operator, harness_yaml, tmp_path
+):
+    from checkpoints.recovery import task_retry
+
+    harness_yaml('langgraph_graphs:\n  stops: "tests.durable.graphs:stops_before_last"\n')
+    spec = {
+        **RELEASE,
+        "agent": {"kind": "langgraph", "graph": "stops", "input": {"marker_dir": str(tmp_path)}},
+    }
+    task = task_api.create(spec)
+    assert run_task(task["id"]) == "paused"
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    assert review.tool == "last"
+    assert review.original_arguments == {"breakpoint": "before", "next": ["last"]}
+    assert review.interrupt["allowed"] == ["approve", "reject"]
+    api = api_client(operator)
+    assert api.decide(review.id, decision="reject", comment="not now").status_code == 200
+
+    assert run_task(task["id"]) == "failed"
+    stopped = task_api.get(task["id"])
+    assert stopped["error_class"] == "breakpoint_rejected"
+    assert "not now" in stopped["error_message"]
+    assert (tmp_path / "runs").read_text().split() == ["first"]
+
+    # A retry asks again; approved, the graph goes past the breakpoint once.
+    task_retry(task_id=task["id"], user=operator, reason="go")
+    assert run_task(task["id"]) == "paused"
+    again = ReviewRequest.objects.get(task_id=task["id"], status="pending")
+    assert api.decide(again.id, decision="approve").status_code == 200
+    assert run_task(task["id"]) == "succeeded"
+    assert (tmp_path / "runs").read_text().split() == ["first", "last"]
+    assert '"trail": "first,last"' in task_api.get(task["id"])["result"]
+    assert ToolCall.objects.get(id=again.tool_call_id).status == "succeeded"
+
+
+def test_a_batched_middleware_review_with_an_edit_and_a_rejection_settles_each_call_alone(
+    task_api, api_client, operator, harness_yaml
+):
+    """LangChain v1 create_agent + HumanInTheLoopMiddleware (langchain_core's fake model):
+    two calls of the same tool in one batched review, one edited, one rejected."""
+    from tests.durable.graphs import agent_input
+
+    harness_yaml('langgraph_graphs:\n  two: "tests.durable.graphs:announcer_batched"\n')
+    asked = [{"channel": "#general", "text": "v1.5"}, {"channel": "#random", "text": "spam"}]
+    graph_input = agent_input(*asked, tool="send_announcement")
+    task = task_api.create(
+        {**RELEASE, "agent": {**ANNOUNCE["agent"], "graph": "two", "input": graph_input}}
+    )
+    assert run_task(task["id"]) == "paused"
+    first, second = ReviewRequest.objects.filter(task_id=task["id"]).order_by("id")
+    assert first.interrupt["mode"] == second.interrupt["mode"] == "batched"
+    assert (first.interrupt["tool_call_id"], second.interrupt["tool_call_id"]) == (
+        "call-0",
+        "call-1",
+    )
+    api = api_client(operator)
+    edited = {"channel": "#releases", "text": "v1.5"}
+    assert api.decide(first.id, decision="approve", arguments=edited).status_code == 200
+    assert api.decide(second.id, decision="reject", comment="no spam").status_code == 200
+    assert run_task(task["id"]) == "succeeded"
+
+    result = task_api.get(task["id"])["result"]
+    assert "posted to #releases: v1.5" in result
+    assert "with reason: no spam" in result  # the middleware told the model the reason
+    ran, refused = ToolCall.objects.filter(task_id=task["id"]).order_by("id")
+    assert (ran.status, ran.error_message) == ("succeeded", "")
+    assert ran.arguments == edited and "posted to #releases" in ran.result["content"]
+    assert "no spam" not in ran.result["content"]
+    assert (refused.status, refused.error_message) == ("rejected", "no spam")
+    assert "no spam" in refused.result["observation"]
+    assert "no reason given" not in refused.result["observation"]
+
+
+def test_a_batched_middleware_action_answered_with_respond_ends_with_the_answer(
+    task_api, api_client, operator, harness_yaml
+):
+    from tests.durable.graphs import agent_input
+
+    harness_yaml('langgraph_graphs:\n  two: "tests.durable.graphs:announcer_batched"\n')
+    graph_input = agent_input({"channel": "#general", "text": "v1.5"}, tool="send_announcement")
+    task = task_api.create(
+        {**RELEASE, "agent": {**ANNOUNCE["agent"], "graph": "two", "input": graph_input}}
+    )
+    run_task(task["id"])
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    body = {"decision": "respond", "response": "already announced"}
+    assert api_client(operator).decide(review.id, **body).status_code == 200
+    assert run_task(task["id"]) == "succeeded"
+
+    assert task_api.get(task["id"])["result"] == "results: already announced"
+    call = ToolCall.objects.get(task_id=task["id"])
+    assert (call.status, call.error_class) == ("succeeded", "")
+    assert call.result == {"content": "already announced"}
+
+
+PLAIN_VALUE = (
+    "langgraph_graphs:\n"
+    '  asks: {graph: "tests.durable.graphs:asks_plain", interrupt_resume: value}\n'
+)
+
+
+def test_interrupt_resume_value_hands_the_graph_the_response_itself(
+    task_api, api_client, operator, harness_yaml
+):
+    harness_yaml(PLAIN_VALUE)
+    task = task_api.create({**RELEASE, "agent": {"kind": "langgraph", "graph": "asks"}})
+    assert run_task(task["id"]) == "paused"
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    assert review.interrupt["allowed"] == ["respond", "reject"]
+    api = api_client(operator)
+    assert api.decide(review.id, decision="approve").status_code == 422  # not offered
+    assert api.decide(review.id, decision="respond", response="2.0.0").status_code == 200
+    review.refresh_from_db()
+    assert review.interrupt["decision"] == "2.0.0"
+    assert run_task(task["id"]) == "succeeded"
+
+    assert '"published": "published 2.0.0"' in task_api.get(task["id"])["result"]
+    assert ToolCall.objects.get(task_id=task["id"]).status == "succeeded"
+
+
+def test_interrupt_resume_value_rejected_stops_the_task_and_a_retry_asks_again(
+    task_api, api_client, operator, harness_yaml
+):
+    from checkpoints.recovery import task_retry
+
+    harness_yaml(PLAIN_VALUE)
+    task = task_api.create({**RELEASE, "agent": {"kind": "langgraph", "graph": "asks"}})
+    run_task(task["id"])
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    api = api_client(operator)
+    assert api.decide(review.id, decision="reject", comment="no release").status_code == 200
+    assert run_task(task["id"]) == "failed"
+    failed = task_api.get(task["id"])
+    assert failed["error_class"] == "interrupt_rejected"
+    assert "no release" in failed["error_message"]
+
+    task_retry(task_id=task["id"], user=operator, reason="ask again")
+    assert run_task(task["id"]) == "paused"
+    again = ReviewRequest.objects.get(task_id=task["id"], status="pending")
+    assert api.decide(again.id, decision="respond", response="3.0.0").status_code == 200
+    assert run_task(task["id"]) == "succeeded"
+    assert '"published": "published 3.0.0"' in task_api.get(task["id"])["result"]
