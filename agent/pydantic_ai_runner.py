@@ -404,8 +404,7 @@ class PydanticAIRun:
             self.state = AgentState(sdk={"kind": KIND, "gen": 0, "messages": [], "deferred": []})
             self.event(EventType.TASK_STARTED, {"worker": self.worker_id, "epoch": self.epoch})
             self.commit(trigger="task_start")
-            prompt = self.spec.agent.input
-            return (prompt if isinstance(prompt, str) else json.dumps(prompt)), None
+            return self.first_prompt(), None
         self.state = loaded.state
         if self.state.sdk is None or self.state.sdk.get("kind") != KIND:
             raise StopRun("checkpoint_corrupted", "the head checkpoint holds no Pydantic AI state")
@@ -451,9 +450,15 @@ class PydanticAIRun:
         )
         results = self.decisions() if self.sdk.get("deferred") else None
         if not self.sdk["messages"]:  # stopped before the first model turn
-            prompt = self.spec.agent.input
-            return (prompt if isinstance(prompt, str) else json.dumps(prompt)), None
+            return self.first_prompt(), None
         return None, results
+
+    def first_prompt(self) -> str:
+        """The spec's input (JSON as its text); empty: the task's goal."""
+        prompt = self.spec.agent.input
+        if prompt == "":
+            return self.spec.goal
+        return prompt if isinstance(prompt, str) else json.dumps(prompt)
 
     async def drive(
         self, agent: Any, model: Any, prompt: Any, results: DeferredToolResults | None

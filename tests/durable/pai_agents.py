@@ -188,3 +188,15 @@ def shell(ctx: RunContext[TaskDeps], command: str) -> str:
     """Run a command (never, in these tests)."""
     mark(ctx.messages, f"shell:{command}")
     return "ran"
+
+
+# --- modelless: the harness binds the model (tests/security/test_pydantic_ai_model_keys.py) ----
+
+
+modelless = Agent(None, deps_type=TaskDeps)
+
+
+@modelless.tool_plain
+def echo(text: str) -> str:
+    """Say `text` back."""
+    return f"echo: {text}"
