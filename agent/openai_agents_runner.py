@@ -91,6 +91,7 @@ from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.paths import file_write
 from tasks.spec import TaskSpec, model_endpoint
 from tasks.states import LeaseLost, TaskStatus
+from tasks.tools.mcp import tool_policy
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +248,9 @@ class AgentsRun:
         # SDK call id -> whether the tool itself asked for approval (its own needs_approval).
         self.sdk_asked: dict[str, bool] = {}
         self.tools_of: dict[str, FunctionTool] = {}
+        # The agents' MCP servers (connected for the run) and their tools' risk by tool name.
+        self.mcp_servers: list[Any] = []
+        self.mcp_risk: dict[str, str] = {}
         # Serialises the wrapper's writes when the SDK runs several tools at once.
         self.write_lock: asyncio.Lock | None = None
         self.watchdog = Watchdog(
@@ -394,6 +398,15 @@ class AgentsRun:
                 return copies[id(agent)]
             clone = agent.clone(tools=[self.wrap_tool(t) for t in agent.tools])
             copies[id(agent)] = clone
+            if agent.mcp_servers:
+                self.mcp_servers.extend(s for s in agent.mcp_servers if s not in self.mcp_servers)
+                listed = clone.get_mcp_tools
+
+                async def mcp_tools(run_context: Any, listed: Any = listed) -> list[Any]:
+                    return [self.wrap_tool(t) for t in await listed(run_context)]
+
+                # The MCP servers' tools go through the harness like the function tools.
+                object.__setattr__(clone, "get_mcp_tools", mcp_tools)
             clone.handoffs = [handoff_copy(h) for h in agent.handoffs]
             return clone
 
@@ -434,6 +447,15 @@ class AgentsRun:
             return await run.invoke(context, arguments, tool=tool.name, original=original_invoke)
 
         wrapped = dataclasses.replace(tool, on_invoke_tool=invoke, needs_approval=needs_approval)
+        annotations = getattr(tool, "_mcp_annotations", None)
+        if annotations is not None or getattr(tool, "_mcp_title", None) is not None:
+            # An MCP server's tool: its annotations set the risk, as for the harness's MCP tools.
+            dump = getattr(annotations, "model_dump", None)
+            hints = dump(exclude_none=True, by_alias=True) if dump else dict(annotations or {})
+            self.mcp_risk[tool.name] = tool_policy(hints)[0]
+            for name in ("_mcp_annotations", "_mcp_title"):
+                if hasattr(tool, name):
+                    object.__setattr__(wrapped, name, getattr(tool, name))
         self.tools_of[tool.name] = wrapped
         return wrapped
 
@@ -631,9 +653,18 @@ class AgentsRun:
         )
 
     async def drive(self, agent: Agent) -> str:
+        connected = []
         try:
+            for server in self.mcp_servers:
+                await server.connect()
+                connected.append(server)
             return await self.turns(agent)
         finally:
+            for server in reversed(connected):
+                try:
+                    await server.cleanup()
+                except Exception:
+                    log.warning("task %s: closing MCP server %s failed", self.task_id, server)
             # The writes made from the SDK's loop use the executor thread's connection.
             await sync_to_async(connections.close_all, thread_sensitive=True)()
 
@@ -734,7 +765,7 @@ class AgentsRun:
             tool=approval.tool,
             arguments=approval.arguments,
             arguments_hash=canonical_hash(approval.arguments),
-            risk="mcp" if approval.hosted else "agent",
+            risk=self.mcp_risk.get(approval.tool) or ("mcp" if approval.hosted else "agent"),
             step_index=self.state.step_index,
         )
         self.ledger[call_id] = row
@@ -758,7 +789,8 @@ class AgentsRun:
     def policy(self, approval: Approval) -> tuple[PolicyDecision, str]:
         """The tool's own `needs_approval` (and a hosted MCP tool's approval request) always
         pauses; the harness's rules decide the other calls."""
-        decision = graph_action_policy(tool_name=approval.tool, args=approval.arguments)
+        risk = self.mcp_risk.get(approval.tool, "graph")
+        decision = graph_action_policy(tool_name=approval.tool, args=approval.arguments, risk=risk)
         always = set((self.spec.review.always if self.spec.review else None) or [])
         asked = approval.hosted or self.sdk_asked.get(approval.sdk_call_id, False)
         if decision.action == "deny":

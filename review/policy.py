@@ -236,14 +236,17 @@ class _GraphAction:
     input_schema: dict[str, Any] | None = None
 
 
-def graph_action_policy(*, tool_name: str, args: dict[str, Any]) -> PolicyDecision:
+def graph_action_policy(
+    *, tool_name: str, args: dict[str, Any], risk: str = "graph"
+) -> PolicyDecision:
     """The rules about an action a LangGraph graph asks a human about (matched by tool name and
-    arguments, as for a harness tool): a deny wins, else the strictest review, else allow."""
+    arguments, as for a harness tool): a deny wins, else the strictest review, else allow.
+    `risk`: what an agent SDK's tool declares (an MCP server's annotations), for risk rules."""
+    action = _GraphAction(name=tool_name, risk=risk)
     decisions = [
         _decision(rule, source)
         for source, rule in policy_rules()
-        if rule.action in ("review", "deny")
-        and rule_matches(rule, tool=_GraphAction(name=tool_name), args=args)  # type: ignore[arg-type]
+        if rule.action in ("review", "deny") and rule_matches(rule, tool=action, args=args)  # type: ignore[arg-type]
     ]
     return strictest(decisions)
 

@@ -7,6 +7,7 @@ directory (`<task id>.model.log`)."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,30 @@ hosted = Agent(
         ]
     ),
 )
+
+
+def notes_agent() -> Agent:
+    """A factory: an agent using the harness's demo MCP server (examples.mcp_notes, stdio) for
+    notes under HARNESS_LEDGER_DIR/mcp-notes: lists them (read-only), then deletes one
+    (destructive: the harness's `destructive` rule reviews it)."""
+    from agents.mcp import MCPServerStdio
+
+    root = Path(settings.HARNESS_LEDGER_DIR) / "mcp-notes"
+    (root / "notes").mkdir(parents=True, exist_ok=True)
+    server = MCPServerStdio(
+        params={
+            "command": sys.executable,
+            "args": ["-m", "examples.mcp_notes"],
+            "cwd": str(root),
+            "env": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        },
+        name="notes",
+    )
+    return Agent(
+        name="notes_keeper",
+        instructions="Tidy the notes.",
+        mcp_servers=[server],
+        model=CountingModel(
+            [[("list_notes", {})], [("delete_note", {"name": "old.txt"})], _answer]
+        ),
+    )

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from checkpoints.models import Checkpoint
-from checkpoints.recovery import checkpoint_rollback
+from checkpoints.recovery import checkpoint_rollback, task_cancel, task_resume
 from review.models import ReviewRequest
 from tasks.canonical import canonical_hash
 from tasks.models import ToolCall
@@ -111,3 +111,20 @@ def test_rollback_restores_the_workspace_and_the_run_state_and_a_worker_goes_on(
     assert executions(task.id).count("write_file b.txt") == 2
     # The model was not asked turn 1 again: its response came back with the RunState.
     assert executions(key, "model") == ["turn 0", "turn 1", "turn 2", "turn 3", "turn 2", "turn 3"]
+
+
+def test_a_cancel_mid_run_stops_at_the_next_turn_and_resume_goes_on_from_there(fleet, operator):
+    fleet.worker(1)
+    task, key = agent_task("slow_writer")
+    wait_for(lambda: "turn 1" in executions(key, "model"), message="the slow model turn")
+    task_cancel(task_id=task.id, user=operator, reason="hold on")
+
+    task = wait_status(task.id, "canceled")
+    assert executions(task.id) == ["record one"]  # turn 1's call did not run
+    task_resume(task_id=task.id, user=operator, reason="go on")
+
+    task = wait_status(task.id, "succeeded")
+    assert task.result == "done: recorded two"
+    assert executions(task.id) == ["record one", "record two"]
+    # Turn 1's answer was checkpointed before the cancel took effect: not asked again.
+    assert executions(key, "model") == ["turn 0", "turn 1", "turn 2"]

@@ -28,6 +28,7 @@ openai_agents:
   release_writer: "examples.openai_agents_agent:agent"
   hosted: "tests.durable.openai_agents:hosted"
   flaky_writer: "tests.durable.openai_agents:flaky_writer"
+  notes_keeper: "tests.durable.openai_agents:notes_agent"
 """
 
 
@@ -240,3 +241,26 @@ def test_retry_after_a_failed_model_call_replays_the_executed_tool(task_api, ope
     # `record one` ran once: the retried run replayed it from the ledger.
     assert executions(task["id"]) == ["record one", "record two"]
     assert row.events.filter(type="tool_replayed").count() == 1
+
+
+def test_mcp_server_tools_are_reviewed_by_their_annotations(
+    task_api, api_client, operator, harness_yaml, settings
+):
+    harness_yaml(
+        CONFIG + "review_rules:\n  - {name: destructive, risk: destructive, action: review}\n"
+    )
+    notes = settings.HARNESS_LEDGER_DIR / "mcp-notes" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "old.txt").write_text("old\n")
+    task = task_api.create(agent_spec("notes_keeper"))
+    assert run_task(task["id"]) == "paused"
+    # list_notes (readOnlyHint) ran without review; delete_note (destructiveHint) waits.
+    assert calls(task["id"]) == {"list_notes:": "succeeded", "delete_note:": "awaiting_review"}
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    assert review.tool == "delete_note"
+    assert review.matched_rules[0]["name"] == "destructive"
+    assert (notes / "old.txt").exists()
+    api_client(operator).decide(review.id, decision="approve")
+    assert run_task(task["id"]) == "succeeded"
+    assert not (notes / "old.txt").exists()
+    assert ToolCall.objects.get(task_id=task["id"], tool="delete_note").risk == "destructive"
