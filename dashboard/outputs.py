@@ -79,4 +79,14 @@ def live_output(*, task: Task, now: datetime | None = None) -> dict[str, Any] | 
         else [],
         "version": f"{record.get('version')}:{record.get('updated_at')}",
         "lost": lost,
+        "progress": _latest_progress(streams),
     }
+
+
+def _latest_progress(streams: Any) -> str:
+    """The last line of a call's `progress` stream (an MCP server's progress notifications,
+    agent.tools.mcp_client), or ""."""
+    stream = streams.get("progress") if isinstance(streams, dict) else None
+    text = stream.get("text") if isinstance(stream, dict) else None
+    lines = str(text or "").strip().splitlines()
+    return lines[-1][:400] if lines else ""

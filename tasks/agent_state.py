@@ -24,12 +24,22 @@ class ProposedCall(_State):
     raw_error: str | None = None
 
 
+class MediaPart(_State):
+    """An image a tool returned, for a model that takes images (its text result describes it
+    too, for one that does not). Bounded: tasks.tools.mcp.MAX_MEDIA_BYTES each."""
+
+    kind: Literal["image"]
+    mime_type: str
+    data: str  # base64
+
+
 class Message(_State):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
     calls: list[ProposedCall] | None = None
     call_id: str | None = None
     name: str | None = None
+    media: list[MediaPart] | None = None
 
 
 class ErrorInfo(_State):

@@ -486,6 +486,8 @@ def mcp_servers_overview() -> list[dict[str, Any]]:
                 "target": config.url or " ".join(config.command or []),
                 "network": config.network,
                 "tool_count": listed["payload"].get("tool_count") if listed else None,
+                # Tools not offered to the model, each with why (tasks only, bad schemas).
+                "skipped": (listed["payload"].get("skipped") or []) if listed else [],
                 "listed_at": listed["created_at"] if listed else None,
                 "last_error": error["payload"].get("message", "") if error else "",
                 "last_error_at": error["created_at"] if error else None,

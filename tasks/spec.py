@@ -71,6 +71,9 @@ class OpenAIModelSpec(_Spec):
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Z][A-Z0-9_]*_API_KEY$")
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_output_tokens: int | None = Field(default=None, ge=1, le=10**7)
+    # The model takes images: an image a tool returns (MCP image content) is sent as an
+    # `image_url` part (a data URI) after the tool results. Otherwise it is described only.
+    vision: bool = False
 
     @field_validator("base_url")
     @classmethod

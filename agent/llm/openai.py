@@ -65,10 +65,43 @@ def _wire_message(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
-def wire_messages(state: AgentState) -> list[dict[str, Any]]:
+def _images_message(messages: list[Message]) -> dict[str, Any]:
+    """The images of a run of tool results, as one user message of content parts: the chat
+    format takes images in user messages only, and a tool result must follow its call."""
+    parts: list[dict[str, Any]] = []
+    for message in messages:
+        parts.append(
+            {
+                "type": "text",
+                "text": f"The image(s) {message.name} returned (call {message.call_id}):",
+            }
+        )
+        parts += [
+            {
+                "type": "image_url",
+                "image_url": {"url": f"data:{media.mime_type};base64,{media.data}"},
+            }
+            for media in message.media or []
+        ]
+    return {"role": "user", "content": parts}
+
+
+def wire_messages(state: AgentState, *, images: bool = False) -> list[dict[str, Any]]:
     """AgentState as chat messages: our call_ids are the tool-call ids, so every tool result
-    answers its call; the rolling summary and hard facts join the (first) system message."""
-    out = [_wire_message(m) for m in state.messages]
+    answers its call; the rolling summary and hard facts join the (first) system message.
+    `images`: the images tools returned follow their run of results (image_url data URIs);
+    without it the results' text describes them."""
+    out: list[dict[str, Any]] = []
+    with_images: list[Message] = []
+    for message in state.messages:
+        if message.role != "tool" and with_images:
+            out.append(_images_message(with_images))
+            with_images = []
+        out.append(_wire_message(message))
+        if images and message.role == "tool" and message.media:
+            with_images.append(message)
+    if with_images:
+        out.append(_images_message(with_images))
     note = context_note(state)
     if note:
         if out and out[0]["role"] == "system":
@@ -135,7 +168,10 @@ class OpenAIChatModel(ModelAdapter):
     def decide(
         self, *, state: AgentState, tools: list[ToolSpec], timeout_s: float
     ) -> ModelDecision:
-        body: dict[str, Any] = {"model": self.endpoint.model, "messages": wire_messages(state)}
+        body: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": wire_messages(state, images=self.spec.vision),
+        }
         if tools:
             body["tools"] = [tool_schema(t) for t in tools]
         data = self._post(body, timeout_s=timeout_s)

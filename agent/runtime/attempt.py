@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent.retry import TIMEOUT, classify_exception
@@ -33,6 +33,8 @@ class ToolOutcome:
     retry_after_s: float | None = None
     # The call ignored its stop and was left running: it may still take effect.
     abandoned: bool = False
+    # Images for the model (ToolContext.media), joined to the result message.
+    media: list[Any] = field(default_factory=list)
 
 
 def observation(result: Any) -> str:
@@ -95,7 +97,10 @@ def invoke(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome
         result = {"value": str(result)}
     result = nul_free(result)
     return ToolOutcome(
-        status=ToolCallStatus.SUCCEEDED, observation=observation(result), result=result
+        status=ToolCallStatus.SUCCEEDED,
+        observation=observation(result),
+        result=result,
+        media=list(ctx.media),
     )
 
 

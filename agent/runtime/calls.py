@@ -45,7 +45,13 @@ def call_next(run: Run) -> None:
         await_delegations(run)
     outcome = call_run(run, call)
     state.messages.append(
-        Message(role="tool", content=outcome.observation, call_id=call.call_id, name=call.tool)
+        Message(
+            role="tool",
+            content=outcome.observation,
+            call_id=call.call_id,
+            name=call.tool,
+            media=outcome.media or None,
+        )
     )
     if outcome.error_class in CHECK_ERROR_CLASSES:
         run.note_check_failure(outcome.error_message)
@@ -342,6 +348,10 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         # The intent is durable (with a checkpoint) before the side effect starts.
         trigger = "before_external_call" if tool.risk == "external" else "before_write_operation"
         run.commit(trigger=trigger, extra=[row])
+    elif tool.server:
+        # An MCP call may run long (its progress shows live): its row and `tool_started`
+        # are on the task page and in the event log while it runs, as a side effect's are.
+        run.commit(trigger=None, extra=[row])
     run.live.begin(call_id=row.call_id, tool=tool.name, attempt=row.attempts, output=ctx.output)
     try:
         outcome = invoke(run, tool, ctx, args)
@@ -439,6 +449,14 @@ def _record_outcome(run: Run, row: ToolCall, tool: ToolSpec, outcome: ToolOutcom
             "attempt": row.attempts,
             "duration_ms": round(row.duration_ms, 3),
             "error_class": outcome.error_class,
+            # An MCP answer's non-text content: what it is and its URI (never its data).
+            **(
+                {"content": outcome.result["content"]}
+                if tool.server
+                and isinstance(outcome.result, dict)
+                and isinstance(outcome.result.get("content"), list)
+                else {}
+            ),
         },
     )
 

@@ -58,6 +58,7 @@ from tasks.tools.mcp import (
     TOOL_NAME,
     JsonSchemaArgs,
     check_tool_schema,
+    content_media,
     content_text,
     mcp_name,
     mcp_server_of,
@@ -684,6 +685,14 @@ class McpConnections:
                         else check_tool_schema(schema=item.output_schema, field="outputSchema")
                     )
                 )
+                task_support = item.execution.task_support if item.execution else None
+                if not problem and task_support == "required":
+                    # Runs only as an MCP task (create, poll, result), which this client does
+                    # not do: offered, it would always fail with "method not found".
+                    problem = (
+                        "requires MCP task augmentation (execution.taskSupport: required), "
+                        "which the harness does not support; not offered to the model"
+                    )
                 if problem:
                     skipped.append(f"{item.name[:80]}: {problem}")
                     continue
@@ -777,7 +786,13 @@ class McpConnections:
         read_timeout = max(ctx.timeout_s - TIMEOUT_MARGIN_S, ctx.timeout_s * 0.9)
         meta = {META_KEY: ctx.idempotency_key, CALL_ID_META_KEY: ctx.call_id}
         future = self._portal.start_task_soon(
-            self._call_tool, connection.session, tool.tool, arguments, read_timeout, meta
+            self._call_tool,
+            connection.session,
+            tool.tool,
+            arguments,
+            read_timeout,
+            meta,
+            _progress_writer(ctx.output),
         )
         try:
             result = self._wait(future, ctx, connection)
@@ -789,6 +804,7 @@ class McpConnections:
         except BaseException as exc:
             raise self._call_failure(server, connection, exc, idempotent=idempotent) from None
         _show_content(ctx.output, result.content)
+        ctx.media.extend(content_media(result.content))
         self._quota_end(tool, connection, result)
         if result.is_error:
             raise PermanentToolError(
@@ -817,9 +833,18 @@ class McpConnections:
 
     @staticmethod
     async def _call_tool(
-        session: Any, name: str, arguments: dict[str, Any], timeout: float, meta: dict[str, Any]
+        session: Any,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        meta: dict[str, Any],
+        progress: Callable[..., Any],
     ) -> Any:
-        return await session.call_tool(name, arguments, read_timeout_seconds=timeout, meta=meta)
+        # A progress callback makes the SDK send a progressToken: the server's progress
+        # notifications for this call arrive there.
+        return await session.call_tool(
+            name, arguments, read_timeout_seconds=timeout, meta=meta, progress_callback=progress
+        )
 
     @staticmethod
     def _wait(future: Future, ctx: ToolContext, connection: _Connection) -> Any:
@@ -882,6 +907,28 @@ class McpConnections:
         )
 
 
+# The progress stream of a call: one line per notification (the task page shows its tail
+# live while the call runs; the whole, bounded, is kept with the call's outputs).
+PROGRESS_STREAM = "progress"
+MAX_PROGRESS_MESSAGE_CHARS = 300
+
+
+def progress_line(progress: float, total: float | None, message: str | None) -> str:
+    """`3/5 (60%): message` -- a server's progress notification as a line of text."""
+    done = f"{progress:g}"
+    if total:
+        done += f"/{total:g} ({min(100.0, 100 * progress / total):.0f}%)"
+    text = _clean_line(str(message or "").encode())[:MAX_PROGRESS_MESSAGE_CHARS]
+    return f"{done}: {text}" if text else done
+
+
+def _progress_writer(output: CallOutput) -> Callable[..., Any]:
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        output.write(PROGRESS_STREAM, (progress_line(progress, total, message) + "\n").encode())
+
+    return progress
+
+
 def _decoded(data: Any) -> bytes:
     try:
         return base64.b64decode(str(data), validate=True)
@@ -905,9 +952,12 @@ def _show_content(output: CallOutput, blocks: list[Any]) -> None:
                 media_type=str(block.mime_type),
             )
         elif kind == "resource_link":
+            # The URI is in the text too: a link is kept only for http(s).
             output.attach(
                 name=f"link {n}",
-                data=str(block.name or block.uri),
+                data=" ".join(
+                    str(x) for x in (block.name, block.uri, block.mime_type) if x is not None
+                ),
                 kind=OutputKind.LINK,
                 href=str(block.uri),
             )

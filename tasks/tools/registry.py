@@ -77,6 +77,9 @@ class ToolContext:
     # a file tool's diff, an MCP server's content blocks. Shown on the task page, stored
     # bounded with the outcome; the model reads the result.
     output: CallOutput = field(default_factory=CallOutput)
+    # Images a tool returns for the model to see (tasks.agent_state.MediaPart), joined to its
+    # result message: a model adapter that takes images sends them in its native form.
+    media: list[Any] = field(default_factory=list)
 
     @property
     def idempotency_key(self) -> str:

@@ -108,3 +108,22 @@ def test_server_wildcard_matches_only_that_server():
     assert tool_pattern_matches("tickets__*", "tickets__close")
     assert not tool_pattern_matches("tickets__*", "tickets2__close")
     assert tool_pattern_matches("tickets__close", "tickets__close")
+
+
+def test_audio_and_binary_resources_are_described_never_passed_as_data():
+    from mcp.types import AudioContent, BlobResourceContents, EmbeddedResource
+
+    from tasks.tools.mcp import content_media, content_text
+
+    audio = AudioContent(type="audio", data="UklGRiQAAABXQVZF", mime_type="audio/wav")
+    blob = EmbeddedResource(
+        type="resource",
+        resource=BlobResourceContents(
+            uri="demo://resource/blob/1", mime_type="application/gzip", blob="H4sIAAAA"
+        ),
+    )
+    text = content_text([audio, blob])
+    assert '[audio 1 (mime_type: "audio/wav", size: 12)]' in text
+    assert '[embedded resource 2 (uri: "demo://resource/blob/1", mime_type: ' in text
+    assert "H4sI" not in text and "UklG" not in text
+    assert content_media([audio, blob]) == []
