@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -42,10 +43,20 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from openai import AsyncOpenAI
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.agent import CallToolsNode, ModelRequestNode
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
+from pydantic_ai.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ModelConnectionError,
+    ModelRateLimitError,
+    ModelRequestTimeout,
+    ModelRetry,
+    ModelServerError,
+    ModelUnavailableError,
+)
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -53,6 +64,7 @@ from pydantic_ai.tools import ToolApproved
 from pydantic_core import to_jsonable_python
 from pydantic_graph import End
 
+from agent.retry import TRANSIENT, retry_policy
 from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun, with_lease, worker_identity
 from agent.runtime.watchdog import Watchdog
@@ -86,6 +98,15 @@ DECISIONS = ["approve", "edit", "reject"]
 # A tool's risk when its metadata names none (no risk rule matches it; tool rules do).
 DEFAULT_RISK = "agent"
 RESULT_MAX_CHARS = 5000
+# Model errors the harness's retry policy retries (harness.yaml `retry`, the spec's `retry`):
+# the task waits in retry_wait and resumes from its last checkpoint; no worker sleeps.
+TRANSIENT_MODEL_ERRORS = (
+    ModelRateLimitError,
+    ModelUnavailableError,
+    ModelServerError,
+    ModelConnectionError,
+    ModelRequestTimeout,
+)
 TEXT_MAX_CHARS = 2000
 
 
@@ -119,8 +140,10 @@ def agent_model(spec_model: OpenAIModelSpec | None, agent: Any) -> Any:
         return None
     endpoint = model_endpoint(spec_model or OpenAIModelSpec(kind="openai"))
     key = os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else ""
-    provider = OpenAIProvider(base_url=endpoint.base_url, api_key=key or "no-key")
-    return OpenAIChatModel(endpoint.model, provider=provider)
+    # No retries inside the client: transient errors go through the harness's retry policy.
+    # A keyless endpoint gets a placeholder (the client would read OPENAI_API_KEY otherwise).
+    client = AsyncOpenAI(base_url=endpoint.base_url, api_key=key or "no-key", max_retries=0)
+    return OpenAIChatModel(endpoint.model, provider=OpenAIProvider(openai_client=client))
 
 
 def is_pydantic_ai_task(*, task_id: Any) -> bool:
@@ -381,6 +404,8 @@ class PydanticAIRun:
             return self.finish_stopped(stop)
         except Escalate as exc:
             return self.escalate(exc.row)
+        except TRANSIENT_MODEL_ERRORS as exc:
+            return self.retry_model(exc)
         except AgentNotRegistered as exc:
             return self.finish_stopped(StopRun("agent_not_registered", str(exc)))
         except Exception as exc:  # the agent's own error: the task fails, its state is kept
@@ -521,6 +546,8 @@ class PydanticAIRun:
             self.boundary_checks(model_next=True)
 
     def record_model_response(self, response: ModelResponse, run: Any) -> None:
+        self.state.model_retries = 0
+        self.state.last_error = None
         usage = response.usage
         tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0)
         self.state.budget.tokens += tokens
@@ -870,6 +897,51 @@ class PydanticAIRun:
             )
         except Paused:
             return "paused"
+        except LeaseLost:
+            return "lease_lost"
+        return "paused"
+
+    def retry_model(self, exc: Exception) -> str:
+        """A transient model error: back off through RQ's scheduler (retry_wait, then the task
+        resumes from its last checkpoint: the model is asked again), up to the policy's
+        attempts; then the task fails with `model_error`."""
+        message = f"{type(exc).__name__}: {exc}"[:2000]
+        attempt = self.state.model_retries + 1
+        policy = retry_policy(config=self.config, task_override=self.spec.retry)
+        if attempt >= policy.max_attempts:
+            return self.finish_stopped(
+                StopRun("model_error", f"{message} (after {attempt} attempts)")
+            )
+        delay_s = policy.delay_s(attempt)
+        retry_at = timezone.now() + timedelta(seconds=delay_s)
+        self.state.model_retries = attempt
+        self.state.last_error = ErrorInfo(
+            error_class=TRANSIENT, message=message, step_index=self.state.step_index
+        )
+        self.event(
+            EventType.RETRY_SCHEDULED,
+            {
+                "attempt": attempt,
+                "error_class": TRANSIENT,
+                "message": message[:500],
+                "delay_s": round(delay_s, 3),
+                "retry_at": retry_at.isoformat(),
+            },
+        )
+        fields = {"retry_at": retry_at, "retry_count": self.task.retry_count + 1}
+
+        def wait(_checkpoint: Any) -> None:
+            services.task_enqueue(task=self.task, delay_s=delay_s)
+            services.task_transition(
+                task_id=self.task_id,
+                to=TaskStatus.RETRY_WAIT,
+                expect_epoch=self.epoch,
+                reason=f"retry in {delay_s:.1f}s after a transient model error",
+                fields={"worker_id": "", **fields},
+            )
+
+        try:
+            self.commit(trigger="on_retryable_error", then=wait)
         except LeaseLost:
             return "lease_lost"
         return "paused"

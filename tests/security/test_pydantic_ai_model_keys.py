@@ -8,6 +8,7 @@ import pytest
 
 from agent.jobs import run_task
 from tasks.services import SpecError, task_transition
+from tests.conftest import wait_for
 from tests.factories import spec_task
 from tests.llm.chat_server import ChatServer
 
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 DEFAULT_KEY = "sk-default-for-openai-base-url"
 GPU_KEY = "sk-gpu-box-only"
 CONFIG = """
+retry: {initial_s: 0.2, factor: 2, max_s: 1, jitter: none, max_attempts: 4}
 timeouts: {session_s: 600, turn_s: 60, tool_s: 30}
 pydantic_ai_agents:
   modelless: "tests.durable.pai_agents:modelless"
@@ -103,3 +105,18 @@ def test_a_spec_cannot_pair_a_key_with_another_endpoint_or_pick_its_own(servers,
         create(model)
     assert exc.value.field == "agent.model"
     assert all(not server.requests for server in servers.values())
+
+
+def test_a_transient_model_error_waits_in_retry_wait_then_asks_the_model_again(servers):
+    # Not retried inside the OpenAI client: the harness's policy decides, and no worker sleeps.
+    servers["default"].error(429, "slow down")
+    servers["default"].answer("hi after the wait")
+    task = create(None)
+    assert run(task) == "paused"
+    assert task.status == "retry_wait" and task.retry_at is not None
+    assert task.events.filter(type="retry_scheduled").count() == 1
+
+    wait_for(lambda: run_task(str(task.id)) == "succeeded", message="the retried run")
+    task.refresh_from_db()
+    assert (task.status, task.result) == ("succeeded", "hi after the wait")
+    assert len(servers["default"].requests) == 2
