@@ -757,6 +757,10 @@ class PydanticAIRun:
                 approvals[item["tool_call_id"]] = (
                     ToolApproved(override_args=row.arguments) if edited else ToolApproved()
                 )
+            elif review.status == ReviewStatus.EXPIRED:
+                approvals[item["tool_call_id"]] = ToolDenied(
+                    message=f"the review of {row.tool} expired before a decision; it did not run"
+                )
             else:
                 reason = review.comment or review.decision_reason or row.error_message
                 approvals[item["tool_call_id"]] = ToolDenied(

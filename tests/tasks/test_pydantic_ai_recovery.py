@@ -5,11 +5,14 @@ again on resume, a deny rule refuses a call (the agent is told)."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from agent.jobs import run_task
 from review.models import ReviewRequest
+from review.services import reviews_expire_overdue
 from tasks.models import Task, ToolCall
 from tests.durable.pai_agents import runs
 
@@ -119,3 +122,25 @@ def test_the_task_page_shows_the_agents_calls_and_checkpoints(task_api, as_user,
         assert response.status_code == 200, tab
     page = client.get(f"/tasks/{task['id']}/?tab=calls").content.decode()
     assert "write_note" in page and "publish" in page
+
+
+def test_an_expired_review_is_a_denial_the_agent_hears_of(task_api):
+    notes = {
+        "title": "notes",
+        "goal": "notes",
+        "agent": {"kind": "pydantic-ai", "name": "release_notes", "input": "x"},
+    }
+    task = task_api.create(notes)
+    assert run_task(task["id"]) == "paused"
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    ReviewRequest.objects.filter(pk=review.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    assert reviews_expire_overdue() == 1
+    assert task_api.get(task["id"])["status"] == "queued"
+
+    assert run_task(task["id"]) == "succeeded"
+    assert "expired before a decision" in task_api.get(task["id"])["result"]
+    assert ToolCall.objects.get(task_id=task["id"], tool="publish").status == "rejected"
+    workspace = Task.objects.get(id=task["id"]).workspace_path
+    assert not (workspace / "published.log").exists()
