@@ -49,6 +49,7 @@ from agents import (
     Handoff,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
+    Model,
     OpenAIChatCompletionsModel,
     OutputGuardrailTripwireTriggered,
     RunConfig,
@@ -89,7 +90,7 @@ from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.paths import file_write
-from tasks.spec import TaskSpec, model_endpoint
+from tasks.spec import ModelEndpoint, OpenAIModelSpec, TaskSpec, model_endpoint
 from tasks.states import LeaseLost, TaskStatus
 from tasks.tools.mcp import tool_policy
 
@@ -398,6 +399,11 @@ class AgentsRun:
                 return copies[id(agent)]
             clone = agent.clone(tools=[self.wrap_tool(t) for t in agent.tools])
             copies[id(agent)] = clone
+            if not isinstance(agent.model, Model) and self.spec.agent.model is None:
+                # No model object of its own (none, or a name): the operator's default
+                # endpoint (OPENAI_BASE_URL with its bound key), never the SDK's default one.
+                endpoint = model_endpoint(OpenAIModelSpec(kind="openai", model=agent.model))
+                clone.model = bound_model(endpoint)
             if agent.mcp_servers:
                 self.mcp_servers.extend(s for s in agent.mcp_servers if s not in self.mcp_servers)
                 listed = clone.get_mcp_tools
@@ -522,15 +528,11 @@ class AgentsRun:
 
     def run_config(self) -> RunConfig:
         """The model endpoint is bound as for the harness's own loop: a spec names an endpoint
-        the operator allows (HARNESS_MODEL_ENDPOINTS) and the key stays in the worker's
-        environment; without one, the agent keeps the model it was registered with."""
-        model = self.spec.agent.model
+        the operator allows (HARNESS_MODEL_ENDPOINTS) and the key bound to it stays in the
+        worker's environment; it then serves every agent of the run."""
         kwargs: dict[str, Any] = {"tracing_disabled": True, "workflow_name": str(self.task_id)}
-        if model is not None:
-            endpoint = model_endpoint(model)
-            key = os.environ.get(endpoint.api_key_env or "", "") if endpoint.api_key_env else ""
-            client = AsyncOpenAI(base_url=endpoint.base_url, api_key=key or "unused")
-            kwargs["model"] = OpenAIChatCompletionsModel(model=endpoint.model, openai_client=client)
+        if self.spec.agent.model is not None:
+            kwargs["model"] = bound_model(model_endpoint(self.spec.agent.model))
         return RunConfig(**kwargs)
 
     def execute(self) -> str:
@@ -907,6 +909,14 @@ class AgentsRun:
         except LeaseLost:
             return "lease_lost"
         return str(to)
+
+
+def bound_model(endpoint: ModelEndpoint) -> OpenAIChatCompletionsModel:
+    """The SDK's chat-completions model for an endpoint the operator configured, with the key
+    bound to it (a keyless endpoint gets a placeholder, never another endpoint's key)."""
+    key = os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else ""
+    client = AsyncOpenAI(base_url=endpoint.base_url, api_key=key or "no-key")
+    return OpenAIChatCompletionsModel(model=endpoint.model, openai_client=client)
 
 
 def _harness_cause(exc: BaseException) -> BaseException:

@@ -247,3 +247,15 @@ def notes_agent() -> Agent:
             [[("list_notes", {})], [("delete_note", {"name": "old.txt"})], _answer]
         ),
     )
+
+
+# --- modelless: the harness binds the model (tests/security/test_openai_agents_model_keys.py) --
+
+
+@function_tool
+def echo(text: str) -> str:
+    """Say `text` back."""
+    return f"echo: {text}"
+
+
+modelless = Agent(name="modelless", instructions="Say hi.", tools=[echo])
