@@ -78,6 +78,7 @@ from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_miss
 from harness_site.config import harness_config
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import agent_tool_policy, interrupt_policy
+from review.recheck import interrupt_recheck
 from review.services import review_gate_unknown_outcome, review_request_open
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo
@@ -748,6 +749,7 @@ class PydanticAIRun:
             return None
         if any(r.status == ReviewStatus.PENDING for r in reviews.values()):
             self.pause(reason="reviews still pending")
+        self.recheck_approvals(list(reviews.values()))
         approvals: dict[str, Any] = {}
         for item in deferred:
             review = reviews[item["call_id"]]
@@ -778,6 +780,53 @@ class PydanticAIRun:
         )
         self.sdk["deferred"] = []
         return DeferredToolResults(approvals=approvals)
+
+    def recheck_approvals(self, reviews: list[ReviewRequest]) -> None:
+        """Just before the agent is resumed with them, approvals are checked again
+        (review.recheck.interrupt_recheck: deadline, approvers, policy). One that no longer
+        holds is not delivered: a new pending review of the call says what changed, and the
+        task waits for it."""
+        now = timezone.now()
+        drifted = [
+            (review, check)
+            for review in reviews
+            if review.status == ReviewStatus.APPROVED
+            for check in [interrupt_recheck(review=review, task=self.task, now=now)]
+            if not check.holds
+        ]
+        if not drifted:
+            return
+        updates: list[tuple[Any, list[str]]] = []
+        for review, check in drifted:
+            row = review.tool_call
+            services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
+            updates.append((row, ["status"]))
+            self.event(
+                EventType.REVIEW_REQUESTED,
+                {
+                    "call_id": row.call_id,
+                    "tool": row.tool,
+                    "reopened_from": review.id,
+                    "changes": check.changes,
+                },
+            )
+
+        def reopen(_checkpoint: Any) -> None:
+            for review, check in drifted:
+                review_request_open(
+                    tool_call=review.tool_call,
+                    checkpoint_id=review.checkpoint_id,
+                    decision=check.policy,
+                    preview=review.preview,
+                    kind=REVIEW_KIND,
+                    interrupt={k: v for k, v in review.interrupt.items() if k != "decision"},
+                    reopened_from=review,
+                    changes=check.changes,
+                )
+
+        self.pause(
+            reason=f"approval no longer holds: {drifted[0][0].tool}", updates=updates, then=reopen
+        )
 
     def pause_for_approvals(self, requests: DeferredToolRequests, messages: list[Any]) -> NoReturn:
         if requests.calls:

@@ -144,3 +144,31 @@ def test_an_expired_review_is_a_denial_the_agent_hears_of(task_api):
     assert ToolCall.objects.get(task_id=task["id"], tool="publish").status == "rejected"
     workspace = Task.objects.get(id=task["id"]).workspace_path
     assert not (workspace / "published.log").exists()
+
+
+def test_an_approval_that_no_longer_holds_is_asked_again_before_the_call_runs(
+    task_api, api_client, operator
+):
+    notes = {
+        "title": "notes",
+        "goal": "notes",
+        "agent": {"kind": "pydantic-ai", "name": "release_notes", "input": "x"},
+    }
+    task = task_api.create(notes)
+    api = api_client(operator)
+    assert run_task(task["id"]) == "paused"
+    first = ReviewRequest.objects.get(task_id=task["id"])
+    assert api.decide(first.id, decision="approve").status_code == 200
+    # The approval's deadline passes before a worker resumes the agent with it.
+    ReviewRequest.objects.filter(pk=first.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+    assert run_task(task["id"]) == "paused"
+    workspace = Task.objects.get(id=task["id"]).workspace_path
+    assert not (workspace / "published.log").exists()
+    again = ReviewRequest.objects.get(task_id=task["id"], status="pending")
+    assert again.reopened_from_id == first.id and "expired" in " ".join(again.changes)
+    assert api.decide(again.id, decision="approve").status_code == 200
+    assert run_task(task["id"]) == "succeeded"
+    assert (workspace / "published.log").read_text().count("#general") == 1
