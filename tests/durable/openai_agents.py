@@ -259,3 +259,21 @@ def echo(text: str) -> str:
 
 
 modelless = Agent(name="modelless", instructions="Say hi.", tools=[echo])
+
+
+# --- shipper: an approval bound to its arguments (tests/security/test_openai_agents_review_binding)
+
+
+@function_tool(needs_approval=True)
+def ship(context: RunContextWrapper[Any], path: str) -> str:
+    """Ship a file of the workspace (always asks a person)."""
+    _record(context, f"ship {path}")
+    return f"shipped {path}"
+
+
+shipper = Agent(
+    name="shipper",
+    instructions="Ship the notes.",
+    tools=[ship],
+    model=CountingModel([[("ship", {"path": "notes/release.md"})], _answer]),
+)
