@@ -83,6 +83,7 @@ from checkpoints.snapshots import (
 from harness_site.config import harness_config
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, graph_action_policy
+from review.recheck import interrupt_recheck
 from review.services import review_request_open
 from tasks import services
 from tasks.agent_state import AgentState
@@ -743,8 +744,73 @@ class AgentsRun:
             self.ask_about_unknown(unknown)
         if waiting:
             self.pause_for_reviews(waiting)
+        self.recheck_approvals(state)
         if self.pending_rows:
             self.commit()
+
+    def recheck_approvals(self, state: Any) -> None:
+        """Just before the SDK is resumed with them, a person's approvals are checked again
+        (review.recheck.interrupt_recheck: deadline, approvers, rules). One that no longer
+        holds is not delivered: a new pending review of the call says what changed, and the
+        task waits for it."""
+        rows = {
+            self.ledger[call_id].pk: self.ledger[call_id]
+            for call_id in (
+                self.call_id(approval_of(item).sdk_call_id) for item in state.get_interruptions()
+            )
+            if call_id in self.ledger and self.ledger[call_id].status == ToolCallStatus.APPROVED
+        }
+        if not rows:
+            return
+        now = timezone.now()
+        drifted = [
+            (review, check)
+            for review in ReviewRequest.objects.filter(
+                tool_call_id__in=list(rows),
+                status=ReviewStatus.APPROVED,
+                reopened_as__isnull=True,
+            )
+            for check in [interrupt_recheck(review=review, task=self.task, now=now)]
+            if not check.holds
+        ]
+        if not drifted:
+            return
+        for review, check in drifted:
+            row = rows[review.tool_call_id]
+            services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
+            self.pending_rows[row.call_id] = row
+            self.step_event(
+                EventType.REVIEW_REQUESTED,
+                {
+                    "call_id": row.call_id,
+                    "tool": row.tool,
+                    "reopened_from": review.id,
+                    "changes": check.changes,
+                },
+            )
+        with transaction.atomic():
+            self.commit(checkpoint=("before_review", "tool"))
+            for review, check in drifted:
+                review_request_open(
+                    tool_call=rows[review.tool_call_id],
+                    checkpoint_id=self.head_id,
+                    decision=check.policy,
+                    preview=review.preview,
+                    kind=REVIEW_KIND,
+                    interrupt={
+                        k: v for k, v in (review.interrupt or {}).items() if k != "decision"
+                    },
+                    reopened_from=review,
+                    changes=check.changes,
+                )
+            services.task_transition(
+                task_id=self.task_id,
+                to=TaskStatus.WAITING_REVIEW,
+                expect_epoch=self.epoch,
+                reason=f"approval no longer holds: {drifted[0][0].tool}"[:500],
+                fields={"worker_id": ""},
+            )
+        raise Paused()
 
     def hosted_delivered(self, row: ToolCall) -> None:
         """A hosted MCP call runs at the provider once approved: the approval delivered to the

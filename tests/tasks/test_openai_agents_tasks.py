@@ -264,3 +264,22 @@ def test_mcp_server_tools_are_reviewed_by_their_annotations(
     assert run_task(task["id"]) == "succeeded"
     assert not (notes / "old.txt").exists()
     assert ToolCall.objects.get(task_id=task["id"], tool="delete_note").risk == "destructive"
+
+
+def test_an_approval_that_no_longer_holds_reopens_before_the_tool_runs(
+    task_api, api_client, operator, harness_yaml
+):
+    task = task_api.create(agent_spec("writer"))
+    run_task(task["id"])
+    first = ReviewRequest.objects.get(task_id=task["id"])
+    assert api_client(operator).decide(first.id, decision="approve").status_code == 200
+    # Meanwhile the rules changed: publishing now needs two approvals.
+    rule = "  - {name: two-for-publish, tool: publish, action: review, approvals_required: 2}\n"
+    harness_yaml(CONFIG + "review_rules:\n" + rule)
+
+    assert run_task(task["id"]) == "paused"
+    reopened = ReviewRequest.objects.get(task_id=task["id"], status="pending")
+    assert reopened.reopened_from_id == first.id
+    assert any("2 approvals" in change for change in reopened.changes)
+    assert calls(task["id"])["publish:"] == "awaiting_review"
+    assert "publish 1.0" not in executions(task["id"])
