@@ -119,11 +119,12 @@ def test_approvals_edit_reject_and_our_rules_from_the_api_and_the_inbox(fleet, t
 
 
 def test_a_worker_killed_while_the_model_thinks_resumes_without_repeating_a_tool(fleet, tmp_path):
-    fleet.worker(2)
+    fleet.worker(1)
     fleet.sweeper()
     task = pai_task("files", tmp_path, sleep_s=2)
     wait_for(lambda: "model1:start" in runs(tmp_path), message="the slow model turn to start")
     fleet.kill_worker_of(task.id)
+    fleet.worker(1)  # the machine that takes over
 
     task = wait_status(task.id, "succeeded")
     # The first write finished before the kill and is in the step's checkpoint: it does not
@@ -145,11 +146,12 @@ def test_a_worker_killed_while_the_model_thinks_resumes_without_repeating_a_tool
 def test_a_worker_killed_inside_a_tool_asks_a_human_instead_of_running_it_again(
     fleet, tmp_path, operator
 ):
-    fleet.worker(2)
+    fleet.worker(1)
     fleet.sweeper()
     task = pai_task("slow_tool", tmp_path, sleep_s=3)
     wait_for(lambda: "slow:start" in runs(tmp_path), message="the slow tool to start")
     fleet.kill_worker_of(task.id)
+    fleet.worker(1)  # the machine that takes over
 
     task = wait_status(task.id, "waiting_review")
     review = ReviewRequest.objects.get(task=task, status="pending")
