@@ -22,14 +22,17 @@ from django.db import connections
 # Imported here, once in the worker process, so each forked work horse starts with the loop,
 # its services and the tool modules loaded instead of importing them per job (hundreds of ms
 # of an approval's latency).
-import agent.jobs  # noqa: F401
+from agent.jobs import agent_runners_preload
 from tasks import services
 from tasks.tools.registry import load_tool_modules
 
 
 def worker_warm_up() -> None:
-    """Load the tool modules (built-ins, test tools, HARNESS_TOOL_MODULES) before any job."""
+    """Load the tool modules (built-ins, test tools, HARNESS_TOOL_MODULES) and the runners of
+    the agent kinds HARNESS_WORKER_PRELOAD names (by default those harness.yaml registers
+    agents of) before any job."""
     load_tool_modules()
+    agent_runners_preload()
 
 
 def cancel_kill_grace_s() -> float:

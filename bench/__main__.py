@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from bench.common import SIZES, BenchError, git_dirty, setup_django
 
@@ -69,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     from django.core.management import call_command
 
     call_command("migrate", interactive=False, verbosity=0)
+    # The pages link the collected static files by their hashed names (the manifest): a fresh
+    # clone has none until they are collected, as `harness up` and `harness test` do.
+    from django.conf import settings
+
+    from harness_site.cli import static_collecting
+
+    with static_collecting(Path(settings.STATIC_ROOT)):
+        call_command("collectstatic", interactive=False, verbosity=0)
     from django.db import connection
 
     # Start from collected garbage: earlier runs leave dead rows that autovacuum may not have

@@ -115,6 +115,11 @@ HARNESS_ARCHIVE_MAX_BYTES = env_int("HARNESS_ARCHIVE_MAX_BYTES", 256 * 1024 * 10
 HARNESS_ARCHIVE_MAX_FILES = env_int("HARNESS_ARCHIVE_MAX_FILES", 10_000, minimum=0)
 # Dotted module paths whose @tool-decorated functions join the registry at start-up.
 HARNESS_TOOL_MODULES = env_list("HARNESS_TOOL_MODULES", [])
+# The agent kinds whose runners (and SDKs: seconds of imports each) a worker loads before its
+# first job: `registered` (the kinds harness.yaml registers agents of), `none`, or a list of
+# kinds (`langgraph,pydantic-ai,openai-agents`). A kind not loaded is imported by the job
+# that needs it, before the task is taken (agent.jobs).
+HARNESS_WORKER_PRELOAD = env_list("HARNESS_WORKER_PRELOAD", ["registered"])
 # Origins `http_request` may call: `scheme://host[:port]` (`*.example.com` for subdomains); a
 # bare host means https on 443 and http on 80 only.
 HARNESS_HTTP_ALLOWLIST = env_list("HARNESS_HTTP_ALLOWLIST", [])

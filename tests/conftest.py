@@ -478,6 +478,10 @@ class WorkerPool:
             HARNESS_WORKSPACE_ROOT=str(django_settings.HARNESS_WORKSPACE_ROOT),
             HARNESS_LEDGER_DIR=str(django_settings.HARNESS_LEDGER_DIR),
             HARNESS_ENABLE_TEST_TOOLS="1" if django_settings.HARNESS_ENABLE_TEST_TOOLS else "0",
+            # Most tests run the harness's own loop: a worker does not load the agent SDKs
+            # (seconds each) before it registers; a graph or SDK task's job imports its runner.
+            # `./harness up` (tests/test_cli_up.py) runs the default, preloading them.
+            HARNESS_WORKER_PRELOAD=os.environ.get("HARNESS_WORKER_PRELOAD", "none"),
         )
 
     def registered_pids(self) -> set[int]:
