@@ -727,7 +727,10 @@ def _client() -> Any:
 def _get(client: Any, url: str) -> Any:
     def fetch() -> None:
         response = client.get(url)
-        if response.status_code != 200:
+        # The nav's search opens the one match it finds (a redirect to its page, which the
+        # browser then loads and the task page's own row measures); several are listed.
+        opened = response.status_code == 302 and url.startswith("/search/")
+        if response.status_code != 200 and not opened:
             raise RuntimeError(f"GET {url} answered {response.status_code}")
 
     return fetch
