@@ -61,6 +61,7 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.tools import ToolApproved
+from pydantic_ai.usage import UsageLimits
 from pydantic_core import to_jsonable_python
 from pydantic_graph import End
 
@@ -503,6 +504,9 @@ class PydanticAIRun:
             model=model,
             deps=self.deps(agent),
             capabilities=[HarnessTools(self)],
+            # The task's budget (max_steps, max_tokens) bounds the run, checked between nodes;
+            # Pydantic AI's own default of 50 requests per run would end a long task early.
+            usage_limits=UsageLimits(request_limit=None),
         ) as run:
             node = run.next_node
             while not isinstance(node, End):

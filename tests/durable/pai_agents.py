@@ -200,3 +200,22 @@ modelless = Agent(None, deps_type=TaskDeps)
 def echo(text: str) -> str:
     """Say `text` back."""
     return f"echo: {text}"
+
+
+# --- long: `steps` tool calls, then an answer (more model requests than Pydantic AI's default
+# request_limit of 50 per run) ---------------------------------------------------------------
+
+
+def long_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if turns(messages) >= task_input(messages)["steps"]:
+        return ModelResponse(parts=[TextPart(f"done after {turns(messages)} turns")])
+    return _call("tick")
+
+
+long_run = Agent(FunctionModel(long_model), deps_type=TaskDeps)
+
+
+@long_run.tool_plain
+def tick() -> str:
+    """Count one."""
+    return "ok"

@@ -27,6 +27,7 @@ review_rules:
 pydantic_ai_agents:
   fragile: "tests.durable.pai_agents:fragile_agent"
   denied: "tests.durable.pai_agents:denied"
+  long_run: "tests.durable.pai_agents:long_run"
   release_notes: "examples.pydantic_ai_agent:agent"
 """
 
@@ -172,3 +173,26 @@ def test_an_approval_that_no_longer_holds_is_asked_again_before_the_call_runs(
     assert api.decide(again.id, decision="approve").status_code == 200
     assert run_task(task["id"]) == "succeeded"
     assert (workspace / "published.log").read_text().count("#general") == 1
+
+
+def test_a_run_longer_than_the_sdks_default_request_limit_is_bounded_by_the_task_budget(
+    task_api, tmp_path
+):
+    """Pydantic AI stops a run after 50 model requests by default; a task's own budget
+    (max_steps) is what bounds it here, both ways."""
+    long = {
+        "title": "long run",
+        "goal": "tick",
+        "agent": {"kind": "pydantic-ai", "name": "long_run", "input": '{"steps": 60}'},
+        "budget": {"max_steps": 70},
+    }
+    task = task_api.create(long)
+    assert run_task(task["id"]) == "succeeded"
+    assert "done after 60 turns" in task_api.get(task["id"])["result"]
+    assert ToolCall.objects.filter(task_id=task["id"], tool="tick").count() == 60
+
+    short = task_api.create({**long, "budget": {"max_steps": 20}})
+    run_task(short["id"])
+    stopped = task_api.get(short["id"])
+    assert stopped["status"] == "failed"
+    assert "max_steps=20" in str(stopped)
