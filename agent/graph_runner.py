@@ -43,7 +43,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command
 
 from agent.runtime.finish import stop_transition
-from agent.runtime.run import Paused, StopRun, with_lease, worker_identity
+from agent.runtime.run import Paused, StopRun, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
 from checkpoints.langgraph import DjangoCheckpointSaver
 from checkpoints.models import GraphWorkspace, GraphWrite
@@ -57,7 +57,7 @@ from review.services import review_request_open
 from tasks import services
 from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
-from tasks.spec import TaskSpec, spec_agent_kind
+from tasks.spec import TaskSpec
 from tasks.states import LeaseLost, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -103,25 +103,13 @@ def graph_load(name: str) -> Any:
     return target
 
 
-def is_graph_task(*, task_id: Any) -> bool:
-    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first()
-    return spec_agent_kind(spec) == "langgraph"
-
-
 def graph_task_run(*, task_id: Any) -> str:
-    """As agent.runtime.task_run, for a task whose spec names a graph. The graph's code is
-    imported before the task is taken: importing a graph (and LangChain) can take seconds,
-    which must not count against the heartbeat."""
-    worker_id = worker_identity()
-    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first() or {}
-    try:
-        graph = graph_load(spec["agent"]["graph"])
-    except Exception:  # the run loads it again, and fails the task naming the reason
-        graph = None
-    return with_lease(
+    """As agent.runtime.task_run, for a task whose spec names a LangGraph graph."""
+    return with_lease_loaded(
         task_id=task_id,
-        worker_id=worker_id,
-        execute=lambda task: GraphRun(task, worker_id, graph=graph).execute(),
+        load=graph_load,
+        name_key="graph",
+        run=lambda task, worker_id, loaded: GraphRun(task, worker_id, graph=loaded).execute(),
     )
 
 

@@ -66,7 +66,7 @@ from django.utils import timezone
 from openai import AsyncOpenAI
 
 from agent.runtime.finish import stop_transition
-from agent.runtime.run import Paused, StopRun, with_lease, worker_identity
+from agent.runtime.run import Paused, StopRun, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import (
@@ -134,25 +134,13 @@ def agent_load(name: str) -> Agent:
     return target
 
 
-def is_openai_agents_task(*, task_id: Any) -> bool:
-    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first()
-    return bool(spec and (spec.get("agent") or {}).get("kind") == KIND)
-
-
 def openai_agents_task_run(*, task_id: Any) -> str:
-    """As agent.runtime.task_run, for a task whose spec names an OpenAI Agents SDK agent. The
-    agent's code is imported before the task is taken (importing can take seconds, which must
-    not count against the heartbeat)."""
-    worker_id = worker_identity()
-    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first() or {}
-    try:
-        agent = agent_load(spec["agent"]["name"])
-    except Exception:  # the run loads it again, and fails the task naming the reason
-        agent = None
-    return with_lease(
+    """As agent.runtime.task_run, for a task whose spec names an OpenAI Agents SDK agent."""
+    return with_lease_loaded(
         task_id=task_id,
-        worker_id=worker_id,
-        execute=lambda task: AgentsRun(task, worker_id, agent=agent).execute(),
+        load=agent_load,
+        name_key="name",
+        run=lambda task, worker_id, loaded: AgentsRun(task, worker_id, agent=loaded).execute(),
     )
 
 

@@ -67,7 +67,7 @@ from pydantic_graph import End
 
 from agent.retry import TRANSIENT, retry_policy
 from agent.runtime.finish import stop_transition
-from agent.runtime.run import Paused, StopRun, with_lease, worker_identity
+from agent.runtime.run import Paused, StopRun, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
 from checkpoints.services import (
     NoValidCheckpoint,
@@ -87,7 +87,7 @@ from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.paths import file_write
-from tasks.spec import OpenAIModelSpec, TaskSpec, model_endpoint, spec_agent_kind
+from tasks.spec import OpenAIModelSpec, TaskSpec, model_endpoint
 from tasks.states import LeaseLost, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -148,25 +148,13 @@ def agent_model(spec_model: OpenAIModelSpec | None, agent: Any) -> Any:
     return OpenAIChatModel(endpoint.model, provider=OpenAIProvider(openai_client=client))
 
 
-def is_pydantic_ai_task(*, task_id: Any) -> bool:
-    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first()
-    return spec_agent_kind(spec) == KIND
-
-
 def pydantic_ai_task_run(*, task_id: Any) -> str:
-    """As agent.runtime.task_run, for a task whose spec names a Pydantic AI agent. The agent's
-    module is imported before the task is taken (an import can take seconds, which must not
-    count against the heartbeat)."""
-    worker_id = worker_identity()
-    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first() or {}
-    try:
-        agent = agent_load(spec["agent"]["name"])
-    except Exception:  # the run loads it again, and fails the task naming the reason
-        agent = None
-    return with_lease(
+    """As agent.runtime.task_run, for a task whose spec names a Pydantic AI agent."""
+    return with_lease_loaded(
         task_id=task_id,
-        worker_id=worker_id,
-        execute=lambda task: PydanticAIRun(task, worker_id, agent=agent).execute(),
+        load=agent_load,
+        name_key="name",
+        run=lambda task, worker_id, loaded: PydanticAIRun(task, worker_id, agent=loaded).execute(),
     )
 
 

@@ -61,6 +61,24 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def with_lease_loaded(
+    *, task_id: Any, load: Callable[[str], Any], name_key: str, run: Callable[[Task, str, Any], str]
+) -> str:
+    """with_lease for a task whose spec names operator-registered code (a graph, an SDK agent):
+    the code is imported before the task is taken, since an import can take seconds, which must
+    not count against the heartbeat. A load that fails here is retried by `run`, which fails
+    the task naming the reason."""
+    worker_id = worker_identity()
+    spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first() or {}
+    try:
+        loaded = load(spec["agent"][name_key])
+    except Exception:
+        loaded = None
+    return with_lease(
+        task_id=task_id, worker_id=worker_id, execute=lambda task: run(task, worker_id, loaded)
+    )
+
+
 def with_lease(*, task_id: Any, worker_id: str, execute: Callable[[Task], str]) -> str:
     """Take the task's lease (a queued task, or one whose retry backoff has elapsed) and run
     `execute(task)`. A duplicate job exits untouched; with no free capacity the task is put
