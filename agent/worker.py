@@ -9,6 +9,7 @@ hard timeout) has its task settled here."""
 
 from __future__ import annotations
 
+import gc
 import socket
 import threading
 import time
@@ -30,9 +31,12 @@ from tasks.tools.registry import load_tool_modules
 def worker_warm_up() -> None:
     """Load the tool modules (built-ins, test tools, HARNESS_TOOL_MODULES) and the runners of
     the agent kinds HARNESS_WORKER_PRELOAD names (by default those harness.yaml registers
-    agents of) before any job."""
+    agents of) before any job; then take what is loaded out of the collector's generations
+    (gc.freeze, before any fork, as Python's documentation advises): each horse's full
+    collections scan only what its job made, and the pages stay shared copy-on-write."""
     load_tool_modules()
     agent_runners_preload()
+    gc.freeze()
 
 
 def cancel_kill_grace_s() -> float:

@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django import template
+from django.core.serializers.json import DjangoJSONEncoder
 from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince, timeuntil
 
 register = template.Library()
@@ -111,3 +112,19 @@ def as_time(moment: datetime | str | None, style: str = "datetime") -> SafeStrin
     return format_html(
         '<time datetime="{}" data-style="{}" title="{}">{}</time>', iso, style, iso, text
     )
+
+
+@register.filter
+def json_data(value: Any, element_id: str) -> SafeString:
+    """Django's `json_script`, for the large payloads (a 1,000-step timeline is megabytes):
+    the same escapes of `<`, `>` and `&`, by three `str.replace` passes, which run at memory
+    speed, instead of one `str.translate`, which maps each character in Python's slow path."""
+    text = json.dumps(value, cls=DjangoJSONEncoder)
+    for char, escaped in _JSON_SCRIPT_ESCAPES:
+        text = text.replace(char, escaped)
+    return format_html(
+        '<script id="{}" type="application/json">{}</script>', element_id, mark_safe(text)
+    )
+
+
+_JSON_SCRIPT_ESCAPES = (("&", "\\u0026"), ("<", "\\u003C"), (">", "\\u003E"))

@@ -222,10 +222,11 @@ class _Bars:
         }
 
 
-def call_link(task_id: Any, call_id: str) -> str:
-    """The calls tab of the task page at one call, with its output (the click-through)."""
+def call_link(page: str, call_id: str) -> str:
+    """The calls tab of the task page (`page`, its URL) at one call, with its output (the
+    click-through). The page's URL is reversed once per timeline, not once per call."""
     query = urlencode({"tab": "calls", "call": call_id})
-    return f"{reverse('tasks:detail', args=[task_id])}?{query}#call-{quote(call_id, safe='')}"
+    return f"{page}?{query}#call-{quote(call_id, safe='')}"
 
 
 def _within(at: datetime, ranges: list[tuple[datetime, datetime]]) -> bool:
@@ -441,9 +442,10 @@ class _Frame:
             _mark(self.marks, "held", at, f"held: {e['reason'] or ''}"[:300])
 
     def read_calls(self, calls: list[dict[str, Any]], *, task_id: Any, now: datetime) -> None:
+        page = reverse("tasks:detail", args=[task_id])
         for call in calls:
             row = tool_row(call["tool"])
-            link = call_link(task_id, call["call_id"])
+            link = call_link(page, call["call_id"])
             log = call["attempt_log"] or []
             head = [call_label(call)]
             tail = [
