@@ -751,7 +751,18 @@ def cmd_test(pytest_args: list[str]) -> int:
             collected = subprocess.run(collect, cwd=ROOT, env=env, check=False)
         if collected.returncode:
             raise CliError(f"collectstatic failed (exit {collected.returncode}); see above")
-        argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *xdist, *pytest_args]
+        # The slowest tests are listed at the end of every run: where the suite's time goes.
+        durations = [] if pytest_args else ["--durations=30", "--durations-min=5"]
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            *xdist,
+            *durations,
+            *pytest_args,
+        ]
         say(f"DATABASE_URL={database_url} REDIS_URL={redis_url}")
         say(" ".join(argv[1:]))
         process = subprocess.Popen(argv, cwd=ROOT, env=env)
