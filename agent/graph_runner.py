@@ -54,7 +54,7 @@ from review.models import ReviewRequest, ReviewStatus
 from review.policy import interrupt_policy
 from review.recheck import interrupt_recheck
 from review.services import review_request_open
-from tasks import services
+from tasks import beacon, services
 from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.spec import TaskSpec
@@ -405,6 +405,9 @@ class GraphRun:
         # the first of them runs.
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.commit()
+        # Each super-step is bounded by step_timeout (the turn timeout): the run promises its
+        # worker to be heard from within that, again after everything the stream yields.
+        beacon.expect("turn", self.step_s)
         for mode, chunk in graph.stream(
             first, self.config, stream_mode=["checkpoints", "tasks"], durability="sync"
         ):
@@ -415,6 +418,8 @@ class GraphRun:
             elif mode == "checkpoints":
                 self.record_super_step(chunk)
                 self.boundary_checks()
+            beacon.expect("turn", self.step_s)
+        beacon.progress()
 
     def restore_workspace(self, checkpoint_id: str, *, source: str | None) -> None:
         """Rebuild the workspace from the head checkpoint's snapshot when it holds no files

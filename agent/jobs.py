@@ -14,6 +14,7 @@ from rq.timeouts import JobTimeoutException
 from agent.runtime import task_run
 from agent.runtime.run import worker_identity
 from harness_site.config import harness_config
+from tasks import beacon
 from tasks.models import Task
 from tasks.services import task_settle_killed_horse
 from tasks.spec import spec_agent_kind
@@ -67,6 +68,8 @@ def agent_runners_preload() -> list[str]:
 def run_task(task_id: str) -> str:
     # A task runs the harness's own loop, an operator-registered LangGraph graph, or an
     # operator-registered agent of another SDK (Pydantic AI, the OpenAI Agents SDK).
+    beacon.claim()
+    beacon.progress("start")
     try:
         spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first()
         kind = spec_agent_kind(spec)

@@ -85,7 +85,7 @@ from review.models import ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, graph_action_policy
 from review.recheck import interrupt_recheck
 from review.services import review_request_open
-from tasks import services
+from tasks import beacon, services
 from tasks.agent_state import AgentState
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
@@ -200,7 +200,12 @@ class _Hooks(RunHooks):
     def __init__(self, run: AgentsRun) -> None:
         self.run = run
 
+    async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
+        # The model call is promised to the worker within the turn timeout (tasks.beacon).
+        beacon.expect("turn", self.run.turn_s)
+
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        beacon.progress()
         self.run.model_turn(agent, response)
 
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
@@ -221,6 +226,11 @@ class AgentsRun:
         timeouts = self.config.timeouts
         budget = self.spec.budget
         self.session_s = budget.session_timeout_s or timeouts.session_s
+        self.turn_s = budget.turn_timeout_s or timeouts.turn_s
+        self.tool_s = budget.tool_timeout_s or timeouts.tool_s
+        # Function tools running now (the SDK may run several at once): the last to end ends
+        # the promise made to the worker for them.
+        self.tools_running = 0
         self.session_started = task.started_at or timezone.now()
         self.human_wait_s = task.human_wait_s
         self.run_started = time.monotonic()
@@ -479,11 +489,17 @@ class AgentsRun:
             )
             await sync_to_async(self.commit, thread_sensitive=True)(rows=[row])
         started = time.monotonic()
+        self.tools_running += 1
+        beacon.expect("tool", self.tool_s)
         try:
             output = await original(context, json.dumps(row.arguments))
         except Exception as exc:
             await self.call_end(row, error=exc, started=started)
             raise
+        finally:
+            self.tools_running -= 1
+            if not self.tools_running:
+                beacon.progress()
         await self.call_end(row, output=output, started=started)
         return output
 

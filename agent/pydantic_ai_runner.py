@@ -66,6 +66,7 @@ from pydantic_core import to_jsonable_python
 from pydantic_graph import End
 
 from agent.retry import TRANSIENT, retry_policy
+from agent.runtime.attempt import TOOL_STOP_GRACE_S
 from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
@@ -81,7 +82,7 @@ from review.models import ReviewRequest, ReviewStatus
 from review.policy import agent_tool_policy, interrupt_policy
 from review.recheck import interrupt_recheck
 from review.services import review_gate_unknown_outcome, review_request_open
-from tasks import services
+from tasks import beacon, services
 from tasks.agent_state import AgentState, ErrorInfo
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
@@ -382,6 +383,8 @@ class PydanticAIRun:
                 output, messages = async_to_sync(self.drive)(agent, model, prompt, results)
             except BaseExceptionGroup as group:  # raised inside a tool's task group
                 raise _ours(group) from None
+            finally:
+                beacon.claim()  # the job's thread runs the task again
             if isinstance(output, DeferredToolRequests):
                 self.pause_for_approvals(output, messages)
             return self.finish(output, messages)
@@ -496,10 +499,14 @@ class PydanticAIRun:
             # Pydantic AI's own default of 50 requests per run would end a long task early.
             usage_limits=UsageLimits(request_limit=None),
         ) as run:
+            # This event loop's thread runs the task from here (tasks.beacon): each node is
+            # promised to the worker within its timeout, the model's or the tools'.
+            beacon.claim()
             node = run.next_node
             while not isinstance(node, End):
                 ran = node
                 if isinstance(ran, ModelRequestNode):
+                    beacon.expect("turn", self.turn_s)
                     try:
                         node = await asyncio.wait_for(run.next(ran), timeout=self.turn_s)
                     except TimeoutError:
@@ -507,7 +514,9 @@ class PydanticAIRun:
                             "timeout", f"turn timeout: {self.turn_s:g}s exceeded (layer: turn)"
                         ) from None
                 else:
+                    beacon.expect("tool", self.tool_s + TOOL_STOP_GRACE_S)
                     node = await run.next(ran)
+                beacon.progress()
                 await sync_to_async(self.after_node)(run, ran, node)
             return run.result.output, list(run.all_messages())
 

@@ -24,7 +24,9 @@ from django.db import connections
 # its services and the tool modules loaded instead of importing them per job (hundreds of ms
 # of an approval's latency).
 from agent.jobs import agent_runners_preload
-from tasks import services
+from agent.sweep import task_recover_stalled
+from tasks import beacon, services
+from tasks.events import EventType
 from tasks.tools.registry import load_tool_modules
 
 
@@ -46,9 +48,11 @@ def cancel_kill_grace_s() -> float:
 
 
 class Supervision(threading.Thread):
-    """Heartbeats one task for its work horse and kills the horse when a cancel is not acted
-    on. Started after the fork and joined before the next one: its database connection (its
-    own, Django's are per thread) is never inherited by a horse."""
+    """Heartbeats one task for its work horse; kills the horse when a cancel is not acted on,
+    or when the horse is not heard from by the moment its beacon promised (tasks.beacon): a
+    frozen horse would otherwise hold its task until the job's hard timeout. Started after
+    the fork and joined before the next one: its database connection (its own, Django's are
+    per thread) is never inherited by a horse."""
 
     def __init__(self, *, worker: Worker, task_id: str, worker_id: str) -> None:
         super().__init__(daemon=True, name=f"supervise-{task_id}")
@@ -56,11 +60,48 @@ class Supervision(threading.Thread):
         self.task_id = task_id
         self.worker_id = worker_id
         self.done = threading.Event()
+        # Set when the horse was killed as unresponsive: its task is redispatched at once.
+        self.unresponsive = False
+
+    def _horse_overdue(self) -> bool:
+        expected = self.worker.beacon.read()
+        now = time.monotonic()
+        if expected is None or expected.overdue_s(now) <= 0:
+            return False
+        self.worker.log.warning(
+            "task %s: work horse %s not heard from %.1fs past its %s timeout (%gs) plus the "
+            "%gs grace; killing it",
+            self.task_id,
+            self.worker.horse_pid,
+            expected.overdue_s(now),
+            expected.layer,
+            expected.limit_s,
+            settings.HARNESS_HORSE_GRACE_S,
+        )
+        try:
+            services.event_record(
+                task_id=self.task_id,
+                type=EventType.HORSE_UNRESPONSIVE,
+                payload={
+                    "layer": expected.layer,
+                    "limit_s": expected.limit_s,
+                    "grace_s": settings.HARNESS_HORSE_GRACE_S,
+                    "overdue_s": round(expected.overdue_s(now), 3),
+                    "worker": self.worker_id,
+                },
+            )
+        except Exception:  # the kill matters more than its record
+            self.worker.log.exception("recording horse_unresponsive for %s failed", self.task_id)
+        self.unresponsive = True
+        self.worker.kill_horse()
+        return True
 
     def run(self) -> None:
         cancel_seen_at: float | None = None
         try:
             while not self.done.wait(settings.HARNESS_HEARTBEAT_S):
+                if self._horse_overdue():
+                    return
                 try:
                     cancel = services.task_supervisor_heartbeat(
                         task_id=self.task_id, worker_id=self.worker_id
@@ -93,10 +134,16 @@ class Worker(rq.Worker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._supervised: tuple[str, str] | None = None
+        self._supervision: Supervision | None = None
+        # Shared with every horse this worker forks (installed here, inherited by the fork).
+        self.beacon = beacon.Beacon()
+        beacon.install(self.beacon)
         worker_warm_up()
 
     def execute_job(self, job: rq.job.Job, queue: rq.Queue) -> None:
         self._supervised = None
+        self._supervision = None
+        self.beacon.clear()
         # Never fork with a database connection open: the horse would share its socket.
         connections.close_all()
         super().execute_job(job, queue)
@@ -112,6 +159,7 @@ class Worker(rq.Worker):
             return
         task_id, worker_id = self._supervised
         supervision = Supervision(worker=self, task_id=task_id, worker_id=worker_id)
+        self._supervision = supervision
         supervision.start()
         try:
             super().monitor_work_horse(job, queue, execution)
@@ -133,5 +181,12 @@ class Worker(rq.Worker):
                 worker_id=worker_id,
                 timed_out_s=timeout if timeout is not None and ran_s > timeout else None,
             )
+            if self._supervision is not None and self._supervision.unresponsive:
+                # The horse is gone (reaped): redispatch now instead of after the stale time.
+                task_recover_stalled(
+                    task_id=task_id,
+                    stale_after_s=0,
+                    max_redispatches=settings.HARNESS_MAX_REDISPATCHES,
+                )
         finally:
             connections.close_all()

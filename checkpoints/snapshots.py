@@ -44,6 +44,7 @@ from django.conf import settings
 
 from checkpoints.blobstore import BlobStore, batched, blob_key, blob_store, blob_store_deferred
 from checkpoints.models import Blob
+from tasks import beacon
 from tasks.canonical import canonical_bytes
 from tasks.paths import (
     PathEscapeError,
@@ -213,6 +214,7 @@ def _rebuild_dir(
                 old[6] if old[5] == mode else _serialise((prefix + name, digest, size, mode))
             )
         else:
+            beacon.progress("snapshot")  # reading and hashing files: moving, however many
             try:
                 with open(os.path.join(root, prefix + name), "rb") as fh:
                     content = fh.read()
@@ -270,6 +272,7 @@ def _scan_dir(
     except (FileNotFoundError, NotADirectoryError):
         return None
     add = stats.append  # the hot loop: one lstat per file, nothing else
+    beacon.progress("snapshot")
     with it:
         for entry in it:
             if entry.is_dir(follow_symlinks=False):
@@ -438,6 +441,7 @@ def _upload_missing_files(
         if k[3] in keys
     }
     for key in store.missing(by_hash):
+        beacon.progress("snapshot")
         content = (root / by_hash[key]).read_bytes()
         if blob_key(content) == key:
             store.put_many({key: content})
@@ -671,6 +675,7 @@ def snapshot_restore(*, workspace: Path, snapshot: dict | None) -> RestoreResult
                 plan.folders.remove(rel)
         store = blob_store()
         for batch in batched(plan.written, 200):
+            beacon.progress("restore")
             bodies = store.get_many({target[rel].hash for rel in batch})
             for rel in batch:
                 file_write_in_place(root, rel, bodies[target[rel].hash], mode=target[rel].mode)

@@ -140,6 +140,10 @@ HARNESS_BWRAP = env_str("HARNESS_BWRAP", "")
 # or flush) are re-enqueued once they have waited HARNESS_REQUEUE_GRACE_S.
 HARNESS_HEARTBEAT_S = env_float("HARNESS_HEARTBEAT_S", 5.0)
 HARNESS_STALE_AFTER_S = env_float("HARNESS_STALE_AFTER_S", 2 * HARNESS_HEARTBEAT_S)
+# A work horse that is not heard from within its current phase's timeout (the model call's, the
+# tool's, ...) plus this grace is killed by its worker as unresponsive and the task redispatched
+# (tasks/beacon.py): a frozen horse no longer holds its task until the job's hard timeout.
+HARNESS_HORSE_GRACE_S = env_float("HARNESS_HORSE_GRACE_S", 60.0)
 HARNESS_SWEEP_INTERVAL_S = env_float("HARNESS_SWEEP_INTERVAL_S", 5.0)
 # The retention job the sweep runs on the schedule of harness.yaml's `retention` (a dotted path:
 # checkpoints build on tasks, so the sweep names the job instead of importing it).

@@ -56,8 +56,9 @@ class EventType(models.TextChoices):
     RETRY = "retry"
     FORWARD = "forward"
     CANCEL_REQUESTED = "cancel_requested"
-    # The sweep (agent.sweep).
+    # The sweep (agent.sweep) and the worker supervising a horse (agent.worker).
     REDISPATCHED = "redispatched"
+    HORSE_UNRESPONSIVE = "horse_unresponsive"
     REQUEUED = "requeued"
     # Multi-agent groups (agent.runtime, multiagent.*).
     DELEGATED = "delegated"

@@ -59,9 +59,9 @@ def invoke(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome
     snapshot, run.snapshot = run.snapshot, None
     try:
         call = InThread(lambda: tool.func(ctx, args), name=f"tool-{ctx.call_id}")
-        if not call.wait(ctx.timeout_s):
+        if not call.wait(ctx.timeout_s, layer="tool"):
             ctx.stop.set()
-            abandoned = not call.wait(TOOL_STOP_GRACE_S)
+            abandoned = not call.wait(TOOL_STOP_GRACE_S, layer="tool")
             if not abandoned and tool.reports_changes:
                 run.snapshot = snapshot
                 run.changed |= ctx.changed

@@ -7,6 +7,7 @@ from typing import Any
 
 from agent.context import context_apply
 from agent.runtime.run import Run, StopRun
+from tasks import beacon
 from tasks.events import EventType
 
 
@@ -40,9 +41,11 @@ def step_finish(run: Run) -> None:
 
 
 def _apply_context(run: Run) -> None:
+    beacon.expect("turn", run.turn_s)  # folding may ask the model for a summary
     report = context_apply(
         state=run.state, policy=run.context, model=run.model, timeout_s=run.turn_s
     )
+    beacon.progress()
     if report is None:
         return
     payload: dict[str, Any] = {

@@ -16,6 +16,7 @@ from agent.runtime.run import OBSERVATION_MAX_CHARS, Run, StopRun
 from agent.runtime.step import step_finish
 from agent.runtime.watchdog import InThread
 from agent.validation import CheckFailure, check_final
+from tasks import beacon
 from tasks.agent_state import ErrorInfo, Message, ProposedCall
 from tasks.canonical import nul_free
 from tasks.events import EventType
@@ -104,7 +105,7 @@ def _decide(run: Run) -> ModelDecision:
         lambda: run.model.decide(state=run.state, tools=tools, timeout_s=run.turn_s),
         name=f"model-{run.task_id}",
     )
-    if not call.wait(run.turn_s):
+    if not call.wait(run.turn_s, layer="turn"):
         run.timeout_event(layer="turn", limit_s=run.turn_s)
         raise ModelError(
             f"the model call exceeded the {run.turn_s:g}s turn timeout (layer: turn)",
@@ -128,6 +129,7 @@ def _check_final_answer(run: Run, final: str) -> CheckFailure | None:
     """The TaskSpec's deep checks on a final answer (agent/validation.py)."""
     if run.spec.checks is None:
         return None
+    beacon.expect("turn", run.turn_s)  # a judge model may be asked
     verdict = check_final(
         final=final,
         checks=run.spec.checks,
@@ -137,6 +139,7 @@ def _check_final_answer(run: Run, final: str) -> CheckFailure | None:
         model=run.model,
         timeout_s=run.turn_s,
     )
+    beacon.progress()
     payload: dict[str, Any] = {"passed": verdict.failure is None}
     if verdict.review is not None:
         payload.update(run.charge(verdict.review), reviewed=True)

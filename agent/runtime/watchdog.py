@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import connection, connections
 
-from tasks import services
+from tasks import beacon, services
 from tasks.models import Task
 
 log = logging.getLogger(__name__)
@@ -36,9 +36,12 @@ class InThread:
         self.thread = threading.Thread(target=target, daemon=True, name=name)
         self.thread.start()
 
-    def wait(self, timeout_s: float) -> bool:
-        """True when the call finished within `timeout_s`."""
+    def wait(self, timeout_s: float, *, layer: str) -> bool:
+        """True when the call finished within `timeout_s`. The run promises its worker to be
+        back by then (plus the grace), as the `layer` whose timeout it is (tasks.beacon)."""
+        beacon.expect(layer, timeout_s)
         self.thread.join(timeout_s)
+        beacon.progress()
         return not self.thread.is_alive()
 
 

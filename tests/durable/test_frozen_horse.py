@@ -1,0 +1,93 @@
+"""A work horse that stops making progress while its worker stays up (SIGSTOP here; a debugger,
+a read stuck on a dead mount or a deadlock look the same from outside): its worker kills it once
+the call's timeout plus HARNESS_HORSE_GRACE_S has passed, and the task is redispatched at once,
+instead of being held `running` until the job's hard timeout (about an hour here)."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from agent.tools.testing import ledger_records
+from tasks.models import Task, TaskEvent
+from tests.conftest import wait_for
+from tests.factories import enqueued_task
+
+from .conftest import process_alive, wait_status
+from .test_crash_recovery import LedgerLock, in_call
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+GRACE_S = 2
+# The job's hard timeout is session + turn + tool + 120 s: over an hour, far past any wait here.
+BUDGET = {"tool_timeout_s": 3, "turn_timeout_s": 60, "session_timeout_s": 3600}
+
+
+def horse_of(task: Task) -> int:
+    worker_id = Task.objects.values_list("worker_id", flat=True).get(id=task.id)
+    return int(worker_id.rsplit(":", 1)[1])
+
+
+def test_a_frozen_horse_is_killed_past_its_call_timeout_and_the_task_finishes(fleet):
+    fleet.pool.env["HARNESS_HORSE_GRACE_S"] = str(GRACE_S)
+    fleet.worker()
+    task = enqueued_task(
+        [
+            {"call": "sleep", "args": {"seconds": 1}},
+            {"call": "ledger_append", "args": {"key": "frozen", "value": "paid"}},
+            {"final": "done"},
+        ],
+        ["sleep", "ledger_append"],
+        budget=BUDGET,
+    )
+    wait_for(lambda: in_call(task, "sleep"), message="the sleep to start")
+    horse = horse_of(task)
+
+    os.kill(horse, signal.SIGSTOP)
+    try:
+        task = wait_status(task.id, "succeeded", timeout=60)
+    finally:
+        if process_alive(horse):
+            os.kill(horse, signal.SIGCONT)
+
+    assert not process_alive(horse)
+    event = TaskEvent.objects.get(task=task, type="horse_unresponsive")
+    assert event.payload["layer"] == "tool"
+    assert event.payload["limit_s"] == BUDGET["tool_timeout_s"]
+    assert event.payload["grace_s"] == GRACE_S
+    assert task.redispatch_count == 1
+    assert [r["value"] for r in ledger_records(key="frozen")] == ["paid"]
+
+
+def test_a_horse_frozen_inside_a_side_effect_never_runs_it_twice(fleet):
+    """Frozen after the effect's intent was recorded and before the effect: whether it
+    happened is unknown to the harness, so the redispatched task asks a human instead of
+    running it again."""
+    fleet.pool.env["HARNESS_HORSE_GRACE_S"] = str(GRACE_S)
+    fleet.worker()
+    lock = LedgerLock()  # the call blocks inside, after its intent, before its effect
+    try:
+        task = enqueued_task(
+            [
+                {"call": "ledger_append", "args": {"key": "frozen-effect", "value": "paid"}},
+                {"final": "done"},
+            ],
+            ["ledger_append"],
+            budget=BUDGET,
+        )
+        wait_for(
+            lambda: task.tool_calls.filter(tool="ledger_append", status="running").exists(),
+            message="the side effect to start",
+        )
+        horse = horse_of(task)
+        os.kill(horse, signal.SIGSTOP)
+        task = wait_status(task.id, "waiting_review", timeout=60)
+    finally:
+        lock.release()
+
+    assert not process_alive(horse)
+    assert TaskEvent.objects.filter(task=task, type="horse_unresponsive").count() == 1
+    assert task.tool_calls.get(tool="ledger_append").status == "unknown_outcome"
+    assert ledger_records(key="frozen-effect") == []
