@@ -13,16 +13,22 @@ import pytest
 from agent.tools.testing import ledger_records
 from tasks.models import Task, TaskEvent
 from tests.conftest import wait_for
-from tests.factories import enqueued_task
+from tests.factories import enqueued_task, graph_task
 
-from .conftest import process_alive, wait_status
+from .conftest import TEST_CONFIG, process_alive, wait_status
+from .graphs import runs
 from .test_crash_recovery import LedgerLock, in_call
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 GRACE_S = 2
 # The job's hard timeout is session + turn + tool + 120 s: over an hour, far past any wait here.
-BUDGET = {"tool_timeout_s": 3, "turn_timeout_s": 60, "session_timeout_s": 3600}
+BUDGET = {"tool_timeout_s": 3, "turn_timeout_s": 4, "session_timeout_s": 3600}
+
+
+@pytest.fixture
+def harness_config_text() -> str:
+    return TEST_CONFIG + 'langgraph_graphs:\n  slow_steps: "tests.durable.graphs:graph"\n'
 
 
 def horse_of(task: Task) -> int:
@@ -91,3 +97,24 @@ def test_a_horse_frozen_inside_a_side_effect_never_runs_it_twice(fleet):
     assert TaskEvent.objects.filter(task=task, type="horse_unresponsive").count() == 1
     assert task.tool_calls.get(tool="ledger_append").status == "unknown_outcome"
     assert ledger_records(key="frozen-effect") == []
+
+
+def test_a_graph_frozen_mid_super_step_is_killed_past_the_step_timeout_and_resumes(fleet, tmp_path):
+    fleet.pool.env["HARNESS_HORSE_GRACE_S"] = str(GRACE_S)
+    fleet.worker()
+    task = graph_task("slow_steps", {"marker_dir": str(tmp_path), "sleep_s": 1.5}, budget=BUDGET)
+    wait_for(lambda: "slow:start" in runs(tmp_path), message="the slow node to start")
+    horse = horse_of(task)
+
+    os.kill(horse, signal.SIGSTOP)
+    try:
+        task = wait_status(task.id, "succeeded", timeout=60)
+    finally:
+        if process_alive(horse):
+            os.kill(horse, signal.SIGCONT)
+
+    event = TaskEvent.objects.get(task=task, type="horse_unresponsive")
+    assert event.payload["layer"] == "turn"
+    assert event.payload["limit_s"] == BUDGET["turn_timeout_s"]
+    # The super-step that froze runs again; the one before it does not.
+    assert runs(tmp_path) == ["first", "slow:start", "slow:start", "slow:end", "last"]
