@@ -37,7 +37,7 @@ def status_counts() -> dict[str, Any]:
 
 
 # The actions services audit, offered as suggestions in the audit page's filter.
-AUDIT_ACTIONS = ("decide", "edit", "cancel", "retry", "rollback", "resume", "requeue")
+AUDIT_ACTIONS = ("decide", "edit", "cancel", "retry", "rollback", "resume", "requeue", "sso_login")
 
 
 def audit_entries(

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import unquote, urlsplit
 
+from django.core.exceptions import ImproperlyConfigured
+
 from harness_site.env import DEFAULT_SECRET_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -348,6 +350,23 @@ def sandbox_report() -> None:
     say(f"command sandbox: bubblewrap ({bwrap_binary()})")
 
 
+def sso_report() -> None:
+    """With single sign-on configured, the provider's discovery document must check out now
+    (accounts.oidc), not at the first login."""
+    from django.conf import settings
+
+    from accounts.oidc import oidc_discovery
+
+    if settings.HARNESS_OIDC is None:
+        return
+    try:
+        oidc_discovery(settings.HARNESS_OIDC)
+    except ImproperlyConfigured as exc:
+        raise CliError(f"single sign-on: {exc}") from None
+    local = "on" if settings.HARNESS_LOCAL_LOGIN else "off (break-glass superusers only)"
+    say(f"single sign-on: {settings.HARNESS_OIDC.issuer}; password login {local}")
+
+
 def base_url_default(*, host: str, port: int) -> str:
     """Where people reach `harness up --host/--port` (links in notifications and the API): a
     wildcard address becomes this machine's name, an IPv6 address is bracketed."""
@@ -388,6 +407,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     from harness_site.roles import roles_ensure
 
+    sso_report()
     data_dir = Path(settings.DATA_DIR)
     data_dir.mkdir(parents=True, exist_ok=True)
     embedded_redis = "REDIS_URL" not in os.environ
@@ -647,9 +667,13 @@ def chromium_ensure() -> None:
         say(f"warning: Chromium is not available, browser tests will fail or skip: {exc}")
 
 
-# The npm MCP reference server the tests run under node (tests/mcp/test_reference_servers.py),
-# at a pinned version, installed into the checkout's .data/npm.
-NPM_TEST_PACKAGES = {"@modelcontextprotocol/server-everything": "2026.8.31"}
+# The npm packages the tests run under node, at pinned versions, installed into the checkout's
+# .data/npm: the MCP reference server (tests/mcp/test_reference_servers.py) and the certified
+# OpenID provider the single sign-on tests log in through (tests/sso/provider.mjs).
+NPM_TEST_PACKAGES = {
+    "@modelcontextprotocol/server-everything": "2026.8.31",
+    "oidc-provider": "9.13.3",
+}
 NPM_PREFIX = ROOT / ".data" / "npm"
 
 
@@ -671,7 +695,7 @@ def npm_test_packages_ensure() -> None:
             apt_install("nodejs", "npm")
         except (CliError, subprocess.CalledProcessError) as exc:
             raise CliError(
-                "npm is missing: the MCP tests run the npm reference server "
+                "npm is missing: the MCP and single sign-on tests run npm packages "
                 f"{', '.join(wanted)} under node. Install Node.js and npm "
                 f"(apt-get install nodejs npm), then run the tests again ({exc})"
             ) from None
@@ -806,7 +830,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Everything after `test` belongs to pytest, including -h and -k.
             return cmd_test(argv[1:])
         return cmd_up(parser.parse_args(argv))
-    except CliError as exc:
+    except (CliError, ImproperlyConfigured) as exc:
         say(f"error: {exc}")
         return 2
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from accounts.config import oidc_config_from_env
 from harness_site.env import DEFAULT_SECRET_KEY, env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -36,6 +38,7 @@ INSTALLED_APPS = [
     "agent",
     "multiagent",
     "dashboard",
+    "accounts",
 ]
 
 MIDDLEWARE = [
@@ -218,6 +221,23 @@ elif HARNESS_CSP == "report-only":
     CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP
 
 # --- Auth, i18n, static --------------------------------------------------------------------
+# Single sign-on (accounts/, README "Single sign-on"): an OidcConfig from the HARNESS_OIDC_*
+# variables, None without HARNESS_OIDC_ISSUER. HARNESS_LOCAL_LOGIN=off refuses every password
+# login but a superuser's (break-glass); it needs single sign-on.
+HARNESS_OIDC = oidc_config_from_env(os.environ)
+HARNESS_LOCAL_LOGIN = env_bool("HARNESS_LOCAL_LOGIN", True)
+if not HARNESS_LOCAL_LOGIN and HARNESS_OIDC is None:
+    raise ImproperlyConfigured(
+        "HARNESS_LOCAL_LOGIN=off needs single sign-on: set HARNESS_OIDC_ISSUER (and its client)"
+    )
+# Sessions remember the backend that signed them in: with local login off, the sessions of
+# Django's plain password backend end, and only break-glass superusers sign in again.
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend"
+    if HARNESS_LOCAL_LOGIN
+    else "accounts.backends.LocalPasswordBackend",
+    *(["accounts.backends.OidcBackend"] if HARNESS_OIDC else []),
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]

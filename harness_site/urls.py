@@ -14,6 +14,7 @@ urlpatterns = [
     # temporary: the name changes with the icon).
     path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("favicon.svg"))),
     path("admin/", admin.site.urls),
+    path("accounts/", include("accounts.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("django-rq/", include("django_rq.urls")),
     path("api/v1/", api.urls),

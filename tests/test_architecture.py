@@ -20,7 +20,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("tasks", "review", "checkpoints", "multiagent", "agent", "dashboard", "harness_site")
+APPS = (
+    "tasks",
+    "review",
+    "checkpoints",
+    "multiagent",
+    "agent",
+    "dashboard",
+    "harness_site",
+    "accounts",
+)
 # bench/ fabricates task states to measure them, as tests do: it is not scanned.
 SCANNED = (*APPS, "examples")
 

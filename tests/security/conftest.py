@@ -15,6 +15,14 @@ from tests.durable.conftest import (  # noqa: F401  (shared fixtures)
     harness_config_text,
 )
 from tests.factories import ReviewRequestFactory, TaskFactory, ToolCallFactory, scripted_spec
+from tests.sso.fixtures import (  # noqa: F401  (shared fixtures)
+    idp,
+    idp_server,
+    local_login_off,
+    sso,
+    sso_login,
+    token_standin,
+)
 from tests.tools.conftest import call, ctx, outside, workspace  # noqa: F401  (shared fixtures)
 
 ROLES = ("anonymous", "outsider", "viewer", "creator", "operator", "superuser")
