@@ -262,11 +262,34 @@ STORAGES = {
     "staticfiles": {"BACKEND": "harness_site.staticfiles.StaticFilesStorage"},
 }
 
+# Telemetry (harness_site/telemetry.py): traces are configured by the standard OTEL_*
+# variables; the task page links a trace when HARNESS_TRACE_URL_TEMPLATE is set (`{trace_id}`
+# is replaced), e.g. http://jaeger:16686/trace/{trace_id}.
+HARNESS_TRACE_URL_TEMPLATE = env_str("HARNESS_TRACE_URL_TEMPLATE", "")
+if HARNESS_TRACE_URL_TEMPLATE and "{trace_id}" not in HARNESS_TRACE_URL_TEMPLATE:
+    raise ImproperlyConfigured(
+        f"HARNESS_TRACE_URL_TEMPLATE={HARNESS_TRACE_URL_TEMPLATE!r}: must contain {{trace_id}}"
+    )
+# Log lines: `plain` text, or `json` (one JSON object a line, with task, call and trace ids).
+HARNESS_LOG_FORMAT = env_str("HARNESS_LOG_FORMAT", "plain").strip().lower() or "plain"
+if HARNESS_LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"HARNESS_LOG_FORMAT={HARNESS_LOG_FORMAT!r}: expected plain or json")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"ids": {"()": "harness_site.telemetry.LogContext"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "harness_site.telemetry.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": HARNESS_LOG_FORMAT,
+            "filters": ["ids"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # The MCP SDK logs every HTTP request and session event at INFO.
     "loggers": {

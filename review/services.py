@@ -769,6 +769,8 @@ def _settle(
         "original_arguments": review.original_arguments,
         "approved_arguments": approved,
         "edited": approved is not None and approved != review.original_arguments,
+        "arguments_hash": canonical_hash(approved if approved is not None else review.arguments),
+        "wait_s": round((now - review.requested_at).total_seconds(), 3),
     }
     # The task says so once it ends ("succeeded · 1 call rejected").
     task_review_outcome_count(
@@ -1571,6 +1573,8 @@ def _expire(*, task: Task, review: ReviewRequest, now: datetime) -> None:
                 "tool": review.tool,
                 "on_expiry": review.on_expiry,
                 "expires_at": review.expires_at.isoformat(),
+                "arguments_hash": canonical_hash(review.arguments),
+                "wait_s": round((now - review.requested_at).total_seconds(), 3),
             },
         ),
     )

@@ -50,6 +50,7 @@ from tasks.states import (
 )
 from tasks.tools.mcp import mcp_server_of
 from tasks.tools.registry import UnknownTool, registry
+from tasks.tracing import event_traced
 
 
 class CapacityFull(Exception):
@@ -79,7 +80,7 @@ def event_build(
 ) -> TaskEvent:
     """An unsaved event. `type` is one of EventType (tasks.events; tests/test_architecture.py
     checks every writer passes one)."""
-    return TaskEvent(
+    event = TaskEvent(
         task_id=task_id,
         type=type,
         payload=payload or {},
@@ -87,6 +88,8 @@ def event_build(
         actor=actor,
         created_at=at or timezone.now(),
     )
+    event_traced(event)
+    return event
 
 
 def event_record(

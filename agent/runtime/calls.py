@@ -21,7 +21,9 @@ from agent.runtime.review_gate import (
     pause_for_review,
 )
 from agent.runtime.run import Run, StopRun
+from agent.tracing import tool_span
 from agent.validation import CHECK_ERROR_CLASSES, check_call, check_result
+from harness_site import telemetry
 from review import policy
 from review.recheck import approval_recheck, review_requirements
 from review.selectors import call_edit
@@ -43,7 +45,8 @@ def call_next(run: Run) -> None:
     call = state.pending[state.next_call]
     if call.tool == DELEGATE_TOOL and call.tool in run.spec.tools:
         await_delegations(run)
-    outcome = call_run(run, call)
+    with telemetry.log_context(call_id=call.call_id):
+        outcome = call_run(run, call)
     state.messages.append(
         Message(
             role="tool",
@@ -354,7 +357,16 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         run.commit(trigger=None, extra=[row])
     run.live.begin(call_id=row.call_id, tool=tool.name, attempt=row.attempts, output=ctx.output)
     try:
-        outcome = invoke(run, tool, ctx, args)
+        with tool_span(
+            tool=tool.name, call_id=row.call_id, attempt=row.attempts, arguments=row.arguments
+        ) as traced:
+            outcome = invoke(run, tool, ctx, args)
+            traced.finished(
+                status=outcome.status,
+                error_class=outcome.error_class,
+                error_message=outcome.error_message,
+                result=outcome.result,
+            )
     finally:
         run.live.end()
     run.pending_outputs += output_rows(

@@ -4,6 +4,7 @@ rule allows it (review.standing): then the rule's approval is written and the ca
 
 from __future__ import annotations
 
+import logging
 from typing import Any, NoReturn
 
 from agent.runtime.run import Run
@@ -21,6 +22,8 @@ from tasks.fingerprint import previewed
 from tasks.models import TaskEvent, ToolCall
 from tasks.states import TaskStatus
 from tasks.tools.registry import ToolSpec
+
+log = logging.getLogger(__name__)
 
 
 def _pause_for_human(run: Run, row: ToolCall, *, reason: str) -> ReviewPause:
@@ -77,6 +80,7 @@ def pause_for_review(
             changes=changes,
         )
         return
+    log.info("task %s: %s waits for review (%s)", run.task_id, tool.name, decision.reason)
     review_gate(
         tool_call=row,
         decision=decision,

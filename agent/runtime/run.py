@@ -27,6 +27,7 @@ from agent.validation import check_limits
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import checkpoint_build, checkpoint_next_seq
 from checkpoints.snapshots import snapshot_capture, snapshot_distrust
+from harness_site import telemetry
 from harness_site.config import harness_config
 from multiagent.shared import shared_dir
 from tasks import services
@@ -36,6 +37,7 @@ from tasks.models import Task, TaskEvent, ToolCall, ToolOutput
 from tasks.spec import MAX_TURN_TOKENS, TaskSpec
 from tasks.states import TaskStatus
 from tasks.tools.registry import ToolContext, ToolSpec, registry
+from tasks.tracing import checkpoints_traced, task_segment
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +95,11 @@ def with_lease(*, task_id: Any, worker_id: str, execute: Callable[[Task], str]) 
     if task is None:
         log.info("task %s is not queued; nothing to do", task_id)
         return "skipped"
-    return execute(task)
+    with task_segment(task) as span:
+        outcome = execute(task)
+        telemetry.set_attributes(span, {"harness.run.outcome": outcome})
+        log.info("task %s: run ended: %s", task_id, outcome)
+        return outcome
 
 
 _LEDGER_FIELDS = [
@@ -334,6 +340,7 @@ class Run:
             if self.blobs:
                 snapshot_distrust(self.workspace)
             raise
+        checkpoints_traced(self.staged)
         self.blobs = {}
         self.deferred_rows = []
         self.pending_events = []
@@ -377,6 +384,13 @@ class Run:
         and the job ends; the scheduled job wakes it and resumes from the checkpoint."""
         retry_at = timezone.now() + timedelta(seconds=delay_s)
         self.state.last_error = error
+        log.info(
+            "task %s: %s error, retry %d in %.1fs",
+            self.task_id,
+            error.error_class,
+            attempt,
+            delay_s,
+        )
         self.event(
             EventType.RETRY_SCHEDULED,
             {

@@ -15,6 +15,7 @@ from agent.retry import TIMEOUT, is_retryable, retry_policy
 from agent.runtime.run import OBSERVATION_MAX_CHARS, Run, StopRun
 from agent.runtime.step import step_finish
 from agent.runtime.watchdog import InThread
+from agent.tracing import chat_span
 from agent.validation import CheckFailure, check_final
 from tasks import beacon
 from tasks.agent_state import ErrorInfo, Message, ProposedCall
@@ -25,14 +26,22 @@ from tasks.tools.registry import ToolSpec, UnknownTool
 
 def model_turn(run: Run) -> None:
     started = time.monotonic()
-    try:
-        decision = _decide(run)
-    except ModelError as exc:
-        _on_model_error(run, exc)
+    error: ModelError | None = None
+    model = getattr(run.spec.model, "model", None) or run.model.name
+    with chat_span(provider=run.model.name, model=model, state=run.state) as chat:
+        try:
+            decision = _decide(run)
+        except ModelError as exc:
+            chat.failed(exc.error_class, str(exc))
+            error = exc
+        else:
+            usage = run.charge(decision)
+            chat.decided(decision, usage)
+    if error is not None:
+        _on_model_error(run, error)
     duration_ms = (time.monotonic() - started) * 1000
     state = run.state
     state.model_retries = 0
-    usage = run.charge(decision)
     calls = [
         ProposedCall(call_id=state.new_call_id(i), tool=c.tool, args=c.args, raw_error=c.raw_error)
         for i, c in enumerate(decision.calls)

@@ -3,6 +3,7 @@ by a deadline even when the call ignores its own timeout."""
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections.abc import Callable
@@ -33,7 +34,9 @@ class InThread:
             finally:
                 connections.close_all()
 
-        self.thread = threading.Thread(target=target, daemon=True, name=name)
+        # In the caller's context: its log context and current span (agent.tracing).
+        context = contextvars.copy_context()
+        self.thread = threading.Thread(target=lambda: context.run(target), daemon=True, name=name)
         self.thread.start()
 
     def wait(self, timeout_s: float, *, layer: str) -> bool:

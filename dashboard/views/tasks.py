@@ -38,6 +38,7 @@ from tasks import charts, selectors
 from tasks.models import PREVIEW_BYTES, Task
 from tasks.spec import budget_in_force, spec_model_name
 from tasks.states import TERMINAL, IllegalTransition, TaskStatus, TransitionConflict
+from tasks.tracing import task_trace
 
 LIST_PAGE_SIZE = 50
 TAB_PAGE_SIZE = 100
@@ -164,6 +165,7 @@ def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
         "pending_reviews": pending,
         "live": task.status not in TERMINAL,
         "can_operate": selectors.user_can_operate(request.user),
+        "trace": task_trace(task),
     }
 
 
