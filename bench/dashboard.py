@@ -604,10 +604,12 @@ def _one_plain(sql: str) -> Any:
 
 
 def _rollup_models() -> tuple[Any, ...]:
-    from review.models import ReviewHourly, ReviewRolledHour, ReviewTimeHourly
+    from review.models import ReviewRolledHour
+    from review.rollups import DAILY
     from tasks.rollups import ROLLUP_MODELS
 
-    return (*ROLLUP_MODELS, ReviewHourly, ReviewTimeHourly, ReviewRolledHour)
+    review = [model for pair in DAILY for model in pair]
+    return (*ROLLUP_MODELS, *review, ReviewRolledHour)
 
 
 def _big_tables() -> tuple[Any, ...]:

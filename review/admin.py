@@ -12,10 +12,12 @@ from review.models import (
     ReceiptChainHead,
     ReviewApproval,
     ReviewComment,
+    ReviewDaily,
     ReviewHourly,
     ReviewRequest,
     ReviewRolledHour,
     ReviewRule,
+    ReviewTimeDaily,
     ReviewTimeHourly,
     ReviewView,
     RuleKind,
@@ -181,6 +183,8 @@ for _model in (
     ReviewRolledHour,
     ReviewHourly,
     ReviewTimeHourly,
+    ReviewDaily,
+    ReviewTimeDaily,
 ):
     if not admin.site.is_registered(_model):
         admin.site.register(_model, _ReadOnlyAdmin)

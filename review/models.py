@@ -567,3 +567,44 @@ class ReviewTimeHourly(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hour:%Y-%m-%d %H:00} {self.dim}={self.key} {self.kind}[{self.bucket}]"
+
+
+class ReviewDaily(models.Model):
+    """ReviewHourly summed over one UTC day (review.rollups keeps it in step with the hours):
+    a window of days reads 30 rows per key, not 720."""
+
+    day = models.DateTimeField()
+    dim = models.CharField(max_length=10)
+    key = models.CharField(max_length=150)
+    opened = models.PositiveIntegerField(default=0)
+    decided = models.PositiveIntegerField(default=0)
+    approved = models.PositiveIntegerField(default=0)
+    rejected = models.PositiveIntegerField(default=0)
+    expired = models.PositiveIntegerField(default=0)
+    edited = models.PositiveIntegerField(default=0)
+    notifications_failed = models.PositiveIntegerField(default=0)
+    unviewed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["day", "dim"], name="reviewdaily_day_dim")]
+
+    def __str__(self) -> str:
+        return f"{self.day:%Y-%m-%d} {self.dim}={self.key}: {self.opened} opened"
+
+
+class ReviewTimeDaily(models.Model):
+    """ReviewTimeHourly summed over one UTC day, one row per (dim, key, kind) holding its whole
+    histogram ({bucket: reviews}): a day fills a few thousand buckets, and a window of 30 days
+    would otherwise sum ~100,000 rows."""
+
+    day = models.DateTimeField()
+    dim = models.CharField(max_length=10)
+    key = models.CharField(max_length=150)
+    kind = models.CharField(max_length=12)
+    histogram = models.JSONField()
+
+    class Meta:
+        indexes = [models.Index(fields=["day", "dim"], name="reviewtimedaily_day_dim")]
+
+    def __str__(self) -> str:
+        return f"{self.day:%Y-%m-%d} {self.dim}={self.key} {self.kind}"

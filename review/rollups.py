@@ -29,25 +29,30 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Max, Min, OuterRef, Subquery, Sum
+from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from review.models import (
     DecisionReceipt,
     Notification,
     NotificationStatus,
+    ReviewDaily,
     ReviewHourly,
     ReviewRequest,
     ReviewRolledHour,
     ReviewStatus,
+    ReviewTimeDaily,
     ReviewTimeHourly,
     ReviewView,
 )
 from tasks.rollups import (
     BUCKETS_PER_DOUBLING,
+    DAY,
     HOUR,
     MIN_BUCKETED,
     bucket_value,
+    day_ceil,
+    day_floor,
     hour_ceil,
     hour_floor,
     hours_advance,
@@ -230,6 +235,41 @@ def review_hours_roll(*, start: datetime, stop: datetime, now: datetime) -> None
             ReviewRolledHour(hour=hour, pending=pending.get(hour, 0), rolled_at=now)
             for hour in hours
         )
+        review_days_roll(days=sorted({day_floor(hour) for hour in hours}))
+
+
+# The daily sums and the hourly roll-ups they sum.
+DAILY = ((ReviewHourly, ReviewDaily), (ReviewTimeHourly, ReviewTimeDaily))
+
+
+def review_days_roll(*, days: list[datetime]) -> None:
+    """Replace the daily sums of these UTC days from their rolled hours (in the caller's
+    transaction): a day's sum follows each roll of one of its hours."""
+    ReviewDaily.objects.filter(day__in=days).delete()
+    ReviewTimeDaily.objects.filter(day__in=days).delete()
+    for day in days:
+        hours = {"hour__gte": day, "hour__lt": day + DAY}
+        ReviewDaily.objects.bulk_create(
+            ReviewDaily(
+                day=day, dim=row["dim"], key=row["key"], **{c: row[f"sum_{c}"] for c in COUNTS}
+            )
+            for row in ReviewHourly.objects.filter(**hours)
+            .values("dim", "key")
+            .annotate(**{f"sum_{c}": Sum(c) for c in COUNTS})
+            .order_by()
+        )
+        histograms: dict[tuple[str, str, str], dict[str, int]] = defaultdict(dict)
+        for row in (
+            ReviewTimeHourly.objects.filter(**hours)
+            .values("dim", "key", "kind", "bucket")
+            .annotate(n=Sum("reviews"))
+            .order_by()
+        ):
+            histograms[(row["dim"], row["key"], row["kind"])][str(row["bucket"])] = row["n"]
+        ReviewTimeDaily.objects.bulk_create(
+            ReviewTimeDaily(day=day, dim=dim, key=key, kind=kind, histogram=histogram)
+            for (dim, key, kind), histogram in histograms.items()
+        )
 
 
 def review_rollups_advance(*, now: datetime) -> int:
@@ -284,6 +324,22 @@ def _percentile(histogram: Counter, fraction: float) -> float | None:
     return round(below + (rank - low) * (at(low + 1) - below), 1)
 
 
+def _rolled(
+    hourly: type, daily: type, start: datetime, stop: datetime
+) -> tuple[QuerySet | None, QuerySet]:
+    """The roll-up rows covering the rolled hours [start, stop): the daily sums of the whole
+    UTC days inside it (None: there are none), the hourly rows of the hours around them."""
+    first_day, last_day = day_ceil(start), day_floor(stop)
+    if first_day >= last_day:
+        return None, hourly.objects.filter(hour__gte=start, hour__lt=stop)
+    return (
+        daily.objects.filter(day__gte=first_day, day__lt=last_day),
+        hourly.objects.filter(
+            Q(hour__gte=start, hour__lt=first_day) | Q(hour__gte=last_day, hour__lt=stop)
+        ),
+    )
+
+
 def review_sla(
     *, since: datetime, until: datetime, rolled: bool = True
 ) -> dict[str, list[dict[str, Any]]]:
@@ -301,22 +357,26 @@ def review_sla(
         stop = min(hour_floor(until), span["last"] + HOUR)
         if start < stop:
             raw = tuple((a, b) for a, b in ((since, start), (stop, until)) if a < b)
-            # Summed over the window's hours by PostgreSQL: a few thousand rows reach Python
-            # however many hours and reviews the window holds.
-            window = {"hour__gte": start, "hour__lt": stop}
+            # Summed over the window by PostgreSQL, its whole days from the daily sums and
+            # the hours around them from the hourly ones: a few thousand rows reach Python
+            # however many days and reviews the window holds.
             summed = {f"sum_{c}": Sum(c) for c in COUNTS}
-            for row in (
-                ReviewHourly.objects.filter(**window)
-                .values("dim", "key")
-                .annotate(**summed)
-                .order_by()
+            for rows in _rolled(ReviewHourly, ReviewDaily, start, stop):
+                if rows is None:
+                    continue
+                for row in rows.values("dim", "key").annotate(**summed).order_by():
+                    counts[(None, row["dim"], row["key"])].update(
+                        {c: row[f"sum_{c}"] for c in COUNTS}
+                    )
+            days, hours = _rolled(ReviewTimeHourly, ReviewTimeDaily, start, stop)
+            for dim, key, kind, histogram in (
+                [] if days is None else days.values_list("dim", "key", "kind", "histogram")
             ):
-                counts[(None, row["dim"], row["key"])].update({c: row[f"sum_{c}"] for c in COUNTS})
+                into = hists[((None, dim, key), kind)]
+                for bucket, n in histogram.items():
+                    into[int(bucket)] += n
             for row in (
-                ReviewTimeHourly.objects.filter(**window)
-                .values("dim", "key", "kind", "bucket")
-                .annotate(n=Sum("reviews"))
-                .order_by()
+                hours.values("dim", "key", "kind", "bucket").annotate(n=Sum("reviews")).order_by()
             ):
                 key = (None, row["dim"], row["key"])
                 hists[(key, row["kind"])][row["bucket"]] += row["n"]

@@ -59,6 +59,7 @@ CANCELED_CALL = Q(status=S.FAILED, error_class=CANCELED_ERROR)
 FINAL_CALL = (S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.DENIED, S.REJECTED)
 
 HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
 ROLL_LAG = timedelta(minutes=5)
 RESETTLE_WITHIN = timedelta(days=2)
 RESETTLE_EVERY = timedelta(minutes=2)
@@ -96,6 +97,16 @@ def hour_floor(at: datetime) -> datetime:
 def hour_ceil(at: datetime) -> datetime:
     floor = hour_floor(at)
     return floor if floor == at else floor + HOUR
+
+
+def day_floor(at: datetime) -> datetime:
+    """The UTC midnight at or before `at` (daily roll-ups are UTC days)."""
+    return hour_floor(at).replace(hour=0)
+
+
+def day_ceil(at: datetime) -> datetime:
+    floor = day_floor(at)
+    return floor if floor == at else floor + DAY
 
 
 def log_bucket(field: str):

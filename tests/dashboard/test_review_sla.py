@@ -16,7 +16,7 @@ import time_machine
 from django.db import connection
 
 from review import rollups
-from review.models import Notification, ReviewRequest, ReviewRolledHour
+from review.models import Notification, ReviewDaily, ReviewRequest, ReviewRolledHour
 from review.notifications import notification_send
 from review.rollups import review_rollups_advance, review_sla
 from review.services import review_decide, reviews_expire_overdue
@@ -150,6 +150,52 @@ def test_rolled_figures_equal_raw_figures_and_a_later_change_arrives(
         assert raw["rule"][0]["decided"] == 2 and raw["rule"][0]["unviewed"] == 1
         assert review_rollups_advance(now=now) >= 1
         assert review_sla(since=now - timedelta(hours=24), until=now) == raw
+
+
+def roll_all(now: datetime) -> None:
+    while review_rollups_advance(now=now):
+        pass
+
+
+def test_a_window_of_days_reads_the_daily_sums_and_equals_the_raw_figures(
+    harness_yaml, paused_review, operator
+):
+    """Whole UTC days of a window come from the daily sums, the hours around them from the
+    hourly rows; a day whose hour is rolled again (a late decision) is summed again."""
+    harness_yaml(CONFIG.split("notifications:")[0].replace("1h", "100h"))
+    with time_machine.travel(START, tick=False) as traveller:
+        opened = []
+        for n in range(9):  # every 7 h: over four UTC days
+            review = paused_review()
+            opened.append(review)
+            minutes(traveller, 3)
+            if n % 3:
+                approve(review, operator, via="page")
+            minutes(traveller, 7 * 60 - 3)
+        now = datetime.now(UTC)
+        roll_all(now)
+        assert ReviewDaily.objects.filter(day=datetime(2026, 12, 1, tzinfo=UTC)).exists()
+        window = {"since": now - timedelta(days=3, minutes=30), "until": now}
+        raw = review_sla(**window, rolled=False)
+        assert raw["rule"][0]["opened"] == 9 and raw["rule"][0]["decided"] == 6
+        assert review_sla(**window) == raw
+
+        # Decided long after its hour (inside a whole day of the window) was rolled.
+        pending = opened[3]
+        review_decide(
+            review_id=pending.id,
+            user=operator,
+            decision="approve",
+            arguments_hash=canonical_hash(ReviewRequest.objects.get(pk=pending.pk).arguments),
+            via="api",
+        )
+        minutes(traveller, 10)
+        now = datetime.now(UTC)
+        window = {"since": now - timedelta(days=3, minutes=40), "until": now}
+        raw = review_sla(**window, rolled=False)
+        assert raw["rule"][0]["decided"] == 7
+        roll_all(now)
+        assert review_sla(**window) == raw
 
 
 def test_a_viewer_reads_a_user_in_no_group_does_not(api_client, viewer, outsider):
