@@ -118,3 +118,17 @@ def test_with_local_login_off_passwords_are_refused_except_a_break_glass_superus
     # And single sign-on works as before.
     idp.account("alice", groups=["idp-ops"])
     assert signed_in(sso_login("alice").page, live_server)
+
+
+def test_a_password_form_posted_with_a_code_and_state_starts_no_code_exchange(sso, idp):
+    # Django offers every backend every credential set; only the callback may start an
+    # exchange (here the provider would refuse the made-up code: a 502, or worse, a 500).
+    UserFactory(username="operator", roles=["operators"])
+
+    response = Client().post(
+        "/accounts/login/?code=made-up&state=made-up",
+        {"username": "operator", "password": "wrong"},
+    )
+
+    assert response.status_code == 200
+    assert b"Please try again" in response.content

@@ -104,3 +104,10 @@ def test_an_issuer_that_is_not_the_providers_stops_start_up(idp, tmp_path):
     assert "harness.E010" in bad.stderr + bad.stdout
     good = _run(check, tmp_path, HARNESS_OIDC_ISSUER=idp.issuer, **sso)
     assert "harness.E010" not in good.stderr + good.stdout
+
+
+@pytest.mark.django_db
+def test_without_an_issuer_there_is_no_single_sign_on(client):
+    assert b"Sign in with" not in client.get("/accounts/login/").content
+    assert client.get("/accounts/oidc/login/").status_code == 404
+    assert client.get("/accounts/oidc/callback/?code=x&state=y").status_code == 404
