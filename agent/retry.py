@@ -35,6 +35,11 @@ TRANSIENT = "transient"
 TIMEOUT = "timeout"
 UNKNOWN_OUTCOME = "unknown_outcome"
 TOOL_CRASHED = "tool_crashed"
+# Every class a tool call's attempt can fail with (the metrics' `error_class` label; a tool's
+# own ToolError may name any other, which counts as `other`).
+TOOL_ERROR_CLASSES = frozenset(
+    {TRANSIENT, "permanent", TIMEOUT, UNKNOWN_OUTCOME, TOOL_CRASHED, "mcp_unavailable"}
+)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 
 from harness_site.config import harness_config
+from harness_site.metrics import REDISPATCHES, SWEEPS, metric_inc
 from multiagent.coordinator import rounds_advance_open
 from multiagent.delegation import delegations_wake_ready
 from multiagent.recovery import shared_restores_finish_pending
@@ -170,6 +171,7 @@ def tasks_recover_stalled(
             task_id=task_id, stale_after_s=stale_after_s, max_redispatches=max_redispatches
         )
         if outcome:
+            metric_inc(REDISPATCHES, outcome=outcome)
             counts.stalled += 1
             setattr(counts, outcome, getattr(counts, outcome) + 1)
 
@@ -296,6 +298,7 @@ def sweep_once() -> SweepCounts:
     counts.rounds_ended = rounds_advance_open()
     counts.parents_woken = delegations_wake_ready()
     sweep_record(started=started, duration_ms=(time.monotonic() - clock) * 1000, counts=counts)
+    metric_inc(SWEEPS)
     if counts.any():
         log.info("sweep: %s", asdict(counts))
     return counts

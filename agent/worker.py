@@ -25,6 +25,7 @@ from django.db import connections
 # of an approval's latency).
 from agent.jobs import agent_runners_preload
 from agent.sweep import task_recover_stalled
+from harness_site.metrics import metrics_flush
 from tasks import beacon, services
 from tasks.events import EventType
 from tasks.tools.registry import load_tool_modules
@@ -147,6 +148,13 @@ class Worker(rq.Worker):
         # Never fork with a database connection open: the horse would share its socket.
         connections.close_all()
         super().execute_job(job, queue)
+
+    def perform_job(self, job: rq.job.Job, queue: rq.Queue, execution: Any) -> bool:
+        try:
+            return super().perform_job(job, queue, execution)
+        finally:
+            # A work horse ends with os._exit (no atexit): what it counted goes out now.
+            metrics_flush()
 
     def fork_work_horse(self, job: rq.job.Job, queue: rq.Queue) -> None:
         super().fork_work_horse(job, queue)  # returns in the worker process only

@@ -125,3 +125,20 @@ def failed_jobs(*, limit: int = FAILED_JOBS_SHOWN) -> list[FailedJob]:
             )
     out.sort(key=lambda j: j.ended_at.timestamp() if j.ended_at else 0.0, reverse=True)
     return out[:limit]
+
+
+def queue_depths() -> dict[str, int]:
+    """Jobs waiting on each harness queue (one LLEN each)."""
+    return {name: django_rq.get_queue(name).count for name in settings.HARNESS_QUEUES}
+
+
+def workers_per_queue() -> dict[str, int]:
+    """Live workers listening on each harness queue (RQ drops a worker's entry when its
+    heartbeat lapses)."""
+    connection = django_rq.get_connection(settings.HARNESS_QUEUES[0])
+    counts = dict.fromkeys(settings.HARNESS_QUEUES, 0)
+    for worker in Worker.all(connection=connection):
+        for name in worker.queue_names():
+            if name in counts:
+                counts[name] += 1
+    return counts

@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard.views import audit, integrations, ops, overview, preferences, search, stats
+from dashboard.views import (
+    audit,
+    integrations,
+    metrics,
+    ops,
+    overview,
+    preferences,
+    search,
+    stats,
+)
 
 app_name = "dashboard"
 
@@ -13,6 +22,8 @@ urlpatterns = [
     path("stats/reviews/", stats.review_stats, name="review_stats"),
     path("stats/reviews/<slug:table>.csv", stats.review_stats_csv, name="review_stats_csv"),
     path("ops/", ops.operations, name="ops"),
+    # Prometheus (README "Metrics and alerts"): a bearer token, not a session.
+    path("metrics", metrics.metrics, name="metrics"),
     path("ops/jobs/<slug:queue_name>/<str:job_id>/requeue/", ops.job_requeue, name="requeue"),
     path("audit/", audit.audit_log, name="audit"),
     path("search/", search.search, name="search"),

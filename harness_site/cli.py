@@ -667,6 +667,20 @@ def chromium_ensure() -> None:
         say(f"warning: Chromium is not available, browser tests will fail or skip: {exc}")
 
 
+def prometheus_ensure() -> None:
+    """Debian's Prometheus (server and promtool) for the metrics tests, which scrape a running
+    stack with it (tests/dashboard/test_metrics_prometheus.py)."""
+    if Path("/usr/bin/prometheus").exists() and Path("/usr/bin/promtool").exists():
+        return
+    try:
+        apt_install("prometheus")
+    except (CliError, subprocess.CalledProcessError) as exc:
+        say(f"warning: Prometheus is not available, the metrics tests will fail or skip: {exc}")
+    # The package starts a server of its own (port 9090, scraping itself): the tests run theirs.
+    if shutil.which("systemctl") and Path("/run/systemd/system").exists():
+        subprocess.run(["systemctl", "disable", "--now", "prometheus"], check=False)
+
+
 # The npm packages the tests run under node, at pinned versions, installed into the checkout's
 # .data/npm: the MCP reference server (tests/mcp/test_reference_servers.py) and the certified
 # OpenID provider the single sign-on tests log in through (tests/sso/provider.mjs).
@@ -748,6 +762,7 @@ def cmd_test(pytest_args: list[str]) -> int:
         postgres_ensure(database_url)
     redis_ensure(redis_url)
     chromium_ensure()
+    prometheus_ensure()
     npm_test_packages_ensure()
 
     processes = os.environ.get("HARNESS_TEST_PROCESSES", "2")

@@ -131,6 +131,14 @@ HARNESS_HTTP_ALLOW_NETWORKS = [
     str(ipaddress.ip_network(net, strict=False))
     for net in env_list("HARNESS_HTTP_ALLOW_NETWORKS", [])
 ]
+# `/metrics` (dashboard/metrics.py, README "Metrics and alerts"): with HARNESS_METRICS_TOKEN a
+# scrape must send `Authorization: Bearer <token>`; with HARNESS_METRICS_ALLOW (CIDRs) it must come
+# from one of those networks (REMOTE_ADDR: the proxy's, behind one); with both, both. Neither
+# set: /metrics answers 403 (fail closed).
+HARNESS_METRICS_TOKEN = env_str("HARNESS_METRICS_TOKEN", "")
+HARNESS_METRICS_ALLOW = [
+    ipaddress.ip_network(net, strict=False) for net in env_list("HARNESS_METRICS_ALLOW", [])
+]
 # The command sandbox (agent/tools/sandbox.py): `bwrap` (bubblewrap from .venv, HARNESS_BWRAP,
 # or PATH) or `off`, which runs run_command UNSANDBOXED as the worker's user (logged loudly).
 HARNESS_SANDBOX = env_str("HARNESS_SANDBOX", "bwrap").strip().lower()

@@ -31,6 +31,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from harness_site.config import RouteConfig, harness_config
+from harness_site.metrics import NOTIFICATION_FAILURES, metric_inc
 from review.models import (
     Notification,
     NotificationEvent,
@@ -304,6 +305,7 @@ def notification_send(*, notification_id: int) -> str:
         )
     except NotificationFailed as exc:
         error = str(exc)[:500] or "failed"
+        metric_inc(NOTIFICATION_FAILURES, channel=row.channel)
         log.warning(
             "notification %s of review %s to channel %s failed (attempt %s): %s",
             row.event,

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
+from harness_site.metrics import REVIEW_WAIT_SECONDS, metric_observe
 from review import standing
 from review.models import (
     REVIEW_TRANSITIONS,
@@ -43,7 +44,7 @@ from review.recheck import (
     review_targets_now,
 )
 from review.rollups import review_rollups_stale
-from review.selectors import user_can_decide
+from review.selectors import review_rule_labels, user_can_decide
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.feedback import compact_feedback
@@ -132,9 +133,23 @@ def review_transition(
             event_insert(event)
         notifications_plan_closed(review=review, to=to, now=updates["decided_at"])
         review_rollups_stale(requested_at=review.requested_at)
+        if frm == ReviewStatus.PENDING:
+            _count_wait(review=review, to=to, decided_at=updates["decided_at"])
     for key, value in updates.items():
         setattr(review, key, value)
     return review
+
+
+def _count_wait(*, review: ReviewRequest, to: str, decided_at: datetime) -> None:
+    """The review's wait in harness_review_wait_seconds, per matched rule, once it commits."""
+    wait_s = (decided_at - review.requested_at).total_seconds()
+    rules = review_rule_labels(matched_rules=review.matched_rules)
+
+    def count() -> None:
+        for rule in rules:
+            metric_observe(REVIEW_WAIT_SECONDS, wait_s, rule=rule, outcome=to)
+
+    transaction.on_commit(count)
 
 
 # --- opening -------------------------------------------------------------------------------

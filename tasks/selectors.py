@@ -10,15 +10,35 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import CharField, Exists, OuterRef, Prefetch, Q, QuerySet, TextField
+from django.db.models import (
+    CharField,
+    Count,
+    Exists,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Sum,
+    TextField,
+)
 from django.db.models.fields.json import KeyTextTransform, compile_json_path
-from django.db.models.functions import Cast, Left
+from django.db.models.functions import Cast, Left, Now
 from django.utils import timezone
 
 from harness_site.config import harness_config
 from tasks.errors import NotFound
 from tasks.events import EventType
-from tasks.models import SWEEPER_NAME, SweepRun, Task, TaskEvent, ToolCall, ToolOutput
+from tasks.models import (
+    SWEEPER_NAME,
+    SweepRun,
+    Task,
+    TaskEvent,
+    TaskHourly,
+    ToolCall,
+    ToolOutput,
+)
+from tasks.rollups import rolled_span
+from tasks.states import TERMINAL, TaskStatus
 from tasks.tools.mcp import mcp_server_of, recorded_tool
 from tasks.tools.registry import ToolSpec, UnknownTool, registry
 
@@ -544,3 +564,36 @@ def iso_datetime(value: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def task_status_counts() -> dict[str, int]:
+    """How many tasks are in each status, every status named (0 included), fast at millions of
+    tasks: the few unfinished ones counted from `task_status_created` (status leads); finished
+    ones from the hourly roll-ups (TaskHourly) plus, from `task_finished_status` (finished_at
+    leads), those outside the rolled hours (the last hour or so). An hour whose task was
+    reopened counts it under its old outcome too until the sweep rolls that hour again."""
+    counts = dict.fromkeys(TaskStatus.values, 0)
+    # IN, not NOT IN: an index range per status, never the whole index.
+    unfinished = Task.objects.filter(status__in=[s for s in counts if s not in TERMINAL])
+    for row in unfinished.values("status").annotate(n=Count("*")).order_by():
+        counts[row["status"]] = row["n"]
+    finished = Task.objects.filter(status__in=TERMINAL)
+    span = rolled_span()
+    if span is not None:
+        first, end = span
+        rolled = TaskHourly.objects.filter(hour__gte=first, hour__lt=end, status__in=TERMINAL)
+        for row in rolled.values("status").annotate(n=Sum("tasks")).order_by():
+            counts[row["status"]] += row["n"]
+        finished = finished.filter(Q(finished_at__lt=first) | Q(finished_at__gte=end))
+    for row in finished.values("status").annotate(n=Count("*")).order_by():
+        counts[row["status"]] += row["n"]
+    return counts
+
+
+def tasks_heartbeat_stale(*, stale_after_s: float) -> int:
+    """Running tasks whose heartbeat is older than `stale_after_s`: the sweep stalls and
+    redispatches them on its next pass, so a count that stays up means no sweep is running
+    (or it cannot finish). The few running tasks, from `task_status_created`."""
+    return Task.objects.filter(
+        status=TaskStatus.RUNNING, heartbeat_at__lt=Now() - timedelta(seconds=stale_after_s)
+    ).count()

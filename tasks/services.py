@@ -23,6 +23,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from harness_site.config import harness_config
+from harness_site.metrics import TASKS_FINISHED, TASKS_STARTED, metric_inc
 from tasks.agent_state import AgentState
 from tasks.errors import NotFound, error_fingerprint
 from tasks.events import EventType
@@ -238,6 +239,7 @@ def task_transition(
             # The statistics' roll-up of the hour it finished in no longer holds.
             rollups_task_reopened(finished_at=task.finished_at)
         if not staying:
+            _count_transition(to=to, first_start=task.started_at is None)
             event_record(
                 task_id=task_id,
                 type=EventType.STATUS,
@@ -248,6 +250,14 @@ def task_transition(
         for key, value in updates.items():
             setattr(task, key, value)
         return task
+
+
+def _count_transition(*, to: str, first_start: bool) -> None:
+    """The metrics of a status change (harness_site.metrics), counted once it commits."""
+    if to == TaskStatus.RUNNING and first_start:
+        transaction.on_commit(lambda: metric_inc(TASKS_STARTED))
+    elif to in TERMINAL:
+        transaction.on_commit(lambda: metric_inc(TASKS_FINISHED, outcome=to))
 
 
 def _derived_fields(*, task: Task, frm: str, to: str, now: datetime) -> dict[str, Any]:
@@ -613,6 +623,8 @@ def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
         if limit is not None and Task.objects.filter(status=TaskStatus.RUNNING).count() > limit:
             raise CapacityFull(f"{limit} tasks are already running")
         task = Task.objects.get(id=task_id)
+        # Coalesce kept an earlier start: this is the task's first when it set `now`.
+        _count_transition(to=to, first_start=task.started_at == now)
         event_record(
             task_id=task_id,
             type=EventType.STATUS,

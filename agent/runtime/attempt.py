@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.retry import TIMEOUT, classify_exception
+from agent.retry import TIMEOUT, TOOL_ERROR_CLASSES, classify_exception
 from agent.runtime.run import OBSERVATION_MAX_CHARS, Run
 from agent.runtime.watchdog import InThread
+from harness_site.metrics import TOOL_CALL_SECONDS, TOOL_FAILURES, metric_inc, metric_observe
 from tasks.canonical import nul_free
+from tasks.errors import CANCELED_ERROR
 from tasks.feedback import compact_feedback
 from tasks.models import ToolCallStatus
 from tasks.tools.registry import ToolContext, ToolError, ToolSpec
@@ -49,6 +52,29 @@ def observation(result: Any) -> str:
 
 
 def invoke(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome:
+    """One attempt of a tool call (`_invoke`), timed and counted by tool (harness_site.metrics);
+    a cancel is not the tool's failure."""
+    started = time.monotonic()
+    outcome = _invoke(run, tool, ctx, args)
+    label = tool_label(run, tool.name)
+    metric_observe(TOOL_CALL_SECONDS, time.monotonic() - started, tool=label)
+    if outcome.status != ToolCallStatus.SUCCEEDED and outcome.error_class != CANCELED_ERROR:
+        error_class = outcome.error_class if outcome.error_class in TOOL_ERROR_CLASSES else "other"
+        metric_inc(TOOL_FAILURES, tool=label, error_class=error_class)
+    return outcome
+
+
+def tool_label(run: Run, name: str) -> str:
+    """A tool's name as a metric label: a registered tool's, or an MCP tool's the spec names
+    itself; a tool a `server__*` wildcard let in (its name is the server's choice) counts as
+    `server__*`. The set of labels is bounded by code and configuration, never by a server."""
+    if name in run.spec.tools or name not in run.mcp_specs:
+        return name
+    server, _, _ = name.partition("__")
+    return f"{server}__*"
+
+
+def _invoke(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome:
     """Run the tool in a helper thread so the timeout holds even for tools that ignore
     it. On timeout `ctx.stop` is set — cooperating tools stop, run_command kills its
     process group — and after a short grace the call is abandoned: its late result is

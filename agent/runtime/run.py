@@ -29,6 +29,7 @@ from checkpoints.services import checkpoint_build, checkpoint_next_seq
 from checkpoints.snapshots import snapshot_capture, snapshot_distrust
 from harness_site import telemetry
 from harness_site.config import harness_config
+from harness_site.metrics import CHECKPOINT_WRITE_SECONDS, metric_observe
 from multiagent.shared import shared_dir
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo
@@ -163,6 +164,8 @@ class Run:
         self.effect_unwritten = False
         self.seq = checkpoint_next_seq(task_id=task.id)
         self.run_started = time.monotonic()
+        # When the step under way began (or the run, for its first): the step's duration.
+        self.step_started = self.run_started
         self.seconds_before = task.seconds_used
         # The session clock: wall time since the task first started, less the time it waited
         # for a human (Task.human_wait_s: review and held time, kept by task_transition).
@@ -318,6 +321,7 @@ class Run:
             *self.deferred_rows,
             *(row for row in extra or () if row not in self.deferred_rows),
         ]
+        started = time.monotonic()
         try:
             # A pause adds `then` (a transition, a review) to the same write: one transaction.
             with transaction.atomic() if then is not None else nullcontext():
@@ -341,6 +345,7 @@ class Run:
                 snapshot_distrust(self.workspace)
             raise
         checkpoints_traced(self.staged)
+        metric_observe(CHECKPOINT_WRITE_SECONDS, time.monotonic() - started)
         self.blobs = {}
         self.deferred_rows = []
         self.pending_events = []

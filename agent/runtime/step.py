@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from agent.context import context_apply
 from agent.runtime.run import Run, StopRun
+from harness_site.metrics import STEP_SECONDS, metric_observe
 from tasks import beacon
 from tasks.events import EventType
 
@@ -31,6 +33,9 @@ def step_finish(run: Run) -> None:
         )
     _apply_context(run)
     run.event(EventType.STEP_FINISHED, {"step": state.step_index})
+    now = time.monotonic()
+    metric_observe(STEP_SECONDS, now - run.step_started)
+    run.step_started = now
     if run.turn_unwritten or run.effect_unwritten:
         # A step that ran no tool, or ran a side effect: its outcome is durable now.
         run.commit(trigger="after_step")

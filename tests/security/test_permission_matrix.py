@@ -29,6 +29,9 @@ ALLOWED = {
     "staff": {"superuser"},
     # No session role: the request's own signature decides (Slack's interactivity requests).
     "signed": set(),
+    # No session role: HARNESS_METRICS_TOKEN / HARNESS_METRICS_ALLOW decide (tests/security/
+    # test_metrics_access.py); a session alone never scrapes.
+    "token": set(),
 }
 
 # route (as Django prints it) -> (method, level). Third-party sections decided by prefix.
@@ -76,6 +79,7 @@ PAGES: dict[str, tuple[str, str]] = {
     # A user's own settings (their time zone): every role, for themselves only.
     "preferences/": ("GET", "read"),
     "integrations/slack/actions/": ("POST", "signed"),
+    "metrics": ("GET", "token"),
     # The schema and its viewer describe the API, they hold no data.
     "api/v1/": ("GET", "public"),
     "api/v1/openapi.json": ("GET", "public"),
@@ -234,6 +238,8 @@ def test_page_access_by_role(cast, ids, route, method, level):
     for role, response, where in denied_responses(cast, page_client, method, url, level):
         if level == "signed":
             assert response.status_code == 401, where
+        elif level == "token":
+            assert response.status_code in (401, 403), where
         elif role == "anonymous" or level == "staff":
             assert _is_login_redirect(response) or response.status_code == 403, where
         else:
