@@ -111,3 +111,15 @@ def test_without_an_issuer_there_is_no_single_sign_on(client):
     assert b"Sign in with" not in client.get("/accounts/login/").content
     assert client.get("/accounts/oidc/login/").status_code == 404
     assert client.get("/accounts/oidc/callback/?code=x&state=y").status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_provider_that_does_not_answer_is_a_clear_page_not_a_server_error(client, settings):
+    settings.HARNESS_OIDC = oidc_config_from_env(
+        {**BASE, "HARNESS_OIDC_ISSUER": f"http://127.0.0.1:{free_port()}"}
+    )
+
+    response = client.get("/accounts/oidc/login/")
+
+    assert response.status_code == 502
+    assert b"cannot be reached" in response.content
