@@ -17,6 +17,8 @@ MAPPABLE_ROLES = ("operators", "creators", "viewers")
 DEFAULT_SCOPES = "openid email profile"
 DEFAULT_GROUPS_CLAIM = "groups"
 # Asymmetric algorithms only: an HMAC-signed ID token would be signed with the client secret.
+# How the client authenticates at the token endpoint (RFC 6749 2.3.1; OIDC Core 9).
+TOKEN_AUTH_METHODS = ("client_secret_post", "client_secret_basic")
 SIGN_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384")
 
 
@@ -32,6 +34,7 @@ class OidcConfig:
     group_map: Mapping[str, str] = field(default_factory=dict)
     provider_name: str = ""
     sign_algo: str = "RS256"
+    token_auth: str = "client_secret_post"
 
     @property
     def discovery_url(self) -> str:
@@ -108,6 +111,11 @@ def oidc_config_from_env(environ: Mapping[str, str]) -> OidcConfig | None:
         raise ImproperlyConfigured(
             f"HARNESS_OIDC_SIGN_ALGO={algo!r}: expected one of {', '.join(SIGN_ALGORITHMS)}"
         )
+    token_auth = environ.get("HARNESS_OIDC_TOKEN_AUTH", "").strip() or TOKEN_AUTH_METHODS[0]
+    if token_auth not in TOKEN_AUTH_METHODS:
+        raise ImproperlyConfigured(
+            f"HARNESS_OIDC_TOKEN_AUTH={token_auth!r}: expected {' or '.join(TOKEN_AUTH_METHODS)}"
+        )
     return OidcConfig(
         issuer=issuer,
         client_id=values["CLIENT_ID"],
@@ -117,4 +125,5 @@ def oidc_config_from_env(environ: Mapping[str, str]) -> OidcConfig | None:
         group_map=group_map_parse(environ.get("HARNESS_OIDC_GROUP_MAP", "")),
         provider_name=environ.get("HARNESS_OIDC_PROVIDER_NAME", "").strip(),
         sign_algo=algo,
+        token_auth=token_auth,
     )

@@ -50,6 +50,13 @@ def _fetch(config: OidcConfig) -> dict[str, Any]:
     methods = document.get("code_challenge_methods_supported")
     if methods is not None and "S256" not in methods:
         raise ImproperlyConfigured(f"{where}: the provider does not offer PKCE with S256")
+    # Omitted means client_secret_basic only (OpenID Connect Discovery 1.0, section 3).
+    auth_methods = document.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+    if config.token_auth not in auth_methods:
+        raise ImproperlyConfigured(
+            f"{where}: the token endpoint does not take {config.token_auth} "
+            f"(HARNESS_OIDC_TOKEN_AUTH; it takes {', '.join(map(str, auth_methods))})"
+        )
     algorithms = document.get("id_token_signing_alg_values_supported") or []
     if config.sign_algo not in algorithms:
         raise ImproperlyConfigured(

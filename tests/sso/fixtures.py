@@ -29,6 +29,10 @@ from tests.conftest import ROOT, free_port, http_serving, wait_for
 
 CLIENT_ID = "harness-test-client"
 CLIENT_SECRET = "harness-test-secret-0123456789abcdef"
+# A client of the provider that authenticates with HTTP Basic, its secret full of the
+# characters Basic needs form-encoded.
+BASIC_CLIENT_ID = "harness-basic:client"
+BASIC_CLIENT_SECRET = "s3cret+/:=%~ with space"
 GROUP_MAP = {"idp-ops": "operators", "idp-dev": "creators", "idp-read": "viewers"}
 PROVIDER_NAME = "Test IdP"
 NPM_PREFIX = ROOT / ".data" / "npm"
@@ -94,6 +98,8 @@ def idp_server(live_server, tmp_path_factory) -> Iterator[Idp]:
         JWKS_FILE=str(tmp / "jwks.json"),
         CLIENT_ID=CLIENT_ID,
         CLIENT_SECRET=CLIENT_SECRET,
+        BASIC_CLIENT_ID=BASIC_CLIENT_ID,
+        BASIC_CLIENT_SECRET=BASIC_CLIENT_SECRET,
         REDIRECT_URI=f"{live_server.url}/accounts/oidc/callback/",
     )
     with open(idp.log, "ab") as log:

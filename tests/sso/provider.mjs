@@ -8,6 +8,7 @@ import fs from "node:fs";
 import Provider from "oidc-provider";
 
 const { PORT, STATE_FILE, JWKS_FILE, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI } = process.env;
+const { BASIC_CLIENT_ID, BASIC_CLIENT_SECRET } = process.env;
 const issuer = `http://127.0.0.1:${PORT}`;
 const state = () => JSON.parse(fs.readFileSync(STATE_FILE, "utf8"));
 const SCOPES = "openid email profile groups";
@@ -21,6 +22,15 @@ const provider = new Provider(issuer, {
       grant_types: ["authorization_code"],
       response_types: ["code"],
       token_endpoint_auth_method: "client_secret_post",
+    },
+    // The same app registered as a client that authenticates with HTTP Basic.
+    {
+      client_id: BASIC_CLIENT_ID,
+      client_secret: BASIC_CLIENT_SECRET,
+      redirect_uris: [REDIRECT_URI],
+      grant_types: ["authorization_code"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "client_secret_basic",
     },
   ],
   jwks: JSON.parse(fs.readFileSync(JWKS_FILE, "utf8")),

@@ -45,6 +45,7 @@ def test_a_full_configuration_is_read():
         ({"HARNESS_OIDC_GROUP_MAP": "a=viewers,a=operators"}, "HARNESS_OIDC_GROUP_MAP.*twice"),
         ({"HARNESS_OIDC_SCOPES": "email profile"}, "HARNESS_OIDC_SCOPES.*openid"),
         ({"HARNESS_OIDC_SIGN_ALGO": "HS256"}, "HARNESS_OIDC_SIGN_ALGO"),
+        ({"HARNESS_OIDC_TOKEN_AUTH": "private_key_jwt"}, "HARNESS_OIDC_TOKEN_AUTH"),
     ],
 )
 def test_a_bad_value_names_its_variable(extra, named):

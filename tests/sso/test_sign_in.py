@@ -4,15 +4,19 @@ login."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from accounts.models import SsoIdentity
+from accounts.oidc import oidc_discovery
 from review.models import ReviewRequest
 from review.selectors import user_can_decide
 from tasks.models import AuditEntry
 from tests.conftest import BROWSER, approve, wait_for
+from tests.sso.fixtures import BASIC_CLIENT_ID, BASIC_CLIENT_SECRET
 
 pytestmark = BROWSER
 
@@ -88,3 +92,21 @@ def test_a_group_removed_in_the_provider_removes_the_role_at_the_next_login_and_
     assert (review.task.workspace_path / "old.log").exists()
     visit.page.goto(f"{live_server.url}/reviews/{reopened.id}/")
     assert visit.page.locator("[data-testid=approve]").count() == 0
+
+
+def test_a_client_that_authenticates_with_http_basic_signs_in(
+    sso, settings, idp, sso_login, live_server
+):
+    settings.HARNESS_OIDC = dataclasses.replace(
+        sso,
+        client_id=BASIC_CLIENT_ID,
+        client_secret=BASIC_CLIENT_SECRET,
+        token_auth="client_secret_basic",
+    )
+    oidc_discovery(settings.HARNESS_OIDC, refresh=True)
+    idp.account("alice", groups=["idp-dev"])
+
+    visit = sso_login("alice")
+
+    assert visit.page.url == f"{live_server.url}/"
+    assert roles_of(sso_user(idp.issuer, "alice")) == {"creators"}
