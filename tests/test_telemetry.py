@@ -11,7 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from bench.telemetry import OtlpReceiver, traces_exported
 from harness_site import telemetry
+from tasks.tracing import segment_span_id
+from tests.conftest import wait_for
+from tests.factories import run_in_process, scripted_task
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,3 +104,32 @@ def test_with_traces_off_a_worker_never_imports_the_tracing_sdk():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sub_agent_runs_in_its_group_s_trace_and_conversation(harness_dirs):
+    """A multi-agent group is one trace and one conversation: the root task's."""
+    with OtlpReceiver() as receiver, traces_exported(receiver.endpoint):
+        root = scripted_task([{"final": "planned"}])
+        assert run_in_process(root) == "succeeded"
+        child = scripted_task(
+            [{"final": "found"}], parent=root, parent_call_id="c-1", agent_name="researcher"
+        )
+        assert run_in_process(child) == "succeeded"
+        spans = wait_for(
+            lambda: (
+                len(named := [s for s in receiver.snapshot() if "invoke_agent" in s.name]) == 2
+                and named
+            ),
+            15,
+            message="both tasks' run segments",
+        )
+    by_task = {s.attributes["gen_ai.agent.id"]: s for s in spans}
+    first, sub = by_task[str(root.id)], by_task[str(child.id)]
+    assert first.trace_id == sub.trace_id == root.id.hex
+    assert first.parent_span_id == "" and first.span_id == f"{segment_span_id(root.id, 1):016x}"
+    assert sub.parent_span_id == first.span_id
+    assert sub.name == "invoke_agent researcher"
+    assert sub.attributes["gen_ai.agent.name"] == "researcher"
+    assert sub.attributes["gen_ai.conversation.id"] == str(root.id)
+    assert first.attributes["gen_ai.conversation.id"] == str(root.id)
