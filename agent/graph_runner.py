@@ -42,6 +42,7 @@ from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command
 
+from agent.runtime.attempt import tool_attempt_record, tool_label_known
 from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
@@ -50,6 +51,7 @@ from checkpoints.models import GraphWorkspace, GraphWrite
 from checkpoints.services import graph_workspace_build
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
 from harness_site.config import harness_config, langgraph_entry
+from harness_site.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import interrupt_policy
 from review.recheck import interrupt_recheck
@@ -157,6 +159,10 @@ class GraphRun:
         self.delivered: dict[int, tuple[ToolCall, dict[str, Any]]] = {}
         self.head_at_start: str | None = None
         self.node_started: dict[str, float] = {}
+        # For the metrics: the tools the graph's ToolNodes hold (the labels a tool call may
+        # have) and when the super-step being run began (the last checkpoint streamed).
+        self.tool_names: frozenset[str] = frozenset()
+        self.step_began = time.monotonic()
         self.saver = DjangoCheckpointSaver(task_id=task.id, epoch=self.epoch)
         self.config = {
             **graph_thread_config(task_id=task.id),
@@ -408,6 +414,13 @@ class GraphRun:
         # Each super-step is bounded by step_timeout (the turn timeout): the run promises its
         # worker to be heard from within that, again after everything the stream yields.
         beacon.expect("turn", self.step_s)
+        self.tool_names = frozenset(
+            name
+            for node in graph.nodes.values()
+            if isinstance(getattr(node, "bound", None), ToolNode)
+            for name in node.bound.tools_by_name
+        )
+        self.step_began = time.monotonic()
         for mode, chunk in graph.stream(
             first, self.config, stream_mode=["checkpoints", "tasks"], durability="sync"
         ):
@@ -467,8 +480,11 @@ class GraphRun:
     def record_super_step(self, chunk: dict[str, Any]) -> None:
         metadata = chunk.get("metadata") or {}
         step = int(metadata.get("step", 0))
+        now = time.monotonic()
         if metadata.get("source") == "loop" and step > 0:
             self.steps_used += 1
+            metric_observe(STEP_SECONDS, now - self.step_began)
+        self.step_began = now
         self.step_index = max(step, 0)
         checkpoint_id = chunk["config"]["configurable"]["checkpoint_id"]
         snapshot = self.workspace_snapshot(checkpoint_id)
@@ -493,13 +509,14 @@ class GraphRun:
         messages = writes.get("messages")
         messages = messages if isinstance(messages, list) else []
         started = self.node_started.pop(chunk["id"], None)
+        seconds = time.monotonic() - started if started else 0.0
         error = chunk.get("error")
         self.event(
             EventType.GRAPH_NODE,
             {
                 "node": chunk["name"],
                 "graph_task_id": chunk["id"],
-                "duration_ms": round((time.monotonic() - started) * 1000, 3) if started else 0,
+                "duration_ms": round(seconds * 1000, 3),
                 "error_class": type(error).__name__ if error else "",
                 "error": _text(error) if error else "",
                 "writes": sorted(str(k) for k in writes),
@@ -524,6 +541,7 @@ class GraphRun:
                     },
                 )
             if getattr(message, "type", "") == "tool":
+                self.record_tool_result(message, seconds)
                 self.calls_settle(message=message)
                 self.event(
                     EventType.GRAPH_TOOL_RESULT,
@@ -535,6 +553,19 @@ class GraphRun:
                         "content": _text(message.content),
                     },
                 )
+
+    def record_tool_result(self, message: Any, seconds: float) -> None:
+        """A ToolNode's result in the metrics, like an attempt of the harness's own loop. The
+        node runs its calls together and reports no time per call: each is given the node's.
+        An error result is a call the ToolNode refused or whose error it caught (bad
+        arguments, an unknown tool): `permanent`. A tool whose exception fails the node
+        leaves no result, and counts as the node's failure only."""
+        failed = getattr(message, "status", "success") == "error"
+        tool_attempt_record(
+            tool=tool_label_known(getattr(message, "name", ""), self.tool_names),
+            seconds=seconds,
+            error_class="permanent" if failed else "",
+        )
 
     def settle(self, graph: Any) -> None:
         state = graph.get_state(self.config)

@@ -65,6 +65,7 @@ from django.db import connections, transaction
 from django.utils import timezone
 from openai import AsyncOpenAI
 
+from agent.runtime.attempt import tool_attempt_record, tool_exception_class, tool_label_known
 from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
@@ -81,6 +82,7 @@ from checkpoints.snapshots import (
     snapshot_materialise_if_missing,
 )
 from harness_site.config import harness_config
+from harness_site.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, graph_action_policy
 from review.recheck import interrupt_recheck
@@ -203,6 +205,7 @@ class _Hooks(RunHooks):
     async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
         # The model call is promised to the worker within the turn timeout (tasks.beacon).
         beacon.expect("turn", self.run.turn_s)
+        self.run.step_begin()
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
         beacon.progress()
@@ -253,6 +256,10 @@ class AgentsRun:
         self.mcp_risk: dict[str, str] = {}
         # Serialises the wrapper's writes when the SDK runs several tools at once.
         self.write_lock: asyncio.Lock | None = None
+        # For the metrics: the function tools the agents' code registered (the labels a call
+        # may have; an MCP server's tools are `other`) and when the step being run began.
+        self.tool_names: set[str] = set()
+        self.step_began: float | None = None
         self.watchdog = Watchdog(
             task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
         )
@@ -353,6 +360,14 @@ class AgentsRun:
 
     # -- the SDK's lifecycle (hooks) ---------------------------------------------------------
 
+    def step_begin(self) -> None:
+        """A model call starts: the step before it (a model turn and the tool calls it asked
+        for) has ended. The turn that answers ends no step, like the harness's own loop."""
+        now = time.monotonic()
+        if self.step_began is not None:
+            metric_observe(STEP_SECONDS, now - self.step_began)
+        self.step_began = now
+
     def model_turn(self, agent: Any, response: Any) -> None:
         self.state.budget.steps += 1
         self.state.step_index += 1
@@ -397,6 +412,7 @@ class AgentsRun:
             if id(agent) in copies:
                 return copies[id(agent)]
             clone = agent.clone(tools=[self.wrap_tool(t) for t in agent.tools])
+            self.tool_names.update(t.name for t in agent.tools if isinstance(t, FunctionTool))
             copies[id(agent)] = clone
             if not isinstance(agent.model, Model) and self.spec.agent.model is None:
                 # No model object of its own (none, or a name): the operator's default
@@ -516,6 +532,11 @@ class AgentsRun:
                 fields.update(error_class=type(error).__name__, error_message=str(error)[:2000])
                 to = ToolCallStatus.FAILED
             services.toolcall_transition(call=row, to=to, fields=fields, write=False)
+            tool_attempt_record(
+                tool=tool_label_known(row.tool, self.tool_names),
+                seconds=fields["duration_ms"] / 1000,
+                error_class="" if error is None else tool_exception_class(error),
+            )
             self.step_event(
                 EventType.TOOL_FINISHED,
                 {
@@ -683,6 +704,8 @@ class AgentsRun:
         serialized = (self.state.sdk or {}).get("run_state")
         if serialized:
             state: Any = await RunState.from_string(agent, serialized, context_override=context)
+            # The step paused for its calls' reviews goes on: they run before the next turn.
+            self.step_began = time.monotonic()
         else:
             state = None
         while True:

@@ -61,12 +61,18 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.tools import ToolApproved
+from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
 from pydantic_core import to_jsonable_python
 from pydantic_graph import End
 
 from agent.retry import TRANSIENT, retry_policy
-from agent.runtime.attempt import TOOL_STOP_GRACE_S
+from agent.runtime.attempt import (
+    TOOL_STOP_GRACE_S,
+    tool_attempt_record,
+    tool_exception_class,
+    tool_label_known,
+)
 from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
@@ -78,6 +84,7 @@ from checkpoints.services import (
 )
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
 from harness_site.config import harness_config
+from harness_site.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import agent_tool_policy, interrupt_policy
 from review.recheck import interrupt_recheck
@@ -282,6 +289,10 @@ class PydanticAIRun:
         self.ledger: dict[str, ToolCall] = {}
         # A retry re-runs the calls that failed (others replay).
         self.rerun_failed = False
+        # For the metrics: the function tools the agent's code registered (the labels a call
+        # may have; an MCP server's tools are `other`) and when the step being run began.
+        self.tool_names: frozenset[str] = frozenset()
+        self.step_began = time.monotonic()
         self.watchdog = Watchdog(
             task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
         )
@@ -374,6 +385,12 @@ class PydanticAIRun:
         self.watchdog.start()
         try:
             agent = self.agent or agent_load(self.spec.agent.name)
+            self.tool_names = frozenset(
+                name
+                for toolset in agent.toolsets
+                if isinstance(toolset, FunctionToolset)
+                for name in toolset.tools
+            )
             try:
                 model = agent_model(self.spec.agent.model, agent)
             except ValueError as exc:
@@ -543,8 +560,12 @@ class PydanticAIRun:
             self.state.budget.steps += 1
             self.event(EventType.STEP_FINISHED, {"step": self.state.step_index})
             self.commit(trigger="after_step")
+            now = time.monotonic()
+            metric_observe(STEP_SECONDS, now - self.step_began)
+            self.step_began = now
             self.boundary_checks(model_next=True)
         elif isinstance(node, ModelRequestNode):  # the first request, built from the prompt
+            self.step_began = time.monotonic()
             self.boundary_checks(model_next=True)
 
     def record_model_response(self, response: ModelResponse, run: Any) -> None:
@@ -706,6 +727,11 @@ class PydanticAIRun:
                 },
                 write=False,
             )
+        tool_attempt_record(
+            tool=tool_label_known(row.tool, self.tool_names),
+            seconds=duration_ms / 1000,
+            error_class="" if error is None else _tool_error_class(error),
+        )
         self.event(
             EventType.TOOL_FINISHED,
             {
@@ -1045,3 +1071,9 @@ class PydanticAIRun:
         except LeaseLost:
             return "lease_lost"
         return str(ended[0])
+
+
+def _tool_error_class(error: BaseException) -> str:
+    """A tool's exception as an error class of the metrics: ModelRetry is the tool refusing
+    its arguments (`permanent`)."""
+    return "permanent" if isinstance(error, ModelRetry) else tool_exception_class(error)

@@ -21,9 +21,10 @@ shows in `harness_metrics_source_up`). Counters live as long as the Redis does, 
 registries; Prometheus handles a counter that restarts from zero.
 
 Label values are bounded: tool names (the model's choice, from specs and MCP servers) are kept
-only when the tool is registered here or comes from a configured MCP server, and cut to
-LABEL_MAX characters; everything else is `other`. Error classes come from the fixed taxonomy,
-rule and channel names from harness.yaml. No task or review ids, ever."""
+only when the tool is registered here or comes from a configured MCP server (a graph's or an
+SDK agent's tool: when its code registered it), and cut to LABEL_MAX characters; everything
+else is `other`. Error classes come from the fixed taxonomy, rule and channel names from
+harness.yaml. No task or review ids, ever."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ TASKS_FINISHED = Metric(
 )
 STEP_SECONDS = Metric(
     "harness_step_duration_seconds",
-    "Duration of one step of the agent loop (model turn and its tool calls).",
+    "Duration of one step of a task: a model turn and its tool calls (a graph: a super-step).",
     buckets=CALL_BUCKETS,
 )
 TOOL_CALL_SECONDS = Metric(

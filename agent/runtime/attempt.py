@@ -3,6 +3,7 @@ it returned or raised becomes a ToolOutcome. No durable write: agent.runtime.cal
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -12,7 +13,13 @@ from typing import Any
 from agent.retry import TIMEOUT, TOOL_ERROR_CLASSES, classify_exception
 from agent.runtime.run import OBSERVATION_MAX_CHARS, Run
 from agent.runtime.watchdog import InThread
-from harness_site.metrics import TOOL_CALL_SECONDS, TOOL_FAILURES, metric_inc, metric_observe
+from harness_site.metrics import (
+    TOOL_CALL_SECONDS,
+    TOOL_FAILURES,
+    label_bounded,
+    metric_inc,
+    metric_observe,
+)
 from tasks.canonical import nul_free
 from tasks.errors import CANCELED_ERROR
 from tasks.feedback import compact_feedback
@@ -56,12 +63,40 @@ def invoke(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome
     a cancel is not the tool's failure."""
     started = time.monotonic()
     outcome = _invoke(run, tool, ctx, args)
-    label = tool_label(run, tool.name)
-    metric_observe(TOOL_CALL_SECONDS, time.monotonic() - started, tool=label)
-    if outcome.status != ToolCallStatus.SUCCEEDED and outcome.error_class != CANCELED_ERROR:
-        error_class = outcome.error_class if outcome.error_class in TOOL_ERROR_CLASSES else "other"
-        metric_inc(TOOL_FAILURES, tool=label, error_class=error_class)
+    tool_attempt_record(
+        tool=tool_label(run, tool.name),
+        seconds=time.monotonic() - started,
+        error_class="" if outcome.status == ToolCallStatus.SUCCEEDED else outcome.error_class,
+    )
     return outcome
+
+
+def tool_attempt_record(*, tool: str, seconds: float, error_class: str = "") -> None:
+    """One attempt of a tool call, of any runner (this loop, graphs, the SDK runners), in the
+    metrics: timed by `tool` (a label the caller bounded: `tool_label`, `tool_label_known`)
+    and, when it failed (`error_class` set; a cancel is not the tool's failure), counted by
+    error class: the taxonomy's (agent.retry.TOOL_ERROR_CLASSES), anything else `other`."""
+    metric_observe(TOOL_CALL_SECONDS, seconds, tool=tool)
+    if error_class and error_class != CANCELED_ERROR:
+        known = error_class if error_class in TOOL_ERROR_CLASSES else "other"
+        metric_inc(TOOL_FAILURES, tool=tool, error_class=known)
+
+
+def tool_label_known(name: str, known: set[str] | frozenset[str]) -> str:
+    """A tool's name as a metric label for a runner whose tools are an operator's code: kept
+    when the code registered it (`known`), else `other` (an MCP server's, or a name the model
+    made up that the framework answered with an error)."""
+    return label_bounded(name, known)
+
+
+def tool_exception_class(exc: BaseException) -> str:
+    """The error class of an exception a tool raised: its own ToolError class, else by type;
+    a tool cancelled (its task stopped) did not fail."""
+    if isinstance(exc, ToolError):
+        return exc.error_class
+    if isinstance(exc, asyncio.CancelledError):
+        return CANCELED_ERROR
+    return classify_exception(exc)
 
 
 def tool_label(run: Run, name: str) -> str:

@@ -4,6 +4,8 @@ attacks the access rules; test_metrics_prometheus.py scrapes a running stack wit
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -12,6 +14,8 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from agent.jobs import run_task as run_task_job
+from checkpoints.recovery import task_retry
 from harness_site import metrics as recorder
 from harness_site.metrics import TOOL_FAILURES, metric_inc, metrics_connection, metrics_flush
 from review.models import ReviewRequest
@@ -19,7 +23,8 @@ from tasks.models import Task
 from tasks.rollups import rollups_advance
 from tasks.selectors import task_status_counts
 from tasks.services import task_transition
-from tests.factories import TaskFactory
+from tests.durable.graphs import agent_input
+from tests.factories import TaskFactory, graph_spec, spec_task
 
 TOKEN = "metrics-test-token"
 Samples = dict[tuple[str, frozenset], float]
@@ -78,6 +83,106 @@ def test_tool_calls_are_timed_by_tool_and_failures_counted_by_error_class(
     assert value(samples, "harness_step_duration_seconds_count") == 3
     assert value(samples, "harness_checkpoint_write_seconds_count") >= 3
     assert value(samples, "harness_metrics_source_up", source="redis") == 1
+
+
+def run_job(task: Task) -> str:
+    """The RQ job of a task (any runner) in this process, as a worker would run it."""
+    if Task.objects.values_list("status", flat=True).get(id=task.id) != "queued":
+        task_transition(task_id=task.id, to="queued")
+    return run_task_job(str(task.id))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_graph_s_tool_calls_and_super_steps_are_recorded_like_the_loop_s(harness_yaml, operator):
+    harness_yaml('langgraph_graphs:\n  adder: "tests.durable.graphs:adder"\n')
+    # Two calls in one turn; the second's arguments are no integers: LangGraph's ToolNode
+    # answers it with an error, and the model finishes quoting both answers.
+    graph_input = agent_input({"a": 1, "b": 2}, {"a": "one", "b": 2})
+    task = spec_task(graph_spec("adder", graph_input), user=operator)
+    assert run_job(task) == "succeeded"
+    samples = scrape()
+    assert value(samples, "harness_tool_call_duration_seconds_count", tool="add") == 2
+    failures = "harness_tool_failures_total"
+    assert value(samples, failures, tool="add", error_class="permanent") == 1
+    # A super-step per node run: the model, the tools node, the model's answer.
+    assert value(samples, "harness_step_duration_seconds_count") == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pydantic_ai_task_s_tool_calls_and_steps_are_recorded_and_a_replay_is_not(
+    harness_yaml, operator, tmp_path
+):
+    harness_yaml('pydantic_ai_agents:\n  fragile: "tests.durable.pai_agents:fragile_agent"\n')
+    spec = {
+        "title": "fragile",
+        "goal": "run fragile",
+        "agent": {
+            "kind": "pydantic-ai",
+            "name": "fragile",
+            "input": json.dumps({"marker_dir": str(tmp_path)}),
+        },
+    }
+    task = spec_task(spec, user=operator)
+    # `write` succeeds (a step), then `fragile` raises RuntimeError: the task fails.
+    assert run_job(task) == "failed"
+    samples = scrape()
+    count = "harness_tool_call_duration_seconds_count"
+    assert value(samples, count, tool="write") == 1
+    assert value(samples, count, tool="fragile") == 1
+    failures = "harness_tool_failures_total"
+    assert value(samples, failures, tool="fragile", error_class="tool_crashed") == 1
+    assert value(samples, failures, tool="write", error_class="tool_crashed") is None
+    assert value(samples, "harness_step_duration_seconds_count") == 1
+
+    # Retried once the workspace lets it: `fragile` runs again, `write` is replayed (no call).
+    (task.workspace_path / "ok").write_text("")
+    task_retry(task_id=task.id, user=operator, reason="fixed")
+    assert run_job(task) == "succeeded"
+    samples = scrape()
+    assert value(samples, count, tool="write") == 1
+    assert value(samples, count, tool="fragile") == 2
+    assert value(samples, failures, tool="fragile", error_class="tool_crashed") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_openai_agents_tasks_tool_calls_and_steps_are_recorded_across_a_review(
+    harness_yaml, operator, api_client
+):
+    harness_yaml(
+        "openai_agents:\n"
+        '  writer: "tests.durable.openai_agents:writer"\n'
+        '  breaks: "tests.durable.openai_agents:breaks"\n'
+    )
+    # Turns: write a.txt; write b.txt + record; publish (reviewed: the task pauses); answer.
+    task = spec_task(agent_spec("writer"), user=operator)
+    assert run_job(task) == "paused"
+    review = ReviewRequest.objects.get(task_id=task.id)
+    assert api_client(operator).decide(review.id, decision="approve").status_code == 200
+    assert run_job(task) == "succeeded"
+    # Turns: write a.txt; fetch, which raises ConnectionError: the task fails.
+    broken = spec_task(agent_spec("breaks"), user=operator)
+    assert run_job(broken) == "failed"
+
+    samples = scrape()
+    count = "harness_tool_call_duration_seconds_count"
+    assert value(samples, count, tool="write_file") == 3
+    assert value(samples, count, tool="record") == 1
+    assert value(samples, count, tool="publish") == 1
+    assert value(samples, count, tool="fetch") == 1
+    failures = "harness_tool_failures_total"
+    assert value(samples, failures, tool="fetch", error_class="transient") == 1
+    assert value(samples, failures, tool="write_file", error_class="transient") is None
+    # A step is a model turn and the calls it asked for (the reviewed one's ran after the
+    # resume); the answering turn and the turn the failure ended count none: 3 + 1.
+    assert value(samples, "harness_step_duration_seconds_count") == 4
+
+
+def agent_spec(name: str) -> dict:
+    return {
+        "title": name,
+        "goal": f"task {uuid.uuid4().hex}: do it",
+        "agent": {"kind": "openai-agents", "name": name},
+    }
 
 
 def test_counts_add_up_across_processes_in_redis(run_task: Callable[..., Task]):

@@ -245,3 +245,6 @@ announcer_batched = create_agent(
 stops_before_last = chain(State, ("first", first), ("last", last)).copy(
     update={"interrupt_before_nodes": ["last"]}
 )
+
+# LangChain v1's agent with a plain ToolNode and no review: its calls run as the model asks.
+adder = create_agent(ToolCallingFake(), tools=[add])

@@ -277,3 +277,20 @@ shipper = Agent(
     tools=[ship],
     model=CountingModel([[("ship", {"path": "notes/release.md"})], _answer]),
 )
+
+
+@function_tool(failure_error_function=None)
+def fetch(context: RunContextWrapper[Any], url: str) -> str:
+    """A tool whose errors reach the run (no failure_error_function): the endpoint is down."""
+    raise ConnectionError(f"{url}: connection refused")
+
+
+# Writes a file, then calls a tool that raises: the run (and the task) fails.
+breaks = Agent(
+    name="breaks",
+    instructions="Write, then fetch.",
+    tools=[write_file, fetch],
+    model=CountingModel(
+        [[("write_file", {"path": "a.txt", "text": "one\n"})], [("fetch", {"url": "x"})]]
+    ),
+)
