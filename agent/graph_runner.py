@@ -46,10 +46,12 @@ from agent.runtime.attempt import tool_attempt_record, tool_label_known
 from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
+from agent.tracing import model_call, tool_started
 from checkpoints.langgraph import DjangoCheckpointSaver
 from checkpoints.models import GraphWorkspace, GraphWrite
 from checkpoints.services import graph_workspace_build
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
+from harness_site import telemetry
 from harness_site.config import harness_config, langgraph_entry
 from harness_site.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
@@ -163,6 +165,10 @@ class GraphRun:
         # have) and when the super-step being run began (the last checkpoint streamed).
         self.tool_names: frozenset[str] = frozenset()
         self.step_began = time.monotonic()
+        self.run_started_ns = time.time_ns()
+        # Ids of the AIMessages traced as `chat` spans, or in the state this run resumed from
+        # (a middleware's node writes its model's message again).
+        self.chats_traced: set[str] = set()
         self.saver = DjangoCheckpointSaver(task_id=task.id, epoch=self.epoch)
         self.config = {
             **graph_thread_config(task_id=task.id),
@@ -260,10 +266,11 @@ class GraphRun:
                     ),
                 )
 
-    def calls_settle(self, *, message: Any = None, to: str = "", **fields: Any) -> None:
+    def calls_settle(self, *, message: Any = None, to: str = "", **fields: Any) -> ToolCall | None:
         """A tool message settles the delivered call of that tool (by tool call id when the
-        interrupt named one); without a message, every delivered call goes `to` — or, with
-        neither, the plain interrupts, whose decision the super-step just stored consumed."""
+        interrupt named one; -> its row); without a message, every delivered call goes `to` —
+        or, with neither, the plain interrupts, whose decision the super-step just stored
+        consumed. Each settled call is an `execute_tool` span, from when it was delivered."""
         for pk, (row, meta) in list(self.delivered.items()):
             if message is not None:
                 wanted = meta.get("tool_call_id")
@@ -285,10 +292,80 @@ class GraphRun:
                     ),
                 )
                 del self.delivered[pk]
-                return
+                self.call_traced(row)
+                return row
             if to or meta.get("mode") in SETTLED_BY_STEP:
                 self.call_move(row, to or ToolCallStatus.SUCCEEDED, **fields)
                 del self.delivered[pk]
+                self.call_traced(row)
+        return None
+
+    # -- spans (agent/tracing.py): what the stream shows of tool attempts and model calls ----
+
+    def call_traced(self, row: ToolCall) -> None:
+        """A reviewed call, settled: its attempt from its delivery (at most this run's start)."""
+        if not telemetry.enabled():
+            return
+        started = row.started_at.timestamp() * 1e9 if row.started_at else 0
+        traced = tool_started(
+            tool=row.tool,
+            call_id=row.call_id,
+            attempt=max(row.attempts, 1),
+            arguments=row.arguments,
+            start_ns=max(int(started), self.run_started_ns),
+        )
+        traced.finished(
+            status=row.status,
+            error_class=row.error_class if row.status == ToolCallStatus.FAILED else "",
+            error_message=row.error_message,
+            result=row.result,
+        )
+        traced.end()
+
+    def node_traced(self, messages: list[Any], settled: set[str], started: float | None) -> None:
+        """A node's new AIMessages that report token usage are `chat` spans and its tool messages
+        that settled no reviewed call are `execute_tool` spans (gen_ai.tool.call.id: the tool
+        call id of the graph), each as long as the node ran."""
+        now = time.monotonic()
+        start_ns = time.time_ns() - int((now - started) * 1e9) if started is not None else None
+        for message in messages:
+            if (
+                isinstance(message, AIMessage)
+                and message.usage_metadata
+                and (message.id is None or message.id not in self.chats_traced)
+            ):
+                if message.id is not None:
+                    self.chats_traced.add(message.id)
+                meta = message.response_metadata or {}
+                usage = message.usage_metadata
+                model = str(meta.get("model_name") or meta.get("model") or "")
+                model_call(
+                    provider=meta.get("model_provider"), model=model, start_ns=start_ns
+                ).ended(
+                    input_tokens=usage.get("input_tokens"),
+                    output_tokens=usage.get("output_tokens"),
+                    finish_reason=str(
+                        meta.get("finish_reason")
+                        or ("tool_calls" if message.tool_calls else "stop")
+                    ),
+                    response_model=model,
+                )
+            elif isinstance(message, ToolMessage) and message.tool_call_id not in settled:
+                failed = message.status == "error"
+                traced = tool_started(
+                    tool=str(message.name or ""),
+                    call_id=message.tool_call_id,
+                    attempt=1,
+                    arguments=None,
+                    start_ns=start_ns,
+                )
+                traced.finished(
+                    status=ToolCallStatus.FAILED if failed else ToolCallStatus.SUCCEEDED,
+                    error_class="tool_error" if failed else "",
+                    error_message=_text(message.content) if failed else "",
+                    result=message.content,
+                )
+                traced.end()
 
     def boundary_checks(self) -> None:
         if self.watchdog.lease_lost.is_set():
@@ -349,6 +426,10 @@ class GraphRun:
             return self.spec.agent.input
         checkpoint_id = state.config["configurable"]["checkpoint_id"]
         self.head_at_start = checkpoint_id
+        if telemetry.enabled() and isinstance(state.values, dict):
+            self.chats_traced = {
+                m.id for m in state.values.get("messages") or [] if isinstance(m, AIMessage)
+            }
         self.calls_in_flight()
         self.restore_workspace(checkpoint_id, source=(state.metadata or {}).get("source"))
         if state.interrupts:
@@ -529,6 +610,7 @@ class GraphRun:
                 ),
             },
         )
+        settled: set[str] = set()
         for message in messages:
             for call in getattr(message, "tool_calls", None) or []:
                 self.event(
@@ -542,7 +624,8 @@ class GraphRun:
                 )
             if getattr(message, "type", "") == "tool":
                 self.record_tool_result(message, seconds)
-                self.calls_settle(message=message)
+                if self.calls_settle(message=message) is not None:
+                    settled.add(getattr(message, "tool_call_id", ""))
                 self.event(
                     EventType.GRAPH_TOOL_RESULT,
                     {
@@ -553,6 +636,8 @@ class GraphRun:
                         "content": _text(message.content),
                     },
                 )
+        if telemetry.enabled():
+            self.node_traced(messages, settled, started)
 
     def record_tool_result(self, message: Any, seconds: float) -> None:
         """A ToolNode's result in the metrics, like an attempt of the harness's own loop. The

@@ -69,6 +69,7 @@ from agent.runtime.attempt import tool_attempt_record, tool_exception_class, too
 from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
+from agent.tracing import ModelCall, model_call, tool_span
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import (
     NoValidCheckpoint,
@@ -81,6 +82,7 @@ from checkpoints.snapshots import (
     snapshot_distrust,
     snapshot_materialise_if_missing,
 )
+from harness_site import telemetry
 from harness_site.config import harness_config
 from harness_site.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
@@ -201,15 +203,38 @@ class _Hooks(RunHooks):
 
     def __init__(self, run: AgentsRun) -> None:
         self.run = run
+        # The model call in flight (the SDK makes one at a time): its `chat` span.
+        self.chat: ModelCall | None = None
 
-    async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
+    async def on_llm_start(self, context: Any, agent: Any, *args: Any, **kwargs: Any) -> None:
         # The model call is promised to the worker within the turn timeout (tasks.beacon).
         beacon.expect("turn", self.run.turn_s)
         self.run.step_begin()
+        self.chat = model_call(
+            provider="openai", model=self.run.model_name(agent), parent=self.run.trace_parent
+        )
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
         beacon.progress()
         self.run.model_turn(agent, response)
+        if self.chat is not None:
+            usage = getattr(response, "usage", None)
+            calls = any(
+                _field(item, "type") not in (None, "message", "reasoning")
+                for item in getattr(response, "output", None) or []
+            )
+            self.chat.ended(
+                input_tokens=getattr(usage, "input_tokens", None),
+                output_tokens=getattr(usage, "output_tokens", None),
+                finish_reason="tool_calls" if calls else "stop",
+            )
+            self.chat = None
+
+    def llm_failed(self, exc: BaseException) -> None:
+        """The model call in flight (if any) failed: on_llm_end will not come for it."""
+        if self.chat is not None:
+            self.chat.failed(type(exc).__name__, str(exc))
+            self.chat = None
 
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
         self.run.step_event(
@@ -263,6 +288,10 @@ class AgentsRun:
         self.watchdog = Watchdog(
             task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
         )
+        # The run segment's `invoke_agent` span: the parent of the spans made in the SDK's
+        # event loop.
+        self.trace_parent = telemetry.current_parent()
+        self.run_model: Any = None
 
     # -- bookkeeping -------------------------------------------------------------------------
 
@@ -367,6 +396,13 @@ class AgentsRun:
         if self.step_began is not None:
             metric_observe(STEP_SECONDS, now - self.step_began)
         self.step_began = now
+
+    def model_name(self, agent: Any) -> str:
+        """The model the SDK calls for `agent` (the run's bound model overrides the agent's)."""
+        model = self.run_model or getattr(agent, "model", None)
+        if model is None or isinstance(model, str):
+            return model or ""
+        return str(getattr(model, "model", "") or type(model).__name__)
 
     def model_turn(self, agent: Any, response: Any) -> None:
         self.state.budget.steps += 1
@@ -507,16 +543,30 @@ class AgentsRun:
         started = time.monotonic()
         self.tools_running += 1
         beacon.expect("tool", self.tool_s)
-        try:
-            output = await original(context, json.dumps(row.arguments))
-        except Exception as exc:
-            await self.call_end(row, error=exc, started=started)
-            raise
-        finally:
-            self.tools_running -= 1
-            if not self.tools_running:
-                beacon.progress()
-        await self.call_end(row, output=output, started=started)
+        with tool_span(
+            tool=tool,
+            call_id=call_id,
+            attempt=row.attempts,
+            arguments=row.arguments,
+            parent=self.trace_parent,
+        ) as traced:
+            try:
+                output = await original(context, json.dumps(row.arguments))
+            except Exception as exc:
+                await self.call_end(row, error=exc, started=started)
+                traced.finished(
+                    status=row.status,
+                    error_class=row.error_class,
+                    error_message=row.error_message,
+                    result=None,
+                )
+                raise
+            finally:
+                self.tools_running -= 1
+                if not self.tools_running:
+                    beacon.progress()
+            await self.call_end(row, output=output, started=started)
+            traced.finished(status=row.status, error_class="", error_message="", result=output)
         return output
 
     async def call_end(
@@ -558,7 +608,7 @@ class AgentsRun:
         worker's environment; it then serves every agent of the run."""
         kwargs: dict[str, Any] = {"tracing_disabled": True, "workflow_name": str(self.task_id)}
         if self.spec.agent.model is not None:
-            kwargs["model"] = bound_model(model_endpoint(self.spec.agent.model))
+            kwargs["model"] = self.run_model = bound_model(model_endpoint(self.spec.agent.model))
         return RunConfig(**kwargs)
 
     def execute(self) -> str:
@@ -712,14 +762,18 @@ class AgentsRun:
             if state is not None:
                 await sync_to_async(self.decide, thread_sensitive=True)(state)
             await sync_to_async(self.boundary_checks, thread_sensitive=True)()
-            result = await Runner.run(
-                agent,
-                state if state is not None else self.first_input(),
-                context=context,
-                max_turns=self.spec.budget.max_steps,
-                hooks=hooks,
-                run_config=run_config,
-            )
+            try:
+                result = await Runner.run(
+                    agent,
+                    state if state is not None else self.first_input(),
+                    context=context,
+                    max_turns=self.spec.budget.max_steps,
+                    hooks=hooks,
+                    run_config=run_config,
+                )
+            except BaseException as exc:
+                hooks.llm_failed(exc)
+                raise
             state = result.to_state()
             self.state.sdk = {
                 "kind": KIND,

@@ -76,6 +76,7 @@ from agent.runtime.attempt import (
 from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
+from agent.tracing import ModelCall, model_call, tool_span
 from checkpoints.services import (
     NoValidCheckpoint,
     checkpoint_build,
@@ -83,6 +84,7 @@ from checkpoints.services import (
     checkpoint_next_seq,
 )
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
+from harness_site import telemetry
 from harness_site.config import harness_config
 from harness_site.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
@@ -154,6 +156,30 @@ def agent_model(spec_model: OpenAIModelSpec | None, agent: Any) -> Any:
     # A keyless endpoint gets a placeholder (the client would read OPENAI_API_KEY otherwise).
     client = AsyncOpenAI(base_url=endpoint.base_url, api_key=key or "no-key", max_retries=0)
     return OpenAIChatModel(endpoint.model, provider=OpenAIProvider(openai_client=client))
+
+
+def _model_names(model: Any) -> dict[str, Any]:
+    """`gen_ai.provider.name` and the request's model of a model (or "provider:model")."""
+    if isinstance(model, str):
+        provider, _, name = model.rpartition(":")
+        return {"provider": provider or None, "model": name}
+    return {
+        "provider": getattr(model, "system", None),
+        "model": str(getattr(model, "model_name", "") or ""),
+    }
+
+
+def _chat_ended(chat: ModelCall, node: Any) -> None:
+    response = getattr(node, "model_response", None)
+    if response is None:
+        chat.ended(input_tokens=None, output_tokens=None, finish_reason="stop")
+        return
+    chat.ended(
+        input_tokens=response.usage.input_tokens,
+        output_tokens=response.usage.output_tokens,
+        finish_reason=response.finish_reason or ("tool_call" if response.tool_calls else "stop"),
+        response_model=response.model_name,
+    )
 
 
 def pydantic_ai_task_run(*, task_id: Any) -> str:
@@ -248,16 +274,33 @@ class HarnessTools(AbstractCapability):
             raise ModelRetry(plan.value)
         if plan.action == "approval":
             raise ApprovalRequired(metadata={"harness": plan.value})
-        try:
-            result = await handler(args)
-        except (ApprovalRequired, CallDeferred):
-            # The tool itself asked (ApprovalRequired raised before it acted): reviewed.
-            await sync_to_async(self.run.tool_deferred)(row=plan.row)
-            raise
-        except BaseException as exc:
-            await sync_to_async(self.run.tool_end)(row=plan.row, error=exc)
-            raise
-        await sync_to_async(self.run.tool_end)(row=plan.row, result=result)
+        row, raised = plan.row, None
+        with tool_span(
+            tool=row.tool,
+            call_id=row.call_id,
+            attempt=row.attempts,
+            arguments=row.arguments,
+            parent=self.run.trace_parent,
+        ) as traced:
+            try:
+                result = await handler(args)
+            except (ApprovalRequired, CallDeferred) as exc:
+                # The tool itself asked (ApprovalRequired raised before it acted): reviewed.
+                await sync_to_async(self.run.tool_deferred)(row=row)
+                raised = exc
+            except BaseException as exc:
+                await sync_to_async(self.run.tool_end)(row=row, error=exc)
+                raised = exc
+            else:
+                await sync_to_async(self.run.tool_end)(row=row, result=result)
+            traced.finished(
+                status=row.status,
+                error_class=row.error_class if raised is not None else "",
+                error_message=row.error_message if raised is not None else "",
+                result=None if raised is not None else result,
+            )
+        if raised is not None:  # raised here: the span's status is the row's, not the raise's
+            raise raised
         return result
 
 
@@ -296,6 +339,9 @@ class PydanticAIRun:
         self.watchdog = Watchdog(
             task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
         )
+        # The run segment's `invoke_agent` span: the parent of the spans made in the agent's
+        # event loop (another thread).
+        self.trace_parent = telemetry.current_parent()
 
     # -- bookkeeping -------------------------------------------------------------------------
 
@@ -524,12 +570,20 @@ class PydanticAIRun:
                 ran = node
                 if isinstance(ran, ModelRequestNode):
                     beacon.expect("turn", self.turn_s)
+                    chat = model_call(
+                        **_model_names(model or agent.model), parent=self.trace_parent
+                    )
                     try:
                         node = await asyncio.wait_for(run.next(ran), timeout=self.turn_s)
                     except TimeoutError:
+                        chat.failed("timeout", f"turn timeout: {self.turn_s:g}s exceeded")
                         raise StopRun(
                             "timeout", f"turn timeout: {self.turn_s:g}s exceeded (layer: turn)"
                         ) from None
+                    except BaseException as exc:
+                        chat.failed(type(exc).__name__, str(exc))
+                        raise
+                    _chat_ended(chat, node)
                 else:
                     beacon.expect("tool", self.tool_s + TOOL_STOP_GRACE_S)
                     node = await run.next(ran)

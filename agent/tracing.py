@@ -122,14 +122,57 @@ class ToolSpan:
                 },
             )
 
+    def end(self, *, end_ns: int | None = None) -> None:
+        telemetry.end_span(self.span, end_ns=end_ns)
+
 
 @contextmanager
-def tool_span(*, tool: str, call_id: str, attempt: int, arguments: Any) -> Iterator[ToolSpan]:
+def tool_span(
+    *,
+    tool: str,
+    call_id: str,
+    attempt: int,
+    arguments: Any,
+    parent: tuple[int, int] | None = None,
+) -> Iterator[ToolSpan]:
     """One attempt of a tool call: `execute_tool {tool}`; `gen_ai.tool.call.id` is the call's
-    idempotency key (the same on every attempt)."""
+    idempotency key (the same on every attempt). `parent`: the segment's span
+    (`telemetry.current_parent()`) when the tool runs in a framework's event loop."""
     if not telemetry.enabled():
         yield ToolSpan(None)
         return
+    with telemetry.span(
+        f"execute_tool {tool}",
+        attributes=_tool_attributes(tool, call_id, attempt, arguments),
+        parent=parent,
+    ) as span:
+        yield ToolSpan(span)
+
+
+def tool_started(
+    *,
+    tool: str,
+    call_id: str,
+    attempt: int,
+    arguments: Any,
+    parent: tuple[int, int] | None = None,
+    start_ns: int | None = None,
+) -> ToolSpan:
+    """`tool_span` for a tool attempt seen after the fact (a LangGraph tools node): the
+    caller ends it (`ToolSpan.end`)."""
+    if not telemetry.enabled():
+        return ToolSpan(None)
+    return ToolSpan(
+        telemetry.start_span(
+            f"execute_tool {tool}",
+            attributes=_tool_attributes(tool, call_id, attempt, arguments),
+            parent=parent,
+            start_ns=start_ns,
+        )
+    )
+
+
+def _tool_attributes(tool: str, call_id: str, attempt: int, arguments: Any) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": tool,
@@ -141,5 +184,67 @@ def tool_span(*, tool: str, call_id: str, attempt: int, arguments: Any) -> Itera
         attributes["gen_ai.tool.call.arguments"] = json.dumps(
             arguments, ensure_ascii=False, default=str
         )[:CONTENT_MAX_CHARS]
-    with telemetry.span(f"execute_tool {tool}", attributes=attributes) as span:
-        yield ToolSpan(span)
+    return attributes
+
+
+class ModelCall:
+    """A model call a framework made (OpenAI Agents SDK, Pydantic AI, a LangGraph node), not
+    the harness's loop: `chat {model}` started and ended by the runner, with what the
+    framework reports of it (no message contents: the framework holds them)."""
+
+    def __init__(self, span: Any) -> None:
+        self.span = span
+
+    def ended(
+        self,
+        *,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        finish_reason: str,
+        response_model: str | None = None,
+        end_ns: int | None = None,
+    ) -> None:
+        if self.span is None:
+            return
+        telemetry.set_attributes(
+            self.span,
+            {
+                "gen_ai.response.model": response_model or None,
+                "gen_ai.usage.input_tokens": input_tokens,
+                "gen_ai.usage.output_tokens": output_tokens,
+                "gen_ai.response.finish_reasons": [finish_reason],
+            },
+        )
+        telemetry.end_span(self.span, end_ns=end_ns)
+        self.span = None
+
+    def failed(self, error_type: str, message: str = "") -> None:
+        if self.span is None:
+            return
+        telemetry.set_error(self.span, error_type, message)
+        telemetry.end_span(self.span)
+        self.span = None
+
+
+def model_call(
+    *,
+    provider: str | None,
+    model: str,
+    parent: tuple[int, int] | None = None,
+    start_ns: int | None = None,
+) -> ModelCall:
+    """A framework's model call starts (`start_ns`: it started earlier, seen after the fact)."""
+    if not telemetry.enabled():
+        return ModelCall(None)
+    return ModelCall(
+        telemetry.start_span(
+            f"chat {model}" if model else "chat",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": provider or None,
+                "gen_ai.request.model": model or None,
+            },
+            parent=parent,
+            start_ns=start_ns,
+        )
+    )

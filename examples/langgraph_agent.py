@@ -48,6 +48,15 @@ class ScriptedChatModel(BaseChatModel):
                 content="",
                 tool_calls=[{"name": "send_announcement", "args": args, "id": "call-1"}],
             )
+        # What a real chat model reports of the call (the harness traces it as a `chat` span).
+        tokens_in = sum(len(str(m.content)) for m in messages) // 4
+        tokens_out = len(str(reply.content) or json.dumps(reply.tool_calls)) // 4
+        reply.response_metadata = {"model_name": "scripted-example"}
+        reply.usage_metadata = {
+            "input_tokens": tokens_in,
+            "output_tokens": tokens_out,
+            "total_tokens": tokens_in + tokens_out,
+        }
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 

@@ -262,10 +262,31 @@ def span(
     status). Yields None while traces are off. `parent`: (trace id, span id) of a span of
     another process or time (else the current span is the parent); `links`: (trace id, span
     id) of spans this one follows from; `ids`: (trace id or None, span id) this span takes."""
-    tracer = _tracer()
-    if tracer is None:
+    current = start_span(name, attributes=attributes, parent=parent, links=links, ids=ids)
+    if current is None:
         yield None
         return
+    from opentelemetry import trace
+
+    with trace.use_span(current, end_on_exit=True):
+        yield current
+
+
+def start_span(
+    name: str,
+    *,
+    attributes: dict[str, Any] | None = None,
+    parent: tuple[int, int] | None = None,
+    links: Sequence[tuple[int, int]] = (),
+    ids: tuple[int | None, int] | None = None,
+    start_ns: int | None = None,
+) -> Any:
+    """A span that is not made current, ended by `end_span` (a framework's hooks start and end
+    it in different calls; a span recorded after the fact gives `start_ns`, from time.time_ns).
+    None while traces are off. The arguments are `span`'s."""
+    tracer = _tracer()
+    if tracer is None:
+        return None
     from opentelemetry import trace
 
     context = None
@@ -277,17 +298,32 @@ def span(
         context = Context()  # a root span: whatever is current is not its parent
     token = _next_ids.set(ids) if ids is not None else None
     try:
-        current = tracer.start_span(
+        return tracer.start_span(
             name,
             context=context,
-            attributes=attributes,
+            attributes={k: v for k, v in (attributes or {}).items() if v is not None},
             links=[trace.Link(_span_context(*link)) for link in links],
+            start_time=start_ns,
         )
     finally:
         if token is not None:
             _next_ids.reset(token)
-    with trace.use_span(current, end_on_exit=True):
-        yield current
+
+
+def end_span(current: Any, *, end_ns: int | None = None) -> None:
+    if current is not None:
+        current.end(end_time=end_ns)
+
+
+def current_parent() -> tuple[int, int] | None:
+    """(trace id, span id) of the current span, to pass as `parent` to spans started in
+    another thread or event loop; None while traces are off or no span is current."""
+    if not enabled():
+        return None
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    return (context.trace_id, context.span_id) if context.is_valid else None
 
 
 def _span_context(trace_id: int, span_id: int) -> Any:

@@ -1,5 +1,7 @@
-"""harness_site/telemetry.py on its own: the context and format of log lines, and traces off
-costing nothing (the exported traces: tests/durable/test_telemetry.py)."""
+"""harness_site/telemetry.py on its own: the context and format of log lines, traces off
+costing nothing, and (in this process, against a real OTLP/HTTP receiver) the spans of the
+frameworks' runners: Pydantic AI, OpenAI Agents SDK, LangGraph. The traces of real workers:
+tests/durable/test_telemetry.py."""
 
 from __future__ import annotations
 
@@ -9,15 +11,19 @@ import logging
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
+from agent.jobs import run_task
 from bench.telemetry import OtlpReceiver, traces_exported
 from harness_site import telemetry
+from review.models import ReviewRequest
+from tasks.models import Task, ToolCall
 from tasks.tracing import segment_span_id
 from tests.conftest import wait_for
-from tests.factories import run_in_process, scripted_task
+from tests.factories import graph_spec, run_in_process, scripted_task
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -133,3 +139,173 @@ def test_a_sub_agent_runs_in_its_group_s_trace_and_conversation(harness_dirs):
     assert sub.attributes["gen_ai.agent.name"] == "researcher"
     assert sub.attributes["gen_ai.conversation.id"] == str(root.id)
     assert first.attributes["gen_ai.conversation.id"] == str(root.id)
+
+
+# --- the frameworks' runners: their tool attempts and model calls as spans ------------------
+
+FRAMEWORKS = """
+openai_agents:
+  writer: "tests.durable.openai_agents:writer"
+  flaky_writer: "tests.durable.openai_agents:flaky_writer"
+pydantic_ai_agents:
+  release_notes: "examples.pydantic_ai_agent:agent"
+langgraph_graphs:
+  announcer: "examples.langgraph_agent:graph"
+"""
+
+
+@pytest.fixture
+def frameworks(harness_dirs, harness_yaml, quiet_watchdog) -> None:
+    harness_yaml(FRAMEWORKS)
+
+
+def spans_of(receiver: OtlpReceiver, task_id, *, tools: set[str], chats: int) -> list:
+    """The task's spans, once the tool attempts named and `chats` model calls arrived."""
+
+    def arrived() -> list | None:
+        spans = [s for s in receiver.snapshot() if s.trace_id == task_id.hex]
+        done = {s.attributes.get("gen_ai.tool.name") for s in spans if "execute_tool" in s.name}
+        chat_count = sum(s.attributes.get("gen_ai.operation.name") == "chat" for s in spans)
+        return spans if tools <= done and chat_count >= chats else None
+
+    return wait_for(arrived, 15, message=f"spans of {sorted(tools)} and {chats} model calls")
+
+
+def tool_spans(spans: list, tool: str) -> list:
+    return [s for s in spans if s.name == f"execute_tool {tool}"]
+
+
+def segment(task_id, epoch: int) -> str:
+    return f"{segment_span_id(task_id, epoch):016x}"
+
+
+def approve_and_run(task_id, api_client, operator) -> str:
+
+    review = ReviewRequest.objects.get(task_id=task_id, status="pending")
+    assert api_client(operator).decide(review.id, decision="approve").status_code == 200
+    return run_task(str(task_id))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pydantic_ai_tool_attempts_and_model_calls_are_spans_of_their_segment(
+    frameworks, task_api, api_client, operator
+):
+
+    spec = {
+        "title": "notes",
+        "goal": "write and publish the release notes",
+        "agent": {"kind": "pydantic-ai", "name": "release_notes", "input": "faster search"},
+    }
+    with OtlpReceiver() as receiver, traces_exported(receiver.endpoint):
+        task = Task.objects.get(id=task_api.create(spec)["id"])
+        assert run_task(str(task.id)) == "paused"
+        assert approve_and_run(task.id, api_client, operator) == "succeeded"
+        spans = spans_of(receiver, task.id, tools={"write_note", "publish"}, chats=3)
+    rows = {row.tool: row for row in ToolCall.objects.filter(task=task)}
+    (write,) = tool_spans(spans, "write_note")
+    (publish,) = tool_spans(spans, "publish")
+    # The call's idempotency key, in the segment that ran it (publish: after the approval).
+    assert write.attributes["gen_ai.tool.call.id"] == rows["write_note"].call_id
+    assert write.attributes["harness.tool.status"] == "succeeded"
+    assert write.attributes["harness.tool.attempt"] == 1 and write.status_code != 2
+    assert write.parent_span_id == segment(task.id, 1)
+    assert publish.attributes["gen_ai.tool.call.id"] == rows["publish"].call_id
+    assert publish.parent_span_id == segment(task.id, 2)
+    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert {s.parent_span_id for s in chats} == {segment(task.id, 1), segment(task.id, 2)}
+    for chat in chats:
+        assert chat.name == f"chat {chat.attributes['gen_ai.request.model']}"
+        assert chat.attributes["gen_ai.request.model"].startswith("function")
+        assert chat.attributes["gen_ai.provider.name"] == "function"
+        assert chat.attributes["gen_ai.usage.input_tokens"] > 0
+        assert chat.attributes["gen_ai.usage.output_tokens"] > 0
+    reasons = [c.attributes["gen_ai.response.finish_reasons"] for c in chats]
+    assert reasons.count(["tool_call"]) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_openai_agents_tool_attempts_and_model_calls_are_spans_and_a_failed_call_is_an_error(
+    frameworks, task_api
+):
+
+    def spec(name: str) -> dict:
+        return {
+            "title": name,
+            "goal": f"task {uuid.uuid4().hex}: do it",
+            "agent": {"kind": "openai-agents", "name": name},
+        }
+
+    with OtlpReceiver() as receiver, traces_exported(receiver.endpoint):
+        task = Task.objects.get(id=task_api.create(spec("writer"))["id"])
+        assert run_task(str(task.id)) == "paused"  # publish waits for a review
+        spans = spans_of(receiver, task.id, tools={"write_file", "record"}, chats=3)
+        flaky = Task.objects.get(id=task_api.create(spec("flaky_writer"))["id"])
+        run_task(str(flaky.id))  # the model endpoint is down once: a retry is scheduled
+        failed = wait_for(
+            lambda: [
+                s
+                for s in receiver.snapshot()
+                if s.trace_id == flaky.id.hex and s.name.startswith("chat") and s.status_code == 2
+            ],
+            15,
+            message="the failed model call's span",
+        )
+    rows = {
+        (r.tool, r.arguments.get("path") or r.arguments.get("key")): r
+        for r in ToolCall.objects.filter(task=task)
+    }
+    writes = tool_spans(spans, "write_file")
+    assert sorted(s.attributes["gen_ai.tool.call.id"] for s in writes) == sorted(
+        [rows[("write_file", "a.txt")].call_id, rows[("write_file", "b.txt")].call_id]
+    )
+    (record,) = tool_spans(spans, "record")
+    assert record.attributes["gen_ai.tool.call.id"] == rows[("record", "b")].call_id
+    assert not tool_spans(spans, "publish")  # not run: it waits for its review
+    for traced in [*writes, record]:
+        assert traced.parent_span_id == segment(task.id, 1)
+        assert traced.attributes["harness.tool.status"] == "succeeded"
+    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert len(chats) == 3
+    for chat in chats:
+        assert chat.parent_span_id == segment(task.id, 1)
+        assert chat.name == "chat CountingModel"
+        assert chat.attributes["gen_ai.provider.name"] == "openai"
+        assert chat.attributes["gen_ai.usage.input_tokens"] == 12
+        assert chat.attributes["gen_ai.usage.output_tokens"] == 5
+        assert chat.attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    (down,) = failed  # its second call: the endpoint was down
+    assert down.status_code == 2 and down.attributes["error.type"] == "ConnectionError"
+    assert down.parent_span_id == segment(flaky.id, 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_langgraph_tool_attempts_and_model_calls_are_spans_of_their_segment(
+    frameworks, task_api, api_client, operator
+):
+
+    spec = graph_spec(
+        "announcer",
+        {"messages": [{"role": "user", "content": '{"channel": "#general", "text": "v1.5"}'}]},
+        title="announce",
+        goal="announce the release",
+    )
+    with OtlpReceiver() as receiver, traces_exported(receiver.endpoint):
+        task = Task.objects.get(id=task_api.create(spec)["id"])
+        assert run_task(str(task.id)) == "paused"
+        assert approve_and_run(task.id, api_client, operator) == "succeeded"
+        spans = spans_of(receiver, task.id, tools={"send_announcement"}, chats=2)
+    row = ToolCall.objects.get(task=task)
+    (sent,) = tool_spans(spans, "send_announcement")
+    # The reviewed call: its ledger row's call id, run in the segment after the approval.
+    assert sent.attributes["gen_ai.tool.call.id"] == row.call_id
+    assert sent.attributes["harness.tool.status"] == "succeeded" and sent.status_code != 2
+    assert sent.parent_span_id == segment(task.id, 2)
+    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert [c.parent_span_id for c in chats] == [segment(task.id, 1), segment(task.id, 2)]
+    for chat in chats:
+        assert chat.name == "chat scripted-example"
+        assert chat.attributes["gen_ai.request.model"] == "scripted-example"
+        assert chat.attributes["gen_ai.usage.input_tokens"] > 0
+        assert chat.attributes["gen_ai.usage.output_tokens"] > 0
+    assert chats[0].attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    assert chats[1].attributes["gen_ai.response.finish_reasons"] == ["stop"]
