@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.core.paginator import Paginator
+from django.db import connections, transaction
+from django.db.models import QuerySet
 from django.utils.functional import cached_property
 from ninja import Field, Schema
 from ninja.pagination import PageNumberPagination
@@ -19,7 +21,14 @@ class CappedPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        return self.object_list[: self.cap + 1].count()
+        counted = self.object_list[: self.cap + 1]
+        if not isinstance(counted, QuerySet) or connections[counted.db].vendor != "postgresql":
+            return counted.count() if isinstance(counted, QuerySet) else len(counted)
+        # At most cap + 1 rows: starting parallel workers costs more than it saves (a filtered
+        # task list at 100k tasks: 47 ms with two workers, 18 ms without).
+        with transaction.atomic(using=counted.db), connections[counted.db].cursor() as cursor:
+            cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            return counted.count()
 
     @property
     def capped(self) -> bool:
