@@ -147,6 +147,7 @@ FRAMEWORKS = """
 openai_agents:
   writer: "tests.durable.openai_agents:writer"
   flaky_writer: "tests.durable.openai_agents:flaky_writer"
+  breaks: "tests.durable.openai_agents:breaks"
 pydantic_ai_agents:
   release_notes: "examples.pydantic_ai_agent:agent"
 langgraph_graphs:
@@ -224,7 +225,7 @@ def test_pydantic_ai_tool_attempts_and_model_calls_are_spans_of_their_segment(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_openai_agents_tool_attempts_and_model_calls_are_spans_and_a_failed_call_is_an_error(
+def test_openai_agents_tool_attempts_and_model_calls_are_spans_and_failed_ones_are_errors(
     frameworks, task_api
 ):
 
@@ -249,6 +250,17 @@ def test_openai_agents_tool_attempts_and_model_calls_are_spans_and_a_failed_call
             ],
             15,
             message="the failed model call's span",
+        )
+        broken = Task.objects.get(id=task_api.create(spec("breaks"))["id"])
+        assert run_task(str(broken.id)) == "failed"  # fetch raised: the run fails
+        (fetch,) = wait_for(
+            lambda: [
+                s
+                for s in receiver.snapshot()
+                if s.trace_id == broken.id.hex and s.name == "execute_tool fetch"
+            ],
+            15,
+            message="the raising tool's span",
         )
     rows = {
         (r.tool, r.arguments.get("path") or r.arguments.get("key")): r
@@ -276,6 +288,11 @@ def test_openai_agents_tool_attempts_and_model_calls_are_spans_and_a_failed_call
     (down,) = failed  # its second call: the endpoint was down
     assert down.status_code == 2 and down.attributes["error.type"] == "ConnectionError"
     assert down.parent_span_id == segment(flaky.id, 1)
+    fetched = ToolCall.objects.get(task=broken, tool="fetch")
+    assert fetch.attributes["gen_ai.tool.call.id"] == fetched.call_id
+    assert fetch.status_code == 2 and fetch.attributes["error.type"] == "ConnectionError"
+    assert fetch.attributes["harness.tool.status"] == "failed"
+    assert fetch.parent_span_id == segment(broken.id, 1)
 
 
 @pytest.mark.django_db(transaction=True)
