@@ -5,7 +5,9 @@ Ours: `agent.runtime.task_run` in-process against PostgreSQL (the `read` variant
 bench/loop.py: the `noop` test tool, one call per turn), the tracer provider made afresh for
 each run and flushed at its end, as a work horse does (harness_site/telemetry.py). The
 receiver (`OtlpReceiver`, also the counterpart of tests/durable/test_telemetry.py) decodes
-every request with `opentelemetry-proto` and answers 200, so the export is the real one.
+every request with `opentelemetry-proto` and answers 200, so the export is the real one; it
+runs in a process of its own, as a collector does (decoding in the measured process would
+charge the loop for the collector's work).
 Off and on alternate per repetition.
 
 Expected run time (quiet 2-CPU machine): smoke ~10 s; full ~1 min.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import multiprocessing
 import os
 import threading
 from collections.abc import Iterator
@@ -173,21 +176,45 @@ def _sample(steps: int, endpoint: str | None) -> float:
             ours_cleanup(task)
 
 
+def _serve(conn: Any) -> None:
+    """The receiver's own process (a collector is never inside the worker): send its
+    endpoint, serve until told to stop, then send the names of the spans it decoded."""
+    with OtlpReceiver() as receiver:
+        conn.send(receiver.endpoint)
+        conn.recv()
+        conn.send([span.name for span in receiver.snapshot()])
+
+
+@contextlib.contextmanager
+def receiver_process() -> Iterator[tuple[str, list[str]]]:
+    """(endpoint, names): a live OTLP/HTTP receiver in a child process; `names` is filled with
+    the names of the spans it received when the block ends."""
+    context = multiprocessing.get_context("fork")
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_serve, args=(theirs,), daemon=True)
+    process.start()
+    names: list[str] = []
+    try:
+        yield ours.recv(), names
+    finally:
+        ours.send("stop")
+        names.extend(ours.recv())
+        process.join(10)
+
+
 def run(size: str) -> dict[str, Any]:
     params = SIZES[size]
     steps, repeat = params["steps"], params["repeat"]
     seconds: dict[str, list[float]] = {"off": [], "on": []}
-    with OtlpReceiver() as receiver:
+    with receiver_process() as (endpoint, spans):
         _sample(3, None)
-        _sample(3, receiver.endpoint)
+        _sample(3, endpoint)
         for i in range(repeat):
             order = ("off", "on") if i % 2 == 0 else ("on", "off")
             for mode in order:
-                endpoint = receiver.endpoint if mode == "on" else None
-                seconds[mode].append(_sample(steps, endpoint))
-        spans = receiver.snapshot()
+                seconds[mode].append(_sample(steps, endpoint if mode == "on" else None))
     # Every run with export on (the warm-up's too) sent its segment's span.
-    segments = sum(span.name.startswith("invoke_agent") for span in spans)
+    segments = sum(name.startswith("invoke_agent") for name in spans)
     if segments != repeat + 1:
         raise RuntimeError(f"the receiver got {segments} run segments, expected {repeat + 1}")
     on = rate_stats(seconds["on"], count=steps)
