@@ -6,10 +6,10 @@ under PostgreSQL's data directory cannot hold that, the largest multiple of 100,
 can (about 40 KB of database per task, plus room for the index builds); the size used is in
 the result. Same budgets: list ≤ 100 ms, task page ≤ 300 ms, statistics ≤ 500 ms (p95).
 
-Expected run time (2 CPUs, quiet): smoke ~10 s; full ~15–20 min at 1,000,000 tasks (seeding
-~12–15 min, ~40 GB of disk; cleanup is a TRUNCATE when the database holds no other task).
-BENCH_DASHBOARD_LARGE_TASKS overrides the size; BENCH_MEASURE_AFTER=<file> times the pages only once
-that file exists (the seed may overlap other work, the timing not).
+Expected run time (2 CPUs, quiet): smoke ~10 s; full ~40 min at 1,000,000 tasks (seeding ~30
+min, ~40 GB of disk, then ~9 min of pages; cleanup is a TRUNCATE when the database holds no
+other task). BENCH_DASHBOARD_LARGE_TASKS overrides the size; BENCH_MEASURE_AFTER=<file> times
+the pages only once that file exists (the seed may overlap other work, the timing not).
 """
 
 from __future__ import annotations
