@@ -68,8 +68,10 @@ def agent_runners_preload() -> list[str]:
 def run_task(task_id: str) -> str:
     # A task runs the harness's own loop, an operator-registered LangGraph graph, or an
     # operator-registered agent of another SDK (Pydantic AI, the OpenAI Agents SDK).
+    # This thread runs the task; it promises nothing yet: importing an operator's graph or
+    # agent takes as long as it takes (seconds on a loaded host), and the run's first bounded
+    # phase (a workspace restore, a model call, a super-step) makes the first promise.
     beacon.claim()
-    beacon.progress("start")
     try:
         spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first()
         kind = spec_agent_kind(spec)

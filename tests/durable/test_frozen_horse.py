@@ -21,14 +21,19 @@ from .test_crash_recovery import LedgerLock, in_call
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-GRACE_S = 2
+# Room for a loaded machine's bookkeeping between phases, which must not look frozen.
+GRACE_S = 5
 # The job's hard timeout is session + turn + tool + 120 s: over an hour, far past any wait here.
 BUDGET = {"tool_timeout_s": 3, "turn_timeout_s": 4, "session_timeout_s": 3600}
 
 
 @pytest.fixture
 def harness_config_text() -> str:
-    return TEST_CONFIG + 'langgraph_graphs:\n  slow_steps: "tests.durable.graphs:graph"\n'
+    return TEST_CONFIG + (
+        "langgraph_graphs:\n"
+        '  slow_steps: "tests.durable.graphs:graph"\n'
+        '  slow_import: "tests.durable.slow_import_graph:graph"\n'
+    )
 
 
 def horse_of(task: Task) -> int:
@@ -118,3 +123,17 @@ def test_a_graph_frozen_mid_super_step_is_killed_past_the_step_timeout_and_resum
     assert event.payload["limit_s"] == BUDGET["turn_timeout_s"]
     # The super-step that froze runs again; the one before it does not.
     assert runs(tmp_path) == ["first", "slow:start", "slow:start", "slow:end", "last"]
+
+
+def test_a_slow_import_of_the_operators_graph_is_not_taken_for_a_frozen_horse(fleet, tmp_path):
+    """Importing the registered code comes before any promise to the worker: an import longer
+    than the grace does not get the horse killed."""
+    fleet.pool.env["HARNESS_HORSE_GRACE_S"] = "1"
+    fleet.worker()
+    task = graph_task("slow_import", {"marker_dir": str(tmp_path), "sleep_s": 0}, budget=BUDGET)
+
+    task = wait_status(task.id, "succeeded", timeout=60)
+
+    assert not TaskEvent.objects.filter(task=task, type="horse_unresponsive").exists()
+    assert task.redispatch_count == 0
+    assert runs(tmp_path) == ["first", "slow:start", "slow:end", "last"]
