@@ -527,11 +527,10 @@ class ReviewRolledHour(models.Model):
         return f"reviews of {self.hour:%Y-%m-%d %H:00} ({self.pending} pending)"
 
 
-class ReviewHourly(models.Model):
-    """Review SLA counts of the reviews opened in one hour, by `dim` (rule, tool, operator —
+class ReviewCounts(models.Model):
+    """Review SLA counts of the reviews opened in a period, by `dim` (rule, tool, operator —
     who decided, "" for nobody — or via, where the decision was made) and its `key`."""
 
-    hour = models.DateTimeField()
     dim = models.CharField(max_length=10)
     key = models.CharField(max_length=150)
     opened = models.PositiveIntegerField(default=0)
@@ -543,6 +542,15 @@ class ReviewHourly(models.Model):
     edited = models.PositiveIntegerField(default=0)
     notifications_failed = models.PositiveIntegerField(default=0)
     unviewed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class ReviewHourly(ReviewCounts):
+    """ReviewCounts of the reviews opened in one hour."""
+
+    hour = models.DateTimeField()
 
     class Meta:
         indexes = [models.Index(fields=["hour", "dim"], name="reviewhourly_hour_dim")]
@@ -569,21 +577,11 @@ class ReviewTimeHourly(models.Model):
         return f"{self.hour:%Y-%m-%d %H:00} {self.dim}={self.key} {self.kind}[{self.bucket}]"
 
 
-class ReviewDaily(models.Model):
+class ReviewDaily(ReviewCounts):
     """ReviewHourly summed over one UTC day (review.rollups keeps it in step with the hours):
     a window of days reads 30 rows per key, not 720."""
 
     day = models.DateTimeField()
-    dim = models.CharField(max_length=10)
-    key = models.CharField(max_length=150)
-    opened = models.PositiveIntegerField(default=0)
-    decided = models.PositiveIntegerField(default=0)
-    approved = models.PositiveIntegerField(default=0)
-    rejected = models.PositiveIntegerField(default=0)
-    expired = models.PositiveIntegerField(default=0)
-    edited = models.PositiveIntegerField(default=0)
-    notifications_failed = models.PositiveIntegerField(default=0)
-    unviewed = models.PositiveIntegerField(default=0)
 
     class Meta:
         indexes = [models.Index(fields=["day", "dim"], name="reviewdaily_day_dim")]

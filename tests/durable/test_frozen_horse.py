@@ -5,8 +5,10 @@ instead of being held `running` until the job's hard timeout (about an hour here
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -36,6 +38,17 @@ def harness_config_text() -> str:
     )
 
 
+@contextlib.contextmanager
+def frozen(pid: int) -> Iterator[None]:
+    """The process stopped (SIGSTOP) for the block; woken after it if it still exists."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        if process_alive(pid):
+            os.kill(pid, signal.SIGCONT)
+
+
 def horse_of(task: Task) -> int:
     worker_id = Task.objects.values_list("worker_id", flat=True).get(id=task.id)
     return int(worker_id.rsplit(":", 1)[1])
@@ -56,12 +69,8 @@ def test_a_frozen_horse_is_killed_past_its_call_timeout_and_the_task_finishes(fl
     wait_for(lambda: in_call(task, "sleep"), message="the sleep to start")
     horse = horse_of(task)
 
-    os.kill(horse, signal.SIGSTOP)
-    try:
+    with frozen(horse):
         task = wait_status(task.id, "succeeded", timeout=60)
-    finally:
-        if process_alive(horse):
-            os.kill(horse, signal.SIGCONT)
 
     assert not process_alive(horse)
     event = TaskEvent.objects.get(task=task, type="horse_unresponsive")
@@ -111,12 +120,8 @@ def test_a_graph_frozen_mid_super_step_is_killed_past_the_step_timeout_and_resum
     wait_for(lambda: "slow:start" in runs(tmp_path), message="the slow node to start")
     horse = horse_of(task)
 
-    os.kill(horse, signal.SIGSTOP)
-    try:
+    with frozen(horse):
         task = wait_status(task.id, "succeeded", timeout=60)
-    finally:
-        if process_alive(horse):
-            os.kill(horse, signal.SIGCONT)
 
     event = TaskEvent.objects.get(task=task, type="horse_unresponsive")
     assert event.payload["layer"] == "turn"
