@@ -6,8 +6,10 @@ instead of being held `running` until the job's hard timeout (about an hour here
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -15,10 +17,12 @@ import pytest
 from agent.tools.testing import ledger_records
 from tasks.models import Task, TaskEvent
 from tests.conftest import wait_for
-from tests.factories import enqueued_task, graph_task
+from tests.factories import enqueued_task, graph_task, spec_task
 
 from .conftest import TEST_CONFIG, process_alive, wait_status
 from .graphs import runs
+from .openai_agents import executions
+from .pai_agents import runs as pai_runs
 from .test_crash_recovery import LedgerLock, in_call
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -35,6 +39,10 @@ def harness_config_text() -> str:
         "langgraph_graphs:\n"
         '  slow_steps: "tests.durable.graphs:graph"\n'
         '  slow_import: "tests.durable.slow_import_graph:graph"\n'
+        "openai_agents:\n"
+        '  slow_writer: "tests.durable.openai_agents:slow_writer"\n'
+        "pydantic_ai_agents:\n"
+        '  slow_tool: "tests.durable.pai_agents:slow_tool"\n'
     )
 
 
@@ -142,3 +150,57 @@ def test_a_slow_import_of_the_operators_graph_is_not_taken_for_a_frozen_horse(fl
     assert not TaskEvent.objects.filter(task=task, type="horse_unresponsive").exists()
     assert task.redispatch_count == 0
     assert runs(tmp_path) == ["first", "slow:start", "slow:end", "last"]
+
+
+def sdk_task(kind: str, name: str, *, goal: str, agent_input: str = ""):
+    agent = {"kind": kind, "name": name, **({"input": agent_input} if agent_input else {})}
+    spec = {"title": name, "goal": goal, "agent": agent, "budget": BUDGET}
+    return spec_task(spec, enqueue=True)
+
+
+def test_an_openai_agents_run_frozen_in_a_model_turn_is_killed_and_resumes(fleet):
+    """The SDK adapter promises each model turn to the worker: frozen inside one, the horse is
+    killed past the turn timeout plus the grace and the run resumes from its RunState without
+    running an executed tool again."""
+    fleet.pool.env["HARNESS_HORSE_GRACE_S"] = str(GRACE_S)
+    fleet.worker()
+    key = uuid.uuid4().hex  # the model keeps its log under the key its first message names
+    task = sdk_task("openai-agents", "slow_writer", goal=f"task {key}: do it")
+    wait_for(lambda: "turn 1" in executions(key, "model"), message="the slow model turn")
+    horse = horse_of(task)
+
+    with frozen(horse):
+        task = wait_status(task.id, "succeeded", timeout=60)
+
+    assert not process_alive(horse)
+    event = TaskEvent.objects.get(task=task, type="horse_unresponsive")
+    assert event.payload["layer"] == "turn"
+    assert event.payload["limit_s"] == BUDGET["turn_timeout_s"]
+    assert task.redispatch_count == 1
+    assert executions(task.id) == ["record one", "record two"]
+    assert executions(key, "model") == ["turn 0", "turn 1", "turn 1", "turn 2"]
+    assert task.result == "done: recorded two"
+
+
+def test_a_pydantic_ai_run_frozen_inside_a_tool_asks_a_human_instead_of_running_it_again(
+    fleet, tmp_path
+):
+    fleet.pool.env["HARNESS_HORSE_GRACE_S"] = str(GRACE_S)
+    fleet.worker()
+    task = sdk_task(
+        "pydantic-ai",
+        "slow_tool",
+        goal="run the slow_tool agent",
+        agent_input=json.dumps({"marker_dir": str(tmp_path), "sleep_s": 1.5}),
+    )
+    wait_for(lambda: "slow:start" in pai_runs(tmp_path), message="the slow tool to start")
+    horse = horse_of(task)
+
+    with frozen(horse):
+        task = wait_status(task.id, "waiting_review", timeout=60)
+
+    assert not process_alive(horse)
+    event = TaskEvent.objects.get(task=task, type="horse_unresponsive")
+    assert event.payload["layer"] == "tool"
+    assert task.tool_calls.get(tool="slow_write").status == "unknown_outcome"
+    assert pai_runs(tmp_path) == ["slow:start"]  # never re-run blindly
