@@ -11,8 +11,9 @@ import platform
 import pstats
 import statistics
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -395,6 +396,51 @@ def wait_for(
         time.sleep(interval)
 
 
+REPO_ROOT = BENCH_DIR.parent
+# The queues every worker serves, highest priority first (harness_site.settings.HARNESS_QUEUES).
+QUEUES = ("high", "default", "low")
+
+
+def worker_environment(*, database_url: str, redis_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a worker (or sweeper) subprocess of this checkout: this process's
+    environment, the settings module and the repository on the path, the given database and
+    Redis, plus `extra`."""
+    return dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="harness_site.settings",
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        **extra,
+    )
+
+
+def spawn(
+    command: list[str],
+    *,
+    log: Path,
+    env: Mapping[str, str],
+    module: str = "",
+    prefix: Sequence[str] = (),
+) -> subprocess.Popen:
+    """Start `manage.py <command>` (or `python -m <module> <command>`) from the repository
+    root in a process group of its own, its output appended to `log`; `prefix` is a command
+    that runs it (e.g. `nsenter ...`: bench/hosts.py)."""
+    program = ["-m", module] if module else [str(REPO_ROOT / "manage.py")]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as output:
+        return subprocess.Popen(
+            [*prefix, sys.executable, *program, *command],
+            cwd=REPO_ROOT,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 class RqWorker:
     """One real `manage.py rqworker` subprocess on this process's database, Redis, workspace
     and ledger directories (plus `env`); a context manager that stops it (and its work horse)
@@ -406,42 +452,18 @@ class RqWorker:
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> RqWorker:
-        import sys
-
         from django.conf import settings
 
-        env = dict(
-            os.environ,
-            DJANGO_SETTINGS_MODULE="harness_site.settings",
-            PYTHONUNBUFFERED="1",
-            PYTHONPATH=os.pathsep.join(
-                filter(None, [str(BENCH_DIR.parent), os.environ.get("PYTHONPATH")])
-            ),
-            DATABASE_URL=database_url(),
-            REDIS_URL=settings.REDIS_URL,
+        env = worker_environment(
+            database_url=database_url(),
+            redis_url=settings.REDIS_URL,
             HARNESS_WORKSPACE_ROOT=str(settings.HARNESS_WORKSPACE_ROOT),
             HARNESS_LEDGER_DIR=str(settings.HARNESS_LEDGER_DIR),
             HARNESS_ENABLE_TEST_TOOLS="1",
         )
         env.update(self.extra_env)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    str(BENCH_DIR.parent / "manage.py"),
-                    "rqworker",
-                    "high",
-                    "default",
-                    "low",
-                ],
-                cwd=BENCH_DIR.parent,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.log_path.unlink(missing_ok=True)
+        self.process = spawn(["rqworker", *QUEUES], log=self.log_path, env=env)
         wait_for(
             lambda: self.state() == "idle",
             timeout=60,

@@ -15,7 +15,7 @@ from bench.common import BENCH_DIR, RESULTS_DIR, SIZES, result_write
 log = logging.getLogger("bench")
 
 # Infrastructure modules of bench/ itself, never benchmarks.
-_NOT_BENCHMARKS = {"common", "report", "runner"}
+_NOT_BENCHMARKS = {"common", "hosts", "report", "runner"}
 
 
 def benchmarks() -> dict[str, Callable[[str], dict[str, Any]]]:

@@ -15,7 +15,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -31,6 +30,7 @@ from django.db import connections
 from django.test import Client
 from pytest_django.live_server_helper import LiveServer
 
+from bench.common import QUEUES, spawn, worker_environment
 from bench.common import wait_for as poll
 from harness_site.config import harness_config
 from review.models import ReviewRequest
@@ -39,7 +39,6 @@ from tasks.canonical import canonical_hash
 from tests.factories import PASSWORD, UserFactory, run_in_process, scripted_task
 
 ROOT = Path(__file__).resolve().parent.parent
-QUEUES = ("high", "default", "low")
 TERMINAL = frozenset({"succeeded", "failed", "canceled"})
 # "gw0", "gw1", ... inside a pytest-xdist process; "" otherwise.
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
@@ -439,24 +438,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def spawn(
-    command: list[str], *, log: Path, env: dict[str, str], module: str = ""
-) -> subprocess.Popen:
-    """Start `manage.py <command>` (or `python -m <module> <command>`) from the repository
-    root in a process group of its own, its output appended to `log`."""
-    program = ["-m", module] if module else [str(ROOT / "manage.py")]
-    with open(log, "ab") as output:
-        return subprocess.Popen(
-            [sys.executable, *program, *command],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
 class WorkerPool:
     """Real `manage.py rqworker high default low --with-scheduler` processes, each in its own
     process group (so stopping one also stops its forked work horse and scheduler)."""
@@ -468,13 +449,9 @@ class WorkerPool:
         self.redis_url = django_settings.REDIS_URL
         self.redis = redis.Redis.from_url(self.redis_url)
         self.processes: list[subprocess.Popen] = []
-        self.env = dict(
-            os.environ,
-            DJANGO_SETTINGS_MODULE="harness_site.settings",
-            PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-            PYTHONUNBUFFERED="1",
-            DATABASE_URL=database_url_for_subprocess(),
-            REDIS_URL=self.redis_url,
+        self.env = worker_environment(
+            database_url=database_url_for_subprocess(),
+            redis_url=self.redis_url,
             HARNESS_WORKSPACE_ROOT=str(django_settings.HARNESS_WORKSPACE_ROOT),
             HARNESS_LEDGER_DIR=str(django_settings.HARNESS_LEDGER_DIR),
             HARNESS_ENABLE_TEST_TOOLS="1" if django_settings.HARNESS_ENABLE_TEST_TOOLS else "0",
