@@ -606,10 +606,11 @@ def _one_plain(sql: str) -> Any:
 def _rollup_models() -> tuple[Any, ...]:
     from review.models import ReviewRolledHour
     from review.rollups import DAILY
+    from tasks.rollups import DAILY as TASK_DAILY
     from tasks.rollups import ROLLUP_MODELS
 
     review = [model for pair in DAILY for model in pair]
-    return (*ROLLUP_MODELS, *review, ReviewRolledHour)
+    return (*ROLLUP_MODELS, *(table.daily for table in TASK_DAILY), *review, ReviewRolledHour)
 
 
 def _big_tables() -> tuple[Any, ...]:

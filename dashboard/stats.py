@@ -1,8 +1,9 @@
 """Failure statistics: selectors computed by SQL aggregation over a time window.
 
 Nothing here loads individual rows into Python. Tool-call statistics read the window's whole
-hours from the roll-ups the sweep maintains (tasks.rollups) and only the rest of the window
-from ToolCall, then merge the two GROUP BYs; the duration percentiles are exact
+hours from the roll-ups the sweep maintains (tasks.rollups: its whole UTC days from the daily
+sums, the other hours from the hourly rows) and only the rest of the window from ToolCall,
+then merge the GROUP BYs; the duration percentiles are exact
 (percentile_cont on PostgreSQL, window functions on SQLite) while no rolled hour is involved,
 and merged log-scale histograms otherwise. Task statistics (outcomes, failure groups, error
 mix, human waits) read the task roll-ups and Task the same way; the wait percentiles always
@@ -36,6 +37,7 @@ from tasks.models import (
 )
 from tasks.rollups import (
     CANCELED_CALL,
+    DAILY_OF,
     FAILED_CALL,
     SETTLED_CALL,
     TASK_KEYS,
@@ -45,6 +47,7 @@ from tasks.rollups import (
     hour_floor,
     in_ranges,
     log_bucket,
+    rolled_days_and_hours,
     rolled_span,
     settled_calls,
     task_aggregates,
@@ -97,22 +100,34 @@ def _rolled(
     *,
     keys: tuple[str, ...],
     where: Q | None = None,
-    bucket: Any = None,
+    bucket: Callable[[str], Any] | None = None,
+    hourly: bool = False,
     **sums: Any,
 ) -> list[dict[str, Any]]:
     """GROUP BY `keys` over the roll-up rows of the window's rolled hours (narrowed by `where`;
-    `bucket`: an expression to group by as "bucket"), with `sums` ({name: aggregate}) named as
-    in the raw queries."""
+    `bucket`: an expression of the period's column to group by as "bucket"), with `sums`
+    ({name: aggregate}) named as in the raw queries. The whole UTC days among those hours are
+    read from the daily sums of `model` (tasks.rollups.DAILY), the other hours from `model`
+    itself; `hourly` reads every hour from `model` (hourly buckets)."""
     if parts.rolled is None:
         return []
-    rows = model.objects.filter(where or Q(), hour__gte=parts.rolled[0], hour__lt=parts.rolled[1])
-    if bucket is not None:
-        rows = rows.annotate(bucket=bucket)
-    rows = (
-        rows.values(*keys)
-        .annotate(**{f"sum_{name}": aggregate for name, aggregate in sums.items()})
-        .order_by()
-    )
+    days, hours = (None, (parts.rolled,)) if hourly else rolled_days_and_hours(*parts.rolled)
+    tables = [(model.objects.filter(in_ranges("hour", hours)), "hour")]
+    if days is not None:
+        daily = DAILY_OF[model].daily.objects.filter(day__gte=days[0], day__lt=days[1])
+        tables.append((daily, "day"))
+    queries = []
+    for rows, period in tables:
+        rows = rows.filter(where or Q())
+        if bucket is not None:
+            rows = rows.annotate(bucket=bucket(period))
+        queries.append(
+            rows.values(*keys)
+            .annotate(**{f"sum_{name}": aggregate for name, aggregate in sums.items()})
+            .order_by()
+        )
+    # One round trip: the days' and the hours' groups, merged by the caller.
+    rows = queries[0].union(*queries[1:], all=True) if len(queries) > 1 else queries[0]
     return [
         {**{key: row[key] for key in keys}, **{name: row[f"sum_{name}"] for name in sums}}
         for row in rows
@@ -213,7 +228,9 @@ def failure_rate_over_time(
         parts,
         keys=("tool", "bucket"),
         where=_ROLLED_SETTLED,
-        bucket=Trunc("hour", window.bucket),
+        bucket=lambda period: Trunc(period, window.bucket),
+        # Hourly buckets read the hours; daily ones may read the daily sums.
+        hourly=window.bucket == "hour",
         **_rolled_counts(),
     )
     rows = _merge([*raw, *rolled], ("bucket", "tool"), ("calls", "failed"))

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Max, Min, OuterRef, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from review.models import (
@@ -51,13 +51,13 @@ from tasks.rollups import (
     HOUR,
     MIN_BUCKETED,
     bucket_value,
-    day_ceil,
     day_floor,
     hour_ceil,
     hour_floor,
     hours_advance,
     in_ranges,
     roll_lock,
+    rolled_days_and_hours,
 )
 
 DIMS = ("rule", "tool", "operator", "via")
@@ -329,14 +329,10 @@ def _rolled(
 ) -> tuple[QuerySet | None, QuerySet]:
     """The roll-up rows covering the rolled hours [start, stop): the daily sums of the whole
     UTC days inside it (None: there are none), the hourly rows of the hours around them."""
-    first_day, last_day = day_ceil(start), day_floor(stop)
-    if first_day >= last_day:
-        return None, hourly.objects.filter(hour__gte=start, hour__lt=stop)
+    days, hours = rolled_days_and_hours(start, stop)
     return (
-        daily.objects.filter(day__gte=first_day, day__lt=last_day),
-        hourly.objects.filter(
-            Q(hour__gte=start, hour__lt=first_day) | Q(hour__gte=last_day, hour__lt=stop)
-        ),
+        None if days is None else daily.objects.filter(day__gte=days[0], day__lt=days[1]),
+        hourly.objects.filter(in_ranges("hour", hours)),
     )
 
 

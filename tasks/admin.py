@@ -11,12 +11,17 @@ from tasks.models import (
     RolledHour,
     SweepRun,
     Task,
+    TaskDaily,
     TaskEvent,
     TaskHourly,
+    TaskWaitDaily,
     TaskWaitHourly,
     ToolCall,
+    ToolCallDaily,
+    ToolCallDurationDaily,
     ToolCallDurationHourly,
     ToolCallHourly,
+    ToolCallStepDaily,
     ToolCallStepHourly,
     ToolOutput,
 )
@@ -141,3 +146,32 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(TaskDaily)
+class TaskDailyAdmin(ReadOnlyAdmin):
+    list_display = ("day", "status", "error_class", "error_fingerprint", "calls_failed", "tasks")
+    list_filter = ("status",)
+
+
+@admin.register(TaskWaitDaily)
+class TaskWaitDailyAdmin(ReadOnlyAdmin):
+    list_display = ("day", "kind", "bucket", "tasks")
+    list_filter = ("kind",)
+
+
+@admin.register(ToolCallDaily)
+class ToolCallDailyAdmin(ReadOnlyAdmin):
+    list_display = ("day", "tool", "status", "error_class", "attempts", "calls")
+    list_filter = ("tool", "status")
+
+
+@admin.register(ToolCallStepDaily)
+class ToolCallStepDailyAdmin(ReadOnlyAdmin):
+    list_display = ("day", "step_index", "calls", "failed")
+
+
+@admin.register(ToolCallDurationDaily)
+class ToolCallDurationDailyAdmin(ReadOnlyAdmin):
+    list_display = ("day", "tool", "bucket", "calls")
+    list_filter = ("tool",)

@@ -15,7 +15,12 @@ that leaves its terminal status (an operator's retry or rollback) marks its fini
 `stale` (`rollups_task_reopened`, from task_transition), and the sweep rolls that hour again
 whatever its age.
 
-The statistics (`dashboard.stats`) read rolled hours from here and the rest of a window —
+Each roll of an hour also re-sums its UTC day into the daily tables (`ToolCallDaily`,
+`ToolCallStepDaily`, `ToolCallDurationDaily`, `TaskDaily`, `TaskWaitDaily`: DAILY), so a late
+change that rolls an hour again (a call settling, a task reopened) reaches its day too.
+
+The statistics (`dashboard.stats`) read a window's whole UTC days from the daily tables, the
+other rolled hours from the hourly ones (`rolled_days_and_hours`), and the rest of the window —
 the part of an hour at its start and the hours not rolled yet at its end — from ToolCall.
 """
 
@@ -23,24 +28,42 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, F, FloatField, Max, Min, Model, Q, QuerySet, Sum, Value
-from django.db.models.functions import Floor, Greatest, Ln, Trunc
+from django.db.models import (
+    Aggregate,
+    Count,
+    F,
+    FloatField,
+    Max,
+    Min,
+    Model,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Floor, Greatest, Ln, Trunc, TruncDay
 
 from tasks.errors import CANCELED_ERROR
 from tasks.models import (
     RolledHour,
     SweepRun,
     Task,
+    TaskDaily,
     TaskHourly,
+    TaskWaitDaily,
     TaskWaitHourly,
     ToolCall,
+    ToolCallDaily,
+    ToolCallDurationDaily,
     ToolCallDurationHourly,
     ToolCallHourly,
     ToolCallStatus,
+    ToolCallStepDaily,
     ToolCallStepHourly,
 )
 from tasks.states import TERMINAL
@@ -83,11 +106,55 @@ ROLLUP_MODELS = (
     RolledHour,
 )
 
+# The key of a task roll-up row, and what is summed, min'd or max'd over it.
+TASK_KEYS = ("status", "error_class", "error_fingerprint", "calls_failed")
+# How a task roll-up's columns combine over hours (the others are sums).
+TASK_COMBINED = {"first_seen": Min, "last_seen": Max, "sample": Max}
+TASK_COLUMNS = (
+    "tasks",
+    "first_seen",
+    "last_seen",
+    "sample",
+    "with_rejected",
+    "with_edited",
+    "waited_review",
+    "review_wait_sum",
+    "waited_held",
+    "held_wait_sum",
+)
+
+
+@dataclass(frozen=True)
+class Daily:
+    """A daily table: the sums over each UTC day of an hourly one's rows with equal `keys`."""
+
+    hourly: type[Model]
+    daily: type[Model]
+    keys: tuple[str, ...]
+    # {column: aggregate over the day's hours}
+    columns: dict[str, type[Aggregate]]
+
+
+DAILY = (
+    Daily(
+        ToolCallHourly, ToolCallDaily, ("tool", "status", "error_class", "attempts"), {"calls": Sum}
+    ),
+    Daily(ToolCallStepHourly, ToolCallStepDaily, ("step_index",), {"calls": Sum, "failed": Sum}),
+    Daily(ToolCallDurationHourly, ToolCallDurationDaily, ("tool", "bucket"), {"calls": Sum}),
+    Daily(
+        TaskHourly,
+        TaskDaily,
+        TASK_KEYS,
+        {column: TASK_COMBINED.get(column, Sum) for column in TASK_COLUMNS},
+    ),
+    Daily(TaskWaitHourly, TaskWaitDaily, ("kind", "bucket"), {"tasks": Sum}),
+)
+# The daily table of each hourly one.
+DAILY_OF = {table.hourly: table for table in DAILY}
+
 # The time a finished task waited for a human, by kind: for a review, and held by an operator
 # (kept apart: a task held and resumed never waited for a review).
 WAIT_FIELDS = {"review": "review_wait_s", "held": "held_wait_s"}
-# The key of a task roll-up row, and what is summed, min'd or max'd over it.
-TASK_KEYS = ("status", "error_class", "error_fingerprint", "calls_failed")
 
 
 def hour_floor(at: datetime) -> datetime:
@@ -132,6 +199,19 @@ def rolled_span() -> tuple[datetime, datetime] | None:
     if span["first"] is None:
         return None
     return span["first"], span["last"] + HOUR
+
+
+def rolled_days_and_hours(
+    start: datetime, stop: datetime
+) -> tuple[tuple[datetime, datetime] | None, tuple[tuple[datetime, datetime], ...]]:
+    """Rolled hours [start, stop) cut into the whole UTC days inside them ([first, last) or
+    None) and the hour ranges around those days: what a window reads from the daily sums and
+    what from the hourly rows."""
+    first_day, last_day = day_ceil(start), day_floor(stop)
+    if first_day >= last_day:
+        return None, ((start, stop),)
+    around = ((start, first_day), (last_day, stop))
+    return (first_day, last_day), tuple((a, b) for a, b in around if a < b)
 
 
 def in_ranges(field: str, ranges: tuple[tuple[datetime, datetime], ...]) -> Q:
@@ -257,6 +337,29 @@ def hours_roll(*, start: datetime, stop: datetime, now: datetime) -> None:
         )
         RolledHour.objects.bulk_create(
             RolledHour(hour=hour, unsettled=unsettled.get(hour, 0), rolled_at=now) for hour in hours
+        )
+        days_roll(days=sorted({day_floor(hour) for hour in hours}))
+
+
+def days_roll(*, days: list[datetime]) -> None:
+    """Replace the daily sums of these UTC days from their rolled hours (in the caller's
+    transaction, after the hours): a day's sums follow each roll of one of its hours."""
+    for table in DAILY:
+        table.daily.objects.filter(day__in=days).delete()
+        rows = (
+            table.hourly.objects.filter(in_ranges("hour", tuple((day, day + DAY) for day in days)))
+            .annotate(rolled_day=TruncDay("hour", tzinfo=UTC))
+            .values("rolled_day", *table.keys)
+            .annotate(**{f"sum_{c}": aggregate(c) for c, aggregate in table.columns.items()})
+            .order_by()
+        )
+        table.daily.objects.bulk_create(
+            table.daily(
+                day=row["rolled_day"],
+                **{key: row[key] for key in table.keys},
+                **{c: row[f"sum_{c}"] for c in table.columns},
+            )
+            for row in rows
         )
 
 

@@ -1,11 +1,11 @@
-"""Statistics roll-ups: after the sweep folds whole hours into per-hour rows, every statistic
-of a window is what the raw calls give (durations within the histogram's resolution), and a
-call that settles after its hour was rolled still arrives."""
+"""Statistics roll-ups: after the sweep folds whole hours into per-hour rows and whole UTC days
+into daily sums, every statistic of a window is what the raw calls give (durations within the
+histogram's resolution), and a call that settles after its hour was rolled still arrives."""
 
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -13,8 +13,9 @@ from django.utils import timezone
 from dashboard import stats
 from dashboard.windows import window_parse
 from tasks.errors import error_fingerprint
-from tasks.models import RolledHour, ToolCall
+from tasks.models import RolledHour, TaskDaily, ToolCall, ToolCallDaily
 from tasks.rollups import (
+    DAILY,
     FINAL_CALL,
     HOUR,
     RESETTLE_EVERY,
@@ -99,21 +100,26 @@ def statistics(now, since="7d"):
     return stats.failure_statistics(window)
 
 
+def assert_as_raw(rolled, raw) -> None:
+    """The statistics read from roll-ups are those of the raw rows (the durations within the
+    histograms' resolution)."""
+    for key in COUNTED:
+        assert rolled[key] == raw[key], key
+    assert rolled["tasks"] == raw["tasks"]
+    assert [(d["tool"], d["calls"]) for d in rolled["durations"]] == [
+        (d["tool"], d["calls"]) for d in raw["durations"]
+    ]
+    for exact, approx in zip(raw["durations"], rolled["durations"], strict=True):
+        assert approx["p50_ms"] == pytest.approx(exact["p50_ms"], rel=0.05)
+
+
 def test_rolled_up_statistics_equal_the_raw_ones(history):
     now = history["now"]
     for since in ("7d", "24h", "90m"):
         raw = statistics(now, since)
         roll_all(now)
         assert RolledHour.objects.exists()
-        rolled = statistics(now, since)
-        for key in COUNTED:
-            assert rolled[key] == raw[key], (since, key)
-        assert rolled["tasks"] == raw["tasks"]
-        assert [(d["tool"], d["calls"]) for d in rolled["durations"]] == [
-            (d["tool"], d["calls"]) for d in raw["durations"]
-        ]
-        for exact, approx in zip(raw["durations"], rolled["durations"], strict=True):
-            assert approx["p50_ms"] == pytest.approx(exact["p50_ms"], rel=0.05)
+        assert_as_raw(statistics(now, since), raw)
 
 
 def test_rolled_hours_cover_history_up_to_the_lag_contiguously(history):
@@ -183,3 +189,87 @@ def test_task_that_leaves_its_terminal_status_is_taken_out_of_its_rolled_hour(hi
     assert raw["tasks"] == after["tasks"]
     for key in COUNTED:
         assert raw[key] == after[key], key
+
+
+# Mid-afternoon: a window of days starts and ends inside a day.
+NOW = datetime(2026, 12, 4, 14, 37, tzinfo=UTC)
+
+
+def test_a_window_of_days_reads_the_daily_sums_and_equals_the_raw_figures():
+    """Whole UTC days of a window come from the daily sums, the hours around them from the
+    hourly rows; a day whose hour is rolled again (a task an operator retries, a call that
+    settles late) is summed again."""
+    rng = random.Random(30)
+    task = TaskFactory()
+    outcomes = [("succeeded", ""), ("failed", "permanent"), ("timed_out", "timeout")]
+    for _ in range(300):  # over five UTC days
+        status, error_class = rng.choice(outcomes)
+        ToolCallFactory(
+            task=task,
+            tool=rng.choice(["read_file", "write_file"]),
+            status=status,
+            created_at=NOW - timedelta(minutes=rng.uniform(1, 5 * 24 * 60)),
+            error_class=error_class,
+            attempts=rng.choice([1, 1, 2]),
+            step_index=rng.randrange(4),
+            duration_ms=rng.uniform(0.5, 900),
+        )
+    for _ in range(80):
+        status = rng.choice(["succeeded", "failed"])
+        TaskFactory(
+            status=status,
+            finished_at=NOW - timedelta(minutes=rng.uniform(1, 5 * 24 * 60)),
+            error_class="timeout" if status == "failed" else "",
+            error_message="session timeout: 60s exceeded" if status == "failed" else "",
+            error_fingerprint=error_fingerprint("timeout", "x") if status == "failed" else "",
+            calls_failed=rng.random() < 0.3,
+            review_wait_s=rng.choice([0, rng.uniform(1, 3600)]),
+        )
+    # Inside whole days of the window: a failure an operator will retry (older than any hour
+    # the sweep rolls again on its own) and a call still awaiting review.
+    retried = TaskFactory(
+        status="failed",
+        finished_at=datetime(2026, 12, 2, 9, 20, tzinfo=UTC),
+        error_class="timeout",
+        error_message="session timeout: 60s exceeded",
+        error_fingerprint=error_fingerprint("timeout", "x"),
+    )
+    late = ToolCallFactory(
+        task=task,
+        tool="write_file",
+        status="awaiting_review",
+        created_at=datetime(2026, 12, 3, 8, 10, tzinfo=UTC),
+    )
+    windows = [
+        window_parse(since="4d", bucket=None, now=NOW),  # daily buckets
+        window_parse(since="4d", bucket="hour", now=NOW),  # hourly buckets: read the hours
+        window_parse(since="2026-12-01T00:00", bucket=None, now=NOW),  # starts at midnight
+    ]
+    raw = [stats.failure_statistics(window) for window in windows]
+    roll_all(NOW)
+    whole_days = [datetime(2026, 12, d, tzinfo=UTC) for d in (1, 2, 3)]
+    for model in (ToolCallDaily, TaskDaily):
+        assert set(model.objects.values_list("day", flat=True)) >= set(whole_days)
+    for window, exact in zip(windows, raw, strict=True):
+        assert_as_raw(stats.failure_statistics(window), exact)
+
+    task_transition(task_id=retried.id, to="queued", reason="retry")
+    ToolCall.objects.filter(id=late.id).update(status="failed", error_class="permanent")
+    later = NOW + RESETTLE_EVERY
+    assert rollups_advance(now=later) == 2
+    rolled = [stats.failure_statistics(window) for window in windows]
+    assert rolled[0]["tasks"]["failed"] == raw[0]["tasks"]["failed"] - 1
+    by_tool = {row["tool"]: row for row in rolled[0]["by_tool"]}
+    before = {row["tool"]: row for row in raw[0]["by_tool"]}
+    assert by_tool["write_file"]["failed"] == before["write_file"]["failed"] + 1
+
+    # The whole days' hourly rows are not what a window of days reads.
+    day = {"hour__gte": whole_days[0], "hour__lt": whole_days[-1] + timedelta(days=1)}
+    for table in DAILY:
+        table.hourly.objects.filter(**day).delete()
+    assert stats.failure_statistics(windows[0]) == rolled[0]
+    assert stats.failure_statistics(windows[2]) == rolled[2]
+    # What the raw rows say once no roll-up is left.
+    RolledHour.objects.all().delete()
+    for window, figures in zip(windows, rolled, strict=True):
+        assert_as_raw(figures, stats.failure_statistics(window))
