@@ -60,6 +60,24 @@ def redis_url_for_this_process(url: str) -> str:
     return urlunsplit(parts._replace(path=f"/{index}"))
 
 
+def _cost_class(item: pytest.Item) -> int:
+    """0 for the longest tests (the API fuzzing shards: minutes each), 1 for the ones with real
+    workers (tens of seconds), 2 for the browser ones, 3 for the rest."""
+    if "schemathesis" in item.nodeid:
+        return 0
+    if item.get_closest_marker("integration"):
+        return 1
+    return 2 if item.get_closest_marker("browser") else 3
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest first, so that pytest-xdist's processes end together: one shard of minutes
+    handed out last keeps one process busy while the others idle. A stable sort: the order
+    within a class is the files' (the same in every xdist process, as the scheduler needs)."""
+    items.sort(key=_cost_class)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     manifest = Path(django_settings.STATIC_ROOT) / "staticfiles.json"
     if not manifest.is_file():

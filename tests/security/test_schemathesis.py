@@ -5,9 +5,10 @@ request with a body is sent again as text/plain, urlencoded, multipart and with 
 Content-Type (the check in schemathesis_hooks.py), since the API parses each as JSON.
 
 The operations are split into SHARDS test items by path (every path in exactly one, each
-checked against schemathesis's report), so that pytest-xdist runs them on every process instead
-of one process spending ten minutes on all of them. Sized to a few minutes on two cores;
-`SCHEMATHESIS_MAX_EXAMPLES` raises the effort for a deeper run."""
+checked against schemathesis's report; creating a task, the slowest by far, alone), so that
+pytest-xdist runs them on every process instead of one process spending ten minutes on all of
+them. Sized to a few minutes on two cores; `SCHEMATHESIS_MAX_EXAMPLES` raises the effort for a
+deeper run."""
 
 from __future__ import annotations
 
@@ -39,10 +40,16 @@ def operations() -> dict[str, list[str]]:
     }
 
 
+# Paths that take minutes alone (creating a task: the TaskSpec's large, nested body), each
+# in a shard of its own so that no shard holds two.
+HEAVY = ("/api/v1/tasks",)
+
+
 def shards() -> list[list[str]]:
-    """The paths, dealt round-robin into SHARDS lists."""
-    paths = list(operations())
-    return [paths[i::SHARDS] for i in range(SHARDS)]
+    """The heavy paths alone, then the others dealt round-robin into the remaining lists."""
+    paths = [path for path in operations() if path not in HEAVY]
+    rest = SHARDS - len(HEAVY)
+    return [[path] for path in HEAVY] + [paths[i::rest] for i in range(rest)]
 
 
 @pytest.mark.parametrize("paths", shards(), ids=[f"{i + 1}-of-{SHARDS}" for i in range(SHARDS)])
