@@ -82,10 +82,15 @@ class SweepCounts:
         return any(asdict(self).values())
 
 
-def task_recover_stalled(*, task_id: Any, stale_after_s: float, max_redispatches: int) -> str:
+def task_recover_stalled(
+    *, task_id: Any, stale_after_s: float, max_redispatches: int, worker_id: str | None = None
+) -> str:
     """Stall a running task whose heartbeat is stale, then redispatch, cancel or fail it.
     Returns what happened: "redispatched", "failed", "canceled" or "" (it was not stale after
-    all, or another sweeper holds it)."""
+    all, or another sweeper holds it). With `worker_id`, only while that worker holds the task:
+    a worker recovering the task of the horse it killed must not take it from the worker that
+    holds it now (it was stalled and redispatched while this one was frozen or cut off)."""
+    held = {"worker_id": worker_id} if worker_id is not None else {}
     with transaction.atomic():
         # Lock contract: the task row, re-checked under the lock (it may have heartbeated since
         # it was listed); skip_locked leaves a row another sweeper is handling to that sweeper.
@@ -95,6 +100,7 @@ def task_recover_stalled(*, task_id: Any, stale_after_s: float, max_redispatches
                 id=task_id,
                 status=TaskStatus.RUNNING,
                 heartbeat_at__lt=Now() - timedelta(seconds=stale_after_s),
+                **held,
             )
             .first()
         )

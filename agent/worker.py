@@ -80,8 +80,12 @@ class Supervision(threading.Thread):
             settings.HARNESS_HORSE_GRACE_S,
         )
         try:
-            services.event_record(
+            # Only while the task is still this worker's: woken from a freeze or back from a
+            # partition, the worker may find it redispatched to another, which it must not
+            # write on (the kill still stops a horse whose writes would be fenced anyway).
+            services.event_record_while_held(
                 task_id=self.task_id,
+                worker_id=self.worker_id,
                 type=EventType.HORSE_UNRESPONSIVE,
                 payload={
                     "layer": expected.layer,
@@ -195,6 +199,7 @@ class Worker(rq.Worker):
                     task_id=task_id,
                     stale_after_s=0,
                     max_redispatches=settings.HARNESS_MAX_REDISPATCHES,
+                    worker_id=worker_id,
                 )
         finally:
             connections.close_all()

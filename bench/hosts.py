@@ -63,6 +63,7 @@ from bench.common import QUEUES, REPO_ROOT, BenchError, spawn, wait_for, worker_
 SUBNET_PREFIX = "10.231"
 FIRST_HOST = 11
 _LOCK = Path(tempfile.gettempdir()) / "harness-hosts.lock"
+TCP_RTO_MAX_MS = 44  # linux/tcp.h (6.15): a socket's cap on its retransmission back-off
 
 
 def unavailable() -> str:
@@ -104,8 +105,11 @@ class Forwarder:
     here: the hosts' own TCP stacks and clients decide when to give up, as on a real network).
     """
 
-    def __init__(self, *, listen: tuple[str, int], upstream: tuple[str, int]) -> None:
+    def __init__(
+        self, *, listen: tuple[str, int], upstream: tuple[str, int], rto_max_ms: int | None = None
+    ) -> None:
         self.upstream = upstream
+        self.rto_max_ms = rto_max_ms
         self.server = socket.create_server(listen, reuse_port=False)
         self.address: tuple[str, int] = self.server.getsockname()[:2]
         self._open: set[socket.socket] = set()
@@ -127,6 +131,9 @@ class Forwarder:
             upstream.settimeout(None)
             for sock in (client, upstream):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.rto_max_ms:
+                with contextlib.suppress(OSError):  # before Linux 6.15
+                    client.setsockopt(socket.IPPROTO_TCP, TCP_RTO_MAX_MS, self.rto_max_ms)
             with self._lock:
                 if self._closed:
                     client.close()
@@ -175,7 +182,8 @@ class Forwarder:
 
 class Host:
     """One worker machine: a network namespace (`netns`) with one link to the bridge
-    (`ip`), a mount namespace with its own disk, and the processes started in it.
+    (`ip`), a mount namespace with its own disk, a hostname of its own (UTS namespace; worker
+    ids are `<hostname>:<pid>`), and the processes started in it.
 
     `env` is the environment its processes get (the Network's plus this host's: its data
     directory, DATABASE_URL and REDIS_URL as reached from it); change it before starting a
@@ -189,6 +197,7 @@ class Host:
         self.netns = f"hn{network.suffix}{index}"
         self.link = f"hv{network.suffix}{index}"  # the root end of the veth pair
         self.ip = f"{network.subnet}.{FIRST_HOST + index}"
+        self.hostname = f"{name}-{network.suffix}"  # worker ids start with it
         self.disk = network.run_dir / "disk" / name
         self.log_dir = network.run_dir / "logs" / name
         self.env = env
@@ -213,16 +222,28 @@ class Host:
         _run("ip", "-n", self.netns, "link", "set", "lo", "up")
         _run("ip", "link", "set", self.link, "master", self.network.bridge)
         _run("ip", "link", "set", self.link, "up")
-        # The anchor holds the host's mount namespace: its own disk at the shared local path,
-        # every host's disk hidden. Every process of the host joins it (and the netns).
+        # Static neighbours both ways: a partition drops packets, it does not make address
+        # resolution fail (which would refuse new connections with EHOSTUNREACH at once).
+        mac = _run("ip", "-n", self.netns, "-br", "link", "show", "eth0").split()[2]
+        _run("ip", "-n", self.netns, "neigh", "replace", self.network.gateway,
+             "lladdr", self.network.bridge_mac, "dev", "eth0", "nud", "permanent")  # fmt: skip
+        _run("ip", "neigh", "replace", self.ip, "lladdr", mac, "dev", self.network.bridge,
+             "nud", "permanent")  # fmt: skip
+        if self.network.rto_max_ms and Path("/proc/sys/net/ipv4/tcp_rto_max_ms").exists():
+            _run("ip", "netns", "exec", self.netns, "sysctl", "-q", "-w",
+                 f"net.ipv4.tcp_rto_max_ms={self.network.rto_max_ms}")  # fmt: skip
+        # The anchor holds the host's mount namespace (its own disk at the shared local path,
+        # every host's disk hidden) and its hostname (worker ids name it). Every process of the
+        # host joins them and the netns.
         local, disks = self.network.local, self.network.run_dir / "disk"
         self._anchor = subprocess.Popen(
             [
                 "ip", "netns", "exec", self.netns,
-                "unshare", "--mount", "--propagation", "private", "--",
+                "unshare", "--mount", "--uts", "--propagation", "private", "--",
                 "sh", "-c",
-                f'mount --bind "{self.disk}" "{local}" && mount -t tmpfs -o size=64k,mode=0700 '
-                f'harness-host "{disks}" && echo ready && exec sleep infinity',
+                f'hostname "{self.hostname}" && mount --bind "{self.disk}" "{local}" && '
+                f'mount -t tmpfs -o size=64k,mode=0700 harness-host "{disks}" && '
+                "echo ready && exec sleep infinity",
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -235,15 +256,18 @@ class Host:
 
     # -- processes --
 
-    def _prefix(self) -> list[str]:
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """`argv` as a command line that runs it on this host (its namespaces, `wrap`)."""
         return [
             "nsenter",
             f"--target={self._anchor.pid}",
             "--net",
             "--mount",
+            "--uts",
             f"--wd={REPO_ROOT}",
             "--",
             *self.wrap,
+            *argv,
         ]
 
     def spawn(self, command: list[str], *, log_name: str, module: str = "") -> subprocess.Popen:
@@ -254,7 +278,7 @@ class Host:
             log=self.log_dir / f"{log_name}.log",
             env=self.env,
             module=module,
-            prefix=self._prefix(),
+            prefix=self.command([]),
         )
         self.processes.append(process)
         return process
@@ -357,7 +381,9 @@ class Network:
     `database_url` and `redis_url` are the services as this process reaches them; `env` is
     added to every host process's environment (e.g. HARNESS_LEDGER_DIR, fast clocks).
     `run_dir` holds the hosts' disks and logs (a temporary directory, removed on exit, by
-    default)."""
+    default). `rto_max_ms` caps TCP's retransmission back-off on both ends of every host's
+    connections (Linux 6.15+; None: the kernel's, up to 120 s), so that connections a partition
+    held up carry on within that long of `heal()` rather than at the next doubled timeout."""
 
     def __init__(
         self,
@@ -366,6 +392,7 @@ class Network:
         redis_url: str,
         env: Mapping[str, str] | None = None,
         run_dir: Path | None = None,
+        rto_max_ms: int | None = 1000,
     ) -> None:
         reason = unavailable()
         if reason:
@@ -375,6 +402,10 @@ class Network:
         self.env = dict(env or {})
         self.suffix = uuid.uuid4().hex[:6]
         self.bridge = f"hb{self.suffix}"
+        # Fixed (a bridge otherwise takes its lowest port's address, which the hosts' static
+        # neighbour entries would miss); locally administered.
+        self.bridge_mac = "02:48:" + ":".join(self.suffix[i : i + 2] for i in (0, 2, 4)) + ":01"
+        self.rto_max_ms = rto_max_ms
         self._own_run_dir = run_dir is None
         self.run_dir = Path(run_dir or tempfile.mkdtemp(prefix="harness-hosts-")) / self.suffix
         self.local = self.run_dir / "local"  # where each host sees its own disk
@@ -411,7 +442,7 @@ class Network:
                 raise BenchError(f"no free subnet {SUBNET_PREFIX}.N.0/24 on this machine")
             self.subnet = f"{SUBNET_PREFIX}.{random.choice(free)}"
             self.gateway = f"{self.subnet}.1"
-            _run("ip", "link", "add", self.bridge, "type", "bridge")
+            _run("ip", "link", "add", self.bridge, "address", self.bridge_mac, "type", "bridge")
             _run("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge)
             _run("ip", "link", "set", self.bridge, "up")
 
@@ -472,7 +503,9 @@ class Network:
         default = {"redis": 6379, "rediss": 6379}.get(parts.scheme, 5432)
         upstream = (host, parts.port or default)
         if upstream not in self.forwarders:
-            self.forwarders[upstream] = Forwarder(listen=(self.gateway, 0), upstream=upstream)
+            self.forwarders[upstream] = Forwarder(
+                listen=(self.gateway, 0), upstream=upstream, rto_max_ms=self.rto_max_ms
+            )
         address, port = self.forwarders[upstream].address
         auth, at, _ = parts.netloc.rpartition("@")
         return urlunsplit(parts._replace(netloc=f"{auth}{at}{address}:{port}"))

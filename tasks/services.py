@@ -108,6 +108,17 @@ def event_record(
     return event
 
 
+def event_record_while_held(*, task_id: Any, worker_id: str, type: str, payload: dict) -> bool:
+    """Record an event from the worker process supervising a task, only while the task is
+    running under that worker (-> whether it was recorded). No row lock is taken: the horse
+    being reported on may be stuck holding one."""
+    held = Task.objects.filter(id=task_id, status=TaskStatus.RUNNING, worker_id=worker_id)
+    if not held.exists():
+        return False
+    event_record(task_id=task_id, type=type, payload=payload)
+    return True
+
+
 def events_record(events: Iterable[TaskEvent]) -> None:
     TaskEvent.objects.bulk_create(list(events))
 
