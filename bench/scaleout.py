@@ -32,7 +32,8 @@ SIZES = {
 }
 
 
-def _create(n: int, steps: int) -> list[Any]:
+def batch_create(n: int, steps: int) -> list[Any]:
+    """`n` tasks of `steps` noop calls each, created and enqueued through the real services."""
     from tasks.services import task_create
     from tasks.spec import TaskSpec
 
@@ -51,7 +52,8 @@ def _create(n: int, steps: int) -> list[Any]:
     return [task_create(spec=spec, user=None).id for _ in range(n)]
 
 
-def _finished(ids: list[Any]) -> bool:
+def batch_finished(ids: list[Any]) -> bool:
+    """Whether every task succeeded (raises as soon as one failed or was canceled)."""
     from tasks.models import Task
 
     statuses = list(Task.objects.filter(id__in=ids).values_list("status", flat=True))
@@ -68,8 +70,8 @@ def _one(workers: int, *, tasks: int, steps: int) -> float:
         for i in range(workers):
             stack.enter_context(RqWorker(log_path=logs / f"worker-{i}.log"))
         started = time.monotonic()
-        ids = _create(tasks, steps)
-        wait_for(lambda: _finished(ids), timeout=1800, interval=0.05, what="the tasks to finish")
+        ids = batch_create(tasks, steps)
+        wait_for(lambda: batch_finished(ids), timeout=1800, interval=0.05, what="the tasks")
         elapsed = time.monotonic() - started
     tasks_delete(ids)
     return elapsed
