@@ -10,8 +10,10 @@ template rendering; no HTTP socket):
 - the task list: unfiltered, filtered by status + tool, by error class + creator + date, a
   selective free-text search (trigram indexes on PostgreSQL) and sorted by title; the nav's
   search for a title — target p95 ≤ 100 ms;
-- the page of the 1,000-step task (header, the full timeline figure embedded, the compact
-  event tab's first page) — target p95 ≤ 300 ms;
+- the page of the 1,000-step task (header, the timeline figure embedded — its last 100 steps in
+  full, the earlier steps' failed attempts, waits, recoveries and key checkpoints on an
+  overview; "Show all steps" fetches the rest — the compact event tab's first page) — target
+  p95 ≤ 300 ms;
 - the failure statistics page over the last 24 hours, 7 days and 30 days (tool-call and task
   statistics from the sweep's hourly roll-ups, which the seed builds as the sweep would)
   — target p95 ≤ 500 ms;

@@ -39,6 +39,26 @@ TIMELINE_EVENT_TYPES = frozenset(
     }
 )
 
+# A long task's timeline draws its last TIMELINE_STEPS steps in full; of the earlier steps
+# (collapsed) it keeps what an operator looks for: the calls that failed or were retried,
+# errors, review waits and holds, recoveries and rollbacks (TIMELINE_KEPT_EVENTS, plus the
+# graph nodes that failed), and the checkpoints that start a task, follow a rollback or an
+# operator's hand, or precede a review (COLLAPSED_CHECKPOINT_TRIGGERS). "Show all steps"
+# draws everything.
+TIMELINE_STEPS = 100
+TIMELINE_KEPT_EVENTS = frozenset(
+    {
+        "model_error",
+        "tool_refused",
+        "task_stopped",
+        "status",
+        "review_requested",
+        *("rollback", "retry", "forward", "retry_scheduled", "redispatched"),
+    }
+)
+TIMELINE_KEPT_FAILED_EVENTS = frozenset({"graph_node"})
+COLLAPSED_CHECKPOINT_TRIGGERS = frozenset({"task_start", "rollback", "manual", "before_review"})
+
 ROW_STEPS = "steps"
 ROW_MODEL = "model"
 ROW_HUMAN = "waiting for review"
@@ -251,6 +271,15 @@ def superseded_ranges(checkpoints: list[dict[str, Any]]) -> list[tuple[datetime,
     return ranges
 
 
+def timeline_from_step(task: Task, *, all_steps: bool) -> int | None:
+    """The first step a task's timeline draws in full: None (every step) for a task of at most
+    TIMELINE_STEPS steps or when all are asked for."""
+    # Steps are numbered from 0 to the current one.
+    if all_steps or task.current_step < TIMELINE_STEPS:
+        return None
+    return task.current_step + 1 - TIMELINE_STEPS
+
+
 def task_timeline(
     *,
     task: Task,
@@ -258,19 +287,34 @@ def task_timeline(
     calls: list[dict[str, Any]],
     checkpoints: list[dict[str, Any]],
     now: datetime,
+    from_step: int | None = None,
 ) -> dict[str, Any]:
     """The timeline figure: steps, model calls and every tool-call attempt as bars; time
     waiting for a human (and in retry backoff) as shaded spans; checkpoints as markers by
     level (one trace per level, superseded ones dimmed in their own trace); errors as ✕.
-    `summary` holds its text alternative (see timeline_summary); the page takes it out."""
+    `summary` holds its text alternative (see timeline_summary); the page takes it out.
+
+    `from_step`: the steps before it are collapsed (of them, `events` and `calls` hold only
+    what the note on TIMELINE_STEPS lists; `checkpoints` are all of them, for the spans a
+    rollback superseded). What the timeline keeps of them (failed attempts as ✕, waits, recoveries,
+    key checkpoints) is drawn on an overview axis of its own left of the detailed one."""
     checkpoints = [{**cp, "at": iso_datetime(cp["at"])} for cp in checkpoints]
     frame = _Frame()
     frame.read_events(events, now=now)
     frame.read_calls(
-        [{**call, "number": n} for n, call in enumerate(calls, 1)], task_id=task.id, now=now
+        [{**call, "number": call.get("number", n)} for n, call in enumerate(calls, 1)],
+        task_id=task.id,
+        now=now,
+        bars_from_step=from_step,
     )
     if task.status == TaskStatus.RUNNING and frame.steps:
         frame.extend_step(max(frame.steps), now, now)
+    collapsed = None
+    if from_step is not None:
+        shown = [index for index in frame.steps if index >= from_step]
+        frame.steps = {index: frame.steps[index] for index in shown}
+        if shown:
+            collapsed = Collapsed(until=min(frame.steps[i][0] for i in shown), steps=from_step)
     for index in sorted(frame.steps):
         start, end = frame.steps[index]
         frame.steps_bars.add(
@@ -281,8 +325,16 @@ def task_timeline(
         )
 
     superseded = superseded_ranges(checkpoints)
+    marked = checkpoints
+    if from_step is not None:
+        marked = [
+            cp
+            for cp in checkpoints
+            if (cp["step_index"] or 0) >= from_step
+            or cp["trigger"] in COLLAPSED_CHECKPOINT_TRIGGERS
+        ]
     data = [b.trace(superseded) for b in frame.bar_traces() if b.rows]
-    data += _checkpoint_traces(checkpoints, checkpoint_names(checkpoints, events))
+    data += _checkpoint_traces(marked, checkpoint_names(marked, events))
     data += _mark_traces(frame.marks)
     if frame.errors["x"]:
         data.append(
@@ -296,6 +348,8 @@ def task_timeline(
                 "hoverinfo": "text",
                 "marker": {"symbol": "x", "size": 10, "color": "#b3261e", "line": {"width": 1}},
                 "meta": {"kind": "errors"},
+                # A failed attempt's ✕ opens its call, as its bar does.
+                **({"customdata": frame.errors["links"]} if any(frame.errors["links"]) else {}),
             }
         )
 
@@ -307,18 +361,78 @@ def task_timeline(
     rows += [row for row, bars in frame.waits.items() if bars.rows]
     if frame.marks:
         rows.append(ROW_RECOVERY)
-    if checkpoints:
+    if marked:
         rows.append(ROW_CHECKPOINTS)
     busy = frame.busy()
-    busy += [(cp["at"], cp["at"]) for cp in checkpoints if cp["at"] is not None]
+    busy += [(cp["at"], cp["at"]) for cp in marked if cp["at"] is not None]
     if task.status not in TERMINAL_STATUSES:
         busy.append((now, now))  # a wait that is still going on ends at "now", not in a gap
+    overview = None
+    if collapsed is not None:
+        early = [span for span in busy if span[0] < collapsed.until]
+        if early:
+            busy = [span for span in busy if span[0] >= collapsed.until]
+            # The overview keeps its time scale but for spans past IDLE_GAP_S[1].
+            overview = (early, idle_breaks(early, waits=frame.waits, long_only=True), collapsed)
+            data = _overview_traces(data, split=plotly_time(collapsed.until))
     breaks = idle_breaks(busy, waits=frame.waits)
     return {
         "data": data,
-        "layout": _timeline_layout(frame, rows=rows, busy=busy, breaks=breaks),
-        "summary": timeline_summary(frame, checkpoints=checkpoints),
+        "layout": _timeline_layout(frame, rows=rows, busy=busy, breaks=breaks, overview=overview),
+        "summary": timeline_summary(frame, checkpoints=checkpoints, collapsed=collapsed),
     }
+
+
+# The share of the plot's width the overview of collapsed steps takes.
+OVERVIEW_WIDTH = 0.22
+
+
+def _overview_traces(data: list[dict[str, Any]], *, split: str) -> list[dict[str, Any]]:
+    """Each trace cut in two at time `split`: the points before it on the overview axis (x2),
+    the others on the detailed one; both halves one legend entry (legendgroup)."""
+    traces = []
+    for trace in data:
+        times = trace["base"] if trace["type"] == "bar" else trace["x"]
+        early = [at < split for at in times]
+        if not any(early):
+            traces.append(trace)
+            continue
+        halves = [
+            (on_overview, [i for i, e in enumerate(early) if e == on_overview])
+            for on_overview in (False, True)
+        ]
+        halves = [(on_overview, picked) for on_overview, picked in halves if picked]
+        for on_overview, picked in halves:
+            half = _points(trace, picked, len(times))
+            half["legendgroup"] = trace["name"]
+            if on_overview:
+                half["xaxis"] = "x2"
+                half["showlegend"] = len(halves) == 1
+            traces.append(half)
+    return traces
+
+
+def _points(trace: dict[str, Any], picked: list[int], n: int) -> dict[str, Any]:
+    """`trace` with only the points `picked` of its `n` (every per-point list cut, the
+    marker's too)."""
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, list) and len(value) == n:
+            return [value[i] for i in picked]
+        if isinstance(value, dict):
+            return {key: cut(inner) for key, inner in value.items()}
+        return value
+
+    return {key: cut(value) for key, value in trace.items()}
+
+
+@dataclass(frozen=True)
+class Collapsed:
+    """The steps before `steps` (their count) are collapsed; the first step shown starts at
+    `until`."""
+
+    until: datetime
+    steps: int
 
 
 @dataclass
@@ -361,10 +475,11 @@ class _Frame:
         span[0] = min(span[0], start)
         span[1] = max(span[1], end)
 
-    def error(self, row: str, at: datetime, lines: list[str]) -> None:
+    def error(self, row: str, at: datetime, lines: list[str], link: str = "") -> None:
         self.errors["y"].append(row)
         self.errors["x"].append(at)
         self.errors["text"].append(plotly_hover(lines))
+        self.errors["links"].append(link)
 
     def read_events(self, events: list[dict[str, Any]], *, now: datetime) -> None:
         open_spans: dict[str, datetime] = {}
@@ -441,9 +556,19 @@ class _Frame:
         if e["to"] == TaskStatus.HELD:
             _mark(self.marks, "held", at, f"held: {e['reason'] or ''}"[:300])
 
-    def read_calls(self, calls: list[dict[str, Any]], *, task_id: Any, now: datetime) -> None:
+    def read_calls(
+        self,
+        calls: list[dict[str, Any]],
+        *,
+        task_id: Any,
+        now: datetime,
+        bars_from_step: int | None = None,
+    ) -> None:
+        """Each attempt a bar (and a failed one an error mark too); a call of a step before
+        `bars_from_step` (collapsed) only its error marks."""
         page = reverse("tasks:detail", args=[task_id])
         for call in calls:
+            bars = bars_from_step is None or (call["step_index"] or 0) >= bars_from_step
             row = tool_row(call["tool"])
             link = call_link(page, call["call_id"])
             log = call["attempt_log"] or []
@@ -469,13 +594,16 @@ class _Frame:
                 if attempt.get("error_class"):
                     message = short_text(attempt.get("error_message") or "", ERROR_CHARS)
                     lines.insert(-1, f"error: {attempt['error_class']}: {message}")
-                    self.error(row, end, lines)
+                    self.error(row, end, lines, link)
+                if not bars:
+                    continue
                 self.tool_bars.add(
                     row, start, end, lines, STATUS_COLORS.get(status, "#868e96"), link
                 )
                 self.extend_step(call["step_index"], start, end)
             started = iso_datetime(call["started"])
-            if call["status"] == ToolCallStatus.RUNNING and started and len(log) < call["attempts"]:
+            running = call["status"] == ToolCallStatus.RUNNING
+            if bars and running and started and len(log) < call["attempts"]:
                 seconds = (now - started).total_seconds()
                 lines = [
                     *head,
@@ -511,7 +639,12 @@ def _timeline_layout(
     rows: list[str],
     busy: list[tuple[datetime, datetime]],
     breaks: list[IdleBreak],
+    overview: tuple[list[tuple[datetime, datetime]], list[IdleBreak], Collapsed] | None = None,
 ) -> dict[str, Any]:
+    """The layout; `overview`: the busy spans, breaks and extent of the collapsed steps, drawn
+    on an axis of their own (x2) left of the detailed one."""
+    early_breaks = overview[1] if overview else []
+    all_breaks = sorted([*early_breaks, *breaks], key=lambda b: b.start)
     human = frame.waits[ROW_HUMAN]
     shapes = [
         {
@@ -529,7 +662,7 @@ def _timeline_layout(
         }
         for start, ms in zip(human.starts, human.durations, strict=True)
     ]
-    shapes += [_vline(b.start, color="#6b7480", width=2, dash="dot") for b in breaks]
+    shapes += [_vline(b.start, color="#6b7480", width=2, dash="dot") for b in all_breaks]
     shapes += [
         _vline(x, color=RECOVERY_MARKS["rollback"][2], width=1, dash="dash")
         for x in frame.marks.get("rollbacks", {}).get("x", [])
@@ -548,9 +681,9 @@ def _timeline_layout(
             "font": {"size": 11, "color": "#6b7480"},
             "bgcolor": "rgba(255,255,255,0.85)",
         }
-        for i, b in enumerate(breaks)
+        for i, b in enumerate(all_breaks)
     ]
-    return {
+    layout = {
         "barmode": "overlay",
         "height": 140 + 34 * len(rows),
         "hovermode": "closest",
@@ -567,11 +700,42 @@ def _timeline_layout(
         "legend": {"orientation": "h", "y": -0.25},
         "shapes": shapes,
     }
+    if overview is not None:
+        _add_overview(layout, *overview)
+    return layout
 
 
-def timeline_summary(frame: _Frame, *, checkpoints: list[dict[str, Any]]) -> dict[str, Any]:
+def _add_overview(
+    layout: dict[str, Any],
+    busy: list[tuple[datetime, datetime]],
+    breaks: list[IdleBreak],
+    collapsed: Collapsed,
+) -> None:
+    """The overview axis of the collapsed steps (x2, on the left; the category axis' labels
+    beside it), and the shapes and labels before `collapsed.until` moved onto it."""
+    split = plotly_time(collapsed.until)
+    for item in [*layout["shapes"], *layout["annotations"]]:
+        if item.get("x0", item.get("x")) < split:
+            item["xref"] = "x2"
+    layout["xaxis"]["domain"] = [OVERVIEW_WIDTH + 0.03, 1]
+    layout["xaxis2"] = {
+        "type": "date",
+        "domain": [0, OVERVIEW_WIDTH],
+        "anchor": "y",
+        "title": {"text": f"steps 0–{collapsed.steps - 1}, collapsed"},
+        "rangebreaks": [{"bounds": [plotly_time(b.start), plotly_time(b.end)]} for b in breaks],
+        "range": _padded_range(busy, breaks),
+        "nticks": 3,
+    }
+    layout["yaxis"]["anchor"] = "x2"
+
+
+def timeline_summary(
+    frame: _Frame, *, checkpoints: list[dict[str, Any]], collapsed: Collapsed | None = None
+) -> dict[str, Any]:
     """The timeline as text, for screen readers: a headline, then each review wait, hold and
-    backoff and each call (the newest SUMMARY_CALLS) with its outcome."""
+    backoff and each call (the newest SUMMARY_CALLS) with its outcome. Of collapsed steps it
+    counts only what the timeline keeps of them."""
     failed = sum(1 for _, outcome, _, _ in frame.outcomes if outcome != ToolCallStatus.SUCCEEDED)
     superseded = sum(1 for cp in checkpoints if cp["superseded"])
     headline = (
@@ -580,6 +744,11 @@ def timeline_summary(frame: _Frame, *, checkpoints: list[dict[str, Any]]) -> dic
         f"{_count(len(checkpoints), 'checkpoint')} ({superseded} superseded)"
     )
     items = []
+    if collapsed is not None:
+        items.append(
+            f"steps 0 to {collapsed.steps - 1} are collapsed: only their calls that failed or"
+            " were retried, errors, waits, recoveries and key checkpoints are shown"
+        )
     for row, bars in frame.waits.items():
         for start, ms in zip(bars.starts, bars.durations, strict=True):
             items.append(
@@ -646,11 +815,16 @@ class IdleBreak:
 
 
 def idle_breaks(
-    busy: list[tuple[datetime, datetime]], *, waits: dict[str, _Bars]
+    busy: list[tuple[datetime, datetime]],
+    *,
+    waits: dict[str, _Bars],
+    long_only: bool = False,
 ) -> list[IdleBreak]:
     """The idle spans (no model call, tool attempt, checkpoint or mark) longer than the
     IDLE_GAP_S threshold, each labelled with its length and what the task was waiting for.
-    A little of each span's edges stays on the axis so the work around it is readable."""
+    A little of each span's edges stays on the axis so the work around it is readable.
+    `long_only`: only the spans longer than IDLE_GAP_S[1] (the overview of collapsed steps,
+    where little but marks is drawn)."""
     spans = sorted(busy)
     if not spans:
         return []
@@ -671,6 +845,8 @@ def idle_breaks(
     )
     shown = (merged[-1][1] - merged[0][0]).total_seconds()
     cut = []
+    if long_only:
+        shortest = longest
     for start, end in gaps:
         seconds = (end - start).total_seconds()
         if seconds <= shortest or (seconds <= longest and worked >= WORK_SHARE * shown):

@@ -14,6 +14,7 @@ from django.db.models import (
     CharField,
     Count,
     Exists,
+    FloatField,
     OuterRef,
     Prefetch,
     Q,
@@ -35,6 +36,7 @@ from tasks.models import (
     TaskEvent,
     TaskHourly,
     ToolCall,
+    ToolCallStatus,
     ToolOutput,
 )
 from tasks.rollups import rolled_span
@@ -361,29 +363,52 @@ def task_event_summaries(*, task: Task) -> QuerySet:
     )
 
 
-def task_timeline_events(*, task: Task, types: Iterable[str]) -> list[dict[str, Any]]:
+def task_timeline_events(
+    *,
+    task: Task,
+    types: Iterable[str],
+    from_step: int | None = None,
+    kept: Iterable[str] = (),
+    kept_failed: Iterable[str] = (),
+) -> list[dict[str, Any]]:
     """The task's events of `types` as for task_event_summaries, with the time as ISO text
-    in `at`."""
-    return list(
+    in `at`. With `from_step`: those of the steps from `from_step` on and of no step, and
+    from every step those of the `kept` types and those of the `kept_failed` types that carry
+    an error class."""
+    events = (
         TaskEvent.objects.filter(task=task, type__in=list(types))
         .order_by("id")
         .values("id", "type", "step_index", "actor", at=as_text("created_at"), **_payload_keys())
     )
+    if from_step is not None:
+        events = events.filter(
+            Q(step_index__gte=from_step)
+            | Q(step_index__isnull=True)
+            | Q(type__in=list(kept))
+            | Q(type__in=list(kept_failed), error_class__isnull=False)
+        )
+    return list(events)
 
 
 # The characters of a call's arguments (as JSON text) the timeline's hover summarises.
 ARGUMENTS_TEXT_CHARS = 400
 
 
-def task_tool_call_attempts(*, task: Task) -> list[dict[str, Any]]:
+def task_tool_call_attempts(*, task: Task, from_step: int | None = None) -> list[dict[str, Any]]:
     """The task's tool calls (oldest first) with their attempt logs and the start of their
     arguments as JSON text (`arguments_text`, cut in SQL: a call that wrote a large file costs
     the page a few hundred characters), without results; `started` is the current attempt's
-    start as ISO text."""
-    return list(
-        ToolCall.objects.filter(task=task)
-        .order_by("id")
-        .values(
+    start as ISO text, `number` the call's place among the task's calls (1 for its first).
+
+    With `from_step`: the calls of the steps from `from_step` on, and the earlier ones that did
+    not succeed at their first attempt (what a collapsed timeline still shows)."""
+    calls = ToolCall.objects.filter(task=task)
+    if from_step is not None:
+        calls = calls.filter(
+            Q(step_index__gte=from_step) | ~Q(status=ToolCallStatus.SUCCEEDED) | Q(attempts__gt=1)
+        )
+    rows = list(
+        calls.order_by("id").values(
             "id",
             "call_id",
             "tool",
@@ -395,6 +420,15 @@ def task_tool_call_attempts(*, task: Task) -> list[dict[str, Any]]:
             arguments_text=Left(Cast("arguments", output_field=TextField()), ARGUMENTS_TEXT_CHARS),
         )
     )
+    if from_step is None:
+        numbers = {row["id"]: n for n, row in enumerate(rows, 1)}
+    else:
+        # The ids alone (one narrow index scan): the numbers count the calls left out too.
+        ids = ToolCall.objects.filter(task=task).order_by("id").values_list("id", flat=True)
+        numbers = {id_: n for n, id_ in enumerate(ids, 1)}
+    for row in rows:
+        row["number"] = numbers[row["id"]]
+    return rows
 
 
 # How a call's lifecycle events read in the compact view; others show their type.
@@ -457,9 +491,13 @@ def task_events_compact(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 USAGE_EVENTS = frozenset({"model_decision", "context_folded", "final_checked"})
 
 
-def task_model_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
+def task_model_usage(
+    events: list[dict[str, Any]], *, earlier: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Model calls, tokens and cost per step (oldest first) and in total, from the event
-    summaries (`task_event_summaries`)."""
+    summaries (`task_event_summaries`). `earlier`: the totals of the steps before those events
+    (task_model_usage_before), when only the later steps' events were read; `steps_before`
+    says how many steps they were."""
     steps: dict[int, dict[str, Any]] = {}
     for event in events:
         if event["type"] not in USAGE_EVENTS or event.get("prompt_tokens") is None:
@@ -474,11 +512,29 @@ def task_model_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
         row["completion_tokens"] += int(event.get("completion_tokens") or 0)
         row["cost_usd"] += float(event.get("cost_usd") or 0)
     rows = list(steps.values())
+    earlier = earlier or {"steps": 0, "calls": 0, "cost_usd": 0.0}
     return {
         "steps": rows,
-        "calls": sum(r["calls"] for r in rows),
-        "cost_usd": sum(r["cost_usd"] for r in rows),
+        "steps_in_all": len(rows) + earlier["steps"],
+        "calls": sum(r["calls"] for r in rows) + earlier["calls"],
+        "cost_usd": sum(r["cost_usd"] for r in rows) + earlier["cost_usd"],
     }
+
+
+def task_model_usage_before(*, task: Task, step: int) -> dict[str, Any]:
+    """{steps, calls, cost_usd}: the model usage of the task's steps before `step`, summed by
+    the database (what task_model_usage adds when the page reads only the later steps)."""
+    totals = (
+        TaskEvent.objects.filter(task=task, type__in=list(USAGE_EVENTS), step_index__lt=step)
+        .annotate(prompt_tokens=PayloadText("prompt_tokens"))
+        .filter(prompt_tokens__isnull=False)
+        .aggregate(
+            steps=Count("step_index", distinct=True),
+            calls=Count("*"),
+            cost_usd=Sum(Cast(PayloadText("cost_usd"), output_field=FloatField())),
+        )
+    )
+    return {**totals, "cost_usd": totals["cost_usd"] or 0.0}
 
 
 def mcp_servers_overview() -> list[dict[str, Any]]:

@@ -136,32 +136,50 @@ def task_bulk(request: HttpRequest) -> HttpResponse:
 # --- the task page --------------------------------------------------------------------------
 
 
+def _all_steps(request: HttpRequest) -> bool:
+    """?timeline=all: a long task's timeline with every step (tasks.charts.TIMELINE_STEPS)."""
+    return request.GET.get("timeline") == "all"
+
+
 def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
     """The header, the timeline and the model usage: what the live poll refreshes."""
     now = timezone.now()
+    from_step = charts.timeline_from_step(task, all_steps=_all_steps(request))
     events = selectors.task_timeline_events(
-        task=task, types=charts.TIMELINE_EVENT_TYPES | selectors.USAGE_EVENTS
+        task=task,
+        types=charts.TIMELINE_EVENT_TYPES | selectors.USAGE_EVENTS,
+        from_step=from_step,
+        kept=charts.TIMELINE_KEPT_EVENTS,
+        kept_failed=charts.TIMELINE_KEPT_FAILED_EVENTS,
     )
     figure = charts.task_timeline(
         task=task,
         events=events,
-        calls=selectors.task_tool_call_attempts(task=task),
+        calls=selectors.task_tool_call_attempts(task=task, from_step=from_step),
         checkpoints=task_checkpoint_marks(task_id=task.id),
         now=now,
+        from_step=from_step,
     )
     figure["layout"]["uirevision"] = str(task.id)
     summary = figure.pop("summary")
     pending = (
         task_reviews_pending(task_id=task.id) if task.status == TaskStatus.WAITING_REVIEW else []
     )
+    earlier = None
+    if from_step is not None:
+        earlier = selectors.task_model_usage_before(task=task, step=from_step)
     return {
         "task": task,
         "timeline": figure,
         "timeline_summary": summary,
+        # A long task's timeline shows its last steps; ?timeline=all every step.
+        "timeline_from_step": from_step,
+        "timeline_all": _all_steps(request) and task.current_step >= charts.TIMELINE_STEPS,
+        "timeline_query": "?timeline=all" if _all_steps(request) else "",
         "budget": budget_in_force(task.spec),
         "model_name": spec_model_name(task.spec),
         "waits": selectors.task_wait_times(events, now=now),
-        "model_usage": selectors.task_model_usage(events),
+        "model_usage": selectors.task_model_usage(events, earlier=earlier),
         "pending_reviews": pending,
         "live": task.status not in TERMINAL,
         "can_operate": selectors.user_can_operate(request.user),
@@ -269,9 +287,12 @@ def _tabs_etag(request: HttpRequest, task: Task) -> str:
 
 
 def _header_etag(request: HttpRequest, task: Task, pending: list) -> str:
-    # The navigation's review count and the banner's approvals change without the task.
+    # The navigation's review count and the banner's approvals change without the task; the
+    # timeline shows the last steps or every one.
     approvals = [(r.id, r.approvals_given) for r in pending]
-    return _etag(request, task, "header", pending_reviews_count(request), approvals)
+    return _etag(
+        request, task, "header", pending_reviews_count(request), approvals, _all_steps(request)
+    )
 
 
 def _poll_headers(etag: str) -> str:

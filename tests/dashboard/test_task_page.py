@@ -8,6 +8,7 @@ from datetime import datetime
 import pytest
 
 from review.models import ReviewRequest
+from tasks import charts
 from tasks.models import TaskEvent, ToolCall
 from tests.factories import TaskFactory, ToolCallFactory
 
@@ -218,3 +219,59 @@ def test_a_tool_call_is_created_before_it_starts_and_finishes(api_client, operat
             datetime.fromisoformat(call[k]) for k in ("created_at", "started_at", "finished_at")
         ]
         assert times == sorted(times), call["call_id"]
+
+
+# Steps 0-1 write and fail to read, then ten steps of listing: with a timeline of the last
+# four steps, the failed read is of a collapsed step.
+LONG = [
+    {"call": "write_file", "args": {"path": "a.txt", "content": "hi"}},
+    {"call": "read_file", "args": {"path": "missing.txt"}},
+    *({"call": "list_files", "args": {}} for _ in range(10)),
+    {"final": "done"},
+]
+
+
+def drawn(figure: dict, name: str) -> list[dict]:
+    """The traces of `name` (a collapsed timeline splits one over two axes)."""
+    return [trace for trace in figure["data"] if trace["name"] == name]
+
+
+def test_a_long_tasks_timeline_draws_its_last_steps_and_keeps_the_earlier_failures(
+    as_user, viewer, run_task, monkeypatch
+):
+    monkeypatch.setattr(charts, "TIMELINE_STEPS", 4)
+    task = run_task(LONG, [*TOOLS, "list_files"], budget={"max_steps": 50})
+    steps = TaskEvent.objects.filter(task=task, type="model_decision").count()
+    assert task.current_step > 4 and steps > 4
+    client = as_user(viewer)
+    page = client.get(f"/tasks/{task.id}/")
+    figure = page.context["timeline"]
+    (step_bars,) = drawn(figure, "steps")
+    assert len(step_bars["x"]) == 4 and "xaxis" not in step_bars
+    # The failed read of step 1 is an ✕ on the overview axis of the collapsed steps, and it
+    # opens its call.
+    (early,) = [t for t in drawn(figure, "errors") if t.get("xaxis") == "x2"]
+    read = ToolCall.objects.get(task=task, tool="read_file")
+    assert any("read_file #2 (step 1)" in text for text in early["hovertext"])
+    assert any(read.call_id in link for link in early["customdata"])
+    assert figure["layout"]["xaxis2"]["title"]["text"].startswith("steps 0–")
+    html = page.content.decode()
+    assert f'hx-get="/tasks/{task.id}/live/?timeline=all"' in html
+    assert 'data-testid="timeline-show-all"' in html
+    assert any("collapsed" in item for item in page.context["timeline_summary"]["items"])
+
+    # "Show all steps": the live fragment with every step, and the note to collapse again.
+    everything = client.get(f"/tasks/{task.id}/live/?timeline=all", HTTP_HX_REQUEST="true")
+    assert everything.status_code == 200
+    full = everything.context["timeline"]
+    assert sum(len(t["x"]) for t in drawn(full, "steps")) == steps
+    assert "xaxis2" not in full["layout"]
+    assert all("xaxis" not in t for t in full["data"])
+    assert 'data-testid="timeline-show-last"' in everything.content.decode()
+    # The model usage counts every step either way.
+    usage = page.context["model_usage"]
+    assert (usage["calls"], usage["steps_in_all"]) == (steps, steps)
+    assert everything.context["model_usage"]["calls"] == steps
+    # Without JavaScript the link opens the page with every step.
+    plain = client.get(f"/tasks/{task.id}/", {"timeline": "all"}).context["timeline"]
+    assert sum(len(t["x"]) for t in drawn(plain, "steps")) == steps

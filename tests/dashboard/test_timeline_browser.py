@@ -1,8 +1,9 @@
 """The timeline tells the truth, in headless Chromium against the live server and real
 rqworkers: after an approval the review band starts at the pause (not at the task's start),
 a window resize redraws the chart inside its box without covering the tabs below, hover names
-a failed call with its attempt and escaped error, and after a group rollback the group
-timeline's labels do not print over each other."""
+a failed call with its attempt and escaped error, after a group rollback the group
+timeline's labels do not print over each other, and a long task's collapsed timeline shows
+all its steps on request."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import pytest
 from multiagent.models import GlobalCheckpoint
 from multiagent.recovery import group_rollback
 from review.models import ReviewRequest
+from tasks import charts
 from tasks.charts import plotly_time
 from tasks.models import Task, TaskEvent
 from tests.conftest import BROWSER, approve, wait_for
-from tests.factories import scripted_task
+from tests.factories import run_in_process, scripted_task
 from tests.multiagent.conftest import agent, delegate, group_spec
 
 pytestmark = [*BROWSER, pytest.mark.integration]
@@ -178,3 +180,39 @@ def test_after_a_group_rollback_the_group_timeline_labels_do_not_overlap(
     ]
     assert clashes == []
     assert "(superseded)" in page.inner_text("[data-testid=group-lanes-text]")
+
+
+# The step bars the timeline draws, and the traces drawn on the overview of collapsed steps.
+STEP_BARS = """() => document.getElementById('timeline').data
+  .filter((t) => t.name === 'steps').reduce((n, t) => n + t.x.length, 0)"""
+ON_OVERVIEW = """() => document.getElementById('timeline').data
+  .filter((t) => t.xaxis === 'x2').map((t) => t.name)"""
+
+
+def test_a_long_task_shows_its_last_steps_with_the_earlier_failure_and_all_steps_on_request(
+    live_server, open_page, operator, monkeypatch
+):
+    """The timeline of a task longer than TIMELINE_STEPS draws its last steps and, on an
+    overview axis, the failed call of an earlier step; "Show all steps" swaps in every step."""
+    monkeypatch.setattr(charts, "TIMELINE_STEPS", 4)
+    script = [
+        {"call": "read_file", "args": {"path": "missing.txt"}},
+        *({"call": "list_files", "args": {}} for _ in range(8)),
+        {"final": "done"},
+    ]
+    task = scripted_task(script, ["read_file", "list_files"], user=operator)
+    run_in_process(task)
+    steps = TaskEvent.objects.filter(task=task, type="model_decision").count()
+
+    page = open_page(operator, f"/tasks/{task.id}/", timeout_ms=60_000)
+    page.wait_for_selector("#timeline[data-ready='1']")
+    assert page.evaluate(STEP_BARS) == 4
+    assert "errors" in page.evaluate(ON_OVERVIEW)
+    assert page.evaluate("!!document.getElementById('timeline')._fullLayout.xaxis2")
+    assert "collapsed" in page.inner_text("[data-testid=timeline-note]")
+
+    page.click("[data-testid=timeline-show-all]")
+    page.wait_for_function(f"() => ({STEP_BARS})() === {steps}")
+    assert page.evaluate(ON_OVERVIEW) == []
+    assert "Every step is drawn" in page.inner_text("[data-testid=timeline-note]")
+    assert page.evaluate(HOVER, "missing")["text"].count("read_file #1 (step 0)") == 1
