@@ -27,6 +27,7 @@ from review.models import ReviewRequest, ReviewStatus
 from review.rollups import review_sla
 from tasks.errors import CANCELED_ERROR, error_normalise
 from tasks.models import (
+    Task,
     TaskHourly,
     TaskWaitHourly,
     ToolCall,
@@ -308,6 +309,7 @@ WITH ranked AS (
     FROM {table}
     WHERE created_at >= %s AND created_at < %s AND duration_ms IS NOT NULL
       AND status IN ({statuses}) AND NOT (status = %s AND error_class = %s)
+      AND task_id NOT IN (SELECT id FROM {tasks} WHERE is_replay)
 ), marks AS (
     SELECT tool, d, i, n, (n - 1) * 0.5 AS p50, (n - 1) * 0.95 AS p95 FROM ranked
 ), bounds AS (
@@ -327,10 +329,12 @@ FROM bounds ORDER BY tool
 """
 
 
-def sqlite_percentiles_sql(*, table: str, statuses: int) -> str:
+def sqlite_percentiles_sql(*, table: str, tasks: str, statuses: int) -> str:
     """The SQLite query, parameters: since, until, `statuses` status values, then the status
-    and error class of a canceled call (left out)."""
-    return _SQLITE_PERCENTILES.format(table=table, statuses=", ".join(["%s"] * statuses))
+    and error class of a canceled call (left out); replays' calls are left out too."""
+    return _SQLITE_PERCENTILES.format(
+        table=table, tasks=tasks, statuses=", ".join(["%s"] * statuses)
+    )
 
 
 def _histogram_percentile(histogram: list[tuple[int, int]], fraction: float) -> float:
@@ -403,7 +407,9 @@ def duration_percentiles(
             for row in rows
         ]
     sql = sqlite_percentiles_sql(
-        table=connection.ops.quote_name(ToolCall._meta.db_table), statuses=len(SETTLED_CALL)
+        table=connection.ops.quote_name(ToolCall._meta.db_table),
+        tasks=connection.ops.quote_name(Task._meta.db_table),
+        statuses=len(SETTLED_CALL),
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [window.since, window.until, *SETTLED_CALL, S.FAILED, CANCELED_ERROR])

@@ -70,3 +70,7 @@ api.add_router("/", files_router)
 from multiagent.api import router as multiagent_router  # noqa: E402
 
 api.add_router("/", multiagent_router)
+
+from cases.api import router as cases_router  # noqa: E402
+
+api.add_router("/", cases_router)

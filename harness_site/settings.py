@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "review",
     "agent",
     "multiagent",
+    "cases",
     "dashboard",
     "accounts",
 ]

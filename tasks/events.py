@@ -69,3 +69,6 @@ class EventType(models.TextChoices):
     GLOBAL_CHECKPOINT = "global_checkpoint"
     GLOBAL_CHECKPOINT_SKIPPED = "global_checkpoint_skipped"
     GROUP_ROLLBACK = "group_rollback"
+    # A replay of a saved case (cases, agent.runtime.oracle): the first call the recording
+    # does not answer, or answers otherwise; the replay stops there unless told to run it.
+    REPLAY_DIVERGED = "replay_diverged"

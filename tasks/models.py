@@ -94,6 +94,9 @@ class Task(models.Model):
     # The global checkpoint round (multiagent.models.CheckpointRound) this task must prepare
     # for: a worker that sees it stops at its next step boundary.
     hold_round_id = models.UUIDField(null=True, blank=True)
+    # A replay of a saved case (cases.CaseRun): its tools answer from the recording, and it is
+    # left out of the failure statistics (tasks.rollups).
+    is_replay = models.BooleanField(default=False)
 
     # Not indexed: nothing looks tasks up by their head, and leaving the columns the worker
     # updates on every step (heartbeat, head, usage) out of every index lets PostgreSQL apply

@@ -223,8 +223,11 @@ def in_ranges(field: str, ranges: tuple[tuple[datetime, datetime], ...]) -> Q:
 
 
 def settled_calls(calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
-    """The calls of `calls` with an outcome of the tool: settled, and not stopped by a cancel."""
-    return calls.filter(status__in=SETTLED_CALL).exclude(CANCELED_CALL)
+    """The calls of `calls` with an outcome of the tool: settled, and not stopped by a cancel;
+    a replay's calls (answered from a recording) are not the tools' outcomes."""
+    return (
+        calls.filter(status__in=SETTLED_CALL).exclude(CANCELED_CALL).filter(task__is_replay=False)
+    )
 
 
 def calls_failed_q() -> Q:
@@ -235,7 +238,9 @@ def calls_failed_q() -> Q:
 
 def finished_tasks(ranges: tuple[tuple[datetime, datetime], ...]) -> QuerySet[Task]:
     """Tasks in a terminal status whose `finished_at` is in one of `ranges` ([since, until))."""
-    return Task.objects.filter(in_ranges("finished_at", ranges), status__in=TERMINAL)
+    return Task.objects.filter(
+        in_ranges("finished_at", ranges), status__in=TERMINAL, is_replay=False
+    )
 
 
 def task_aggregates() -> dict[str, Any]:

@@ -556,9 +556,11 @@ def task_create(
     parent: Task | None = None,
     parent_call_id: str = "",
     agent_name: str = "",
+    is_replay: bool = False,
 ) -> Task:
     """Validate, store and (after commit) enqueue a task. Durable before acknowledged. A child
-    task names its parent, the parent's delegate call and the sub-agent it runs."""
+    task names its parent, the parent's delegate call and the sub-agent it runs; a replay of
+    a saved case says so (`is_replay`)."""
     task_spec_check(spec, user=user)
     with transaction.atomic():
         task = Task.objects.create(
@@ -570,6 +572,7 @@ def task_create(
             parent=parent,
             parent_call_id=parent_call_id,
             agent_name=agent_name,
+            is_replay=is_replay,
         )
         actor = user.get_username() if user is not None and user.is_authenticated else ""
         payload: dict[str, Any] = {"title": spec.title}

@@ -1,7 +1,8 @@
 """The replay model: re-runs a task from the recorded `model_decision` events of an earlier
-task, for debugging and demos. Turn N of the new task answers with the decision the earlier
-task recorded for its turn N (after a rollback, the newest decision for that turn wins: it is
-the one the recorded task went on with). Replays cost nothing and report no tokens."""
+task, for debugging and demos, or from the decisions a saved case holds (cases.Case: its own
+copy, so it outlives the recorded task). Turn N of the new task answers with the decision the
+earlier task recorded for its turn N (after a rollback, the newest decision for that turn wins:
+it is the one the recorded task went on with). Replays cost nothing and report no tokens."""
 
 from __future__ import annotations
 
@@ -36,16 +37,25 @@ class ReplayModel(ModelAdapter):
         self.source = spec.task_id
         self._turns: dict[int, dict[str, Any]] | None = None
 
+    @classmethod
+    def of_turns(cls, turns: dict[int, dict[str, Any]], *, source: str) -> ReplayModel:
+        """A replay of recorded decisions held elsewhere ({turn: model_decision payload})."""
+        model = cls.__new__(cls)
+        model.source = source
+        model._turns = turns
+        return model
+
     def decide(
         self, *, state: AgentState, tools: list[ToolSpec], timeout_s: float
     ) -> ModelDecision:
         if self._turns is None:
             self._turns = recorded_decisions(task_id=self.source)
+            self.source = f"task {self.source}"
         turn = state.turn_index + 1
         payload = self._turns.get(turn)
         if payload is None:
             raise ModelError(
-                f"the recording of task {self.source} has no decision for turn "
+                f"the recording of {self.source} has no decision for turn "
                 f"{turn} ({len(self._turns)} turns recorded)",
                 error_class="permanent",
             )
@@ -55,7 +65,7 @@ class ReplayModel(ModelAdapter):
             )
             for c in payload.get("calls") or []
         ]
-        model = f"replay:{self.source}"
+        model = f"replay:{self.source.removeprefix('task ')}"
         if calls:
             return ModelDecision(calls=calls, text=payload.get("text") or "", model=model)
         final = payload.get("final")

@@ -15,6 +15,7 @@ from agent.runtime.attempt import ToolOutcome, invoke, observation
 from agent.runtime.delegation import await_delegations
 from agent.runtime.group import checkpoint_group_before
 from agent.runtime.ledger import ledger_row
+from agent.runtime.replaying import replay_answer, replay_claim, replay_refused, replay_review
 from agent.runtime.review_gate import (
     distrust_standing_rules,
     escalate_unknown_outcome,
@@ -71,6 +72,9 @@ def call_run(run: Run, call: ProposedCall) -> ToolOutcome:
         replay = _replay_outcome(run, row)
         if replay is not None:
             return replay
+    if run.oracle is not None:
+        # A replay of a case: the recorded call answering this one, or the divergence.
+        replay_claim(run, call)
     if tool is None:
         return _refuse(
             run,
@@ -234,6 +238,8 @@ def _refuse(
     check: str,
     status: str = ToolCallStatus.FAILED,
 ) -> ToolOutcome:
+    if run.oracle is not None:
+        replay_refused(run, call, status=status, error_class=error_class, what=what)
     feedback = compact_feedback(what=what, expected=expected, check=check)
     run.state.budget.invalid_calls += error_class in ("invalid_arguments", "invalid_call")
     services.toolcall_transition(
@@ -275,7 +281,13 @@ def _gate_and_execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> Too
             expected="a call the policy allows",
             check="choose a safer action or explain in the final answer why it is needed",
         )
-    if decision.action == "review":
+    if decision.action == "review" and run.oracle is not None:
+        replay_review(
+            run,
+            ProposedCall(call_id=row.call_id, tool=row.tool, args=row.arguments),
+            rules=[str(r.get("name", "")) for r in decision.rules],
+        )
+    elif decision.action == "review":
         pause_for_review(run, row, tool, args, decision)
     return _execute(run, row, tool, args)
 
@@ -355,12 +367,17 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         # An MCP call may run long (its progress shows live): its row and `tool_started`
         # are on the task page and in the event log while it runs, as a side effect's are.
         run.commit(trigger=None, extra=[row])
+    # A replay's call the recording answers (agent.runtime.replaying) does not run.
+    answered = run.oracle is not None and run.oracle.current is not None
     run.live.begin(call_id=row.call_id, tool=tool.name, attempt=row.attempts, output=ctx.output)
     try:
         with tool_span(
             tool=tool.name, call_id=row.call_id, attempt=row.attempts, arguments=row.arguments
         ) as traced:
-            outcome = invoke(run, tool, ctx, args)
+            if answered:
+                outcome = replay_answer(run, tool, ctx, args)
+            else:
+                outcome = invoke(run, tool, ctx, args)
             traced.finished(
                 status=outcome.status,
                 error_class=outcome.error_class,
@@ -374,11 +391,14 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
     )
     if tool.server:
         run.note_mcp_errors()
-    if outcome.error_class == UNKNOWN_OUTCOME and tool.side_effect and not tool.idempotent:
+    # A replayed call's outcome is the recording's, settled as it was: nothing to escalate or
+    # retry (the recording holds the last attempt's outcome).
+    escalable = tool.side_effect and not tool.idempotent and not answered
+    if outcome.error_class == UNKNOWN_OUTCOME and escalable:
         # The tool itself cannot tell whether it took effect (an MCP server that died or
         # timed out mid-call).
         escalate_unknown_outcome(run, row, message=outcome.error_message)
-    if outcome.abandoned and tool.side_effect and not tool.idempotent:
+    if outcome.abandoned and escalable:
         # Timed out, ignored its stop, and may still act: neither "failed" (the model would
         # try again, a duplicate) nor "succeeded" is known. A human decides.
         escalate_unknown_outcome(
@@ -411,7 +431,7 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
     run.effect_unwritten |= tool.side_effect
     if outcome.error_class == "canceled":
         raise StopRun("canceled", "canceled by operator")
-    if outcome.status != ToolCallStatus.SUCCEEDED:
+    if outcome.status != ToolCallStatus.SUCCEEDED and not answered:
         _retry_or_settle(run, row, tool, outcome)
         if not is_retryable(outcome.error_class, idempotent=tool.idempotent):
             distrust_standing_rules(row, error=f"{outcome.error_class}: {outcome.error_message}")

@@ -20,10 +20,13 @@ from django.utils import timezone
 
 from agent.context import context_policy
 from agent.llm import ModelDecision, model_for_spec
+from agent.llm.replay import ReplayModel
 from agent.runtime.live import LiveOutput
+from agent.runtime.oracle import ToolOracle
 from agent.runtime.watchdog import Watchdog
 from agent.tools.mcp_client import McpConnections
 from agent.validation import check_limits
+from cases.selectors import replay_setup
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import checkpoint_build, checkpoint_next_seq
 from checkpoints.snapshots import snapshot_capture, snapshot_distrust
@@ -135,6 +138,12 @@ class Run:
         self.turn_s = budget.turn_timeout_s or timeouts.turn_s
         self.tool_s = budget.tool_timeout_s or timeouts.tool_s
         self.model = model_for_spec(self.spec.model)
+        # A replay of a saved case: its tools answer from the recording (agent.runtime.replaying)
+        # and, unless a candidate model was named, so does its model.
+        setup = replay_setup(task_id=task.id) if task.is_replay else None
+        self.oracle = ToolOracle.of(setup) if setup is not None else None
+        if setup is not None and setup.decisions is not None:
+            self.model = ReplayModel.of_turns(setup.decisions, source=f"case {setup.case_name}")
         self.context = context_policy(config=self.config.context, override=self.spec.context)
         self.limits = check_limits(config=self.config.validation, checks=self.spec.checks)
         self.workspace = task.workspace_path

@@ -155,15 +155,23 @@ def test_sqlite_percentiles_match_postgresql():
     db = sqlite3.connect(":memory:")
     db.execute(
         'CREATE TABLE "tasks_toolcall" '
-        "(tool TEXT, duration_ms REAL, created_at TEXT, status TEXT, error_class TEXT)"
+        "(task_id TEXT, tool TEXT, duration_ms REAL, created_at TEXT, status TEXT, "
+        "error_class TEXT)"
     )
+    db.execute('CREATE TABLE "tasks_task" (id TEXT, is_replay BOOLEAN)')
+    db.executemany('INSERT INTO "tasks_task" VALUES (?, ?)', [("t", 0), ("r", 1)])
     rows = [("a", d, "succeeded", "") for d in (10, 20, 30, 40)] + [
         ("b", d, "succeeded", "") for d in (100, 200, 300, 400, 7)
     ]
     # A call stopped by a cancel: not the tool's duration, left out.
     rows.append(("a", 5000, "failed", "canceled"))
-    db.executemany("INSERT INTO tasks_toolcall VALUES (?, ?, '2026-01-01', ?, ?)", rows)
-    sql = stats.sqlite_percentiles_sql(table='"tasks_toolcall"', statuses=2).replace("%s", "?")
+    rows = [("t", *row) for row in rows]
+    # A replay's call (answered from its recording): not the tool's duration, left out.
+    rows.append(("r", "a", 9000, "succeeded", ""))
+    db.executemany("INSERT INTO tasks_toolcall VALUES (?, ?, ?, '2026-01-01', ?, ?)", rows)
+    sql = stats.sqlite_percentiles_sql(
+        table='"tasks_toolcall"', tasks='"tasks_task"', statuses=2
+    ).replace("%s", "?")
     result = db.execute(
         sql, ["2025-01-01", "2027-01-01", "succeeded", "failed", "failed", "canceled"]
     ).fetchall()

@@ -137,6 +137,12 @@ OPERATIONS: dict[str, str] = {
     "GET /api/v1/tasks/{task_id}/global-checkpoints/rounds/{round_id}": "read",
     "GET /api/v1/tasks/{task_id}/group-rollback/preview": "read",
     "POST /api/v1/tasks/{task_id}/group-rollback": "operate",
+    # Saved cases and replays (issue #31): saving and replaying are operators'.
+    "POST /api/v1/tasks/{task_id}/save-case": "operate",
+    "GET /api/v1/cases": "read",
+    "GET /api/v1/cases/{case_id}": "read",
+    "POST /api/v1/cases/{case_id}/replay": "operate",
+    "GET /api/v1/cases/runs/{run_id}": "read",
 }
 
 
