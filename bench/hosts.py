@@ -24,7 +24,8 @@ Faults, as an operator sees them on real machines:
 
 Names are unique per `Network` (a random suffix), so parallel test processes do not collide;
 `Network.__exit__` (and, should the block be skipped, an `atexit` hook) kills every process of
-every host and removes the namespaces, links and bridge, also when the block fails.
+every host and removes the namespaces, links and bridge, also when the block fails. What a
+process killed outright left behind is removed by the next Network made on the machine.
 
 Needs root (`ip netns`, `mount`); `unavailable()` says why not, for a skip. No iptables or nft.
 
@@ -63,6 +64,8 @@ from bench.common import QUEUES, REPO_ROOT, BenchError, spawn, wait_for, worker_
 SUBNET_PREFIX = "10.231"
 FIRST_HOST = 11
 _LOCK = Path(tempfile.gettempdir()) / "harness-hosts.lock"
+# One file per open Network, named by its suffix, holding the pid of the process that made it.
+_OWNERS = Path(tempfile.gettempdir()) / "harness-hosts"
 TCP_RTO_MAX_MS = 44  # linux/tcp.h (6.15): a socket's cap on its retransmission back-off
 
 
@@ -92,6 +95,28 @@ def _signal_all(pids: Sequence[int], sig: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
+
+
+def _remove_leftovers() -> None:
+    """Remove what Networks whose process died without closing them (SIGKILL, a CI job's
+    timeout) left behind: their hosts' processes, namespaces, links and bridge. Under _LOCK."""
+    _OWNERS.mkdir(exist_ok=True)
+    for owner in _OWNERS.iterdir():
+        pid = owner.read_text().strip()
+        if pid.isdigit() and Path(f"/proc/{pid}").exists():
+            continue
+        suffix = owner.name
+        for line in _run("ip", "netns", "list").splitlines():
+            netns = line.split(" ", 1)[0]
+            if netns.startswith(f"hn{suffix}"):
+                pids = _run("ip", "netns", "pids", netns).split()
+                _signal_all([int(p) for p in pids], signal.SIGKILL)
+                _quiet("ip", "netns", "del", netns)
+        for line in _run("ip", "-o", "link", "show").splitlines():
+            link = line.split(":")[1].strip().split("@")[0]
+            if link.startswith((f"hv{suffix}", f"hb{suffix}")):
+                _quiet("ip", "link", "del", link)
+        owner.unlink(missing_ok=True)
 
 
 # --- TCP forwarding ---------------------------------------------------------------------------
@@ -436,6 +461,8 @@ class Network:
         (self.run_dir / "disk").mkdir()
         with open(_LOCK, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            _remove_leftovers()
+            (_OWNERS / self.suffix).write_text(str(os.getpid()))
             used = _run("ip", "-o", "-4", "addr", "show")
             free = [n for n in range(1, 255) if f" {SUBNET_PREFIX}.{n}." not in used]
             if not free:
@@ -459,6 +486,7 @@ class Network:
         for forwarder in self.forwarders.values():
             forwarder.close()
         _quiet("ip", "link", "del", self.bridge)
+        (_OWNERS / self.suffix).unlink(missing_ok=True)
         if self._redis is not None:
             self._redis.close()
         if self._own_run_dir:
