@@ -834,6 +834,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "test", help="ensure PostgreSQL, Redis, Chromium; run pytest", add_help=False
     )
+    commands.add_parser(
+        "replay",
+        help="replay every saved case (--tag T, --model M); exit 1 when one fails",
+        add_help=False,
+    )
     return parser
 
 
@@ -844,6 +849,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv[:1] == ["test"]:
             # Everything after `test` belongs to pytest, including -h and -k.
             return cmd_test(argv[1:])
+        if argv[:1] == ["replay"]:
+            # The saved cases as a suite (docs/replay.md): `manage.py replay_cases`.
+            return subprocess.call(manage("replay_cases", *argv[1:]), cwd=ROOT)
         return cmd_up(parser.parse_args(argv))
     except (CliError, ImproperlyConfigured) as exc:
         say(f"error: {exc}")

@@ -23,4 +23,5 @@ urlpatterns = [
     path("", include("checkpoints.urls")),
     path("", include("dashboard.task_urls")),
     path("", include("multiagent.urls")),
+    path("", include("cases.urls")),
 ]

@@ -55,6 +55,11 @@ PAGES: dict[str, tuple[str, str]] = {
     "tasks/<uuid:task_id>/files/diff/": ("GET", "read"),
     "tasks/<uuid:task_id>/group/": ("GET", "read"),
     "tasks/<uuid:task_id>/group-rollback/": ("GET", "operate"),
+    "tasks/<uuid:task_id>/save-case/": ("POST", "operate"),
+    "cases/": ("GET", "read"),
+    "cases/runs/<uuid:run_id>/": ("GET", "read"),
+    "cases/<uuid:case_id>/": ("GET", "read"),
+    "cases/<uuid:case_id>/replay/": ("POST", "operate"),
     "reviews/": ("GET", "read"),
     "reviews/pending-count/": ("GET", "read"),
     "reviews/<int:review_id>/": ("GET", "read"),
@@ -208,6 +213,8 @@ def ids(waiting_task) -> dict[str, str]:
         "queue_name": "default",
         "job_id": "nojob",
         "output_id": "999999",
+        "case_id": str(uuid.uuid4()),
+        "run_id": str(uuid.uuid4()),
     }
 
 
