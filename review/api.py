@@ -496,7 +496,7 @@ def review_get(request: HttpRequest, review_id: str):
     response={200: ReviewOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
 )
 def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
-    review = selectors.access_review(request.user, review_id)
+    review = selectors.access_review(request.user, review_id, related=False)
     try:
         services.review_decide(
             review_id=review.id,

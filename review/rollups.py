@@ -100,8 +100,8 @@ def review_rollups_stale(*, requested_at: datetime) -> None:
     Holds the review roll lock until the (caller's) transaction ends, so that no roll can read
     the review before the change and then record the hour as fresh: a roll that already ran
     left a row to mark, a roll that runs next reads the change (as the task roll-ups'
-    rollups_task_reopened)."""
-    with transaction.atomic():
+    rollups_task_reopened). Part of the caller's transaction (no savepoint of its own)."""
+    with transaction.atomic(savepoint=False):
         roll_lock(name=REVIEW_ROLL_LOCK, wait=True)
         ReviewRolledHour.objects.filter(hour=hour_floor(requested_at)).update(stale=True)
 

@@ -59,9 +59,9 @@ def user_can_decide(user: AbstractBaseUser | None) -> bool:
     everyone else (viewers) only reads."""
     if user is None or not user_can_view(user):
         return False
-    if user.is_superuser or user.has_perm("review.decide_review"):
+    if user.is_superuser or user_in_group(user, ("operators",)):  # groups first: see user_can_view
         return True
-    return user_in_group(user, ("operators",))
+    return user.has_perm("review.decide_review")
 
 
 # How many new reviews one summary lists (the browser announces and notifies these).
@@ -298,13 +298,14 @@ def review_url(*, review_id: Any) -> str:
     return f"{settings.HARNESS_BASE_URL.rstrip('/')}/reviews/{review_id}/"
 
 
-def access_review(user: AbstractBaseUser, review_id: Any) -> ReviewRequest:
+def access_review(user: AbstractBaseUser, review_id: Any, *, related: bool = True) -> ReviewRequest:
     """The review `user` may read; `NotFound` for an unknown or malformed id, or a user
-    without a role."""
+    without a role. `related=False`: only its id, for a service that reads (and locks) what it
+    needs itself, e.g. a decision, without the rows a page shows with it."""
     if not user_can_view(user):
         raise NotFound("review not found")
-    try:
-        return ReviewRequest.objects.select_related(
+    rows = (
+        ReviewRequest.objects.select_related(
             "task",
             "task__created_by",
             "tool_call",
@@ -314,7 +315,12 @@ def access_review(user: AbstractBaseUser, review_id: Any) -> ReviewRequest:
             "claimed_by",
             "assigned_to",
             "assigned_group",
-        ).get(id=int(review_id))
+        )
+        if related
+        else ReviewRequest.objects.only("id")
+    )
+    try:
+        return rows.get(id=int(review_id))
     except (ReviewRequest.DoesNotExist, ValueError, TypeError):
         raise NotFound("review not found") from None
 

@@ -113,6 +113,7 @@ def review_transition(
     fields: dict[str, Any] | None = None,
     now: datetime | None = None,
     event: TaskEvent | None = None,
+    task_locked: bool = False,
 ) -> ReviewRequest:
     """The one function that changes a review's status (review.models.REVIEW_TRANSITIONS).
 
@@ -120,13 +121,16 @@ def review_transition(
     and `fields` (who decided, the comment…); then, in one transaction, locks the task row
     (lock contract: task first), writes the changed fields with a conditional UPDATE on the
     status read (ReviewConflict if another decision won) and records `event`, if given.
+    `task_locked`: the caller's transaction holds the task row's lock already; the change is
+    part of that transaction (no savepoint, no second lock).
     Raises IllegalTransition (machine "review") for a move the table does not allow."""
     frm = review.status
     if to not in REVIEW_TRANSITIONS.get(frm, frozenset()):
         raise IllegalTransition(frm, to, machine="review")
     updates: dict[str, Any] = {"status": to, "decided_at": now or timezone.now(), **(fields or {})}
-    with transaction.atomic():
-        task_lock(task_id=review.task_id)
+    with transaction.atomic(savepoint=not task_locked):
+        if not task_locked:
+            task_lock(task_id=review.task_id)
         if ReviewRequest.objects.filter(pk=review.pk, status=frm).update(**updates) != 1:
             raise ReviewConflict(f"review {review.pk} is no longer {frm}")
         if event is not None:
@@ -398,39 +402,39 @@ def review_reopen(*, review: ReviewRequest, changes: list[str], actor: str) -> R
     return reopened
 
 
-def _check_target(*, review_id: Any, target_hash: str | None, actor: str) -> None:
-    """Before an approval: the call's targets on this machine's disk must be what the review
-    recorded and showed (and, if the decider names it, the fingerprint they were shown). A
-    change reopens the review with the new state and refuses the decision: ReviewConflict
-    with reason `target_changed` naming the new review."""
-    with transaction.atomic():
-        task_lock(task_id=ReviewRequest.objects.values_list("task_id", flat=True).get(id=review_id))
-        review = ReviewRequest.objects.select_for_update().get(id=review_id)
-        recorded = review.target_fingerprint.get("hash")
-        if review.status != ReviewStatus.PENDING or recorded is None:
-            return  # the decision itself says why it cannot be made
-        if target_hash is not None and target_hash != recorded:
-            raise ReviewConflict(
-                "the call's target is no longer the state you were shown "
-                f"(target_hash {target_hash[:12]}..., now {recorded[:12]}...): reload and "
-                "decide again",
-                errors=[{"field": "target_hash", "message": f"stale; current is {recorded}"}],
-                reason=TARGET_CHANGED,
-                review_id=review.id,
-            )
-        try:
-            _tool, _ctx, _args, current = review_targets_now(review=review)
-        except Exception as exc:  # the targets cannot be read: the approval cannot be made
-            raise ReviewConflict(
-                f"could not check the call's targets: {type(exc).__name__}: {exc}",
-                reason=TARGET_CHANGED,
-                review_id=review.id,
-            ) from None
-        changes = review_target_changes(review=review, current=current)
-        if not changes:
-            return
-        reopened = review_reopen(review=review, changes=changes, actor=actor)
-    raise ReviewConflict(
+def _check_target(
+    *, review: ReviewRequest, target_hash: str | None, actor: str
+) -> ReviewConflict | None:
+    """Before an approval, in the decision's transaction (both rows locked): the call's targets
+    on this machine's disk must be what the review recorded and showed (and, if the decider
+    names it, the fingerprint they were shown). A stale `target_hash` raises ReviewConflict
+    (reason `target_changed`); a change reopens the review with the new state and returns the
+    ReviewConflict (naming the new review) for the caller to raise once the reopen commits."""
+    recorded = review.target_fingerprint.get("hash")
+    if review.status != ReviewStatus.PENDING or recorded is None:
+        return None  # the decision itself says why it cannot be made
+    if target_hash is not None and target_hash != recorded:
+        raise ReviewConflict(
+            "the call's target is no longer the state you were shown "
+            f"(target_hash {target_hash[:12]}..., now {recorded[:12]}...): reload and "
+            "decide again",
+            errors=[{"field": "target_hash", "message": f"stale; current is {recorded}"}],
+            reason=TARGET_CHANGED,
+            review_id=review.id,
+        )
+    try:
+        _tool, _ctx, _args, current = review_targets_now(review=review)
+    except Exception as exc:  # the targets cannot be read: the approval cannot be made
+        raise ReviewConflict(
+            f"could not check the call's targets: {type(exc).__name__}: {exc}",
+            reason=TARGET_CHANGED,
+            review_id=review.id,
+        ) from None
+    changes = review_target_changes(review=review, current=current)
+    if not changes:
+        return None
+    reopened = review_reopen(review=review, changes=changes, actor=actor)
+    return ReviewConflict(
         "; ".join(changes) + f": the new state is under review {reopened.id}",
         errors=[{"field": "target_hash", "message": change} for change in changes],
         reason=TARGET_CHANGED,
@@ -528,108 +532,115 @@ def review_decide(
             task_id=task_id, tool_name=tool_name, arguments=arguments, spec=spec
         )
     actor = user.get_username()
-    if interrupt is None and decision == "approve":
-        _check_target(review_id=review_id, target_hash=target_hash, actor=actor)
+    reopened: ReviewConflict | None = None
     with transaction.atomic():
         task = task_lock(task_id=task_id)
         review = ReviewRequest.objects.select_for_update().get(id=review_id)
-        if review.kind == UNKNOWN_OUTCOME:
-            raise ReviewInvalid(
-                _UNKNOWN_OUTCOME_HINT,
-                errors=[{"field": "decision", "message": " | ".join(UNKNOWN_OUTCOME_DECISIONS)}],
-            )
-        if review.status != ReviewStatus.PENDING:
-            raise ReviewConflict(f"review {review_id} is already {review.status}")
-        if task.status != TaskStatus.WAITING_REVIEW:
-            raise ReviewConflict(f"task is {task.status}, not waiting for review")
-        now = timezone.now()
-        _check_seen(review=review, seen_hash=arguments_hash, now=now)
-        if decision == "approve":
-            approved = review.arguments if arguments is None else arguments
-            approved_hash = canonical_hash(approved)
-            if (
-                interrupt is not None
-                and approved != review.original_arguments
-                and "edit" not in interrupt.get("allowed", [])
-            ):
+        review.task = task  # the row just locked: what the target check and the decision read
+        if interrupt is None and decision == "approve":
+            reopened = _check_target(review=review, target_hash=target_hash, actor=actor)
+        if reopened is None:
+            if review.kind == UNKNOWN_OUTCOME:
                 raise ReviewInvalid(
-                    "this interrupt does not accept edited arguments",
-                    errors=[{"field": "arguments", "message": "edits are not allowed here"}],
+                    _UNKNOWN_OUTCOME_HINT,
+                    errors=[
+                        {"field": "decision", "message": " | ".join(UNKNOWN_OUTCOME_DECISIONS)}
+                    ],
                 )
-            if interrupt is not None:
-                edit_policy = _graph_action_check(review=review, approved=approved)
-            if arguments is not None and approved_hash != canonical_hash(review.arguments):
-                review.edited_arguments = arguments
-                if edit_policy is not None:
-                    _tighten(review=review, edit=edit_policy)
-                if review.target_fingerprint.get("targets") is not None:
-                    # The edited call's targets as they are now are what this approves.
-                    review.target_fingerprint = review_edited_fingerprint(review=review)
-            _approver_check(
-                review=review, task=task, user=user, act="approve its calls", what="this call"
-            )
-            suggestion = (
-                _remember_suggestion(review=review, approved=approved, wanted=remembered[0])
-                if remembered is not None
-                else None
-            )
-            review.save(
-                update_fields=[
-                    "edited_arguments",
-                    "approvals_required",
-                    "forbid_creator",
-                    "matched_rules",
-                    "target_fingerprint",
-                ]
-            )
-            if not _approval_add(
-                task=task,
-                review=review,
-                user=user,
-                arguments_hash=approved_hash,
-                comment=comment,
-                now=now,
-                via=via,
-                decision="approve",
-                event={"arguments": approved},
-                before={"arguments": review.original_arguments},
-                after={"arguments": approved},
-            ):
+            if review.status != ReviewStatus.PENDING:
+                raise ReviewConflict(f"review {review_id} is already {review.status}")
+            if task.status != TaskStatus.WAITING_REVIEW:
+                raise ReviewConflict(f"task is {task.status}, not waiting for review")
+            now = timezone.now()
+            _check_seen(review=review, seen_hash=arguments_hash, now=now)
+            if decision == "approve":
+                approved = review.arguments if arguments is None else arguments
+                approved_hash = canonical_hash(approved)
+                if (
+                    interrupt is not None
+                    and approved != review.original_arguments
+                    and "edit" not in interrupt.get("allowed", [])
+                ):
+                    raise ReviewInvalid(
+                        "this interrupt does not accept edited arguments",
+                        errors=[{"field": "arguments", "message": "edits are not allowed here"}],
+                    )
+                if interrupt is not None:
+                    edit_policy = _graph_action_check(review=review, approved=approved)
+                if arguments is not None and approved_hash != canonical_hash(review.arguments):
+                    review.edited_arguments = arguments
+                    if edit_policy is not None:
+                        _tighten(review=review, edit=edit_policy)
+                    if review.target_fingerprint.get("targets") is not None:
+                        # The edited call's targets as they are now are what this approves.
+                        review.target_fingerprint = review_edited_fingerprint(review=review)
+                _approver_check(
+                    review=review, task=task, user=user, act="approve its calls", what="this call"
+                )
+                suggestion = (
+                    _remember_suggestion(review=review, approved=approved, wanted=remembered[0])
+                    if remembered is not None
+                    else None
+                )
+                review.save(
+                    update_fields=[
+                        "edited_arguments",
+                        "approvals_required",
+                        "forbid_creator",
+                        "matched_rules",
+                        "target_fingerprint",
+                    ]
+                )
+                if not _approval_add(
+                    task=task,
+                    review=review,
+                    user=user,
+                    arguments_hash=approved_hash,
+                    comment=comment,
+                    now=now,
+                    via=via,
+                    decision="approve",
+                    event={"arguments": approved},
+                    before={"arguments": review.original_arguments},
+                    after={"arguments": approved},
+                ):
+                    return review
+                _settle(
+                    task=task,
+                    review=review,
+                    user=user,
+                    status=ReviewStatus.APPROVED,
+                    comment=comment,
+                    reason=reason,
+                    approved=approved,
+                    now=now,
+                    via=via,
+                )
+                if suggestion is not None and remembered is not None:
+                    _standing_rule_create(
+                        review=review,
+                        task=task,
+                        user=user,
+                        suggestion=suggestion,
+                        until=remembered[1],
+                        scope=remembered[2],
+                        now=now,
+                    )
                 return review
-            _settle(
+            return _settle(
                 task=task,
                 review=review,
                 user=user,
-                status=ReviewStatus.APPROVED,
+                status=ReviewStatus.RESPONDED if decision == "respond" else ReviewStatus.REJECTED,
                 comment=comment,
                 reason=reason,
-                approved=approved,
+                approved=None,
                 now=now,
+                response=response,
                 via=via,
             )
-            if suggestion is not None and remembered is not None:
-                _standing_rule_create(
-                    review=review,
-                    task=task,
-                    user=user,
-                    suggestion=suggestion,
-                    until=remembered[1],
-                    scope=remembered[2],
-                    now=now,
-                )
-            return review
-        return _settle(
-            task=task,
-            review=review,
-            user=user,
-            status=ReviewStatus.RESPONDED if decision == "respond" else ReviewStatus.REJECTED,
-            comment=comment,
-            reason=reason,
-            approved=None,
-            now=now,
-            response=response,
-            via=via,
-        )
+    # The reopened review commits with this transaction; the decision is refused.
+    raise reopened
 
 
 def _approver_check(
@@ -740,6 +751,7 @@ def _settle(
     if status == ReviewStatus.APPROVED:
         toolcall_transition(
             call=call,
+            task_locked=True,
             to=ToolCallStatus.APPROVED,
             fields={"arguments": approved, "arguments_hash": canonical_hash(approved)},
         )
@@ -749,6 +761,7 @@ def _settle(
         # when the graph is resumed with it (agent.graph_runner settles it).
         toolcall_transition(
             call=call,
+            task_locked=True,
             to=ToolCallStatus.APPROVED,
             fields={
                 "arguments_hash": canonical_hash(call.arguments),
@@ -758,6 +771,7 @@ def _settle(
     else:
         toolcall_transition(
             call=call,
+            task_locked=True,
             to=ToolCallStatus.REJECTED,
             now=now,
             fields={
@@ -795,6 +809,7 @@ def _settle(
         review=review,
         to=status,
         now=now,
+        task_locked=True,
         fields=fields,
         event=event_build(
             task_id=task.id,
@@ -829,6 +844,8 @@ def _settle(
 
 
 def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str, now: datetime) -> None:
+    """Requeue the task once its last pending review is decided. Caller's transaction locked
+    `task` (task_lock) and has not changed its status since."""
     # A graph may pause on several interrupts at once (one review each): it resumes with all
     # the answers, so the task waits until the last of them is decided. The caller holds the
     # task's lock, so of two concurrent last decisions exactly one sees none pending.
@@ -841,6 +858,7 @@ def _resume(*, task: Task, review: ReviewRequest, reason: str, actor: str, now: 
         reason=reason,
         actor=actor,
         expect_from=[TaskStatus.WAITING_REVIEW],
+        locked=task,
     )
     task_enqueue(task=task)
 

@@ -372,13 +372,15 @@ def roll_lock(*, name: str = ROLL_LOCK, wait: bool = False) -> bool:
     """Take the roll-up lock `name` for the current transaction; False if another transaction
     holds it (or, with `wait`, block until it is free). Lock contract: the SweepRun row named
     `name` (select_for_update); taken after any task or review row."""
+    rows = SweepRun.objects.filter(name=name)
+    rows = rows.select_for_update() if wait else rows.select_for_update(skip_locked=True)
+    if rows.exists():
+        return True
+    # Not there yet (made once, by the first roll or change), or held by another transaction.
     SweepRun.objects.get_or_create(
         name=name, defaults={"started_at": _epoch(), "finished_at": _epoch()}
     )
-    rows = SweepRun.objects.filter(name=name)
-    if wait:
-        return rows.select_for_update().exists()
-    return rows.select_for_update(skip_locked=True).exists()
+    return rows.exists()
 
 
 def rollups_task_reopened(*, finished_at: datetime) -> None:

@@ -77,9 +77,11 @@ def user_can_view(user: AbstractBaseUser | None) -> bool:
     nothing."""
     if not _active(user):
         return False
-    if user.is_superuser or any(user.has_perm(perm) for perm in READ_PERMISSIONS):
+    # Groups first: one query a request settles it for the usual roles, where the permissions
+    # take two (a user's own and its groups').
+    if user.is_superuser or user_in_group(user, READ_GROUPS):
         return True
-    return user_in_group(user, READ_GROUPS)
+    return any(user.has_perm(perm) for perm in READ_PERMISSIONS)
 
 
 def user_can_create(user: AbstractBaseUser | None) -> bool:

@@ -206,6 +206,7 @@ def task_transition(
     fields: dict[str, Any] | None = None,
     payload: dict[str, Any] | None = None,
     stay: bool = False,
+    locked: Task | None = None,
 ) -> Task:
     """The one function that changes a task's status.
 
@@ -219,10 +220,14 @@ def task_transition(
     error class and message a caller passes in `fields` (clearing them clears it too).
 
     `stay=True` with `to` the task's current status changes only `fields` (a recovery that
-    leaves a held task held): no status event, the derived fields still follow."""
-    with transaction.atomic():
+    leaves a held task held): no status event, the derived fields still follow.
+
+    `locked`: the row as the caller's transaction locked it (task_lock) and has not changed it
+    since; the transition is then part of that transaction (no savepoint, no second lock: a
+    failure rolls the caller's transaction back)."""
+    with transaction.atomic(savepoint=locked is None):
         # Lock contract: the task row is locked first, before any checkpoint/review row.
-        task = Task.objects.select_for_update().get(id=task_id)
+        task = locked if locked is not None else Task.objects.select_for_update().get(id=task_id)
         frm = task.status
         if expect_epoch is not None and task.lease_epoch != expect_epoch:
             raise LeaseLost(f"task {task_id}: lease epoch {expect_epoch} is stale")
@@ -670,6 +675,7 @@ def toolcall_transition(
     event: TaskEvent | None = None,
     epoch: int | None = None,
     write: bool = True,
+    task_locked: bool = False,
 ) -> ToolCall:
     """The one function that changes a tool call's status (tasks.states.TOOLCALL_TRANSITIONS).
 
@@ -684,6 +690,9 @@ def toolcall_transition(
     - `write=False` (the worker's own ledger): the row is written by the worker's next
       lease-fenced write (`task_fenced_write`), in the same statement as the step's events.
       While a task runs, only its lease holder writes its calls.
+
+    `task_locked`: the caller's transaction holds the task row's lock already (task_lock); the
+    write is part of that transaction (no savepoint, no second lock).
 
     Raises IllegalTransition (machine "tool call")."""
     frm = call.status
@@ -700,10 +709,10 @@ def toolcall_transition(
         setattr(call, key, value)
     if not write:
         return call
-    with transaction.atomic():
+    with transaction.atomic(savepoint=not task_locked):
         if epoch is not None:
             task_fence(task_id=call.task_id, epoch=epoch)
-        else:
+        elif not task_locked:
             task_lock(task_id=call.task_id)
         if call._state.adding:
             call.save(force_insert=True)
