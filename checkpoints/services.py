@@ -98,15 +98,22 @@ def checkpoint_find_latest_valid(
     head_id: Any = None,
 ) -> tuple[LoadedCheckpoint | None, list[tuple[Checkpoint, CheckpointCorrupted]]]:
     """Read-only: (the head if it verifies, else the newest valid non-superseded checkpoint,
-    and the corrupted checkpoints skipped on the way)."""
-    candidates = list(Checkpoint.objects.filter(task_id=task_id, superseded=False).order_by("-seq"))
-    if head_id is not None:
-        head = next((c for c in candidates if c.id == head_id), None)
-        if head is None:
-            head = Checkpoint.objects.filter(id=head_id).first()
-        if head is not None:
-            candidates = [head] + [c for c in candidates if c.id != head.id]
-    skipped = []
+    and the corrupted checkpoints skipped on the way). The head alone is read first: a resume
+    (after every review) reads one checkpoint, not all of a long task's."""
+    skipped: list[tuple[Checkpoint, CheckpointCorrupted]] = []
+    head = Checkpoint.objects.filter(id=head_id).first() if head_id is not None else None
+    if head is not None:
+        try:
+            return checkpoint_decode(head), skipped
+        except CheckpointCorrupted as exc:
+            skipped.append((head, exc))
+    candidates = [
+        checkpoint
+        for checkpoint in Checkpoint.objects.filter(task_id=task_id, superseded=False).order_by(
+            "-seq"
+        )
+        if head is None or checkpoint.id != head.id
+    ]
     for checkpoint in candidates:
         try:
             return checkpoint_decode(checkpoint), skipped
