@@ -42,10 +42,14 @@ SIZES = {
 }
 # Where each phase's time goes and what would cut it next (named in the notes of a miss).
 NEXT_LEVERS = {
-    "request": "the decision's queries (details.decision_queries; the profile shows them as "
-    "psycopg waits): the token and three permission lookups, the review read twice (the access "
-    "check, then the decision), the receipt chain head and the review roll-up row locked per "
-    "decision; next: one permission query, the access check's row reused by the decision.",
+    "request": "the decision's round trips to PostgreSQL (details.decision_queries; psycopg's "
+    "waits lead the profile): the API token and the operator's groups, the review read for the "
+    "access check and again for the decision, the task and review locks, the approval, tool "
+    "call, review, event, audit and receipt rows, the receipt chain head and the review "
+    "roll-up row locked per decision, the requeue; then the enqueue on commit opens a new "
+    "Redis connection (django_rq builds a client per get_queue; redis-py reads its version "
+    "from the package metadata per connection). Next: one Redis connection per process for "
+    "enqueues, the decision's rows written in fewer statements.",
     "pickup": "RQ's bookkeeping in Redis (dequeue and execution records in the worker, then "
     "the job fetched and prepared in the horse: about eight round trips) and the lease "
     "(5 statements); next: fewer round trips (one pipeline), the lease taken with RETURNING.",
