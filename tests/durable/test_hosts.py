@@ -79,9 +79,11 @@ def test_a_partitioned_host_loses_its_task_to_another_and_healed_writes_nothing(
     `stuck`: A's horse is still stuck when A comes back (in a tool, or in a write), so A's
     worker kills it as unresponsive while B holds the task: it must neither record that on
     the task nor take the task back from B."""
-    # Both hosts alike, each with a worker and a sweeper (several sweepers are safe). The
-    # grace is the frozen-horse tests': room for a loaded machine's bookkeeping.
-    hosts = [network.host(name, env={"HARNESS_HORSE_GRACE_S": "5"}) for name in ("x", "y")]
+    # Both hosts alike, each with a worker and a sweeper (several sweepers are safe). `stuck`
+    # takes the frozen-horse tests' grace (room for a loaded machine's bookkeeping); `writes`
+    # the default (a minute), so that nothing but the fence stops A's horse.
+    grace = {"HARNESS_HORSE_GRACE_S": "5"} if horse == "stuck" else {}
+    hosts = [network.host(name, env=grace) for name in ("x", "y")]
     for host in hosts:
         host.start_worker(wait=False)
         host.start_sweeper()
@@ -111,6 +113,8 @@ def test_a_partitioned_host_loses_its_task_to_another_and_healed_writes_nothing(
     finally:
         lock.release()
 
+    if horse == "writes":  # its held-up writes reached the database and were refused
+        assert "stopping without further writes" in a.logs()  # lease lost (or found taken)
     task = wait_status(task.id, "succeeded", timeout=30)
     # Each effect once: `paid` by A before the cut, `shipped` by B.
     paid, shipped = ledger_records(key="paid"), ledger_records(key="shipped")
