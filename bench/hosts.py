@@ -371,6 +371,9 @@ class Host:
         for process in self.processes:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=10)
+        for process in self.workers:  # gone: a pid may come back as another worker's
+            self.network._seen.discard(process.pid)
+        self.workers.clear()
 
     # -- tear-down and diagnostics --
 
@@ -439,6 +442,7 @@ class Network:
         self.hosts: list[Host] = []
         self.forwarders: dict[tuple[str, int], Forwarder] = {}
         self._redis: Any = None
+        self._seen: set[int] = set()  # pids of workers seen registered
         self._up = False
 
     # -- set-up and tear-down --
@@ -547,20 +551,23 @@ class Network:
         return self._redis
 
     def wait_workers(self, *, timeout: float = 60.0) -> None:
-        """Wait until every worker started on every host has registered with Redis (fails at
-        once, with the host's logs, when one exits)."""
+        """Wait until every worker started on any host has registered with Redis once (fails
+        at once, with the host's logs, when one exits before it did; one that exits later, a
+        fault injected, does not count)."""
         from rq import Worker
 
         def registered() -> bool:
-            for host in self.hosts:
-                for process in host.workers:
-                    if process.poll() is not None:
-                        raise BenchError(
-                            f"rqworker {process.pid} on host {host.name} exited with "
-                            f"{process.returncode}:\n{host.logs()}"
-                        )
-            pids = {w.pid for w in Worker.all(connection=self.redis())}
-            return all(p.pid in pids for h in self.hosts for p in h.workers if p.poll() is None)
+            waiting = [
+                (host, p) for host in self.hosts for p in host.workers if p.pid not in self._seen
+            ]
+            for host, process in waiting:
+                if process.poll() is not None:
+                    raise BenchError(
+                        f"rqworker {process.pid} on host {host.name} exited with "
+                        f"{process.returncode}:\n{host.logs()}"
+                    )
+            self._seen.update(w.pid for w in Worker.all(connection=self.redis()))
+            return all(p.pid in self._seen for _, p in waiting)
 
         wait_for(registered, timeout=timeout, interval=0.1, what="the hosts' rqworkers to register")
 

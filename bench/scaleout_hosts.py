@@ -55,7 +55,6 @@ def _one(network: Network, hosts: int, per_host: int, *, tasks: int, steps: int)
     finally:
         for host in network.hosts[:hosts]:
             host.kill()
-            host.workers.clear()
     tasks_delete(ids)
     return elapsed
 
