@@ -44,7 +44,7 @@ from langgraph.types import Command
 
 from agent.runtime.attempt import tool_attempt_record, tool_label_known
 from agent.runtime.finish import stop_transition
-from agent.runtime.run import Paused, StopRun, with_lease_loaded
+from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
 from agent.tracing import model_call, tool_started
 from checkpoints.langgraph import DjangoCheckpointSaver
@@ -413,6 +413,8 @@ class GraphRun:
                 return self.finish_stopped(StopRun("graph_error", f"{type(exc).__name__}: {exc}"))
             return self.finish_stopped(StopRun("graph_not_registered", str(exc)))
         except Exception as exc:  # the graph's own error: the task fails, its state is kept
+            if connection_lost(exc):
+                raise  # not the task's failure: with_lease gives the task back
             log.exception("task %s: graph failed", self.task_id)
             return self.finish_stopped(StopRun("graph_error", f"{type(exc).__name__}: {exc}"))
         finally:

@@ -67,7 +67,7 @@ from openai import AsyncOpenAI
 
 from agent.runtime.attempt import tool_attempt_record, tool_exception_class, tool_label_known
 from agent.runtime.finish import stop_transition
-from agent.runtime.run import Paused, StopRun, with_lease_loaded
+from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
 from agent.tracing import ModelCall, model_call, tool_span
 from checkpoints.models import Blob, Checkpoint
@@ -667,6 +667,8 @@ class AgentsRun:
                 return self.finish_stopped(StopRun("agent_error", f"{type(exc).__name__}: {exc}"))
             return self.finish_stopped(StopRun("agent_not_registered", str(exc)))
         except Exception as exc:  # the agent's own error: the task fails, its state is kept
+            if connection_lost(exc):
+                raise  # not the task's failure: with_lease gives the task back
             log.exception("task %s: agent failed", self.task_id)
             return self.finish_stopped(StopRun("agent_error", f"{type(exc).__name__}: {exc}"))
         finally:

@@ -74,7 +74,7 @@ from agent.runtime.attempt import (
     tool_label_known,
 )
 from agent.runtime.finish import stop_transition
-from agent.runtime.run import Paused, StopRun, with_lease_loaded
+from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
 from agent.runtime.watchdog import Watchdog
 from agent.tracing import ModelCall, model_call, tool_span
 from checkpoints.services import (
@@ -465,6 +465,8 @@ class PydanticAIRun:
         except AgentNotRegistered as exc:
             return self.finish_stopped(StopRun("agent_not_registered", str(exc)))
         except Exception as exc:  # the agent's own error: the task fails, its state is kept
+            if connection_lost(exc):
+                raise  # not the task's failure: with_lease gives the task back
             log.exception("task %s: Pydantic AI agent failed", self.task_id)
             return self.finish_stopped(StopRun("agent_error", f"{type(exc).__name__}: {exc}"))
         finally:

@@ -385,6 +385,34 @@ def task_supervisor_heartbeat(*, task_id: Any, worker_id: str) -> bool:
         return bool(row)
 
 
+def task_release_lost_connection(*, task_id: Any, epoch: int, error: str) -> bool:
+    """A worker whose database connection broke mid-run (a restart, a failover, a network cut
+    that healed) gives its task back once the database answers again: queued under its own
+    lease (a lease that moved on meanwhile is left alone) and its job enqueued, so a worker
+    carries it on from its newest checkpoint, as after a redispatch, instead of leaving it
+    `running` until a sweeper notices the silence. -> released."""
+    with transaction.atomic():
+        try:
+            task = task_transition(
+                task_id=task_id,
+                to=TaskStatus.QUEUED,
+                expect_epoch=epoch,
+                expect_from=[TaskStatus.RUNNING],
+                reason="database connection lost; carried on from the newest checkpoint",
+                fields={"worker_id": ""},
+            )
+        except (LeaseLost, TransitionConflict):
+            return False
+        event_record(
+            task_id=task_id,
+            type=EventType.REQUEUED,
+            payload={"status": TaskStatus.RUNNING, "cause": "connection_lost", "error": error},
+            step_index=task.current_step,
+        )
+        task_enqueue(task=task)
+    return True
+
+
 def task_settle_killed_horse(*, task_id: Any, worker_id: str, timed_out_s: float | None) -> None:
     """The work horse running the task was killed by its supervisor or died. A pending cancel
     ends the task canceled; a horse killed at the job's hard timeout (`timed_out_s`) fails it

@@ -8,7 +8,14 @@ from typing import Any
 from agent.runtime.calls import call_next
 from agent.runtime.finish import finish_stopped, finish_success
 from agent.runtime.group import prepare_for_round
-from agent.runtime.run import Paused, Run, StopRun, with_lease, worker_identity
+from agent.runtime.run import (
+    Paused,
+    Run,
+    StopRun,
+    connection_lost,
+    with_lease,
+    worker_identity,
+)
 from agent.runtime.start import start_or_resume
 from agent.runtime.step import step_finish
 from agent.runtime.turn import model_turn
@@ -51,6 +58,8 @@ def run_execute(run: Run) -> str:
     except StopRun as stop:
         return finish_stopped(run, stop)
     except Exception as exc:  # a bug or an infrastructure failure: fail loudly, keep state
+        if connection_lost(exc):
+            raise  # not the task's failure: with_lease gives the task back
         log.exception("task %s crashed", run.task_id)
         return finish_stopped(run, StopRun("internal_error", f"{type(exc).__name__}: {exc}"))
     finally:

@@ -15,7 +15,14 @@ from decimal import Decimal
 from typing import Any, NoReturn
 
 from django.conf import settings
-from django.db import transaction
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
 from django.utils import timezone
 
 from agent.context import context_policy
@@ -34,7 +41,7 @@ from harness_site import telemetry
 from harness_site.config import harness_config
 from harness_site.metrics import CHECKPOINT_WRITE_SECONDS, metric_observe
 from multiagent.shared import shared_dir
-from tasks import services
+from tasks import beacon, services
 from tasks.agent_state import AgentState, ErrorInfo
 from tasks.events import EventType
 from tasks.models import Task, TaskEvent, ToolCall, ToolOutput
@@ -88,11 +95,10 @@ def with_lease_loaded(
 def with_lease(*, task_id: Any, worker_id: str, execute: Callable[[Task], str]) -> str:
     """Take the task's lease (a queued task, or one whose retry backoff has elapsed) and run
     `execute(task)`. A duplicate job exits untouched; with no free capacity the task is put
-    back on its queue after a short delay."""
+    back on its queue after a short delay. A run whose database connection broke waits for
+    the database and gives the task back (`connection_lost_release`)."""
     try:
-        task = services.task_acquire(task_id=task_id, worker_id=worker_id)
-        if task is None and services.task_wake(task_id=task_id):
-            task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+        task = _acquire(task_id=task_id, worker_id=worker_id)
     except services.CapacityFull:
         services.task_defer(task_id=task_id)
         return "deferred"
@@ -100,10 +106,73 @@ def with_lease(*, task_id: Any, worker_id: str, execute: Callable[[Task], str]) 
         log.info("task %s is not queued; nothing to do", task_id)
         return "skipped"
     with task_segment(task) as span:
-        outcome = execute(task)
+        try:
+            outcome = execute(task)
+        except Exception as exc:
+            if not connection_lost(exc):
+                raise
+            outcome = connection_lost_release(task_id=task_id, epoch=task.lease_epoch, exc=exc)
         telemetry.set_attributes(span, {"harness.run.outcome": outcome})
         log.info("task %s: run ended: %s", task_id, outcome)
         return outcome
+
+
+def _acquire(*, task_id: Any, worker_id: str) -> Task | None:
+    for attempt in range(2):
+        try:
+            task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+            if task is None and services.task_wake(task_id=task_id):
+                task = services.task_acquire(task_id=task_id, worker_id=worker_id)
+            return task
+        except (OperationalError, InterfaceError) as exc:
+            # The job's first query met a connection the database dropped (it restarted since
+            # the worker last used it): once it answers again, take the task as usual.
+            if attempt or not connection_lost(exc) or not database_wait():
+                raise
+    return None
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """The run's database connection broke (the server restarted or failed over, the network
+    dropped it), as opposed to a statement the database refused."""
+    if isinstance(exc, InterfaceError):
+        return True
+    return isinstance(exc, OperationalError) and not connection.is_usable()
+
+
+def database_wait() -> bool:
+    """Wait up to HARNESS_DB_RECONNECT_S for the database to answer on a new connection,
+    promising the worker (tasks.beacon) to be heard from meanwhile. -> it answers."""
+    deadline = time.monotonic() + settings.HARNESS_DB_RECONNECT_S
+    delay = 0.1
+    while True:
+        connections.close_all()
+        beacon.expect("database", max(0.0, deadline - time.monotonic()) + delay)
+        try:
+            connection.ensure_connection()
+            if connection.is_usable():
+                return True
+        except DatabaseError:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(2 * delay, 2.0)
+
+
+def connection_lost_release(*, task_id: Any, epoch: int, exc: BaseException) -> str:
+    """The run lost its database connection: nothing it did since its last durable write
+    counts (a call whose intent was recorded is settled by the next run like any call a worker
+    died in). Once the database answers, the task is queued again under this lease and carried
+    on from its newest checkpoint; if it does not answer in time, the task stays `running` and
+    the sweep redispatches it once its heartbeat is stale."""
+    error = f"{type(exc).__name__}: {exc}"[:500]
+    log.warning("task %s: database connection lost (%s); waiting for the database", task_id, error)
+    if not database_wait():
+        log.error("task %s: the database did not come back; left to the sweep", task_id)
+        return "connection_lost"
+    released = services.task_release_lost_connection(task_id=task_id, epoch=epoch, error=error)
+    return "released" if released else "lease_lost"
 
 
 _LEDGER_FIELDS = [
