@@ -44,7 +44,13 @@ from langgraph.types import Command
 
 from agent.runtime.attempt import tool_attempt_record, tool_label_known
 from agent.runtime.finish import stop_transition
-from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
+from agent.runtime.run import (
+    Paused,
+    SessionClock,
+    StopRun,
+    connection_lost,
+    with_lease_loaded,
+)
 from agent.runtime.watchdog import Watchdog
 from agent.tracing import model_call, tool_started
 from checkpoints.langgraph import DjangoCheckpointSaver
@@ -145,7 +151,7 @@ class GraphRun:
         budget = self.spec.budget
         self.session_s = budget.session_timeout_s or timeouts.session_s
         self.step_s = budget.turn_timeout_s or timeouts.turn_s
-        self.session_started = task.started_at or timezone.now()
+        self.session = SessionClock(task)
         self.human_wait_s = task.human_wait_s
         self.run_started = time.monotonic()
         self.seconds_before = task.seconds_used
@@ -372,7 +378,7 @@ class GraphRun:
             raise LeaseLost("heartbeat found the lease taken")
         if self.watchdog.cancel_requested.is_set() or self.cancel_seen:
             raise StopRun("canceled", "canceled by operator")
-        elapsed = (timezone.now() - self.session_started).total_seconds() - self.human_wait_s
+        elapsed = self.session.elapsed_s() - self.human_wait_s
         if elapsed > self.session_s:
             self.event(EventType.TIMEOUT, {"layer": "session", "limit_s": self.session_s})
             raise StopRun(

@@ -67,7 +67,13 @@ from openai import AsyncOpenAI
 
 from agent.runtime.attempt import tool_attempt_record, tool_exception_class, tool_label_known
 from agent.runtime.finish import stop_transition
-from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
+from agent.runtime.run import (
+    Paused,
+    SessionClock,
+    StopRun,
+    connection_lost,
+    with_lease_loaded,
+)
 from agent.runtime.watchdog import Watchdog
 from agent.tracing import ModelCall, model_call, tool_span
 from checkpoints.models import Blob, Checkpoint
@@ -259,7 +265,7 @@ class AgentsRun:
         # Function tools running now (the SDK may run several at once): the last to end ends
         # the promise made to the worker for them.
         self.tools_running = 0
-        self.session_started = task.started_at or timezone.now()
+        self.session = SessionClock(task)
         self.human_wait_s = task.human_wait_s
         self.run_started = time.monotonic()
         self.seconds_before = task.seconds_used
@@ -378,7 +384,7 @@ class AgentsRun:
             raise LeaseLost("heartbeat found the lease taken")
         if self.watchdog.cancel_requested.is_set() or self.cancel_seen:
             raise StopRun("canceled", "canceled by operator")
-        elapsed = (timezone.now() - self.session_started).total_seconds() - self.human_wait_s
+        elapsed = self.session.elapsed_s() - self.human_wait_s
         if elapsed > self.session_s:
             self.step_event(EventType.TIMEOUT, {"layer": "session", "limit_s": self.session_s})
             raise StopRun(

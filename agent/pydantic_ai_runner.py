@@ -74,7 +74,13 @@ from agent.runtime.attempt import (
     tool_label_known,
 )
 from agent.runtime.finish import stop_transition
-from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
+from agent.runtime.run import (
+    Paused,
+    SessionClock,
+    StopRun,
+    connection_lost,
+    with_lease_loaded,
+)
 from agent.runtime.watchdog import Watchdog
 from agent.tracing import ModelCall, model_call, tool_span
 from checkpoints.services import (
@@ -318,7 +324,7 @@ class PydanticAIRun:
         self.session_s = budget.session_timeout_s or timeouts.session_s
         self.turn_s = budget.turn_timeout_s or timeouts.turn_s
         self.tool_s = budget.tool_timeout_s or timeouts.tool_s
-        self.session_started = task.started_at or timezone.now()
+        self.session = SessionClock(task)
         self.human_wait_s = task.human_wait_s
         self.run_started = time.monotonic()
         self.seconds_before = task.seconds_used
@@ -410,7 +416,7 @@ class PydanticAIRun:
             raise LeaseLost("heartbeat found the lease taken")
         if self.watchdog.cancel_requested.is_set() or self.cancel_seen:
             raise StopRun("canceled", "canceled by operator")
-        elapsed = (timezone.now() - self.session_started).total_seconds() - self.human_wait_s
+        elapsed = self.session.elapsed_s() - self.human_wait_s
         if elapsed > self.session_s:
             self.event(EventType.TIMEOUT, {"layer": "session", "limit_s": self.session_s})
             raise StopRun(

@@ -660,7 +660,7 @@ def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
             # clocks of the worker machines do not matter.
             heartbeat_at=Now(),
             # _derived_fields' rule for running, without reading the row first.
-            started_at=Coalesce(F("started_at"), now),
+            started_at=Coalesce(F("started_at"), Now()),
             updated_at=now,
         )
         if updated != 1:
@@ -670,8 +670,9 @@ def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
         if limit is not None and Task.objects.filter(status=TaskStatus.RUNNING).count() > limit:
             raise CapacityFull(f"{limit} tasks are already running")
         task = Task.objects.get(id=task_id)
-        # Coalesce kept an earlier start: this is the task's first when it set `now`.
-        _count_transition(to=to, first_start=task.started_at == now)
+        # Coalesce kept an earlier start: this is the task's first when it set the
+        # transaction's time, which the heartbeat got too.
+        _count_transition(to=to, first_start=task.started_at == task.heartbeat_at)
         event_record(
             task_id=task_id,
             type=EventType.STATUS,

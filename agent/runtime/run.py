@@ -70,6 +70,23 @@ class Paused(Exception):
     """The task moved to waiting_review (or retry_wait); the job ends."""
 
 
+class SessionClock:
+    """How long a task's session has run, on the database's clock, as leases are: its age when
+    this worker took the lease (`started_at` and the acquisition's `heartbeat_at`, both the
+    database's time), then this host's monotonic clock. The wall clock of the worker's machine,
+    which may be hours off or stepped mid-run, plays no part."""
+
+    def __init__(self, task: Task) -> None:
+        started, acquired = task.started_at, task.heartbeat_at
+        self.at_acquisition_s = (
+            max(0.0, (acquired - started).total_seconds()) if started and acquired else 0.0
+        )
+        self.acquired_mono = time.monotonic()
+
+    def elapsed_s(self) -> float:
+        return self.at_acquisition_s + time.monotonic() - self.acquired_mono
+
+
 def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -247,7 +264,7 @@ class Run:
         self.seconds_before = task.seconds_used
         # The session clock: wall time since the task first started, less the time it waited
         # for a human (Task.human_wait_s: review and held time, kept by task_transition).
-        self.session_started = task.started_at or timezone.now()
+        self.session = SessionClock(task)
         self.human_wait_s = task.human_wait_s
         self.watchdog = Watchdog(
             task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
@@ -278,7 +295,7 @@ class Run:
         return self.seconds_before + (time.monotonic() - self.run_started)
 
     def session_elapsed(self) -> float:
-        return (timezone.now() - self.session_started).total_seconds() - self.human_wait_s
+        return self.session.elapsed_s() - self.human_wait_s
 
     def usage_fields(self) -> dict[str, Any]:
         return {
