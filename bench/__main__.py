@@ -1,4 +1,5 @@
-"""`python -m bench run [--size smoke|full] [--only NAME ...]` and `python -m bench render`.
+"""`python -m bench run [--size smoke|full] [--only NAME ...]`, `python -m bench render` and
+`python -m bench chaos [--short]` (the chaos suite, bench/chaos.py).
 
 Needs DATABASE_URL pointing at a PostgreSQL database (migrated on start) and, for the approval
 benchmark, REDIS_URL. See bench/README.md."""
@@ -14,6 +15,12 @@ from bench.common import SIZES, BenchError, git_dirty, setup_django
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["chaos"]:
+        # The chaos suite runs its own PostgreSQL and Redis: it sets Django up itself.
+        from bench.chaos import main as chaos_main
+
+        return chaos_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description=__doc__,
@@ -34,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run only this benchmark (repeatable); others keep their last result",
     )
     sub.add_parser("list", help="list the benchmarks")
+    sub.add_parser("chaos", help="the chaos suite (bench/chaos.py; `chaos -h` for its options)")
     sub.add_parser("render", help="re-render bench/results.md from bench/results/*.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

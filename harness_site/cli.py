@@ -814,12 +814,22 @@ def cmd_test(pytest_args: list[str]) -> int:
     return code
 
 
+def cmd_chaos(chaos_args: list[str]) -> int:
+    """The chaos suite (bench/chaos.py): it runs its own PostgreSQL and Redis (their binaries
+    are all it needs here)."""
+    argv = [sys.executable, "-m", "bench", "chaos", *chaos_args]
+    process = subprocess.Popen(argv, cwd=ROOT, env=child_env(HARNESS_ENABLE_TEST_TOOLS="1"))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the suite gets Ctrl-C itself and cleans up
+    return process.wait()
+
+
 # --- entry point ----------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="harness", description="Agent Harness: run it here (up) or test it (test)."
+        prog="harness",
+        description="Agent Harness: run it (up), test it (test, replay), fault it (chaos).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="run the web server, workers, sweeper (and Redis)")
@@ -839,6 +849,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="replay every saved case (--tag T, --model M); exit 1 when one fails",
         add_help=False,
     )
+    commands.add_parser(
+        "chaos",
+        help="the chaos suite: faults against real processes, table in bench/chaos.md",
+        add_help=False,
+    )
     return parser
 
 
@@ -852,6 +867,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv[:1] == ["replay"]:
             # The saved cases as a suite (docs/replay.md): `manage.py replay_cases`.
             return subprocess.call(manage("replay_cases", *argv[1:]), cwd=ROOT)
+        if argv[:1] == ["chaos"]:
+            return cmd_chaos(argv[1:])
         return cmd_up(parser.parse_args(argv))
     except (CliError, ImproperlyConfigured) as exc:
         say(f"error: {exc}")
