@@ -335,7 +335,11 @@ def _recheck_approval(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> Too
 
 def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
     checkpoint_group_before(run, row, tool)
-    if not tool.side_effect and (run.turn_unwritten or run.effect_unwritten):
+    # A replay's call the recording answers (agent.runtime.replaying) does not run: no live
+    # side effect whose intent must be durable first, so it is written as a read-only call.
+    answered = run.oracle is not None and run.oracle.current is not None
+    side_effect = tool.side_effect and not answered
+    if not side_effect and (run.turn_unwritten or run.effect_unwritten):
         # The model's decision and the outcomes of side effects are durable before any tool
         # runs: a crash during the call resumes from them, without asking the model again or
         # leaving a finished side effect's outcome unknown. A read-only step writes only this;
@@ -359,7 +363,7 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
             "args": row.arguments,
         },
     )
-    if tool.side_effect:
+    if side_effect:
         # The intent is durable (with a checkpoint) before the side effect starts.
         trigger = "before_external_call" if tool.risk == "external" else "before_write_operation"
         run.commit(trigger=trigger, extra=[row])
@@ -367,8 +371,6 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         # An MCP call may run long (its progress shows live): its row and `tool_started`
         # are on the task page and in the event log while it runs, as a side effect's are.
         run.commit(trigger=None, extra=[row])
-    # A replay's call the recording answers (agent.runtime.replaying) does not run.
-    answered = run.oracle is not None and run.oracle.current is not None
     run.live.begin(call_id=row.call_id, tool=tool.name, attempt=row.attempts, output=ctx.output)
     try:
         with tool_span(
@@ -393,7 +395,7 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         run.note_mcp_errors()
     # A replayed call's outcome is the recording's, settled as it was: nothing to escalate or
     # retry (the recording holds the last attempt's outcome).
-    escalable = tool.side_effect and not tool.idempotent and not answered
+    escalable = side_effect and not tool.idempotent
     if outcome.error_class == UNKNOWN_OUTCOME and escalable:
         # The tool itself cannot tell whether it took effect (an MCP server that died or
         # timed out mid-call).
@@ -428,7 +430,7 @@ def _execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
     # read-only or idempotent call; a side effect's intent is durable, so a crash leaves a
     # non-idempotent call's outcome unknown, for a human to decide.
     run.deferred_rows.append(row)
-    run.effect_unwritten |= tool.side_effect
+    run.effect_unwritten |= side_effect
     if outcome.error_class == "canceled":
         raise StopRun("canceled", "canceled by operator")
     if outcome.status != ToolCallStatus.SUCCEEDED and not answered:
