@@ -14,6 +14,7 @@ from ninja.errors import HttpError
 from pydantic import ConfigDict
 
 from checkpoints import recovery, selectors
+from checkpoints.fork import ForkEdits, ForkRefused, task_fork
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted, checkpoint_verify
 from harness_site.api_auth import OPERATE
@@ -307,3 +308,31 @@ def checkpoint_diff(request: HttpRequest, task_id: str, a: UUID, b: UUID):
         return Status(200, selectors.checkpoint_diff(a=first, b=second).as_dict())
     except CheckpointCorrupted as exc:
         return Status(409, {"detail": str(exc)})
+
+
+class ForkIn(ForkEdits):
+    checkpoint_id: UUID
+    reason: str = Field(default="", max_length=2000)
+
+
+@router.post("tasks/{task_id}/fork", auth=OPERATE, response={201: TaskOut, **ERRORS})
+def fork(request: HttpRequest, task_id: str, body: ForkIn):
+    """A sibling task from one of this task's checkpoints (its state, edited, and its
+    workspace): messages by index, pending calls' arguments by call id, the system prompt,
+    the budget. The original is left untouched; the sibling's `fork_of` names it."""
+    task = _operate(request, task_id)
+    edits = ForkEdits.model_validate(body.model_dump(exclude={"checkpoint_id", "reason"}))
+    try:
+        sibling = task_fork(
+            task=task,
+            checkpoint_id=body.checkpoint_id,
+            user=request.user,
+            edits=edits,
+            reason=body.reason,
+        )
+    except ForkRefused as exc:
+        return Status(
+            422,
+            {"detail": "invalid fork", "errors": [{"field": exc.field, "message": exc.message}]},
+        )
+    return Status(201, sibling)

@@ -72,3 +72,5 @@ class EventType(models.TextChoices):
     # A replay of a saved case (cases, agent.runtime.oracle): the first call the recording
     # does not answer, or answers otherwise; the replay stops there unless told to run it.
     REPLAY_DIVERGED = "replay_diverged"
+    # A sibling task forked from another's checkpoint with edits (checkpoints.fork).
+    FORK = "fork"

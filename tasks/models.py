@@ -97,6 +97,11 @@ class Task(models.Model):
     # A replay of a saved case (cases.CaseRun): its tools answer from the recording, and it is
     # left out of the failure statistics (tasks.rollups).
     is_replay = models.BooleanField(default=False)
+    # A sibling forked from one of this task's checkpoints with edits (checkpoints.fork): it
+    # starts from that checkpoint's state and workspace; the original is left as it was.
+    fork_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
+    )
 
     # Not indexed: nothing looks tasks up by their head, and leaving the columns the worker
     # updates on every step (heartbeat, head, usage) out of every index lets PostgreSQL apply

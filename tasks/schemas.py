@@ -50,6 +50,8 @@ class TaskOut(Schema):
     spec: dict[str, Any]
     # Multi-agent groups: the parent that delegated to this task, and the tasks it delegated to.
     parent_id: UUID | None
+    # A sibling forked from this task's checkpoint (checkpoints.fork) names it.
+    fork_of_id: UUID | None = None
     agent_name: str
     children: list[UUID]
 

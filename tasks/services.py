@@ -590,6 +590,7 @@ def task_create(
     parent_call_id: str = "",
     agent_name: str = "",
     is_replay: bool = False,
+    fork_of: Task | None = None,
 ) -> Task:
     """Validate, store and (after commit) enqueue a task. Durable before acknowledged. A child
     task names its parent, the parent's delegate call and the sub-agent it runs; a replay of
@@ -606,6 +607,7 @@ def task_create(
             parent_call_id=parent_call_id,
             agent_name=agent_name,
             is_replay=is_replay,
+            fork_of=fork_of,
         )
         actor = user.get_username() if user is not None and user.is_authenticated else ""
         payload: dict[str, Any] = {"title": spec.title}

@@ -144,6 +144,7 @@ OPERATIONS: dict[str, str] = {
     "POST /api/v1/tasks/{task_id}/group-rollback": "operate",
     # Saved cases and replays (issue #31): saving and replaying are operators'.
     "POST /api/v1/tasks/{task_id}/save-case": "operate",
+    "POST /api/v1/tasks/{task_id}/fork": "operate",
     "GET /api/v1/cases": "read",
     "GET /api/v1/cases/{case_id}": "read",
     "POST /api/v1/cases/{case_id}/replay": "operate",
