@@ -93,6 +93,14 @@ def case_run_report(request: HttpRequest, run_id: str):
     return selectors.case_run_report(case_run=selectors.access_case_run(request.user, run_id))
 
 
+@router.get("tasks/{task_id}/compare", response={200: dict[str, Any], 404: ErrorOut})
+def tasks_compare(request: HttpRequest, task_id: str, other: str):
+    """The task beside `other` (a fork, a sibling), step by step, with the report of a
+    replay; `siblings` lists the family of forks together."""
+    task = access_task(request.user, task_id)
+    return selectors.tasks_compare(task=task, other=access_task(request.user, other))
+
+
 @router.get("cases/{case_id}", response=CaseOut)
 def case_get(request: HttpRequest, case_id: str):
     return selectors.access_case(request.user, case_id)

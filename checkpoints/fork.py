@@ -130,6 +130,9 @@ def task_fork(
                 "from_task": str(task.id),
                 "from_checkpoint": str(checkpoint.id),
                 "seq": checkpoint.seq,
+                # The original's turns the fork starts from unchanged (a turn whose calls are
+                # pending goes on in the fork, perhaps edited).
+                "inherited_turns": state.turn_index - (1 if state.pending else 0),
                 "edits": edits.model_dump(mode="json", exclude_defaults=True),
             },
             actor=user.get_username(),

@@ -62,3 +62,10 @@ def test_a_fork_with_an_edited_argument_runs_with_the_originals_workspace(
         list(ToolCall.objects.filter(task_id=original["id"]).values_list("call_id", "status")),
     )
     assert after == before
+
+    # Listed together, and compared with a replay's report: the first step that differs is
+    # the one whose call was edited (the original's still waits for review).
+    compared = client.get(f"/api/v1/tasks/{original['id']}/compare?other={sibling['id']}").json()
+    assert compared["siblings"] == [original["id"], sibling["id"]]
+    assert compared["first_divergent_step"] == 2
+    assert {"path": "notes/b.md", "change": "added"} in compared["files"]
