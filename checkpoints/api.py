@@ -14,7 +14,7 @@ from ninja.errors import HttpError
 from pydantic import ConfigDict
 
 from checkpoints import recovery, selectors
-from checkpoints.fork import ForkEdits, ForkRefused, task_fork
+from checkpoints.fork import ForkEdits, ForkRefused, task_adopt, task_fork
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted, checkpoint_verify
 from harness_site.api_auth import OPERATE
@@ -336,3 +336,28 @@ def fork(request: HttpRequest, task_id: str, body: ForkIn):
             {"detail": "invalid fork", "errors": [{"field": exc.field, "message": exc.message}]},
         )
     return Status(201, sibling)
+
+
+class AdoptIn(Schema):
+    sibling_id: UUID
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+@router.post("tasks/{task_id}/adopt", auth=OPERATE, response={200: TaskOut, **ERRORS})
+def adopt(request: HttpRequest, task_id: str, body: AdoptIn):
+    """ "Adopt this branch": roll the task forward to its finished fork's head (state and
+    workspace) and resume it from there; audited."""
+    task = _operate(request, task_id)
+    sibling = access_task(request.user, body.sibling_id)
+    try:
+        adopted = task_adopt(
+            task_id=task.id, sibling=sibling, user=request.user, reason=body.reason
+        )
+    except ForkRefused as exc:
+        return Status(
+            422,
+            {"detail": "cannot adopt", "errors": [{"field": exc.field, "message": exc.message}]},
+        )
+    except (recovery.RecoveryConflict, TransitionConflict, IllegalTransition) as exc:
+        return Status(409, {"detail": str(exc)})
+    return Status(200, adopted)

@@ -17,6 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from checkpoints import recovery
 from checkpoints.selectors import checkpoint_get
 from checkpoints.services import CheckpointCorrupted, checkpoint_build, checkpoint_decode
 from tasks import services
@@ -150,3 +151,38 @@ def task_fork(
         )
         services.task_enqueue(task=sibling)
     return sibling
+
+
+def task_adopt(*, task_id: Any, sibling: Task, user: AbstractBaseUser, reason: str) -> Task:
+    """ "Adopt this branch": the original rolls forward to its finished fork's head — that
+    checkpoint's state and workspace become the original's new head (a recovery fork, as a
+    rollback writes one: later checkpoints superseded, a pending review canceled), and the
+    original resumes from it. Only a fork that succeeded is adopted: its state has nothing
+    pending that the original's ledger could hold under the same call id. Audited (`adopt`)."""
+    if sibling.fork_of_id is None or str(sibling.fork_of_id) != str(task_id):
+        raise ForkRefused("sibling_id", "not a fork of this task")
+    if sibling.status != TaskStatus.SUCCEEDED:
+        raise ForkRefused("sibling_id", f"the fork is {sibling.status}; only a finished one")
+    head = checkpoint_get(task=sibling, checkpoint_id=sibling.head_checkpoint_id)
+    try:
+        adopted = checkpoint_decode(head)
+    except CheckpointCorrupted as exc:
+        raise ForkRefused("sibling_id", str(exc)) from None
+    with transaction.atomic():
+        task = recovery.lock_for_recovery(task_id)
+        result = recovery.fork_checkpoint(
+            task=task,
+            user=user,
+            kind=EventType.ADOPT,
+            reason=recovery.reason_required(reason),
+            resume=True,
+            base=recovery.newest_valid(task),
+            state=adopted.state,
+            snapshot=adopted.snapshot,
+            event={"sibling_id": str(sibling.id), "sibling_checkpoint": str(head.id)},
+            enqueue=False,
+        )
+    recovery.restore_after_commit(
+        [("workspace", result.task.workspace_path, adopted.snapshot)], [result.task]
+    )
+    return result.task

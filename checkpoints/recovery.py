@@ -282,6 +282,16 @@ def _fork(
     )
 
 
+# For checkpoints.fork's adoption of a branch: the same lock, checks and fork as a rollback's.
+lock_for_recovery = _lock
+newest_valid = _newest_valid
+fork_checkpoint = _fork
+
+
+def reason_required(reason: str) -> str:
+    return _require_reason(reason)
+
+
 def _revision_fields(revision: services.SpecRevision | None) -> dict[str, Any]:
     """A recovery event's record of the spec changes that came with it."""
     if revision is None:

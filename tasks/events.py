@@ -74,3 +74,5 @@ class EventType(models.TextChoices):
     REPLAY_DIVERGED = "replay_diverged"
     # A sibling task forked from another's checkpoint with edits (checkpoints.fork).
     FORK = "fork"
+    # The task rolled forward to its finished fork's head ("adopt this branch").
+    ADOPT = "adopt"

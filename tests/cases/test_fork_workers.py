@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from checkpoints.models import Checkpoint
-from tasks.models import Task, ToolCall
+from tasks.models import AuditEntry, Task, ToolCall
 from tests.factories import scripted_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -69,3 +69,38 @@ def test_a_fork_with_an_edited_argument_runs_with_the_originals_workspace(
     assert compared["siblings"] == [original["id"], sibling["id"]]
     assert compared["first_divergent_step"] == 2
     assert {"path": "notes/b.md", "change": "added"} in compared["files"]
+
+
+def test_adopting_a_finished_fork_rolls_the_original_forward_to_its_head(
+    harness_dirs, workers, task_api, api_client, operator
+):
+    original = task_api.create(
+        scripted_spec(
+            [
+                {"call": "write_file", "args": {"path": "a.md", "content": "a\n"}},
+                {"call": "write_file", "args": {"path": "cfg/app.conf", "content": "x=1\n"}},
+                {"final": "done"},
+            ],
+            ["write_file"],
+        )
+    )
+    waiting = task_api.wait(original["id"], "waiting_review")
+    client = api_client(operator)
+    pending = ToolCall.objects.get(task_id=original["id"], status="awaiting_review")
+    edited = {"path": "notes/b.md", "content": "edited\n"}
+    forked = client.post(
+        f"/api/v1/tasks/{original['id']}/fork",
+        {"checkpoint_id": waiting["head_checkpoint"], "pending_args": {pending.call_id: edited}},
+    ).json()
+    task_api.wait(forked["id"], "succeeded")
+
+    adopted = client.post(
+        f"/api/v1/tasks/{original['id']}/adopt", {"sibling_id": forked["id"], "reason": "b wins"}
+    )
+    assert adopted.status_code == 200, adopted.content
+    done = task_api.wait(original["id"], "succeeded")
+    assert done["result"] == "done"
+    workspace = Task.objects.get(id=original["id"]).workspace_path
+    assert (workspace / "notes" / "b.md").read_text() == "edited\n"
+    assert not (workspace / "cfg" / "app.conf").exists()
+    assert AuditEntry.objects.filter(action="adopt", task_id=original["id"]).exists()

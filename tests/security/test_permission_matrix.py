@@ -145,6 +145,7 @@ OPERATIONS: dict[str, str] = {
     # Saved cases and replays (issue #31): saving and replaying are operators'.
     "POST /api/v1/tasks/{task_id}/save-case": "operate",
     "POST /api/v1/tasks/{task_id}/fork": "operate",
+    "POST /api/v1/tasks/{task_id}/adopt": "operate",
     "GET /api/v1/tasks/{task_id}/compare": "read",
     "GET /api/v1/cases": "read",
     "GET /api/v1/cases/{case_id}": "read",
