@@ -43,16 +43,15 @@ def _blob_bytes(keys: set[str]) -> int:
 
 
 def _needed(task_id: Any) -> set[str]:
-    """Every blob the task's remaining checkpoints reference."""
+    """Every blob the task's remaining checkpoints reference (snapshots and payload bases)."""
     from checkpoints.models import Checkpoint
-    from checkpoints.services import checkpoint_decode
+    from checkpoints.services import checkpoint_base_key, checkpoint_decode
     from checkpoints.snapshots import snapshot_blob_keys
 
+    rows = list(Checkpoint.objects.filter(task_id=task_id))
     return set().union(
-        *(
-            snapshot_blob_keys(checkpoint_decode(c).snapshot)
-            for c in Checkpoint.objects.filter(task_id=task_id)
-        )
+        *(snapshot_blob_keys(checkpoint_decode(c).snapshot) for c in rows),
+        {key for c in rows if (key := checkpoint_base_key(c.payload))},
     )
 
 
@@ -85,7 +84,7 @@ def one_task(steps: int, policy: Any) -> dict[str, Any]:
     # The grace period passes for this run's blobs and counts (and only for those).
     old = timezone.now() - timedelta(seconds=BLOB_GRACE_S + 60)
     Blob.objects.filter(sha256__in=ours_keys).update(created_at=old)
-    dead = [f"{kind}:{key}" for key in ours_keys for kind in "rcf"]
+    dead = [f"{kind}:{key}" for key in ours_keys for kind in "rcfb"]
     BlobRef.objects.filter(key__in=dead, refs__lte=0).update(zero_since=old)
     clock = time.perf_counter()
     collected = blobs_collect_garbage(orphans_after=old - timedelta(seconds=1))

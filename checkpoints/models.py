@@ -207,7 +207,8 @@ class BlobRef(models.Model):
     """How many holders reference a blob, kept by retention (checkpoints.retention) so that
     garbage collection never scans the checkpoints. `key` is "<kind>:<sha256>": a snapshot
     root ("r") counts the checkpoints and graph workspaces that name it, a manifest chunk
-    ("c") the live roots that list it, a file body ("f") the live chunks that list it. A row
+    ("c") the live roots that list it, a file body ("f") the live chunks that list it, a
+    checkpoint payload's base ("b") the checkpoints compressed against it. A row
     whose count fell to 0 is a candidate for collection from `zero_since` on."""
 
     key = models.CharField(max_length=66, primary_key=True)

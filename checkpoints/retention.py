@@ -49,7 +49,7 @@ from django.utils.module_loading import import_string
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, batched, blob_store
 from checkpoints.models import BlobRef, Checkpoint, GraphWorkspace, Level
-from checkpoints.services import CheckpointCorrupted, checkpoint_decode
+from checkpoints.services import CheckpointCorrupted, checkpoint_base_key, checkpoint_decode
 from checkpoints.snapshots import snapshot_blob_keys
 from harness_site.config import RetentionConfig, harness_config
 from review.models import ReviewRequest, ReviewStatus
@@ -122,14 +122,13 @@ def checkpoints_thin_task(*, task_id: Any, policy: RetentionConfig) -> int:
         if not doomed:
             return 0
         _relink_children(task_id=task_id, doomed=set(doomed))
-        uncounted = Counter(
-            root
-            for row in Checkpoint.objects.filter(id__in=doomed, blobs_counted=True)
-            if (root := _snapshot_root(row))
-        )
+        counted_rows = list(Checkpoint.objects.filter(id__in=doomed, blobs_counted=True))
+        uncounted = Counter(root for row in counted_rows if (root := _snapshot_root(row)))
+        bases = Counter(base for row in counted_rows if (base := _payload_base(row)))
         deleted = Checkpoint.objects.filter(id__in=doomed).delete()[0]
     # After the commit: a crash before this leaves counts too high, which only keeps blobs.
     blob_refs_add("r", {root: -n for root, n in uncounted.items()})
+    blob_refs_add("b", {base: -n for base, n in bases.items()})
     return deleted
 
 
@@ -190,7 +189,9 @@ def retention_run(*, state: dict[str, Any], collect_garbage: bool) -> dict[str, 
 # Blobs form a tree: a checkpoint (or graph workspace) names a snapshot root, a root lists
 # manifest chunks, a chunk lists file bodies. BlobRef counts, per blob, the holders one level
 # up: a root's count is its checkpoints and graph workspaces, a chunk's the live roots (count
-# > 0) listing it, a file body's the live chunks listing it. A blob going live or dead moves
+# > 0) listing it, a file body's the live chunks listing it. A checkpoint whose payload is
+# compressed against a base (checkpoints.services) also counts that base ("b", a leaf).
+# A blob going live or dead moves
 # the counts of what it lists, so the collection reads only blobs whose count fell to 0, never
 # the checkpoints. Counts are kept by retention alone (the sweep runs it one at a time): every
 # run counts the checkpoints written since (`blobs_counted`, a partial index), thinning
@@ -226,6 +227,11 @@ def _snapshot_root(row: Checkpoint | GraphWorkspace) -> str | None:
     return snapshot.get("root") if isinstance(snapshot, dict) else None
 
 
+def _payload_base(row: Checkpoint | GraphWorkspace) -> str | None:
+    """The blob a checkpoint's payload is compressed against, if any."""
+    return checkpoint_base_key(row.payload) if isinstance(row, Checkpoint) else None
+
+
 def _listed(digests: set[str], kind: str) -> dict[str, list[str]]:
     """What each root lists (its chunks) or each chunk lists (its file bodies). A blob the
     store cannot produce lists nothing, the same when it is counted and when uncounted."""
@@ -251,7 +257,7 @@ def _listed(digests: set[str], kind: str) -> dict[str, list[str]]:
 
 
 def blob_refs_add(kind: str, deltas: Counter[str] | dict[str, int]) -> None:
-    """Add to the counts of these blobs of one kind ("r", "c", "f"); a blob going live (0 ->
+    """Add to the counts of these blobs of one kind ("r", "c", "f", "b"); a blob going live (0 ->
     more) or dead (more -> 0) adds to or takes from the counts of what it lists."""
     deltas = {digest: delta for digest, delta in deltas.items() if delta}
     if not deltas:
@@ -311,6 +317,7 @@ def blobs_count(*, limit: int = MAX_COUNT_PER_RUN) -> bool:
                     break
                 model.objects.filter(pk__in=[row.pk for row in rows]).update(blobs_counted=True)
                 blob_refs_add("r", Counter(r for r in map(_snapshot_root, rows) if r))
+                blob_refs_add("b", Counter(b for b in map(_payload_base, rows) if b))
                 counted += len(rows)
     return not (
         Checkpoint.objects.filter(blobs_counted=False).exists()
@@ -358,7 +365,7 @@ def blobs_collect_garbage(
     candidates = dead_digests | walked
     if not candidates or not blobs_count():
         return Collected(0, cursor)
-    kinds = [f"{kind}:{digest}" for digest in candidates for kind in "rcf"]
+    kinds = [f"{kind}:{digest}" for digest in candidates for kind in "rcfb"]
     counted: set[str] = set()
     live: set[str] = set()
     for batch in batched(kinds):

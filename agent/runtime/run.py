@@ -34,9 +34,10 @@ from agent.runtime.watchdog import Watchdog
 from agent.tools.mcp_client import McpConnections
 from agent.validation import check_limits
 from cases.selectors import replay_setup
+from checkpoints.blobstore import blob_store_deferred
 from checkpoints.models import Blob, Checkpoint
-from checkpoints.services import checkpoint_build, checkpoint_next_seq
-from checkpoints.snapshots import snapshot_capture, snapshot_distrust
+from checkpoints.services import CheckpointCodec, checkpoint_build, checkpoint_next_seq
+from checkpoints.snapshots import DEFER_BLOB_BYTES, snapshot_capture, snapshot_distrust
 from harness_site import telemetry
 from harness_site.config import harness_config
 from harness_site.metrics import CHECKPOINT_WRITE_SECONDS, metric_observe
@@ -251,8 +252,11 @@ class Run:
         # The head as the task row has it; checkpoints built but not written yet (`stage`).
         self.written_head: Any = task.head_checkpoint_id
         self.staged: list[Checkpoint] = []
-        # New blobs of the staged checkpoints' snapshots, inserted with them (see `commit`).
+        # New blobs of the staged checkpoints' snapshots and payload bases, inserted with them
+        # (see `commit`).
         self.blobs: dict[str, Blob] = {}
+        # Compresses this run's checkpoints against a recent one (checkpoints.services).
+        self.codec = CheckpointCodec()
         # Not written yet: a model turn, a side effect's outcome (both written before the next
         # tool runs, else at the step's end).
         self.turn_unwritten = False
@@ -388,7 +392,11 @@ class Run:
             trigger=trigger,
             snapshot=self.capture_snapshot(),
             parent_id=self.head_id,
+            codec=self.codec,
         )
+        bases = self.codec.take_bases()
+        if bases:
+            blob_store_deferred(self.blobs, DEFER_BLOB_BYTES).put_absent(bases)
         self.staged.append(checkpoint)
         self.seq += 1
         self.head_id = checkpoint.id
@@ -438,6 +446,8 @@ class Run:
         except BaseException:
             if self.blobs:
                 snapshot_distrust(self.workspace)
+            # The bases of the staged checkpoints may not be stored: the next one starts anew.
+            self.codec.forget()
             raise
         checkpoints_traced(self.staged)
         metric_observe(CHECKPOINT_WRITE_SECONDS, time.monotonic() - started)

@@ -12,6 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from checkpoints import services
 from checkpoints.models import Blob, BlobRef, Checkpoint
 from checkpoints.retention import (
     BLOB_GRACE_S,
@@ -19,7 +20,12 @@ from checkpoints.retention import (
     blobs_count,
     checkpoints_apply_retention,
 )
-from checkpoints.services import checkpoint_build, checkpoint_decode, checkpoint_next_seq
+from checkpoints.services import (
+    checkpoint_base_key,
+    checkpoint_build,
+    checkpoint_decode,
+    checkpoint_next_seq,
+)
 from checkpoints.snapshots import snapshot_blob_keys, snapshot_capture, snapshot_restore
 from harness_site import config
 from multiagent.models import CheckpointRound, GlobalCheckpoint
@@ -182,3 +188,26 @@ def test_the_collection_reads_no_checkpoint_only_counts_and_candidates(finished)
     assert touching and all(
         'WHERE NOT "checkpoints_checkpoint"."blobs_counted"' in sql for sql in touching
     )
+
+
+def test_a_checkpoint_payloads_base_stays_while_a_checkpoint_needs_it_and_goes_after(
+    finished, monkeypatch
+):
+    """A checkpoint compressed against a base (checkpoints.services) needs that blob to load:
+    the collection keeps it while a checkpoint names it, and takes it once none does."""
+    monkeypatch.setattr(services, "REBASE_SHARE", 0)  # a base of its own for each checkpoint
+    task = finished()
+    bases = {checkpoint_base_key(c.payload) for c in Checkpoint.objects.filter(task=task)}
+    assert None not in bases and len(bases) > 2
+    assert blobs_count()
+    assert checkpoints_apply_retention().checkpoints_deleted > 0
+    with time_machine.travel(timezone.now() + timedelta(seconds=BLOB_GRACE_S + 60)):
+        blobs_collect_garbage()
+
+    services._bases.clear()  # read them from the store, as another process would
+    left = list(Checkpoint.objects.filter(task=task))
+    assert all(checkpoint_decode(c).state.step_index >= 0 for c in left)
+    needed = {checkpoint_base_key(c.payload) for c in left}
+    stored = set(Blob.objects.values_list("sha256", flat=True))
+    assert needed <= stored
+    assert bases - needed and not (bases - needed) & stored

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from checkpoints.models import Checkpoint
+from checkpoints.services import checkpoint_raw
 from multiagent.models import CheckpointRound, GlobalCheckpoint
 from tasks.models import Task
 from tests.conftest import page_client
@@ -168,7 +169,7 @@ def test_a_participant_that_cannot_be_restored_leaves_the_whole_group_unchanged(
     # One child's local checkpoint in the cut is corrupted: refused before anything changes.
     victim = Checkpoint.objects.get(id=cut["participants"][-1]["checkpoint_id"])
     Checkpoint.objects.filter(pk=victim.pk).update(
-        payload=zlib.compress(zlib.decompress(victim.payload).replace(b"messages", b"messagez"))
+        payload=zlib.compress(checkpoint_raw(victim.payload).replace(b"messages", b"messagez"))
     )
     before = _group_state(done["id"])
     response = api.post(

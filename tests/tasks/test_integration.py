@@ -9,6 +9,7 @@ import pytest
 
 from agent.jobs import run_task
 from checkpoints.models import Checkpoint
+from checkpoints.services import checkpoint_raw
 from tasks.models import Task
 from tests.factories import scripted_spec
 
@@ -67,7 +68,7 @@ def test_tampering_with_a_stored_checkpoint_is_reported(workers, task_api, api_c
     )
     victim = Checkpoint.objects.filter(task_id=done["id"]).order_by("seq")[1]
     Checkpoint.objects.filter(pk=victim.pk).update(
-        payload=zlib.compress(zlib.decompress(victim.payload).replace(b"list_files", b"rm_files"))
+        payload=zlib.compress(checkpoint_raw(victim.payload).replace(b"list_files", b"rm_files"))
     )
     rows = api_client(viewer).get(f"/api/v1/tasks/{done['id']}/checkpoints").json()
     flagged = {r["seq"]: r["checksum_ok"] for r in rows}
