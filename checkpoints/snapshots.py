@@ -19,7 +19,8 @@ and hash. A file whose stat is unchanged reuses its hash without being read. As 
 time, because a same-size rewrite inside one timestamp tick would otherwise go unnoticed.
 Only blobs that are new since the previous capture are checked against the store (one batched
 existence query), and only those missing are uploaded. When the caller knows which files
-changed (the built-in file tools report them), only their directories are scanned again.
+changed (the built-in file tools report them), only those files are looked at again (one
+lstat each, with the racy ones), not the workspace nor their whole directories.
 """
 
 from __future__ import annotations
@@ -290,6 +291,33 @@ def _scan_dir(
     return _rebuild_dir(root_str, prefix, listing, others, previous, scan_ns, uploader), subdirs
 
 
+def _patch_dir(
+    root_str: str,
+    prefix: str,
+    previous: _Dir,
+    names: set[str],
+    scan_ns: int,
+    uploader: _Uploader,
+) -> _Dir | None:
+    """The directory as `previous` knew it, with only `names` (the files a tool reported
+    changed in it) and its racy files looked at again: one lstat each, where a scan lists the
+    whole directory. None when that cannot say (a file is gone or no longer a regular file):
+    the caller scans the directory instead."""
+    names = names | {name for name, known in previous.known.items() if known[4]}
+    fresh: list[_Stat] = []
+    for name in names:
+        try:
+            st = os.lstat(os.path.join(root_str, prefix + name))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if st.st_mode & 0o170000 != 0o100000:  # not S_ISREG
+            return None
+        fresh.append((name, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode & 0o7777))
+    beacon.progress("snapshot")
+    listing = tuple(stat for stat in previous.listing if stat[0] not in names) + tuple(fresh)
+    return _rebuild_dir(root_str, prefix, listing, previous.others, previous, scan_ns, uploader)
+
+
 def _survey(root: Path, index: _Index, store: BlobStore | None) -> tuple[dict[str, _Dir], set[str]]:
     """Scan the workspace, reusing the index for every directory whose listing (names, sizes,
     mtimes, inodes, modes) is unchanged; updates the index. -> ({prefix: _Dir}, the digests
@@ -314,17 +342,29 @@ def _survey_known(
     root: Path, index: _Index, store: BlobStore | None, changed: Iterable[str]
 ) -> tuple[dict[str, _Dir], set[str]]:
     """Like _survey, for a workspace whose only changes since the index's last survey are the
-    files at `changed` (relative paths a tool reported): only their directories (and any the
-    last survey found racy) are scanned again, every other directory is taken from the index."""
+    files at `changed` (relative paths a tool reported): only those files (and the racy ones
+    of the last survey) are looked at again, in directories the index knows; a directory it
+    does not know, or where a reported file is gone, is scanned; every other directory is
+    taken from the index."""
     root_str = str(root)
     scan_ns = time.time_ns()
     uploader = _Uploader(store, index.referenced)
     dirs = dict(index.dirs)
-    prefixes = {posixpath.dirname(path) for path in changed}
-    prefixes = {p + "/" if p else "" for p in prefixes}
-    prefixes |= {prefix for prefix, known in dirs.items() if known.racy}
-    for prefix in sorted(prefixes):
-        scanned = _scan_dir(root_str, prefix, dirs.get(prefix), scan_ns, uploader)
+    by_prefix: dict[str, set[str]] = {}
+    for path in changed:
+        folder, name = posixpath.split(path)
+        by_prefix.setdefault(folder + "/" if folder else "", set()).add(name)
+    for prefix, known in dirs.items():
+        if known.racy:
+            by_prefix.setdefault(prefix, set())
+    for prefix in sorted(by_prefix):
+        previous = dirs.get(prefix)
+        if previous is not None:
+            patched = _patch_dir(root_str, prefix, previous, by_prefix[prefix], scan_ns, uploader)
+            if patched is not None:
+                dirs[prefix] = patched
+                continue
+        scanned = _scan_dir(root_str, prefix, previous, scan_ns, uploader)
         if scanned is None:
             for gone in [p for p in dirs if p.startswith(prefix)]:
                 del dirs[gone]

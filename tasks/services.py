@@ -795,8 +795,8 @@ def task_fenced_write(
         updates=updates,
         inserts_if_absent=inserts_if_absent,
     )
-    with _server_bound_cursor(db) as cursor:
-        cursor.execute(sql, params)
+    with _raw_cursor(db) as cursor:
+        cursor.execute(_numbered(sql), params)
         fenced, cancel_requested, *new_ids = cursor.fetchone()
     if not fenced:
         raise LeaseLost(f"task {task_id}: lease epoch {epoch} lost")
@@ -809,15 +809,31 @@ def task_fenced_write(
     return bool(cancel_requested)
 
 
-def _server_bound_cursor(db: Any) -> Any:
+def _raw_cursor(db: Any) -> Any:
     """A cursor on Django's PostgreSQL connection that sends parameters apart from the SQL
-    (binary bytea, no escaping). Django binds client-side by default, which escapes a
-    checkpoint payload into the statement text: several times slower at tens of KB."""
-    from django.db.backends.postgresql.base import ServerBindingCursor
+    (binary bytea, no escaping) and takes the statement's `$n` placeholders as they are: the
+    fenced statement is long and its text changes with its rows, which psycopg would otherwise
+    parse for `%s` on every write (beyond its cache's statement length)."""
+    import psycopg
 
     db.ensure_connection()
-    cursor = ServerBindingCursor(db.connection)
+    cursor = psycopg.RawCursor(db.connection)
     return db.make_debug_cursor(cursor) if db.queries_logged else db.make_cursor(cursor)
+
+
+@functools.cache
+def _placeholder(n: int) -> str:
+    return f"${n}"
+
+
+def _numbered(sql: str) -> str:
+    """`%s` placeholders (the statement has no other `%`) as PostgreSQL's `$1`, `$2`, ..."""
+    parts = sql.split("%s")
+    out = [parts[0]]
+    for n, part in enumerate(parts[1:], start=1):
+        out.append(_placeholder(n))
+        out.append(part)
+    return "".join(out)
 
 
 @functools.cache
