@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import os
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -17,14 +19,63 @@ from tasks.models import Task
 log = logging.getLogger(__name__)
 
 
+# Idle threads kept for the next call: starting a thread and joining it cost a few hundred
+# microseconds on a loaded machine, twice a step (the model call, the tool call).
+IDLE_THREADS = 4
+_idle: list[_CallThread] = []
+_idle_lock = threading.Lock()
+
+
+class _CallThread(threading.Thread):
+    """A daemon thread running the calls handed to it, one at a time; between calls it waits
+    in `_idle`. A call that overruns keeps its thread until it returns (the caller has moved
+    on: `InThread`); the thread then goes back to the pool, or ends when the pool is full."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True, name="call")
+        self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+
+    def run(self) -> None:
+        while True:
+            self.jobs.get()()
+            with _idle_lock:
+                if len(_idle) >= IDLE_THREADS:
+                    return
+                _idle.append(self)
+
+
+def _run_in_thread(job: Callable[[], None], name: str) -> None:
+    with _idle_lock:
+        thread = _idle.pop() if _idle else None
+    if thread is None:
+        thread = _CallThread()
+        thread.name = name
+        thread.start()
+    else:
+        thread.name = name
+    thread.jobs.put(job)
+
+
+def _forget_threads_after_fork() -> None:
+    """A forked child (RQ's work horse) has none of its parent's threads."""
+    global _idle_lock
+    _idle.clear()
+    _idle_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_threads_after_fork)
+
+
 class InThread:
     """Runs `func()` in a daemon thread so the caller can stop waiting at a deadline. A call
     that overruns is abandoned: its late result or error is never read. The thread closes its
-    own database connections (Django's are per thread)."""
+    own database connections (Django's are per thread) after each call. Threads are reused
+    from call to call (`_CallThread`)."""
 
     def __init__(self, func: Callable[[], Any], *, name: str) -> None:
         self.value: Any = None
         self.error: BaseException | None = None
+        self._done = threading.Event()
 
         def target() -> None:
             try:
@@ -32,20 +83,22 @@ class InThread:
             except BaseException as exc:  # handed back to the loop thread
                 self.error = exc
             finally:
-                connections.close_all()
+                try:
+                    connections.close_all()
+                finally:
+                    self._done.set()
 
         # In the caller's context: its log context and current span (agent.tracing).
         context = contextvars.copy_context()
-        self.thread = threading.Thread(target=lambda: context.run(target), daemon=True, name=name)
-        self.thread.start()
+        _run_in_thread(lambda: context.run(target), name)
 
     def wait(self, timeout_s: float, *, layer: str) -> bool:
         """True when the call finished within `timeout_s`. The run promises its worker to be
         back by then (plus the grace), as the `layer` whose timeout it is (tasks.beacon)."""
         beacon.expect(layer, timeout_s)
-        self.thread.join(timeout_s)
+        done = self._done.wait(timeout_s)
         beacon.progress()
-        return not self.thread.is_alive()
+        return done
 
 
 class Watchdog(threading.Thread):
