@@ -952,21 +952,22 @@ def fault_postgres_restart(chaos: Chaos, result: FaultResult, n: int) -> None:
             for _ in range(max(2, len(chaos.fleet.alive()) - 1)):
                 tag = uuid.uuid4().hex[:10]
                 keys = [f"{result.name}-{tag}-a", f"{result.name}-{tag}-b"]
+                # A sleep long enough for every task to be inside it at once on a loaded
+                # machine (they are created one after the other), then writes.
                 script = [
                     {"call": "ledger_append", "args": {"key": keys[0], "value": "paid"}},
-                    *([{"call": "noop", "args": {}}] * 20),
-                    {"call": "sleep", "args": {"seconds": 0.5}},
+                    {"call": "sleep", "args": {"seconds": 3.0}},
+                    *([{"call": "noop", "args": {}}] * 10),
                     {"call": "ledger_append", "args": {"key": keys[1], "value": "shipped"}},
                     {"final": "done"},
                 ]
                 tasks.append(chaos.task_create(result, script=script, keys=keys))
             poll(
-                lambda tasks=tasks: all(
-                    r["status"] == "running" and r["seq"] > 1 for r in chaos.rows(tasks).values()
-                ),
+                lambda tasks=tasks: all(chaos.in_call(t, "sleep") for t in tasks),
                 timeout=60,
                 what="the tasks to run",
             )
+            time.sleep(random.uniform(0.0, 1.0))
             from django.db import connections
 
             rows = chaos.rows(tasks)
@@ -1638,7 +1639,7 @@ def main(argv: list[str] | None = None) -> int:
         except ChaosError as exc:
             say(f"error: {exc}")
             _dump_logs(chaos)
-            return 2
+            meta["error"] = str(exc)
         finally:
             if any(violations(r) for r in results):
                 _dump_logs(chaos)
@@ -1649,6 +1650,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     meta["seconds"] = time.monotonic() - started
+    meta["note"] = (f"**The run stopped early: {meta['error']}.** " if "error" in meta else "") + (
+        "".join(f"Skipped {name}: {why}. " for name, why in meta.get("skipped", {}).items())
+    )
     table = render(results, meta=meta)
     print(table)
     output = args.output or (None if args.short else CHAOS_MD)
@@ -1660,6 +1664,8 @@ def main(argv: list[str] | None = None) -> int:
                 {"meta": meta, "faults": [summary_row(r) for r in results]}, indent=2, default=str
             )
         )
+    if "error" in meta:
+        return 2
     return 1 if any(violations(r) for r in results) else 0
 
 
