@@ -40,6 +40,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
+from rq.utils import as_text
 
 from harness_site.config import harness_config
 from harness_site.metrics import REDISPATCHES, SWEEPS, metric_inc
@@ -58,7 +59,9 @@ from tasks.states import TaskStatus
 log = logging.getLogger(__name__)
 
 # RQ job states after which the job will not run its task (any other state: it still may).
-_ENDED_JOB_STATES = {"finished", "failed", "stopped", "canceled", "stuck"}
+_ENDED_JOB_STATES = {"finished", "failed", "stopped", "canceled", "stuck", "undelivered"}
+# Where a sweep notes a queued job it found in no queue list (see _undelivered).
+_UNDELIVERED_KEY = "harness:undelivered:{}"
 
 
 @dataclass
@@ -199,7 +202,44 @@ def _job_states(job_ids_by_queue: dict[str, list[str]], *, grace_s: float) -> di
             if job_id in states:
                 scheduled.remove(job_id, delete_job=True)
                 states[job_id] = "stuck"
+        queued = [job_id for job_id in job_ids if states.get(job_id) == "queued"]
+        for job_id in _undelivered(queue, queued, grace_s=grace_s):
+            states[job_id] = "undelivered"
     return states
+
+
+def _undelivered(queue: Any, job_ids: list[str], *, grace_s: float) -> list[str]:
+    """The jobs among `job_ids` (all `queued` in Redis) that are in no queue list, and were in
+    none already at a sweep `grace_s` or more ago: a worker popped them and never started them.
+
+    RQ hands a job to a worker blocked in BLPOP by writing the reply to its connection; when
+    that worker's host was cut off, frozen or died without closing the connection, Redis takes
+    the job as delivered and it is in no list any more, while its status still says `queued`.
+    Nothing would run its task until that host came back, if ever. A live worker starts a
+    popped job within milliseconds (its status is `started` then), so one seen undelivered on
+    two sweeps `grace_s` apart is enqueued again; should the first worker come back, its job
+    finds the task taken and exits. The first sighting is stamped with Redis's clock, which
+    every sweeper shares (their own clocks may disagree)."""
+    if not job_ids:
+        return []
+    connection = queue.connection
+    listed = {as_text(job_id) for job_id in connection.lrange(queue.key, 0, -1)}
+    missing = [job_id for job_id in job_ids if job_id not in listed]
+    if not missing:
+        return []
+    seconds, micros = connection.time()
+    now = seconds + micros / 1e6
+    pipe = connection.pipeline()
+    for job_id in missing:
+        # Kept long enough to outlive any grace; gone on its own once the task moved on.
+        pipe.set(_UNDELIVERED_KEY.format(job_id), now, nx=True, ex=max(3600, int(grace_s * 10)))
+        pipe.get(_UNDELIVERED_KEY.format(job_id))
+    replies = pipe.execute()
+    return [
+        job_id
+        for job_id, created, seen in zip(missing, replies[0::2], replies[1::2], strict=True)
+        if not created and seen is not None and now - float(seen) >= grace_s
+    ]
 
 
 def tasks_requeue_orphaned(*, grace_s: float) -> int:

@@ -115,3 +115,32 @@ def test_the_sweep_records_its_last_run_for_the_ops_page(queue):
     last = sweep_last_run()
     assert last.runs == 2 and last.counts["stalled"] == 0
     assert timezone.now() - last.finished_at < timedelta(minutes=1)
+
+
+def test_a_job_popped_by_a_worker_that_never_started_it_is_enqueued_again(queue, settings):
+    """A worker blocked in BLPOP on a host that was then cut off (or froze, or lost power) gets
+    the job written to its dead connection: Redis takes it as delivered, it is in no queue any
+    more and its status still says `queued`. Seen so on two sweeps, its task is enqueued again
+    (without this it waited for that host to come back, if it ever did)."""
+    settings.HARNESS_REQUEUE_GRACE_S = 0
+    task = enqueued_task([{"final": "x"}], [])
+    lost = Task.objects.get(id=task.id).rq_job_id
+    assert queue.connection.lrem(queue.key, 1, lost) == 1  # popped by the vanished worker
+
+    assert sweep_once().requeued == 0  # first sighting: a live worker may be starting it
+    assert sweep_once().requeued == 1
+    task.refresh_from_db()
+    assert task.rq_job_id != lost and task.rq_job_id in queue.job_ids
+    assert task.events.filter(type="requeued", payload__job_state="undelivered").exists()
+    assert sweep_once().requeued == 0  # its new job is in the queue
+
+
+def test_a_job_a_worker_has_started_is_not_taken_for_undelivered(queue, settings):
+    settings.HARNESS_REQUEUE_GRACE_S = 0
+    task = enqueued_task([{"final": "x"}], [])
+    job = queue.fetch_job(Task.objects.get(id=task.id).rq_job_id)
+    queue.connection.lrem(queue.key, 1, job.id)
+    job.set_status("started")  # a live worker took it
+
+    assert sweep_once().requeued == 0
+    assert sweep_once().requeued == 0
