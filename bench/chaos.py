@@ -60,8 +60,12 @@ CLOCKS = {
     "HARNESS_REQUEUE_GRACE_S": "1.0",
     "HARNESS_CAPACITY_RETRY_S": "0.3",
     "HARNESS_HORSE_GRACE_S": "3",
+    # A transaction a frozen or cut-off host left open holds its locks until the server ends
+    # it: this long after its last statement.
+    "HARNESS_DB_IDLE_IN_TRANSACTION_S": "3",
 }
 STALE_S = float(CLOCKS["HARNESS_STALE_AFTER_S"])
+IDLE_TX_S = float(CLOCKS["HARNESS_DB_IDLE_IN_TRANSACTION_S"])
 SWEEP_S = float(CLOCKS["HARNESS_SWEEP_INTERVAL_S"])
 GRACE_S = float(CLOCKS["HARNESS_HORSE_GRACE_S"])
 # Room for a loaded machine (forks, imports, a busy database) on top of each formula.
@@ -1276,8 +1280,9 @@ FAULTS: list[Fault] = [
     Fault(
         "frozen_host",
         "frozen whole host (SIGSTOP of all its processes) past its lease, then woken",
-        STALE_S + SWEEP_S + SLACK_S + 3,
-        "stale-after + sweep + the other host's current call + slack",
+        max(STALE_S, IDLE_TX_S) + SWEEP_S + SLACK_S + 3,
+        "max(stale-after, idle-in-transaction timeout) + sweep + the other host's current call"
+        " + slack",
         fault_frozen_host,
         full=16,
         short=2,
@@ -1287,8 +1292,9 @@ FAULTS: list[Fault] = [
     Fault(
         "partition",
         "network partition of one worker host mid-call (its link down), then healed",
-        STALE_S + SWEEP_S + SLACK_S + 3,
-        "stale-after + sweep + the other host's current call + slack",
+        max(STALE_S, IDLE_TX_S) + SWEEP_S + SLACK_S + 3,
+        "max(stale-after, idle-in-transaction timeout) + sweep + the other host's current call"
+        " + slack",
         fault_partition,
         full=16,
         short=2,
@@ -1563,7 +1569,8 @@ def _fmt(value: float | None) -> str:
 CLOCKS_NOTE = (
     "Clocks: heartbeat {HARNESS_HEARTBEAT_S} s, stale after {HARNESS_STALE_AFTER_S} s, sweep "
     "every {HARNESS_SWEEP_INTERVAL_S} s, requeue grace {HARNESS_REQUEUE_GRACE_S} s, horse grace "
-    "{HARNESS_HORSE_GRACE_S} s; slack for a loaded machine {slack} s. Recovery: from the fault "
+    "{HARNESS_HORSE_GRACE_S} s, idle-in-transaction timeout {HARNESS_DB_IDLE_IN_TRANSACTION_S} "
+    "s; slack for a loaded machine {slack} s. Recovery: from the fault "
     "to the task's next progress (a new lease, a new checkpoint, a pause for a person, or, for "
     "an approval, its effect), polled every 0.1 s. Effects are `ledger_append` executions "
     "counted per key in the external ledger; an outcome lost with its worker is settled by the "

@@ -784,6 +784,11 @@ def cmd_test(pytest_args: list[str]) -> int:
             HARNESS_STATIC_ROOT=str(static_root),
             HARNESS_WORKSPACE_ROOT=str(Path(tmp) / "workspaces"),
             HARNESS_LEDGER_DIR=str(Path(tmp) / "ledger"),
+            # pytest-django wraps a test in a transaction that may sit idle while the test
+            # waits on something; the tests that need the server's limit set it themselves.
+            HARNESS_DB_IDLE_IN_TRANSACTION_S=os.environ.get(
+                "HARNESS_DB_IDLE_IN_TRANSACTION_S", "0"
+            ),
         )
         with static_collecting(static_root):
             collect = manage("collectstatic", "--noinput", "-v0")

@@ -91,6 +91,25 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # A process cut off from PostgreSQL in the middle of a transaction (a worker host behind a
+    # partition, frozen, powered off) leaves the server waiting for it with its locks held:
+    # PostgreSQL notices a silent client only through TCP keepalives, two hours by default,
+    # and until then every sweep and run that needs one of those rows waits. The server ends
+    # such a session once it has been idle in a transaction this long (0: never). No
+    # transaction of the harness waits on anything outside the database while open.
+    HARNESS_DB_IDLE_IN_TRANSACTION_S = env_float("HARNESS_DB_IDLE_IN_TRANSACTION_S", 60.0)
+    if HARNESS_DB_IDLE_IN_TRANSACTION_S > 0:
+        _options = DATABASES["default"].setdefault("OPTIONS", {})
+        _options["options"] = " ".join(
+            filter(
+                None,
+                [
+                    _options.get("options", ""),
+                    "-c idle_in_transaction_session_timeout="
+                    f"{int(HARNESS_DB_IDLE_IN_TRANSACTION_S * 1000)}",
+                ],
+            )
+        )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis / RQ ---------------------------------------------------------------------------
