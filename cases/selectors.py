@@ -20,7 +20,7 @@ from tasks.canonical import canonical_hash
 from tasks.errors import NotFound
 from tasks.events import EventType
 from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
-from tasks.selectors import user_can_view
+from tasks.selectors import model_decisions_by_turn, user_can_view
 from tasks.states import TERMINAL
 
 # What a recorded failure tells the model, as the ledger keeps it (agent.runtime.calls).
@@ -77,17 +77,8 @@ def case_runs(*, case: Case, limit: int = 50) -> QuerySet[CaseRun]:
 
 
 def _decisions(task_id: Any) -> list[dict[str, Any]]:
-    """The model decisions the task went on with, by turn (after a rollback the newest
-    decision of a turn wins, as in agent.llm.replay)."""
-    turns: dict[int, dict[str, Any]] = {}
-    for payload in (
-        TaskEvent.objects.filter(task_id=task_id, type=EventType.MODEL_DECISION)
-        .order_by("id")
-        .values_list("payload", flat=True)
-    ):
-        turn = payload.get("turn")
-        if isinstance(turn, int):
-            turns[turn] = payload
+    """The model decisions the task went on with, in turn order."""
+    turns = model_decisions_by_turn(task_id=task_id)
     return [turns[t] for t in sorted(turns)]
 
 

@@ -655,3 +655,18 @@ def tasks_heartbeat_stale(*, stale_after_s: float) -> int:
     return Task.objects.filter(
         status=TaskStatus.RUNNING, heartbeat_at__lt=Now() - timedelta(seconds=stale_after_s)
     ).count()
+
+
+def model_decisions_by_turn(*, task_id: Any) -> dict[int, dict[str, Any]]:
+    """{turn number (1-based): model_decision payload} for a task; after a rollback the newest
+    decision of a turn wins (the one the task went on with)."""
+    turns: dict[int, dict[str, Any]] = {}
+    for payload in (
+        TaskEvent.objects.filter(task_id=task_id, type=EventType.MODEL_DECISION)
+        .order_by("id")
+        .values_list("payload", flat=True)
+    ):
+        turn = payload.get("turn")
+        if isinstance(turn, int):
+            turns[turn] = payload
+    return turns

@@ -10,24 +10,14 @@ from typing import Any
 
 from agent.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
 from tasks.agent_state import AgentState
-from tasks.events import EventType
-from tasks.models import TaskEvent
+from tasks.selectors import model_decisions_by_turn
 from tasks.spec import ReplayModelSpec
 from tasks.tools.registry import ToolSpec
 
 
 def recorded_decisions(*, task_id: str) -> dict[int, dict[str, Any]]:
     """{turn number (1-based): model_decision payload} for a task."""
-    turns: dict[int, dict[str, Any]] = {}
-    for payload in (
-        TaskEvent.objects.filter(task_id=task_id, type=EventType.MODEL_DECISION)
-        .order_by("id")
-        .values_list("payload", flat=True)
-    ):
-        turn = payload.get("turn")
-        if isinstance(turn, int):
-            turns[turn] = payload
-    return turns
+    return model_decisions_by_turn(task_id=task_id)
 
 
 class ReplayModel(ModelAdapter):
