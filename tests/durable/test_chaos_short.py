@@ -38,7 +38,11 @@ def test_the_short_chaos_suite_keeps_every_promise(tmp_path):
     assert set(faults) | set(skipped) == {fault.name for fault in FAULTS}, output
     for name, row in faults.items():
         assert row["injected"] >= 1, (name, output)
-        assert {key: row[key] for key in INVARIANTS} == dict.fromkeys(INVARIANTS, 0), (name, row)
+        # A figure a fault does not count (spurious redispatches: the clock jump's) is absent.
+        assert {key: row.get(key, 0) for key in INVARIANTS} == dict.fromkeys(INVARIANTS, 0), (
+            name,
+            row,
+        )
         assert row["effects_executed"] == row["effects_expected"], (name, row)
         assert row["unrecovered"] == 0 and row["recovery_max_s"] <= row["bound_s"], (name, row)
     assert done.returncode == 0, output
