@@ -62,10 +62,16 @@ def redis_url_for_this_process(url: str) -> str:
 
 def _cost_class(item: pytest.Item) -> int:
     """0 for the longest tests (the API fuzzing shards: minutes each), 1 for the ones with real
-    workers (tens of seconds), 2 for the browser ones, 3 for the rest."""
+    workers (tens of seconds; marked, or using the worker pool through any fixture) and the
+    benchmark smoke runs, 2 for the browser ones, 3 for the rest."""
     if "schemathesis" in item.nodeid:
         return 0
-    if item.get_closest_marker("integration"):
+    fixtures = getattr(item, "fixturenames", ())
+    if (
+        item.get_closest_marker("integration")
+        or "worker_pool" in fixtures
+        or item.nodeid.startswith("tests/bench/")  # each runs a benchmark at smoke size
+    ):
         return 1
     return 2 if item.get_closest_marker("browser") else 3
 
