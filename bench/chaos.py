@@ -44,6 +44,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.common import wait_for
+
 ROOT = Path(__file__).resolve().parent.parent
 CHAOS_MD = ROOT / "bench" / "chaos.md"
 # The pool in this namespace serves `default`; the worker hosts (bench/hosts.py) serve `low`
@@ -93,14 +95,7 @@ def free_port() -> int:
 
 
 def poll(predicate: Callable[[], Any], *, timeout: float, what: str, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise ChaosError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(interval)
+    return wait_for(predicate, timeout=timeout, interval=interval, what=what, error=ChaosError)
 
 
 def parent_pid(pid: int) -> int | None:
@@ -777,9 +772,10 @@ class Fault:
     hosts: bool = False  # needs worker hosts (bench/hosts.py: root, network namespaces)
 
 
-def ledger_script(name: str, *, sleep_s: float, extra: list[dict] | None = None) -> tuple[
-    list[dict], list[str]
-]:  # fmt: skip
+def ledger_script(
+    name: str, *, sleep_s: float, extra: list[dict] | None = None, after: list[dict] | None = None
+) -> tuple[list[dict], list[str]]:
+    """Two ledger effects around a sleep: `extra` steps before the second, `after` after it."""
     tag = uuid.uuid4().hex[:10]
     keys = [f"{name}-{tag}-a", f"{name}-{tag}-b"]
     script = [
@@ -787,6 +783,7 @@ def ledger_script(name: str, *, sleep_s: float, extra: list[dict] | None = None)
         {"call": "sleep", "args": {"seconds": sleep_s}},
         *(extra or []),
         {"call": "ledger_append", "args": {"key": keys[1], "value": "shipped"}},
+        *(after or []),
         {"final": "done"},
     ]
     return script, keys
@@ -858,16 +855,12 @@ def fault_kill_mid_checkpoint(chaos: Chaos, result: FaultResult, n: int) -> None
 
     tasks = []
     for _ in range(n):
-        tag = uuid.uuid4().hex[:10]
-        keys = [f"{result.name}-{tag}-a", f"{result.name}-{tag}-b"]
-        script = [
-            {"call": "ledger_append", "args": {"key": keys[0], "value": "paid"}},
-            {"call": "sleep", "args": {"seconds": 1.0}},
-            *([{"call": "noop", "args": {}}] * random.randint(0, 2)),
-            {"call": "ledger_append", "args": {"key": keys[1], "value": "shipped"}},
-            *([{"call": "noop", "args": {}}] * 3),
-            {"final": "done"},
-        ]
+        script, keys = ledger_script(
+            result.name,
+            sleep_s=1.0,
+            extra=[{"call": "noop", "args": {}}] * random.randint(0, 2),
+            after=[{"call": "noop", "args": {}}] * 3,
+        )
         tasks.append(chaos.task_create(result, script=script, keys=keys))
     poll(lambda: all(chaos.in_call(t, "sleep") for t in tasks), timeout=60, what="the sleeps")
     # The sleeps end within a second: each run blocks in one of the writes that follow.
@@ -954,17 +947,11 @@ def fault_postgres_restart(chaos: Chaos, result: FaultResult, n: int) -> None:
         for _ in range(n):
             tasks = []
             for _ in range(max(2, len(chaos.fleet.alive()) - 1)):
-                tag = uuid.uuid4().hex[:10]
-                keys = [f"{result.name}-{tag}-a", f"{result.name}-{tag}-b"]
                 # A sleep long enough for every task to be inside it at once on a loaded
                 # machine (they are created one after the other), then writes.
-                script = [
-                    {"call": "ledger_append", "args": {"key": keys[0], "value": "paid"}},
-                    {"call": "sleep", "args": {"seconds": 3.0}},
-                    *([{"call": "noop", "args": {}}] * 10),
-                    {"call": "ledger_append", "args": {"key": keys[1], "value": "shipped"}},
-                    {"final": "done"},
-                ]
+                script, keys = ledger_script(
+                    result.name, sleep_s=3.0, extra=[{"call": "noop", "args": {}}] * 10
+                )
                 tasks.append(chaos.task_create(result, script=script, keys=keys))
             poll(
                 lambda tasks=tasks: all(chaos.in_call(t, "sleep") for t in tasks),
