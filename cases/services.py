@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from pydantic import ValidationError
 
 from cases.criteria import CaseCriteria, criteria_default
+from cases.effects import EffectsUnreadable, command_effects
 from cases.models import Case, CaseRun, OnDivergence
 from cases.selectors import CaseUnsavable, first_checkpoint_files, task_recording
 from tasks.models import Task
@@ -40,6 +41,13 @@ def case_save(
     if not recording["decisions"]:
         raise CaseUnsavable("the task has no recorded model decisions (a graph or SDK agent?)")
     workspace = first_checkpoint_files(task=task)
+    try:
+        effects = command_effects(task=task)
+    except EffectsUnreadable as exc:
+        raise CaseUnsavable(str(exc)) from None
+    for call in recording["calls"]:
+        if call["call_id"] in effects:
+            call["effects"] = effects[call["call_id"]]
     merged = criteria_default(recording).model_dump(mode="json")
     merged.update(criteria or {})
     try:

@@ -12,4 +12,5 @@ urlpatterns = [
     path("cases/<uuid:case_id>/", views.case_detail, name="detail"),
     path("cases/<uuid:case_id>/replay/", views.case_replay, name="replay"),
     path("tasks/<uuid:task_id>/save-case/", views.case_save, name="save"),
+    path("tasks/<uuid:task_id>/compare/", views.tasks_compare_page, name="compare"),
 ]

@@ -48,6 +48,23 @@ def case_run_page(request: HttpRequest, run_id) -> HttpResponse:
     )
 
 
+@viewer_required
+def tasks_compare_page(request: HttpRequest, task_id) -> HttpResponse:
+    """Two tasks of a family of forks side by side (?other=), step by step, as a replay is
+    compared with its recording."""
+    task = access_task(request.user, task_id)
+    other = access_task(request.user, request.GET.get("other", ""))
+    return render(
+        request,
+        "cases/compare.html",
+        {
+            "task": task,
+            "other": other,
+            "report": selectors.tasks_compare(task=task, other=other),
+        },
+    )
+
+
 @operator_required
 def case_save(request: HttpRequest, task_id) -> HttpResponse:
     if request.method != "POST":

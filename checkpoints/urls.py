@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from checkpoints import file_views, views
+from checkpoints import file_views, fork_views, views
 
 app_name = "checkpoints"
 
@@ -17,6 +17,12 @@ urlpatterns = [
         views.graph_rollback_page,
         name="graph_rollback",
     ),
+    path(
+        "tasks/<uuid:task_id>/checkpoints/<uuid:checkpoint_id>/fork/",
+        fork_views.fork_page,
+        name="fork",
+    ),
+    path("tasks/<uuid:task_id>/adopt/", fork_views.adopt_action, name="adopt"),
     path("tasks/<uuid:task_id>/checkpoints/diff/", views.diff_page, name="diff"),
     path("tasks/<uuid:task_id>/recover/", views.recover_action, name="recover"),
     # The workspace at a checkpoint (?path=, ?checkpoint=; the tree is the task page's tab).

@@ -4,19 +4,23 @@ decide otherwise, and stopped at the first call the recording does not answer â€
 replay asked to run such calls in the sandbox, and the call is one that can run there.
 
 Never a live side effect by default: a matched call's result is the recorded one (a workspace
-tool's effect is re-applied to the replay's own workspace only), and a divergent call does not
+tool's effect, and a command's recorded file effect, are re-applied to the replay's own
+workspace only), and a divergent call does not
 run. The divergence is a `replay_diverged` event the report highlights."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any, NoReturn
 
 from agent.runtime.attempt import ToolOutcome, invoke, observation
 from agent.runtime.oracle import WORKSPACE_TOOLS
 from agent.runtime.run import Run, StopRun
 from tasks.agent_state import ProposedCall
+from tasks.errors import PermanentToolError
 from tasks.events import EventType
 from tasks.models import ToolCallStatus
+from tasks.paths import file_delete, file_write, workspace_dir
 from tasks.tools.registry import ToolContext, ToolSpec
 
 # A recorded outcome as the attempt of a replayed call ends (the ledger's transitions from
@@ -107,6 +111,28 @@ def replay_review(run: Run, call: ProposedCall, *, rules: list[str]) -> None:
     )
 
 
+def _effects_apply(run: Run, ctx: ToolContext, recorded: dict[str, Any]) -> None:
+    """A matched command's recorded file effect (cases.effects), re-applied to the replay's own
+    workspace through the same no-symlink, inside-the-workspace writes the file tools use. One
+    that cannot be applied (a path the workspace now refuses) is the divergence."""
+    effects = recorded["effects"]
+    try:
+        for folder in effects.get("folders", []):
+            with workspace_dir(ctx.workspace, folder, create=True):
+                pass
+        for path, written in effects.get("write", {}).items():
+            data = base64.b64decode(written["b64"], validate=True)
+            file_write(ctx.workspace, path, data, mode=int(written.get("mode", 0o644)) & 0o777)
+        for path in effects.get("delete", []):
+            file_delete(ctx.workspace, path)
+    except (OSError, ValueError, PermanentToolError) as exc:
+        call = ProposedCall(call_id=ctx.call_id, tool=recorded["tool"], args=recorded["args"])
+        replay_diverged(run, call, reason=f"the command's recorded file effect: {exc}")
+    finally:
+        # The files changed without a tool reporting which: the next checkpoint looks at all.
+        run.snapshot = None
+
+
 def replay_answer(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome:
     """A matched call's outcome: the recorded one, without running the tool. A workspace tool's
     effect is re-applied to the replay's own workspace (its own result is not used)."""
@@ -120,6 +146,8 @@ def replay_answer(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> Tool
         )
     if tool.name in WORKSPACE_TOOLS and recorded["status"] == ToolCallStatus.SUCCEEDED:
         invoke(run, tool, ctx, args)
+    if recorded.get("effects") and recorded["status"] == ToolCallStatus.SUCCEEDED:
+        _effects_apply(run, ctx, recorded)
     if recorded["status"] == ToolCallStatus.SUCCEEDED:
         result = recorded.get("result")
         return ToolOutcome(

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from django.views.decorators.http import require_POST
 
+from cases.family import task_family
 from checkpoints import files, recovery
 from checkpoints.selectors import (
     graph_checkpoints,
@@ -329,6 +330,7 @@ def task_detail(request: HttpRequest, task_id) -> HttpResponse:
     context["live_output"] = live_output_context["live_output"]
     context["live_output_poll_headers"] = _poll_headers(live_output_etag)
     context["poll_headers"] = _poll_headers(_header_etag(request, task, context["pending_reviews"]))
+    context["family"] = task_family(task=task)
     response = render(request, "tasks/detail.html", context)
     patch_vary_headers(response, ["HX-Request"])
     return response

@@ -163,14 +163,14 @@ def test_task_page_query_count_does_not_grow_with_steps(
     )
     assert ToolCall.objects.filter(task=big).count() == 12
     client.get(f"/tasks/{small.id}/")
-    # 16: the 15th reads the newest event id, for the live parts' ETags; the 16th the user's
-    # time zone, for the layout.
-    with django_assert_max_num_queries(16) as small_queries:
+    # 17: the 15th reads the newest event id, for the live parts' ETags; the 16th the user's
+    # time zone, for the layout; the 17th the task's family of forks (cases.family).
+    with django_assert_max_num_queries(17) as small_queries:
         client.get(f"/tasks/{small.id}/")
     with django_assert_max_num_queries(len(small_queries)):
         client.get(f"/tasks/{big.id}/")
     # The calls tab reads its page's outputs (tasks.outputs) in one query more.
-    for tab, bound in (("calls", 17), ("reviews", 16), ("checkpoints", 16)):
+    for tab, bound in (("calls", 18), ("reviews", 17), ("checkpoints", 17)):
         with django_assert_max_num_queries(bound):
             client.get(f"/tasks/{big.id}/", {"tab": tab})
 

@@ -91,3 +91,47 @@ def test_sandbox_mode_runs_a_divergent_workspace_call_in_the_replay_s_workspace_
     assert (run.task.workspace_path / "b.md").read_text() == "b\n"
     assert not (source.workspace_path / "b.md").exists()
     assert not report["passed"]
+
+
+# --- a command's recorded file effect is applied inside the replay's workspace only -----------
+
+
+@pytest.mark.parametrize("path", ["../{name}", "/tmp/{name}", "a/../../{name}"])
+def test_a_recorded_effect_cannot_write_outside_the_replay_workspace(
+    harness_dirs, harness_yaml, operator, path, tmp_path
+):
+    """A case's recording is data in the database: an effect naming a path outside the
+    workspace stops the replay and writes nothing."""
+    import base64
+    import os
+    import uuid
+
+    from cases.models import Case
+
+    name = f"escaped-{uuid.uuid4().hex}.txt"
+    path = path.format(name=name)
+
+    harness_yaml("review_rules:\n  - {name: commands, tool: run_command, action: allow}\n")
+    script = [
+        {"call": "run_command", "args": {"command": "printf x > made.txt"}},
+        {"final": "done"},
+    ]
+    task = scripted_task(script, ["run_command"], user=operator)
+    assert run_in_process(task) == "succeeded", task.error_message
+    saved = case_save(task=task, user=operator, name="tampered")
+    recording = saved.recording
+    effects = recording["calls"][0]["effects"]
+    effects["write"] = {path: {"b64": base64.b64encode(b"pwned").decode(), "mode": 0o644}}
+    Case.objects.filter(id=saved.id).update(recording=recording)
+    saved.refresh_from_db()
+    target = os.path.normpath(os.path.join(harness_dirs, "ws", path))
+    run, report = replayed(saved, operator)
+    assert run.task.status == "failed" and run.task.error_class == "replay_diverged"
+    assert "recorded file effect" in report["divergence"]["reason"]
+    for place in (
+        target,
+        "/tmp/escaped.txt",
+        "/tmp/escaped-abs.txt",
+        str(tmp_path / "escaped.txt"),
+    ):
+        assert not os.path.exists(place), place
