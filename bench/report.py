@@ -7,6 +7,9 @@ from typing import Any
 
 from bench.common import RESULTS_DIR, RESULTS_MD, results_load
 
+# The missed targets of the committed run, read by a person: next to results.md.
+LEVERS_MD = "levers.md"
+
 
 def _number(value: float) -> str:
     if value >= 100:
@@ -56,7 +59,7 @@ def _commits_line(results: list[dict[str, Any]]) -> str:
     )
 
 
-def render(results: list[dict[str, Any]]) -> str:
+def render(results: list[dict[str, Any]], levers: str = "") -> str:
     lines = ["# Benchmark results", ""]
     if not results:
         return "\n".join([*lines, "No results yet: run `python -m bench run`.", ""])
@@ -99,6 +102,10 @@ def render(results: list[dict[str, Any]]) -> str:
     for result in results:
         if result.get("notes"):
             lines += ["", f"## {result.get('title', result['name'])}", "", result["notes"]]
+    if missed and levers.strip():
+        # bench/levers.md: written by hand after a run, for the targets it missed — where the
+        # time goes (the profiles below) and the next lever for each.
+        lines += ["", levers.strip()]
     shown = set()
     if missed:
         lines += ["", "## Where the time goes (missed targets)"]
@@ -119,5 +126,6 @@ def render(results: list[dict[str, Any]]) -> str:
 
 
 def render_to_file(results_dir: Path = RESULTS_DIR, out: Path = RESULTS_MD) -> Path:
-    out.write_text(render(results_load(results_dir)))
+    levers = out.parent / LEVERS_MD
+    out.write_text(render(results_load(results_dir), levers.read_text() if levers.exists() else ""))
     return out
