@@ -37,6 +37,13 @@ def case_save(
         raise CaseUnsavable(f"the task is {task.status}: only a finished task can be saved")
     if task.is_replay:
         raise CaseUnsavable("a replay cannot be saved as a case; save the task it replays")
+    if task.fork_of_id is not None:
+        # A fork starts from another task's state and workspace, mid-run: its recording has
+        # no first turns, so a replay (which starts from the spec) could not follow it.
+        raise CaseUnsavable(
+            "a fork cannot be saved as a case (it starts mid-run, from its original's "
+            "checkpoint); save the original, or compare the fork with it"
+        )
     recording = task_recording(task=task)
     if not recording["decisions"]:
         raise CaseUnsavable("the task has no recorded model decisions (a graph or SDK agent?)")

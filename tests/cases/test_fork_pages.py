@@ -249,3 +249,18 @@ def test_the_family_lists_original_siblings_and_own_forks(as_user, viewer):
     assert compare.status_code == 200
     assert client.get(f"/tasks/{root.id}/compare/", {"other": "nope"}).status_code == 404
     assert grandchild.fork_of_id == fork.id
+
+
+def test_a_fork_cannot_be_saved_as_a_case(as_user, operator):
+    """A fork starts mid-run from its original's checkpoint: a replay, which starts from the
+    spec, could not follow its recording. Refused with the reason; no button offered."""
+    from cases.models import Case
+
+    root = TaskFactory(status="succeeded", title="root")
+    fork = TaskFactory(status="succeeded", title="fork", fork_of=root)
+    client = as_user(operator)
+    assert 'data-testid="save-case"' not in client.get(f"/tasks/{fork.id}/").content.decode()
+    response = client.post(f"/api/v1/tasks/{fork.id}/save-case", {"name": "f"}, "application/json")
+    assert response.status_code == 409, response.content
+    assert "a fork cannot be saved" in response.content.decode()
+    assert not Case.objects.exists()
