@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-# The roles a group map may grant (harness_site.roles; repeated here because the settings
+# The roles a group map may grant (harness_base.roles; repeated here because the settings
 # module reads this before any app loads).
 MAPPABLE_ROLES = ("operators", "creators", "viewers")
 DEFAULT_SCOPES = "openid email profile"

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from agent.llm.base import ModelAdapter, ModelDecision, ModelError
-from harness_site.config import ContextConfig, compile_pattern
+from harness_base.config import ContextConfig, compile_pattern
 from tasks.agent_state import AgentState, Message
 from tasks.spec import ContextSpec
 

@@ -57,9 +57,9 @@ from checkpoints.langgraph import DjangoCheckpointSaver
 from checkpoints.models import GraphWorkspace, GraphWrite
 from checkpoints.services import graph_workspace_build
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
-from harness_site import telemetry
-from harness_site.config import harness_config, langgraph_entry
-from harness_site.metrics import STEP_SECONDS, metric_observe
+from harness_base import telemetry
+from harness_base.config import harness_config, langgraph_entry
+from harness_base.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import interrupt_policy
 from review.recheck import interrupt_recheck

@@ -13,7 +13,7 @@ from rq.timeouts import JobTimeoutException
 
 from agent.runtime import task_run
 from agent.runtime.run import worker_identity
-from harness_site.config import harness_config
+from harness_base.config import harness_config
 from tasks import beacon
 from tasks.models import Task
 from tasks.services import task_settle_killed_horse

@@ -88,9 +88,9 @@ from checkpoints.snapshots import (
     snapshot_distrust,
     snapshot_materialise_if_missing,
 )
-from harness_site import telemetry
-from harness_site.config import harness_config
-from harness_site.metrics import STEP_SECONDS, metric_observe
+from harness_base import telemetry
+from harness_base.config import harness_config
+from harness_base.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, graph_action_policy
 from review.recheck import interrupt_recheck

@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from harness_site.config import HarnessConfig
+from harness_base.config import HarnessConfig
 from tasks.spec import RetrySpec
 
 TRANSIENT = "transient"

@@ -42,8 +42,8 @@ from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 from rq.utils import as_text
 
-from harness_site.config import harness_config
-from harness_site.metrics import REDISPATCHES, SWEEPS, metric_inc
+from harness_base.config import harness_config
+from harness_base.metrics import REDISPATCHES, SWEEPS, metric_inc
 from multiagent.coordinator import rounds_advance_open
 from multiagent.delegation import delegations_wake_ready
 from multiagent.recovery import shared_restores_finish_pending

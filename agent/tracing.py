@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent.llm import ModelDecision
-from harness_site import telemetry
+from harness_base import telemetry
 from tasks.agent_state import AgentState
 
 # A message's parts are cut here on spans (a backend refuses huge attributes).

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from agent.llm.base import ModelAdapter, ModelDecision, ModelError
 from agent.tools.http import host_allowed, url_allowed
-from harness_site.config import ValidationConfig, compile_pattern
+from harness_base.config import ValidationConfig, compile_pattern
 from tasks.feedback import compact_feedback
 from tasks.json_schema import json_schema_validator
 from tasks.paths import PathEscapeError, call_paths, glob_match, resolve_in_workspace

@@ -37,7 +37,7 @@ from rq.executions import Execution
 # of an approval's latency).
 from agent.jobs import agent_runners_preload
 from agent.sweep import task_recover_stalled
-from harness_site.metrics import metrics_flush
+from harness_base.metrics import metrics_flush
 from tasks import beacon, services
 from tasks.events import EventType
 from tasks.tools.registry import load_tool_modules

@@ -516,7 +516,7 @@ class Chaos:
         from django.contrib.auth import get_user_model
         from django.test import Client
 
-        from harness_site.roles import roles_ensure
+        from harness_base.roles import roles_ensure
         from tasks.services import api_token_create
 
         groups = roles_ensure()

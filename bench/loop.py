@@ -143,7 +143,7 @@ def ours_retention(steps: int) -> dict[str, Any]:
 
     from checkpoints.models import Checkpoint
     from checkpoints.retention import checkpoints_thin_task
-    from harness_site.config import harness_config
+    from harness_base.config import harness_config
 
     task = ours_prepare(steps, "write")
     started = timezone.now()

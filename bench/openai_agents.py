@@ -99,7 +99,7 @@ def _harness_run(steps: int, created: list[Any]) -> None:
 def run(size: str) -> dict[str, Any]:
     from django.conf import settings
 
-    from harness_site.config import harness_config
+    from harness_base.config import harness_config
 
     params = SIZES[size]
     steps = params["steps"]

@@ -174,7 +174,7 @@ def ours_samples(steps: int, repeat: int, variant: str) -> tuple[list[float], li
 
 def _register() -> None:
     """Name the benchmark's agent in the loaded harness.yaml (this process only)."""
-    from harness_site.config import harness_config
+    from harness_base.config import harness_config
 
     harness_config().pydantic_ai_agents[NAME] = "bench.pydantic_ai_adapter:make_agent"
 

@@ -140,7 +140,7 @@ KEEP = {"keep_last_per_task", "keep_levels"}
 
 
 def run(size: str) -> dict[str, Any]:
-    from harness_site.config import RetentionConfig, harness_config
+    from harness_base.config import RetentionConfig, harness_config
 
     config = SIZES[size]
     steps = config["steps"]

@@ -3,7 +3,7 @@ a live OTLP/HTTP receiver on loopback, and off.
 
 Ours: `agent.runtime.task_run` in-process against PostgreSQL (the `read` variant of
 bench/loop.py: the `noop` test tool, one call per turn), the tracer provider made afresh for
-each run and flushed at its end, as a work horse does (harness_site/telemetry.py). The
+each run and flushed at its end, as a work horse does (harness_base/telemetry.py). The
 receiver (`OtlpReceiver`, also the counterpart of tests/durable/test_telemetry.py) decodes
 every request with `opentelemetry-proto` and answers 200, so the export is the real one; it
 runs in a process of its own, as a collector does (decoding in the measured process would
@@ -151,7 +151,7 @@ _EXPORT_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_EXPORTER")
 @contextlib.contextmanager
 def traces_exported(endpoint: str | None) -> Iterator[None]:
     """Traces exported to `endpoint` in this process for the block (None: off)."""
-    from harness_site import telemetry
+    from harness_base import telemetry
 
     saved = {name: os.environ.pop(name, None) for name in _EXPORT_ENV}
     if endpoint is not None:

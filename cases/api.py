@@ -14,7 +14,7 @@ from ninja import Field, Router, Schema, Status
 
 from cases import selectors, services
 from cases.models import Case, CaseRun
-from harness_site.api_auth import OPERATE
+from tasks.web.api_auth import OPERATE
 from tasks.schemas import ErrorOut
 from tasks.selectors import access_task
 from tasks.services import SpecError

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 
 from cases import selectors, services
 from cases.models import OnDivergence
-from harness_site.access import operator_required, viewer_required
+from tasks.web.access import operator_required, viewer_required
 from tasks.selectors import access_task, user_can_operate
 from tasks.services import SpecError
 

@@ -17,8 +17,8 @@ from checkpoints import recovery, selectors
 from checkpoints.fork import ForkEdits, ForkRefused, task_adopt, task_fork
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted, checkpoint_verify
-from harness_site.api_auth import OPERATE
-from harness_site.api_utils import optional_body
+from tasks.web.api_auth import OPERATE
+from tasks.web.api_utils import optional_body
 from tasks.schemas import ErrorOut, TaskOut
 from tasks.selectors import access_task, user_can_operate
 from tasks.spec import RetryChanges

@@ -15,8 +15,8 @@ from django.shortcuts import render
 from checkpoints import files
 from checkpoints.models import Checkpoint
 from checkpoints.selectors import task_checkpoints
-from harness_site.access import viewer_required
-from harness_site.downloads import attachment
+from tasks.web.access import viewer_required
+from tasks.web.downloads import attachment
 from tasks.errors import NotFound
 from tasks.selectors import access_task
 

@@ -14,7 +14,7 @@ from ninja import Query, Router, Schema, Status
 
 from checkpoints import files
 from checkpoints.selectors import entry_dict
-from harness_site.downloads import attachment
+from tasks.web.downloads import attachment
 from tasks.schemas import ErrorOut
 from tasks.selectors import access_task
 

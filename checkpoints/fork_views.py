@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from checkpoints import recovery, selectors
 from checkpoints.fork import ForkEdits, ForkRefused, task_adopt, task_fork
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
-from harness_site.access import operator_required
+from tasks.web.access import operator_required
 from tasks.agent_state import AgentState
 from tasks.errors import NotFound
 from tasks.selectors import access_task

@@ -51,7 +51,7 @@ from checkpoints.blobstore import BlobCorrupted, BlobMissing, batched, blob_stor
 from checkpoints.models import BlobRef, Checkpoint, GraphWorkspace, Level
 from checkpoints.services import CheckpointCorrupted, checkpoint_base_key, checkpoint_decode
 from checkpoints.snapshots import snapshot_blob_keys
-from harness_site.config import RetentionConfig, harness_config
+from harness_base.config import RetentionConfig, harness_config
 from review.models import ReviewRequest, ReviewStatus
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.states import TERMINAL

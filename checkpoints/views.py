@@ -15,7 +15,7 @@ from checkpoints import recovery, selectors
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted
 from checkpoints.snapshots import removed_paths
-from harness_site.access import operator_required, viewer_required
+from tasks.web.access import operator_required, viewer_required
 from tasks import services
 from tasks.models import Task
 from tasks.selectors import access_task

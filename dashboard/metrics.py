@@ -1,7 +1,7 @@
 """`/metrics` for Prometheus: who may scrape (`metrics_access`) and what a scrape reads
 (`HarnessCollector`). README "Metrics and alerts" lists every series.
 
-Counters and histograms are what processes recorded into Redis (harness_site.metrics says why
+Counters and histograms are what processes recorded into Redis (harness_base.metrics says why
 Redis, not prometheus-client's multiprocess mode). Gauges are computed when scraped, from the
 source of truth, so they never drift and need no process to keep them: tasks by status
 (tasks.selectors.task_status_counts: index counts and hourly roll-ups, fast at millions of
@@ -31,7 +31,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
 from dashboard.queues import queue_depths, workers_per_queue
-from harness_site.metrics import Series, metrics_read
+from harness_base.metrics import Series, metrics_read
 from review.selectors import reviews_pending_by_rule
 from tasks.selectors import sweep_last_run, task_status_counts, tasks_heartbeat_stale
 

@@ -14,9 +14,9 @@ from checkpoints import recovery
 from checkpoints.api import CheckpointOut
 from checkpoints.models import Checkpoint
 from dashboard.outputs import output_download
-from harness_site.api_auth import CREATE, OPERATE
-from harness_site.api_utils import optional_body
-from harness_site.pagination import ApiPagination
+from tasks.web.api_auth import CREATE, OPERATE
+from tasks.web.api_utils import optional_body
+from tasks.web.pagination import ApiPagination
 from tasks import selectors, services
 from tasks.models import ToolOutput
 from tasks.schemas import ErrorOut, TaskOut

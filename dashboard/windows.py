@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from harness_site.config import parse_duration
+from harness_base.config import parse_duration
 
 Bucket = Literal["hour", "day"]
 WINDOW_CHOICES = ("1h", "24h", "7d", "30d")

@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, ValidationError
 
-from harness_site.api_auth import READ, credentials_problem
+from tasks.web.api_auth import READ, credentials_problem
 from tasks.errors import NotFound
 
 api = NinjaAPI(

@@ -33,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from harness_site.env import DEFAULT_SECRET_KEY
+from harness_base.env import DEFAULT_SECRET_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 QUEUES = ("high", "default", "low")
@@ -405,7 +405,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from django.core.management import call_command
     from django.db import connections
 
-    from harness_site.roles import roles_ensure
+    from harness_base.roles import roles_ensure
 
     sso_report()
     data_dir = Path(settings.DATA_DIR)

@@ -10,7 +10,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from accounts.config import oidc_config_from_env
-from harness_site.env import DEFAULT_SECRET_KEY, env_bool, env_float, env_int, env_list, env_str
+from harness_base.env import DEFAULT_SECRET_KEY, env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HARNESS_DATA_DIR", str(BASE_DIR / ".data")))
@@ -48,12 +48,12 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "harness_site.inputs.InputGuardMiddleware",
+    "tasks.web.inputs.InputGuardMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "harness_site.notfound.NotFoundMiddleware",
+    "tasks.web.notfound.NotFoundMiddleware",
 ]
 
 ROOT_URLCONF = "harness_site.urls"
@@ -293,7 +293,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "harness_site.staticfiles.StaticFilesStorage"},
 }
 
-# Telemetry (harness_site/telemetry.py): traces are configured by the standard OTEL_*
+# Telemetry (harness_base/telemetry.py): traces are configured by the standard OTEL_*
 # variables; the task page links a trace when HARNESS_TRACE_URL_TEMPLATE is set (`{trace_id}`
 # is replaced), e.g. http://jaeger:16686/trace/{trace_id}.
 HARNESS_TRACE_URL_TEMPLATE = env_str("HARNESS_TRACE_URL_TEMPLATE", "")
@@ -309,10 +309,10 @@ if HARNESS_LOG_FORMAT not in ("plain", "json"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"ids": {"()": "harness_site.telemetry.LogContext"}},
+    "filters": {"ids": {"()": "harness_base.telemetry.LogContext"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "json": {"()": "harness_site.telemetry.JsonFormatter"},
+        "json": {"()": "harness_base.telemetry.JsonFormatter"},
     },
     "handlers": {
         "console": {

@@ -12,9 +12,9 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
-from harness_site.api_auth import OPERATE
-from harness_site.api_utils import optional_body
-from harness_site.config import harness_config
+from tasks.web.api_auth import OPERATE
+from tasks.web.api_utils import optional_body
+from harness_base.config import harness_config
 from multiagent import coordinator, recovery, selectors
 from tasks.schemas import ErrorOut
 from tasks.selectors import access_task, user_can_operate

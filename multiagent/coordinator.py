@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from harness_site.config import harness_config
+from harness_base.config import harness_config
 from multiagent.models import (
     CheckpointRound,
     GlobalCheckpoint,

@@ -25,7 +25,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from pydantic import ValidationError
 
-from harness_site.config import harness_config
+from harness_base.config import harness_config
 from multiagent import coordinator
 from multiagent.selectors import group_lock, group_root
 from multiagent.tools import DelegateArgs

@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from harness_site.access import operator_required, viewer_required
+from tasks.web.access import operator_required, viewer_required
 from multiagent import charts, recovery, selectors
 from multiagent.shared import shared_files
 from tasks.selectors import access_task, user_can_operate

@@ -9,7 +9,7 @@ from django.db import models
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
-from harness_site.config import ReviewRuleConfig
+from harness_base.config import ReviewRuleConfig
 
 
 class ReviewStatus(models.TextChoices):

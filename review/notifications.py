@@ -30,8 +30,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from harness_site.config import RouteConfig, harness_config
-from harness_site.metrics import NOTIFICATION_FAILURES, metric_inc
+from harness_base.config import RouteConfig, harness_config
+from harness_base.metrics import NOTIFICATION_FAILURES, metric_inc
 from review.models import (
     Notification,
     NotificationEvent,

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from django.db import connection
 
-from harness_site.config import ReviewRuleConfig, compile_pattern, harness_config
+from harness_base.config import ReviewRuleConfig, compile_pattern, harness_config
 from review.models import ReviewRule, RuleKind
 from tasks.canonical import canonical_hash
 from tasks.paths import PATH_ARGUMENTS, call_paths, glob_match

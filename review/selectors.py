@@ -31,8 +31,8 @@ from django.db.models import (
 from django.utils import timezone
 from pydantic import ValidationError
 
-from harness_site.config import harness_config
-from harness_site.metrics import label_bounded
+from harness_base.config import harness_config
+from harness_base.metrics import label_bounded
 from review.models import (
     DecisionReceipt,
     Notification,
@@ -744,7 +744,7 @@ BUILT_IN_RULES = frozenset(
 
 
 def review_rule_labels(*, matched_rules: Any) -> list[str]:
-    """A review's matched rules as metric labels (harness_site.metrics): harness.yaml's and the
+    """A review's matched rules as metric labels (harness_base.metrics): harness.yaml's and the
     built-in rules by name, any other (a standing rule a person saved) as `other`, none as
     `none`; each once."""
     known = BUILT_IN_RULES | {rule.name for rule in harness_config().review_rules}

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from harness_site.metrics import REVIEW_WAIT_SECONDS, metric_observe
+from harness_base.metrics import REVIEW_WAIT_SECONDS, metric_observe
 from review import standing
 from review.models import (
     REVIEW_TRANSITIONS,

@@ -37,7 +37,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web import WebClient
 
-from harness_site.config import SlackChannelConfig, harness_config
+from harness_base.config import SlackChannelConfig, harness_config
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.selectors import review_url
 from review.services import ReviewConflict, ReviewError, review_decide

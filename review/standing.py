@@ -29,7 +29,7 @@ import httpx
 from django.db.models import Q
 from django.utils import timezone
 
-from harness_site.config import compile_pattern
+from harness_base.config import compile_pattern
 from review.models import ReviewRequest, ReviewRule, RuleKind, RuleScope
 from review.policy import PolicyDecision
 from review.selectors import user_can_decide

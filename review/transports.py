@@ -27,7 +27,7 @@ from django.core.mail import EmailMultiAlternatives, get_connection
 from django.template.loader import render_to_string
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
-from harness_site.config import (
+from harness_base.config import (
     ChannelConfig,
     EmailChannelConfig,
     SlackChannelConfig,

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from harness_site.config import harness_config
+from harness_base.config import harness_config
 
 
 class TasksConfig(AppConfig):
@@ -11,4 +11,4 @@ class TasksConfig(AppConfig):
         # Fail start-up (web, workers, CLI) on a bad harness.yaml, naming the bad key.
         harness_config()
         # Registers the deploy checks (`manage.py check --deploy`).
-        import harness_site.checks  # noqa: F401
+        import tasks.checks  # noqa: F401

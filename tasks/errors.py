@@ -78,4 +78,4 @@ class PermanentToolError(ToolError):
 class NotFound(LookupError):
     """A selector's answer for an unknown, malformed or unreadable id. Selectors raise it (or
     return None); the web layer maps it to 404 (`harness_site.api` for the API,
-    `harness_site.notfound.NotFoundMiddleware` for pages)."""
+    `tasks.web.notfound.NotFoundMiddleware` for pages)."""

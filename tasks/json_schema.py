@@ -24,7 +24,7 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 from referencing import Registry
 
-from harness_site.config import compile_pattern
+from harness_base.config import compile_pattern
 
 
 def _compiled(pattern: str) -> tuple[Any, str | None]:

@@ -26,7 +26,7 @@ from django.db.models.fields.json import KeyTextTransform, compile_json_path
 from django.db.models.functions import Cast, Left, Now
 from django.utils import timezone
 
-from harness_site.config import harness_config
+from harness_base.config import harness_config
 from tasks.errors import NotFound
 from tasks.events import EventType
 from tasks.models import (
@@ -44,7 +44,7 @@ from tasks.states import TERMINAL, TaskStatus
 from tasks.tools.mcp import mcp_server_of, recorded_tool
 from tasks.tools.registry import ToolSpec, UnknownTool, registry
 
-# The role groups (harness_site/roles.py grants their permissions). Membership alone counts
+# The role groups (harness_base/roles.py grants their permissions). Membership alone counts
 # too, so a group created by hand in the admin works before `roles_ensure` ran.
 READ_GROUPS = ("viewers", "creators", "operators")
 CREATE_GROUPS = ("creators", "operators")

@@ -22,8 +22,8 @@ from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 from pydantic import ValidationError
 
-from harness_site.config import harness_config
-from harness_site.metrics import TASKS_FINISHED, TASKS_STARTED, metric_inc
+from harness_base.config import harness_config
+from harness_base.metrics import TASKS_FINISHED, TASKS_STARTED, metric_inc
 from tasks.agent_state import AgentState
 from tasks.errors import NotFound, error_fingerprint
 from tasks.events import EventType
@@ -269,7 +269,7 @@ def task_transition(
 
 
 def _count_transition(*, to: str, first_start: bool) -> None:
-    """The metrics of a status change (harness_site.metrics), counted once it commits."""
+    """The metrics of a status change (harness_base.metrics), counted once it commits."""
     if to == TaskStatus.RUNNING and first_start:
         transaction.on_commit(lambda: metric_inc(TASKS_STARTED))
     elif to in TERMINAL:

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness_site.config import Regex, harness_config
+from harness_base.config import Regex, harness_config
 from tasks.json_schema import json_schema_check
 from tasks.paths import PathEscapeError, PathTooLong, check_path_bounds, validate_relative_path
 
@@ -344,7 +344,7 @@ class ReviewOverride(_Spec):
 
 
 class ContextSpec(_Spec):
-    """Per-task overrides of harness.yaml `context` (see harness_site.config.ContextConfig)."""
+    """Per-task overrides of harness.yaml `context` (see harness_base.config.ContextConfig)."""
 
     recent_history_window: int | None = Field(default=None, ge=2)
     summary_interval: int | None = Field(default=None, ge=1)

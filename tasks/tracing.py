@@ -1,4 +1,4 @@
-"""A task's trace (harness_site/telemetry.py has the plumbing).
+"""A task's trace (harness_base/telemetry.py has the plumbing).
 
 One trace per task group: its id is the root task's id (a UUID is 128 random bits, as a trace
 id is), and `gen_ai.conversation.id` is the root task id too. Each run segment of a task (one
@@ -23,7 +23,7 @@ from typing import Any
 
 from django.conf import settings
 
-from harness_site import telemetry
+from harness_base import telemetry
 from tasks.events import EventType
 from tasks.models import Task, TaskEvent
 from tasks.selectors import group_root

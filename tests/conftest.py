@@ -32,7 +32,7 @@ from pytest_django.live_server_helper import LiveServer
 
 from bench.common import QUEUES, spawn, worker_environment
 from bench.common import wait_for as poll
-from harness_site.config import harness_config
+from harness_base.config import harness_config
 from review.models import ReviewRequest
 from review.services import review_decide
 from tasks.canonical import canonical_hash
@@ -165,7 +165,7 @@ def _fast_password_hasher(settings) -> None:
 
 @pytest.fixture
 def roles(db):
-    from harness_site.roles import roles_ensure
+    from harness_base.roles import roles_ensure
 
     return roles_ensure()
 

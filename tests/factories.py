@@ -113,7 +113,7 @@ def run_in_process(task: Task) -> str:
 
 class UserFactory(factory.django.DjangoModelFactory):
     """A user with the shared test password, in the named role groups
-    (`roles=["operators"]`; the groups come from `harness_site.roles.roles_ensure`) and holding
+    (`roles=["operators"]`; the groups come from `harness_base.roles.roles_ensure`) and holding
     the named permissions (`permissions=["decide_review"]`)."""
 
     class Meta:
@@ -129,7 +129,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     @factory.post_generation
     def roles(self, create: bool, names: Sequence[str] | None, **kwargs: Any) -> None:
         if create and names:
-            from harness_site.roles import roles_ensure
+            from harness_base.roles import roles_ensure
 
             groups = roles_ensure()
             self.groups.add(*(groups[name] for name in names))

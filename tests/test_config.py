@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from harness_site.config import load_config, parse_duration
+from harness_base.config import load_config, parse_duration
 
 
 def test_the_shipped_harness_yaml_is_valid():
@@ -56,7 +56,7 @@ def test_durations(raw, seconds):
 
 
 def test_a_graph_entry_with_options_is_read_and_a_bare_reference_has_the_defaults(tmp_path):
-    from harness_site.config import langgraph_entry
+    from harness_base.config import langgraph_entry
 
     path = tmp_path / "harness.yaml"
     path.write_text(

@@ -1,4 +1,4 @@
-"""harness_site/telemetry.py on its own: the context and format of log lines, traces off
+"""harness_base/telemetry.py on its own: the context and format of log lines, traces off
 costing nothing, and (in this process, against a real OTLP/HTTP receiver) the spans of the
 frameworks' runners: Pydantic AI, OpenAI Agents SDK, LangGraph. The traces of real workers:
 tests/durable/test_telemetry.py."""
@@ -18,7 +18,7 @@ import pytest
 
 from agent.jobs import run_task
 from bench.telemetry import OtlpReceiver, traces_exported
-from harness_site import telemetry
+from harness_base import telemetry
 from review.models import ReviewRequest
 from tasks.models import Task, ToolCall
 from tasks.tracing import segment_span_id

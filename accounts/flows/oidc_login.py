@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.config import MAPPABLE_ROLES, OidcConfig
 from accounts.models import SsoIdentity
-from harness_site.roles import roles_ensure
+from harness_base.roles import roles_ensure
 from tasks.services import audit_record
 
 # A groups claim is bounded by the token's size; what is stored of it is bounded here.

@@ -13,7 +13,7 @@ from typing import Any
 from agent.retry import TIMEOUT, TOOL_ERROR_CLASSES, classify_exception
 from agent.runtime.run import OBSERVATION_MAX_CHARS, Run
 from agent.runtime.watchdog import InThread
-from harness_site.metrics import (
+from harness_base.metrics import (
     TOOL_CALL_SECONDS,
     TOOL_FAILURES,
     label_bounded,
@@ -59,7 +59,7 @@ def observation(result: Any) -> str:
 
 
 def invoke(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcome:
-    """One attempt of a tool call (`_invoke`), timed and counted by tool (harness_site.metrics);
+    """One attempt of a tool call (`_invoke`), timed and counted by tool (harness_base.metrics);
     a cancel is not the tool's failure."""
     started = time.monotonic()
     outcome = _invoke(run, tool, ctx, args)

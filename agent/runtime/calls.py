@@ -24,7 +24,7 @@ from agent.runtime.review_gate import (
 from agent.runtime.run import Run, StopRun
 from agent.tracing import tool_span
 from agent.validation import CHECK_ERROR_CLASSES, check_call, check_result
-from harness_site import telemetry
+from harness_base import telemetry
 from review import policy
 from review.recheck import approval_recheck, review_requirements
 from review.selectors import call_edit

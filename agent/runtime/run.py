@@ -38,9 +38,9 @@ from checkpoints.blobstore import blob_store_deferred
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import CheckpointCodec, checkpoint_build, checkpoint_next_seq
 from checkpoints.snapshots import DEFER_BLOB_BYTES, snapshot_capture, snapshot_distrust
-from harness_site import telemetry
-from harness_site.config import harness_config
-from harness_site.metrics import CHECKPOINT_WRITE_SECONDS, metric_observe
+from harness_base import telemetry
+from harness_base.config import harness_config
+from harness_base.metrics import CHECKPOINT_WRITE_SECONDS, metric_observe
 from multiagent.shared import shared_dir
 from tasks import beacon, services
 from tasks.agent_state import AgentState, ErrorInfo

@@ -8,7 +8,7 @@ from typing import Any
 
 from agent.context import context_apply
 from agent.runtime.run import Run, StopRun
-from harness_site.metrics import STEP_SECONDS, metric_observe
+from harness_base.metrics import STEP_SECONDS, metric_observe
 from tasks import beacon
 from tasks.events import EventType
 

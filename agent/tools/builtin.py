@@ -14,7 +14,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from agent.tools.quota import quota_check_write, quota_forget
-from harness_site.config import compile_pattern, harness_config
+from harness_base.config import compile_pattern, harness_config
 from multiagent.shared import shared_write_lock
 from tasks.paths import (
     SHARED_MOUNT,

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.tools.sandbox import PATH, WORKSPACE, Limits, limit_message, sandbox_run
-from harness_site.config import harness_config
+from harness_base.config import harness_config
 from tasks.fingerprint import workspace_target
 from tasks.paths import SHARED_MOUNT
 from tasks.tools.registry import PermanentToolError, ToolContext, ToolError, tool

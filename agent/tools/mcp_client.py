@@ -47,7 +47,7 @@ from agent.tools.sandbox import (
     limit_message,
     sandbox_spawn,
 )
-from harness_site.config import McpServerConfig, harness_config
+from harness_base.config import McpServerConfig, harness_config
 from tasks.agent_state import McpTool
 from tasks.canonical import canonical_hash
 from tasks.json_schema import json_schema_check, json_schema_validator

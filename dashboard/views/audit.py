@@ -8,7 +8,7 @@ from django.shortcuts import render
 
 from dashboard import selectors
 from dashboard.forms import AuditFilterForm
-from harness_site.access import viewer_required
+from tasks.web.access import viewer_required
 
 PAGE_SIZE = 50
 

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from harness_site.access import viewer_required
+from tasks.web.access import viewer_required
 from review import selectors
 from review.email_decisions import decision_link_open, decision_link_use
 from review.models import ReviewRequest, ReviewStatus

@@ -8,8 +8,8 @@ from django.shortcuts import render
 from dashboard import charts, selectors, stats
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
-from harness_site.access import viewer_required
-from harness_site.htmx import is_htmx
+from tasks.web.access import viewer_required
+from tasks.web.htmx import is_htmx
 from tasks.selectors import tasks_list
 
 

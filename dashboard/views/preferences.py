@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods
 
 from dashboard import selectors, services
 from dashboard.forms import PreferencesForm
-from harness_site.access import viewer_required
+from tasks.web.access import viewer_required
 
 
 @require_http_methods(["GET", "POST"])

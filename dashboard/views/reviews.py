@@ -21,8 +21,8 @@ from django.views.decorators.http import require_POST
 from checkpoints.selectors import checkpoint_recent_messages
 from dashboard.forms import ReviewFilterForm
 from dashboard.views.common import sort_headers
-from harness_site.access import forbidden, operator_required, viewer_required
-from harness_site.inputs import json_error
+from tasks.web.access import forbidden, operator_required, viewer_required
+from tasks.web.inputs import json_error
 from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus, RuleRisk
 from review.rollups import review_viewed

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from dashboard import selectors
 from dashboard.forms import SearchForm
-from harness_site.access import viewer_required
+from tasks.web.access import viewer_required
 
 
 @viewer_required

@@ -9,8 +9,8 @@ from dashboard import charts, stats
 from dashboard.bulk import BULK_ACTIONS
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
-from harness_site.access import viewer_required
-from harness_site.csv_export import csv_response
+from tasks.web.access import viewer_required
+from tasks.web.csv_export import csv_response
 from tasks.selectors import user_can_operate
 
 # CSV export: one table of the statistics per file, with its columns in order.

@@ -30,10 +30,10 @@ from dashboard import bulk
 from dashboard.outputs import live_output, output_download
 from dashboard.task_forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
 from dashboard.views.common import sort_headers
-from harness_site.access import operator_required, viewer_required
+from tasks.web.access import operator_required, viewer_required
 from harness_site.context_processors import pending_reviews_count
-from harness_site.htmx import is_htmx
-from harness_site.pagination import CappedPaginator
+from tasks.web.htmx import is_htmx
+from tasks.web.pagination import CappedPaginator
 from review.selectors import task_call_edits, task_reviews, task_reviews_pending
 from tasks import charts, selectors
 from tasks.models import PREVIEW_BYTES, Task

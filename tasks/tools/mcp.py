@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
-from harness_site.config import harness_config
+from harness_base.config import harness_config
 from tasks.agent_state import McpTool, MediaPart
 from tasks.json_schema import json_schema_check, json_schema_validator
 from tasks.tools.registry import PermanentToolError, Risk, ToolContext, ToolSpec

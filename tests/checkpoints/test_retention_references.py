@@ -27,7 +27,7 @@ from checkpoints.services import (
     checkpoint_next_seq,
 )
 from checkpoints.snapshots import snapshot_blob_keys, snapshot_capture, snapshot_restore
-from harness_site import config
+from harness_base import config
 from multiagent.models import CheckpointRound, GlobalCheckpoint
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tests.checkpoints.conftest import NO_REVIEW_CONFIG, files_of, spec_dict

@@ -209,7 +209,7 @@ def test_bulk_retry_reruns_failed_tasks_and_skips_the_others(as_user, operator, 
 
 
 def test_a_broad_filter_counts_up_to_the_cap(as_user, viewer, monkeypatch):
-    from harness_site.pagination import CappedPaginator
+    from tasks.web.pagination import CappedPaginator
 
     monkeypatch.setattr(CappedPaginator, "cap", 5)
     for n in range(8):

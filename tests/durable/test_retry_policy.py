@@ -7,7 +7,7 @@ import random
 import pytest
 
 from agent.retry import RetryPolicy, classify_exception, is_retryable, retry_policy
-from harness_site.config import HarnessConfig
+from harness_base.config import HarnessConfig
 from tasks.spec import RetrySpec
 from tasks.tools.registry import registry
 

@@ -7,7 +7,7 @@ import pytest
 from agent.context import context_apply, extract_facts
 from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_load_latest_valid
-from harness_site.config import ContextConfig
+from harness_base.config import ContextConfig
 from tasks.agent_state import AgentState, Message, ProposedCall
 from tests.llm.support import create, event_payloads, run
 

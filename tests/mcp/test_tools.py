@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import ValidationError
 
-from harness_site.config import load_config
+from harness_base.config import load_config
 from tasks.agent_state import McpTool
 from tasks.tools.mcp import args_model_for, mcp_tool_spec, tool_pattern_matches, tool_policy
 

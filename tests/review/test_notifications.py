@@ -21,7 +21,7 @@ from aiosmtpd.controller import Controller
 from django.core.exceptions import ImproperlyConfigured
 from standardwebhooks.webhooks import Webhook
 
-from harness_site.config import load_config
+from harness_base.config import load_config
 from review.models import Notification, ReviewRequest
 from review.notifications import notification_send, notifications_enqueue_due
 from tasks.canonical import canonical_hash

@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from dashboard.views.stats import CSV_TABLES
-from harness_site.csv_export import FORMULA_START
+from tasks.web.csv_export import FORMULA_START
 from review.models import ReviewRequest
 from tasks.services import task_transition
 from tests.factories import TaskFactory, ToolCallFactory

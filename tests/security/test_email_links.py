@@ -12,7 +12,7 @@ import time_machine
 from django.core import mail, signing
 from django.utils import timezone
 
-from harness_site.config import EmailChannelConfig
+from harness_base.config import EmailChannelConfig
 from review.email_links import SALT, decision_link_urls
 from review.models import DecisionReceipt, ReviewRequest
 from review.notifications import review_message

@@ -12,7 +12,7 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.runtime.attempt import tool_label
-from harness_site.metrics import (
+from harness_base.metrics import (
     REVIEW_WAIT_SECONDS,
     TOOL_CALL_SECONDS,
     TOOL_FAILURES,

@@ -12,7 +12,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from accounts.config import MAPPABLE_ROLES, oidc_config_from_env
-from harness_site.roles import ROLE_PERMISSIONS
+from harness_base.roles import ROLE_PERMISSIONS
 from tests.conftest import ROOT, free_port
 from tests.sso.fixtures import CLIENT_ID, CLIENT_SECRET
 

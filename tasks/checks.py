@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.checks import Error, Tags, register
 
-from harness_site.env import DEFAULT_SECRET_KEY
+from harness_base.env import DEFAULT_SECRET_KEY
 
 
 def secret_key_is_default() -> bool:
