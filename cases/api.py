@@ -14,10 +14,10 @@ from ninja import Field, Router, Schema, Status
 
 from cases import selectors, services
 from cases.models import Case, CaseRun
-from tasks.web.api_auth import OPERATE
 from tasks.schemas import ErrorOut
 from tasks.selectors import access_task
 from tasks.services import SpecError
+from tasks.web.api_auth import OPERATE
 
 router = Router(tags=["cases"])
 

@@ -10,9 +10,9 @@ from django.shortcuts import redirect, render
 
 from cases import selectors, services
 from cases.models import OnDivergence
-from tasks.web.access import operator_required, viewer_required
 from tasks.selectors import access_task, user_can_operate
 from tasks.services import SpecError
+from tasks.web.access import operator_required, viewer_required
 
 
 @viewer_required

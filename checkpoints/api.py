@@ -17,12 +17,12 @@ from checkpoints import recovery, selectors
 from checkpoints.fork import ForkEdits, ForkRefused, task_adopt, task_fork
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted, checkpoint_verify
-from tasks.web.api_auth import OPERATE
-from tasks.web.api_utils import optional_body
 from tasks.schemas import ErrorOut, TaskOut
 from tasks.selectors import access_task, user_can_operate
 from tasks.spec import RetryChanges
 from tasks.states import IllegalTransition, TransitionConflict
+from tasks.web.api_auth import OPERATE
+from tasks.web.api_utils import optional_body
 
 router = Router(tags=["recovery"])
 

@@ -15,10 +15,10 @@ from django.shortcuts import render
 from checkpoints import files
 from checkpoints.models import Checkpoint
 from checkpoints.selectors import task_checkpoints
-from tasks.web.access import viewer_required
-from tasks.web.downloads import attachment
 from tasks.errors import NotFound
 from tasks.selectors import access_task
+from tasks.web.access import viewer_required
+from tasks.web.downloads import attachment
 
 
 def _refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

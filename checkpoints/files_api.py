@@ -14,9 +14,9 @@ from ninja import Query, Router, Schema, Status
 
 from checkpoints import files
 from checkpoints.selectors import entry_dict
-from tasks.web.downloads import attachment
 from tasks.schemas import ErrorOut
 from tasks.selectors import access_task
+from tasks.web.downloads import attachment
 
 router = Router(tags=["files"])
 

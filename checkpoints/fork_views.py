@@ -18,12 +18,12 @@ from pydantic import ValidationError
 from checkpoints import recovery, selectors
 from checkpoints.fork import ForkEdits, ForkRefused, task_adopt, task_fork
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
-from tasks.web.access import operator_required
 from tasks.agent_state import AgentState
 from tasks.errors import NotFound
 from tasks.selectors import access_task
 from tasks.spec import RETRY_BUDGET_FIELDS, budget_in_force
 from tasks.states import IllegalTransition, TransitionConflict
+from tasks.web.access import operator_required
 
 # Messages offered for editing by default (the newest); `?all=1` offers every one.
 RECENT_MESSAGES = 20

@@ -15,12 +15,12 @@ from checkpoints import recovery, selectors
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted
 from checkpoints.snapshots import removed_paths
-from tasks.web.access import operator_required, viewer_required
 from tasks import services
 from tasks.models import Task
 from tasks.selectors import access_task
 from tasks.spec import RETRY_BUDGET_FIELDS, RetryChanges
 from tasks.states import IllegalTransition, TransitionConflict
+from tasks.web.access import operator_required, viewer_required
 
 REFUSALS = (
     recovery.RecoveryConflict,

@@ -10,10 +10,10 @@ from typing import Any
 from django.http import HttpResponse
 from django.utils import timezone
 
-from tasks.web.downloads import attachment, safe_filename
 from tasks.models import OutputKind, Task, ToolOutput
 from tasks.outputs import SAFE_IMAGE_TYPES, live_output_get, output_content
 from tasks.states import TERMINAL, TaskStatus
+from tasks.web.downloads import attachment, safe_filename
 
 _SUFFIX = {
     "image/png": "png",

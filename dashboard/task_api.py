@@ -14,14 +14,14 @@ from checkpoints import recovery
 from checkpoints.api import CheckpointOut
 from checkpoints.models import Checkpoint
 from dashboard.outputs import output_download
-from tasks.web.api_auth import CREATE, OPERATE
-from tasks.web.api_utils import optional_body
-from tasks.web.pagination import ApiPagination
 from tasks import selectors, services
 from tasks.models import ToolOutput
 from tasks.schemas import ErrorOut, TaskOut
 from tasks.spec import TaskSpec
 from tasks.states import IllegalTransition, TransitionConflict
+from tasks.web.api_auth import CREATE, OPERATE
+from tasks.web.api_utils import optional_body
+from tasks.web.pagination import ApiPagination
 
 router = Router(tags=["tasks"])
 

@@ -6,8 +6,8 @@ from django.http import HttpRequest
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, ValidationError
 
-from tasks.web.api_auth import READ, credentials_problem
 from tasks.errors import NotFound
+from tasks.web.api_auth import READ, credentials_problem
 
 api = NinjaAPI(
     title="Agent Harness API",

@@ -69,7 +69,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "harness_site.context_processors.navigation",
+                "review.context_processors.navigation",
                 "dashboard.context_processors.preferences",
             ],
             "builtins": ["harness_site.filters"],

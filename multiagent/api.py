@@ -12,13 +12,13 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
-from tasks.web.api_auth import OPERATE
-from tasks.web.api_utils import optional_body
 from harness_base.config import harness_config
 from multiagent import coordinator, recovery, selectors
 from tasks.schemas import ErrorOut
 from tasks.selectors import access_task, user_can_operate
 from tasks.states import IllegalTransition, TransitionConflict
+from tasks.web.api_auth import OPERATE
+from tasks.web.api_utils import optional_body
 
 router = Router(tags=["multi-agent"])
 

@@ -9,11 +9,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from tasks.web.access import operator_required, viewer_required
 from multiagent import charts, recovery, selectors
 from multiagent.shared import shared_files
 from tasks.selectors import access_task, user_can_operate
 from tasks.states import IllegalTransition, TransitionConflict
+from tasks.web.access import operator_required, viewer_required
 
 
 @viewer_required

@@ -13,11 +13,11 @@ from django.http import HttpRequest, StreamingHttpResponse
 from django.utils import timezone
 from ninja import Field, Query, Router, Schema, Status
 
-from tasks.web.api_auth import role_auth
 from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewRule
 from review.receipts import receipt_document
 from tasks.canonical import canonical_hash
+from tasks.web.api_auth import role_auth
 
 router = Router(tags=["reviews"])
 

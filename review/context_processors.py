@@ -1,3 +1,6 @@
+"""The navigation's review summary on every page (a context processor of the layout), read once per
+request."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -95,7 +95,7 @@ def test_with_traces_off_a_worker_never_imports_the_tracing_sdk():
     }
     code = (
         "import sys, django; django.setup(); import agent.worker, agent.jobs; "
-        "from harness_site import telemetry; "
+        "from harness_base import telemetry; "
         "assert not telemetry.enabled(); "
         "print(sorted(m for m in sys.modules if m.startswith(("
         "'opentelemetry.sdk.trace', 'opentelemetry.exporter'))))"

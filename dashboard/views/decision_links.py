@@ -9,12 +9,12 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from tasks.web.access import viewer_required
 from review import selectors
 from review.email_decisions import decision_link_open, decision_link_use
 from review.models import ReviewRequest, ReviewStatus
 from review.services import ReviewError
 from tasks.canonical import canonical_hash
+from tasks.web.access import viewer_required
 
 
 def _page(

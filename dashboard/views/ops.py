@@ -9,9 +9,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from dashboard import queues, services
-from tasks.web.access import operator_required, viewer_required
 from review.selectors import notification_channels_health
 from tasks.selectors import mcp_servers_overview, sweep_last_run, user_can_operate
+from tasks.web.access import operator_required, viewer_required
 
 
 @viewer_required

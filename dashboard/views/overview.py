@@ -8,9 +8,9 @@ from django.shortcuts import render
 from dashboard import charts, selectors, stats
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
+from tasks.selectors import tasks_list
 from tasks.web.access import viewer_required
 from tasks.web.htmx import is_htmx
-from tasks.selectors import tasks_list
 
 
 @viewer_required

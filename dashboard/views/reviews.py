@@ -21,14 +21,14 @@ from django.views.decorators.http import require_POST
 from checkpoints.selectors import checkpoint_recent_messages
 from dashboard.forms import ReviewFilterForm
 from dashboard.views.common import sort_headers
-from tasks.web.access import forbidden, operator_required, viewer_required
-from tasks.web.inputs import json_error
 from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus, RuleRisk
 from review.rollups import review_viewed
 from tasks.canonical import canonical_hash
 from tasks.models import PREVIEW_BYTES
 from tasks.selectors import call_attempts, task_call_outputs, task_tool
+from tasks.web.access import forbidden, operator_required, viewer_required
+from tasks.web.inputs import json_error
 
 # Form buttons -> review_decide decisions ("edit" approves the edited arguments).
 DECISIONS = {

@@ -9,9 +9,9 @@ from dashboard import charts, stats
 from dashboard.bulk import BULK_ACTIONS
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
+from tasks.selectors import user_can_operate
 from tasks.web.access import viewer_required
 from tasks.web.csv_export import csv_response
-from tasks.selectors import user_can_operate
 
 # CSV export: one table of the statistics per file, with its columns in order.
 CSV_TABLES: dict[str, tuple[str, ...]] = {

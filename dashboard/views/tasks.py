@@ -30,16 +30,16 @@ from dashboard import bulk
 from dashboard.outputs import live_output, output_download
 from dashboard.task_forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
 from dashboard.views.common import sort_headers
-from tasks.web.access import operator_required, viewer_required
-from harness_site.context_processors import pending_reviews_count
-from tasks.web.htmx import is_htmx
-from tasks.web.pagination import CappedPaginator
+from review.context_processors import pending_reviews_count
 from review.selectors import task_call_edits, task_reviews, task_reviews_pending
 from tasks import charts, selectors
 from tasks.models import PREVIEW_BYTES, Task
 from tasks.spec import budget_in_force, spec_model_name
 from tasks.states import TERMINAL, IllegalTransition, TaskStatus, TransitionConflict
 from tasks.tracing import task_trace
+from tasks.web.access import operator_required, viewer_required
+from tasks.web.htmx import is_htmx
+from tasks.web.pagination import CappedPaginator
 
 LIST_PAGE_SIZE = 50
 TAB_PAGE_SIZE = 100

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agent.jobs import run_task as run_task_job
 from checkpoints.recovery import task_retry
-from harness_site import metrics as recorder
+from harness_base import metrics as recorder
 from harness_base.metrics import TOOL_FAILURES, metric_inc, metrics_connection, metrics_flush
 from review.models import ReviewRequest
 from tasks.models import Task

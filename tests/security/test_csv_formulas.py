@@ -13,9 +13,9 @@ import pytest
 from django.utils import timezone
 
 from dashboard.views.stats import CSV_TABLES
-from tasks.web.csv_export import FORMULA_START
 from review.models import ReviewRequest
 from tasks.services import task_transition
+from tasks.web.csv_export import FORMULA_START
 from tests.factories import TaskFactory, ToolCallFactory
 
 pytestmark = pytest.mark.django_db
