@@ -68,11 +68,11 @@ from checkpoints.snapshots import (
     snapshot_restore,
     snapshot_restore_plan,
 )
-from review.services import reviews_cancel_pending, standing_rules_distrust
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo, RecoveryNote
 from tasks.events import EventType
 from tasks.models import Task, ToolCall
+from tasks.signals import calls_undone, history_superseded
 from tasks.spec import RetryChanges
 from tasks.states import TERMINAL, TaskStatus, TransitionConflict
 
@@ -225,7 +225,7 @@ def _fork(
     services.task_fork_head(
         task=task, checkpoint_id=checkpoint.id, state=state, rollback=kind == "rollback"
     )
-    reviews_cancel_pending(task_id=task.id, comment=f"superseded by {kind} ({actor})")
+    history_superseded.send(sender=None, task_id=task.id, comment=f"superseded by {kind} ({actor})")
     services.event_record(
         task_id=task.id,
         type=kind,
@@ -406,7 +406,8 @@ def _task_rollback(
     plan = rollback_plan(task=task, loaded=base)
     undone, restored = plan.calls_undone, plan.files
     # A standing rule that allowed an undone call pauses itself (review.standing).
-    standing_rules_distrust(
+    calls_undone.send(
+        sender=None,
         tool_call_ids=[row.pk for row in undone],
         cause="rolled_back",
         detail=f"rollback by {_actor(user)}: {reason}"[:200],
@@ -597,7 +598,7 @@ def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Ta
             actor=actor,
             fields={"error_class": "canceled", "error_message": reason},
         )
-        reviews_cancel_pending(task_id=task_id, comment=f"task canceled by {actor}")
+        history_superseded.send(sender=None, task_id=task_id, comment=f"task canceled by {actor}")
         services.audit_record(
             user=user,
             action="cancel",
@@ -821,7 +822,9 @@ def _graph_rollback(
         )
     actor = _actor(user)
     services.task_recovery_reset(task=task, rollback=True, step=max(step, 0))
-    reviews_cancel_pending(task_id=task.id, comment=f"superseded by rollback ({actor})")
+    history_superseded.send(
+        sender=None, task_id=task.id, comment=f"superseded by rollback ({actor})"
+    )
     services.event_record(
         task_id=task.id,
         type=EventType.ROLLBACK,

@@ -52,8 +52,8 @@ from checkpoints.models import BlobRef, Checkpoint, GraphWorkspace, Level
 from checkpoints.services import CheckpointCorrupted, checkpoint_base_key, checkpoint_decode
 from checkpoints.snapshots import snapshot_blob_keys
 from harness_base.config import RetentionConfig, harness_config
-from review.models import ReviewRequest, ReviewStatus
 from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.signals import checkpoints_needed_ids
 from tasks.states import TERMINAL
 
 BLOB_GRACE_S = 24 * 3600
@@ -79,9 +79,8 @@ class RetentionResult:
 def checkpoints_protected(*, task_id: Any) -> set[Any]:
     """Ids of the task's checkpoints that must stay whatever the keep rule says."""
     head = Task.objects.filter(id=task_id).values_list("head_checkpoint_id", flat=True)
-    reviewed = ReviewRequest.objects.filter(
-        task_id=task_id, status=ReviewStatus.PENDING, checkpoint__isnull=False
-    ).values_list("checkpoint_id", flat=True)
+    # Those an open review refers to (review answers; tasks.signals).
+    reviewed = checkpoints_needed_ids(task_id=task_id)
     forked_from = Checkpoint.objects.filter(
         task_id=task_id, trigger__in=RECOVERY_TRIGGERS, parent__isnull=False
     ).values_list("parent_id", flat=True)

@@ -4,3 +4,17 @@ from django.apps import AppConfig
 class ReviewConfig(AppConfig):
     name = "review"
     verbose_name = "Review"
+
+    def ready(self) -> None:
+        from review import receivers
+        from tasks import signals
+
+        # Strong references, one connection each (dispatch_uid): recovery and retention
+        # reach reviews only through these.
+        signals.history_superseded.connect(
+            receivers.on_history_superseded, dispatch_uid="review.history_superseded"
+        )
+        signals.calls_undone.connect(receivers.on_calls_undone, dispatch_uid="review.calls_undone")
+        signals.checkpoints_needed.connect(
+            receivers.on_checkpoints_needed, dispatch_uid="review.checkpoints_needed"
+        )

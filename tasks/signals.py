@@ -1,0 +1,31 @@
+"""Domain events the core defines so that two apps beside each other need not know each other
+(issue #32): `checkpoints` (recovery, retention) sends them, `review` receives them
+(review/apps.py connects its receivers). Sent inside the sender's transaction, with `send`
+(not `send_robust`): a receiver that fails rolls the whole change back, as a direct call did.
+A receiver takes the keyword arguments named below and `sender`, `signal`, `**kwargs`."""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+# A task's later history no longer stands: a recovery forked a new head (rollback, retry,
+# forward, adopt) or the task was canceled. task_id=, comment= (why and by whom). Sent with the
+# task row locked. review: the task's pending reviews are canceled with that comment.
+history_superseded = Signal()
+
+# A rollback undid these ledger rows. tool_call_ids=, cause=, detail=. review: a standing rule
+# that allowed one of them pauses itself.
+calls_undone = Signal()
+
+# Retention asks which of a finished task's checkpoints must stay whatever the keep rule says.
+# task_id=; each receiver returns an iterable of checkpoint ids. review: those an open review
+# refers to.
+checkpoints_needed = Signal()
+
+
+def checkpoints_needed_ids(*, task_id: object) -> set[object]:
+    """The union of what every receiver of `checkpoints_needed` answers for the task."""
+    needed: set[object] = set()
+    for _receiver, ids in checkpoints_needed.send(sender=None, task_id=task_id):
+        needed.update(ids or ())
+    return needed
