@@ -44,9 +44,9 @@ GOVERNED_MODELS = {"Task", "ToolCall", "ReviewRequest"}
 # the owning service (review_request_open creates a pending review; task_create and the loop
 # create rows with the model's default status and no `status` argument).
 OWNERS = {
-    ("tasks/services.py", "task_transition"),
-    ("tasks/services.py", "task_acquire"),
-    ("tasks/services.py", "toolcall_transition"),
+    ("tasks/services/task_transitions.py", "task_transition"),
+    ("tasks/services/task_transitions.py", "task_acquire"),
+    ("tasks/services/toolcall_transitions.py", "toolcall_transition"),
     ("review/services.py", "review_transition"),
 }
 

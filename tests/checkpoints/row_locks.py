@@ -78,5 +78,7 @@ def commit_fails(monkeypatch) -> type[CommitFailed]:
     def fail(**_kwargs: Any) -> None:
         raise CommitFailed("the database went away")
 
+    # The recoveries call it as `services.audit_record` on the package (tasks.services), which
+    # is where they look it up; nothing inside the package calls it.
     monkeypatch.setattr(services, "audit_record", fail)
     return CommitFailed
