@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     # clone has none until they are collected, as `harness up` and `harness test` do.
     from django.conf import settings
 
-    from harness_site.cli import static_collecting
+    from harness_site.cli.common import static_collecting
 
     with static_collecting(Path(settings.STATIC_ROOT)):
         call_command("collectstatic", interactive=False, verbosity=0)

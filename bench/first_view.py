@@ -109,7 +109,7 @@ def _serve(*, port: int, log: Path) -> subprocess.Popen:
     from django.conf import settings
     from django.core.management import call_command
 
-    from harness_site.cli import child_env, static_collecting
+    from harness_site.cli.common import child_env, static_collecting
 
     with static_collecting(Path(settings.STATIC_ROOT)):
         call_command("collectstatic", interactive=False, verbosity=0)

@@ -18,7 +18,7 @@ import httpx
 import psutil
 import pytest
 
-from harness_site.cli import base_url_default
+from harness_site.cli.up_setup import base_url_default
 from tests.conftest import ROOT, free_port, spawn, wait_for
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness_site.cli import redis_embedded_command, redis_ping
+from harness_site.cli.redis_server import redis_embedded_command, redis_ping
 from tests.conftest import QUEUES, ROOT, wait_for
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import pytest
 
 from agent.llm.openai import wire_messages
 from checkpoints.services import checkpoint_load_latest_valid
-from harness_site.cli import NPM_PREFIX, NPM_TEST_PACKAGES
+from harness_site.cli.bootstrap import NPM_PREFIX, NPM_TEST_PACKAGES
 from tasks.models import ToolCall, ToolOutput
 from tests.conftest import wait_for
 from tests.factories import enqueued_task, queued_task, run_in_process

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness_site.cli import admin_password_save
+from harness_site.cli.up_setup import admin_password_save
 from tests.conftest import ROOT
 
 ENV_DROP = ("SECRET_KEY", "DATABASE_URL", "REDIS_URL")

@@ -217,7 +217,7 @@ def test_it_fails_closed_when_bubblewrap_is_missing(call, settings, workspace):
 
 
 def test_unsandboxed_mode_is_loud(call, settings, capsys, caplog):
-    from harness_site.cli import sandbox_report
+    from harness_site.cli.up_setup import sandbox_report
 
     settings.HARNESS_SANDBOX = "off"
 

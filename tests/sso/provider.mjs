@@ -1,5 +1,5 @@
 // A real OpenID provider for the single sign-on tests: the certified `oidc-provider` package
-// (pinned in harness_site/cli.py NPM_TEST_PACKAGES), on 127.0.0.1:$PORT, with one client.
+// (pinned in harness_site/cli/bootstrap.py NPM_TEST_PACKAGES), on 127.0.0.1:$PORT, with one client.
 // Accounts are whatever login the development sign-in form is given (any password); their
 // claims, groups included, are read from $STATE_FILE at every request, so a test changes
 // someone's groups in the provider by rewriting that file. The file may also name a

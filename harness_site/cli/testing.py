@@ -1,0 +1,119 @@
+"""`harness test`: lint, make sure the services exist, collect static files, run pytest (two
+xdist processes unless told otherwise)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from harness_site.cli.bootstrap import (
+    chromium_ensure,
+    npm_test_packages_ensure,
+    postgres_ensure,
+    prometheus_ensure,
+    redis_ensure,
+)
+from harness_site.cli.common import ROOT, CliError, child_env, manage, say, static_collecting
+
+DEFAULT_TEST_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/harness"
+DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/1"
+
+
+def _wants_own_processes(pytest_args: Sequence[str]) -> bool:
+    return any(
+        a in ("-n", "--numprocesses", "--dist")
+        or a.startswith(("-n", "--numprocesses"))
+        or a == "no:xdist"
+        for a in pytest_args
+    )
+
+
+def lint() -> int:
+    """The checks CI runs before any test: style, formatting and the layer contracts."""
+    bin_dir = Path(sys.executable).parent
+    steps = [
+        [str(bin_dir / "ruff"), "check", "."],
+        [str(bin_dir / "ruff"), "format", "--check", "."],
+        [str(bin_dir / "lint-imports")],
+    ]
+    for argv in steps:
+        say(" ".join([Path(argv[0]).name, *argv[1:]]))
+        code = subprocess.run(argv, cwd=ROOT, check=False).returncode
+        if code:
+            say(f"{Path(argv[0]).name} failed (exit {code}): fix it before the tests run")
+            return code
+    return 0
+
+
+def cmd_test(pytest_args: list[str]) -> int:
+    if os.environ.get("HARNESS_SKIP_LINT") != "1":
+        code = lint()
+        if code:
+            return code
+    database_url = os.environ.get("TEST_DATABASE_URL", DEFAULT_TEST_DATABASE_URL)
+    redis_url = os.environ.get("TEST_REDIS_URL", DEFAULT_TEST_REDIS_URL)
+    if urlsplit(database_url).scheme.startswith("postgres"):
+        postgres_ensure(database_url)
+    redis_ensure(redis_url)
+    chromium_ensure()
+    prometheus_ensure()
+    npm_test_packages_ensure()
+
+    processes = os.environ.get("HARNESS_TEST_PROCESSES", "2")
+    xdist = (
+        []
+        if _wants_own_processes(pytest_args) or processes in ("", "0", "1")
+        else ["-n", processes]
+    )
+    with tempfile.TemporaryDirectory(prefix="harness-test-") as tmp:
+        # The pages under test link the collected (hashed, compressed) files, as in production;
+        # kept in the checkout, so a run compresses only what changed since the last.
+        static_root = Path(os.environ.get("HARNESS_STATIC_ROOT", ROOT / ".data" / "staticfiles"))
+        (Path(tmp) / "data").mkdir()
+        env = child_env(
+            DATABASE_URL=database_url,
+            REDIS_URL=redis_url,
+            HARNESS_ENABLE_TEST_TOOLS="1",
+            HARNESS_DATA_DIR=str(Path(tmp) / "data"),
+            HARNESS_STATIC_ROOT=str(static_root),
+            HARNESS_WORKSPACE_ROOT=str(Path(tmp) / "workspaces"),
+            HARNESS_LEDGER_DIR=str(Path(tmp) / "ledger"),
+            # pytest-django wraps a test in a transaction that may sit idle while the test
+            # waits on something; the tests that need the server's limit set it themselves.
+            HARNESS_DB_IDLE_IN_TRANSACTION_S=os.environ.get(
+                "HARNESS_DB_IDLE_IN_TRANSACTION_S", "0"
+            ),
+        )
+        with static_collecting(static_root):
+            collect = manage("collectstatic", "--noinput", "-v0")
+            collected = subprocess.run(collect, cwd=ROOT, env=env, check=False)
+        if collected.returncode:
+            raise CliError(f"collectstatic failed (exit {collected.returncode}); see above")
+        # The slowest tests are listed at the end of every run: where the suite's time goes.
+        durations = [] if pytest_args else ["--durations=30", "--durations-min=5"]
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            *xdist,
+            *durations,
+            *pytest_args,
+        ]
+        say(f"DATABASE_URL={database_url} REDIS_URL={redis_url}")
+        say(" ".join(argv[1:]))
+        process = subprocess.Popen(argv, cwd=ROOT, env=env)
+        # pytest shares our terminal's process group and gets Ctrl-C itself; we just wait.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        code = process.wait()
+    if code == 5:
+        say("pytest collected no tests: that is a failure, not a pass")
+        return 5
+    return code
