@@ -157,7 +157,7 @@ class ModelPrice(_Strict):
 
 
 class SandboxConfig(_Strict):
-    """Limits of the `run_command` sandbox (agent/tools/sandbox.py), each for the whole
+    """Limits of the `run_command` sandbox (agent/tools/sandbox/), each for the whole
     sandbox, and whether a call may ask for network access."""
 
     memory_mb: int = Field(default=1024, ge=16, le=1024 * 1024)

@@ -159,7 +159,7 @@ HARNESS_METRICS_TOKEN = env_str("HARNESS_METRICS_TOKEN", "")
 HARNESS_METRICS_ALLOW = [
     ipaddress.ip_network(net, strict=False) for net in env_list("HARNESS_METRICS_ALLOW", [])
 ]
-# The command sandbox (agent/tools/sandbox.py): `bwrap` (bubblewrap from .venv, HARNESS_BWRAP,
+# The command sandbox (agent/tools/sandbox/): `bwrap` (bubblewrap from .venv, HARNESS_BWRAP,
 # or PATH) or `off`, which runs run_command UNSANDBOXED as the worker's user (logged loudly).
 HARNESS_SANDBOX = env_str("HARNESS_SANDBOX", "bwrap").strip().lower()
 if HARNESS_SANDBOX not in ("bwrap", "off"):

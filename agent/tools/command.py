@@ -1,5 +1,5 @@
 """`run_command`: a shell command in the task's workspace, in the kernel sandbox of
-agent/tools/sandbox.py (namespaces, whole-sandbox limits, everything killed at the end).
+agent/tools/sandbox/ (namespaces, whole-sandbox limits, everything killed at the end).
 
 Its risk class is `execute`: every call is reviewed unless an explicit allow rule names it
 (review/policy.py). Limits come from harness.yaml `sandbox`; network access is off unless the

@@ -1,5 +1,5 @@
 """Attacks from a command on the machine it runs on: each must be refused or contained by the
-sandbox (agent/tools/sandbox.py), with real processes, PostgreSQL and Redis."""
+sandbox (agent/tools/sandbox/), with real processes, PostgreSQL and Redis."""
 
 from __future__ import annotations
 
