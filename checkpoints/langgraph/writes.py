@@ -1,0 +1,233 @@
+"""The write path of the LangGraph saver: put (a checkpoint and its channel blobs) and
+put_writes (a task's pending writes), each fenced on the task run's lease when bound to one.
+
+Transactions are short: every write is one autocommit statement, or one transaction of a few
+statements, never held across a graph step or an await. On SQLite (WAL, IMMEDIATE transactions,
+busy timeout) writers therefore queue for milliseconds instead of failing "database is locked".
+Writes are ordered so a crash between two statements leaves only unreferenced blob rows.
+
+Lease fencing. Bound to a task run (`task_id` and the run's lease `epoch`, as the graph runner
+binds it), every put / put_writes first proves the lease — the task row, still running under
+this epoch, updated (heartbeat) and so locked until the commit: on PostgreSQL one statement
+whose INSERTs are conditional on that UPDATE (as tasks.services.task_fenced_write), on SQLite
+one short transaction starting with tasks.services.task_fence. A writer that lost its lease
+gets LeaseLost and stores nothing, so a stale worker cannot write a super-step late. Unbound
+(users' own graphs, the operator's rollback) writes are not fenced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from checkpoints.langgraph.sql import (
+    BLOB_COLUMNS,
+    BLOB_KEY,
+    BLOB_TABLE,
+    CHECKPOINT_COLUMNS,
+    CHECKPOINT_KEY,
+    CHECKPOINT_TABLE,
+    METADATA_FIELD,
+    TASK_FIELD,
+    WRITE_COLUMNS,
+    WRITE_KEY,
+    WRITE_TABLE,
+    execute,
+    insert_sql,
+)
+from tasks.models import Task
+from tasks.services import task_fence
+from tasks.states import LeaseLost, TaskStatus
+
+# Channel values stored inside the checkpoint row rather than as a blob: small and immutable.
+INLINE_TYPES = (str, int, float, bool)
+
+
+class CheckpointWrites:
+    """DjangoCheckpointSaver's writes, run where the saver's `_call` / `_acall` puts them (its
+    database thread). Uses the saver's `serde`, `using`, `task_id` and `epoch`."""
+
+    serde: SerializerProtocol
+    using: str
+    task_id: Any
+    epoch: int | None
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        checkpoint_ns = configurable.get("checkpoint_ns") or ""
+        parent_id = configurable.get("checkpoint_id") or ""
+
+        body = dict(checkpoint)
+        inline: dict[str, Any] = {}
+        blobs: dict[str, Any] = {}
+        for channel, value in checkpoint["channel_values"].items():
+            if value is None or isinstance(value, INLINE_TYPES):
+                inline[channel] = value
+            else:
+                blobs[channel] = value
+        body["channel_values"] = inline
+        blob_rows = [
+            (
+                thread_id,
+                checkpoint_ns,
+                channel,
+                str(version),
+                *self.serde.dumps_typed(blobs[channel]),
+            )
+            for channel, version in new_versions.items()
+            if channel in blobs
+        ]
+        type_, payload = self.serde.dumps_typed(body)
+        metadata_json = get_serializable_checkpoint_metadata(config, metadata)
+        metadata_db = METADATA_FIELD.get_db_prep_save(metadata_json, connections[self.using])
+
+        db = connections[self.using]
+        guard = self.epoch is not None and db.vendor == "postgresql"
+        checkpoint_sql = insert_sql(
+            db,
+            CHECKPOINT_TABLE,
+            CHECKPOINT_COLUMNS,
+            [
+                (
+                    # Raw SQL: the task's UUID in the backend's own form (hex text on SQLite).
+                    TASK_FIELD.get_db_prep_save(self.task_id, db),
+                    thread_id,
+                    checkpoint_ns,
+                    checkpoint["id"],
+                    parent_id,
+                    type_,
+                    payload,
+                    metadata_db,
+                )
+            ],
+            CHECKPOINT_KEY,
+            update=("type", "checkpoint", "metadata"),
+            guard=guard,
+        )
+        blob_sql = (
+            insert_sql(db, BLOB_TABLE, BLOB_COLUMNS, blob_rows, BLOB_KEY, update=(), guard=guard)
+            if blob_rows
+            else None
+        )
+        if guard:
+            statements = [*([blob_sql] if blob_sql is not None else []), checkpoint_sql]
+        elif blob_sql is not None and db.vendor == "postgresql":
+            # One statement, so one round trip and one commit (what PostgresSaver gets from
+            # pipeline mode): the blobs in a data-modifying CTE, then the checkpoint row.
+            statements = [
+                (
+                    f"WITH blobs AS ({blob_sql[0]}) {checkpoint_sql[0]}",
+                    blob_sql[1] + checkpoint_sql[1],
+                )
+            ]
+        else:
+            # Blobs first, each statement its own short autocommit transaction: a checkpoint
+            # row is never visible before the values it names; a crash in between leaves
+            # unreferenced blobs, which prune() collects.
+            statements = [*([blob_sql] if blob_sql is not None else []), checkpoint_sql]
+        self._write(db, statements)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    def _put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> None:
+        if not writes:
+            return
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        checkpoint_ns = configurable.get("checkpoint_ns") or ""
+        checkpoint_id = configurable["checkpoint_id"]
+        rows = [
+            (
+                thread_id,
+                checkpoint_ns,
+                checkpoint_id,
+                task_id,
+                task_path,
+                WRITES_IDX_MAP.get(channel, idx),
+                channel,
+                *self.serde.dumps_typed(value),
+            )
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        # Regular writes of a task are final once stored (a retried task re-sends the same
+        # ones); special writes (error, interrupt, resume) replace the previous one.
+        special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        update = ("channel", "type", "blob") if special else ()
+        if special:
+            # One statement may not update a row twice: the last write of a channel wins.
+            rows = list({row[5]: row for row in rows}.values())
+        db = connections[self.using]
+        guard = self.epoch is not None and db.vendor == "postgresql"
+        self._write(
+            db,
+            [
+                insert_sql(
+                    db, WRITE_TABLE, WRITE_COLUMNS, rows, WRITE_KEY, update=update, guard=guard
+                )
+            ],
+        )
+
+    def _write(self, db: BaseDatabaseWrapper, statements: list[tuple[str, list[Any]]]) -> None:
+        """Run a write's statements: each in autocommit, or, bound to a task run, in one
+        transaction that first proves the lease (LeaseLost rolls it back: nothing stored)."""
+        if self.epoch is None:
+            for sql, params in statements:
+                execute(db, sql, params)
+            return
+        if db.vendor == "postgresql":
+            # One statement (one round trip, one commit), as tasks.services.task_fenced_write:
+            # the fenced UPDATE of the task row is a data-modifying CTE and every INSERT (built
+            # with `guard`) is conditional on it.
+            meta = Task._meta
+            quote = db.ops.quote_name
+            sql = (
+                f"WITH fence AS (UPDATE {quote(meta.db_table)} "
+                f"SET {quote('heartbeat_at')} = STATEMENT_TIMESTAMP() "
+                f"WHERE {quote(meta.pk.column)} = %s AND {quote('lease_epoch')} = %s "
+                f"AND {quote('status')} = %s RETURNING 1), "
+                + ", ".join(f"w{i} AS ({stmt})" for i, (stmt, _p) in enumerate(statements))
+                + " SELECT count(*) FROM fence"
+            )
+            params = [
+                meta.pk.get_db_prep_value(self.task_id, db),
+                self.epoch,
+                TaskStatus.RUNNING,
+                *(value for _s, stmt_params in statements for value in stmt_params),
+            ]
+            if execute(db, sql, params, fetch=True) != 1:
+                raise LeaseLost(f"task {self.task_id}: lease epoch {self.epoch} lost")
+            return
+        with transaction.atomic(using=self.using):
+            task_fence(task_id=self.task_id, epoch=self.epoch)
+            for sql, params in statements:
+                execute(db, sql, params)
