@@ -83,7 +83,7 @@ def test_a_restore_lost_after_the_commit_is_made_good_by_forward_and_the_run(
     def crashed(**_kwargs):
         raise OSError("the process died here")
 
-    monkeypatch.setattr("checkpoints.recovery.snapshot_restore", crashed)
+    monkeypatch.setattr("checkpoints.recovery.forking.snapshot_restore", crashed)
     _rollback_to_step_1(task, operator)
     monkeypatch.undo()
     assert files_of(task.workspace_path) == V3

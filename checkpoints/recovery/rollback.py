@@ -1,0 +1,126 @@
+"""Rollback (checkpoint_rollback): back to an earlier checkpoint, its workspace and its agent
+state, forked as the new head; the files are restored once the fork has committed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from checkpoints.recovery.errors import RecoveryConflict, RecoveryInvalid
+from checkpoints.recovery.forking import RecoveryResult, fork_checkpoint, restore_after_commit
+from checkpoints.recovery.graph import graph_rollback
+from checkpoints.recovery.guards import actor_of, lock_for_recovery, reason_required
+from checkpoints.recovery.state_edits import calls_rekey, last_failure, new_branch
+from checkpoints.selectors import checkpoint_get, graph_task, rollback_plan
+from checkpoints.services import CheckpointCorrupted, checkpoint_decode
+from checkpoints.snapshots import removed_paths, restore_blocked
+from tasks.agent_state import RecoveryNote
+from tasks.models import Task
+from tasks.signals import calls_undone
+
+
+def checkpoint_rollback(
+    *,
+    task_id: Any,
+    checkpoint_id: Any,
+    user: AbstractBaseUser | None,
+    reason: str,
+    resume: bool,
+) -> RecoveryResult:
+    """Restore the workspace and AgentState to a checkpoint; the new `rollback` checkpoint
+    becomes head; later ones are superseded. Pending calls of the restored state get fresh
+    call_ids on a new branch, so they run again against the restored files."""
+    reason = reason_required(reason)
+    with transaction.atomic():
+        task = lock_for_recovery(task_id)
+        if graph_task(task):
+            task, snapshot = graph_rollback(
+                task=task, checkpoint_id=str(checkpoint_id), user=user, reason=reason, resume=resume
+            )
+            result = RecoveryResult(task, "rollback", None, None, None, 0, str(checkpoint_id))
+            # A graph checkpoint written without a snapshot leaves the files alone.
+            restores = [("workspace", task.workspace_path, snapshot)] if snapshot else []
+        else:
+            result = _task_rollback(
+                task=task, checkpoint_id=checkpoint_id, user=user, reason=reason, resume=resume
+            )
+            restores = [("workspace", task.workspace_path, result.base_snapshot)]
+    # Committed: now the files, with no lock held (see the package docstring, checkpoints.recovery).
+    done = restore_after_commit(restores, [result.task] if resume else [])
+    result.restored = done.get("workspace", result.restored)
+    return result
+
+
+def _task_rollback(
+    *,
+    task: Task,
+    checkpoint_id: Any,
+    user: AbstractBaseUser | None,
+    reason: str,
+    resume: bool,
+) -> RecoveryResult:
+    """checkpoint_rollback's fork of a loop task: inside the caller's transaction, task row
+    locked; changes no file (`restored` says what the restore after the commit will do)."""
+    chosen = checkpoint_get(task=task, checkpoint_id=checkpoint_id)
+    try:
+        base = checkpoint_decode(chosen)
+    except CheckpointCorrupted as exc:
+        raise RecoveryInvalid("checkpoint_id", str(exc)) from None
+    state = base.state.model_copy(deep=True)
+    state.branch = new_branch(task, state)
+    calls_rekey(state, None)
+    blocked = restore_blocked(task.workspace_path)
+    if blocked:
+        raise RecoveryConflict(f"the workspace cannot be restored ({blocked})")
+    # The plan the preview shows (checkpoints.selectors.rollback_plan), read (not written)
+    # under the lock: the calls it undoes, and what the restore will change — the files are
+    # restored, by the same computation, once the fork has committed.
+    plan = rollback_plan(task=task, loaded=base)
+    undone, restored = plan.calls_undone, plan.files
+    # A standing rule that allowed an undone call pauses itself (review.standing).
+    calls_undone.send(
+        sender=None,
+        tool_call_ids=[row.pk for row in undone],
+        cause="rolled_back",
+        detail=f"rollback by {actor_of(user)}: {reason}"[:200],
+    )
+    irreversible = [f"{row.tool} {row.call_id}" for row in plan.irreversible]
+    state.recovery = RecoveryNote(
+        kind="rollback",
+        reason=reason,
+        actor=actor_of(user),
+        from_seq=chosen.seq,
+        last_failure=last_failure(task, state),
+        undone={
+            "files_restored": restored.written[:200],
+            "files_deleted": removed_paths(restored)[:200],
+            "calls": [f"{row.tool} {row.call_id} (step {row.step_index})" for row in undone][:100],
+            "irreversible": irreversible[:100],
+        },
+    )
+    state.last_error = None
+    result = fork_checkpoint(
+        task=task,
+        user=user,
+        kind="rollback",
+        reason=reason,
+        resume=resume,
+        base=base,
+        state=state,
+        snapshot=base.snapshot,
+        restored=restored,
+        event={
+            "files_restored": len(restored.written),
+            "files_deleted": len(restored.deleted),
+            "links_deleted": len(restored.links),
+            "folders_deleted": len(restored.folders),
+            "folders_made": len(restored.made),
+            "calls_undone": len(undone),
+            "irreversible": irreversible[:20],
+        },
+        enqueue=False,
+    )
+    result.base_snapshot = base.snapshot
+    return result
