@@ -63,7 +63,7 @@ from harness_base.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import interrupt_policy
 from review.recheck import interrupt_recheck
-from review.services import review_request_open
+from review.services.transitions import review_request_open
 from tasks import beacon, services
 from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus

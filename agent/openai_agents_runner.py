@@ -94,7 +94,7 @@ from harness_base.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, graph_action_policy
 from review.recheck import interrupt_recheck
-from review.services import review_request_open
+from review.services.transitions import review_request_open
 from tasks import beacon, services
 from tasks.agent_state import AgentState
 from tasks.canonical import canonical_hash

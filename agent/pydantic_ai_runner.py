@@ -96,7 +96,8 @@ from harness_base.metrics import STEP_SECONDS, metric_observe
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import agent_tool_policy, interrupt_policy
 from review.recheck import interrupt_recheck
-from review.services import review_gate_unknown_outcome, review_request_open
+from review.services.gates import review_gate_unknown_outcome
+from review.services.transitions import review_request_open
 from tasks import beacon, services
 from tasks.agent_state import AgentState, ErrorInfo
 from tasks.canonical import canonical_hash

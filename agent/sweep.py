@@ -49,7 +49,7 @@ from multiagent.delegation import delegations_wake_ready
 from multiagent.recovery import shared_restores_finish_pending
 from review.notifications import notifications_enqueue_due
 from review.rollups import review_rollups_advance
-from review.services import reviews_expire_overdue
+from review.services.expiry import reviews_expire_overdue
 from tasks import services
 from tasks.events import EventType
 from tasks.models import SWEEPER_NAME, SweepRun, Task, ToolCall, ToolCallStatus

@@ -65,7 +65,8 @@ from checkpoints.snapshots import (
 from multiagent.models import GlobalCheckpoint, SharedRestorePending
 from multiagent.selectors import group_lock, group_member_ids
 from multiagent.shared import shared_path
-from review.services import reviews_cancel_pending, standing_rules_distrust
+from review.services.cancel import reviews_cancel_pending
+from review.services.standing_rules import standing_rules_distrust
 from tasks import services
 from tasks.agent_state import RecoveryNote
 from tasks.events import EventType

@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from review.email_links import DecisionLink, DecisionLinkInvalid, decision_link_read
 from review.models import DecisionLinkUse, ReceiptVia, ReviewRequest
-from review.services import ReviewConflict, ReviewForbidden, ReviewInvalid, review_decide
+from review.services.decide import review_decide
+from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
 
 ALREADY_USED = "this link was already used; open the review page to decide"
 

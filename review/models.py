@@ -25,7 +25,8 @@ class ReviewStatus(models.TextChoices):
 R = ReviewStatus
 
 # The review state machine: a review is opened pending and decided once. Only
-# review.services.review_transition changes a review's status, and it consults this table.
+# review.services.transitions.review_transition changes a review's status, and it consults
+# this table.
 REVIEW_TRANSITIONS: dict[str, frozenset[str]] = {
     R.PENDING: frozenset({R.APPROVED, R.REJECTED, R.RESPONDED, R.EXPIRED, R.CANCELED}),
     R.APPROVED: frozenset(),

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from review.models import ReviewRequest, ReviewStatus
-from review.services import reviews_cancel_pending, standing_rules_distrust
+from review.services.cancel import reviews_cancel_pending
+from review.services.standing_rules import standing_rules_distrust
 
 
 def on_history_superseded(*, task_id: Any, comment: str, **_: Any) -> int:

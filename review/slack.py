@@ -40,7 +40,8 @@ from slack_sdk.web import WebClient
 from harness_base.config import SlackChannelConfig, harness_config
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.selectors import review_url
-from review.services import ReviewConflict, ReviewError, review_decide
+from review.services.decide import review_decide
+from review.services.errors import ReviewConflict, ReviewError
 
 log = logging.getLogger(__name__)
 

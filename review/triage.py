@@ -24,13 +24,8 @@ from django.utils import timezone
 
 from review.models import ReviewComment, ReviewRequest, ReviewStatus
 from review.selectors import access_review, user_can_decide
-from review.services import (
-    ReviewConflict,
-    ReviewError,
-    ReviewForbidden,
-    ReviewInvalid,
-    review_decide,
-)
+from review.services.decide import review_decide
+from review.services.errors import ReviewConflict, ReviewError, ReviewForbidden, ReviewInvalid
 from tasks.errors import NotFound
 from tasks.services import audit_record, task_lock
 

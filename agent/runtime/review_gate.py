@@ -10,13 +10,8 @@ from typing import Any, NoReturn
 from agent.runtime.run import Run
 from review.models import ReviewRequest
 from review.policy import PolicyDecision
-from review.services import (
-    ReviewPause,
-    review_gate,
-    review_gate_standing,
-    review_gate_unknown_outcome,
-    standing_rules_distrust,
-)
+from review.services.gates import ReviewPause, review_gate, review_gate_unknown_outcome
+from review.services.standing_rules import review_gate_standing, standing_rules_distrust
 from review.standing import standing_rule_for
 from tasks.fingerprint import previewed
 from tasks.models import TaskEvent, ToolCall

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods
 from review import selectors
 from review.email_decisions import decision_link_open, decision_link_use
 from review.models import ReviewRequest, ReviewStatus
-from review.services import ReviewError
+from review.services.errors import ReviewError
 from tasks.canonical import canonical_hash
 from tasks.web.access import viewer_required
 

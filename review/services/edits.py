@@ -1,0 +1,60 @@
+"""Edited arguments in an approval: checked against the tool's schema and the policy, and the
+stricter of the old and new requirements applied."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from review.models import ReviewRequest
+from review.policy import PolicyDecision, evaluate
+from review.services.errors import ReviewConflict, ReviewInvalid
+from tasks.selectors import task_tool
+
+
+def _field_errors(exc: ValidationError) -> list[dict[str, str]]:
+    return [
+        {"field": ".".join(["arguments", *(str(p) for p in item["loc"])]), "message": item["msg"]}
+        for item in exc.errors()
+    ]
+
+
+def edit_validate(
+    *, task_id: Any, tool_name: str, arguments: Any, spec: dict[str, Any]
+) -> PolicyDecision:
+    """Edited arguments must satisfy the tool's schema and must not be denied by policy.
+    Returns the policy's decision on them (the edit is held to it)."""
+    if not isinstance(arguments, dict):
+        raise ReviewInvalid(
+            "arguments must be a JSON object",
+            errors=[{"field": "arguments", "message": "must be a JSON object"}],
+        )
+    tool = task_tool(task_id=task_id, name=tool_name)
+    if tool is None:
+        raise ReviewConflict(f"tool {tool_name!r} is no longer available")
+    try:
+        tool.args_model.model_validate(arguments)
+    except ValidationError as exc:
+        raise ReviewInvalid(
+            f"invalid arguments for {tool_name}", errors=_field_errors(exc)
+        ) from None
+    policy = evaluate(tool=tool, args=arguments, spec=spec)
+    if policy.action == "deny":
+        raise ReviewInvalid(
+            f"the policy denies these arguments: {policy.reason}",
+            errors=[{"field": "arguments", "message": policy.reason}],
+        )
+    return policy
+
+
+def edit_tighten(*, review: ReviewRequest, edit: PolicyDecision) -> None:
+    """An edit is held to the policy on the new arguments as well as the old: the stricter
+    of the two applies (more approvals, creator ban). Caller holds the lock."""
+    if edit.action != "review":
+        return
+    review.approvals_required = max(review.approvals_required, edit.approvals_required)
+    review.forbid_creator = review.forbid_creator or edit.forbid_creator
+    review.matched_rules = review.matched_rules + [
+        rule for rule in edit.rules if rule not in review.matched_rules
+    ]
