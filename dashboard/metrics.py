@@ -32,7 +32,7 @@ from prometheus_client.utils import floatToGoString
 
 from dashboard.queues import queue_depths, workers_per_queue
 from harness_base.metrics import Series, metrics_read
-from review.selectors import reviews_pending_by_rule
+from review.selectors.rule_labels import reviews_pending_by_rule
 from tasks.selectors import sweep_last_run, task_status_counts, tasks_heartbeat_stale
 
 log = logging.getLogger(__name__)

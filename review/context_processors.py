@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from review.selectors import reviews_summary
+from review.selectors.inbox import reviews_summary
 from tasks.selectors import user_can_view
 
 

@@ -40,7 +40,7 @@ from review.models import (
     ReviewStatus,
 )
 from review.rollups import review_rollups_stale
-from review.selectors import duration_text, review_url
+from review.selectors.page import duration_text, review_url
 from review.transports import (
     LEGACY_WEBHOOK,
     PREVIEW_MAX_CHARS,

@@ -31,7 +31,7 @@ from django.db import connection
 
 from review.models import ReviewApproval, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, evaluate, interrupt_policy
-from review.selectors import user_can_decide
+from review.selectors.access import user_can_decide
 from review.standing import standing_rule_lapsed
 from tasks.canonical import canonical_hash
 from tasks.fingerprint import LOCAL_KINDS, call_targets, fingerprint_changes, fingerprint_of

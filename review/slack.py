@@ -39,7 +39,7 @@ from slack_sdk.web import WebClient
 
 from harness_base.config import SlackChannelConfig, harness_config
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
-from review.selectors import review_url
+from review.selectors.page import review_url
 from review.services.decide import review_decide
 from review.services.errors import ReviewConflict, ReviewError
 

@@ -32,7 +32,7 @@ from django.utils import timezone
 from harness_base.config import compile_pattern
 from review.models import ReviewRequest, ReviewRule, RuleKind, RuleScope
 from review.policy import PolicyDecision
-from review.selectors import user_can_decide
+from review.selectors.access import user_can_decide
 from tasks.canonical import canonical_hash
 from tasks.models import Task
 from tasks.paths import call_paths

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from review.models import ReviewComment, ReviewRequest, ReviewStatus
-from review.selectors import access_review, user_can_decide
+from review.selectors.access import access_review, user_can_decide
 from review.services.decide import review_decide
 from review.services.errors import ReviewConflict, ReviewError, ReviewForbidden, ReviewInvalid
 from tasks.errors import NotFound

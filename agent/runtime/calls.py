@@ -27,7 +27,7 @@ from agent.validation import CHECK_ERROR_CLASSES, check_call, check_result
 from harness_base import telemetry
 from review import policy
 from review.recheck import approval_recheck, review_requirements
-from review.selectors import call_edit
+from review.selectors.facts import call_edit
 from tasks import services
 from tasks.agent_state import ErrorInfo, Message, ProposedCall
 from tasks.canonical import canonical_hash

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from dashboard import queues, services
-from review.selectors import notification_channels_health
+from review.selectors.notifications import notification_channels_health
 from tasks.selectors import mcp_servers_overview, sweep_last_run, user_can_operate
 from tasks.web.access import operator_required, viewer_required
 

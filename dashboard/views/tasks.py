@@ -31,7 +31,7 @@ from dashboard.outputs import live_output, output_download
 from dashboard.task_forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
 from dashboard.views.common import sort_headers
 from review.context_processors import pending_reviews_count
-from review.selectors import task_call_edits, task_reviews, task_reviews_pending
+from review.selectors.task_reviews import task_call_edits, task_reviews, task_reviews_pending
 from tasks import charts, selectors
 from tasks.models import PREVIEW_BYTES, Task
 from tasks.spec import budget_in_force, spec_model_name

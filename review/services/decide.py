@@ -13,7 +13,7 @@ from django.utils import timezone
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision
 from review.recheck import review_edited_fingerprint
-from review.selectors import user_can_decide
+from review.selectors.access import user_can_decide
 from review.services.approvals import approval_add, approver_check, decision_check_seen
 from review.services.edits import edit_tighten, edit_validate
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid

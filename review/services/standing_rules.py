@@ -14,7 +14,7 @@ from django.utils import timezone
 from review.models import ReceiptVia, ReviewRequest, ReviewRule, ReviewStatus, RuleKind
 from review.policy import PolicyDecision
 from review.receipts import receipt_record
-from review.selectors import user_can_decide
+from review.selectors.access import user_can_decide
 from review.services.errors import ReviewConflict, ReviewForbidden
 from review.services.transitions import review_request_open, review_transition
 from tasks.canonical import canonical_hash

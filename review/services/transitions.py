@@ -15,7 +15,7 @@ from review.models import REVIEW_TRANSITIONS, ReviewRequest, ReviewRule, ReviewS
 from review.notifications import notifications_plan_closed, notifications_plan_opened
 from review.policy import PolicyDecision, policy_hash
 from review.rollups import review_rollups_stale
-from review.selectors import review_rule_labels
+from review.selectors.rule_labels import review_rule_labels
 from review.services.errors import ReviewConflict
 from tasks.models import TaskEvent, ToolCall
 from tasks.services import event_insert, task_lock

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.receipts import receipt_record
-from review.selectors import user_can_decide
+from review.selectors.access import user_can_decide
 from review.services.approvals import approval_add, approver_check, decision_check_seen
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
 from review.services.settle import task_resume_when_decided

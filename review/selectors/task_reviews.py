@@ -1,0 +1,47 @@
+"""A task's reviews, for its page: the pending ones (the "waiting for your review" banner),
+all of them, and the edits behind its calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, QuerySet
+
+from review.models import ReviewRequest, ReviewStatus
+from review.selectors.facts import review_edit
+
+
+def task_reviews_pending(*, task_id: Any) -> list[ReviewRequest]:
+    """A task's pending reviews, oldest first, each with `approvals_given` and
+    `approvals_missing` (the task page's "waiting for your review" banner)."""
+    reviews = list(
+        ReviewRequest.objects.filter(task_id=task_id, status=ReviewStatus.PENDING)
+        .annotate(approvals_given=Count("approvals"))
+        .order_by("requested_at", "id")
+    )
+    for review in reviews:
+        review.approvals_missing = max(1, review.approvals_required - review.approvals_given)
+    return reviews
+
+
+def task_reviews(*, task_id: Any) -> QuerySet[ReviewRequest]:
+    """A task's review requests, oldest first, with who decided them."""
+    return (
+        ReviewRequest.objects.filter(task_id=task_id)
+        .select_related("decided_by", "standing_rule")
+        .order_by("requested_at", "id")
+    )
+
+
+def task_call_edits(*, task_id: Any) -> dict[str, dict[str, Any]]:
+    """call_id -> review_edit of the approved review that edited it, for the task's calls
+    tab and timeline."""
+    reviews = ReviewRequest.objects.filter(
+        task_id=task_id, status=ReviewStatus.APPROVED, edited_arguments__isnull=False
+    ).select_related("tool_call")
+    edits = {}
+    for review in reviews.order_by("decided_at", "id"):
+        edit = review_edit(review=review)
+        if edit is not None:
+            edits[review.tool_call.call_id] = edit
+    return edits
