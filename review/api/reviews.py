@@ -1,0 +1,165 @@
+"""`/api/v1/reviews`: the list, one review, and decisions on one review or several."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema, Status
+
+from review import selectors, services, triage
+from review.api.schemas import ErrorOut, ReviewDetailOut, ReviewOut
+from review.models import ReceiptVia
+from tasks.web.api_auth import role_auth
+
+router = Router()
+
+
+class RememberIn(Schema):
+    # The `id` of one of the review's `suggested_rules`.
+    suggestion: str = Field(max_length=100)
+    # The day (YYYY-MM-DD, inclusive) or instant the standing rule ends; at most 90 days ahead.
+    until: str = Field(max_length=40)
+    scope: Literal["creator", "everyone"] = "creator"
+
+
+class DecisionIn(Schema):
+    # approve | reject; for a call whose outcome is unknown: mark_done | rerun | fail_task.
+    # respond: answer a LangGraph interrupt (`response`: any JSON for a plain interrupt, the
+    # tool's answer as a string for a HumanInTheLoopMiddleware action).
+    decision: Literal["approve", "reject", "respond", "mark_done", "rerun", "fail_task"]
+    # approve: the `arguments_hash` of the arguments the decider was shown (required).
+    arguments_hash: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
+    # approve: the `target_fingerprint.hash` the decider was shown (optional; the targets are
+    # re-read either way, and a change is 409 with reason `target_changed`).
+    target_hash: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
+    comment: str = Field(default="", max_length=10_000)
+    arguments: dict[str, Any] | None = None
+    reason: str = Field(default="", max_length=200)
+    # mark_done: what the call returned, as the operator found it (the model sees it).
+    result: Any = None
+    response: Any = None
+    # approve: also make a suggested rule a standing rule ("approve and always allow").
+    remember: RememberIn | None = None
+
+
+@router.get("reviews", response=list[ReviewOut], operation_id="review_api_review_list")
+def review_list(
+    request: HttpRequest,
+    status: str | None = None,
+    tool: str | None = Query(None, max_length=100),
+    risk: str | None = Query(None, max_length=20),
+    task_id: str | None = None,
+    # A matched rule's name.
+    rule: str | None = Query(None, max_length=100),
+    # A username, `me`, or `nobody` (unclaimed).
+    claimed_by: str | None = Query(None, max_length=150),
+    # `me`: assigned to the caller or to one of their groups.
+    assigned: Literal["me"] | None = None,
+    # Pending first in this order (oldest first by default), then decided, latest first.
+    sort: Literal["age", "newest", "time_left", "risk", "tool"] = "age",
+    limit: int = Query(100, ge=1, le=500),
+):
+    return selectors.reviews_list(
+        status=status,
+        tool=tool,
+        risk=risk,
+        task=task_id,
+        rule=rule,
+        claimed_by=request.user.get_username() if claimed_by == "me" else claimed_by,
+        assigned_to=request.user if assigned == "me" else None,
+        sort=sort,
+    )[:limit]
+
+
+class BulkItemIn(Schema):
+    id: int
+    # The `arguments_hash` of the arguments the decider was shown for this review.
+    arguments_hash: str = Field(pattern="^[0-9a-f]{64}$")
+
+
+class BulkDecisionIn(Schema):
+    decision: Literal["approve", "reject"]
+    comment: str = Field(default="", max_length=10_000)
+    reason: str = Field(default="", max_length=200)
+    items: list[BulkItemIn] = Field(min_length=1, max_length=triage.BULK_MAX_ITEMS)
+
+
+class BulkItemOut(Schema):
+    id: int | str
+    ok: bool
+    # What the single decision endpoint would have answered for this item.
+    status_code: int
+    error: str
+    # The review's status afterwards (`pending`: an approval recorded, more are needed).
+    review_status: str
+
+
+class BulkDecisionOut(Schema):
+    results: list[BulkItemOut]
+
+
+# Registered before `reviews/{review_id}`, whose pattern would take this path too.
+@router.post(
+    "reviews/bulk-decision",
+    auth=role_auth(selectors.user_can_decide, "decide reviews (operators may)"),
+    response={200: BulkDecisionOut, 403: ErrorOut, 422: ErrorOut},
+    operation_id="review_api_review_bulk_decision",
+)
+def review_bulk_decision(request: HttpRequest, body: BulkDecisionIn):
+    """Decide several reviews, each exactly as `POST /reviews/{id}/decision` would (its own
+    transaction, its hash, four-eyes, creator rule, expiry): one failing fails only itself."""
+    try:
+        results = triage.reviews_decide_bulk(
+            user=request.user,
+            decision=body.decision,
+            items=[(item.id, item.arguments_hash) for item in body.items],
+            via=ReceiptVia.API,
+            comment=body.comment,
+            reason=body.reason,
+        )
+    except services.ReviewError as exc:
+        return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
+    return Status(200, {"results": [dataclasses.asdict(r) for r in results]})
+
+
+@router.get("reviews/{review_id}", response=ReviewDetailOut, operation_id="review_api_review_get")
+def review_get(request: HttpRequest, review_id: str):
+    return selectors.access_review(request.user, review_id)
+
+
+@router.post(
+    "reviews/{review_id}/decision",
+    auth=role_auth(selectors.user_can_decide, "decide reviews (operators may)"),
+    response={200: ReviewOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+    operation_id="review_api_review_decision",
+)
+def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
+    review = selectors.access_review(request.user, review_id, related=False)
+    try:
+        services.review_decide(
+            review_id=review.id,
+            user=request.user,
+            decision=body.decision,
+            arguments_hash=body.arguments_hash,
+            target_hash=body.target_hash,
+            comment=body.comment,
+            arguments=body.arguments,
+            reason=body.reason,
+            result=body.result,
+            response=body.response,
+            remember=body.remember.model_dump() if body.remember is not None else None,
+            via=ReceiptVia.API,
+        )
+    except services.ReviewError as exc:
+        return Status(
+            exc.status,
+            {
+                "detail": exc.message,
+                "errors": exc.errors or None,
+                "reason": exc.reason or None,
+                "review_id": exc.review_id,
+            },
+        )
+    return Status(200, selectors.access_review(request.user, review.id))

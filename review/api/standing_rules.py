@@ -1,0 +1,117 @@
+"""`/api/v1/standing-rules`: standing rules with their track record; pause and resume."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema, Status
+
+from review import selectors, services
+from review.api.schemas import ErrorOut
+from review.models import ReviewRule
+from tasks.web.api_auth import role_auth
+
+router = Router()
+
+
+class TrackRecordOut(Schema):
+    allowed: int
+    failed: int
+    unknown_outcome: int
+    rolled_back: int
+    asked_human: int
+    edited: int
+    rejected: int
+
+
+class StandingRuleOut(Schema):
+    id: int
+    name: str
+    description: str
+    state: str  # active | paused | ended | disabled
+    tool: str
+    path_glob: str
+    command_regex: str
+    url_origin: str
+    arguments_hash: str
+    scope: str
+    scope_user: str | None
+    created_by: str | None
+    created_at: datetime | None
+    origin_review_id: int | None
+    until: datetime | None
+    paused: bool
+    paused_reason: str
+    paused_at: datetime | None
+    record: TrackRecordOut
+
+    @staticmethod
+    def resolve_description(obj: ReviewRule) -> str:
+        return obj.reason
+
+    @staticmethod
+    def resolve_state(obj: ReviewRule) -> str:
+        return obj.standing_state
+
+    @staticmethod
+    def resolve_scope_user(obj: ReviewRule) -> str | None:
+        return obj.scope_user.get_username() if obj.scope_user_id else None
+
+    @staticmethod
+    def resolve_created_by(obj: ReviewRule) -> str | None:
+        return obj.created_by.get_username() if obj.created_by_id else None
+
+    @staticmethod
+    def resolve_record(obj: ReviewRule) -> dict[str, int]:
+        return {key: getattr(obj, key) for key in TrackRecordOut.model_fields}
+
+
+class StandingRuleActionIn(Schema):
+    reason: str = Field(default="", max_length=300)
+
+
+@router.get(
+    "standing-rules", response=list[StandingRuleOut], operation_id="review_api_standing_rule_list"
+)
+def standing_rule_list(request: HttpRequest, limit: int = Query(100, ge=1, le=500)):
+    return selectors.standing_rules()[:limit]
+
+
+@router.get(
+    "standing-rules/{rule_id}",
+    response=StandingRuleOut,
+    operation_id="review_api_standing_rule_get",
+)
+def standing_rule_get(request: HttpRequest, rule_id: str):
+    return selectors.standing_rule_get(rule_id=rule_id)
+
+
+@router.post(
+    "standing-rules/{rule_id}/resume",
+    auth=role_auth(selectors.user_can_decide, "resume standing rules (operators may)"),
+    response={200: StandingRuleOut, 403: ErrorOut, 409: ErrorOut},
+    operation_id="review_api_standing_rule_resume",
+)
+def standing_rule_resume(request: HttpRequest, rule_id: str, body: StandingRuleActionIn):
+    rule = selectors.standing_rule_get(rule_id=rule_id)
+    try:
+        services.standing_rule_resume(rule_id=rule.id, user=request.user, reason=body.reason)
+    except services.ReviewError as exc:
+        return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
+    return Status(200, selectors.standing_rule_get(rule_id=rule.id))
+
+
+@router.post(
+    "standing-rules/{rule_id}/pause",
+    auth=role_auth(selectors.user_can_decide, "pause standing rules (operators may)"),
+    response={200: StandingRuleOut, 409: ErrorOut},
+    operation_id="review_api_standing_rule_pause",
+)
+def standing_rule_pause(request: HttpRequest, rule_id: str, body: StandingRuleActionIn):
+    rule = selectors.standing_rule_get(rule_id=rule_id)
+    if not services.standing_rule_pause(
+        rule_id=rule.id, user=request.user, reason=body.reason or "paused by an operator"
+    ):
+        return Status(409, {"detail": f"standing rule {rule.name} is already paused"})
+    return Status(200, selectors.standing_rule_get(rule_id=rule.id))
