@@ -16,7 +16,7 @@ review rules (`tool: tickets__close`), as for every tool. Annotations are a serv
 can only be trusted as far as the server is (THREATS.md: servers are configured by an admin).
 
 This module describes tools and is cheap to import (web requests use it for review pages);
-talking to servers is agent/tools/mcp_client.py, which loads the MCP SDK.
+talking to servers is agent/tools/mcp_client/, which loads the MCP SDK.
 """
 
 from __future__ import annotations
