@@ -1,7 +1,7 @@
 """Figure data for the overview and the failure statistics: Plotly figure dicts built from the
 rows of dashboard.stats. Points carry the URL of the pre-filtered task list in `customdata`;
 static/dashboard.js follows it on click. Tool names and error classes are escaped wherever
-Plotly prints them (ticks, legend, pie labels, hover: see tasks.charts.plotly_escape)."""
+Plotly prints them (ticks, legend, pie labels, hover: see tasks.charts.formatting.plotly_escape)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from dashboard.windows import Window
-from tasks.charts import plotly_escape, plotly_text, plotly_time
+from tasks.charts.formatting import plotly_escape, plotly_text, plotly_time
 
 OUTCOME_COLORS = {
     "approved": "#1e7b34",

@@ -12,16 +12,16 @@ from typing import Any
 
 from checkpoints.selectors import checkpoint_supersession_marks
 from multiagent.models import GlobalCheckpoint
-from tasks.charts import (
-    SUPERSEDED_OPACITY,
+from tasks.charts.checkpoint_marks import superseded_ranges
+from tasks.charts.formatting import (
     category_axis,
     duration_text,
     plotly_escape,
     plotly_hover,
     plotly_text,
     plotly_time,
-    superseded_ranges,
 )
+from tasks.charts.legend import SUPERSEDED_OPACITY
 from tasks.events import EventType
 from tasks.models import Task, TaskEvent
 

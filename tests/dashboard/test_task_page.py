@@ -239,7 +239,9 @@ def drawn(figure: dict, name: str) -> list[dict]:
 def test_a_long_tasks_timeline_draws_its_last_steps_and_keeps_the_earlier_failures(
     as_user, viewer, run_task, monkeypatch
 ):
+    # The view reads charts.TIMELINE_STEPS; timeline_from_step reads it in its module.
     monkeypatch.setattr(charts, "TIMELINE_STEPS", 4)
+    monkeypatch.setattr(charts.scope, "TIMELINE_STEPS", 4)
     task = run_task(LONG, [*TOOLS, "list_files"], budget={"max_steps": 50})
     steps = TaskEvent.objects.filter(task=task, type="model_decision").count()
     assert task.current_step > 4 and steps > 4

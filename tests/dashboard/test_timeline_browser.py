@@ -194,7 +194,9 @@ def test_a_long_task_shows_its_last_steps_with_the_earlier_failure_and_all_steps
 ):
     """The timeline of a task longer than TIMELINE_STEPS draws its last steps and, on an
     overview axis, the failed call of an earlier step; "Show all steps" swaps in every step."""
+    # The view reads charts.TIMELINE_STEPS; timeline_from_step reads it in its module.
     monkeypatch.setattr(charts, "TIMELINE_STEPS", 4)
+    monkeypatch.setattr(charts.scope, "TIMELINE_STEPS", 4)
     script = [
         {"call": "read_file", "args": {"path": "missing.txt"}},
         *({"call": "list_files", "args": {}} for _ in range(8)),
