@@ -12,6 +12,8 @@ import pytest
 from django.db import connection
 
 import checkpoints.snapshots as snapshots
+from checkpoints.blobstore import blob_store
+from checkpoints.snapshots import restore as snapshot_restoring
 from tasks import services
 from tasks.models import Task
 
@@ -46,14 +48,14 @@ def file_io_checked(monkeypatch, row_lock_free) -> Callable[[list[Any]], list[st
 
     def arm(task_ids: list[Any]) -> list[str]:
         for name in ("file_write_in_place", "file_delete"):
-            original = getattr(snapshots, name)
+            original = getattr(snapshot_restoring, name)
 
             def checked(root, rel, *args, _original=original, **kwargs):
                 row_lock_free(task_ids)
                 seen.append(rel)
                 return _original(root, rel, *args, **kwargs)
 
-            monkeypatch.setattr(snapshots, name, checked)
+            monkeypatch.setattr(snapshot_restoring, name, checked)
         return seen
 
     return arm
@@ -62,7 +64,7 @@ def file_io_checked(monkeypatch, row_lock_free) -> Callable[[list[Any]], list[st
 def snapshot_files(snapshot: dict | None) -> dict[str, bytes]:
     """The files a workspace snapshot holds, read from the blob store."""
     manifest = snapshots.snapshot_manifest(snapshot)
-    bodies = snapshots.blob_store().get_many({e.hash for e in manifest.values()})
+    bodies = blob_store().get_many({e.hash for e in manifest.values()})
     return {rel: bodies[e.hash] for rel, e in manifest.items()}
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from checkpoints import snapshots
 from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_decode
+from checkpoints.snapshots import index as snapshot_index
+from checkpoints.snapshots import scan as snapshot_scan
 from checkpoints.snapshots import snapshot_capture, snapshot_manifest, workspace_manifest
 from tasks.tools.registry import ToolContext, registry
 from tests.checkpoints.conftest import spec_dict
@@ -47,7 +48,7 @@ def scans(monkeypatch) -> list[str]:
         seen.append(str(path))
         return real(path)
 
-    monkeypatch.setattr(snapshots.os, "scandir", counting)
+    monkeypatch.setattr(snapshot_scan.os, "scandir", counting)
     return seen
 
 
@@ -59,7 +60,7 @@ def call(tool: str, workspace: Path, **args) -> set[str]:
 
 
 def fresh_survey(workspace: Path) -> dict:
-    snapshots._indexes.clear()
+    snapshot_index._indexes.clear()
     return snapshot_capture(task_id="t", workspace=workspace)
 
 
@@ -115,7 +116,7 @@ def test_a_run_of_file_tools_checkpoints_exactly_the_workspace(
     # step: inside the racy window their folders would be hashed again at every capture
     # (test_snapshots covers that rule). Here they count as settled, so what is measured is
     # the known-changes path alone.
-    monkeypatch.setattr(snapshots, "RACY_NS", 0)
+    monkeypatch.setattr(snapshot_scan, "RACY_NS", 0)
     task = make_task(
         spec_dict(
             {"call": "write_file", "args": {"path": "a/one.txt", "content": "1"}},

@@ -227,12 +227,12 @@ def test_a_capture_after_a_preview_still_stores_the_files_the_preview_hashed(wor
 def test_a_blob_deleted_behind_the_index_is_stored_again_once_trust_expires(
     workspace, tmp_path, monkeypatch
 ):
-    from checkpoints import snapshots
+    from checkpoints.snapshots import capture
 
     _age(workspace)
     first = snapshot_capture(task_id=None, workspace=workspace)
     Blob.objects.all().delete()  # e.g. collected by retention
-    monkeypatch.setattr(snapshots, "TRUST_STORED_S", 0)
+    monkeypatch.setattr(capture, "TRUST_STORED_S", 0)
     assert snapshot_capture(task_id=None, workspace=workspace)["root"] == first["root"]
     snapshot_restore(workspace=tmp_path / "copy", snapshot=first)
     assert files_of(tmp_path / "copy") == files_of(workspace)
@@ -241,12 +241,12 @@ def test_a_blob_deleted_behind_the_index_is_stored_again_once_trust_expires(
 def test_an_empty_folder_in_the_snapshot_survives_a_restore_and_is_made_when_missing(
     workspace, tmp_path
 ):
-    from checkpoints import snapshots
+    from checkpoints.snapshots import loading
 
     (workspace / "out").mkdir()
     (workspace / "cache" / "deep").mkdir(parents=True)
     snapshot = snapshot_capture(task_id=None, workspace=workspace)
-    snapshots._manifests.clear()  # read the manifest back from the stored blobs
+    loading._manifests.clear()  # read the manifest back from the stored blobs
     manifest = snapshot_manifest(snapshot)
     assert manifest.folders == {"out", "cache/deep"}
     assert "out/" not in manifest and snapshot["files"] == 6

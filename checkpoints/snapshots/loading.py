@@ -1,0 +1,58 @@
+"""Loading a snapshot's manifest from its blobs (verified; the last few kept in memory), and
+every blob a snapshot references."""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+
+from checkpoints.blobstore import blob_store
+from checkpoints.snapshots.index import registry_lock
+from checkpoints.snapshots.manifest import FileEntry, Manifest
+
+MANIFEST_CACHE_LIMIT = 16
+_manifests: OrderedDict[str, Manifest] = OrderedDict()
+
+
+def _remember_manifest(root_hash: str, manifest: Manifest) -> None:
+    with registry_lock:
+        _manifests[root_hash] = manifest
+        _manifests.move_to_end(root_hash)
+        while len(_manifests) > MANIFEST_CACHE_LIMIT:
+            _manifests.popitem(last=False)
+
+
+def snapshot_manifest(snapshot: dict | None) -> Manifest:
+    """The manifest a snapshot reference points to (empty for None). Blobs are verified;
+    raises BlobMissing / BlobCorrupted when the store cannot produce them."""
+    if not snapshot:
+        return {}
+    root_hash = snapshot["root"]
+    with registry_lock:
+        cached = _manifests.get(root_hash)
+    if cached is not None:
+        return cached
+    store = blob_store()
+    root = json.loads(store.get(root_hash))
+    chunks = store.get_many(root["chunks"])
+    manifest = Manifest()
+    folders = set()
+    for digest in root["chunks"]:
+        for rel, h, size, mode in json.loads(chunks[digest]):
+            if rel.endswith("/"):
+                folders.add(rel[:-1])
+            else:
+                manifest[rel] = FileEntry(h, size, mode)
+    manifest.folders = frozenset(folders)
+    _remember_manifest(root_hash, manifest)
+    return manifest
+
+
+def snapshot_blob_keys(snapshot: dict | None) -> set[str]:
+    """Every blob a snapshot references: root, chunks and file bodies."""
+    if not snapshot:
+        return set()
+    root = json.loads(blob_store().get(snapshot["root"]))
+    return {snapshot["root"], *root["chunks"]} | {
+        e.hash for e in snapshot_manifest(snapshot).values()
+    }
