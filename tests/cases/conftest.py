@@ -51,6 +51,19 @@ def twenty_steps() -> list[dict[str, Any]]:
     ]
 
 
+def waiting_spec() -> dict[str, Any]:
+    """A task that writes a.md, then waits for review before writing cfg/app.conf (the shipped
+    policy reviews a *.conf write): where the fork tests fork from."""
+    return task_spec(
+        scripted_model(
+            {"call": "write_file", "args": {"path": "a.md", "content": "a\n"}},
+            {"call": "write_file", "args": {"path": "cfg/app.conf", "content": "x=1\n"}},
+            {"final": "done"},
+        ),
+        ["write_file"],
+    )
+
+
 def twenty_step_spec(script: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return task_spec(
         scripted_model(*(script or twenty_steps())),

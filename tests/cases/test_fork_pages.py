@@ -12,6 +12,7 @@ import pytest
 from checkpoints.models import Checkpoint
 from tasks.agent_state import AgentState, Message, ProposedCall
 from tasks.models import AuditEntry, Task, ToolCall
+from tests.cases.conftest import waiting_spec
 from tests.conftest import needs_chromium, wait_for
 from tests.factories import TaskFactory, scripted_spec
 
@@ -25,17 +26,7 @@ SLOW_MS = 60_000
 def test_operator_forks_a_waiting_task_with_an_edited_call_and_adopts_it(
     live_server, open_page, workers, task_api, operator
 ):
-    original = task_api.create(
-        scripted_spec(
-            [
-                {"call": "write_file", "args": {"path": "a.md", "content": "a\n"}},
-                # The shipped policy sends a *.conf write to review: the original waits there.
-                {"call": "write_file", "args": {"path": "cfg/app.conf", "content": "x=1\n"}},
-                {"final": "done"},
-            ],
-            ["write_file"],
-        )
-    )
+    original = task_api.create(waiting_spec())
     waiting = task_api.wait(original["id"], "waiting_review")
     head = Checkpoint.objects.get(id=waiting["head_checkpoint"])
     before = list(ToolCall.objects.filter(task_id=original["id"]).values_list("call_id", "status"))

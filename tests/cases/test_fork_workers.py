@@ -8,7 +8,7 @@ import pytest
 
 from checkpoints.models import Checkpoint
 from tasks.models import AuditEntry, Task, ToolCall
-from tests.factories import scripted_spec
+from tests.cases.conftest import waiting_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -16,17 +16,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 def test_a_fork_with_an_edited_argument_runs_with_the_originals_workspace(
     harness_dirs, workers, task_api, api_client, operator
 ):
-    original = task_api.create(
-        scripted_spec(
-            [
-                {"call": "write_file", "args": {"path": "a.md", "content": "a\n"}},
-                # The shipped policy sends a *.conf write to review: the original waits there.
-                {"call": "write_file", "args": {"path": "cfg/app.conf", "content": "x=1\n"}},
-                {"final": "done"},
-            ],
-            ["write_file"],
-        )
-    )
+    original = task_api.create(waiting_spec())
     waiting = task_api.wait(original["id"], "waiting_review")
     client = api_client(operator)
     pending = ToolCall.objects.get(task_id=original["id"], status="awaiting_review")
@@ -74,16 +64,7 @@ def test_a_fork_with_an_edited_argument_runs_with_the_originals_workspace(
 def test_adopting_a_finished_fork_rolls_the_original_forward_to_its_head(
     harness_dirs, workers, task_api, api_client, operator
 ):
-    original = task_api.create(
-        scripted_spec(
-            [
-                {"call": "write_file", "args": {"path": "a.md", "content": "a\n"}},
-                {"call": "write_file", "args": {"path": "cfg/app.conf", "content": "x=1\n"}},
-                {"final": "done"},
-            ],
-            ["write_file"],
-        )
-    )
+    original = task_api.create(waiting_spec())
     waiting = task_api.wait(original["id"], "waiting_review")
     client = api_client(operator)
     pending = ToolCall.objects.get(task_id=original["id"], status="awaiting_review")
