@@ -11,7 +11,7 @@ from typing import Any
 
 from tasks.charts.formatting import plotly_hover, plotly_time
 from tasks.charts.legend import LEVEL_COLORS, ROW_CHECKPOINTS, SUPERSEDED_OPACITY
-from tasks.selectors import iso_datetime
+from tasks.selectors.event_fields import iso_datetime
 
 # Checkpoint triggers named after the call they were taken before.
 BEFORE_CALL_TRIGGERS = frozenset(

@@ -35,7 +35,7 @@ from tasks.charts.legend import (
 )
 from tasks.charts.marks import RECOVERY_MARKS, mark_add, recovery_text
 from tasks.models import ToolCallStatus
-from tasks.selectors import iso_datetime
+from tasks.selectors.event_fields import iso_datetime
 from tasks.states import TaskStatus
 
 

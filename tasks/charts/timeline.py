@@ -23,7 +23,7 @@ from tasks.charts.overview import overview_traces
 from tasks.charts.scope import COLLAPSED_CHECKPOINT_TRIGGERS
 from tasks.charts.summary import timeline_summary
 from tasks.models import Task
-from tasks.selectors import iso_datetime
+from tasks.selectors.event_fields import iso_datetime
 from tasks.states import TERMINAL as TERMINAL_STATUSES
 from tasks.states import TaskStatus
 
