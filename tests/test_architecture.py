@@ -47,7 +47,7 @@ OWNERS = {
     ("tasks/services/task_transitions.py", "task_transition"),
     ("tasks/services/task_transitions.py", "task_acquire"),
     ("tasks/services/toolcall_transitions.py", "toolcall_transition"),
-    ("review/services.py", "review_transition"),
+    ("review/services/transitions.py", "review_transition"),
 }
 
 WRITE_METHODS = {
