@@ -16,7 +16,7 @@ from typing import Any
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
-from checkpoints.snapshots import Manifest, snapshot_manifest
+from checkpoints.snapshots import Manifest, manifest_changes, snapshot_manifest
 from tasks.models import Task, ToolCall, ToolCallStatus
 
 COMMAND_TOOL = "run_command"
@@ -31,23 +31,31 @@ class EffectsUnreadable(Exception):
     or the effects are larger than a case keeps)."""
 
 
-def _manifest(checkpoint: Checkpoint) -> tuple[Any, Manifest]:
+def _decoded(checkpoint: Checkpoint) -> Any:
     try:
-        loaded = checkpoint_decode(checkpoint)
-        return loaded.state, snapshot_manifest(loaded.snapshot)
-    except (CheckpointCorrupted, BlobMissing, BlobCorrupted) as exc:
+        return checkpoint_decode(checkpoint)
+    except CheckpointCorrupted as exc:
         raise EffectsUnreadable(f"checkpoint #{checkpoint.seq} cannot be read: {exc}") from None
 
 
-def _difference(before: Manifest, after: Manifest, budget: list[int]) -> dict[str, Any]:
+def _manifest(checkpoint: Checkpoint, loaded: Any = None) -> Manifest:
+    try:
+        return snapshot_manifest((loaded or _decoded(checkpoint)).snapshot)
+    except (BlobMissing, BlobCorrupted) as exc:
+        raise EffectsUnreadable(f"checkpoint #{checkpoint.seq} cannot be read: {exc}") from None
+
+
+def _difference(before: Manifest, after: Manifest, room: int) -> tuple[dict[str, Any], int]:
+    """The effect turning `before` into `after` (checkpoints.snapshots.manifest_changes: the
+    files written with their content and mode, those removed; and the empty folders made), and
+    the room left of MAX_EFFECT_BYTES."""
+    write, delete, modes = manifest_changes(before, after)
     store = blob_store()
-    write: dict[str, dict[str, Any]] = {}
-    for path, entry in sorted(after.items()):
-        old = before.get(path)
-        if old is not None and (old.hash, old.mode) == (entry.hash, entry.mode):
-            continue
-        budget[0] -= entry.size
-        if budget[0] < 0:
+    written: dict[str, dict[str, Any]] = {}
+    for path in sorted([*write, *modes]):
+        entry = after[path]
+        room -= entry.size
+        if room < 0:
             raise EffectsUnreadable(
                 f"the commands' file effects exceed {MAX_EFFECT_BYTES // (1024 * 1024)} MiB"
             )
@@ -55,17 +63,15 @@ def _difference(before: Manifest, after: Manifest, budget: list[int]) -> dict[st
             body = store.get(entry.hash)
         except (BlobMissing, BlobCorrupted) as exc:
             raise EffectsUnreadable(f"{path}: {exc}") from None
-        write[path] = {"b64": base64.b64encode(body).decode("ascii"), "mode": entry.mode}
-    return {
-        "write": write,
-        "delete": sorted(set(before) - set(after)),
-        "folders": sorted(after.folders - before.folders),
-    }
+        written[path] = {"b64": base64.b64encode(body).decode("ascii"), "mode": entry.mode}
+    folders = sorted(after.folders - before.folders)
+    return {"write": written, "delete": delete, "folders": folders}, room
 
 
 def command_effects(*, task: Task) -> dict[str, dict[str, Any]]:
     """{call_id: effect} of the task's successful commands, on the branch it went on with
-    (superseded checkpoints left out). An effect that changed nothing is left out too."""
+    (superseded checkpoints left out). An effect that changed nothing is left out too. Only a
+    command's two checkpoints have their manifests read."""
     commands = set(
         ToolCall.objects.filter(
             task_id=task.id, tool=COMMAND_TOOL, status=ToolCallStatus.SUCCEEDED
@@ -75,17 +81,18 @@ def command_effects(*, task: Task) -> dict[str, dict[str, Any]]:
         return {}
     checkpoints = list(Checkpoint.objects.filter(task=task, superseded=False).order_by("seq"))
     effects: dict[str, dict[str, Any]] = {}
-    budget = [MAX_EFFECT_BYTES]
+    room = MAX_EFFECT_BYTES
     for before, after in zip(checkpoints, checkpoints[1:], strict=False):
         if before.trigger not in _BEFORE_TRIGGERS:
             continue
-        state, files_before = _manifest(before)
+        loaded = _decoded(before)
+        state = loaded.state
         if not 0 <= state.next_call < len(state.pending):
             continue
         call = state.pending[state.next_call]
         if call.tool != COMMAND_TOOL or call.call_id not in commands or call.call_id in effects:
             continue
-        effect = _difference(files_before, _manifest(after)[1], budget)
+        effect, room = _difference(_manifest(before, loaded), _manifest(after), room)
         if effect["write"] or effect["delete"] or effect["folders"]:
             effects[call.call_id] = effect
     return effects

@@ -19,6 +19,8 @@ class Family:
     members: list[Task]
     # More members exist than are listed.
     truncated: bool
+    # The task the page's task was forked from (None: it is not a fork).
+    original: Task | None
 
     @property
     def rows(self) -> list[tuple[Task, bool]]:
@@ -41,4 +43,7 @@ def task_family(*, task: Task) -> Family | None:
     )
     if len(members) < 2:
         return None
-    return Family(members=members[:FAMILY_LIMIT], truncated=len(members) > FAMILY_LIMIT)
+    original = next((m for m in members if m.id == task.fork_of_id), None)
+    return Family(
+        members=members[:FAMILY_LIMIT], truncated=len(members) > FAMILY_LIMIT, original=original
+    )
