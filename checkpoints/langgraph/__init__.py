@@ -8,8 +8,9 @@ Usable for any graph, not only graphs run as harness tasks:
     graph.invoke(inputs, {"configurable": {"thread_id": "t1"}})
 
 The package: `saver` (the class, where each call runs, the sync API), `aio` (the async API),
-`writes` (put and put_writes, lease fencing), `reads` (get_tuple and list), `maintenance`
-(delete, copy and prune whole threads), `sql` (tables, columns and the raw SQL of the writes).
+`writes` (put and put_writes), `fence` (their lease fencing), `reads` (get_tuple and list),
+`maintenance` (delete, copy and prune whole threads), `sql` (tables, columns and the raw SQL
+of the writes).
 """
 
 from __future__ import annotations

@@ -6,13 +6,7 @@ statements, never held across a graph step or an await. On SQLite (WAL, IMMEDIAT
 busy timeout) writers therefore queue for milliseconds instead of failing "database is locked".
 Writes are ordered so a crash between two statements leaves only unreferenced blob rows.
 
-Lease fencing. Bound to a task run (`task_id` and the run's lease `epoch`, as the graph runner
-binds it), every put / put_writes first proves the lease — the task row, still running under
-this epoch, updated (heartbeat) and so locked until the commit: on PostgreSQL one statement
-whose INSERTs are conditional on that UPDATE (as tasks.services.task_fenced_write), on SQLite
-one short transaction starting with tasks.services.task_fence. A writer that lost its lease
-gets LeaseLost and stores nothing, so a stale worker cannot write a super-step late. Unbound
-(users' own graphs, the operator's rollback) writes are not fenced.
+Each write is fenced on the task run's lease by FencedWrites (checkpoints.langgraph.fence).
 """
 
 from __future__ import annotations
@@ -20,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import connections, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db import connections
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -32,6 +25,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from checkpoints.langgraph.fence import FencedWrites
 from checkpoints.langgraph.sql import (
     BLOB_COLUMNS,
     BLOB_KEY,
@@ -44,18 +38,14 @@ from checkpoints.langgraph.sql import (
     WRITE_COLUMNS,
     WRITE_KEY,
     WRITE_TABLE,
-    execute,
     insert_sql,
 )
-from tasks.models import Task
-from tasks.services import task_fence
-from tasks.states import LeaseLost, TaskStatus
 
 # Channel values stored inside the checkpoint row rather than as a blob: small and immutable.
 INLINE_TYPES = (str, int, float, bool)
 
 
-class CheckpointWrites:
+class CheckpointWrites(FencedWrites):
     """DjangoCheckpointSaver's writes, run where the saver's `_call` / `_acall` puts them (its
     database thread). Uses the saver's `serde`, `using`, `task_id` and `epoch`."""
 
@@ -196,38 +186,3 @@ class CheckpointWrites:
                 )
             ],
         )
-
-    def _write(self, db: BaseDatabaseWrapper, statements: list[tuple[str, list[Any]]]) -> None:
-        """Run a write's statements: each in autocommit, or, bound to a task run, in one
-        transaction that first proves the lease (LeaseLost rolls it back: nothing stored)."""
-        if self.epoch is None:
-            for sql, params in statements:
-                execute(db, sql, params)
-            return
-        if db.vendor == "postgresql":
-            # One statement (one round trip, one commit), as tasks.services.task_fenced_write:
-            # the fenced UPDATE of the task row is a data-modifying CTE and every INSERT (built
-            # with `guard`) is conditional on it.
-            meta = Task._meta
-            quote = db.ops.quote_name
-            sql = (
-                f"WITH fence AS (UPDATE {quote(meta.db_table)} "
-                f"SET {quote('heartbeat_at')} = STATEMENT_TIMESTAMP() "
-                f"WHERE {quote(meta.pk.column)} = %s AND {quote('lease_epoch')} = %s "
-                f"AND {quote('status')} = %s RETURNING 1), "
-                + ", ".join(f"w{i} AS ({stmt})" for i, (stmt, _p) in enumerate(statements))
-                + " SELECT count(*) FROM fence"
-            )
-            params = [
-                meta.pk.get_db_prep_value(self.task_id, db),
-                self.epoch,
-                TaskStatus.RUNNING,
-                *(value for _s, stmt_params in statements for value in stmt_params),
-            ]
-            if execute(db, sql, params, fetch=True) != 1:
-                raise LeaseLost(f"task {self.task_id}: lease epoch {self.epoch} lost")
-            return
-        with transaction.atomic(using=self.using):
-            task_fence(task_id=self.task_id, epoch=self.epoch)
-            for sql, params in statements:
-                execute(db, sql, params)
