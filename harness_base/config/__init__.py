@@ -1,0 +1,91 @@
+"""`harness.yaml`: the policies (checkpoint triggers, review rules, retry, timeouts, context,
+retention), validated by pydantic once at start-up. A bad file fails loudly, naming the key.
+
+The modules, from the bottom: `fields` (durations, RE2 patterns, `Regex`, `EnvName`, `Strict`,
+the base of every section), the sections: `policies` (checkpoint triggers, review rules, retry,
+timeouts, context, validation, pricing, sandbox, retention, multi-agent), `mcp` (MCP servers),
+`notifications` (channels and routes), `adapters` (LangGraph, Pydantic AI and OpenAI Agents
+references); `harness` (HarnessConfig, the whole file) and `loading` (load_config,
+harness_config). Callers import from this package.
+"""
+
+from __future__ import annotations
+
+from harness_base.config.adapters import GraphName, GraphRef, LangGraphEntry, langgraph_entry
+from harness_base.config.fields import (
+    EnvName,
+    Regex,
+    Strict,
+    check_regex,
+    compile_pattern,
+    parse_duration,
+)
+from harness_base.config.harness import HarnessConfig
+from harness_base.config.loading import harness_config, load_config
+from harness_base.config.mcp import McpServerConfig, McpServerName
+from harness_base.config.notifications import (
+    CHANNEL_KINDS,
+    ChannelConfig,
+    ChannelName,
+    EmailChannelConfig,
+    HttpUrl,
+    NotificationsConfig,
+    RouteConfig,
+    RouteMatch,
+    SlackChannelConfig,
+    WebhookChannelConfig,
+)
+from harness_base.config.policies import (
+    DEFAULT_TRIGGERS,
+    CheckpointEvent,
+    CheckpointTrigger,
+    ContextConfig,
+    ModelPrice,
+    MultiAgentConfig,
+    RetentionConfig,
+    RetryConfig,
+    ReviewRuleConfig,
+    SandboxConfig,
+    TimeoutConfig,
+    ValidationConfig,
+)
+
+__all__ = [
+    "CHANNEL_KINDS",
+    "DEFAULT_TRIGGERS",
+    "ChannelConfig",
+    "ChannelName",
+    "CheckpointEvent",
+    "CheckpointTrigger",
+    "ContextConfig",
+    "EmailChannelConfig",
+    "EnvName",
+    "GraphName",
+    "GraphRef",
+    "HarnessConfig",
+    "HttpUrl",
+    "LangGraphEntry",
+    "McpServerConfig",
+    "McpServerName",
+    "ModelPrice",
+    "MultiAgentConfig",
+    "NotificationsConfig",
+    "Regex",
+    "RetentionConfig",
+    "RetryConfig",
+    "ReviewRuleConfig",
+    "RouteConfig",
+    "RouteMatch",
+    "SandboxConfig",
+    "SlackChannelConfig",
+    "Strict",
+    "TimeoutConfig",
+    "ValidationConfig",
+    "WebhookChannelConfig",
+    "check_regex",
+    "compile_pattern",
+    "harness_config",
+    "langgraph_entry",
+    "load_config",
+    "parse_duration",
+]
