@@ -3,7 +3,7 @@ a live OTLP/HTTP receiver on loopback, and off.
 
 Ours: `agent.runtime.task_run` in-process against PostgreSQL (the `read` variant of
 bench/loop.py: the `noop` test tool, one call per turn), the tracer provider made afresh for
-each run and flushed at its end, as a work horse does (harness_base/telemetry.py). The
+each run and flushed at its end, as a work horse does (harness_base/telemetry/). The
 receiver (`OtlpReceiver`, also the counterpart of tests/durable/test_telemetry.py) decodes
 every request with `opentelemetry-proto` and answers 200, so the export is the real one; it
 runs in a process of its own, as a collector does (decoding in the measured process would

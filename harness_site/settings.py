@@ -293,7 +293,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "harness_site.staticfiles.StaticFilesStorage"},
 }
 
-# Telemetry (harness_base/telemetry.py): traces are configured by the standard OTEL_*
+# Telemetry (harness_base/telemetry/): traces are configured by the standard OTEL_*
 # variables; the task page links a trace when HARNESS_TRACE_URL_TEMPLATE is set (`{trace_id}`
 # is replaced), e.g. http://jaeger:16686/trace/{trace_id}.
 HARNESS_TRACE_URL_TEMPLATE = env_str("HARNESS_TRACE_URL_TEMPLATE", "")

@@ -1,4 +1,4 @@
-"""A task's trace (harness_base/telemetry.py has the plumbing).
+"""A task's trace (harness_base/telemetry/ has the plumbing).
 
 One trace per task group: its id is the root task's id (a UUID is 128 random bits, as a trace
 id is), and `gen_ai.conversation.id` is the root task id too. Each run segment of a task (one

@@ -1,4 +1,4 @@
-"""harness_base/telemetry.py on its own: the context and format of log lines, traces off
+"""harness_base/telemetry/ on its own: the context and format of log lines, traces off
 costing nothing, and (in this process, against a real OTLP/HTTP receiver) the spans of the
 frameworks' runners: Pydantic AI, OpenAI Agents SDK, LangGraph. The traces of real workers:
 tests/durable/test_telemetry.py."""
