@@ -1,0 +1,120 @@
+"""Reading the review SLA statistics of a window (`review_sla`): its rolled hours from the
+roll-ups (whole UTC days from the daily sums), the rest from the reviews themselves."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Max, Min, QuerySet, Sum
+
+from review.models import (
+    ReviewDaily,
+    ReviewHourly,
+    ReviewRolledHour,
+    ReviewTimeDaily,
+    ReviewTimeHourly,
+)
+from review.rollups.aggregation import COUNTS, DIMS, TIMES, Key, facts, fold
+from tasks.rollups import (
+    HOUR,
+    bucket_value,
+    hour_ceil,
+    hour_floor,
+    in_ranges,
+    rolled_days_and_hours,
+)
+
+
+def _percentile(histogram: Counter, fraction: float) -> float | None:
+    """percentile_cont over a histogram: interpolated between the values at the ranks around
+    (n - 1) * fraction, each read as its bucket's middle (as dashboard.stats does)."""
+    ordered = sorted(histogram.items())
+    total = sum(n for _, n in ordered)
+    if not total:
+        return None
+    rank = (total - 1) * fraction
+    low = int(rank)
+
+    def at(index: int) -> float:
+        seen = 0
+        for bucket, n in ordered:
+            seen += n
+            if seen > index:
+                return bucket_value(bucket)
+        return bucket_value(ordered[-1][0])
+
+    below = at(low)
+    return round(below + (rank - low) * (at(low + 1) - below), 1)
+
+
+def _rolled(
+    hourly: type, daily: type, start: datetime, stop: datetime
+) -> tuple[QuerySet | None, QuerySet]:
+    """The roll-up rows covering the rolled hours [start, stop): the daily sums of the whole
+    UTC days inside it (None: there are none), the hourly rows of the hours around them."""
+    days, hours = rolled_days_and_hours(start, stop)
+    return (
+        None if days is None else daily.objects.filter(day__gte=days[0], day__lt=days[1]),
+        hourly.objects.filter(in_ranges("hour", hours)),
+    )
+
+
+def review_sla(
+    *, since: datetime, until: datetime, rolled: bool = True
+) -> dict[str, list[dict[str, Any]]]:
+    """{rule, tool, operator, via: [rows]} over reviews opened in [since, until): the counts
+    of COUNTS, and p50 / p95 of TIMES (`<kind>_p50_s`, `<kind>_p95_s`; within 4.4%).
+    `rolled=False` reads the reviews alone, ignoring the roll-ups (what they must equal)."""
+    span = {"first": None}
+    if rolled:
+        span = ReviewRolledHour.objects.aggregate(first=Min("hour"), last=Max("hour"))
+    raw: tuple[tuple[datetime, datetime], ...] = ((since, until),)
+    counts: dict[Key, Counter] = defaultdict(Counter)
+    hists: dict[tuple[Key, str], Counter] = defaultdict(Counter)
+    if span["first"] is not None:
+        start = max(hour_ceil(since), span["first"])
+        stop = min(hour_floor(until), span["last"] + HOUR)
+        if start < stop:
+            raw = tuple((a, b) for a, b in ((since, start), (stop, until)) if a < b)
+            # Summed over the window by PostgreSQL, its whole days from the daily sums and
+            # the hours around them from the hourly ones: a few thousand rows reach Python
+            # however many days and reviews the window holds.
+            summed = {f"sum_{c}": Sum(c) for c in COUNTS}
+            for rows in _rolled(ReviewHourly, ReviewDaily, start, stop):
+                if rows is None:
+                    continue
+                for row in rows.values("dim", "key").annotate(**summed).order_by():
+                    counts[(None, row["dim"], row["key"])].update(
+                        {c: row[f"sum_{c}"] for c in COUNTS}
+                    )
+            days, hours = _rolled(ReviewTimeHourly, ReviewTimeDaily, start, stop)
+            for dim, key, kind, histogram in (
+                [] if days is None else days.values_list("dim", "key", "kind", "histogram")
+            ):
+                into = hists[((None, dim, key), kind)]
+                for bucket, n in histogram.items():
+                    into[int(bucket)] += n
+            for row in (
+                hours.values("dim", "key", "kind", "bucket").annotate(n=Sum("reviews")).order_by()
+            ):
+                key = (None, row["dim"], row["key"])
+                hists[(key, row["kind"])][row["bucket"]] += row["n"]
+    if raw:
+        raw_counts, raw_hists, _ = fold(facts(raw), hourly=False)
+        for key, n in raw_counts.items():
+            counts[key].update(n)
+        for key, histogram in raw_hists.items():
+            hists[key].update(histogram)
+    tables: dict[str, list[dict[str, Any]]] = {dim: [] for dim in DIMS}
+    for (_, dim, key), n in sorted(
+        counts.items(), key=lambda item: (-item[1]["opened"], item[0][2])
+    ):
+        row: dict[str, Any] = {"key": key, **{c: n[c] for c in COUNTS}}
+        for kind in TIMES:
+            histogram = hists.get(((None, dim, key), kind), Counter())
+            row[f"{kind}_p50_s"] = _percentile(histogram, 0.5)
+            row[f"{kind}_p95_s"] = _percentile(histogram, 0.95)
+        tables[dim].append(row)
+    return tables
