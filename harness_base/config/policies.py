@@ -112,7 +112,7 @@ class SandboxConfig(Strict):
 
 
 class RetentionConfig(Strict):
-    """checkpoints/retention.py: once a task finishes, of each checkpoint level it keeps the
+    """checkpoints/retention/: once a task finishes, of each checkpoint level it keeps the
     newest `keep_last_per_task` (every checkpoint of a level in `keep_levels`). The sweep
     applies it every `every` seconds; unreferenced blobs are collected every `gc_every`."""
 
