@@ -1,0 +1,121 @@
+"""`/api/v1/tasks/{id}/…`: rollback (with a preview), retry, recover, resume."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.http import HttpRequest
+from ninja import Router, Status
+
+from checkpoints import recovery, selectors
+from checkpoints.api.calls import operate, run
+from checkpoints.api.schemas import (
+    ERRORS,
+    PreviewOut,
+    RecoverIn,
+    RecoveryOut,
+    ResumeIn,
+    RetryIn,
+    RollbackIn,
+)
+from tasks.schemas import TaskOut
+from tasks.selectors import access_task
+from tasks.spec import RetryChanges
+from tasks.web.api_auth import OPERATE
+from tasks.web.api_utils import optional_body
+
+router = Router()
+
+
+@router.get(
+    "tasks/{task_id}/rollback/preview",
+    response={200: PreviewOut, **ERRORS},
+    operation_id="checkpoints_api_rollback_preview",
+)
+def rollback_preview(request: HttpRequest, task_id: str, checkpoint_id: UUID):
+    """What rolling back to the checkpoint would do: files restored or deleted, steps and
+    tool calls undone, side effects outside the workspace that cannot be undone."""
+    task = access_task(request.user, task_id)
+    checkpoint = selectors.checkpoint_get(task=task, checkpoint_id=checkpoint_id)
+    return Status(200, selectors.rollback_preview(task=task, checkpoint=checkpoint).as_dict())
+
+
+@router.post(
+    "tasks/{task_id}/rollback",
+    auth=OPERATE,
+    response={200: RecoveryOut, **ERRORS},
+    operation_id="checkpoints_api_rollback",
+)
+def rollback(request: HttpRequest, task_id: str, body: RollbackIn):
+    """Restore the workspace and agent state to the checkpoint (409 while running or
+    queued); the new `rollback` checkpoint becomes head, later ones are superseded; then
+    resume (queued) or hold (`held`, resume later with POST …/resume)."""
+    task = operate(request, task_id)
+    return run(
+        recovery.checkpoint_rollback,
+        task_id=task.id,
+        checkpoint_id=body.checkpoint_id,
+        user=request.user,
+        reason=body.reason,
+        resume=body.resume,
+    )
+
+
+@router.post(
+    "tasks/{task_id}/retry",
+    auth=OPERATE,
+    response={200: RecoveryOut, **ERRORS},
+    operation_id="checkpoints_api_retry",
+)
+def retry(request: HttpRequest, task_id: str):
+    """Re-run the failed step from its step checkpoint: failed or timed-out calls run again
+    under fresh call_ids, finished ones replay from the ledger. An optional `budget` / `model`
+    changes the spec first (a task stopped by `budget_exceeded` gets a higher `max_steps`),
+    recorded before/after in the audit log."""
+    task = operate(request, task_id)
+    body = optional_body(request, RetryIn)
+    changes = RetryChanges(budget=body.budget, model=body.model)
+    return run(
+        recovery.task_retry,
+        task_id=task.id,
+        user=request.user,
+        reason=body.reason,
+        resume=body.resume,
+        changes=changes if changes.budget or changes.model else None,
+    )
+
+
+@router.post(
+    "tasks/{task_id}/recover",
+    auth=OPERATE,
+    response={200: RecoveryOut, **ERRORS},
+    operation_id="checkpoints_api_recover",
+)
+def recover(request: HttpRequest, task_id: str):
+    """Recover with a strategy chosen now: rollback (needs checkpoint_id), retry, forward, or
+    auto (see GET …/recovery-plan; the answer's `kind` is the strategy it chose, `why` why)."""
+    task = operate(request, task_id)
+    body = optional_body(request, RecoverIn)
+    return run(
+        recovery.task_recover,
+        task_id=task.id,
+        user=request.user,
+        strategy=body.strategy,
+        reason=body.reason,
+        resume=body.resume,
+        checkpoint_id=body.checkpoint_id,
+    )
+
+
+@router.post(
+    "tasks/{task_id}/resume",
+    auth=OPERATE,
+    response={200: TaskOut, **ERRORS},
+    operation_id="checkpoints_api_resume",
+)
+def resume(request: HttpRequest, task_id: str):
+    """Resume a held task; a failed, canceled or stalled task goes forward from its newest
+    valid checkpoint."""
+    task = operate(request, task_id)
+    body = optional_body(request, ResumeIn)
+    return run(recovery.task_resume, task_id=task.id, user=request.user, reason=body.reason)

@@ -1,0 +1,66 @@
+"""`/api/v1/tasks/{id}/…` of a graph task: its LangGraph checkpoints and a rollback's preview."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.http import HttpRequest
+from ninja import Router, Schema, Status
+
+from checkpoints import recovery, selectors
+from checkpoints.api.calls import run
+from checkpoints.api.schemas import ERRORS
+from tasks.selectors import access_task
+
+router = Router()
+
+
+class GraphCheckpointOut(Schema):
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    step: int | None
+    source: str
+    parents: dict[str, str]
+    run_id: str
+    head: bool
+    superseded: bool
+
+
+class GraphPreviewOut(Schema):
+    task_id: UUID
+    task_status: str
+    checkpoint_id: str
+    step: int | None
+    source: str
+    allowed: bool
+    blocked: str
+    values: dict[str, Any]
+    superseded: list[dict[str, Any]]
+    # {"snapshot": bool, "files", "files_restored", "files_deleted", "links_deleted",
+    #  "folders_deleted", "modes_restored"}
+    workspace: dict[str, Any] = {}
+
+
+@router.get(
+    "tasks/{task_id}/graph-checkpoints",
+    response={200: list[GraphCheckpointOut], **ERRORS},
+    operation_id="checkpoints_api_graph_checkpoints",
+)
+def graph_checkpoints(request: HttpRequest, task_id: str):
+    """A graph task's LangGraph checkpoints, newest first, with LangGraph's metadata (source,
+    step, parents); `superseded` ones were left behind by a rollback. POST …/rollback with one
+    of these ids as `checkpoint_id` forks the graph from it."""
+    task = access_task(request.user, task_id)
+    return Status(200, selectors.graph_checkpoints(task=task))
+
+
+@router.get(
+    "tasks/{task_id}/graph-rollback/preview",
+    response={200: GraphPreviewOut, **ERRORS},
+    operation_id="checkpoints_api_graph_rollback_preview",
+)
+def graph_rollback_preview(request: HttpRequest, task_id: str, checkpoint_id: UUID):
+    """What rolling a graph task back to this LangGraph checkpoint would do."""
+    task = access_task(request.user, task_id)
+    return run(recovery.graph_rollback_preview, task=task, checkpoint_id=str(checkpoint_id))

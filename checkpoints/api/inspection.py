@@ -1,0 +1,43 @@
+"""`/api/v1/tasks/{id}/…`: the recovery plan (what `auto` would do) and the diff of two
+checkpoints."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.http import HttpRequest
+from ninja import Router, Status
+
+from checkpoints import selectors
+from checkpoints.api.schemas import ERRORS, DiffOut, PlanOut
+from checkpoints.services import CheckpointCorrupted
+from tasks.selectors import access_task
+
+router = Router()
+
+
+@router.get(
+    "tasks/{task_id}/recovery-plan",
+    response={200: PlanOut, **ERRORS},
+    operation_id="checkpoints_api_recovery_plan",
+)
+def recovery_plan(request: HttpRequest, task_id: str):
+    """What `auto` would do now, and why."""
+    task = access_task(request.user, task_id)
+    return Status(200, selectors.recovery_plan(task=task).__dict__)
+
+
+@router.get(
+    "tasks/{task_id}/checkpoints/diff",
+    response={200: DiffOut, **ERRORS},
+    operation_id="checkpoints_api_checkpoint_diff",
+)
+def checkpoint_diff(request: HttpRequest, task_id: str, a: UUID, b: UUID):
+    """AgentState differences and file changes (with text diffs) from checkpoint a to b."""
+    task = access_task(request.user, task_id)
+    first = selectors.checkpoint_get(task=task, checkpoint_id=a)
+    second = selectors.checkpoint_get(task=task, checkpoint_id=b)
+    try:
+        return Status(200, selectors.checkpoint_diff(a=first, b=second).as_dict())
+    except CheckpointCorrupted as exc:
+        return Status(409, {"detail": str(exc)})
