@@ -42,7 +42,7 @@ class EventType(models.TextChoices):
     GRAPH_TOOL_CALL = "graph_tool_call"
     GRAPH_TOOL_RESULT = "graph_tool_result"
     GRAPH_BREAKPOINT = "graph_breakpoint"
-    # OpenAI Agents SDK agents (agent/openai_agents_runner.py).
+    # OpenAI Agents SDK agents (agent/openai_agents_runner/).
     AGENT_HANDOFF = "agent_handoff"
     GUARDRAIL_TRIPPED = "guardrail_tripped"
     # Reviews (the loop asks; review.services decides, expires).

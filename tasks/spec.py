@@ -210,7 +210,7 @@ class PydanticAIAgentSpec(_Spec):
 
 class OpenAIAgentsSpec(_Spec):
     """An operator-registered OpenAI Agents SDK agent (harness.yaml `openai_agents`) run by
-    agent/openai_agents_runner.py. `input` is the run's first input: a string (the user's
+    agent.openai_agents_runner. `input` is the run's first input: a string (the user's
     message; empty: the task's goal) or a list of Responses input items. `model` binds the
     agent to an endpoint the operator allows, as for the harness's own loop (keys stay in the
     worker's environment); unset, the agent keeps the model it was registered with."""

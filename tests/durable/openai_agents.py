@@ -1,4 +1,4 @@
-"""OpenAI Agents SDK agents for the adapter's tests (agent/openai_agents_runner.py), with the
+"""OpenAI Agents SDK agents for the adapter's tests (agent/openai_agents_runner/), with the
 scripted model of the bundled example (examples.openai_agents_agent.ScriptedTurns: the SDK's
 `Model` interface, no network). Tools record every execution in
 HARNESS_LEDGER_DIR/<task id>.agents.log (outside the workspace, so a rollback does not undo

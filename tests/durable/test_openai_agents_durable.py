@@ -1,4 +1,4 @@
-"""OpenAI Agents SDK agents (agent/openai_agents_runner.py) run by real rqworkers: a tool that
+"""OpenAI Agents SDK agents (agent/openai_agents_runner/) run by real rqworkers: a tool that
 needs approval pauses the task and an approval from the API (or the inbox page) runs it in a
 worker; a worker killed with SIGKILL mid-run is redispatched and resumes from the last
 checkpoint without running an executed tool again; a rollback restores the workspace and the

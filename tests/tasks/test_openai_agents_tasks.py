@@ -1,4 +1,4 @@
-"""OpenAI Agents SDK agents as tasks (agent/openai_agents_runner.py), run by the RQ job function
+"""OpenAI Agents SDK agents as tasks (agent/openai_agents_runner/), run by the RQ job function
 in this process with the SDK's `Model` interface scripted (tests/durable/openai_agents.py):
 reviews from the API, edits, rejections, policy, guardrails, handoffs, rollback and retry.
 tests/durable/test_openai_agents_durable.py drives the same through real rqworkers."""

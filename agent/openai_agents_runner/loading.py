@@ -1,0 +1,43 @@
+"""What operators name: the registered agent (agent_load, from harness.yaml `openai_agents`)
+and the SDK's model for an endpoint they configured, its key bound to it (bound_model)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from agents import Agent, OpenAIChatCompletionsModel
+from openai import AsyncOpenAI
+
+from harness_base.config import harness_config
+from tasks.spec import ModelEndpoint
+
+
+class AgentNotRegistered(Exception):
+    pass
+
+
+def agent_load(name: str) -> Agent:
+    """The agent harness.yaml registers as `name`: an `agents.Agent`, or a factory (any
+    callable without arguments) returning one. Only operators name code to import."""
+    ref = harness_config().openai_agents.get(name)
+    if ref is None:
+        raise AgentNotRegistered(f"agent {name!r} is not registered in harness.yaml")
+    module_name, _, attr_path = ref.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for attr in attr_path.split("."):
+        target = getattr(target, attr)
+    if not isinstance(target, Agent) and callable(target):
+        target = target()
+    if not isinstance(target, Agent):
+        raise AgentNotRegistered(f"{ref} is not an agents.Agent (or a factory returning one)")
+    return target
+
+
+def bound_model(endpoint: ModelEndpoint) -> OpenAIChatCompletionsModel:
+    """The SDK's chat-completions model for an endpoint the operator configured, with the key
+    bound to it (a keyless endpoint gets a placeholder, never another endpoint's key)."""
+    key = os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else ""
+    client = AsyncOpenAI(base_url=endpoint.base_url, api_key=key or "no-key")
+    return OpenAIChatCompletionsModel(model=endpoint.model, openai_client=client)

@@ -1,0 +1,157 @@
+"""Pausing for people (ReviewPauses, part of AgentsRun): one review per call that needs one,
+a person's approval checked again before the SDK gets it, calls of unknown outcome asked
+about; each ends the job with the task waiting for review."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, NoReturn
+
+from django.db import transaction
+from django.utils import timezone
+
+from agent.openai_agents_runner.core import RunCore
+from agent.openai_agents_runner.values import KIND, approval_of
+from agent.runtime.run import Paused
+from review.models import ReviewRequest, ReviewStatus
+from review.policy import PolicyDecision
+from review.recheck import interrupt_recheck
+from review.services.transitions import review_request_open
+from tasks import services
+from tasks.events import EventType
+from tasks.models import ToolCall, ToolCallStatus
+from tasks.states import TaskStatus
+
+REVIEW_KIND = "openai-agents"
+DECISIONS = ["approve", "edit", "reject"]
+
+
+class ReviewPauses(RunCore):
+    """AgentsRun's pauses for review: recheck_approvals, ask_about_unknown,
+    pause_for_reviews."""
+
+    def recheck_approvals(self, state: Any) -> None:
+        """Just before the SDK is resumed with them, a person's approvals are checked again
+        (review.recheck.interrupt_recheck: deadline, approvers, rules). One that no longer
+        holds is not delivered: a new pending review of the call says what changed, and the
+        task waits for it."""
+        rows = {
+            self.ledger[call_id].pk: self.ledger[call_id]
+            for call_id in (
+                self.call_id(approval_of(item).sdk_call_id) for item in state.get_interruptions()
+            )
+            if call_id in self.ledger and self.ledger[call_id].status == ToolCallStatus.APPROVED
+        }
+        if not rows:
+            return
+        now = timezone.now()
+        drifted = [
+            (review, check)
+            for review in ReviewRequest.objects.filter(
+                tool_call_id__in=list(rows),
+                status=ReviewStatus.APPROVED,
+                reopened_as__isnull=True,
+            )
+            for check in [interrupt_recheck(review=review, task=self.task, now=now)]
+            if not check.holds
+        ]
+        if not drifted:
+            return
+        for review, check in drifted:
+            row = rows[review.tool_call_id]
+            services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
+            self.pending_rows[row.call_id] = row
+            self.step_event(
+                EventType.REVIEW_REQUESTED,
+                {
+                    "call_id": row.call_id,
+                    "tool": row.tool,
+                    "reopened_from": review.id,
+                    "changes": check.changes,
+                },
+            )
+        with transaction.atomic():
+            self.commit(checkpoint=("before_review", "tool"))
+            for review, check in drifted:
+                review_request_open(
+                    tool_call=rows[review.tool_call_id],
+                    checkpoint_id=self.head_id,
+                    decision=check.policy,
+                    preview=review.preview,
+                    kind=REVIEW_KIND,
+                    interrupt={
+                        k: v for k, v in (review.interrupt or {}).items() if k != "decision"
+                    },
+                    reopened_from=review,
+                    changes=check.changes,
+                )
+            services.task_transition(
+                task_id=self.task_id,
+                to=TaskStatus.WAITING_REVIEW,
+                expect_epoch=self.epoch,
+                reason=f"approval no longer holds: {drifted[0][0].tool}"[:500],
+                fields={"worker_id": ""},
+            )
+        raise Paused()
+
+    def ask_about_unknown(self, rows: list[ToolCall]) -> NoReturn:
+        """Calls that were running when a worker died: their effect may or may not have
+        happened. Never run again unasked: a person approves running them again, or rejects."""
+        waiting = []
+        for row in rows:
+            services.toolcall_transition(
+                call=row,
+                to=ToolCallStatus.UNKNOWN_OUTCOME,
+                fields={
+                    "error_class": "unknown_outcome",
+                    "error_message": "the worker stopped while the call ran; approve to run it "
+                    "again, reject if it took effect",
+                },
+                write=False,
+            )
+            self.pending_rows[row.call_id] = row
+            self.step_event(
+                EventType.TOOL_UNKNOWN_OUTCOME, {"call_id": row.call_id, "tool": row.tool}
+            )
+            waiting.append((row, PolicyDecision(action="review"), "outcome unknown"))
+        self.pause_for_reviews(waiting)
+
+    def pause_for_reviews(self, waiting: list[tuple[ToolCall, PolicyDecision, str]]) -> NoReturn:
+        pending = [
+            row
+            for row, _d, _w in waiting
+            if ReviewRequest.objects.filter(
+                tool_call__task_id=self.task_id,
+                tool_call__call_id=row.call_id,
+                status=ReviewStatus.PENDING,
+            ).exists()
+        ]
+        fresh = [(r, d, w) for r, d, w in waiting if r not in pending]
+        for row, _decision, why in fresh:
+            self.step_event(
+                EventType.REVIEW_REQUESTED, {"call_id": row.call_id, "tool": row.tool, "why": why}
+            )
+        with transaction.atomic():
+            self.commit(checkpoint=("before_review", "tool"), rows=[r for r, _d, _w in fresh])
+            for row, decision, why in fresh:
+                review_request_open(
+                    tool_call=row,
+                    checkpoint_id=self.head_id,
+                    decision=_as_review(decision, why),
+                    preview=json.dumps(row.arguments, indent=2, ensure_ascii=False, default=str),
+                    kind=REVIEW_KIND,
+                    interrupt={"mode": "per_call", "allowed": DECISIONS, "adapter": KIND},
+                )
+            services.task_transition(
+                task_id=self.task_id,
+                to=TaskStatus.WAITING_REVIEW,
+                expect_epoch=self.epoch,
+                reason=f"approval needed: {waiting[0][0].tool}"[:500],
+                fields={"worker_id": ""},
+            )
+        raise Paused()
+
+
+def _as_review(decision: PolicyDecision, why: str) -> PolicyDecision:
+    return dataclasses.replace(decision, action="review", reason=(decision.reason or why)[:200])

@@ -1,0 +1,196 @@
+"""AgentsRun: one run segment of an OpenAI Agents SDK agent as a task (execute: the wrapped
+agent driven turn by turn until it finishes, pauses for review or stops), built from its parts
+(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings); openai_agents_task_run, the
+job's entry."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from agents import (
+    Agent,
+    InputGuardrailTripwireTriggered,
+    MaxTurnsExceeded,
+    OutputGuardrailTripwireTriggered,
+    RunConfig,
+    Runner,
+    RunState,
+    ToolInputGuardrailTripwireTriggered,
+    ToolOutputGuardrailTripwireTriggered,
+)
+from asgiref.sync import sync_to_async
+from django.db import connections
+
+from agent.openai_agents_runner.approvals import ApprovalGate
+from agent.openai_agents_runner.endings import RunEndings
+from agent.openai_agents_runner.loading import AgentNotRegistered, agent_load, bound_model
+from agent.openai_agents_runner.model_turns import Hooks, ModelTurns
+from agent.openai_agents_runner.start import RunStart
+from agent.openai_agents_runner.values import KIND, jsonable, short_text
+from agent.openai_agents_runner.wrapping import AgentWrapping
+from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
+from tasks.events import EventType
+from tasks.spec import model_endpoint
+from tasks.states import LeaseLost
+
+log = logging.getLogger(__name__)
+
+
+class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
+    """One run segment: the SDK's loop under the harness's gate and ledger."""
+
+    def run_config(self) -> RunConfig:
+        """The model endpoint is bound as for the harness's own loop: a spec names an endpoint
+        the operator allows (HARNESS_MODEL_ENDPOINTS) and the key bound to it stays in the
+        worker's environment; it then serves every agent of the run."""
+        kwargs: dict[str, Any] = {"tracing_disabled": True, "workflow_name": str(self.task_id)}
+        if self.spec.agent.model is not None:
+            kwargs["model"] = self.run_model = bound_model(model_endpoint(self.spec.agent.model))
+        return RunConfig(**kwargs)
+
+    def execute(self) -> str:
+        self.watchdog.start()
+        try:
+            agent = self.harness_agent(self.registered or agent_load(self.spec.agent.name))
+            self.boundary_checks()
+            self.start()
+            try:
+                return asyncio.run(self.drive(agent))
+            except Exception as exc:
+                # The SDK may wrap what the harness raised inside a tool call (a cancel seen, a
+                # lost lease): the harness's own exception decides how the run ends.
+                raise _harness_cause(exc) from None
+        except Paused:
+            return "paused"
+        except LeaseLost as exc:
+            log.warning("task %s: %s; stopping without further writes", self.task_id, exc)
+            return "lease_lost"
+        except StopRun as stop:
+            return self.finish_stopped(stop)
+        except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
+            result = exc.guardrail_result
+            name = result.guardrail.get_name()
+            which = "input" if isinstance(exc, InputGuardrailTripwireTriggered) else "output"
+            info = short_text(jsonable(result.output.output_info))
+            self.step_event(
+                EventType.GUARDRAIL_TRIPPED, {"guardrail": name, "kind": which, "info": info}
+            )
+            return self.finish_stopped(
+                StopRun(
+                    "guardrail_tripwire", f"{which} guardrail {name!r} tripped its wire: {info}"
+                )
+            )
+        except (ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered) as exc:
+            name = exc.guardrail.get_name()
+            which = (
+                "tool input"
+                if isinstance(exc, ToolInputGuardrailTripwireTriggered)
+                else "tool output"
+            )
+            info = short_text(jsonable(exc.output.output_info))
+            self.step_event(
+                EventType.GUARDRAIL_TRIPPED, {"guardrail": name, "kind": which, "info": info}
+            )
+            return self.finish_stopped(
+                StopRun(
+                    "guardrail_tripwire", f"{which} guardrail {name!r} tripped its wire: {info}"
+                )
+            )
+        except MaxTurnsExceeded as exc:
+            return self.finish_stopped(StopRun("budget_exceeded", str(exc)[:500]))
+        except (AgentNotRegistered, ImportError, AttributeError) as exc:
+            if self.registered is not None:
+                log.exception("task %s: agent failed", self.task_id)
+                return self.finish_stopped(StopRun("agent_error", f"{type(exc).__name__}: {exc}"))
+            return self.finish_stopped(StopRun("agent_not_registered", str(exc)))
+        except Exception as exc:  # the agent's own error: the task fails, its state is kept
+            if connection_lost(exc):
+                raise  # not the task's failure: with_lease gives the task back
+            log.exception("task %s: agent failed", self.task_id)
+            return self.finish_stopped(StopRun("agent_error", f"{type(exc).__name__}: {exc}"))
+        finally:
+            self.watchdog.finish()
+
+    async def drive(self, agent: Agent) -> str:
+        connected = []
+        try:
+            for server in self.mcp_servers:
+                await server.connect()
+                connected.append(server)
+            return await self.turns(agent)
+        finally:
+            for server in reversed(connected):
+                try:
+                    await server.cleanup()
+                except Exception:
+                    log.warning("task %s: closing MCP server %s failed", self.task_id, server)
+            # The writes made from the SDK's loop use the executor thread's connection.
+            await sync_to_async(connections.close_all, thread_sensitive=True)()
+
+    async def turns(self, agent: Agent) -> str:
+        self.write_lock = asyncio.Lock()
+        run_config = self.run_config()
+        hooks = Hooks(self)
+        context = {"harness_workspace": str(self.workspace), "harness_task_id": str(self.task_id)}
+        serialized = (self.state.sdk or {}).get("run_state")
+        if serialized:
+            state: Any = await RunState.from_string(agent, serialized, context_override=context)
+            # The step paused for its calls' reviews goes on: they run before the next turn.
+            self.step_began = time.monotonic()
+        else:
+            state = None
+        while True:
+            if state is not None:
+                await sync_to_async(self.decide, thread_sensitive=True)(state)
+            await sync_to_async(self.boundary_checks, thread_sensitive=True)()
+            try:
+                result = await Runner.run(
+                    agent,
+                    state if state is not None else self.first_input(),
+                    context=context,
+                    max_turns=self.spec.budget.max_steps,
+                    hooks=hooks,
+                    run_config=run_config,
+                )
+            except BaseException as exc:
+                hooks.llm_failed(exc)
+                raise
+            state = result.to_state()
+            self.state.sdk = {
+                "kind": KIND,
+                "agent": self.spec.agent.name,
+                "branch": self.sdk_branch(),
+                "run_state": state.to_string(),
+                "current_agent": result.last_agent.name,
+            }
+            if not result.interruptions:
+                return await sync_to_async(self.finish, thread_sensitive=True)(result)
+            # The model's response and its pending calls, before any of them runs.
+            await sync_to_async(self.commit, thread_sensitive=True)(
+                checkpoint=("after_model", "step")
+            )
+
+
+def openai_agents_task_run(*, task_id: Any) -> str:
+    """As agent.runtime.task_run, for a task whose spec names an OpenAI Agents SDK agent."""
+    return with_lease_loaded(
+        task_id=task_id,
+        load=agent_load,
+        name_key="name",
+        run=lambda task, worker_id, loaded: AgentsRun(task, worker_id, agent=loaded).execute(),
+    )
+
+
+def _harness_cause(exc: BaseException) -> BaseException:
+    """The first StopRun, LeaseLost or Paused in the exception's chain, else the exception."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (StopRun, LeaseLost, Paused)):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return exc

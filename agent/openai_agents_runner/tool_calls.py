@@ -1,0 +1,107 @@
+"""Tool calls (ToolInvocation, part of AgentsRun): an approved function tool call through the
+ledger, its row running -> succeeded/failed in fenced writes, a finished call replayed."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from agent.openai_agents_runner.core import RunCore
+from agent.openai_agents_runner.values import jsonable, short_text
+from agent.runtime.attempt import tool_attempt_record, tool_exception_class, tool_label_known
+from agent.tracing import tool_span
+from tasks import beacon, services
+from tasks.events import EventType
+from tasks.models import ToolCall, ToolCallStatus
+
+
+class ToolInvocation(RunCore):
+    """AgentsRun's tool calls: invoke, call_end."""
+
+    async def invoke(self, context: Any, arguments: str, *, tool: str, original: Callable) -> Any:
+        """A function tool call, approved: through the ledger. A call that already finished
+        replays its output; one approved with edited arguments runs with them."""
+        call_id = self.call_id(str(getattr(context, "tool_call_id", "") or tool))
+        row = self.ledger.get(call_id)
+        if row is None:  # approved without a row: cannot happen through the harness's gate
+            raise RuntimeError(f"tool call {call_id} has no ledger row")
+        if row.status == ToolCallStatus.SUCCEEDED:
+            self.step_event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": tool})
+            return (row.result or {}).get("output", "")
+        assert self.write_lock is not None
+        async with self.write_lock:
+            self.boundary_checks()
+            services.toolcall_transition(
+                call=row,
+                to=ToolCallStatus.RUNNING,
+                fields={"attempts": row.attempts + 1},
+                write=False,
+            )
+            self.step_event(
+                EventType.TOOL_STARTED,
+                {"call_id": call_id, "tool": tool, "arguments": row.arguments},
+            )
+            await sync_to_async(self.commit, thread_sensitive=True)(rows=[row])
+        started = time.monotonic()
+        self.tools_running += 1
+        beacon.expect("tool", self.tool_s)
+        with tool_span(
+            tool=tool,
+            call_id=call_id,
+            attempt=row.attempts,
+            arguments=row.arguments,
+            parent=self.trace_parent,
+        ) as traced:
+            try:
+                output = await original(context, json.dumps(row.arguments))
+            except Exception as exc:
+                await self.call_end(row, error=exc, started=started)
+                traced.finished(
+                    status=row.status,
+                    error_class=row.error_class,
+                    error_message=row.error_message,
+                    result=None,
+                )
+                raise
+            finally:
+                self.tools_running -= 1
+                if not self.tools_running:
+                    beacon.progress()
+            await self.call_end(row, output=output, started=started)
+            traced.finished(status=row.status, error_class="", error_message="", result=output)
+        return output
+
+    async def call_end(
+        self, row: ToolCall, *, started: float, output: Any = None, error: Exception | None = None
+    ) -> None:
+        assert self.write_lock is not None
+        async with self.write_lock:
+            fields: dict[str, Any] = {"duration_ms": round((time.monotonic() - started) * 1000, 3)}
+            if error is None:
+                fields["result"] = {"output": jsonable(output)}
+                to = ToolCallStatus.SUCCEEDED
+            else:
+                fields.update(error_class=type(error).__name__, error_message=str(error)[:2000])
+                to = ToolCallStatus.FAILED
+            services.toolcall_transition(call=row, to=to, fields=fields, write=False)
+            tool_attempt_record(
+                tool=tool_label_known(row.tool, self.tool_names),
+                seconds=fields["duration_ms"] / 1000,
+                error_class="" if error is None else tool_exception_class(error),
+            )
+            self.step_event(
+                EventType.TOOL_FINISHED,
+                {
+                    "call_id": row.call_id,
+                    "tool": row.tool,
+                    "status": to,
+                    "duration_ms": fields["duration_ms"],
+                    **({"observation": short_text(output)} if error is None else {}),
+                    **({"error_class": fields["error_class"]} if error is not None else {}),
+                },
+            )
+            await sync_to_async(self.commit, thread_sensitive=True)(rows=[row])

@@ -1,0 +1,99 @@
+"""The agent, wrapped (AgentWrapping, part of AgentsRun): a copy of the operator's agent
+graph whose function tools (and MCP servers' tools) always ask for approval and run through
+the harness's ledger (ToolInvocation), the model bound to the operator's endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+from agents import Agent, FunctionTool, Handoff, Model
+
+from agent.openai_agents_runner.loading import bound_model
+from agent.openai_agents_runner.tool_calls import ToolInvocation
+from tasks.spec import OpenAIModelSpec, model_endpoint
+from tasks.tools.mcp import tool_policy
+
+
+class AgentWrapping(ToolInvocation):
+    """AgentsRun's agent graph, wrapped: harness_agent, wrap_tool."""
+
+    def harness_agent(self, root: Agent) -> Agent:
+        """A copy of the agent graph (the agent and every agent it can hand off to) whose
+        function tools run through the harness: they always ask for approval (the harness
+        answers: its policy, or a person) and their calls go through the ledger. The operator's
+        objects are not changed."""
+        copies: dict[int, Agent] = {}
+
+        def copy(agent: Agent) -> Agent:
+            if id(agent) in copies:
+                return copies[id(agent)]
+            clone = agent.clone(tools=[self.wrap_tool(t) for t in agent.tools])
+            self.tool_names.update(t.name for t in agent.tools if isinstance(t, FunctionTool))
+            copies[id(agent)] = clone
+            if not isinstance(agent.model, Model) and self.spec.agent.model is None:
+                # No model object of its own (none, or a name): the operator's default
+                # endpoint (OPENAI_BASE_URL with its bound key), never the SDK's default one.
+                endpoint = model_endpoint(OpenAIModelSpec(kind="openai", model=agent.model))
+                clone.model = bound_model(endpoint)
+            if agent.mcp_servers:
+                self.mcp_servers.extend(s for s in agent.mcp_servers if s not in self.mcp_servers)
+                listed = clone.get_mcp_tools
+
+                async def mcp_tools(run_context: Any, listed: Any = listed) -> list[Any]:
+                    return [self.wrap_tool(t) for t in await listed(run_context)]
+
+                # The MCP servers' tools go through the harness like the function tools.
+                object.__setattr__(clone, "get_mcp_tools", mcp_tools)
+            clone.handoffs = [handoff_copy(h) for h in agent.handoffs]
+            return clone
+
+        def handoff_copy(entry: Any) -> Any:
+            if isinstance(entry, Agent):
+                return copy(entry)
+            target = entry._agent_ref() if isinstance(entry, Handoff) and entry._agent_ref else None
+            if not isinstance(target, Agent):
+                return entry
+            target_copy = copy(target)
+            original = entry.on_invoke_handoff
+
+            async def invoke(context: Any, arguments: str) -> Any:
+                await original(context, arguments)
+                return target_copy
+
+            return dataclasses.replace(entry, on_invoke_handoff=invoke)
+
+        return copy(root)
+
+    def wrap_tool(self, tool: Any) -> Any:
+        if not isinstance(tool, FunctionTool):
+            return tool  # hosted tools run at the provider; MCP approvals come as interruptions
+        original_invoke = tool.on_invoke_tool
+        original_needs = tool.needs_approval
+        run = self
+
+        async def needs_approval(context: Any, params: dict[str, Any], call_id: str) -> bool:
+            asked = original_needs
+            if callable(asked):
+                asked = asked(context, params, call_id)
+                if asyncio.iscoroutine(asked):
+                    asked = await asked
+            run.sdk_asked[call_id] = bool(asked)
+            return True
+
+        async def invoke(context: Any, arguments: str) -> Any:
+            return await run.invoke(context, arguments, tool=tool.name, original=original_invoke)
+
+        wrapped = dataclasses.replace(tool, on_invoke_tool=invoke, needs_approval=needs_approval)
+        annotations = getattr(tool, "_mcp_annotations", None)
+        if annotations is not None or getattr(tool, "_mcp_title", None) is not None:
+            # An MCP server's tool: its annotations set the risk, as for the harness's MCP tools.
+            dump = getattr(annotations, "model_dump", None)
+            hints = dump(exclude_none=True, by_alias=True) if dump else dict(annotations or {})
+            self.mcp_risk[tool.name] = tool_policy(hints)[0]
+            for name in ("_mcp_annotations", "_mcp_title"):
+                if hasattr(tool, name):
+                    object.__setattr__(wrapped, name, getattr(tool, name))
+        self.tools_of[tool.name] = wrapped
+        return wrapped
