@@ -1,0 +1,120 @@
+"""Going on past a static breakpoint (GraphRunPastBreakpoints, part of GraphRun): ask,
+wait or stop on its reviews, or write the reviewers' edits and rejections into the graph's
+state (update_state) so the resumed run goes past it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+
+from agent.graph_runner.answers import GraphRunAnswers, stop
+from agent.graph_runner.breakpoints import GraphRunBreakpoints
+from agent.graph_runner.workspace import GraphRunWorkspace
+from review.models import ReviewRequest, ReviewStatus
+from tasks.events import EventType
+
+
+class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWorkspace):
+    """GraphRun past a breakpoint: past_breakpoint, breakpoint_update."""
+
+    def past_breakpoint(self, graph: Any, state: Any, asked: list[ReviewRequest]) -> None:
+        """The run resumes at a breakpoint checkpoint: ask (again), wait, stop, or apply the
+        decisions (edits and rejections via update_state) so the resumed run goes past it."""
+        checkpoint_id = state.config["configurable"]["checkpoint_id"]
+        stopped = self.stopped_reviews()
+        reviews = [r for r in asked if r.status != ReviewStatus.CANCELED and r.id not in stopped]
+        if not reviews:  # not asked yet, asked and canceled, or the task stopped here
+            self.pause_for_breakpoint(graph, state, where=self.breakpoint_at(graph, state))
+        if any(r.status == ReviewStatus.PENDING for r in reviews):
+            self.pause(reason="reviews still pending")
+        self.recheck_approvals(reviews)
+        go = [r for r in reviews if r.status == ReviewStatus.APPROVED]
+        refused = [r for r in reviews if r.status != ReviewStatus.APPROVED]
+        generic = [r for r in refused if r.interrupt.get("mode") == "breakpoint"]
+        if generic:
+            message = (generic[0].interrupt.get("decision") or {}).get("message") or ""
+            raise stop(
+                "breakpoint_rejected",
+                f"a reviewer stopped the graph at its breakpoint before "
+                f"{generic[0].tool}" + (f": {message}" if message else ""),
+                reviews,
+            )
+        edits = {
+            r.interrupt.get("tool_call_id"): r.interrupt["decision"]["edited_action"]["args"]
+            for r in go
+            if (r.interrupt.get("decision") or {}).get("type") == "edit"
+        }
+        rejections = {
+            r.interrupt.get("tool_call_id"): (r.interrupt.get("decision") or {}).get("message")
+            or ""
+            for r in refused
+        }
+        self.calls_delivered(go)
+        updated = None
+        if edits or rejections:
+            updated = self.breakpoint_update(graph, state, edits=edits, rejections=rejections)
+        self.event(
+            EventType.GRAPH_RESUMED,
+            {
+                "checkpoint_id": checkpoint_id,
+                "breakpoint": True,
+                "approved": [r.interrupt.get("tool_call_id") or r.tool for r in go],
+                "edited": sorted(str(k) for k in edits),
+                "rejected": sorted(str(k) for k in rejections),
+                **({"updated_checkpoint_id": updated} if updated else {}),
+            },
+        )
+        self.commit(inserts=self.workspace_snapshot(updated) if updated else [])
+
+    def breakpoint_update(
+        self,
+        graph: Any,
+        state: Any,
+        *,
+        edits: dict[str, dict[str, Any]],
+        rejections: dict[str, str],
+    ) -> str:
+        """Write the reviewers' edits and rejections into the graph's state: the edited args
+        replace the AIMessage's tool calls; each rejected call gets a ToolMessage saying so
+        (written as the tools node when every call was rejected, so the model runs next;
+        otherwise the turn is split: the rejected calls and their answers, then a message
+        with the calls that run). -> the new checkpoint's id."""
+        self.commit()  # the delivered calls are `running` before the state moves on
+        tools, calls = self.pending_tool_calls(graph, state)
+        messages = state.values["messages"]
+        ai = next(m for m in reversed(messages) if isinstance(m, AIMessage))
+        calls = [
+            {**call, "args": edits[call["id"]]} if call.get("id") in edits else call
+            for call in calls
+        ]
+        refused = [c for c in calls if c.get("id") in rejections]
+        kept = [c for c in calls if c.get("id") not in rejections]
+        answers = [
+            ToolMessage(
+                content=f"A human reviewer rejected this call to {c['name']}; it did not run."
+                + (f" Reason: {rejections[c['id']]}" if rejections[c["id"]] else ""),
+                name=c["name"],
+                tool_call_id=c["id"],
+                status="error",
+            )
+            for c in refused
+        ]
+        if not kept:
+            config = graph.update_state(self.config, {"messages": answers}, as_node=tools)
+        elif not refused:
+            config = graph.update_state(
+                self.config, {"messages": [ai.model_copy(update={"tool_calls": kept})]}
+            )
+        else:
+            config = graph.update_state(
+                self.config,
+                {
+                    "messages": [
+                        ai.model_copy(update={"tool_calls": refused}),
+                        *answers,
+                        AIMessage(content="", tool_calls=kept),
+                    ]
+                },
+            )
+        return config["configurable"]["checkpoint_id"]
