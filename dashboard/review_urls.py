@@ -2,27 +2,36 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard.views import decision_links
-from dashboard.views import reviews as views
+from dashboard.views import (
+    decision_links,
+    review_inbox,
+    review_page,
+    review_standing_rules,
+    review_triage,
+)
 
 app_name = "review"
 
 urlpatterns = [
-    path("", views.inbox, name="inbox"),
-    path("pending-count/", views.reviews_pending_count, name="pending_count"),
-    path("<int:review_id>/", views.review_detail, name="detail"),
-    path("<int:review_id>/decide/", views.review_decide, name="decide"),
+    path("", review_inbox.inbox, name="inbox"),
+    path("pending-count/", review_inbox.reviews_pending_count, name="pending_count"),
+    path("<int:review_id>/", review_page.review_detail, name="detail"),
+    path("<int:review_id>/decide/", review_page.review_decide, name="decide"),
     # A notification email's signed decision link (review.email_links): GET asks, POST decides.
     path(
         "<int:review_id>/email/<str:token>/",
         decision_links.review_email_decision,
         name="email_decision",
     ),
-    path("<int:review_id>/claim/", views.review_claim, name="claim"),
-    path("<int:review_id>/unclaim/", views.review_unclaim, name="unclaim"),
-    path("<int:review_id>/assign/", views.review_assign, name="assign"),
-    path("<int:review_id>/comment/", views.review_comment, name="comment"),
-    path("bulk/", views.reviews_bulk, name="bulk"),
-    path("rules/", views.standing_rules, name="standing_rules"),
-    path("rules/<int:rule_id>/resume/", views.standing_rule_resume, name="standing_rule_resume"),
+    path("<int:review_id>/claim/", review_triage.review_claim, name="claim"),
+    path("<int:review_id>/unclaim/", review_triage.review_unclaim, name="unclaim"),
+    path("<int:review_id>/assign/", review_triage.review_assign, name="assign"),
+    path("<int:review_id>/comment/", review_triage.review_comment, name="comment"),
+    path("bulk/", review_triage.reviews_bulk, name="bulk"),
+    path("rules/", review_standing_rules.standing_rules, name="standing_rules"),
+    path(
+        "rules/<int:rule_id>/resume/",
+        review_standing_rules.standing_rule_resume,
+        name="standing_rule_resume",
+    ),
 ]

@@ -2,17 +2,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard.views import tasks as views
+from dashboard.views import task_actions, task_list, task_page
 
 app_name = "tasks"
 
 urlpatterns = [
-    path("tasks/", views.task_list, name="list"),
-    path("tasks/bulk/", views.task_bulk, name="bulk"),
-    path("tasks/<uuid:task_id>/", views.task_detail, name="detail"),
-    path("tasks/<uuid:task_id>/live/", views.task_live, name="live"),
-    path("tasks/<uuid:task_id>/live-output/", views.task_live_output, name="live_output"),
-    path("tasks/<uuid:task_id>/outputs/<int:output_id>/", views.task_output, name="output"),
-    path("tasks/<uuid:task_id>/events.json", views.task_events_download, name="events_json"),
-    path("tasks/<uuid:task_id>/cancel/", views.task_cancel, name="cancel"),
+    path("tasks/", task_list.task_list, name="list"),
+    path("tasks/bulk/", task_list.task_bulk, name="bulk"),
+    path("tasks/<uuid:task_id>/", task_page.task_detail, name="detail"),
+    path("tasks/<uuid:task_id>/live/", task_page.task_live, name="live"),
+    path("tasks/<uuid:task_id>/live-output/", task_page.task_live_output, name="live_output"),
+    path("tasks/<uuid:task_id>/outputs/<int:output_id>/", task_actions.task_output, name="output"),
+    path("tasks/<uuid:task_id>/events.json", task_actions.task_events_download, name="events_json"),
+    path("tasks/<uuid:task_id>/cancel/", task_actions.task_cancel, name="cancel"),
 ]

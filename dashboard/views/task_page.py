@@ -1,24 +1,21 @@
-"""Server-rendered task pages: the filtered list with bulk actions, and the task page with its
-live header, timeline and tabs. Thin: read through selectors, act through services."""
+"""The task page (`/tasks/<id>/`): its live header and timeline, its tabs, and the polled
+fragments (header, tabs, the running call's output), each answered with a 304 while its ETag
+holds. Thin: read through selectors."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from typing import Any
 
-from django.contrib import messages
 from django.core.paginator import Paginator
-from django.core.serializers.json import DjangoJSONEncoder
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.utils import timezone
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
-from django.views.decorators.http import require_POST
 
 from cases.family import task_family
-from checkpoints import files, recovery
+from checkpoints import files
 from checkpoints.selectors import (
     graph_checkpoints,
     graph_task,
@@ -26,115 +23,21 @@ from checkpoints.selectors import (
     task_checkpoints,
 )
 from checkpoints.services import checkpoint_verify
-from dashboard import bulk
-from dashboard.outputs import live_output, output_download
-from dashboard.task_forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
-from dashboard.views.common import sort_headers
+from dashboard.outputs import live_output
 from review.context_processors import pending_reviews_count
 from review.selectors.task_reviews import task_call_edits, task_reviews, task_reviews_pending
 from tasks import charts, selectors
 from tasks.models import PREVIEW_BYTES, Task
 from tasks.spec import budget_in_force, spec_model_name
-from tasks.states import TERMINAL, IllegalTransition, TaskStatus, TransitionConflict
+from tasks.states import TERMINAL, TaskStatus
 from tasks.tracing import task_trace
-from tasks.web.access import operator_required, viewer_required
+from tasks.web.access import viewer_required
 from tasks.web.htmx import is_htmx
-from tasks.web.pagination import CappedPaginator
 
-LIST_PAGE_SIZE = 50
 TAB_PAGE_SIZE = 100
 EVENTS_PAGE_SIZE = 200
 TABS = ("events", "calls", "reviews", "checkpoints", "files")
 GRAPH_CHECKPOINTS_SHOWN = 500
-# The list's sortable columns (tasks.selectors.TASK_SORTS), in click order.
-TASK_COLUMNS = {
-    "title": (("title", "ascending"), ("-title", "descending")),
-    "status": (("status", "ascending"), ("-status", "descending")),
-    "created": (("-created", "descending"), ("created", "ascending")),
-}
-
-
-def _query_without(request: HttpRequest, *names: str) -> str:
-    query = request.GET.copy()
-    for name in names:
-        query.pop(name, None)
-    return query.urlencode()
-
-
-# --- the list -------------------------------------------------------------------------------
-
-
-@viewer_required
-def task_list(request: HttpRequest) -> HttpResponse:
-    form = TaskFilterForm(request.GET)
-    filters = form.filters()
-    page = CappedPaginator(selectors.tasks_list(**filters), LIST_PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
-    sort = filters.get("sort", selectors.TASK_SORT_DEFAULT)
-    return render(
-        request,
-        "tasks/list.html",
-        {
-            "form": form,
-            "page": page,
-            "filtered": bool(set(filters) - {"sort"}),
-            "query": _query_without(request, "page"),
-            "sorting": sort_headers(request.GET, current=sort, columns=TASK_COLUMNS),
-            "can_operate": selectors.user_can_operate(request.user),
-            "bulk_actions": list(bulk.BULK_ACTIONS),
-            "bulk_limit": BULK_LIMIT,
-        },
-    )
-
-
-@require_POST
-@operator_required
-def task_bulk(request: HttpRequest) -> HttpResponse:
-    """Bulk cancel / retry. The first POST shows what would be affected and asks to confirm;
-    the confirmed POST acts on each task in its own transaction."""
-    form = BulkActionForm(request.POST, actions=list(bulk.BULK_ACTIONS))
-    if not form.is_valid():
-        messages.error(request, "Nothing to do: choose an action and some tasks.")
-        return redirect("tasks:list")
-    data = form.cleaned_data
-    if data["select"] == "matching":
-        selected = selectors.tasks_list(**TaskFilterForm(request.POST).filters())
-    else:
-        selected = Task.objects.filter(id__in=data["ids"]).order_by("-created_at")
-    tasks = list(selected.values("id", "title", "status")[: BULK_LIMIT + 1])
-    if not tasks:
-        messages.error(request, "No task selected.")
-        return redirect(data["next"])
-    if len(tasks) > BULK_LIMIT:
-        messages.error(request, f"At most {BULK_LIMIT} tasks at once; narrow the filters.")
-        return redirect(data["next"])
-    if not data["confirmed"]:
-        return render(
-            request,
-            "tasks/bulk_confirm.html",
-            {
-                "action": data["action"],
-                "tasks": tasks,
-                "next": data["next"],
-                "reason": data["reason"],
-            },
-        )
-    act = bulk.BULK_ACTIONS[data["action"]]
-    outcome = bulk.tasks_apply(
-        task_ids=[t["id"] for t in tasks], action=act, user=request.user, reason=data["reason"]
-    )
-    messages.success(
-        request,
-        f"{data['action'].capitalize()}: {len(outcome.done)} done"
-        + (f", {len(outcome.skipped)} skipped" if outcome.skipped else ""),
-    )
-    for task_id, why in outcome.skipped[:10]:
-        messages.warning(request, f"{task_id}: {why}")
-    return redirect(data["next"])
-
-
-# --- the task page --------------------------------------------------------------------------
 
 
 def _all_steps(request: HttpRequest) -> bool:
@@ -370,50 +273,3 @@ def task_live_output(request: HttpRequest, task_id) -> HttpResponse:
     if not_modified is not None:
         return not_modified
     return _polled(request, "tasks/_live_output.html", context, etag)
-
-
-@viewer_required
-def task_output(request: HttpRequest, task_id, output_id: int) -> HttpResponse:
-    """One stored output part of a call, as a download (tasks.outputs)."""
-    task = selectors.access_task(request.user, task_id)
-    return output_download(selectors.tool_output_get(task=task, output_id=output_id))
-
-
-@viewer_required
-def task_events_download(request: HttpRequest, task_id) -> StreamingHttpResponse:
-    """The full frame log as a JSON array, streamed in chunks (tasks can have many events)."""
-    task = selectors.access_task(request.user, task_id)
-
-    def chunks() -> Iterator[str]:
-        yield "["
-        for n, e in enumerate(selectors.task_events(task=task).iterator(chunk_size=1000)):
-            yield ("," if n else "") + json.dumps(
-                {
-                    "seq": e.id,
-                    "type": e.type,
-                    "step_index": e.step_index,
-                    "actor": e.actor,
-                    "created_at": e.created_at,
-                    "payload": e.payload,
-                },
-                cls=DjangoJSONEncoder,
-            )
-        yield "]"
-
-    response = StreamingHttpResponse(chunks(), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="task-{task.id}-events.json"'
-    return response
-
-
-@require_POST
-@operator_required
-def task_cancel(request: HttpRequest, task_id) -> HttpResponse:
-    task = selectors.access_task(request.user, task_id)
-    try:
-        recovery.task_cancel(
-            task_id=task.id, user=request.user, reason=request.POST.get("reason", "")
-        )
-        messages.success(request, "Cancel requested.")
-    except (TransitionConflict, IllegalTransition) as exc:
-        messages.error(request, str(exc))
-    return redirect("tasks:detail", task_id=task.id)
