@@ -22,7 +22,7 @@ from tasks.models import Task, ToolCall, ToolCallStatus
 COMMAND_TOOL = "run_command"
 # The content a case keeps of its commands' effects, in all.
 MAX_EFFECT_BYTES = 32 * 1024 * 1024
-# The checkpoints a side effect's intent is written with (agent.runtime.calls._execute).
+# The checkpoints a side effect's intent is written with (agent.runtime.call_execute.execute).
 _BEFORE_TRIGGERS = ("before_write_operation", "before_external_call")
 
 

@@ -177,7 +177,7 @@ HARNESS_STALE_AFTER_S = env_float("HARNESS_STALE_AFTER_S", 2 * HARNESS_HEARTBEAT
 HARNESS_HORSE_GRACE_S = env_float("HARNESS_HORSE_GRACE_S", 60.0)
 HARNESS_SWEEP_INTERVAL_S = env_float("HARNESS_SWEEP_INTERVAL_S", 5.0)
 # A run whose database connection broke waits up to HARNESS_DB_RECONNECT_S for the database to
-# answer again, then gives its task back to the queue (agent.runtime.run.connection_lost_release).
+# answer again, then gives its task back to the queue (agent.runtime.lease.connection_lost_release).
 HARNESS_DB_RECONNECT_S = env_float("HARNESS_DB_RECONNECT_S", 60.0)
 # The retention job the sweep runs on the schedule of harness.yaml's `retention` (a dotted path:
 # checkpoints build on tasks, so the sweep names the job instead of importing it).

@@ -15,7 +15,7 @@ move; the worker runs it only if all of this still holds:
 - every target is as recorded (a target that cannot be read is a change: fail closed).
 
 Anything else is a change: the call does not run, and the loop opens a new review that says
-what changed (agent.runtime.calls)."""
+what changed (agent.runtime.call_gate)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,23 @@
 """The agent loop, run inside an RQ job (`agent.jobs.run_task` -> `task_run`), as units that
 can be read, tested and timed on their own:
 
-    loop.task_run      acquire the lease (run.with_lease) -> Run -> run_execute:
+    loop.task_run      acquire the lease (lease.with_lease) -> Run -> run_execute:
     start              start (task_start checkpoint) or resume the head checkpoint (verified):
                        workspace restored, context aligned, MCP tools listed
     loop               boundary checks (lease, global round, cancel, session timeout, budgets)
     turn.model_turn    one model turn -> checkpoint `after_model` (staged: see below)
-    calls.call_next    one tool call: ledger row (call_id = idempotency key), replay, checks,
-                       policy gate (review_gate -> review.services), checkpoint before side
-                       effects, the attempt (attempt.invoke: timeout), retry or settle
+    calls.call_next    one tool call: ledger row (call_id = idempotency key), replay
+                       (call_again), checks, policy gate (call_gate; review_gate ->
+                       review.services), checkpoint before side effects, the attempt
+                       (call_execute; attempt.invoke: timeout), retry or settle
     step.step_finish   close the step -> checkpoint `after_step`
     finish             succeeded / failed / canceled
-    run.Run            the per-run state and the writes every unit shares (commit, pause,
-                       schedule_retry); watchdog: the heartbeat and InThread; ledger;
-                       delegation and group: multi-agent waits and global checkpoint rounds
+    run.Run            the per-run state, with its parts run_books.RunBookkeeping (events,
+                       clocks, usage, tools), run_writes.RunWrites and run_pauses.RunPauses
+                       (the writes every unit shares: stage, commit; pause, schedule_retry);
+                       ends: StopRun, Paused; lease: the job's lease and a lost database
+                       connection; watchdog: the heartbeat and InThread; ledger; delegation
+                       and group: multi-agent waits and global checkpoint rounds
 
 Durable writes are few and fused (issue 17): a unit stages what it has to write (events,
 checkpoints with their new blobs, the outcomes of calls: `Run.stage`) and the next

@@ -1,5 +1,6 @@
 """The attempt of a tool call: the tool runs in a helper thread under its timeout, and what
-it returned or raised becomes a ToolOutcome. No durable write: agent.runtime.calls records it."""
+it returned or raised becomes a ToolOutcome. No durable write: agent.runtime.call_execute
+records it."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from tasks.tools.registry import ToolSpec, registry
 def await_delegations(run: Run) -> None:
     """The delegate calls of this step start their children together; the parent then
     waits without a worker until all of them have ended, and their outcomes become the
-    calls' results (agent.runtime.calls replays them from the ledger)."""
+    calls' results (agent.runtime.call_again replays them from the ledger)."""
     state = run.state
     tool = registry.get(DELEGATE_TOOL)
     new: list[tuple[ToolCall, delegation.Delegation]] = []

@@ -1,0 +1,138 @@
+"""Run's durable writes (RunWrites, part of Run: agent.runtime.run): checkpoints staged and one
+commit of everything staged, fenced by the lease epoch."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import Any
+
+from django.db import transaction
+
+from agent.runtime.run_books import RunBookkeeping
+from checkpoints.blobstore import blob_store_deferred
+from checkpoints.models import Checkpoint
+from checkpoints.services import checkpoint_build
+from checkpoints.snapshots import DEFER_BLOB_BYTES, snapshot_capture, snapshot_distrust
+from harness_base.metrics import CHECKPOINT_WRITE_SECONDS, metric_observe
+from tasks import services
+from tasks.tracing import checkpoints_traced
+
+_LEDGER_FIELDS = [
+    "arguments",
+    "arguments_hash",
+    "status",
+    "result",
+    "error_class",
+    "error_message",
+    "attempts",
+    "attempt_log",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+]
+
+
+class RunWrites(RunBookkeeping):
+    """Run's checkpoints staged and committed."""
+
+    def capture_snapshot(self) -> dict | None:
+        """The workspace manifest stored with a checkpoint (see checkpoints.snapshots). Only
+        tool calls change the workspace during a run, so a checkpoint with no call since the
+        last capture (after a model turn) reuses that manifest instead of rescanning; after
+        calls of tools that report their changes, only the changed files' folders are
+        scanned; after any other tool (commands, user tools), the whole workspace."""
+        if self.snapshot is None or self.changed:
+            self.snapshot = snapshot_capture(
+                task_id=self.task_id,
+                workspace=self.workspace,
+                changed=self.changed if self.snapshot is not None else None,
+                defer=self.blobs,
+            )
+            self.changed = set()
+        return self.snapshot
+
+    def stage(self, *, trigger: str | None, level: str | None = None) -> Checkpoint | None:
+        """Build the checkpoint of `trigger` now (the state as it is) and keep it for the next
+        durable write, which inserts it (and makes it the head) with whatever else that write
+        carries. `trigger` None, or a trigger switched off in harness.yaml, builds none; a
+        `level` builds one at that level whatever harness.yaml says."""
+        configured = self.config.trigger(trigger) if trigger else None
+        if configured is None and not (trigger and level):
+            return None
+        checkpoint = checkpoint_build(
+            task_id=self.task_id,
+            seq=self.seq,
+            state=self.state,
+            level=level or configured.level,
+            trigger=trigger,
+            snapshot=self.capture_snapshot(),
+            parent_id=self.head_id,
+            codec=self.codec,
+        )
+        bases = self.codec.take_bases()
+        if bases:
+            blob_store_deferred(self.blobs, DEFER_BLOB_BYTES).put_absent(bases)
+        self.staged.append(checkpoint)
+        self.seq += 1
+        self.head_id = checkpoint.id
+        return checkpoint
+
+    def commit(
+        self,
+        *,
+        trigger: str | None,
+        extra: list[Any] | None = None,
+        fields: dict[str, Any] | None = None,
+        then: Callable[[Any], None] | None = None,
+        level: str | None = None,
+    ) -> None:
+        """One durable write: what was staged since the last one (checkpoints with the new
+        blobs of their snapshots, events, the outcomes of calls) + [the checkpoint of
+        `trigger`, see `stage`] + task row (fenced) + extra rows, in one transaction;
+        `then(the checkpoint of trigger or None)` runs last inside it."""
+        checkpoint = self.stage(trigger=trigger, level=level)
+        update = {**self.usage_fields(), **(fields or {})}
+        if self.head_id != self.written_head:
+            update["head_checkpoint_id"] = self.head_id
+        # Outcomes of read-only calls ride along with the next write (see
+        # agent.runtime.call_execute).
+        extra = [
+            *self.deferred_rows,
+            *(row for row in extra or () if row not in self.deferred_rows),
+        ]
+        started = time.monotonic()
+        try:
+            # A pause adds `then` (a transition, a review) to the same write: one transaction.
+            with transaction.atomic() if then is not None else nullcontext():
+                self.cancel_seen = services.task_fenced_write(
+                    task_id=self.task_id,
+                    epoch=self.epoch,
+                    inserts_if_absent=list(self.blobs.values()),
+                    inserts=[
+                        *self.staged,
+                        *(row for row in extra if row._state.adding),
+                        *self.pending_events,
+                        *self.pending_outputs,
+                    ],
+                    updates=[(row, _LEDGER_FIELDS) for row in extra if not row._state.adding],
+                    **update,
+                )
+                if then is not None:
+                    then(checkpoint)
+        except BaseException:
+            if self.blobs:
+                snapshot_distrust(self.workspace)
+            # The bases of the staged checkpoints may not be stored: the next one starts anew.
+            self.codec.forget()
+            raise
+        checkpoints_traced(self.staged)
+        metric_observe(CHECKPOINT_WRITE_SECONDS, time.monotonic() - started)
+        self.blobs = {}
+        self.deferred_rows = []
+        self.pending_events = []
+        self.pending_outputs = []
+        self.staged = []
+        self.written_head = self.head_id
+        self.turn_unwritten = self.effect_unwritten = False
