@@ -14,7 +14,7 @@ TIMELINE_EVENT_TYPES = frozenset(
         "tool_refused",
         "task_stopped",
         "status",
-        "graph_node",  # a LangGraph node run (tasks.graph_runner)
+        "graph_node",  # a LangGraph node run (agent.graph_runner)
         # The call a tool-level checkpoint was taken before (see checkpoint_names).
         *("tool_started", "review_requested"),
         *("rollback", "retry", "forward", "retry_scheduled", "redispatched"),
