@@ -1,0 +1,114 @@
+"""What every transport shares: the message (ReviewMessage), the error (NotificationFailed),
+the base class (Transport), reading a secret from the environment and a bounded POST."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+HTTP_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
+# How much of a diff or a command a message carries.
+PREVIEW_MAX_CHARS = 2000
+# The channel name of harness.yaml's deprecated `review_webhook_url`.
+LEGACY_WEBHOOK = "review_webhook_url"
+
+EVENT_TITLES = {
+    "review.requested": "Review requested",
+    "review.reminder": "Reminder: review still waiting",
+    "review.escalated": "Escalated: nobody has decided this review",
+    "review.decided": "Review decided",
+    "review.expired": "Review expired",
+}
+
+
+class NotificationFailed(Exception):
+    """A send that did not go through; the message is what the Notification row records."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewMessage:
+    """The facts a notification carries (review.notifications.review_message builds it)."""
+
+    event: str
+    review_id: int
+    task_id: str
+    task_title: str
+    tool: str
+    rules: tuple[str, ...]
+    risk: str
+    reason: str
+    status: str
+    arguments_hash: str
+    preview: str
+    requested_at: datetime
+    expires_at: datetime | None
+    time_left: str
+    url: str
+
+    @property
+    def rule(self) -> str:
+        return ", ".join(self.rules)
+
+    @property
+    def title(self) -> str:
+        return EVENT_TITLES.get(self.event, self.event)
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "review_id": self.review_id,
+            "task_id": self.task_id,
+            "task_title": self.task_title,
+            "tool": self.tool,
+            # The first rule that matched (the one that paused the call), and all of them.
+            "rule": self.rules[0] if self.rules else None,
+            "rules": list(self.rules),
+            "risk": self.risk,
+            "reason": self.reason,
+            "status": self.status,
+            "arguments_hash": self.arguments_hash,
+            "requested_at": self.requested_at.isoformat(),
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+            "url": self.url,
+        }
+
+
+def env_value(name: str, *, what: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        raise NotificationFailed(f"environment variable {name} ({what}) is not set")
+    return value
+
+
+def post(url: str, *, content: bytes, headers: dict[str, str]) -> None:
+    try:
+        response = httpx.post(
+            url,
+            content=content,
+            headers={"Content-Type": "application/json", **headers},
+            timeout=HTTP_TIMEOUT,
+            follow_redirects=False,
+        )
+    except httpx.HTTPError as exc:
+        # The URL may hold a token (Slack's does): the error names only what went wrong.
+        raise NotificationFailed(f"{type(exc).__name__}: {exc}"[:300]) from None
+    if response.is_redirect:
+        raise NotificationFailed(f"HTTP {response.status_code}: redirects are not followed")
+    if not response.is_success:
+        raise NotificationFailed(f"HTTP {response.status_code} from the receiver")
+
+
+class Transport(ABC):
+    kind = ""
+
+    @abstractmethod
+    def notify(self, *, message: ReviewMessage, delivery_id: str) -> None:
+        """Send `message`; `delivery_id` is the same on every retry of one notification."""
+
+    def missing_env(self) -> list[str]:
+        """The environment variables this channel needs that this process does not have."""
+        return []
