@@ -198,7 +198,7 @@ HARNESS_MODEL_ENDPOINTS = env_list("HARNESS_MODEL_ENDPOINTS", [])
 # The address people open links at (notifications, API `url`); `harness up` sets it from
 # --host/--port when unset.
 HARNESS_BASE_URL = env_str("HARNESS_BASE_URL", "http://127.0.0.1:8000")
-# Notifications (review/notifications.py): a failed send is retried after
+# Notifications (review/notifications/): a failed send is retried after
 # HARNESS_NOTIFY_RETRY_S, doubling each time up to an hour, HARNESS_NOTIFY_MAX_ATTEMPTS times in
 # all; a channel whose last HARNESS_NOTIFY_FAILING_AFTER attempts failed is flagged on /ops/.
 HARNESS_NOTIFY_RETRY_S = env_float("HARNESS_NOTIFY_RETRY_S", 30.0)

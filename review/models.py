@@ -443,7 +443,7 @@ class NotificationStatus(models.TextChoices):
 
 
 class Notification(models.Model):
-    """One message about one review to one channel (review/notifications.py). At most one per
+    """One message about one review to one channel (review/notifications/). At most one per
     (review, channel, event): a reminder or an escalation is sent once, however often workers
     restart or the sweep looks. Sending never touches the review."""
 

@@ -94,7 +94,7 @@ class RouteConfig(Strict):
 
 
 class NotificationsConfig(Strict):
-    """Who hears of a review (review/notifications.py): the first route whose `match` fits."""
+    """Who hears of a review (review/notifications/): the first route whose `match` fits."""
 
     channels: dict[ChannelName, ChannelConfig] = {}
     routes: list[RouteConfig] = []

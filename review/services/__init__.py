@@ -1,5 +1,5 @@
 """Review services: opening review requests (from the agent loop), deciding them (operators),
-expiring them (the sweep); who hears of each is review/notifications.py. One module per state
+expiring them (the sweep); who hears of each is review/notifications/. One module per state
 machine and per family of operations, each importing only the modules listed below it:
 
     decide            review_decide: an operator approves, edits, rejects or responds

@@ -1,7 +1,7 @@
 """Notification channels: one small class per kind behind one `notify(*, message, delivery_id)`
 (the shape of healthchecks' hc/api/transports.py). A transport sends one message about one
 review and raises NotificationFailed saying why it could not; it never reads or writes the
-review (review/notifications.py records each send in a Notification row).
+review (review/notifications/ records each send in a Notification row).
 
 Secrets (a webhook's signing secret, Slack's webhook URL) are read from the environment
 variable the channel names, when the message is sent; an error names the variable, never its

@@ -1,0 +1,59 @@
+"""What one notification says (`review_message`) and the transport of the channel it goes to
+(`channel_transport`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from harness_base.config import harness_config
+from review.models import ReviewRequest, ReviewStatus
+from review.selectors.page import duration_text, review_url
+from review.transports import (
+    LEGACY_WEBHOOK,
+    PREVIEW_MAX_CHARS,
+    LegacyWebhook,
+    NotificationFailed,
+    ReviewMessage,
+    Transport,
+    transport_for,
+)
+from tasks.canonical import canonical_hash
+
+
+def review_message(*, review: ReviewRequest, event: str, now: datetime) -> ReviewMessage:
+    if review.status == ReviewStatus.PENDING and review.expires_at is not None:
+        time_left = duration_text(max(0.0, (review.expires_at - now).total_seconds()))
+    elif review.status == ReviewStatus.PENDING:
+        time_left = "no limit"
+    else:
+        time_left = "closed"
+    preview = review.preview or review.target
+    if len(preview) > PREVIEW_MAX_CHARS:
+        preview = preview[:PREVIEW_MAX_CHARS] + "\n… (truncated; the review page shows all)"
+    return ReviewMessage(
+        event=event,
+        review_id=review.id,
+        task_id=str(review.task_id),
+        task_title=review.task.title,
+        tool=review.tool,
+        rules=tuple(review.rule_names),
+        risk=review.risk,
+        reason=review.reason,
+        status=review.status,
+        arguments_hash=canonical_hash(review.arguments),
+        preview=preview,
+        requested_at=review.requested_at,
+        expires_at=review.expires_at,
+        time_left=time_left,
+        url=review_url(review_id=review.id),
+    )
+
+
+def channel_transport(*, name: str) -> Transport:
+    config = harness_config()
+    if name == LEGACY_WEBHOOK and config.review_webhook_url:
+        return LegacyWebhook(config.review_webhook_url)
+    channel = config.notifications.channels.get(name)
+    if channel is None:
+        raise NotificationFailed(f"channel {name!r} is no longer in harness.yaml")
+    return transport_for(channel)
