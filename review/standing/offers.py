@@ -1,5 +1,5 @@
-"""Standing rules ("approve and always allow…"): what a review suggests, what a standing rule
-matches, and whether it may stand in for a human's approval of a call.
+"""What a review suggests ("approve and always allow…"): the rules made from the call under
+review, narrowest first, whether a review may offer any, and how long one may stand.
 
 A standing rule is an allow that stands in for one operator's approval. So it is consulted only
 for a call the policy sends to review (a `deny` is final before it is looked at), and only
@@ -7,13 +7,7 @@ where that operator's single approval would have been enough: never for a review
 more than one approval, never for a call of a task its own creator made under a four-eyes rule
 (`forbid_creator`), never for a task whose spec asks to review every call of the tool, never
 once its creator may no longer decide reviews, never while paused or after `until`.
-
-The rule fields come from the server only: `suggestions` derives them from the call under
-review, and a decision names one of them by its id (a hash of its fields). Matching is stricter
-than the policy's review rules, which must catch a call if any of its paths matches: here every
-path of the call must match, path by path and segment by segment (`*` never crosses a `/`), in
-normal form (no `.`, `..` or empty segment); a command prefix admits no shell operator after it;
-a URL must have exactly the origin."""
+"""
 
 from __future__ import annotations
 
@@ -22,19 +16,13 @@ import posixpath
 import re
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, time, timedelta
-from fnmatch import fnmatchcase
 from typing import Any
 
 import httpx
-from django.db.models import Q
 from django.utils import timezone
 
-from harness_base.config import compile_pattern
-from review.models import ReviewRequest, ReviewRule, RuleKind, RuleScope
-from review.policy import PolicyDecision
-from review.selectors.access import user_can_decide
+from review.models import ReviewRequest
 from tasks.canonical import canonical_hash
-from tasks.models import Task
 from tasks.paths import call_paths
 
 # How far ahead a standing rule may end: trust is lent for a while, not for good.
@@ -47,7 +35,7 @@ URL_TOOL = "http_request"
 _PLAIN_WORD = r"[A-Za-z0-9_./,:=@%+-]+"
 _PLAIN_ARGUMENTS = r"(?: [A-Za-z0-9_./,:=@%+ -]*)?"
 _REGEX_META = frozenset("\\.^$|?*+()[]{}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -82,7 +70,7 @@ def _regex_escape(text: str) -> str:
 
 
 def normal_path(path: str) -> bool:
-    return bool(path) and not _CONTROL.search(path) and posixpath.normpath(path) == path
+    return bool(path) and not CONTROL.search(path) and posixpath.normpath(path) == path
 
 
 def _path_suggestions(tool: str, path: str) -> list[Suggestion]:
@@ -107,7 +95,7 @@ def _path_suggestions(tool: str, path: str) -> list[Suggestion]:
 
 
 def _command_suggestions(tool: str, command: str) -> list[Suggestion]:
-    if _CONTROL.search(command) or not command.strip():
+    if CONTROL.search(command) or not command.strip():
         return []
     exact = _suggestion(
         "command",
@@ -220,103 +208,3 @@ def until_parse(value: Any, *, now: datetime) -> datetime:
     if moment > latest:
         raise ValueError(f"at most {MAX_DAYS} days ahead")
     return moment
-
-
-def _segments_match(path: str, pattern: str) -> bool:
-    parts, wanted = path.split("/"), pattern.split("/")
-    return len(parts) == len(wanted) and all(map(fnmatchcase, parts, wanted))
-
-
-def rule_allows(rule: ReviewRule, *, tool: str, arguments: dict[str, Any]) -> bool:
-    """Whether the standing rule's fields match this call (see the module docstring). A rule
-    with no field beyond its tool matches nothing."""
-    if rule.tool != tool:
-        return False
-    if not (rule.path_glob or rule.command_regex or rule.url_origin or rule.arguments_hash):
-        return False
-    if rule.arguments_hash and canonical_hash(arguments) != rule.arguments_hash:
-        return False
-    if rule.path_glob:
-        paths = call_paths(arguments)
-        if not paths or not all(
-            normal_path(p) and _segments_match(p, rule.path_glob) for p in paths
-        ):
-            return False
-    if rule.command_regex:
-        command = arguments.get("command")
-        if not isinstance(command, str) or _CONTROL.search(command):
-            return False
-        try:
-            if not compile_pattern(rule.command_regex).search(command):
-                return False
-        except ValueError:
-            return False
-    return not (rule.url_origin and url_origin(arguments.get("url")) != rule.url_origin)
-
-
-def held_reason(rule: ReviewRule, *, task: Task, decision: PolicyDecision) -> str:
-    """Why this matching rule cannot allow the call ("" when it can)."""
-    if rule.paused:
-        return f"standing rule {rule.name} is paused: {rule.paused_reason}"
-    if decision.approvals_required > 1:
-        return (
-            f"the policy asks {decision.approvals_required} approvals; standing rule "
-            f"{rule.name} stands in for one"
-        )
-    if decision.forbid_creator and task.created_by_id == rule.created_by_id:
-        return (
-            f"four-eyes: standing rule {rule.name} was made by this task's creator, who may "
-            "not approve its calls"
-        )
-    if any(r.get("source") == "task spec" for r in decision.rules):
-        return "this task's spec asks for a review of every call of this tool"
-    if rule.created_by is None or not user_can_decide(rule.created_by):
-        return f"the creator of standing rule {rule.name} may no longer decide reviews"
-    return ""
-
-
-def standing_rule_lapsed(
-    rule: ReviewRule, *, task: Task, decision: PolicyDecision, now: datetime
-) -> str:
-    """Why a rule that approved a call no longer stands behind it when the call is about to
-    run ("" while it does): review.recheck, for a call approved in an earlier job."""
-    if not rule.enabled:
-        return f"standing rule {rule.name} was disabled"
-    if rule.until is None or rule.until <= now:
-        return f"standing rule {rule.name} ended at {rule.until.isoformat() if rule.until else '?'}"
-    return held_reason(rule, task=task, decision=decision)
-
-
-def standing_rule_for(
-    *, task: Task, tool: str, arguments: dict[str, Any], decision: PolicyDecision
-) -> tuple[ReviewRule | None, str]:
-    """For a call the policy sends to review: the standing rule that allows it -> (rule, ""),
-    or a matching one that may not -> (rule, why), or (None, ""). One query, on the
-    (kind, tool) index, only for calls that would otherwise wait for a human."""
-    if decision.action != "review":
-        return None, ""
-    rules = (
-        ReviewRule.objects.filter(
-            kind=RuleKind.STANDING, enabled=True, tool=tool, until__gt=timezone.now()
-        )
-        .filter(
-            Q(scope=RuleScope.EVERYONE)
-            | (
-                Q(scope=RuleScope.CREATOR, scope_user_id=task.created_by_id)
-                if task.created_by_id is not None
-                else Q(pk__in=[])
-            )
-        )
-        .select_related("created_by")
-        .order_by("paused", "id")
-    )
-    held: tuple[ReviewRule | None, str] = (None, "")
-    for rule in rules:
-        if not rule_allows(rule, tool=tool, arguments=arguments):
-            continue
-        why = held_reason(rule, task=task, decision=decision)
-        if not why:
-            return rule, ""
-        if held[0] is None:
-            held = (rule, why)
-    return held
