@@ -119,7 +119,7 @@ class AgentState(_State):
     # The MCP tools this task may call, as listed when it started (None: not listed yet).
     mcp_tools: list[McpTool] | None = None
     # An agent SDK's own state, for a task that runs an operator-registered agent instead of
-    # the harness's loop (agent/pydantic_ai_runner.py: {"kind": "pydantic-ai", ...};
+    # the harness's loop (agent/pydantic_ai_runner/: {"kind": "pydantic-ai", ...};
     # agent/openai_agents_runner/: {"kind": "openai-agents", "run_state": ...}). Restored
     # with the checkpoint by rollback, retry and forward like the rest of the state.
     sdk: dict[str, Any] | None = None

@@ -184,7 +184,7 @@ class LangGraphAgentSpec(_Spec):
 
 class PydanticAIAgentSpec(_Spec):
     """An operator-registered Pydantic AI agent (harness.yaml `pydantic_ai_agents`) instead of
-    the harness's own loop (agent/pydantic_ai_runner.py); `input` is its first user prompt:
+    the harness's own loop (agent/pydantic_ai_runner/); `input` is its first user prompt:
     text, or JSON (sent as its JSON text); empty: the task's goal. `model` binds an
     OpenAI-compatible endpoint as for the harness's own loop (keys named, never stored);
     unset: the agent's own model, or HARNESS_MODEL at OPENAI_BASE_URL when it has none."""

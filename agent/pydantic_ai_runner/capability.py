@@ -1,0 +1,61 @@
+"""HarnessTools: the Pydantic AI capability that takes every tool call of the agent through
+the run's tool hooks (tool_calls: before, tool_results: after), in the job's thread, with
+the call's `execute_tool` span."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from asgiref.sync import sync_to_async
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
+
+from agent.pydantic_ai_runner.tool_calls import ToolCallHooks
+from agent.tracing import tool_span
+
+
+@dataclass(init=False)
+class HarnessTools(AbstractCapability):
+    """Every tool call of the agent through the harness: ledger, policy, replay."""
+
+    def __init__(self, run: ToolCallHooks) -> None:
+        self.run = run
+
+    async def wrap_tool_execute(self, ctx, *, call, tool_def, args, handler):  # type: ignore[override]
+        plan = await sync_to_async(self.run.tool_begin)(
+            call=call, tool_def=tool_def, args=args, approved=ctx.tool_call_approved
+        )
+        if plan.action == "replay" or plan.action == "refuse":
+            return plan.value
+        if plan.action == "retry":
+            raise ModelRetry(plan.value)
+        if plan.action == "approval":
+            raise ApprovalRequired(metadata={"harness": plan.value})
+        row, raised = plan.row, None
+        with tool_span(
+            tool=row.tool,
+            call_id=row.call_id,
+            attempt=row.attempts,
+            arguments=row.arguments,
+            parent=self.run.trace_parent,
+        ) as traced:
+            try:
+                result = await handler(args)
+            except (ApprovalRequired, CallDeferred) as exc:
+                # The tool itself asked (ApprovalRequired raised before it acted): reviewed.
+                await sync_to_async(self.run.tool_deferred)(row=row)
+                raised = exc
+            except BaseException as exc:
+                await sync_to_async(self.run.tool_end)(row=row, error=exc)
+                raised = exc
+            else:
+                await sync_to_async(self.run.tool_end)(row=row, result=result)
+            traced.finished(
+                status=row.status,
+                error_class=row.error_class if raised is not None else "",
+                error_message=row.error_message if raised is not None else "",
+                result=None if raised is not None else result,
+            )
+        if raised is not None:  # raised here: the span's status is the row's, not the raise's
+            raise raised
+        return result
