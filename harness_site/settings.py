@@ -11,6 +11,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from accounts.config import oidc_config_from_env
 from harness_base.env import DEFAULT_SECRET_KEY, env_bool, env_float, env_int, env_list, env_str
+from harness_site.settings_helpers import CSP as _CSP
+from harness_site.settings_helpers import logging_config, postgres_idle_timeout
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HARNESS_DATA_DIR", str(BASE_DIR / ".data")))
@@ -100,15 +102,8 @@ else:
     HARNESS_DB_IDLE_IN_TRANSACTION_S = env_float("HARNESS_DB_IDLE_IN_TRANSACTION_S", 60.0)
     if HARNESS_DB_IDLE_IN_TRANSACTION_S > 0:
         _options = DATABASES["default"].setdefault("OPTIONS", {})
-        _options["options"] = " ".join(
-            filter(
-                None,
-                [
-                    _options.get("options", ""),
-                    "-c idle_in_transaction_session_timeout="
-                    f"{int(HARNESS_DB_IDLE_IN_TRANSACTION_S * 1000)}",
-                ],
-            )
+        _options["options"] = postgres_idle_timeout(
+            _options.get("options", ""), seconds=HARNESS_DB_IDLE_IN_TRANSACTION_S
         )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -226,23 +221,8 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 if env_bool("HARNESS_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 X_FRAME_OPTIONS = "DENY"
-# Content-Security-Policy (django-csp): scripts only from this site (Plotly and HTMX are
-# served locally; no inline scripts or handlers in templates), no plugins, no framing.
-# Styles allow inline because Plotly and HTMX set them. HARNESS_CSP=report-only or off.
-_CSP = {
-    "DIRECTIVES": {
-        "default-src": ["'self'"],
-        "script-src": ["'self'"],
-        "style-src": ["'self'", "'unsafe-inline'"],
-        "img-src": ["'self'", "data:"],
-        "font-src": ["'self'", "data:"],
-        "connect-src": ["'self'"],
-        "object-src": ["'none'"],
-        "base-uri": ["'self'"],
-        "form-action": ["'self'"],
-        "frame-ancestors": ["'none'"],
-    }
-}
+# Content-Security-Policy (django-csp; the policy: settings_helpers.CSP), enforced by default;
+# HARNESS_CSP=report-only or off.
 HARNESS_CSP = env_str("HARNESS_CSP", "enforce")
 if HARNESS_CSP not in ("enforce", "report-only", "off"):
     raise ValueError(f"HARNESS_CSP={HARNESS_CSP!r}: expected enforce, report-only or off")
@@ -306,26 +286,4 @@ HARNESS_LOG_FORMAT = env_str("HARNESS_LOG_FORMAT", "plain").strip().lower() or "
 if HARNESS_LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"HARNESS_LOG_FORMAT={HARNESS_LOG_FORMAT!r}: expected plain or json")
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"ids": {"()": "harness_base.telemetry.LogContext"}},
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "json": {"()": "harness_base.telemetry.JsonFormatter"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": HARNESS_LOG_FORMAT,
-            "filters": ["ids"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    # The MCP SDK logs every HTTP request and session event at INFO.
-    "loggers": {
-        "django.db.backends": {"level": "WARNING"},
-        "httpx2": {"level": "WARNING"},
-        "mcp": {"level": "WARNING"},
-    },
-}
+LOGGING = logging_config(log_format=HARNESS_LOG_FORMAT, level=env_str("LOG_LEVEL", "INFO"))
