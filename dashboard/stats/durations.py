@@ -11,7 +11,6 @@ from django.db.models import Aggregate, Count, FloatField, Sum
 
 from dashboard.stats.parts import (
     WindowParts,
-    histogram_percentile,
     merge,
     raw_settled_calls,
     rolled_groups,
@@ -21,7 +20,7 @@ from dashboard.windows import Window
 from tasks.errors import CANCELED_ERROR
 from tasks.models import Task, ToolCall, ToolCallDurationHourly
 from tasks.models import ToolCallStatus as S
-from tasks.rollups import SETTLED_CALL, log_bucket
+from tasks.rollups import SETTLED_CALL, histogram_percentile, log_bucket
 
 
 class PercentileCont(Aggregate):

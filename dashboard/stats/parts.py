@@ -17,7 +17,6 @@ from tasks.models import ToolCall
 from tasks.rollups import (
     CANCELED_CALL,
     DAILY_OF,
-    bucket_value,
     hour_ceil,
     hour_floor,
     in_ranges,
@@ -126,21 +125,3 @@ def merge(
         for name in fields:
             into[name] = combine.get(name, _sum)(into[name], row[name])
     return [merged[k] for k in sorted(merged)]
-
-
-def histogram_percentile(histogram: list[tuple[int, int]], fraction: float) -> float:
-    """percentile_cont over a sorted [(bucket, count)] histogram: interpolated between the
-    durations at the ranks around (n - 1) * fraction, each read as its bucket's middle."""
-    rank = (sum(n for _, n in histogram) - 1) * fraction
-    low = int(rank)
-
-    def at(index: int) -> float:
-        seen = 0
-        for bucket, n in histogram:
-            seen += n
-            if seen > index:
-                return bucket_value(bucket)
-        return bucket_value(histogram[-1][0])
-
-    below = at(low)
-    return below + (rank - low) * (at(low + 1) - below)

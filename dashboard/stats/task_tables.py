@@ -9,7 +9,6 @@ from django.db.models import Max, Min, Q, Sum
 
 from dashboard.stats.parts import (
     WindowParts,
-    histogram_percentile,
     merge,
     ratio,
     rolled_groups,
@@ -18,7 +17,13 @@ from dashboard.stats.parts import (
 from dashboard.windows import Window
 from tasks.errors import error_normalise
 from tasks.models import TaskHourly, TaskWaitHourly
-from tasks.rollups import TASK_KEYS, finished_tasks, task_aggregates, wait_histogram
+from tasks.rollups import (
+    TASK_KEYS,
+    finished_tasks,
+    histogram_percentile,
+    task_aggregates,
+    wait_histogram,
+)
 from tasks.states import TaskStatus
 
 FAILURE_GROUPS_LIMIT = 50

@@ -19,7 +19,7 @@ from review.models import (
 from review.rollups.aggregation import COUNTS, DIMS, TIMES, Key, facts, fold
 from tasks.rollups import (
     HOUR,
-    bucket_value,
+    histogram_percentile,
     hour_ceil,
     hour_floor,
     in_ranges,
@@ -28,25 +28,12 @@ from tasks.rollups import (
 
 
 def _percentile(histogram: Counter, fraction: float) -> float | None:
-    """percentile_cont over a histogram: interpolated between the values at the ranks around
-    (n - 1) * fraction, each read as its bucket's middle (as dashboard.stats does)."""
+    """percentile_cont over a histogram (tasks.rollups.histogram_percentile, as the statistics
+    read theirs), rounded to 0.1 s; None for an empty one."""
     ordered = sorted(histogram.items())
-    total = sum(n for _, n in ordered)
-    if not total:
+    if not sum(n for _, n in ordered):
         return None
-    rank = (total - 1) * fraction
-    low = int(rank)
-
-    def at(index: int) -> float:
-        seen = 0
-        for bucket, n in ordered:
-            seen += n
-            if seen > index:
-                return bucket_value(bucket)
-        return bucket_value(ordered[-1][0])
-
-    below = at(low)
-    return round(below + (rank - low) * (at(low + 1) - below), 1)
+    return round(histogram_percentile(ordered, fraction), 1)
 
 
 def _rolled(

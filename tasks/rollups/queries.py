@@ -37,6 +37,25 @@ def bucket_value(bucket: int) -> float:
     return 2 ** ((bucket + 0.5) / BUCKETS_PER_DOUBLING)
 
 
+def histogram_percentile(histogram: list[tuple[int, int]], fraction: float) -> float:
+    """percentile_cont over a sorted, non-empty [(bucket, count)] histogram: interpolated
+    between the values at the ranks around (n - 1) * fraction, each read as its bucket's
+    middle. The statistics and the review SLA read their histograms with it."""
+    rank = (sum(n for _, n in histogram) - 1) * fraction
+    low = int(rank)
+
+    def at(index: int) -> float:
+        seen = 0
+        for bucket, n in histogram:
+            seen += n
+            if seen > index:
+                return bucket_value(bucket)
+        return bucket_value(histogram[-1][0])
+
+    below = at(low)
+    return below + (rank - low) * (at(low + 1) - below)
+
+
 def settled_calls(calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
     """The calls of `calls` with an outcome of the tool: settled, and not stopped by a cancel;
     a replay's calls (answered from a recording) are not the tools' outcomes."""
