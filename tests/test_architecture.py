@@ -179,13 +179,18 @@ def _app_of(rel: str) -> str:
 Model = tuple[str, str]
 
 
+def _is_models(module: str) -> bool:
+    """A model module: an app's `models` (a module or a package) or a module of that package."""
+    return module.endswith(".models") or ".models." in module
+
+
 def _imports(tree: ast.Module, rel: str) -> tuple[dict[str, Model], dict[str, str]]:
     """-> (models by the name this module knows them under, the names it imported from
     another app's modules other than `models` -> that app: functions and module aliases)."""
     app = _app_of(rel)
     models: dict[str, Model] = {}
     others: dict[str, str] = {}
-    if rel.endswith("/models.py"):
+    if _is_models(rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")):
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 models[node.name] = (node.name, app)
@@ -196,7 +201,7 @@ def _imports(tree: ast.Module, rel: str) -> tuple[dict[str, Model], dict[str, st
                 continue
             for alias in node.names:
                 name = alias.asname or alias.name
-                if node.module.endswith(".models"):
+                if _is_models(node.module):
                     if alias.name[:1].isupper() and not alias.name.endswith(("Status", "Choices")):
                         models[name] = (alias.name, owner)
                 elif owner != app:
@@ -379,6 +384,27 @@ def f(task: Task, rows):
         (15, "save", "event_build()"),
         (16, "save", "services.event_build()"),
         (18, "delete", "Task"),
+    ]
+
+
+def test_the_write_scan_knows_a_models_package() -> None:
+    """A module of an app's `models` package defines that app's models, and a model imported
+    from such a module (`from tasks.models.task import Task`) is known as from `tasks.models`."""
+    source = """
+from tasks.models.task import Task
+
+class Note(models.Model):
+    pass
+
+def f():
+    Task.objects.filter(id=1).update(cancel_requested=True)
+    Note.objects.create()
+"""
+    scan = _Writes("checkpoints/models/notes.py", ast.parse(source))
+    scan.visit(ast.parse(source))
+    assert scan.writes == [
+        (8, "update", ("Task", "tasks")),
+        (9, "create", ("Note", "checkpoints")),
     ]
 
 
