@@ -78,7 +78,7 @@ def task_job_timeout_s(*, task: Task) -> int:
     """The hard, queue-level timeout of one `run_task` job: the task's session timeout plus its
     turn and tool timeouts and slack. The loop ends a run at its session timeout by itself;
     this bound holds even when the work horse is stuck where the loop cannot act (RQ's
-    supervisor kills the horse; the worker then settles the task, agent/worker.py)."""
+    supervisor kills the horse; the worker then settles the task, agent/worker/)."""
     timeouts = harness_config().timeouts
     budget = (task.spec or {}).get("budget") or {}
     total = (

@@ -1,27 +1,11 @@
-"""The RQ worker class for harness jobs (`settings.RQ["WORKER_CLASS"]`).
-
-RQ runs each job in a forked work horse and waits for it in the worker process. That process
-is a separate interpreter, so the harness uses it for what must not depend on the horse being
-responsive: while a horse runs a task, a supervisor thread here heartbeats the task (a horse
-stuck inside one call is seen as busy, not dead, and is not redispatched to a second worker)
-and kills a horse that does not act on a cancel; a horse that was killed (cancel, or the job's
-hard timeout) has its task settled here.
-
-The horse is forked before its job arrives (Standby): while the worker waits on Redis, the next
-horse already exists, in its own process group, connected to PostgreSQL and Redis, blocked on a
-pipe. A dequeued job is handed to it over the pipe instead of paying the fork and two fresh
-connections while an operator waits for an approved call to run (bench/approval.py). From the
-handoff on it is RQ's work horse like any other: the worker waits for it, heartbeats and
-supervises it, kills it and settles its task exactly as for a horse forked for the job."""
+"""Worker (`settings.RQ["WORKER_CLASS"]`, agent.worker.Worker) with its parts: StandbyHorses
+(standby) and the supervision of a horse that runs a task (Supervision: the heartbeat, the
+kill of a horse that ignores a cancel or is not heard from, the task of a killed horse
+settled)."""
 
 from __future__ import annotations
 
 import gc
-import json
-import os
-import select
-import signal
-import socket
 import threading
 import time
 from typing import Any
@@ -29,14 +13,14 @@ from typing import Any
 import rq
 import rq.utils
 from django.conf import settings
-from django.db import connection, connections
-from rq.executions import Execution
+from django.db import connections
 
 # Imported here, once in the worker process, so each forked work horse starts with the loop,
 # its services and the tool modules loaded instead of importing them per job (hundreds of ms
 # of an approval's latency).
 from agent.jobs import agent_runners_preload
 from agent.sweep import task_recover_stalled
+from agent.worker.standby import Standby, StandbyHorses
 from harness_base.metrics import metrics_flush
 from tasks import beacon, services
 from tasks.events import EventType
@@ -147,70 +131,11 @@ class Supervision(threading.Thread):
         self.join()
 
 
-def _standby_wait(fd: int) -> dict[str, Any] | None:
-    """In a standby horse: the job its worker hands it (one line on the pipe), or None once the
-    worker is gone without one (the pipe's end, or a new parent: a process the worker forked
-    later, RQ's scheduler, may hold a copy of the pipe and keep it open)."""
-    parent = os.getppid()
-    received = b""
-    while not received.endswith(b"\n"):
-        if not select.select([fd], [], [], 1.0)[0]:
-            if os.getppid() != parent:
-                return None
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return None
-        received += chunk
-    os.close(fd)
-    return json.loads(received)
+class Worker(StandbyHorses):
+    """The harness's RQ worker: tools and runners loaded before any job, a horse that runs a
+    task supervised (Supervision), a killed horse's task settled; standby horses
+    (StandbyHorses)."""
 
-
-class Standby:
-    """A work horse forked ahead of its job, waiting for it on a pipe (the worker's side).
-
-    The worker writes the job once, as one line, and closes its end; a worker that exits (or
-    dies) without a job for it ends it too."""
-
-    def __init__(self, *, pid: int, fd: int) -> None:
-        self.pid = pid
-        self.fd = fd
-
-    def alive(self) -> bool:
-        try:
-            return os.waitpid(self.pid, os.WNOHANG) == (0, 0)  # reaps it when it is gone
-        except ChildProcessError:
-            return False
-
-    def hand(self, message: dict[str, Any]) -> bool:
-        """Give the horse its job; False (and the horse is gone) when it cannot take it."""
-        try:
-            if not self.alive():
-                return False
-            os.write(self.fd, json.dumps(message).encode() + b"\n")
-            return True
-        except OSError:  # it died since: the worker forks a horse for the job instead
-            self.discard()
-            return False
-        finally:
-            self._close()
-
-    def discard(self) -> None:
-        """End the idle horse (its worker stops)."""
-        self._close()
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-
-    def _close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-class Worker(rq.Worker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._supervised: tuple[str, str] | None = None
@@ -235,95 +160,6 @@ class Worker(rq.Worker):
         finally:
             # A work horse ends with os._exit (no atexit): what it counted goes out now.
             metrics_flush()
-
-    def dequeue_job_and_maintain_ttl(self, *args: Any, **kwargs: Any) -> Any:
-        self._standby_ready()  # the next job's horse exists before the job does
-        return super().dequeue_job_and_maintain_ttl(*args, **kwargs)
-
-    def teardown(self) -> None:
-        if self._standby is not None and not self.is_horse:
-            self._standby.discard()
-            self._standby = None
-        super().teardown()
-
-    def _standby_ready(self) -> None:
-        if self._standby is not None and self._standby.alive():
-            return
-        # As before any fork: no database connection of this process, no supervision thread.
-        connections.close_all()
-        read_fd, write_fd = os.pipe()
-        # A stop signal (RQ raises StopRequested from its handler) is held until each side
-        # knows which it is: the worker then has the horse to end, the horse is in its own
-        # process group with a horse's signal handling.
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(write_fd)
-                os.setpgrp()  # as RQ's horse: kill_horse signals the horse's own group
-                self.setup_work_horse_signals()
-                signal.pthread_sigmask(signal.SIG_SETMASK, held)
-                self._standby_main(read_fd)
-            finally:
-                os._exit(1)  # never back into the worker's loop
-        os.close(read_fd)
-        self._standby = Standby(pid=pid, fd=write_fd)
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
-    def _standby_main(self, read_fd: int) -> None:
-        """The forked horse: connect, wait for a job on the pipe, run it as RQ's horse would."""
-        self._is_horse = True
-        self._standby = None
-        try:
-            connection.ensure_connection()
-            self.connection.ping()
-        except Exception:  # the job connects again itself (and reports what fails)
-            connections.close_all()
-        message = _standby_wait(read_fd)
-        if message is None:
-            os._exit(0)  # the worker stopped without a job for this horse
-        # The wait may have been long: a connection the server or the network ended since is
-        # replaced now rather than failing the job's first query.
-        if connection.connection is not None and not connection.is_usable():
-            connection.close()
-        try:
-            self.connection.ping()
-        except Exception:
-            self.connection.connection_pool.disconnect()
-        os.environ["RQ_WORKER_ID"] = self.name
-        os.environ["RQ_JOB_ID"] = message["job"]
-        job = self.job_class.fetch(
-            message["job"], connection=self.connection, serializer=self.serializer
-        )
-        queue = self.queue_class(
-            message["queue"],
-            connection=self.connection,
-            job_class=self.job_class,
-            serializer=self.serializer,
-            death_penalty_class=self.death_penalty_class,
-        )
-        execution = Execution(
-            id=message["execution"],
-            job_id=job.id,
-            connection=self.connection,
-            worker_name=self.name,
-        )
-        execution._job = job
-        self.executions = {execution.id: execution}
-        self.main_work_horse(job, queue)  # exits the process
-
-    def fork_work_horse(self, job: rq.job.Job, queue: rq.Queue) -> None:
-        standby, self._standby = self._standby, None
-        message = {"job": job.id, "queue": queue.name, "execution": self.execution.id}
-        if standby is not None and standby.hand(message):
-            os.environ["RQ_WORKER_ID"] = self.name
-            os.environ["RQ_JOB_ID"] = job.id
-            self._horse_pid = standby.pid
-            self.procline(f"Handed {job.id} to {standby.pid} at {time.time()}")
-        else:
-            super().fork_work_horse(job, queue)  # returns in the worker process only
-        if job.func_name == services.RUN_TASK_JOB and job.args:
-            self._supervised = (str(job.args[0]), f"{socket.gethostname()}:{self.horse_pid}")
 
     def monitor_work_horse(self, job: rq.job.Job, queue: rq.Queue, execution: Any) -> None:
         if self._supervised is None:
