@@ -160,7 +160,7 @@ HARNESS_SANDBOX = env_str("HARNESS_SANDBOX", "bwrap").strip().lower()
 if HARNESS_SANDBOX not in ("bwrap", "off"):
     raise ImproperlyConfigured(f"HARNESS_SANDBOX={HARNESS_SANDBOX!r}: expected bwrap or off")
 HARNESS_BWRAP = env_str("HARNESS_BWRAP", "")
-# Durable execution (agent/sweep.py): a running task heartbeats every HARNESS_HEARTBEAT_S; the
+# Durable execution (agent/sweep/): a running task heartbeats every HARNESS_HEARTBEAT_S; the
 # sweep calls it stalled once its heartbeat is older than HARNESS_STALE_AFTER_S and redispatches
 # it at most HARNESS_MAX_REDISPATCHES times; queued tasks whose RQ job vanished (a Redis restart
 # or flush) are re-enqueued once they have waited HARNESS_REQUEUE_GRACE_S.

@@ -11,7 +11,7 @@ however often the sweep looks (a worker killed in the middle of a send is the ex
 that one send is retried, with the same `webhook-id`).
 
 Sending runs in an RQ job per row (`review.jobs.notification_send`, on the high queue),
-enqueued after the commit; the sweep (agent/sweep.py) enqueues rows that come due (reminders,
+enqueued after the commit; the sweep (agent/sweep/) enqueues rows that come due (reminders,
 escalations, retries) and those whose job was lost. The job writes only the Notification row:
 a failed or slow channel never approves, rejects or expires anything.
 
