@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-import multiagent.recovery
+import multiagent.recovery.shared_restore
 from agent.sweep import sweep_once
 from checkpoints.models import Checkpoint
 from checkpoints.snapshots import snapshot_capture
@@ -143,19 +143,19 @@ AFTER_THE_CUT = {"notes.txt": b"after the cut", "later.txt": b"later"}
 def shared_disk_fails(monkeypatch, group):
     """Restoring the group's shared directory raises (a full disk) until `.heal()`."""
     parent = group[0]
-    real = multiagent.recovery.snapshot_restore
+    real = multiagent.recovery.shared_restore.snapshot_restore
 
     def restore(*, workspace, snapshot):
         if workspace == shared_path(root_id=parent.id):
             raise OSError(28, "No space left on device")
         return real(workspace=workspace, snapshot=snapshot)
 
-    monkeypatch.setattr(multiagent.recovery, "snapshot_restore", restore)
+    monkeypatch.setattr(multiagent.recovery.shared_restore, "snapshot_restore", restore)
 
     class Disk:
         @staticmethod
         def heal() -> None:
-            monkeypatch.setattr(multiagent.recovery, "snapshot_restore", real)
+            monkeypatch.setattr(multiagent.recovery.shared_restore, "snapshot_restore", real)
 
     return Disk
 
