@@ -5,7 +5,8 @@ proxy): `POST {base_url}/chat/completions`. The endpoint and model come from the
 spec or from settings (OPENAI_BASE_URL, HARNESS_MODEL); the key from the environment variable
 the operator bound to that endpoint (`model_endpoints`). Errors are classified for the loop:
 408, 429 (with `Retry-After`), 5xx, connection errors and timeouts are transient; other 4xx
-are permanent and keep the server's message.
+are permanent and keep the server's message. The request's messages and tool schemas are
+built by agent.llm.openai_messages.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import httpx
 
 from agent.http_headers import retry_after_seconds
 from agent.llm.base import ModelAdapter, ModelCall, ModelDecision, ModelError
-from tasks.agent_state import AgentState, Message, context_note
+from agent.llm.openai_messages import tool_schema, wire_messages
+from tasks.agent_state import AgentState
 from tasks.spec import ModelEndpoint, ModelEndpointError, OpenAIModelSpec, model_endpoint
 from tasks.tools.registry import ToolSpec
 
@@ -33,82 +35,6 @@ def endpoint_for(spec: OpenAIModelSpec) -> ModelEndpoint:
         return model_endpoint(spec)
     except ModelEndpointError as exc:
         raise ModelError(str(exc), error_class="permanent") from None
-
-
-def tool_schema(tool: ToolSpec) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.json_schema(),
-        },
-    }
-
-
-def _wire_message(message: Message) -> dict[str, Any]:
-    if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
-    if message.role == "assistant" and message.calls:
-        return {
-            "role": "assistant",
-            "content": message.content or None,
-            "tool_calls": [
-                {
-                    "id": call.call_id,
-                    "type": "function",
-                    "function": {"name": call.tool, "arguments": json.dumps(call.args)},
-                }
-                for call in message.calls
-            ],
-        }
-    return {"role": message.role, "content": message.content}
-
-
-def _images_message(messages: list[Message]) -> dict[str, Any]:
-    """The images of a run of tool results, as one user message of content parts: the chat
-    format takes images in user messages only, and a tool result must follow its call."""
-    parts: list[dict[str, Any]] = []
-    for message in messages:
-        parts.append(
-            {
-                "type": "text",
-                "text": f"The image(s) {message.name} returned (call {message.call_id}):",
-            }
-        )
-        parts += [
-            {
-                "type": "image_url",
-                "image_url": {"url": f"data:{media.mime_type};base64,{media.data}"},
-            }
-            for media in message.media or []
-        ]
-    return {"role": "user", "content": parts}
-
-
-def wire_messages(state: AgentState, *, images: bool = False) -> list[dict[str, Any]]:
-    """AgentState as chat messages: our call_ids are the tool-call ids, so every tool result
-    answers its call; the rolling summary and hard facts join the (first) system message.
-    `images`: the images tools returned follow their run of results (image_url data URIs);
-    without it the results' text describes them."""
-    out: list[dict[str, Any]] = []
-    with_images: list[Message] = []
-    for message in state.messages:
-        if message.role != "tool" and with_images:
-            out.append(_images_message(with_images))
-            with_images = []
-        out.append(_wire_message(message))
-        if images and message.role == "tool" and message.media:
-            with_images.append(message)
-    if with_images:
-        out.append(_images_message(with_images))
-    note = context_note(state)
-    if note:
-        if out and out[0]["role"] == "system":
-            out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{note}"}
-        else:
-            out.insert(0, {"role": "system", "content": note})
-    return out
 
 
 def _parse_call(raw: Any) -> ModelCall:
