@@ -1,0 +1,62 @@
+"""The ledger side of a rollback: the calls it undoes, and the tools whose effects it cannot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q
+
+from checkpoints.services import LoadedCheckpoint
+from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.selectors import task_tool
+from tasks.tools.registry import ToolSpec
+
+# Ledger statuses of calls that actually ran (or may have: running / unknown_outcome; a call
+# waiting to be retried ran at least once).
+EXECUTED = (
+    ToolCallStatus.SUCCEEDED,
+    ToolCallStatus.FAILED,
+    ToolCallStatus.TIMED_OUT,
+    ToolCallStatus.RUNNING,
+    ToolCallStatus.UNKNOWN_OUTCOME,
+    ToolCallStatus.RETRY_WAIT,
+)
+RETRYABLE = (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT)
+
+
+def tool_or_none(name: str, *, task_id: Any) -> ToolSpec | None:
+    return task_tool(task_id=task_id, name=name)
+
+
+def tool_is_irreversible(name: str, *, task_id: Any) -> bool:
+    """A side effect outside the workspace, which restoring files cannot undo: external
+    tools, and non-idempotent tools that do not (only) write the workspace. An MCP tool's
+    effects are outside unless it declares `openWorldHint: false` (a stdio server working on
+    the workspace)."""
+    tool = tool_or_none(name, task_id=task_id)
+    if tool is None or not tool.side_effect:
+        return False
+    if tool.server:
+        return (tool.annotations or {}).get("openWorldHint", True) is not False
+    return tool.risk == "external" or (
+        not tool.idempotent and tool.risk not in ("write", "destructive")
+    )
+
+
+def calls_undone(task: Task, loaded: LoadedCheckpoint) -> list[ToolCall]:
+    """Ledger rows of the calls a rollback to this checkpoint undoes: those that ran after it
+    was taken, and those its state has still pending (a `before_write_operation` checkpoint
+    is taken just before its call runs: going back to it undoes that call, which runs again
+    under a fresh call_id). Calls already finished in its state are kept, whatever their
+    timestamps."""
+    checkpoint, state = loaded.checkpoint, loaded.state
+    done = {m.call_id for m in state.messages if m.role == "tool" and m.call_id}
+    pending = {c.call_id for c in state.pending[state.next_call :]}
+    after = Q(created_at__gte=checkpoint.created_at) | Q(started_at__gte=checkpoint.created_at)
+    return [
+        row
+        for row in ToolCall.objects.filter(
+            after | Q(call_id__in=pending), task=task, status__in=EXECUTED
+        ).order_by("id")
+        if row.call_id not in done
+    ]
