@@ -26,7 +26,7 @@ class Case(models.Model):
     # The recording (cases.selectors.task_recording): decisions, calls, steps, final, usage,
     # final files {path: content hash}.
     recording = models.JSONField()
-    # What counts as passing (cases.selectors.CaseCriteria).
+    # What counts as passing (cases.criteria.CaseCriteria).
     criteria = models.JSONField(default=dict)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -1,0 +1,156 @@
+"""The recorded run beside a replay, or two tasks of a family of forks, step by step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cases.models import CaseRun
+from cases.selectors.recording import task_recording
+from cases.selectors.verdict import replay_verdict
+from tasks.events import EventType
+from tasks.models import Task, TaskEvent
+
+
+def _divergence(task_id: Any) -> dict[str, Any] | None:
+    event = (
+        TaskEvent.objects.filter(task_id=task_id, type=EventType.REPLAY_DIVERGED)
+        .order_by("id")
+        .values("payload")
+        .first()
+    )
+    return event["payload"] if event else None
+
+
+# A reviewer's rejection replays as a failure (agent.runtime.replaying).
+_SAME_AS = {"rejected": "failed"}
+
+
+def _step_key(step: dict[str, Any] | None) -> Any:
+    if step is None:
+        return None
+    return (
+        [
+            (c["tool"], c["args_hash"], _SAME_AS.get(c["status"], c["status"]))
+            for c in step["calls"]
+        ],
+        step["final"],
+    )
+
+
+def _files_diff(recorded: dict[str, str], replay: dict[str, str]) -> list[dict[str, str]]:
+    out = []
+    for path in sorted(set(recorded) | set(replay)):
+        a, b = recorded.get(path), replay.get(path)
+        if a == b:
+            continue
+        change = "added" if a is None else "removed" if b is None else "changed"
+        out.append({"path": path, "change": change})
+    return out
+
+
+def _steps_compare(
+    recorded: dict[str, Any], replay: dict[str, Any], divergence: dict[str, Any] | None
+) -> tuple[list[dict[str, Any]], int | None]:
+    """Rows {turn, recorded, replay, same} and the first step that differs (a divergence
+    event's step counts as differing)."""
+    rec = {s["turn"]: s for s in recorded.get("steps", [])}
+    rep = {s["turn"]: s for s in replay["steps"]}
+    first: int | None = None
+    rows = []
+    for turn in range(1, max([0, *rec, *rep]) + 1):
+        a, b = rec.get(turn), rep.get(turn)
+        same = _step_key(a) == _step_key(b)
+        if divergence is not None and divergence.get("turn") == turn:
+            same = False
+        if not same and first is None:
+            first = turn
+        rows.append({"turn": turn, "recorded": a, "replay": b, "same": same})
+    if divergence is not None and first is None:
+        first = divergence.get("turn")
+    return rows, first
+
+
+def _totals(recording: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "steps": recording.get("steps_used"),
+        "cost_usd": recording.get("cost_usd"),
+        "seconds": recording.get("seconds"),
+    }
+
+
+def case_run_report(*, case_run: CaseRun) -> dict[str, Any]:
+    """The recorded run beside the replay, step by step (decision text, calls and their
+    outcomes, time, cost), the first divergent step, the final files' differences, the
+    totals and the verdict. The page and the JSON are this."""
+    case, task = case_run.case, case_run.task
+    recorded = case.recording
+    replay = task_recording(task=task)
+    divergence = _divergence(task.id)
+    rows, first = _steps_compare(recorded, replay, divergence)
+    verdict = replay_verdict(
+        case=case, task=task, replay=replay, divergence=divergence, first_divergent_step=first
+    )
+    return {
+        "case": {"id": str(case.id), "name": case.name, "tags": case.tags},
+        "run": {
+            "id": str(case_run.id),
+            "task_id": str(task.id),
+            "model": case_run.model,
+            "on_divergence": case_run.on_divergence,
+            "status": task.status,
+        },
+        "passed": verdict["state"] == "passed",
+        "state": verdict["state"],
+        "failures": verdict["failures"],
+        "first_divergent_step": first,
+        "divergence": divergence,
+        "steps": rows,
+        "files": _files_diff(recorded.get("files", {}), replay["files"]),
+        "totals": {"recorded": _totals(recorded), "replay": _totals(replay)},
+    }
+
+
+def tasks_compare(*, task: Task, other: Task) -> dict[str, Any]:
+    """Two tasks side by side with the same report as a replay's (`recorded` is `task`,
+    `replay` is `other`): a fork and its original, or two siblings. No verdict."""
+    a, b = task_recording(task=task), task_recording(task=other)
+    # A fork's first turns are its original's (not in its own events): shown as they were.
+    if other.fork_of_id == task.id:
+        _inherit(fork=b, original=a, turns=_inherited_turns(other))
+    elif task.fork_of_id == other.id:
+        _inherit(fork=a, original=b, turns=_inherited_turns(task))
+    rows, first = _steps_compare(a, b, None)
+    return {
+        "task_id": str(task.id),
+        "other_id": str(other.id),
+        "siblings": [str(t) for t in task_siblings(task=task)],
+        "first_divergent_step": first,
+        "steps": rows,
+        "files": _files_diff(a["files"], b["files"]),
+        "totals": {"recorded": _totals(a), "replay": _totals(b)},
+    }
+
+
+def _inherit(*, fork: dict[str, Any], original: dict[str, Any], turns: int) -> None:
+    fork["steps"] = [s for s in original["steps"] if s["turn"] <= turns] + fork["steps"]
+
+
+def _inherited_turns(fork: Task) -> int:
+    payload = (
+        TaskEvent.objects.filter(task_id=fork.id, type=EventType.FORK)
+        .values_list("payload", flat=True)
+        .first()
+    )
+    return int((payload or {}).get("inherited_turns") or 0)
+
+
+def task_siblings(*, task: Task) -> list[Any]:
+    """The task's family of forks, listed together: the original it was forked from (or
+    itself) and every fork of it, oldest first."""
+    root_id = task.fork_of_id or task.id
+    return [
+        root_id,
+        *Task.objects.filter(fork_of_id=root_id)
+        .order_by("created_at")
+        .values_list("id", flat=True),
+    ]

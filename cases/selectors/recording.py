@@ -1,0 +1,133 @@
+"""A task's recording: what a case keeps (decisions, calls, outcomes, final files), and the
+files a replay starts from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
+from checkpoints.files import FilesUnreadable, workspace_at
+from checkpoints.models import Checkpoint
+from review.models import ReviewRequest
+from tasks.canonical import canonical_hash
+from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.selectors import model_decisions_by_turn
+
+# What a recorded failure tells the model, as the ledger keeps it (agent.runtime.calls).
+_OBSERVATION_CHARS = 4000
+
+
+class CaseUnsavable(Exception):
+    """A task that cannot become a case (still running, nothing recorded, unreadable files)."""
+
+
+def _decisions(task_id: Any) -> list[dict[str, Any]]:
+    """The model decisions the task went on with, in turn order."""
+    turns = model_decisions_by_turn(task_id=task_id)
+    return [turns[t] for t in sorted(turns)]
+
+
+def _call_entry(turn: int, proposed: dict[str, Any], row: ToolCall | None, reviewed: bool):
+    args = proposed.get("args") or {}
+    entry: dict[str, Any] = {
+        "turn": turn,
+        "call_id": proposed.get("call_id", ""),
+        "tool": proposed.get("tool", ""),
+        "args": args,
+        "args_hash": canonical_hash(args),
+        "status": row.status if row is not None else "not_run",
+        "error_class": row.error_class if row is not None else "",
+        "error_message": (row.error_message if row is not None else "")[:2000],
+        "reviewed": reviewed,
+        "duration_ms": row.duration_ms if row is not None else None,
+    }
+    if row is not None and row.status == ToolCallStatus.SUCCEEDED:
+        entry["result"] = row.result
+    elif row is not None and isinstance(row.result, dict):
+        entry["observation"] = str(row.result.get("observation") or "")[:_OBSERVATION_CHARS]
+    return entry
+
+
+def task_recording(*, task: Task) -> dict[str, Any]:
+    """What the task did, step by step: each model decision, each call with its outcome as
+    the ledger holds it, and the final answer, usage and final files. The same shape for a
+    recorded task and for a replay, so the two compare field by field."""
+    decisions = _decisions(task.id)
+    rows = {row.call_id: row for row in ToolCall.objects.filter(task_id=task.id)}
+    reviewed = set(
+        ReviewRequest.objects.filter(tool_call__task_id=task.id).values_list(
+            "tool_call__call_id", flat=True
+        )
+    )
+    calls: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    for d in decisions:
+        turn = d["turn"]
+        step_calls = [
+            _call_entry(turn, c, rows.get(c.get("call_id", "")), c.get("call_id") in reviewed)
+            for c in d.get("calls") or []
+        ]
+        calls += step_calls
+        steps.append(
+            {
+                "turn": turn,
+                "text": (d.get("text") or "")[:2000],
+                "final": d.get("final"),
+                "calls": [
+                    {k: c[k] for k in ("tool", "args", "args_hash", "status", "error_class")}
+                    for c in step_calls
+                ],
+                "duration_ms": round(
+                    (d.get("duration_ms") or 0) + sum(c["duration_ms"] or 0 for c in step_calls),
+                    3,
+                ),
+                "cost_usd": d.get("cost_usd") or 0,
+                "tokens": (d.get("prompt_tokens") or 0) + (d.get("completion_tokens") or 0),
+            }
+        )
+    return {
+        "decisions": decisions,
+        "calls": calls,
+        "steps": steps,
+        "status": task.status,
+        "final": task.result,
+        "steps_used": task.steps_used,
+        "cost_usd": float(task.cost_usd),
+        "seconds": round(task.seconds_used, 3),
+        "files": _final_files(task),
+    }
+
+
+def _final_files(task: Task) -> dict[str, str]:
+    """{path: sha256 of the content} at the task's head checkpoint."""
+    try:
+        at = workspace_at(task=task)
+    except FilesUnreadable:
+        return {}
+    return {path: entry.hash for path, entry in at.manifest.items()}
+
+
+def first_checkpoint_files(*, task: Task) -> dict[str, str]:
+    """{path: text} of the task's workspace at its first checkpoint (where a replay starts)."""
+    first = Checkpoint.objects.filter(task=task).order_by("seq").first()
+    if first is None:
+        raise CaseUnsavable("the task has no checkpoint")
+    try:
+        at = workspace_at(task=task, checkpoint_id=first.id)
+    except FilesUnreadable as exc:
+        raise CaseUnsavable(str(exc)) from None
+    files: dict[str, str] = {}
+    store = blob_store()
+    for path, entry in sorted(at.manifest.items()):
+        try:
+            body = store.get(entry.hash)
+        except (BlobMissing, BlobCorrupted) as exc:
+            raise CaseUnsavable(f"{path}: {exc}") from None
+        try:
+            files[path] = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CaseUnsavable(
+                f"{path}: binary files in the first checkpoint's workspace cannot be saved "
+                "in a case yet"
+            ) from None
+    return files
