@@ -80,7 +80,7 @@ class RecoveryNote(_State):
 
 
 class McpTool(_State):
-    """An MCP server's tool as discovered when the task started (tasks/tools/mcp.py). Recorded in
+    """An MCP server's tool as discovered when the task started (tasks/tools/mcp/). Recorded in
     the first checkpoint so a resumed task sees the same tools, whatever the server lists now."""
 
     server: str

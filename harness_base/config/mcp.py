@@ -16,7 +16,7 @@ McpServerName = Annotated[
 
 
 class McpServerConfig(Strict):
-    """One MCP server whose tools join the registry as `<server>__<tool>` (tasks/tools/mcp.py).
+    """One MCP server whose tools join the registry as `<server>__<tool>` (tasks/tools/mcp/).
 
     stdio (`command`): started per task run inside the task's sandbox, the workspace as its
     working directory, `env` (plus PATH) as its whole environment, `ro_paths` mounted read-only,

@@ -111,7 +111,7 @@ class ToolSpec:
     result_model: type[BaseModel] | None = None
     # Overrides of harness.yaml `retry` for this tool (a task's own `retry` overrides these).
     retry: RetrySpec | None = None
-    # Set for a tool of an MCP server (tasks/tools/mcp.py): the server's name, the tool's
+    # Set for a tool of an MCP server (tasks/tools/mcp/): the server's name, the tool's
     # `inputSchema` (its argument schema) and its annotations as the server declared them.
     server: str = ""
     input_schema: dict[str, Any] | None = None

@@ -1,4 +1,4 @@
-"""Talking to MCP servers for one task run (the tools are described in tasks/tools/mcp.py).
+"""Talking to MCP servers for one task run (the tools are described in tasks/tools/mcp/).
 
 One client session per server per task run, opened on first use and reused, closed when the
 job ends; the SDK is async, so every session of a run lives on one event loop in a blocking
