@@ -71,7 +71,7 @@ class ToolContext:
     # `reports_changes` records them (record_change) before it touches them.
     changed: set[str] = field(default_factory=set)
     # The group's shared directory (TaskSpec `shared` on the root task), or None: the file
-    # tools reach it as `/shared/...` (tasks.paths.SHARED_PREFIX), commands at /shared.
+    # tools reach it as `/shared/...` (tasks.paths.SHARED_MOUNT), commands at /shared.
     shared: Path | None = None
     # What the call produces for people (tasks.outputs): a command's streams as they arrive,
     # a file tool's diff, an MCP server's content blocks. Shown on the task page, stored
