@@ -29,6 +29,7 @@ APPS = (
     "dashboard",
     "harness_site",
     "accounts",
+    "cases",
 )
 # bench/ fabricates task states to measure them, as tests do: it is not scanned.
 SCANNED = (*APPS, "examples")
