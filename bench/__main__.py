@@ -8,10 +8,23 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
 
 from bench.common import SIZES, BenchError, git_dirty, setup_django
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM (a `kill`, a CI timeout) ends the run as Ctrl-C does: through every `with`
+    block, so the rqworker and sweep subprocesses a benchmark started (each in its own
+    session, out of reach of a signal to this process) are stopped, not left running to take
+    the next run's jobs from the same Redis."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("render", help="re-render bench/results.md from bench/results/*.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    exit_on_sigterm()
 
     from bench.report import render_to_file
 
