@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from django.conf import settings
@@ -11,6 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
+from agent.refs import object_at
 from agent.runtime import task_run
 from agent.runtime.run import worker_identity
 from harness_base.config import harness_config
@@ -36,8 +36,7 @@ AGENT_REGISTRIES = {
 
 
 def agent_runner(kind: str) -> Callable[..., str]:
-    module_name, _, attr = AGENT_RUNNERS[kind].partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    return object_at(AGENT_RUNNERS[kind])
 
 
 def preloaded_agent_kinds() -> list[str]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from agent.refs import object_at
 from harness_base.config import harness_config, langgraph_entry
 
 
@@ -19,10 +19,7 @@ def graph_load(name: str) -> Any:
     if registered is None:
         raise GraphNotRegistered(f"graph {name!r} is not registered in harness.yaml")
     ref = langgraph_entry(registered).graph
-    module_name, _, attr_path = ref.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for attr in attr_path.split("."):
-        target = getattr(target, attr)
+    target = object_at(ref)
     if hasattr(target, "compile") and not hasattr(target, "stream"):
         target = target.compile()  # a StateGraph builder
     if not hasattr(target, "stream") or not hasattr(target, "copy"):

@@ -3,13 +3,12 @@ and the SDK's model for an endpoint they configured, its key bound to it (bound_
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import Any
 
 from agents import Agent, OpenAIChatCompletionsModel
 from openai import AsyncOpenAI
 
+from agent.refs import object_at
 from harness_base.config import harness_config
 from tasks.spec import ModelEndpoint
 
@@ -24,10 +23,7 @@ def agent_load(name: str) -> Agent:
     ref = harness_config().openai_agents.get(name)
     if ref is None:
         raise AgentNotRegistered(f"agent {name!r} is not registered in harness.yaml")
-    module_name, _, attr_path = ref.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for attr in attr_path.split("."):
-        target = getattr(target, attr)
+    target = object_at(ref)
     if not isinstance(target, Agent) and callable(target):
         target = target()
     if not isinstance(target, Agent):

@@ -4,7 +4,6 @@ bound to it, or the agent's own model)."""
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any
 
@@ -13,6 +12,7 @@ from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from agent.refs import object_at
 from harness_base.config import harness_config
 from tasks.spec import OpenAIModelSpec, model_endpoint
 
@@ -27,10 +27,7 @@ def agent_load(name: str) -> Any:
     ref = harness_config().pydantic_ai_agents.get(name)
     if ref is None:
         raise AgentNotRegistered(f"Pydantic AI agent {name!r} is not registered in harness.yaml")
-    module_name, _, attr_path = ref.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for attr in attr_path.split("."):
-        target = getattr(target, attr)
+    target = object_at(ref)
     if not isinstance(target, Agent) and callable(target):
         target = target()
     if not isinstance(target, Agent):
