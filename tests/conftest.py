@@ -37,6 +37,7 @@ from review.models import ReviewRequest
 from review.services import review_decide
 from tasks.canonical import canonical_hash
 from tests.factories import PASSWORD, UserFactory, run_in_process, scripted_task
+from tests.strays import harness_processes, strays_stop
 
 ROOT = Path(__file__).resolve().parent.parent
 TERMINAL = frozenset({"succeeded", "failed", "canceled"})
@@ -103,6 +104,16 @@ def pytest_configure(config: pytest.Config) -> None:
     # The ledger counts executions by key: keep processes from counting each other's.
     for name in ("HARNESS_WORKSPACE_ROOT", "HARNESS_LEDGER_DIR"):
         setattr(django_settings, name, Path(getattr(django_settings, name)) / XDIST_WORKER)
+
+
+@pytest.fixture(autouse=True)
+def no_strays(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Set up first and torn down last: the harness subprocesses a test (or its fixtures) left
+    running on this process's Redis database are named in a warning and killed."""
+    redis_url = django_settings.REDIS_URL
+    before = harness_processes(redis_url)
+    yield
+    strays_stop(request.node.nodeid, before, redis_url)
 
 
 # --- polling ----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
@@ -31,11 +31,17 @@ Samples = dict[tuple[str, frozenset], float]
 
 
 @pytest.fixture(autouse=True)
-def metrics_on(settings) -> None:
+def metrics_on(settings, monkeypatch) -> Iterator[None]:
+    """Counts under a prefix of this test's own. The Redis database is this xdist process's,
+    but any process on it adds to the default keys (a worker or work horse an earlier test
+    left finishing its job): a count here must be what this test's own runs recorded."""
     settings.HARNESS_METRICS_TOKEN = TOKEN
     settings.HARNESS_METRICS_ALLOW = []
-    recorder.metrics_flush()
+    recorder.metrics_flush()  # increments pending from before go to the keys they were made for
+    monkeypatch.setattr(recorder, "KEY_PREFIX", f"harness:metrics:test-{uuid.uuid4().hex}:")
     redis = metrics_connection()
+    yield
+    recorder.metrics_flush()
     keys = redis.keys(recorder.KEY_PREFIX + "*")
     if keys:
         redis.delete(*keys)

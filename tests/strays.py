@@ -1,0 +1,52 @@
+"""Processes a test left running: a `manage.py` or benchmark subprocess still on this test
+process's Redis database once the test and its fixtures have ended. Such a process keeps
+taking jobs and adding to counters in the next tests' Redis (a metrics test once counted 8
+super-steps it never ran), so each one is named, with the test that left it, and stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import warnings
+from pathlib import Path
+
+# What a harness subprocess's command line holds (python manage.py ..., python -m bench ...).
+HARNESS_COMMANDS = (b"manage.py", b"bench", b"harness_sweep", b"rqworker")
+
+
+def harness_processes(redis_url: str) -> dict[int, str]:
+    """{pid: command line} of the harness processes (not this one) whose environment points
+    at `redis_url`."""
+    wanted = b"REDIS_URL=" + redis_url.encode()
+    found: dict[int, str] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        pid = int(entry.name)
+        if pid == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # gone, or not ours to read
+            continue
+        if wanted in environ and any(word in arg for arg in argv for word in HARNESS_COMMANDS):
+            found[pid] = b" ".join(argv).decode(errors="replace").strip()
+    return found
+
+
+def strays_stop(nodeid: str, before: dict[int, str], redis_url: str) -> None:
+    """Warn of, and kill, the harness processes on `redis_url` that were not running before
+    the test `nodeid`."""
+    left = {
+        pid: command
+        for pid, command in harness_processes(redis_url).items()
+        if before.get(pid) != command
+    }
+    for pid, command in left.items():
+        warnings.warn(f"{nodeid} left pid {pid} running: {command}", stacklevel=1)
+        try:  # a worker leads its own process group, with its work horse in it
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
