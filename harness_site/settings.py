@@ -174,6 +174,9 @@ HARNESS_SWEEP_INTERVAL_S = env_float("HARNESS_SWEEP_INTERVAL_S", 5.0)
 # A run whose database connection broke waits up to HARNESS_DB_RECONNECT_S for the database to
 # answer again, then gives its task back to the queue (agent.runtime.lease.connection_lost_release).
 HARNESS_DB_RECONNECT_S = env_float("HARNESS_DB_RECONNECT_S", 60.0)
+# A worker's Redis commands retry through a lost connection (a restart, a failover) for this
+# long before the worker gives up and exits (agent.worker.redis_retry).
+HARNESS_REDIS_RETRY_S = env_float("HARNESS_REDIS_RETRY_S", 30.0)
 # The retention job the sweep runs on the schedule of harness.yaml's `retention` (a dotted path:
 # checkpoints build on tasks, so the sweep names the job instead of importing it).
 HARNESS_RETENTION_JOB = env_str("HARNESS_RETENTION_JOB", "checkpoints.retention.retention_run")

@@ -14,9 +14,12 @@ connections while an operator waits for an approved call to run (bench/approval.
 handoff on it is RQ's work horse like any other: the worker waits for it, heartbeats and
 supervises it, kills it and settles its task exactly as for a horse forked for the job.
 
-The modules, from the bottom: `standby` (standby_wait, Standby, and StandbyHorses, Worker's
-part that forks the next horse and hands it its job), `worker` (cancel_kill_grace_s,
-Supervision, and Worker itself). RQ names the class by this package's path,
+Its Redis commands retry through a lost connection for HARNESS_REDIS_RETRY_S (redis_retry):
+RQ alone ends a worker on the first connection error outside its wait for a job.
+
+The modules, from the bottom: `redis_retry` (patient_retry), `standby` (standby_wait, Standby,
+and StandbyHorses, Worker's part that forks the next horse and hands it its job), `worker`
+(cancel_kill_grace_s, Supervision, and Worker itself). RQ names the class by this package's path,
 `agent.worker.Worker`.
 """
 

@@ -20,6 +20,7 @@ from django.db import connections
 # of an approval's latency).
 from agent.jobs import agent_runners_preload
 from agent.sweep import task_recover_stalled
+from agent.worker.redis_retry import redis_patience
 from agent.worker.standby import Standby, StandbyHorses
 from harness_base.metrics import metrics_flush
 from tasks import beacon, services
@@ -138,6 +139,7 @@ class Worker(StandbyHorses):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        redis_patience(self.connection, settings.HARNESS_REDIS_RETRY_S)
         self._supervised: tuple[str, str] | None = None
         self._supervision: Supervision | None = None
         self._standby: Standby | None = None

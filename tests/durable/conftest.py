@@ -15,6 +15,7 @@ from django.db import connection
 
 from tasks.models import Task
 from tests.conftest import WorkerPool, parent_pid, spawn, wait_for
+from tests.durable.private_redis import PrivateRedis
 
 # Heartbeat every 0.3 s, stale after 1.2 s, sweep every 0.3 s: recovery within ~2 s.
 FAST_CLOCKS = {
@@ -64,6 +65,26 @@ def queue(durable_settings):
     queue.connection.flushdb()
     yield queue
     queue.connection.flushdb()
+
+
+@pytest.fixture
+def redis_server(settings) -> Iterator[PrivateRedis]:
+    """A Redis server of this test's own, which this process, its workers and its sweepers
+    use (so FLUSHALL or a restart loses nobody else's jobs)."""
+    server = PrivateRedis()
+    server.start()
+    settings.REDIS_URL = server.url
+    settings.RQ_QUEUES = {
+        name: {**conf, "URL": server.url} for name, conf in settings.RQ_QUEUES.items()
+    }
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def private_redis(redis_server: PrivateRedis) -> str:
+    """The URL of `redis_server`."""
+    return redis_server.url
 
 
 def process_alive(pid: int) -> bool:

