@@ -37,6 +37,7 @@ from review.models import ReviewRequest
 from review.services import review_decide
 from tasks.canonical import canonical_hash
 from tests.factories import PASSWORD, UserFactory, run_in_process, scripted_task
+from tests.flush import flush_by_delete
 from tests.strays import harness_processes, strays_stop
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +87,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    flush_by_delete()
     manifest = Path(django_settings.STATIC_ROOT) / "staticfiles.json"
     if not manifest.is_file():
         pytest.exit(
