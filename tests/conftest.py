@@ -100,6 +100,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # django_rq reads RQ_QUEUES on every get_queue(), so changing settings here is enough.
     url = redis_url_for_this_process(django_settings.REDIS_URL)
     django_settings.REDIS_URL = url
+    # And for the subprocesses that inherit the environment (`manage.py ...`, `harness ...`):
+    # on the first process's database they would add to its counters and take its jobs.
+    os.environ["REDIS_URL"] = url
     django_settings.RQ_QUEUES = {
         name: {**conf, "URL": url} for name, conf in django_settings.RQ_QUEUES.items()
     }

@@ -1,7 +1,11 @@
-"""Processes a test left running: a `manage.py` or benchmark subprocess still on this test
-process's Redis database once the test and its fixtures have ended. Such a process keeps
-taking jobs and adding to counters in the next tests' Redis (a metrics test once counted 8
-super-steps it never ran), so each one is named, with the test that left it, and stopped."""
+"""Processes a test left running: a `manage.py` or benchmark subprocess of this test process
+still running once the test and its fixtures have ended. Such a process keeps taking jobs and
+adding to counters in the next tests' Redis (a metrics test once counted 8 super-steps it
+never ran), so each one is named, with the test that left it, and stopped.
+
+A process is this test process's when its environment says so: under pytest-xdist, the
+`PYTEST_XDIST_WORKER` every subprocess inherits (the other xdist processes' subprocesses share
+the Redis URL of the first one, and are not ours to stop); alone, the Redis URL."""
 
 from __future__ import annotations
 
@@ -15,9 +19,11 @@ HARNESS_COMMANDS = (b"manage.py", b"bench", b"harness_sweep", b"rqworker")
 
 
 def harness_processes(redis_url: str) -> dict[int, str]:
-    """{pid: command line} of the harness processes (not this one) whose environment points
-    at `redis_url`."""
-    wanted = b"REDIS_URL=" + redis_url.encode()
+    """{pid: command line} of this test process's harness subprocesses (see above)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    wanted = (
+        b"PYTEST_XDIST_WORKER=" + worker.encode() if worker else b"REDIS_URL=" + redis_url.encode()
+    )
     found: dict[int, str] = {}
     for entry in Path("/proc").glob("[0-9]*"):
         pid = int(entry.name)

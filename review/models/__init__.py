@@ -21,6 +21,7 @@ from review.models.notifications import (
 from review.models.receipts import DecisionReceipt, ReceiptChainHead, ReceiptVia
 from review.models.request import (
     REVIEW_TRANSITIONS,
+    STANDING_RULE,
     TARGET_ARGUMENTS,
     ReviewApproval,
     ReviewComment,
@@ -47,6 +48,7 @@ from review.models.rules import (
 
 __all__ = [
     "REVIEW_TRANSITIONS",
+    "STANDING_RULE",
     "TARGET_ARGUMENTS",
     "DecisionLinkUse",
     "DecisionReceipt",

@@ -7,6 +7,9 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+# The kind of a review a standing rule decided (no human): review.services.standing_rules.
+STANDING_RULE = "standing_rule"
+
 
 class ReviewStatus(models.TextChoices):
     PENDING = "pending"

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from harness_base.config import RouteConfig, harness_config
 from review.models import (
+    STANDING_RULE,
     Notification,
     NotificationEvent,
     NotificationStatus,
@@ -25,8 +26,6 @@ SEND_QUEUE = "high"
 # takes it back (the worker died).
 ENQUEUE_GRACE_S = 30.0
 SEND_LEASE_S = 120.0
-# A review a standing rule decided involved nobody: nobody is told.
-STANDING_RULE = "standing_rule"
 
 _CLOSED_EVENTS = {
     ReviewStatus.APPROVED: NotificationEvent.DECIDED,
@@ -97,7 +96,7 @@ def _enqueue_on_commit(*, review_id: int, event: str) -> None:
 def notifications_plan_opened(*, review: ReviewRequest) -> None:
     """Write the rows of a review that just opened (inside its transaction); the ones due
     now are enqueued after the commit."""
-    if review.kind == STANDING_RULE:
+    if review.kind == STANDING_RULE:  # it involved nobody: nobody is told
         return
     now = review.requested_at
     soon = now + timedelta(seconds=ENQUEUE_GRACE_S)

@@ -11,7 +11,14 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from review.models import ReceiptVia, ReviewRequest, ReviewRule, ReviewStatus, RuleKind
+from review.models import (
+    STANDING_RULE,
+    ReceiptVia,
+    ReviewRequest,
+    ReviewRule,
+    ReviewStatus,
+    RuleKind,
+)
 from review.policy import PolicyDecision
 from review.receipts import receipt_record
 from review.selectors.access import user_can_decide
@@ -21,9 +28,6 @@ from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.models import TaskEvent, ToolCall, ToolCallStatus
 from tasks.services import audit_record, event_build, toolcall_transition
-
-# The kind of a review a standing rule decided (no human): review.standing.
-STANDING_RULE = "standing_rule"
 
 
 def standing_rule_actor(rule: ReviewRule) -> str:
