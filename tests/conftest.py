@@ -114,11 +114,10 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(autouse=True)
 def no_strays(request: pytest.FixtureRequest) -> Iterator[None]:
     """Set up first and torn down last: the harness subprocesses a test (or its fixtures) left
-    running on this process's Redis database are named in a warning and killed."""
-    redis_url = django_settings.REDIS_URL
-    before = harness_processes(redis_url)
+    running are named in a warning and killed (tests/strays.py)."""
+    before = harness_processes()
     yield
-    strays_stop(request.node.nodeid, before, redis_url)
+    strays_stop(request.node.nodeid, before)
 
 
 # --- polling ----------------------------------------------------------------------------------

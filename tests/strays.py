@@ -18,12 +18,15 @@ from pathlib import Path
 HARNESS_COMMANDS = (b"manage.py", b"bench", b"harness_sweep", b"rqworker")
 
 
-def harness_processes(redis_url: str) -> dict[int, str]:
-    """{pid: command line} of this test process's harness subprocesses (see above)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    wanted = (
-        b"PYTEST_XDIST_WORKER=" + worker.encode() if worker else b"REDIS_URL=" + redis_url.encode()
-    )
+def _mark() -> bytes:
+    """The environment entry that makes a process this test process's (see above)."""
+    key = "PYTEST_XDIST_WORKER" if os.environ.get("PYTEST_XDIST_WORKER") else "REDIS_URL"
+    return f"{key}={os.environ.get(key, '')}".encode()
+
+
+def harness_processes() -> dict[int, str]:
+    """{pid: command line} of this test process's harness subprocesses."""
+    wanted = _mark()
     found: dict[int, str] = {}
     for entry in Path("/proc").glob("[0-9]*"):
         pid = int(entry.name)
@@ -39,13 +42,11 @@ def harness_processes(redis_url: str) -> dict[int, str]:
     return found
 
 
-def strays_stop(nodeid: str, before: dict[int, str], redis_url: str) -> None:
-    """Warn of, and kill, the harness processes on `redis_url` that were not running before
-    the test `nodeid`."""
+def strays_stop(nodeid: str, before: dict[int, str]) -> None:
+    """Warn of, and kill, this test process's harness subprocesses that were not running
+    before the test `nodeid`."""
     left = {
-        pid: command
-        for pid, command in harness_processes(redis_url).items()
-        if before.get(pid) != command
+        pid: command for pid, command in harness_processes().items() if before.get(pid) != command
     }
     for pid, command in left.items():
         warnings.warn(f"{nodeid} left pid {pid} running: {command}", stacklevel=1)
