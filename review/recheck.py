@@ -34,7 +34,7 @@ from review.policy import PolicyDecision, evaluate, interrupt_policy
 from review.selectors.access import user_can_decide
 from review.standing import standing_rule_lapsed
 from tasks.canonical import canonical_hash
-from tasks.fingerprint import LOCAL_KINDS, call_targets, fingerprint_changes, fingerprint_of
+from tasks.fingerprint import call_targets, fingerprint_changes
 from tasks.models import Task, ToolCall
 from tasks.selectors import group_shared_path, task_tool
 from tasks.tools.registry import ToolContext, ToolSpec
@@ -275,14 +275,3 @@ def review_target_changes(*, review: ReviewRequest, current: list[dict[str, Any]
     return fingerprint_changes(
         recorded=review.target_fingerprint, current=current, since=SINCE_SHOWN, partial=True
     )
-
-
-def review_edited_fingerprint(*, review: ReviewRequest) -> dict[str, Any]:
-    """The fingerprint an edited approval binds: the edited call's local targets as they are
-    now, with the recorded remote ones (a remote target the edit changed is not in them: the
-    worker's recheck then reopens the call rather than run it unseen)."""
-    _tool, _ctx, _args, local = review_targets_now(review=review)
-    kept = [
-        t for t in review.target_fingerprint.get("targets") or [] if t["kind"] not in LOCAL_KINDS
-    ]
-    return fingerprint_of([*local, *kept])

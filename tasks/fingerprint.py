@@ -156,16 +156,17 @@ def call_preview(*, tool: ToolSpec, ctx: ToolContext, args: Any, arguments: dict
 
 
 def previewed(
-    *, tool: ToolSpec, ctx: ToolContext, args: Any, arguments: dict[str, Any]
+    *, tool: ToolSpec, ctx: ToolContext, args: Any, arguments: dict[str, Any], local: bool = False
 ) -> tuple[str, dict[str, Any]]:
     """(the preview, the fingerprint it was computed against): the targets are read before and
     after the preview and must agree, so the diff a reviewer reads is the diff of exactly the
     recorded state. Targets that kept changing are recorded as unverified: an approval of
-    them never runs (review.recheck)."""
-    before = call_targets(tool=tool, ctx=ctx, args=args, arguments=arguments)
+    them never runs (review.recheck). `local`: only the targets on this machine's disk (a
+    decision's edit, previewed in the web process)."""
+    before = call_targets(tool=tool, ctx=ctx, args=args, arguments=arguments, local=local)
     for _attempt in range(PREVIEW_ATTEMPTS):
         text = call_preview(tool=tool, ctx=ctx, args=args, arguments=arguments)
-        after = call_targets(tool=tool, ctx=ctx, args=args, arguments=arguments)
+        after = call_targets(tool=tool, ctx=ctx, args=args, arguments=arguments, local=local)
         if after == before:
             return text, fingerprint_of(after)
         before = after

@@ -65,7 +65,22 @@ class ReviewRequest(models.Model):
     matched_rules = models.JSONField(default=list)
     original_arguments = models.JSONField(default=dict)
     edited_arguments = models.JSONField(null=True, blank=True)
+    # What the call would do with the arguments the model proposed, computed when the review
+    # opened; never rewritten.
     preview = models.TextField(blank=True, default="")
+    # The same preview recomputed for `edited_arguments` when an approval edited them (the
+    # same preview function, against the same targets), with who edited and when: every page
+    # and message that offers a decision shows `shown_preview`, the effect of exactly the
+    # arguments whose hash its action binds.
+    edited_preview = models.TextField(blank=True, default="")
+    edited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    edited_at = models.DateTimeField(null=True, blank=True)
     approvals_required = models.PositiveSmallIntegerField(default=1)
     forbid_creator = models.BooleanField(default=False)
     on_expiry = models.CharField(max_length=20, default="reject")
@@ -152,6 +167,27 @@ class ReviewRequest(models.Model):
         return (
             self.edited_arguments if self.edited_arguments is not None else self.original_arguments
         )
+
+    @property
+    def shown_preview(self) -> str:
+        """The preview of `arguments`: the edited call's effect once an approval edited them,
+        else the proposal's."""
+        return self.edited_preview if self.edited_arguments is not None else self.preview
+
+    @property
+    def edit_changes(self) -> list[dict[str, Any]]:
+        """The edit, argument by argument (proposed -> edited; `None` stands for absent), in
+        the proposal's order then the new arguments'; empty when nobody edited."""
+        edited = self.edited_arguments
+        original = self.original_arguments
+        if not isinstance(edited, dict) or not isinstance(original, dict):
+            return []
+        names = [*original, *(name for name in edited if name not in original)]
+        return [
+            {"argument": name, "proposed": original.get(name), "edited": edited.get(name)}
+            for name in names
+            if original.get(name) != edited.get(name) or (name in original) != (name in edited)
+        ]
 
     @property
     def target(self) -> str:

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision
-from review.recheck import review_edited_fingerprint
+from review.previews import review_preview
 from review.selectors.access import user_can_decide
 from review.services.approvals import approval_add, approver_check, decision_check_seen
 from review.services.edits import edit_tighten, edit_validate
@@ -211,11 +211,15 @@ def _approve(
         edit_policy = graph_action_check(review=review, approved=approved)
     if arguments is not None and approved_hash != canonical_hash(review.arguments):
         review.edited_arguments = arguments
+        review.edited_by = user
+        review.edited_at = now
         if edit_policy is not None:
             edit_tighten(review=review, edit=edit_policy)
+        # What every later message and page shows is the edited call's effect, and the
+        # edited call's targets as they are now are what this approves.
+        review.edited_preview, fingerprint = review_preview(review=review)
         if review.target_fingerprint.get("targets") is not None:
-            # The edited call's targets as they are now are what this approves.
-            review.target_fingerprint = review_edited_fingerprint(review=review)
+            review.target_fingerprint = fingerprint
     approver_check(review=review, task=task, user=user, act="approve its calls", what="this call")
     suggestion = (
         remember_suggestion(review=review, approved=approved, wanted=remembered[0])
@@ -225,6 +229,9 @@ def _approve(
     review.save(
         update_fields=[
             "edited_arguments",
+            "edited_preview",
+            "edited_by",
+            "edited_at",
             "approvals_required",
             "forbid_creator",
             "matched_rules",

@@ -248,3 +248,22 @@ def test_the_periodic_sweep_expires_overdue_reviews(paused_review):
     assert ReviewRequest.objects.get(pk=review.pk).status == "expired"
     assert ReviewRequest.objects.get(pk=fresh.pk).status == "pending"
     assert Task.objects.get(pk=review.task_id).status == "queued"
+
+
+def test_a_partial_approval_with_an_edit_previews_the_edited_call(
+    paused_review, operator, second_operator
+):
+    """Under four eyes the first operator's edit is what the second is asked to approve: the
+    review keeps the edited call's effect (computed by the same preview, against the same
+    file) beside the proposal's, with who edited and the edit argument by argument."""
+    four_eyes_on_deletes(forbid_creator=False)
+    review = paused_review(files={"old.log": "stale\n", "keep.log": "evidence\n"})
+    approve(review, operator, arguments={"path": "keep.log"})
+    review.refresh_from_db()
+    assert review.status == "pending"
+    assert "-stale" in review.preview and "-evidence" not in review.preview
+    assert "-evidence" in review.shown_preview and "-stale" not in review.shown_preview
+    assert review.edited_by == operator and review.edited_at is not None
+    assert review.edit_changes == [
+        {"argument": "path", "proposed": "old.log", "edited": "keep.log"}
+    ]
