@@ -8,6 +8,7 @@ from ninja.errors import AuthenticationError, ValidationError
 
 from tasks.errors import NotFound
 from tasks.web.api_auth import READ, credentials_problem
+from tasks.web.api_query import refuse_unknown_query
 
 api = NinjaAPI(
     title="Agent Harness API",
@@ -17,6 +18,8 @@ api = NinjaAPI(
     docs_url="/docs",
     openapi_url="/openapi.json",
 )
+# Every GET operation answers 422 naming a query parameter it does not declare.
+api.add_decorator(refuse_unknown_query, mode="operation")
 
 
 @api.exception_handler(ValidationError)

@@ -39,6 +39,10 @@ def inbox_view(request: HttpRequest) -> tuple[dict[str, str], list[str]]:
         request.GET, statuses=INBOX_STATUSES, risks=RuleRisk.values, sorts=selectors.REVIEW_SORTS
     )
     values, problems = form.values()
+    # The names are the API's (`GET /api/v1/reviews`): one it does not know is not ignored
+    # silently here either (an unfiltered inbox looks like a filtered one).
+    for name in sorted(set(request.GET) - set(form.fields) - {"page"}):
+        problems.append(f"Ignored {name[:100]}: not a filter of the inbox.")
     claimed = values["claimed_by"]
     if claimed not in ("", "me", selectors.NOBODY) and not selectors.user_exists(username=claimed):
         problems.append(f"Ignored claimed_by={claimed[:100]!r}: no such user.")

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
+from ninja.errors import ValidationError
 
 from review import selectors, services, triage
 from review.api.schemas import ErrorOut, ReviewDetailOut, ReviewOut
@@ -50,7 +51,9 @@ def review_list(
     status: str | None = None,
     tool: str | None = Query(None, max_length=100),
     risk: str | None = Query(None, max_length=20),
-    task_id: str | None = None,
+    # A task id (or a piece of its title), as the inbox's `task`; `task_id` is the same filter.
+    task: str | None = Query(None, max_length=200),
+    task_id: str | None = Query(None, max_length=200),
     # A matched rule's name.
     rule: str | None = Query(None, max_length=100),
     # A username, `me`, or `nobody` (unclaimed).
@@ -61,11 +64,16 @@ def review_list(
     sort: Literal["age", "newest", "time_left", "risk", "tool"] = "age",
     limit: int = Query(100, ge=1, le=500),
 ):
+    if task and task_id and task != task_id:
+        raise ValidationError(
+            [{"loc": ("query", "task_id"), "msg": "task and task_id name different tasks"}]
+        )
     return selectors.reviews_list(
-        status=status,
+        # `all`, as on the inbox: every status (the default here).
+        status=None if status == "all" else status,
         tool=tool,
         risk=risk,
-        task=task_id,
+        task=task or task_id,
         rule=rule,
         claimed_by=request.user.get_username() if claimed_by == "me" else claimed_by,
         assigned_to=request.user if assigned == "me" else None,
