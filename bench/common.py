@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness_base.queues import WORKER_QUEUES
+
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
 RESULTS_MD = BENCH_DIR / "results.md"
@@ -397,8 +399,8 @@ def wait_for(
 
 
 REPO_ROOT = BENCH_DIR.parent
-# The queues every worker serves, highest priority first (harness_site.settings.HARNESS_QUEUES).
-QUEUES = ("high", "default", "low")
+# The queues every worker serves, in order (harness_base/queues.py, settings.HARNESS_QUEUES).
+QUEUES = WORKER_QUEUES
 
 
 def worker_environment(*, database_url: str, redis_url: str, **extra: str) -> dict[str, str]:

@@ -149,7 +149,7 @@ def task_fork(
         sibling = services.task_transition(
             task_id=sibling.id, to=TaskStatus.QUEUED, reason="forked", actor=user.get_username()
         )
-        services.task_enqueue(task=sibling)
+        services.task_enqueue(task=sibling, decided=True)
     return sibling
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
@@ -78,6 +78,10 @@ class ToolCallOut(Schema):
 
 class CancelIn(Schema):
     reason: str = ""
+
+
+class PriorityIn(Schema):
+    priority: Literal["high", "default", "low"]
 
 
 def _conflict(exc: Exception) -> HttpError:
@@ -169,4 +173,22 @@ def task_cancel(request: HttpRequest, task_id: str):
             200, recovery.task_cancel(task_id=task.id, user=request.user, reason=body.reason)
         )
     except (TransitionConflict, IllegalTransition) as exc:
+        raise _conflict(exc) from None
+
+
+@router.post(
+    "tasks/{task_id}/priority",
+    auth=OPERATE,
+    response={200: TaskOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+)
+def task_priority(request: HttpRequest, task_id: str, body: PriorityIn):
+    """Change the task's priority (audited); a queued task's job moves to that queue at once."""
+    task = selectors.access_task(request.user, task_id)
+    _require_operator(request)
+    try:
+        return Status(
+            200,
+            services.task_priority_set(task_id=task.id, priority=body.priority, user=request.user),
+        )
+    except services.PriorityRefused as exc:
         raise _conflict(exc) from None

@@ -15,4 +15,5 @@ urlpatterns = [
     path("tasks/<uuid:task_id>/outputs/<int:output_id>/", task_actions.task_output, name="output"),
     path("tasks/<uuid:task_id>/events.json", task_actions.task_events_download, name="events_json"),
     path("tasks/<uuid:task_id>/cancel/", task_actions.task_cancel, name="cancel"),
+    path("tasks/<uuid:task_id>/priority/", task_actions.task_priority, name="priority"),
 ]

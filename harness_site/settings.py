@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from accounts.config import oidc_config_from_env
 from harness_base.env import DEFAULT_SECRET_KEY, env_bool, env_float, env_int, env_list, env_str
+from harness_base.queues import WORKER_QUEUES
 from harness_site.settings_helpers import CSP as _CSP
 from harness_site.settings_helpers import logging_config, postgres_idle_timeout
 
@@ -110,7 +111,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Redis / RQ ---------------------------------------------------------------------------
 # Unset REDIS_URL means the embedded Redis that `harness up` starts on this unix socket.
 REDIS_URL = env_str("REDIS_URL", f"unix://{DATA_DIR / 'redis.sock'}")
-HARNESS_QUEUES = ("high", "default", "low")
+# Every queue, in the order a worker serves them (harness_base/queues.py): `resume` first.
+HARNESS_QUEUES = WORKER_QUEUES
 RQ_QUEUES = {name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": -1} for name in HARNESS_QUEUES}
 # A job enqueued inside a transaction is sent to Redis only once that transaction commits.
 # The worker class imports the agent loop once, before it forks a work horse per job.

@@ -478,7 +478,7 @@ def free_port() -> int:
 
 
 class WorkerPool:
-    """Real `manage.py rqworker high default low --with-scheduler` processes, each in its own
+    """Real `manage.py rqworker resume high default low --with-scheduler` processes, each in its own
     process group (so stopping one also stops its forked work horse and scheduler)."""
 
     def __init__(self, *, log_dir: Path) -> None:

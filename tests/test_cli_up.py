@@ -108,7 +108,7 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
 
     children = psutil.Process(up.process.pid).children(recursive=True)
     commands = [" ".join(child.cmdline()) for child in children]
-    assert sum("rqworker high default low --with-scheduler" in c for c in commands) >= 2
+    assert sum("rqworker resume high default low --with-scheduler" in c for c in commands) >= 2
     assert any("gunicorn" in c for c in commands)
     assert any("harness_sweep --loop" in c for c in commands)
     assert any("redis-server" in c for c in commands)

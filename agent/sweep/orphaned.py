@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import django_rq
+from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 from rq.job import Job
@@ -26,24 +27,30 @@ _ENDED_JOB_STATES = {"finished", "failed", "stopped", "canceled", "stuck", "unde
 _UNDELIVERED_KEY = "harness:undelivered:{}"
 
 
-def _job_states(job_ids_by_queue: dict[str, list[str]], *, grace_s: float) -> dict[str, str]:
+def _job_states(job_ids: list[str], *, grace_s: float) -> dict[str, str]:
     """RQ job id -> status, for the jobs that still exist in Redis. A scheduled job overdue by
     more than `grace_s` is `stuck`: no scheduler runs for its queue (the worker holding the
     scheduler lock died; the lock outlives it by a minute), so it is removed here and its task
-    enqueued directly, rather than waiting for a scheduler to come back."""
+    enqueued directly, rather than waiting for a scheduler to come back. Each job is looked
+    for on the queue it was put on (its origin: the `resume` lane or its priority's queue,
+    moved since by a priority change)."""
     states: dict[str, str] = {}
-    for queue_name, job_ids in job_ids_by_queue.items():
+    by_queue: dict[str, list[str]] = {}
+    connection = django_rq.get_connection(settings.HARNESS_QUEUES[0])
+    for job in Job.fetch_many(job_ids, connection=connection):
+        if job is not None:
+            status = job.get_status(refresh=False)
+            states[job.id] = status.value if status is not None else "created"
+            if job.origin in settings.HARNESS_QUEUES:
+                by_queue.setdefault(job.origin, []).append(job.id)
+    for queue_name, ids in by_queue.items():
         queue = django_rq.get_queue(queue_name)
-        for job in Job.fetch_many(job_ids, connection=queue.connection):
-            if job is not None:
-                status = job.get_status(refresh=False)
-                states[job.id] = status.value if status is not None else "created"
         scheduled = ScheduledJobRegistry(queue=queue)
         for job_id in scheduled.get_jobs_to_schedule(timestamp=int(time.time() - grace_s)):
             if job_id in states:
                 scheduled.remove(job_id, delete_job=True)
                 states[job_id] = "stuck"
-        queued = [job_id for job_id in job_ids if states.get(job_id) == "queued"]
+        queued = [job_id for job_id in ids if states.get(job_id) == "queued"]
         for job_id in _undelivered(queue, queued, grace_s=grace_s):
             states[job_id] = "undelivered"
     return states
@@ -95,11 +102,7 @@ def tasks_requeue_orphaned(*, grace_s: float) -> int:
             | Q(status=TaskStatus.RETRY_WAIT, retry_at__lt=cutoff)
         ).only("id", "priority", "rq_job_id", "status")[:1000]
     )
-    by_queue: dict[str, list[str]] = {}
-    for task in candidates:
-        if task.rq_job_id:
-            by_queue.setdefault(services.queue_name_for(task.priority), []).append(task.rq_job_id)
-    states = _job_states(by_queue, grace_s=grace_s)
+    states = _job_states([task.rq_job_id for task in candidates if task.rq_job_id], grace_s=grace_s)
     requeued = 0
     for task in candidates:
         state = states.get(task.rq_job_id)

@@ -123,7 +123,7 @@ def fork_checkpoint(
     )
     task.refresh_from_db()
     if resume and enqueue:
-        services.task_enqueue(task=task)
+        services.task_enqueue(task=task, decided=True)
     services.audit_record(
         user=user,
         action=kind,
@@ -197,5 +197,5 @@ def restore_after_commit(
         except Exception:
             logger.exception("restoring %s after a recovery failed; its run syncs it", path)
     for task in enqueue:
-        services.task_enqueue(task=task)
+        services.task_enqueue(task=task, decided=True)
     return done

@@ -57,7 +57,7 @@ def graph_requeue(
         reason=f"{kind}: {reason}"[:500],
         fields=OUTCOME_CLEARED,
     )
-    services.task_enqueue(task=task)
+    services.task_enqueue(task=task, decided=True)
     services.audit_record(
         user=user,
         action=kind,

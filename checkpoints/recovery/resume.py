@@ -147,7 +147,7 @@ def task_resume(*, task_id: Any, user: AbstractBaseUser | None, reason: str = ""
             actor=actor_of(user),
             reason=f"resumed: {reason}" if reason else "resumed",
         )
-        services.task_enqueue(task=task)
+        services.task_enqueue(task=task, decided=True)
         services.audit_record(
             user=user,
             action="resume",

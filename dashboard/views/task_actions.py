@@ -1,4 +1,5 @@
-"""A task's downloads (a stored output part, the event log) and its cancel action."""
+"""A task's downloads (a stored output part, the event log) and its cancel and priority
+actions."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from checkpoints import recovery
 from dashboard.outputs import output_download
-from tasks import selectors
+from tasks import selectors, services
 from tasks.states import IllegalTransition, TransitionConflict
 from tasks.web.access import operator_required, viewer_required
 
@@ -61,5 +62,19 @@ def task_cancel(request: HttpRequest, task_id) -> HttpResponse:
         )
         messages.success(request, "Cancel requested.")
     except (TransitionConflict, IllegalTransition) as exc:
+        messages.error(request, str(exc))
+    return redirect("tasks:detail", task_id=task.id)
+
+
+@require_POST
+@operator_required
+def task_priority(request: HttpRequest, task_id) -> HttpResponse:
+    task = selectors.access_task(request.user, task_id)
+    try:
+        task = services.task_priority_set(
+            task_id=task.id, priority=request.POST.get("priority", ""), user=request.user
+        )
+        messages.success(request, f"Priority set to {task.priority}.")
+    except (ValueError, services.PriorityRefused) as exc:
         messages.error(request, str(exc))
     return redirect("tasks:detail", task_id=task.id)

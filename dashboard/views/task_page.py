@@ -24,6 +24,7 @@ from checkpoints.selectors import (
 )
 from checkpoints.services import checkpoint_verify
 from dashboard.outputs import live_output
+from harness_base.queues import PRIORITY_QUEUES
 from review.context_processors import pending_reviews_count
 from review.selectors.task_reviews import task_call_edits, task_reviews, task_reviews_pending
 from tasks import charts, selectors
@@ -88,7 +89,16 @@ def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
         "live": task.status not in TERMINAL,
         "can_operate": selectors.user_can_operate(request.user),
         "trace": task_trace(task),
+        "lane": _lane(request, task),
+        "priorities": PRIORITY_QUEUES,
     }
+
+
+def _lane(request: HttpRequest, task: Task) -> selectors.LanePlace | None:
+    """Where the queued task waits (read from Redis once per request: the page and its ETag)."""
+    if not hasattr(request, "_task_lane"):
+        request._task_lane = selectors.task_lane_place(task=task)
+    return request._task_lane
 
 
 def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
@@ -194,8 +204,15 @@ def _header_etag(request: HttpRequest, task: Task, pending: list) -> str:
     # The navigation's review count and the banner's approvals change without the task; the
     # timeline shows the last steps or every one.
     approvals = [(r.id, r.approvals_given) for r in pending]
+    # The jobs ahead of a queued task move without the task changing.
     return _etag(
-        request, task, "header", pending_reviews_count(request), approvals, _all_steps(request)
+        request,
+        task,
+        "header",
+        pending_reviews_count(request),
+        approvals,
+        _all_steps(request),
+        _lane(request, task),
     )
 
 

@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from harness_base.queues import WORKER_QUEUES
 from harness_site.cli.common import CliError, child_env, manage, say, static_collecting, wait_until
 from harness_site.cli.redis_server import redis_embedded_command, redis_ping
 from harness_site.cli.supervisor import Supervisor
@@ -23,11 +24,9 @@ from harness_site.cli.up_setup import (
     sso_report,
 )
 
-QUEUES = ("high", "default", "low")
-
 
 def worker_command() -> list[str]:
-    return manage("rqworker", *QUEUES, "--with-scheduler")
+    return manage("rqworker", *WORKER_QUEUES, "--with-scheduler")
 
 
 def _django_setup() -> None:

@@ -186,4 +186,4 @@ def task_resume_when_decided(
         expect_from=[TaskStatus.WAITING_REVIEW],
         locked=task,
     )
-    task_enqueue(task=task)
+    task_enqueue(task=task, decided=True)

@@ -3,8 +3,9 @@
 One module per family of reads: access (roles, access_task), groups (a task's group and its
 shared directory), task_lists (sorts and filters), event_fields (payload keys in SQL, ISO
 times), event_log (a task's events as its pages read them), calls (tool calls, attempts,
-outputs, a tool as the task knows it), usage (model calls, tokens, cost) and ops (counts across
-all tasks, the sweep, the MCP servers). Every public name is re-exported here."""
+outputs, a tool as the task knows it), usage (model calls, tokens, cost), lanes (where a queued
+task waits) and ops (counts across all tasks, the sweep, the MCP servers). Every public name is
+re-exported here."""
 
 from tasks.selectors.access import (
     CREATE_GROUPS,
@@ -48,6 +49,7 @@ from tasks.selectors.groups import (
     group_shared_path,
     shared_path,
 )
+from tasks.selectors.lanes import LanePlace, task_lane_place
 from tasks.selectors.ops import (
     mcp_servers_overview,
     sweep_last_run,
@@ -70,6 +72,7 @@ __all__ = [
     "ARGUMENTS_TEXT_CHARS",
     "CREATE_GROUPS",
     "GROUP_MAX_DEPTH",
+    "LanePlace",
     "PayloadText",
     "READ_GROUPS",
     "READ_PERMISSIONS",
@@ -95,6 +98,7 @@ __all__ = [
     "task_event_summaries",
     "task_events",
     "task_events_compact",
+    "task_lane_place",
     "task_model_usage",
     "task_model_usage_before",
     "task_status_counts",

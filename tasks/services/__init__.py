@@ -4,9 +4,9 @@ re-exports their public names, so `from tasks.services import task_transition` a
 `services.task_transition` are the callers' way in.
 
 The modules import one way (lint-imports, acyclic_siblings): events and audit at the bottom,
-then the task's state machine, enqueueing, leases, and above them the fenced write, the tool
-call's state machine, creation and spec revision. A name called inside the package is looked
-up in the module that defines it: a test that replaces one patches that module."""
+then the task's state machine, enqueueing, leases, priority, and above them the fenced write,
+the tool call's state machine, creation and spec revision. A name called inside the package is
+looked up in the module that defines it: a test that replaces one patches that module."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from tasks.services.leases import (
     task_settle_killed_horse,
     task_supervisor_heartbeat,
 )
+from tasks.services.priority import PriorityRefused, job_move, task_priority_set
 from tasks.services.spec_revision import SpecRevision, task_spec_revise
 from tasks.services.sweep_runs import (
     sweep_run_ensure,
@@ -60,6 +61,7 @@ __all__ = [
     "JOB_TIMEOUT_SLACK_S",
     "RUN_TASK_JOB",
     "CapacityFull",
+    "PriorityRefused",
     "SpecError",
     "SpecRevision",
     "ToolCallConflict",
@@ -71,6 +73,7 @@ __all__ = [
     "event_insert",
     "event_record",
     "event_record_while_held",
+    "job_move",
     "events_record",
     "queue_name_for",
     "sweep_run_ensure",
@@ -88,6 +91,7 @@ __all__ = [
     "task_heartbeat",
     "task_job_record",
     "task_job_timeout_s",
+    "task_priority_set",
     "task_lock",
     "task_recovery_reset",
     "task_release_lost_connection",

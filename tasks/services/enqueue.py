@@ -1,5 +1,7 @@
 """Putting a task's `run_task` job on its RQ queue (after commit), recording the job, the job's
-hard timeout, and the waits before a task runs again: a retry's backoff and a capacity deferral."""
+hard timeout, and the waits before a task runs again: a retry's backoff and a capacity deferral.
+Every `run_task` job goes through `task_enqueue`: on the `resume` lane when a person's action
+resumes the task (`decided=True`), on its priority's queue otherwise."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from harness_base.config import harness_config
+from harness_base.queues import PRIORITY_QUEUES, RESUME_QUEUE
 from tasks.models import Task
 from tasks.services.task_transitions import task_transition
 from tasks.states import (
@@ -22,7 +25,7 @@ from tasks.states import (
 
 
 def queue_name_for(priority: str) -> str:
-    return priority if priority in settings.HARNESS_QUEUES else "default"
+    return priority if priority in PRIORITY_QUEUES else "default"
 
 
 # The job by dotted path: enqueueing a task never imports the agent loop, which sits above
@@ -30,14 +33,16 @@ def queue_name_for(priority: str) -> str:
 RUN_TASK_JOB = "agent.jobs.run_task"
 
 
-def task_enqueue(*, task: Task, delay_s: float | None = None) -> None:
+def task_enqueue(*, task: Task, delay_s: float | None = None, decided: bool = False) -> None:
     """Put `run_task` on the task's priority queue once the surrounding transaction commits;
-    with `delay_s`, RQ's scheduler (a worker started `--with-scheduler`) enqueues it then.
+    with `decided` (the task resumes because a person acted on it) on the `resume` lane, which
+    every worker serves first; with `delay_s`, RQ's scheduler (a worker started
+    `--with-scheduler`) enqueues it then.
 
     A failure to reach Redis is logged, not raised: the task is durable in the database and
     the sweep re-enqueues queued tasks whose job is missing."""
     task_id = str(task.id)
-    queue_name = queue_name_for(task.priority)
+    queue_name = RESUME_QUEUE if decided else queue_name_for(task.priority)
     # The lease epoch the task had when it was enqueued: the job id is recorded only if no
     # worker has taken the task since (a fenced write, like every other worker write).
     epoch = task.lease_epoch

@@ -249,7 +249,7 @@ def test_no_pending_review_reports_age_zero(db):
 
 def test_queue_depth_and_workers_per_queue_come_from_rq(db):
     samples = scrape()
-    for queue in ("high", "default", "low"):
+    for queue in ("resume", "high", "default", "low"):
         assert value(samples, "harness_queue_depth", queue=queue) is not None
         assert value(samples, "harness_workers", queue=queue) is not None
 
