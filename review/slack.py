@@ -33,6 +33,7 @@ import httpx
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web import WebClient
@@ -42,6 +43,7 @@ from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.selectors.page import review_url
 from review.services.decide import review_decide
 from review.services.errors import ReviewConflict, ReviewError
+from review.transports.slack import slack_escape
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ BODY_MAX_BYTES = 64 * 1024
 SLACK_TIMEOUT_S = 5
 # Where Slack's response_urls point (besides the host of HARNESS_SLACK_API_URL).
 SLACK_RESPONSE_HOST = "https://hooks.slack.com/"
+# A Slack user id as Slack writes them (U0123ABCD; W… on Enterprise Grid).
+SLACK_USER_ID = "^[A-Za-z0-9_]{1,64}$"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,7 +63,7 @@ class SlackReply:
     text: str
 
 
-def _verified_channel(*, body: bytes, headers: Any) -> SlackChannelConfig | None:
+def _verified_channel(*, body: str, headers: Any) -> SlackChannelConfig | None:
     """The Slack channel whose signing secret signed this request within the last 5 min."""
     timestamp = headers.get("X-Slack-Request-Timestamp") or ""
     signature = headers.get("X-Slack-Signature") or ""
@@ -76,29 +80,67 @@ def _verified_channel(*, body: bytes, headers: Any) -> SlackChannelConfig | None
     return None
 
 
-def _action(payload: dict[str, Any]) -> tuple[str, int, str]:
-    """(decision, review id, arguments_hash) of the button, or ValueError naming the field."""
-    if payload.get("type") != "block_actions":
+class _Strict(BaseModel):
+    # Slack's own types, never coerced: a number where Slack sends a string is not Slack's.
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class _SlackUserRef(_Strict):
+    id: str = Field(pattern=SLACK_USER_ID)
+
+
+class _Action(_Strict):
+    action_id: str = Field(max_length=255)
+    value: str = Field(default="", max_length=2000)
+
+
+class _Payload(_Strict):
+    type: str = Field(max_length=100)
+    user: _SlackUserRef
+    actions: list[_Action] = Field(min_length=1, max_length=1)
+    response_url: str | None = Field(default=None, max_length=2000)
+
+
+class _ButtonValue(_Strict):
+    review_id: int = Field(ge=1, le=2**63 - 1)
+    arguments_hash: str = Field(pattern="^[0-9a-f]{64}$")
+
+
+def _first_error(exc: ValidationError, *, prefix: str) -> str:
+    error = exc.errors()[0]
+    where = ".".join([prefix, *(f"[{p}]" if isinstance(p, int) else str(p) for p in error["loc"])])
+    return f"{where.replace('.[', '[')}: {error['msg']}"
+
+
+def _payload(body: str) -> _Payload:
+    """The block_actions payload of a signed form body, or ValueError naming the field. Any
+    shape is refused as a 4xx: wrong types, a nesting too deep for the parser."""
+    try:
+        form = parse_qs(body, strict_parsing=True)
+        raw = json.loads(form["payload"][0])
+    except (ValueError, KeyError, RecursionError):
+        raise ValueError("payload: a form field holding Slack's JSON") from None
+    if not isinstance(raw, dict):
+        raise ValueError("payload: a form field holding Slack's JSON")
+    if raw.get("type") != "block_actions":
         raise ValueError("payload.type: only block_actions are taken")
-    actions = payload.get("actions")
-    if not isinstance(actions, list) or len(actions) != 1 or not isinstance(actions[0], dict):
-        raise ValueError("payload.actions: exactly one action")
-    decision = ACTIONS.get(actions[0].get("action_id"))
+    try:
+        return _Payload.model_validate(raw)
+    except ValidationError as exc:
+        raise ValueError(_first_error(exc, prefix="payload")) from None
+
+
+def _action(payload: _Payload) -> tuple[str, int, str]:
+    """(decision, review id, arguments_hash) of the button, or ValueError naming the field."""
+    action = payload.actions[0]
+    decision = ACTIONS.get(action.action_id)
     if decision is None:
         raise ValueError("payload.actions[0].action_id: review_approve or review_reject")
     try:
-        value = json.loads(actions[0].get("value") or "")
-        review_id = value["review_id"]
-        arguments_hash = value["arguments_hash"]
-    except (ValueError, TypeError, KeyError):
-        raise ValueError(
-            "payload.actions[0].value: the button's review_id and arguments_hash"
-        ) from None
-    if not isinstance(review_id, int) or isinstance(review_id, bool) or review_id < 1:
-        raise ValueError("payload.actions[0].value.review_id: a review id")
-    if not isinstance(arguments_hash, str) or not arguments_hash:
-        raise ValueError("payload.actions[0].value.arguments_hash: a hash")
-    return decision, review_id, arguments_hash
+        value = _ButtonValue.model_validate_json(action.value)
+    except ValidationError as exc:
+        raise ValueError(_first_error(exc, prefix="payload.actions[0].value")) from None
+    return decision, value.review_id, value.arguments_hash
 
 
 def slack_user(*, channel: SlackChannelConfig, slack_user_id: str) -> AbstractBaseUser | str:
@@ -166,7 +208,7 @@ def _origin(url: str) -> tuple[str, str, int | None] | None:
     """(scheme, host, port) of an absolute URL without user info, as httpx would send to it."""
     try:
         parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
+    except (httpx.InvalidURL, TypeError, ValueError):
         return None
     if parsed.scheme not in ("https", "http") or not parsed.host or parsed.userinfo:
         return None
@@ -203,7 +245,13 @@ def slack_action_handle(*, body: bytes, headers: Any) -> SlackReply:
     """One interactivity request: verify, parse, map the user, decide, answer."""
     if len(body) > BODY_MAX_BYTES:
         return SlackReply(status=413, text="request body too large")
-    channel = _verified_channel(body=body, headers=headers)
+    try:
+        # Slack's form bodies are ASCII; slack_sdk's verifier takes text (it failed on bytes
+        # that are not UTF-8, before any signature was checked).
+        text_body = body.decode()
+    except UnicodeDecodeError:
+        return SlackReply(status=400, text="payload: the body is not UTF-8")
+    channel = _verified_channel(body=text_body, headers=headers)
     if channel is None:
         return SlackReply(
             status=401,
@@ -211,19 +259,11 @@ def slack_action_handle(*, body: bytes, headers: Any) -> SlackReply:
             "than 5 minutes ago (X-Slack-Request-Timestamp)",
         )
     try:
-        form = parse_qs(body.decode(), strict_parsing=True)
-        payload = json.loads(form["payload"][0])
-        if not isinstance(payload, dict):
-            raise ValueError
-    except (UnicodeDecodeError, ValueError, KeyError):
-        return SlackReply(status=400, text="payload: a form field holding Slack's JSON")
-    try:
+        payload = _payload(text_body)
         decision, review_id, arguments_hash = _action(payload)
     except ValueError as exc:
         return SlackReply(status=400, text=str(exc))
-    slack_user_id = (payload.get("user") or {}).get("id")
-    if not isinstance(slack_user_id, str) or not slack_user_id:
-        return SlackReply(status=400, text="payload.user.id: the Slack user who clicked")
+    slack_user_id = payload.user.id
     user = slack_user(channel=channel, slack_user_id=slack_user_id)
     if isinstance(user, str):
         text = f"Nothing was decided: {user}."
@@ -231,7 +271,7 @@ def slack_action_handle(*, body: bytes, headers: Any) -> SlackReply:
         text = _decide(
             user=user, decision=decision, review_id=review_id, arguments_hash=arguments_hash
         )
-    response_url = payload.get("response_url")
-    if isinstance(response_url, str):
-        _respond(response_url=response_url, text=text)
+    text = slack_escape(text)
+    if payload.response_url is not None:
+        _respond(response_url=payload.response_url, text=text)
     return SlackReply(status=200, text=text)

@@ -10,16 +10,30 @@ from typing import Any
 from harness_base.config import SlackChannelConfig
 from review.transports.base import NotificationFailed, ReviewMessage, Transport, env_value, post
 
+# Slack's limit on a header block's text.
+HEADER_MAX = 150
+
+
+def slack_escape(value: str) -> str:
+    """Text as Slack shows it literally: &, < and > are its only control characters (a `<`
+    starts a link or a mention, `<!channel>` pings everyone), in every text field, the
+    message's fallback `text` included."""
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _header(title: str) -> str:
+    """The title escaped, cut to the header's limit without splitting an entity."""
+    cut = title[:HEADER_MAX]
+    while len(slack_escape(cut)) > HEADER_MAX:
+        cut = cut[:-1]
+    return slack_escape(cut)
+
 
 def slack_blocks(message: ReviewMessage) -> list[dict[str, Any]]:
     """The Block Kit message: the facts, the diff or command, and (while the review is
     pending) approve / reject buttons whose `value` carries the review id and the
     `arguments_hash` shown, plus a link to the review page."""
-
-    def text(value: str) -> str:
-        # Slack's mrkdwn: &, < and > are its only control characters.
-        return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
+    text = slack_escape
     facts = [
         f"*Task:* {text(message.task_title)}",
         f"*Tool:* `{text(message.tool)}`",
@@ -29,7 +43,7 @@ def slack_blocks(message: ReviewMessage) -> list[dict[str, Any]]:
         f"*Status:* {text(message.status)}",
     ]
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": message.title[:150]}},
+        {"type": "header", "text": {"type": "plain_text", "text": _header(message.title)}},
         {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in facts]},
     ]
     if message.reason:
@@ -100,7 +114,9 @@ class Slack(Transport):
                 f"environment variable {self.config.webhook_url_env} is not an http(s) URL"
             )
         body = {
-            "text": f"{message.title}: {message.tool} in {message.task_title} {message.url}",
+            "text": slack_escape(
+                f"{message.title}: {message.tool} in {message.task_title} {message.url}"
+            ),
             "blocks": slack_blocks(message),
         }
         post(url, content=json.dumps(body).encode(), headers={})
