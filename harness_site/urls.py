@@ -6,9 +6,13 @@ from django.urls import include, path
 from django.utils.functional import lazy
 from django.views.generic import RedirectView
 
+from harness_site import health
 from harness_site.api import api
 
 urlpatterns = [
+    # Probes for load balancers and service managers: no login (harness_site/health.py).
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     # Browsers ask for /favicon.ico whatever the page links: send them to the static icon,
     # under its hashed name (looked up per request: importing the URLs needs no manifest;
     # temporary: the name changes with the icon).

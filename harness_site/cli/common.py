@@ -43,6 +43,13 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def django_setup() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "harness_site.settings")
+    import django
+
+    django.setup()
+
+
 def manage(*args: str) -> list[str]:
     return [sys.executable, str(ROOT / "manage.py"), *args]
 

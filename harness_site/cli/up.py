@@ -6,13 +6,19 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from harness_base.queues import WORKER_QUEUES
-from harness_site.cli.common import CliError, child_env, manage, say, static_collecting, wait_until
+from harness_site.cli.common import (
+    CliError,
+    child_env,
+    django_setup,
+    say,
+    static_collecting,
+    wait_until,
+)
+from harness_site.cli.processes import sweep_command, web_command, worker_command
 from harness_site.cli.redis_server import redis_embedded_command, redis_ping
 from harness_site.cli.supervisor import Supervisor
 from harness_site.cli.up_setup import (
@@ -23,17 +29,6 @@ from harness_site.cli.up_setup import (
     secret_key_guard,
     sso_report,
 )
-
-
-def worker_command() -> list[str]:
-    return manage("rqworker", *WORKER_QUEUES, "--with-scheduler")
-
-
-def _django_setup() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "harness_site.settings")
-    import django
-
-    django.setup()
 
 
 def _port_free(port: int, *, host: str = "127.0.0.1") -> bool:
@@ -98,30 +93,14 @@ def processes_start(
     supervisor: Supervisor, *, host: str, port: int, workers: int, env: dict[str, str]
 ) -> None:
     """The workers, the sweeper and the web server (gunicorn)."""
+    from django.conf import settings
+
     for number in range(1, workers + 1):
-        supervisor.start(f"worker-{number}", worker_command(), env=env)
-    supervisor.start("sweeper", manage("harness_sweep", "--loop", "--interval", "5"), env=env)
-    supervisor.start(
-        "web",
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "harness_site.wsgi",
-            "--bind",
-            f"{host}:{port}",
-            "--workers",
-            "1",
-            "--threads",
-            "4",
-            "--graceful-timeout",
-            "5",
-            "--access-logfile",
-            "-",
-            "--no-control-socket",
-        ],
-        env=env,
-    )
+        supervisor.start(
+            f"worker-{number}", worker_command(queues=settings.HARNESS_QUEUES), env=env
+        )
+    supervisor.start("sweeper", sweep_command(interval=5), env=env)
+    supervisor.start("web", web_command(host=host, port=port), env=env)
 
 
 def running_print(*, url: str, password: str | None, password_file: Path | None) -> None:
@@ -155,7 +134,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     if not _port_free(args.port, host=args.host):
         raise CliError(f"port {args.port} on {args.host} is in use; pick another with --port")
 
-    _django_setup()
+    django_setup()
     from django.conf import settings
     from django.core.management import call_command
     from django.db import connections

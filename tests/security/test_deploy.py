@@ -101,3 +101,38 @@ def test_the_generated_admin_password_is_in_a_file_only_its_owner_reads(tmp_path
     path = admin_password_save(data_dir=tmp_path, password="s3cret-once")
     assert path.read_text().splitlines() == ["admin", "s3cret-once"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def _production(tmp_path: Path, command: str, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "harness_site.cli", command],
+        cwd=ROOT,
+        env=_env(tmp_path, **extra),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("command", ["web", "worker", "sweep"])
+def test_production_entry_points_refuse_to_start_without_their_configuration(tmp_path, command):
+    result = _production(tmp_path, command)
+    assert result.returncode == 2
+    missing = result.stderr.rsplit("missing:", 1)[-1]
+    assert all(name in missing for name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY"))
+    assert not (tmp_path / "harness.sqlite3").exists(), "nothing may start"
+
+
+def test_production_refuses_the_development_secret_key_and_names_only_what_is_missing(tmp_path):
+    from harness_base.env import DEFAULT_SECRET_KEY
+
+    result = _production(
+        tmp_path,
+        "web",
+        DATABASE_URL="postgres://nobody@127.0.0.1:1/none",
+        SECRET_KEY=DEFAULT_SECRET_KEY,
+    )
+    assert result.returncode == 2
+    missing = result.stderr.rsplit("missing:", 1)[-1]
+    assert "REDIS_URL" in missing and "SECRET_KEY" in missing and "DATABASE_URL" not in missing
