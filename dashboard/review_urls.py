@@ -4,6 +4,7 @@ from django.urls import path
 
 from dashboard.views import (
     decision_links,
+    review_edit,
     review_inbox,
     review_page,
     review_standing_rules,
@@ -17,6 +18,8 @@ urlpatterns = [
     path("pending-count/", review_inbox.reviews_pending_count, name="pending_count"),
     path("<int:review_id>/", review_page.review_detail, name="detail"),
     path("<int:review_id>/decide/", review_page.review_decide, name="decide"),
+    # "Preview edit": the effect of the edit form's arguments, before approving (changes nothing).
+    path("<int:review_id>/edit-preview/", review_edit.review_edit_preview, name="edit_preview"),
     # A notification email's signed decision link (review.email_links): GET asks, POST decides.
     path(
         "<int:review_id>/email/<str:token>/",

@@ -17,6 +17,8 @@
 
   document.addEventListener("submit", function (event) {
     var form = event.target;
+    // A button that only asks (the review page's "Preview edit") needs no confirmation.
+    if (event.submitter && event.submitter.hasAttribute("data-no-confirm")) return;
     if (form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
       event.preventDefault();
       event.stopImmediatePropagation();

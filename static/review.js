@@ -1,6 +1,7 @@
 // The review inbox and review page (loaded by their templates; no inline script, for the CSP).
 // Inbox: "tick all" for bulk decisions, a count of the ticked rows, and no live refresh of the
-// list while rows are ticked (a refresh would untick them). Review page: keyboard shortcuts.
+// list while rows are ticked (a refresh would untick them). Review page: keyboard shortcuts,
+// and the edit form's preview swapped in with its errors.
 // A shortcut only follows a link, focuses a field or submits a form through its own submit
 // button (so its confirmation and its hidden arguments_hash go with it); never while typing.
 (function () {
@@ -30,6 +31,17 @@
     if (el && el.id === "inbox" && ticked().length) event.preventDefault();
   });
   document.addEventListener("htmx:afterSwap", showCount);
+
+  // "Preview edit" answers 422 (an argument is not valid) or 409 (decided meanwhile) with the
+  // form and its errors: swap it in like a 200 (the page's htmx config swaps no 4xx).
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var el = event.detail && event.detail.elt;
+    var status = event.detail.xhr && event.detail.xhr.status;
+    if (el && el.hasAttribute("data-edit-preview") && (status === 422 || status === 409)) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
 
   function typing(el) {
     if (!el || !el.tagName) return false;

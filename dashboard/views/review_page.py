@@ -8,13 +8,14 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from checkpoints.selectors import checkpoint_recent_messages
+from dashboard.edit_form import EditState, edit_bind, edit_initial
 from dashboard.views.review_inbox import inbox_query, inbox_view, selector_filters
 from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
@@ -43,15 +44,28 @@ def _call_attempts(review: ReviewRequest) -> list[dict[str, Any]]:
     return call_attempts(call=call, outputs=outputs.get(call.call_id, {}))
 
 
-def _detail(
+def review_edit_state(review: ReviewRequest, data: QueryDict | None = None) -> EditState:
+    """The edit form of `review` (dashboard.edit_form): from its tool's argument schema, bound
+    to a post's `data` when given. A LangGraph interrupt's edit stays JSON: the graph, not the
+    tool's schema, says what it accepts."""
+    tool = task_tool(task_id=review.task_id, name=review.tool)
+    schema = tool.json_schema() if tool is not None else None
+    json_only = review.interrupt is not None
+    if data is None:
+        return edit_initial(schema=schema, arguments=review.arguments, json_only=json_only)
+    return edit_bind(schema=schema, arguments=review.arguments, data=data, json_only=json_only)
+
+
+def review_detail_page(
     request: HttpRequest,
     review: ReviewRequest,
     *,
-    arguments_text: str | None = None,
+    edit: EditState | None = None,
     errors: list[dict[str, str]] | None = None,
     error: str = "",
     status: int = 200,
 ) -> HttpResponse:
+    """The review page; `edit`: the edit form as posted (with its errors or its preview)."""
     tool = task_tool(task_id=review.task_id, name=review.tool)
     schema = json.dumps(tool.json_schema(), indent=2) if tool is not None else ""
     can_decide = selectors.user_can_decide(request.user)
@@ -71,8 +85,8 @@ def _detail(
         {
             "review": review,
             "rules": [selectors.rule_text(rule) for rule in review.matched_rules],
-            "arguments_text": arguments_text
-            or json.dumps(review.arguments, indent=2, ensure_ascii=False),
+            "arguments_text": json.dumps(review.arguments, indent=2, ensure_ascii=False),
+            "edit": edit or review_edit_state(review),
             "arguments_hash": canonical_hash(review.arguments),
             "target_hash": review.target_fingerprint.get("hash", ""),
             "targets": selectors.review_targets_text(review=review),
@@ -84,6 +98,7 @@ def _detail(
             "recent_messages": checkpoint_recent_messages(checkpoint=review.checkpoint),
             "approvals": selectors.review_approvers(review=review),
             "facts": selectors.review_facts(review=review),
+            "edit_changes": selectors.review_edit_changes(review=review),
             "notifications": selectors.review_notifications(review=review),
             "can_decide": can_decide and review.status == ReviewStatus.PENDING,
             "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,
@@ -137,7 +152,7 @@ def review_detail(request: HttpRequest, review_id: int) -> HttpResponse:
     review = selectors.access_review(request.user, review_id)
     if review.status == ReviewStatus.PENDING and selectors.user_can_decide(request.user):
         review_viewed(review=review, user=request.user)
-    return _detail(request, review)
+    return review_detail_page(request, review)
 
 
 @viewer_required
@@ -146,12 +161,16 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
     review = selectors.access_review(request.user, review_id)
     choice = request.POST.get("decision", "")
     arguments = result = response = None
-    arguments_text = request.POST.get("arguments")
+    edit = review_edit_state(review, request.POST) if choice == "edit" else None
+    if edit is not None and edit.errors:
+        return review_detail_page(
+            request, review, edit=edit, status=422, error=edit.error, errors=edit.errors
+        )
+    if edit is not None:
+        arguments = edit.arguments
     result_text = request.POST.get("result", "").strip()
     response_text = request.POST.get("response", "")
     try:
-        if choice == "edit":
-            arguments = json.loads(arguments_text or "")
         if choice == "mark_done" and result_text:
             result = json.loads(result_text)
         if choice == "respond":
@@ -159,11 +178,10 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             plain = (review.interrupt or {}).get("mode") == "plain"
             response = json.loads(response_text) if plain else response_text
     except ValueError as exc:
-        field = {"edit": "arguments", "respond": "response"}.get(choice, "result")
-        return _detail(
+        field = "response" if choice == "respond" else "result"
+        return review_detail_page(
             request,
             review,
-            arguments_text=arguments_text,
             status=422,
             error=f"The {field} must be valid JSON.",
             errors=[{**json_error(exc), "field": field}],
@@ -196,16 +214,13 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             via=ReceiptVia.PAGE,
         )
     except services.ReviewInvalid as exc:
-        return _detail(
-            request,
-            review,
-            arguments_text=arguments_text,
-            status=exc.status,
-            error=exc.message,
-            errors=exc.errors,
+        if edit is not None:
+            edit.errors_add(exc.errors)
+        return review_detail_page(
+            request, review, edit=edit, status=exc.status, error=exc.message, errors=exc.errors
         )
     except services.ReviewForbidden as exc:
-        return _detail(request, review, status=exc.status, error=exc.message)
+        return review_detail_page(request, review, status=exc.status, error=exc.message)
     except services.ReviewConflict as exc:
         messages.error(request, exc.message)
         # A changed target reopened the review: the new one shows the state as it is now.

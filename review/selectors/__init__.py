@@ -14,7 +14,13 @@ Each imports only modules listed below it. This package re-exports the public na
 `from review.selectors import access_review` and `selectors.reviews_list` keep working."""
 
 from review.selectors.access import access_review, user_can_decide, user_exists
-from review.selectors.facts import arguments_diff, call_edit, review_edit, review_facts
+from review.selectors.facts import (
+    arguments_diff,
+    call_edit,
+    review_edit,
+    review_edit_changes,
+    review_facts,
+)
 from review.selectors.inbox import (
     NOBODY,
     ORDER_WINDOW,
@@ -65,6 +71,7 @@ __all__ = [
     "review_approvers",
     "review_comments",
     "review_edit",
+    "review_edit_changes",
     "review_facts",
     "review_file_paths",
     "review_mcp_facts",

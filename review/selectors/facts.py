@@ -10,6 +10,9 @@ from typing import Any
 from review.models import ReviewRequest, ReviewStatus
 from tasks.canonical import canonical_hash
 
+# A string argument longer than this (or with a line break) is shown edited as a line diff.
+LONG_TEXT_CHARS = 80
+
 
 def arguments_diff(*, proposed: Any, approved: Any) -> str:
     """A unified diff of two argument objects as indented JSON (proposed -> approved)."""
@@ -22,6 +25,48 @@ def arguments_diff(*, proposed: Any, approved: Any) -> str:
             lines(proposed), lines(approved), "proposed", "approved", lineterm="", n=2
         )
     )
+
+
+def _long_text(*values: Any) -> bool:
+    return all(isinstance(v, str) for v in values) and any(
+        "\n" in v or len(v) > LONG_TEXT_CHARS for v in values
+    )
+
+
+def review_edit_changes(*, review: ReviewRequest) -> list[dict[str, Any]]:
+    """The edit argument by argument (ReviewRequest.edit_changes), for the review page: a long
+    or multi-line string (a file's content) as a line diff of the text, proposed -> edited;
+    any other value as its JSON before and after (None where the argument was absent)."""
+    shown = []
+    for change in review.edit_changes:
+        name, proposed, edited = change["argument"], change["proposed"], change["edited"]
+        if _long_text(proposed, edited):
+            lines = difflib.unified_diff(
+                proposed.splitlines(keepends=True),
+                edited.splitlines(keepends=True),
+                f"{name} (proposed)",
+                f"{name} (edited)",
+            )
+            # A last line without a line break is marked, as git does, so adding or removing
+            # the final newline shows as a change.
+            diff = "".join(
+                line if line.endswith("\n") else f"{line}\n\\ No newline at end of text\n"
+                for line in lines
+            )
+            shown.append({"argument": name, "diff": diff})
+            continue
+        shown.append(
+            {
+                "argument": name,
+                "proposed": json.dumps(proposed, ensure_ascii=False)
+                if name in review.original_arguments
+                else None,
+                "edited": json.dumps(edited, ensure_ascii=False)
+                if name in (review.edited_arguments or {})
+                else None,
+            }
+        )
+    return shown
 
 
 def review_edit(*, review: ReviewRequest) -> dict[str, Any] | None:

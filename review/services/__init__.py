@@ -12,7 +12,8 @@ machine and per family of operations, each importing only the modules listed bel
                       resume, distrust
     cancel            reviews_cancel_pending (cancel, retry, rollback)
     remember          an approval made a standing rule (review_decide's `remember`)
-    edits             edited arguments: schema, policy, the stricter requirements
+    edits             edited arguments: schema, policy, the stricter requirements; their
+                      preview before an approval (edit_preview)
     approvals         the deadline, the hash its decider saw, approvals counted
     graph_interrupts  reviews of LangGraph interrupts: accepted decisions, the resume value
     transitions       the state machine: review_request_open, review_transition
@@ -28,6 +29,7 @@ keeps working; code inside the package imports the module that holds a name."""
 
 from review.services.cancel import reviews_cancel_pending
 from review.services.decide import review_decide
+from review.services.edits import edit_preview
 from review.services.errors import ReviewConflict, ReviewError, ReviewForbidden, ReviewInvalid
 from review.services.expiry import reviews_expire_overdue
 from review.services.gates import ReviewPause, review_gate, review_gate_unknown_outcome
@@ -60,6 +62,7 @@ __all__ = [
     "ReviewInvalid",
     "ReviewPause",
     "StandingWrite",
+    "edit_preview",
     "graph_resume_value",
     "review_decide",
     "review_gate",

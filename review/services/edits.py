@@ -1,5 +1,6 @@
 """Edited arguments in an approval: checked against the tool's schema and the policy, and the
-stricter of the old and new requirements applied."""
+stricter of the old and new requirements applied; and what they would do, previewed before an
+operator approves them."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from review.models import ReviewRequest
+from review.models import ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, evaluate
+from review.previews import review_preview
 from review.services.errors import ReviewConflict, ReviewInvalid
 from tasks.selectors import task_tool
 
@@ -58,3 +60,20 @@ def edit_tighten(*, review: ReviewRequest, edit: PolicyDecision) -> None:
     review.matched_rules = review.matched_rules + [
         rule for rule in edit.rules if rule not in review.matched_rules
     ]
+
+
+def edit_preview(*, review: ReviewRequest, arguments: Any) -> str:
+    """What the review's call would do with `arguments` an operator edited, before they
+    approve them ("Preview edit"): checked as an approval checks them (edit_validate), then
+    previewed by the function the pause used, against the call's targets as they are now
+    (review.previews). Reads only; raises ReviewInvalid (bad arguments) or ReviewConflict
+    (decided, a LangGraph interrupt's edit, a tool gone)."""
+    if review.status != ReviewStatus.PENDING:
+        raise ReviewConflict(f"this review is {review.status}: there is nothing to preview")
+    if review.interrupt is not None:
+        raise ReviewConflict("a LangGraph interrupt's edit is the graph's to interpret: no preview")
+    edit_validate(
+        task_id=review.task_id, tool_name=review.tool, arguments=arguments, spec=review.task.spec
+    )
+    text, _fingerprint = review_preview(review=review, arguments=arguments)
+    return text
