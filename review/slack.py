@@ -8,9 +8,11 @@ else is refused before the body is read. The clicker is a Slack user id: users.i
 channel's bot token, scope users:read.email) gives their email, and the one active harness
 user with that email decides, through `review_decide` with the `arguments_hash` the button
 carries, so every check of the page holds (stale arguments, expiry, roles, four-eyes, the
-creator ban). Nobody else decides anything: an unknown Slack user, an email shared by two
-accounts, a viewer. A replayed request is the same user deciding again: `review_decide`
-refuses a second approval and any decision on a closed review.
+creator ban). A button whose hash is no longer the review's (an approval edited the arguments
+after the message was sent) decides nothing, and the message it was on is replaced by the
+review's message as it is now. Nobody else decides anything: an unknown Slack user, an email
+shared by two accounts, a viewer. A replayed request is the same user deciding again:
+`review_decide` refuses a second approval and any decision on a closed review.
 
 The answer (what was decided, or why nothing was) is the JSON body of the response, and goes
 back as an ephemeral message to the request's `response_url` only if that is on Slack's own
@@ -29,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-import httpx
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -43,6 +44,7 @@ from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.selectors.page import review_url
 from review.services.decide import review_decide
 from review.services.errors import ReviewConflict, ReviewError
+from review.slack_answers import SLACK_TIMEOUT_S, slack_respond
 from review.transports.slack import slack_escape
 
 log = logging.getLogger(__name__)
@@ -50,9 +52,6 @@ log = logging.getLogger(__name__)
 ACTIONS = {"review_approve": "approve", "review_reject": "reject"}
 # Slack's request bodies are small; anything larger is not Slack's.
 BODY_MAX_BYTES = 64 * 1024
-SLACK_TIMEOUT_S = 5
-# Where Slack's response_urls point (besides the host of HARNESS_SLACK_API_URL).
-SLACK_RESPONSE_HOST = "https://hooks.slack.com/"
 # A Slack user id as Slack writes them (U0123ABCD; W… on Enterprise Grid).
 SLACK_USER_ID = "^[A-Za-z0-9_]{1,64}$"
 
@@ -174,7 +173,11 @@ def slack_user(*, channel: SlackChannelConfig, slack_user_id: str) -> AbstractBa
     return users[0]
 
 
-def _decide(*, user: AbstractBaseUser, decision: str, review_id: int, arguments_hash: str) -> str:
+def _decide(
+    *, user: AbstractBaseUser, decision: str, review_id: int, arguments_hash: str
+) -> tuple[str, bool]:
+    """(the answer, whether the button was stale: it binds arguments the review no longer
+    has, because an approval edited them after the message was sent)."""
     url = review_url(review_id=review_id)
     try:
         review = review_decide(
@@ -185,60 +188,25 @@ def _decide(*, user: AbstractBaseUser, decision: str, review_id: int, arguments_
             via=ReceiptVia.SLACK,
         )
     except ReviewRequest.DoesNotExist:
-        return f"Nothing was decided: there is no review {review_id}."
+        return f"Nothing was decided: there is no review {review_id}.", False
     except ReviewConflict as exc:
         if any(error.get("field") == "arguments_hash" for error in exc.errors):
             return (
                 "Nothing was decided: the call's arguments changed since this message was "
-                f"sent. Open the review to see them: {url}"
+                f"sent (the message now shows the call as it is). Open the review: {url}",
+                True,
             )
-        return f"Nothing was decided: {exc.message}. {url}"
+        return f"Nothing was decided: {exc.message}. {url}", False
     except ReviewError as exc:
-        return f"Nothing was decided: {exc.message}. {url}"
+        return f"Nothing was decided: {exc.message}. {url}", False
     who = user.get_username()
     if review.status == ReviewStatus.PENDING:
         return (
             f"Approval by {who} recorded ({review.approvals.count()} of "
-            f"{review.approvals_required}); another operator must approve too. {url}"
+            f"{review.approvals_required}); another operator must approve too. {url}",
+            False,
         )
-    return f"Review {review.id} ({review.tool}) {review.status} by {who}. {url}"
-
-
-def _origin(url: str) -> tuple[str, str, int | None] | None:
-    """(scheme, host, port) of an absolute URL without user info, as httpx would send to it."""
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError, ValueError):
-        return None
-    if parsed.scheme not in ("https", "http") or not parsed.host or parsed.userinfo:
-        return None
-    return parsed.scheme, parsed.host, parsed.port
-
-
-def response_url_allowed(url: str) -> bool:
-    """Whether `url` is on Slack's own host: hooks.slack.com over HTTPS, or the host of
-    HARNESS_SLACK_API_URL (Slack's Web API; a stand-in under test)."""
-    origin = _origin(url)
-    return origin is not None and origin in {
-        _origin(SLACK_RESPONSE_HOST),
-        _origin(settings.HARNESS_SLACK_API_URL),
-    }
-
-
-def _respond(*, response_url: str, text: str) -> None:
-    """The ephemeral answer to the clicker. Failing to send it changes nothing decided."""
-    if not response_url_allowed(response_url):
-        log.warning("slack response_url not on Slack's host: not posted")
-        return
-    try:
-        httpx.post(
-            response_url,
-            json={"response_type": "ephemeral", "replace_original": False, "text": text},
-            timeout=SLACK_TIMEOUT_S,
-            follow_redirects=False,
-        )
-    except httpx.HTTPError as exc:
-        log.warning("slack response_url post failed: %s", type(exc).__name__)
+    return f"Review {review.id} ({review.tool}) {review.status} by {who}. {url}", False
 
 
 def slack_action_handle(*, body: bytes, headers: Any) -> SlackReply:
@@ -265,13 +233,18 @@ def slack_action_handle(*, body: bytes, headers: Any) -> SlackReply:
         return SlackReply(status=400, text=str(exc))
     slack_user_id = payload.user.id
     user = slack_user(channel=channel, slack_user_id=slack_user_id)
+    stale = False
     if isinstance(user, str):
         text = f"Nothing was decided: {user}."
     else:
-        text = _decide(
+        text, stale = _decide(
             user=user, decision=decision, review_id=review_id, arguments_hash=arguments_hash
         )
     text = slack_escape(text)
     if payload.response_url is not None:
-        _respond(response_url=payload.response_url, text=text)
+        slack_respond(
+            response_url=payload.response_url,
+            text=text,
+            replace_with=review_id if stale else None,
+        )
     return SlackReply(status=200, text=text)

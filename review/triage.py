@@ -10,7 +10,9 @@ audited with whom it was taken from.
 A bulk decision is a list of single decisions: each item goes through review_decide with the
 `arguments_hash` its operator saw in the list, in its own transaction, with every per-review
 check (four-eyes, forbid-creator, expiry, stale hash, role); one item failing fails only
-itself."""
+itself. A list shows a review's target, not its arguments: approving in bulk a review whose
+arguments an approval edited is refused for that item (409, EDITED) unless the item names the
+edited arguments' hash as well (`edited_arguments_hash`), saying its operator saw the edit."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from review.models import ReviewComment, ReviewRequest, ReviewStatus
 from review.selectors.access import access_review, user_can_decide
 from review.services.decide import review_decide
 from review.services.errors import ReviewConflict, ReviewError, ReviewForbidden, ReviewInvalid
+from tasks.canonical import canonical_hash
 from tasks.errors import NotFound
 from tasks.services import audit_record, task_lock
 
@@ -190,21 +193,36 @@ class BulkItemResult:
 
 
 CHANGED = "changed since you saw it"
+EDITED = "its arguments were edited"
+
+
+def _edit_unseen(*, review: ReviewRequest, seen: str, edited_named: str) -> str:
+    """Why approving `review` in bulk is refused for its edit, or "": an approval edited its
+    arguments, the item binds the edited ones (else review_decide refuses it as stale) and
+    does not name their hash as `edited_arguments_hash`."""
+    current = canonical_hash(review.arguments)
+    if review.edited_arguments is None or seen != current or edited_named == current:
+        return ""
+    by = review.edited_by.get_username() if review.edited_by else "a reviewer"
+    return (
+        f"{EDITED} by {by} after it opened; a list does not show the edit: open the review to "
+        "approve it, or name the edited arguments' hash (edited_arguments_hash)"
+    )
 
 
 def reviews_decide_bulk(
     *,
     user: AbstractBaseUser,
     decision: Literal["approve", "reject"],
-    items: list[tuple[Any, str]],
+    items: list[tuple[Any, str, str]],
     via: str,
     comment: str = "",
     reason: str = "",
 ) -> list[BulkItemResult]:
-    """Decide each (review id, arguments_hash seen) through review_decide, one transaction
-    each, and say per item what happened. At most BULK_MAX_ITEMS items (else ReviewInvalid
-    naming `items`, and nothing is decided). `via`: where (the inbox page or the API), for
-    each decision's receipt."""
+    """Decide each (review id, arguments_hash seen, edited arguments' hash named or "")
+    through review_decide, one transaction each, and say per item what happened. At most
+    BULK_MAX_ITEMS items (else ReviewInvalid naming `items`, and nothing is decided). `via`:
+    where (the inbox page or the API), for each decision's receipt."""
     if not user_can_decide(user):
         raise ReviewForbidden("only operators may decide reviews")
     if decision not in ("approve", "reject"):
@@ -218,7 +236,7 @@ def reviews_decide_bulk(
             errors=[{"field": "items", "message": f"1 to {BULK_MAX_ITEMS} items"}],
         )
     results = []
-    for review_id, seen in items:
+    for review_id, seen, edited_named in items:
         if not seen:
             results.append(
                 BulkItemResult(
@@ -228,6 +246,11 @@ def reviews_decide_bulk(
             continue
         try:
             review = access_review(user, review_id)
+            unseen = _edit_unseen(review=review, seen=seen, edited_named=edited_named)
+            if decision == "approve" and unseen:
+                raise ReviewConflict(
+                    unseen, errors=[{"field": "edited_arguments_hash", "message": unseen}]
+                )
             decided = review_decide(
                 review_id=review.id,
                 user=user,

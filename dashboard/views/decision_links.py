@@ -1,7 +1,11 @@
 """The page an email's decision link opens (review.email_decisions). A GET only shows what
-the link would decide and asks to confirm; the POST decides."""
+the link would decide (the arguments, their preview and hash, and the edit with who made it if
+an approval edited them) and asks to confirm; the POST decides, bound to the link's hash,
+which is the hash of what the page shows or else nothing is decided."""
 
 from __future__ import annotations
+
+import json
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -23,7 +27,13 @@ def _page(
     return render(
         request,
         "review/email_link.html",
-        {"review": review, "decision": decision, "error": error},
+        {
+            "review": review,
+            "decision": decision,
+            "error": error,
+            "arguments_text": json.dumps(review.arguments, indent=2, ensure_ascii=False),
+            "arguments_hash": canonical_hash(review.arguments),
+        },
         status=status,
     )
 

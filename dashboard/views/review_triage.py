@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
@@ -90,32 +90,65 @@ def review_comment(request: HttpRequest, review_id: int) -> HttpResponse:
     )
 
 
-def _bulk_items(raw: list[str]) -> list[tuple[Any, str]]:
+def _bulk_items(raw: list[str]) -> list[tuple[Any, str, str]]:
     """The ticked rows ("<id>:<arguments_hash>"); a malformed one keeps its text as the id and
-    an empty hash, so it fails alone."""
+    an empty hash, so it fails alone. A row never names an edit's hash: the inbox offers no
+    tick for an edited review (its row does not show the edit)."""
     items = []
     for value in raw:
         review_id, _, seen = value.partition(":")
-        items.append((review_id[:20], seen if len(seen) == 64 else ""))
+        items.append((review_id[:20], seen if len(seen) == 64 else "", ""))
     return items
+
+
+def _bulk_summary(decision: str, results: list[triage.BulkItemResult]) -> str:
+    """One line for a whole bulk decision: how many were decided, recorded (another approval
+    is needed) and refused, and each refusal's review and reason."""
+    decided = [r for r in results if r.ok and r.review_status != ReviewStatus.PENDING]
+    recorded = [r for r in results if r.ok and r.review_status == ReviewStatus.PENDING]
+    refused = [r for r in results if not r.ok]
+    parts = [f"{len(decided)} {'approved' if decision == 'approve' else 'rejected'}"]
+    if recorded:
+        parts.append(f"{len(recorded)} approval(s) recorded, another operator must approve")
+    line = f"Bulk {decision} of {len(results)}: " + ", ".join(parts)
+    if refused:
+        why = "; ".join(f"#{r.id} {r.error}" for r in refused)
+        line += f"; {len(refused)} refused ({why})"
+    return line + "."
 
 
 @viewer_required
 @require_POST
 def reviews_bulk(request: HttpRequest) -> HttpResponse:
     """Approve or reject the ticked reviews, each bound to the hash its row showed; one line
-    per item says what happened to it."""
+    says what happened. Approving reviews whose page nobody has opened first asks, on a page
+    listing them (`unopened=confirmed` goes on)."""
     back = request.POST.get("next", "")
     if not (
         back.startswith("/reviews/")
         and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()})
     ):
         back = reverse("review:inbox")
+    decision = request.POST.get("decision", "")
     items = _bulk_items(request.POST.getlist("item"))
+    if (
+        decision == "approve"
+        and selectors.user_can_decide(request.user)
+        and 0 < len(items) <= triage.BULK_MAX_ITEMS
+        and request.POST.get("unopened") != "confirmed"
+    ):
+        ids = [int(i) for i, _seen, _named in items if str(i).isdigit()]
+        unopened = selectors.reviews_unopened(ids=ids)
+        if unopened:
+            return render(
+                request,
+                "review/bulk_confirm.html",
+                {"unopened": unopened, "items": request.POST.getlist("item"), "next": back},
+            )
     try:
         results = triage.reviews_decide_bulk(
             user=request.user,
-            decision=request.POST.get("decision", ""),
+            decision=decision,
             items=items,
             via=ReceiptVia.PAGE,
             comment=request.POST.get("comment", "").strip()[:10_000],
@@ -126,13 +159,6 @@ def reviews_bulk(request: HttpRequest) -> HttpResponse:
     except services.ReviewInvalid as exc:
         messages.error(request, f"Nothing decided: {exc.message}.")
         return redirect(back)
-    done = sum(r.ok for r in results)
-    messages.info(request, f"Bulk {request.POST.get('decision')}: {done} of {len(results)} done.")
-    for r in results:
-        if r.ok and r.review_status == ReviewStatus.PENDING:
-            messages.success(request, f"Review {r.id}: approval recorded; another operator must.")
-        elif r.ok:
-            messages.success(request, f"Review {r.id}: {r.review_status}.")
-        else:
-            messages.error(request, f"Review {r.id}: {r.error}")
+    level = messages.SUCCESS if all(r.ok for r in results) else messages.WARNING
+    messages.add_message(request, level, _bulk_summary(decision, results))
     return redirect(back)

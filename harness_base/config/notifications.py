@@ -45,15 +45,29 @@ class WebhookChannelConfig(Strict):
 
 
 class SlackChannelConfig(Strict):
-    """A Block Kit message to the incoming webhook whose URL is in `webhook_url_env`;
-    `signing_secret_env` names the variable holding the app's signing secret and
-    `bot_token_env` its bot token (users.info, scope users:read.email): button clicks are
-    taken only with both (review/slack.py)."""
+    """A Block Kit message to the incoming webhook whose URL is in `webhook_url_env`, or, with
+    `channel` (a Slack channel id) and `bot_token_env`, by chat.postMessage to that channel:
+    then a message already sent is updated in place (chat.update) when an approval edits the
+    review's arguments. `signing_secret_env` names the variable holding the app's signing
+    secret and `bot_token_env` its bot token (users.info, scope users:read.email; chat:write
+    for `channel`): button clicks are taken only with both (review/slack.py)."""
 
     kind: Literal["slack"]
-    webhook_url_env: EnvName
+    webhook_url_env: EnvName | None = None
+    channel: str | None = Field(default=None, pattern=r"^[A-Z0-9]{2,40}$")
     signing_secret_env: EnvName | None = None
     bot_token_env: EnvName | None = None
+
+    @model_validator(mode="after")
+    def _destination(self) -> SlackChannelConfig:
+        if self.channel is not None and self.bot_token_env is None:
+            raise ValueError("'channel' posts with the bot token: give 'bot_token_env' too")
+        if (self.webhook_url_env is None) == (self.channel is None):
+            raise ValueError(
+                "give exactly one of 'webhook_url_env' (an incoming webhook) or 'channel' "
+                "(a channel id, posted to with the bot token)"
+            )
+        return self
 
 
 CHANNEL_KINDS = ("email", "webhook", "slack")

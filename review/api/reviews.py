@@ -85,6 +85,9 @@ class BulkItemIn(Schema):
     id: int
     # The `arguments_hash` of the arguments the decider was shown for this review.
     arguments_hash: str = Field(pattern="^[0-9a-f]{64}$")
+    # For a review whose arguments an approval edited: the edited arguments' hash again,
+    # saying the decider saw the edit (else approving it in bulk is refused, 409).
+    edited_arguments_hash: str = Field(default="", pattern="^([0-9a-f]{64})?$")
 
 
 class BulkDecisionIn(Schema):
@@ -122,7 +125,9 @@ def review_bulk_decision(request: HttpRequest, body: BulkDecisionIn):
         results = triage.reviews_decide_bulk(
             user=request.user,
             decision=body.decision,
-            items=[(item.id, item.arguments_hash) for item in body.items],
+            items=[
+                (item.id, item.arguments_hash, item.edited_arguments_hash) for item in body.items
+            ],
             via=ReceiptVia.API,
             comment=body.comment,
             reason=body.reason,

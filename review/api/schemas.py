@@ -119,7 +119,13 @@ class ReviewOut(Schema):
     edited_arguments: dict[str, Any] | None
     matched_rules: list[dict[str, Any]]
     reason: str
+    # The effect of `arguments` (what `arguments_hash` binds; `proposed_preview`: the proposal's)
     preview: str
+    proposed_preview: str
+    # An approval's edit ({argument, proposed, edited} each), who made it and when.
+    edit: list[dict[str, Any]]
+    edited_by: str | None
+    edited_at: datetime | None
     approvals_required: int
     approvals: list[ApprovalOut]
     forbid_creator: bool
@@ -147,6 +153,22 @@ class ReviewOut(Schema):
     claimed_at: datetime | None
     assigned_to: str | None
     assigned_group: str | None
+
+    @staticmethod
+    def resolve_preview(obj: ReviewRequest) -> str:
+        return obj.shown_preview
+
+    @staticmethod
+    def resolve_proposed_preview(obj: ReviewRequest) -> str:
+        return obj.preview
+
+    @staticmethod
+    def resolve_edit(obj: ReviewRequest) -> list[dict[str, Any]]:
+        return obj.edit_changes
+
+    @staticmethod
+    def resolve_edited_by(obj: ReviewRequest) -> str | None:
+        return obj.edited_by.get_username() if obj.edited_by_id else None
 
     @staticmethod
     def resolve_claimed_by(obj: ReviewRequest) -> str | None:

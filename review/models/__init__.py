@@ -27,6 +27,7 @@ from review.models.request import (
     ReviewComment,
     ReviewRequest,
     ReviewStatus,
+    edit_lines,
 )
 from review.models.rollups import (
     ReviewCounts,
@@ -47,6 +48,7 @@ from review.models.rules import (
 )
 
 __all__ = [
+    "edit_lines",
     "REVIEW_TRANSITIONS",
     "STANDING_RULE",
     "TARGET_ARGUMENTS",

@@ -14,6 +14,10 @@ class NotificationEvent(models.TextChoices):
     REMINDER = "review.reminder"
     # `escalate_after_s` after it opened, still pending: to the route's `escalate_to`.
     ESCALATED = "review.escalated"
+    # An approval that needs another one edited the arguments: what the channels were shown
+    # is no longer what a decision approves (a Slack message posted with chat.postMessage is
+    # updated in place; other channels get a message showing the edited call).
+    EDITED = "review.edited"
     DECIDED = "review.decided"
     EXPIRED = "review.expired"
 
@@ -51,6 +55,10 @@ class Notification(models.Model):
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
+    # Where a Slack message posted by chat.postMessage went (its channel id and `ts`): what
+    # chat.update rewrites when the review's arguments are edited. Empty for other sends.
+    slack_channel = models.CharField(max_length=40, blank=True, default="")
+    slack_ts = models.CharField(max_length=40, blank=True, default="")
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings
@@ -38,9 +39,60 @@ REVIEW_TRANSITIONS: dict[str, frozenset[str]] = {
 
 # The argument names that say what a call acts on, most telling first.
 TARGET_ARGUMENTS = ("path", "command", "url", "key", "agent")
+# How much of one argument's value an edit line shows (proposed and edited each).
+EDIT_VALUE_MAX_CHARS = 300
 
 
-class ReviewRequest(models.Model):
+def edit_lines(changes: Any) -> list[str]:
+    """An edit (ReviewRequest.edit_changes) as text, one "argument: proposed → edited" per
+    changed argument, each value as JSON cut at EDIT_VALUE_MAX_CHARS ("(absent)": none)."""
+
+    def shown(value: Any) -> str:
+        text = json.dumps(value, ensure_ascii=False) if value is not None else "(absent)"
+        return text if len(text) <= EDIT_VALUE_MAX_CHARS else text[:EDIT_VALUE_MAX_CHARS] + "…"
+
+    return [
+        f"{change['argument']}: {shown(change['proposed'])} → {shown(change['edited'])}"
+        for change in changes
+    ]
+
+
+class EditedCall:
+    """What ReviewRequest derives from an approval's edit (a mixin: the model's own lines stay
+    its fields and their rules)."""
+
+    preview: str
+    edited_preview: str
+    original_arguments: Any
+    edited_arguments: Any
+
+    @property
+    def shown_preview(self) -> str:
+        """The preview of `arguments`: the edited call's effect once an approval edited them,
+        else the proposal's."""
+        return self.edited_preview if self.edited_arguments is not None else self.preview
+
+    @property
+    def edit_changes(self) -> list[dict[str, Any]]:
+        """The edit, argument by argument (proposed -> edited; `None` stands for absent), in
+        the proposal's order then the new arguments'; empty when nobody edited."""
+        edited = self.edited_arguments
+        original = self.original_arguments
+        if not isinstance(edited, dict) or not isinstance(original, dict):
+            return []
+        names = [*original, *(name for name in edited if name not in original)]
+        return [
+            {"argument": name, "proposed": original.get(name), "edited": edited.get(name)}
+            for name in names
+            if original.get(name) != edited.get(name) or (name in original) != (name in edited)
+        ]
+
+    @property
+    def edit_lines(self) -> list[str]:
+        return edit_lines(self.edit_changes)
+
+
+class ReviewRequest(EditedCall, models.Model):
     """A paused tool call waiting for a human. Decisions change it only under
     select_for_update(), so exactly one of several concurrent decisions wins."""
 
@@ -167,27 +219,6 @@ class ReviewRequest(models.Model):
         return (
             self.edited_arguments if self.edited_arguments is not None else self.original_arguments
         )
-
-    @property
-    def shown_preview(self) -> str:
-        """The preview of `arguments`: the edited call's effect once an approval edited them,
-        else the proposal's."""
-        return self.edited_preview if self.edited_arguments is not None else self.preview
-
-    @property
-    def edit_changes(self) -> list[dict[str, Any]]:
-        """The edit, argument by argument (proposed -> edited; `None` stands for absent), in
-        the proposal's order then the new arguments'; empty when nobody edited."""
-        edited = self.edited_arguments
-        original = self.original_arguments
-        if not isinstance(edited, dict) or not isinstance(original, dict):
-            return []
-        names = [*original, *(name for name in edited if name not in original)]
-        return [
-            {"argument": name, "proposed": original.get(name), "edited": edited.get(name)}
-            for name in names
-            if original.get(name) != edited.get(name) or (name in original) != (name in edited)
-        ]
 
     @property
     def target(self) -> str:

@@ -6,6 +6,10 @@ a review opens, its Notification rows are written in the same transaction as the
 channels at `expires_at - remind_before_s`; `review.escalated` to `escalate_to` at
 `requested_at + escalate_after_s`. When it closes (review_transition), `review.decided` or
 `review.expired` rows are added and the reminders and escalations not yet sent are canceled.
+When an approval edits the arguments and another approval is still needed, `review.edited`
+rows go to every channel told of the review (Slack messages sent by chat.postMessage are
+updated in place instead): what a channel shows is then the edited call, whose hash its
+buttons and links bind.
 The unique (review, channel, event) makes each of them one row, so it is sent at most once
 however often the sweep looks (a worker killed in the middle of a send is the exception:
 that one send is retried, with the same `webhook-id`).
@@ -34,6 +38,7 @@ from review.notifications.planning import (
     STANDING_RULE,
     WHILE_PENDING,
     notifications_plan_closed,
+    notifications_plan_edited,
     notifications_plan_opened,
     review_route,
 )
@@ -57,6 +62,7 @@ __all__ = [
     "notification_send",
     "notifications_enqueue_due",
     "notifications_plan_closed",
+    "notifications_plan_edited",
     "notifications_plan_opened",
     "review_message",
     "review_route",

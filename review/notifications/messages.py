@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from harness_base.config import harness_config
 from review.models import ReviewRequest, ReviewStatus
@@ -27,7 +28,9 @@ def review_message(*, review: ReviewRequest, event: str, now: datetime) -> Revie
         time_left = "no limit"
     else:
         time_left = "closed"
-    preview = review.preview or review.target
+    # The preview and the hash come from the same row: what the message shows is the effect
+    # of exactly the arguments its buttons and links bind (the edited ones after an edit).
+    preview = review.shown_preview or review.target
     if len(preview) > PREVIEW_MAX_CHARS:
         preview = preview[:PREVIEW_MAX_CHARS] + "\n… (truncated; the review page shows all)"
     return ReviewMessage(
@@ -46,7 +49,20 @@ def review_message(*, review: ReviewRequest, event: str, now: datetime) -> Revie
         expires_at=review.expires_at,
         time_left=time_left,
         url=review_url(review_id=review.id),
+        edit=tuple(
+            {name: _bounded(value) for name, value in change.items()}
+            for change in review.edit_changes
+        ),
+        edited_by=review.edited_by.get_username() if review.edited_by else "",
+        edited_at=review.edited_at if review.edited_arguments is not None else None,
     )
+
+
+def _bounded(value: Any) -> Any:
+    """An edited argument as a message carries it: a long string cut (the page shows all)."""
+    if isinstance(value, str) and len(value) > PREVIEW_MAX_CHARS:
+        return value[:PREVIEW_MAX_CHARS] + "… (truncated)"
+    return value
 
 
 def channel_transport(*, name: str) -> Transport:

@@ -34,7 +34,7 @@ _CLOSED_EVENTS = {
     ReviewStatus.EXPIRED: NotificationEvent.EXPIRED,
 }
 # Sent only while the review is pending.
-WHILE_PENDING = (NotificationEvent.REMINDER, NotificationEvent.ESCALATED)
+WHILE_PENDING = (NotificationEvent.REMINDER, NotificationEvent.ESCALATED, NotificationEvent.EDITED)
 
 
 def review_route(*, review: ReviewRequest) -> RouteConfig | None:
@@ -167,3 +167,29 @@ def notifications_plan_closed(*, review: ReviewRequest, to: str, now: datetime) 
     )
     Notification.objects.bulk_create(rows, ignore_conflicts=True)
     _enqueue_on_commit(review_id=review.id, event=event)
+
+
+def notifications_plan_edited(*, review: ReviewRequest, now: datetime) -> None:
+    """Inside the transaction of an approval that edited the arguments and left the review
+    pending: a `review.edited` row to every channel that was told of the review or is on its
+    route (each shows the edited call's effect, the edit and who made it, and binds the edited
+    hash; Slack messages posted by chat.postMessage are updated in place). A later edit sends
+    the row again."""
+    if review.kind == STANDING_RULE:
+        return
+    told = set(
+        Notification.objects.filter(review_id=review.id)
+        .exclude(channel=LEGACY_WEBHOOK)
+        .values_list("channel", flat=True)
+    )
+    route = review_route(review=review)
+    configured = harness_config().notifications.channels
+    channels = sorted(c for c in told | set(route.notify if route else []) if c in configured)
+    again = Notification.objects.filter(
+        review_id=review.id, event=NotificationEvent.EDITED, channel__in=channels
+    )
+    again.update(status=NotificationStatus.PENDING, attempts=0, last_error="", next_attempt_at=now)
+    fresh = [c for c in channels if c not in set(again.values_list("channel", flat=True))]
+    rows = _rows(review=review, channels=fresh, event=NotificationEvent.EDITED, due=now, now=now)
+    Notification.objects.bulk_create(rows, ignore_conflicts=True)
+    _enqueue_on_commit(review_id=review.id, event=NotificationEvent.EDITED)

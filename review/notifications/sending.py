@@ -13,7 +13,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from harness_base.metrics import NOTIFICATION_FAILURES, metric_inc
-from review.models import Notification, NotificationStatus, ReviewStatus
+from review.models import Notification, NotificationEvent, NotificationStatus, ReviewStatus
 from review.notifications.messages import channel_transport, review_message
 from review.notifications.planning import (
     ENQUEUE_GRACE_S,
@@ -55,6 +55,33 @@ def _settle(*, row: Notification, now: datetime, error: str) -> str:
     return fields["status"]
 
 
+def _deliver(*, row: Notification, now: datetime) -> None:
+    """Send one row's message. A `review.edited` row to a channel whose earlier messages can
+    be updated (Slack's chat.postMessage) rewrites those instead, so none of them keeps a
+    button for arguments it does not show; where went a message that can be, is recorded."""
+    review = row.review
+    transport = channel_transport(name=row.channel)
+    if row.event == NotificationEvent.EDITED:
+        posted = Notification.objects.filter(review_id=review.id, channel=row.channel).exclude(
+            slack_ts=""
+        )
+        for earlier in posted:
+            transport.update(
+                message=review_message(review=review, event=earlier.event, now=now),
+                posted={"channel": earlier.slack_channel, "ts": earlier.slack_ts},
+            )
+        if posted:
+            return
+    sent = transport.notify(
+        message=review_message(review=review, event=row.event, now=now),
+        delivery_id=f"msg_review{review.id}_{row.id}",
+    )
+    if sent is not None:
+        Notification.objects.filter(id=row.id).update(
+            slack_channel=sent["channel"][:40], slack_ts=sent["ts"][:40]
+        )
+
+
 def notification_send(*, notification_id: int) -> str:
     """Send one notification if it is still to be sent; returns its status after the
     attempt ("" when another job has it or it is no longer pending)."""
@@ -69,7 +96,9 @@ def notification_send(*, notification_id: int) -> str:
     )
     if not claimed:
         return ""
-    row = Notification.objects.select_related("review__task").get(id=notification_id)
+    row = Notification.objects.select_related("review__task", "review__edited_by").get(
+        id=notification_id
+    )
     review = row.review
     if row.event in WHILE_PENDING and review.status != ReviewStatus.PENDING:
         Notification.objects.filter(id=row.id, status=NotificationStatus.SENDING).update(
@@ -78,10 +107,7 @@ def notification_send(*, notification_id: int) -> str:
         return NotificationStatus.CANCELED
     error = ""
     try:
-        channel_transport(name=row.channel).notify(
-            message=review_message(review=review, event=row.event, now=now),
-            delivery_id=f"msg_review{review.id}_{row.id}",
-        )
+        _deliver(row=row, now=now)
     except NotificationFailed as exc:
         error = str(exc)[:500] or "failed"
         metric_inc(NOTIFICATION_FAILURES, channel=row.channel)

@@ -35,6 +35,7 @@ from review.selectors.inbox import (
     reviews_rules,
     reviews_summary,
     reviews_tools,
+    reviews_unopened,
 )
 from review.selectors.notifications import notification_channels_health, review_notifications
 from review.selectors.page import (
@@ -83,6 +84,7 @@ __all__ = [
     "review_targets_text",
     "review_url",
     "reviews_list",
+    "reviews_unopened",
     "reviews_pending_by_rule",
     "reviews_pending_order",
     "reviews_rules",

@@ -39,6 +39,7 @@ def access_review(user: AbstractBaseUser, review_id: Any, *, related: bool = Tru
             "claimed_by",
             "assigned_to",
             "assigned_group",
+            "edited_by",
         )
         if related
         else ReviewRequest.objects.only("id")

@@ -27,7 +27,7 @@ from django.db.models import (
 )
 from django.utils import timezone
 
-from review.models import ReviewApproval, ReviewRequest, ReviewStatus
+from review.models import ReviewApproval, ReviewRequest, ReviewStatus, ReviewView
 from review.selectors.access import user_can_decide
 
 # How many new reviews one summary lists (the browser announces and notifies these).
@@ -148,6 +148,7 @@ def reviews_list(
         "claimed_by",
         "assigned_to",
         "assigned_group",
+        "edited_by",
     )
     if status:
         qs = qs.filter(status__in=[s for s in status.split(",") if s])
@@ -253,3 +254,14 @@ def operators_and_groups() -> tuple[list[str], list[str]]:
 
 def reviews_tools() -> list[str]:
     return list(ReviewRequest.objects.order_by("tool").values_list("tool", flat=True).distinct())
+
+
+def reviews_unopened(*, ids: list[int]) -> list[ReviewRequest]:
+    """The pending reviews among `ids` whose page nobody who may decide has opened (no
+    ReviewView): a bulk approval asks before deciding them unread."""
+    return list(
+        ReviewRequest.objects.filter(id__in=ids, status=ReviewStatus.PENDING)
+        .exclude(Exists(ReviewView.objects.filter(review=OuterRef("pk"))))
+        .select_related("task")
+        .order_by("id")
+    )

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
+from review.notifications import notifications_plan_edited
 from review.policy import PolicyDecision
 from review.previews import review_preview
 from review.selectors.access import user_can_decide
@@ -209,7 +210,8 @@ def _approve(
         )
     if interrupt is not None:
         edit_policy = graph_action_check(review=review, approved=approved)
-    if arguments is not None and approved_hash != canonical_hash(review.arguments):
+    edited = arguments is not None and approved_hash != canonical_hash(review.arguments)
+    if edited:
         review.edited_arguments = arguments
         review.edited_by = user
         review.edited_at = now
@@ -251,6 +253,10 @@ def _approve(
         before={"arguments": review.original_arguments},
         after={"arguments": approved},
     ):
+        if edited:
+            # Another approval is needed: every channel told of the review is told of the
+            # edit, and what it offers to approve is the edited call it shows.
+            notifications_plan_edited(review=review, now=now)
         return review
     review_settle(
         task=task,

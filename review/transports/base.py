@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from review.models import edit_lines
+
 HTTP_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
 # How much of a diff or a command a message carries.
 PREVIEW_MAX_CHARS = 2000
@@ -21,6 +23,7 @@ EVENT_TITLES = {
     "review.requested": "Review requested",
     "review.reminder": "Reminder: review still waiting",
     "review.escalated": "Escalated: nobody has decided this review",
+    "review.edited": "Edited: the call to approve changed",
     "review.decided": "Review decided",
     "review.expired": "Review expired",
 }
@@ -32,7 +35,10 @@ class NotificationFailed(Exception):
 
 @dataclass(frozen=True, kw_only=True)
 class ReviewMessage:
-    """The facts a notification carries (review.notifications.review_message builds it)."""
+    """The facts a notification carries (review.notifications.review_message builds it).
+    `preview` is the effect of exactly the arguments whose hash `arguments_hash` is (what its
+    buttons and links bind); after an approval edited them, `edit` holds the edit argument by
+    argument ({"argument", "proposed", "edited"}) and `edited_by` / `edited_at` who and when."""
 
     event: str
     review_id: int
@@ -49,6 +55,9 @@ class ReviewMessage:
     expires_at: datetime | None
     time_left: str
     url: str
+    edit: tuple[dict[str, Any], ...] = ()
+    edited_by: str = ""
+    edited_at: datetime | None = None
 
     @property
     def rule(self) -> str:
@@ -57,6 +66,15 @@ class ReviewMessage:
     @property
     def title(self) -> str:
         return EVENT_TITLES.get(self.event, self.event)
+
+    @property
+    def edited(self) -> bool:
+        return self.edited_at is not None or bool(self.edit)
+
+    @property
+    def edit_lines(self) -> list[str]:
+        """The edit as text, one "argument: proposed → edited" per changed argument."""
+        return edit_lines(self.edit)
 
     def data(self) -> dict[str, Any]:
         return {
@@ -71,6 +89,16 @@ class ReviewMessage:
             "reason": self.reason,
             "status": self.status,
             "arguments_hash": self.arguments_hash,
+            # The effect of the arguments `arguments_hash` names (the edited ones after an
+            # edit), and the edit itself, with who made it; null when nobody edited.
+            "preview": self.preview,
+            "edited": {
+                "by": self.edited_by,
+                "at": self.edited_at.isoformat() if self.edited_at else None,
+                "changes": list(self.edit),
+            }
+            if self.edited
+            else None,
             "requested_at": self.requested_at.isoformat(),
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
             "url": self.url,
@@ -106,8 +134,14 @@ class Transport(ABC):
     kind = ""
 
     @abstractmethod
-    def notify(self, *, message: ReviewMessage, delivery_id: str) -> None:
-        """Send `message`; `delivery_id` is the same on every retry of one notification."""
+    def notify(self, *, message: ReviewMessage, delivery_id: str) -> dict[str, str] | None:
+        """Send `message`; `delivery_id` is the same on every retry of one notification.
+        Returns where a message that can be updated later went (Slack's chat.postMessage:
+        {"channel", "ts"}), else None."""
+
+    def update(self, *, message: ReviewMessage, posted: dict[str, str]) -> None:
+        """Rewrite a message `notify` sent (`posted` is what it returned) to say `message`."""
+        raise NotificationFailed(f"a {self.kind} message cannot be updated")
 
     def missing_env(self) -> list[str]:
         """The environment variables this channel needs that this process does not have."""

@@ -32,7 +32,7 @@ class Email(Transport):
             .distinct()
         )
 
-    def notify(self, *, message: ReviewMessage, delivery_id: str) -> None:
+    def notify(self, *, message: ReviewMessage, delivery_id: str) -> dict[str, str] | None:
         to = self.recipients()
         if not to:
             raise NotificationFailed(
@@ -69,3 +69,4 @@ class Email(Transport):
             get_connection().send_messages(mails)
         except (smtplib.SMTPException, OSError) as exc:
             raise NotificationFailed(f"{type(exc).__name__}: {exc}"[:300]) from None
+        return None

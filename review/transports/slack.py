@@ -1,11 +1,16 @@
-"""Slack: a Block Kit message (`slack_blocks`) to an incoming webhook (the clicks on its
-buttons are taken by review/slack.py)."""
+"""Slack: a Block Kit message (`slack_blocks`) to an incoming webhook, or by chat.postMessage
+to a channel, which chat.update rewrites after an edit (the clicks on its buttons are taken by
+review/slack.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 from typing import Any
+
+from django.conf import settings
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web import WebClient
 
 from harness_base.config import SlackChannelConfig
 from review.transports.base import NotificationFailed, ReviewMessage, Transport, env_value, post
@@ -29,9 +34,13 @@ def _header(title: str) -> str:
     return slack_escape(cut)
 
 
+SLACK_API_TIMEOUT_S = 10
+
+
 def slack_blocks(message: ReviewMessage) -> list[dict[str, Any]]:
-    """The Block Kit message: the facts, the diff or command, and (while the review is
-    pending) approve / reject buttons whose `value` carries the review id and the
+    """The Block Kit message: the facts, who edited the arguments and the edit (if an approval
+    did), the diff or command of exactly the arguments the buttons bind, and (while the review
+    is pending) approve / reject buttons whose `value` carries the review id and the
     `arguments_hash` shown, plus a link to the review page."""
     text = slack_escape
     facts = [
@@ -51,6 +60,18 @@ def slack_blocks(message: ReviewMessage) -> list[dict[str, Any]]:
             {
                 "type": "section",
                 "text": {"type": "mrkdwn", "text": f"*Why:* {text(message.reason)}"},
+            }
+        )
+    if message.edited:
+        edit = "\n".join(f"• {text(line)}" for line in message.edit_lines)[:2800]
+        blocks.append(
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": f"*Edited by {text(message.edited_by or 'a reviewer')}* (the "
+                    f"proposal was changed; below is the edited call's effect):\n{edit}",
+                },
             }
         )
     if message.preview:
@@ -107,16 +128,40 @@ class Slack(Transport):
         ]
         return [name for name in names if name and not os.environ.get(name)]
 
-    def notify(self, *, message: ReviewMessage, delivery_id: str) -> None:
-        url = env_value(self.config.webhook_url_env, what="the Slack incoming webhook URL")
-        if not url.startswith(("https://", "http://")):
-            raise NotificationFailed(
-                f"environment variable {self.config.webhook_url_env} is not an http(s) URL"
-            )
-        body = {
+    def _body(self, message: ReviewMessage) -> dict[str, Any]:
+        return {
             "text": slack_escape(
                 f"{message.title}: {message.tool} in {message.task_title} {message.url}"
             ),
             "blocks": slack_blocks(message),
         }
-        post(url, content=json.dumps(body).encode(), headers={})
+
+    def _client(self) -> WebClient:
+        token = env_value(self.config.bot_token_env or "", what="the Slack app's bot token")
+        return WebClient(
+            token=token, base_url=settings.HARNESS_SLACK_API_URL, timeout=SLACK_API_TIMEOUT_S
+        )
+
+    def _api(self, method: str, **fields: Any) -> dict[str, Any]:
+        try:
+            return getattr(self._client(), method)(**fields).data
+        except SlackApiError as exc:
+            error = exc.response.get("error", "error")
+            raise NotificationFailed(f"Slack {method}: {error}") from None
+        except OSError as exc:
+            raise NotificationFailed(f"Slack {method}: {type(exc).__name__}") from None
+
+    def notify(self, *, message: ReviewMessage, delivery_id: str) -> dict[str, str] | None:
+        if self.config.channel is not None:
+            sent = self._api("chat_postMessage", channel=self.config.channel, **self._body(message))
+            return {"channel": str(sent.get("channel") or ""), "ts": str(sent.get("ts") or "")}
+        name = self.config.webhook_url_env or ""
+        url = env_value(name, what="the Slack incoming webhook URL")
+        if not url.startswith(("https://", "http://")):
+            raise NotificationFailed(f"environment variable {name} is not an http(s) URL")
+        post(url, content=json.dumps(self._body(message)).encode(), headers={})
+        return None
+
+    def update(self, *, message: ReviewMessage, posted: dict[str, str]) -> None:
+        """chat.update of a message chat.postMessage sent: its buttons now bind what it shows."""
+        self._api("chat_update", channel=posted["channel"], ts=posted["ts"], **self._body(message))

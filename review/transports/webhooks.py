@@ -28,7 +28,7 @@ class Webhook(Transport):
     def missing_env(self) -> list[str]:
         return [] if os.environ.get(self.config.secret_env) else [self.config.secret_env]
 
-    def notify(self, *, message: ReviewMessage, delivery_id: str) -> None:
+    def notify(self, *, message: ReviewMessage, delivery_id: str) -> dict[str, str] | None:
         secret = env_value(self.config.secret_env, what="the webhook's signing secret")
         encoded = secret.removeprefix("whsec_")
         try:
@@ -51,6 +51,7 @@ class Webhook(Transport):
             "webhook-signature": signer.sign(msg_id=delivery_id, timestamp=now, data=body),
         }
         post(self.config.url, content=body.encode(), headers=headers)
+        return None
 
 
 class LegacyWebhook(Transport):
@@ -62,7 +63,7 @@ class LegacyWebhook(Transport):
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def notify(self, *, message: ReviewMessage, delivery_id: str) -> None:
+    def notify(self, *, message: ReviewMessage, delivery_id: str) -> dict[str, str] | None:
         payload = {
             "event": "review_requested",
             "review_id": message.review_id,
@@ -76,3 +77,4 @@ class LegacyWebhook(Transport):
             "url": message.url,
         }
         post(self.url, content=json.dumps(payload).encode(), headers={})
+        return None

@@ -70,14 +70,27 @@ def test_the_page_binds_each_ticked_row_to_the_hash_it_showed(paused_review, ope
     for value in ticked:
         assert f'value="{value}" form="bulk-form"' in inbox
     edit_behind_their_back(one)
-    response = client.post(
-        "/reviews/bulk/", {"decision": "approve", "item": ticked, "next": "/reviews/"}, follow=True
-    )
+    form = {"decision": "approve", "item": ticked, "next": "/reviews/"}
+    # Nobody opened either review: the page asks first, and decides nothing.
+    warning = client.post("/reviews/bulk/", form).content.decode()
+    assert "bulk-unopened" in warning and "Approve all 2 anyway" in warning
+    assert status_of(one) == "pending" and status_of(two) == "pending"
+    response = client.post("/reviews/bulk/", {**form, "unopened": "confirmed"}, follow=True)
     page = response.content.decode()
-    assert "Bulk approve: 1 of 2 done." in page
-    assert f"Review {one.id}: changed since you saw it" in page
-    assert f"Review {two.id}: approved." in page
+    # One line for the whole decision, naming the refused review and why.
+    assert page.count("Bulk approve of 2:") == 1
+    assert f"Bulk approve of 2: 1 approved; 1 refused (#{one.id} changed since you saw it" in page
     assert status_of(one) == "pending" and status_of(two) == "approved"
+
+
+def test_approving_only_reviews_someone_opened_asks_nothing(paused_review, operator):
+    review = paused_review()
+    client = page_client(operator)
+    assert client.get(f"/reviews/{review.id}/").status_code == 200
+    response = client.post(
+        "/reviews/bulk/", {"decision": "approve", "item": [f"{review.id}:{shown(review)}"]}
+    )
+    assert response.status_code == 302 and status_of(review) == "approved"
 
 
 def test_a_second_approval_by_the_same_operator_does_not_count(paused_review, operator):
@@ -159,7 +172,10 @@ def test_items_the_user_may_not_see_fail_alone_and_say_nothing(paused_review, op
     page = page_client(operator).post(
         "/reviews/bulk/", {"decision": "reject", "item": ["1; DROP TABLE", "x:y"]}, follow=True
     )
-    assert page.status_code == 200 and "Bulk reject: 0 of 2 done." in page.content.decode()
+    assert (
+        page.status_code == 200
+        and "Bulk reject of 2: 0 rejected; 2 refused" in page.content.decode()
+    )
 
 
 def test_more_than_the_limit_is_refused_whole_naming_the_field(paused_review, operator):
@@ -176,7 +192,10 @@ def test_more_than_the_limit_is_refused_whole_naming_the_field(paused_review, op
     assert status_of(review) == "pending"
     with pytest.raises(triage.ReviewInvalid):
         triage.reviews_decide_bulk(
-            user=operator, decision="approve", items=[(review.id, shown(review))] * 101, via="api"
+            user=operator,
+            decision="approve",
+            items=[(review.id, shown(review), "")] * 101,
+            via="api",
         )
     bad = ApiClient(operator).post(BULK, {"decision": "approve", "items": [{"id": review.id}]})
     assert bad.status_code == 422 and "arguments_hash" in bad.content.decode()

@@ -20,7 +20,7 @@ import time_machine
 from django.test import Client
 
 from review.models import DecisionReceipt, ReviewRequest
-from review.slack import response_url_allowed
+from review.slack_answers import response_url_allowed
 from tasks.canonical import canonical_hash
 from tasks.models import Task
 from tests.conftest import http_serving
