@@ -45,7 +45,7 @@ def test_shortcuts_walk_focus_and_decide_only_through_the_forms(
     page.evaluate("document.activeElement.blur()")
 
     page.keyboard.press("e")
-    assert focused(page) == "arguments"
+    assert focused(page) == "edit-field-path"  # the edit form's first field
     page.evaluate("document.activeElement.blur()")
     page.keyboard.press("r")
     assert focused(page) == "reject-reason"
