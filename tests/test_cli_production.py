@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -17,9 +18,9 @@ from urllib.parse import urlsplit
 import pytest
 from django.conf import settings as django_settings
 
+from bench.hosts import Forwarder
 from tests.conftest import ROOT, database_url_for_subprocess, free_port, spawn
 from tests.factories import scripted_spec
-from tests.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -40,14 +41,14 @@ def _get(url: str) -> tuple[int, Any]:
 
 def test_readyz_answers_503_naming_the_database_while_it_is_unreachable(tmp_path, wait_for):
     database = urlsplit(database_url_for_subprocess())
-    proxy = TcpProxy(upstream=(database.hostname or "127.0.0.1", database.port or 5432))
-    proxy.open()
+    upstream = (database.hostname or "127.0.0.1", database.port or 5432)
+    proxy = Forwarder(listen=("127.0.0.1", 0), upstream=upstream)
     userinfo = database.netloc.rpartition("@")[0]
-    through_proxy = database._replace(netloc=f"{userinfo}@127.0.0.1:{proxy.port}").geturl()
+    through_proxy = database._replace(netloc=f"{userinfo}@127.0.0.1:{proxy.address[1]}")
     port = free_port()
     env = dict(
         os.environ,
-        DATABASE_URL=through_proxy,
+        DATABASE_URL=through_proxy.geturl(),
         REDIS_URL=django_settings.REDIS_URL,
         SECRET_KEY=SECRET_KEY,
         HARNESS_DATA_DIR=str(tmp_path / "data"),
@@ -69,11 +70,12 @@ def test_readyz_answers_503_naming_the_database_while_it_is_unreachable(tmp_path
         assert _get(f"{base}/readyz") == database_down
         assert _get(f"{base}/healthz") == (200, {"ok": True})
 
-        proxy.open(silent=True)  # connections hang: the probe's timeout answers
-        assert _get(f"{base}/readyz") == database_down
+        # Connections are accepted by the kernel and never answered (a host gone silent):
+        # the probe's own timeout answers.
+        with socket.create_server(proxy.address):
+            assert _get(f"{base}/readyz") == database_down
 
-        proxy.close()
-        proxy.open()
+        proxy = Forwarder(listen=proxy.address, upstream=upstream)
         wait_for(lambda: _get(f"{base}/readyz") == ready, timeout=30, message="ready again")
     finally:
         os.killpg(web.pid, signal.SIGKILL)

@@ -41,17 +41,21 @@ def test_up_refuses_the_default_secret_key_beyond_loopback(tmp_path, host):
     assert not (tmp_path / "harness.sqlite3").exists(), "nothing may start"
 
 
+def _run(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=_env(tmp_path, **extra),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def test_check_deploy_reports_the_default_secret_key(tmp_path):
     def check(**extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "ERROR"],
-            cwd=ROOT,
-            env=_env(tmp_path, **extra),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        return _run(tmp_path, "manage.py", "check", "--deploy", "--fail-level", "ERROR", **extra)
 
     default = check()
     assert default.returncode != 0 and "harness.E001" in default.stderr + default.stdout
@@ -104,15 +108,7 @@ def test_the_generated_admin_password_is_in_a_file_only_its_owner_reads(tmp_path
 
 
 def _production(tmp_path: Path, command: str, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "harness_site.cli", command],
-        cwd=ROOT,
-        env=_env(tmp_path, **extra),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return _run(tmp_path, "-m", "harness_site.cli", command, **extra)
 
 
 @pytest.mark.parametrize("command", ["web", "worker", "sweep"])
