@@ -45,12 +45,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import wait_for
+from harness_base.queues import RESUME_QUEUE
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAOS_MD = ROOT / "bench" / "chaos.md"
 # The pool in this namespace serves `default`; the worker hosts (bench/hosts.py) serve `low`
 # (hosts a and b) and `high` (host c, the one whose clock jumps): a fault's tasks go where the
-# fault is by their priority.
+# fault is by their priority. Every worker serves the `resume` lane first, as every worker must
+# (harness_base/queues.py): a task resuming after a decision runs on whichever takes it.
 HOST_QUEUES = {"a": "low", "b": "low", "c": "high"}
 
 # The clocks of the suite's processes: heartbeat 0.3 s, stale after 1.2 s, sweep every 0.3 s
@@ -303,7 +305,9 @@ class Fleet:
     ) -> list[subprocess.Popen]:
         started = [
             self._spawn(
-                ["rqworker", "default", "--with-scheduler"], name="worker", env=env or self.env
+                ["rqworker", RESUME_QUEUE, "default", "--with-scheduler"],
+                name="worker",
+                env=env or self.env,
             )
             for _ in range(count)
         ]
@@ -559,7 +563,7 @@ class Chaos:
                 host.env["PYTHONPATH"] = os.pathsep.join([str(CLOCK_OFFSET_DIR), str(ROOT)])
             for _ in range(2):
                 process = host.spawn(
-                    ["rqworker", queue, "--with-scheduler"],
+                    ["rqworker", RESUME_QUEUE, queue, "--with-scheduler"],
                     log_name=f"worker-{len(host.processes) + 1}",
                 )
                 host.workers.append(process)

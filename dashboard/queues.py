@@ -1,15 +1,20 @@
-"""Read-side views of the RQ queues, workers and failed-job registries (Redis, not SQL)."""
+"""Read-side views of the RQ queues and failed-job registries (Redis, not SQL); the workers are
+tasks.selectors.workers'."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import django_rq
 from django.conf import settings
-from rq import Worker
+from django.utils import timezone
 from rq.job import Job
+
+from tasks.models import Task
+from tasks.selectors import job_task_id, rq_workers, worker_dead
+from tasks.states import TaskStatus
 
 FAILED_JOBS_SHOWN = 50
 
@@ -25,18 +30,6 @@ class QueueInfo:
 
 
 @dataclass(frozen=True)
-class WorkerInfo:
-    name: str
-    state: str
-    queues: list[str]
-    current_job_id: str | None
-    current_task_id: str | None
-    last_heartbeat: datetime | None
-    successful: int
-    failed: int
-
-
-@dataclass(frozen=True)
 class FailedJob:
     id: str
     queue: str
@@ -44,22 +37,36 @@ class FailedJob:
     task_id: str | None
     ended_at: datetime | None
     error: str
+    # Why a requeue would not resume the job's task ("" when it would): the page offers the
+    # button only then.
+    refusal: str = ""
 
 
-def job_task_id(job: Job | None) -> str | None:
-    """The task a `run_task(task_id)` job works on, if it is one."""
-    if job is None:
-        return None
-    try:
-        args = job.args
-    except Exception:  # an undeserialisable job still shows up, without a task link
-        return None
-    if not args:
-        return None
-    try:
-        return str(uuid.UUID(str(args[0])))
-    except ValueError:
-        return None
+# What a requeued `run_task` job would do to its task, by the task's status: only a queued task
+# (or one whose retry is due) is taken by the job; anything else is refused, saying why.
+_REFUSALS = {
+    TaskStatus.WAITING_REVIEW: "its task is waiting for a decision (a review): decide it",
+    TaskStatus.RUNNING: "its task is running under another job",
+    TaskStatus.HELD: "its task is held: resume it from the task page",
+    TaskStatus.STALLED: "its task is stalled: the sweep redispatches it",
+    TaskStatus.PENDING: "its task has not been queued",
+    TaskStatus.PREPARED: "its task waits for its group's checkpoint round",
+}
+
+
+def requeue_refusal(*, job_id: str, task: Task | None) -> str:
+    """Why requeueing the failed `run_task` job `job_id` would not resume `task` ("" when it
+    would): the task is in a state the job would not take (finished, waiting for a decision,
+    running, held, ...), or was enqueued again since under another job (redispatched)."""
+    if task is None:
+        return "its task no longer exists"
+    if task.is_terminal:
+        return f"its task has ended ({task.status})"
+    if task.status not in (TaskStatus.QUEUED, TaskStatus.RETRY_WAIT):
+        return _REFUSALS.get(task.status, f"its task is {task.status}")
+    if task.rq_job_id and task.rq_job_id != job_id:
+        return f"its task was redispatched: job {task.rq_job_id} runs it"
+    return ""
 
 
 def queues_overview() -> list[QueueInfo]:
@@ -79,27 +86,6 @@ def queues_overview() -> list[QueueInfo]:
             )
         )
     return out
-
-
-def workers_overview() -> list[WorkerInfo]:
-    connection = django_rq.get_connection(settings.HARNESS_QUEUES[0])
-    out = []
-    for worker in Worker.all(connection=connection):
-        job_id = worker.get_current_job_id()
-        job = Job.fetch(job_id, connection=connection) if job_id else None
-        out.append(
-            WorkerInfo(
-                name=worker.name,
-                state=str(worker.get_state()),
-                queues=worker.queue_names(),
-                current_job_id=job_id,
-                current_task_id=job_task_id(job),
-                last_heartbeat=worker.last_heartbeat,
-                successful=worker.successful_job_count,
-                failed=worker.failed_job_count,
-            )
-        )
-    return sorted(out, key=lambda w: w.name)
 
 
 def failed_jobs(*, limit: int = FAILED_JOBS_SHOWN) -> list[FailedJob]:
@@ -124,7 +110,14 @@ def failed_jobs(*, limit: int = FAILED_JOBS_SHOWN) -> list[FailedJob]:
                 )
             )
     out.sort(key=lambda j: j.ended_at.timestamp() if j.ended_at else 0.0, reverse=True)
-    return out[:limit]
+    out = out[:limit]
+    tasks = Task.objects.in_bulk([j.task_id for j in out if j.task_id])
+    return [
+        replace(j, refusal=requeue_refusal(job_id=j.id, task=tasks.get(uuid.UUID(j.task_id))))
+        if j.task_id
+        else j
+        for j in out
+    ]
 
 
 def queue_depths() -> dict[str, int]:
@@ -133,11 +126,12 @@ def queue_depths() -> dict[str, int]:
 
 
 def workers_per_queue() -> dict[str, int]:
-    """Live workers listening on each harness queue (RQ drops a worker's entry when its
-    heartbeat lapses)."""
-    connection = django_rq.get_connection(settings.HARNESS_QUEUES[0])
+    """Live workers listening on each harness queue (not the dead ones /ops/ still shows)."""
+    now = timezone.now()
     counts = dict.fromkeys(settings.HARNESS_QUEUES, 0)
-    for worker in Worker.all(connection=connection):
+    for worker in rq_workers():
+        if worker_dead(worker, now=now):
+            continue
         for name in worker.queue_names():
             if name in counts:
                 counts[name] += 1

@@ -62,8 +62,10 @@ api.add_router("/", tasks_router)
 api.add_router("/", review_router)
 
 from dashboard.api import router as stats_router  # noqa: E402
+from dashboard.ops_api import router as ops_router  # noqa: E402
 
 api.add_router("/", stats_router)
+api.add_router("/", ops_router)
 api.add_router("/", checkpoints_router)
 
 from checkpoints.files_api import router as files_router  # noqa: E402

@@ -167,6 +167,10 @@ HARNESS_BWRAP = env_str("HARNESS_BWRAP", "")
 # it at most HARNESS_MAX_REDISPATCHES times; queued tasks whose RQ job vanished (a Redis restart
 # or flush) are re-enqueued once they have waited HARNESS_REQUEUE_GRACE_S.
 HARNESS_HEARTBEAT_S = env_float("HARNESS_HEARTBEAT_S", 5.0)
+# An RQ worker heartbeats at least this often (idle: every TTL - 15 s; busy: every 30 s); /ops/
+# shows one not heard from for longer as dead, and the sweep unregisters it after twice that.
+HARNESS_WORKER_TTL_S = env_int("HARNESS_WORKER_TTL_S", 60, minimum=20)
+HARNESS_WORKER_DEAD_SHOWN_S = env_float("HARNESS_WORKER_DEAD_SHOWN_S", 60.0)
 HARNESS_STALE_AFTER_S = env_float("HARNESS_STALE_AFTER_S", 2 * HARNESS_HEARTBEAT_S)
 # A work horse that is not heard from within its current phase's timeout (the model call's, the
 # tool's, ...) plus this grace is killed by its worker as unresponsive and the task redispatched

@@ -26,6 +26,7 @@ class SweepCounts:
     parents_woken: int = 0
     rounds_ended: int = 0
     shared_restored: int = 0
+    workers_forgotten: int = 0
 
     def any(self) -> bool:
         return any(asdict(self).values())

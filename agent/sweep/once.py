@@ -21,6 +21,7 @@ from review.notifications import notifications_enqueue_due
 from review.rollups import review_rollups_advance
 from review.services.expiry import reviews_expire_overdue
 from tasks.rollups import rollups_advance
+from tasks.services import workers_dead_forget
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ def sweep_once() -> SweepCounts:
     retention = sweep_retention(now=started)
     counts.checkpoints_deleted = retention.get("checkpoints_deleted", 0)
     counts.blobs_deleted = retention.get("blobs_deleted", 0)
+    counts.workers_forgotten = workers_dead_forget()
     counts.rounds_ended = rounds_advance_open()
     counts.parents_woken = delegations_wake_ready()
     sweep_record(started=started, duration_ms=(time.monotonic() - clock) * 1000, counts=counts)

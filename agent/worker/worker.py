@@ -14,6 +14,7 @@ import rq
 import rq.utils
 from django.conf import settings
 from django.db import connections
+from rq.defaults import DEFAULT_WORKER_TTL
 
 # Imported here, once in the worker process, so each forked work horse starts with the loop,
 # its services and the tool modules loaded instead of importing them per job (hundreds of ms
@@ -25,6 +26,7 @@ from agent.worker.standby import Standby, StandbyHorses
 from harness_base.metrics import metrics_flush
 from tasks import beacon, services
 from tasks.events import EventType
+from tasks.selectors import worker_name
 from tasks.tools.registry import load_tool_modules
 
 
@@ -138,6 +140,12 @@ class Worker(StandbyHorses):
     (StandbyHorses)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Named `host:pid` unless `--name` says otherwise, as /ops/ and the task page show it;
+        # RQ's default TTL (420 s) replaced by HARNESS_WORKER_TTL_S, the heartbeat interval
+        # /ops/ judges a worker dead by (tasks.selectors.workers).
+        kwargs["name"] = kwargs.get("name") or worker_name()
+        if kwargs.get("worker_ttl") in (None, DEFAULT_WORKER_TTL):
+            kwargs["worker_ttl"] = settings.HARNESS_WORKER_TTL_S
         super().__init__(*args, **kwargs)
         redis_patience(self.connection, settings.HARNESS_REDIS_RETRY_S)
         self._supervised: tuple[str, str] | None = None
@@ -147,6 +155,13 @@ class Worker(StandbyHorses):
         self.beacon = beacon.Beacon()
         beacon.install(self.beacon)
         worker_warm_up()
+
+    def register_birth(self) -> None:
+        # A registration under this name is a dead worker's whose pid this process now has
+        # (the name is `host:pid` and this process is alive): RQ would refuse to start.
+        if self.name == worker_name() and not self.connection.hexists(self.key, "death"):
+            self.connection.delete(self.key)
+        super().register_birth()
 
     def execute_job(self, job: rq.job.Job, queue: rq.Queue) -> None:
         self._supervised = None

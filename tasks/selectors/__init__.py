@@ -3,9 +3,9 @@
 One module per family of reads: access (roles, access_task), groups (a task's group and its
 shared directory), task_lists (sorts and filters), event_fields (payload keys in SQL, ISO
 times), event_log (a task's events as its pages read them), calls (tool calls, attempts,
-outputs, a tool as the task knows it), usage (model calls, tokens, cost), lanes (where a queued
-task waits) and ops (counts across all tasks, the sweep, the MCP servers). Every public name is
-re-exported here."""
+outputs, a tool as the task knows it), usage (model calls, tokens, cost), lanes (where a task's
+job is), workers (the RQ workers) and ops (counts across all tasks, the sweep, the MCP servers).
+Every public name is re-exported here."""
 
 from tasks.selectors.access import (
     CREATE_GROUPS,
@@ -67,6 +67,14 @@ from tasks.selectors.usage import (
     task_model_usage,
     task_model_usage_before,
 )
+from tasks.selectors.workers import (
+    WorkerInfo,
+    job_task_id,
+    rq_workers,
+    worker_dead,
+    worker_name,
+    workers_overview,
+)
 
 __all__ = [
     "ARGUMENTS_TEXT_CHARS",
@@ -79,6 +87,7 @@ __all__ = [
     "TASK_SORTS",
     "TASK_SORT_DEFAULT",
     "USAGE_EVENTS",
+    "WorkerInfo",
     "access_task",
     "as_text",
     "call_attempts",
@@ -87,9 +96,11 @@ __all__ = [
     "group_root",
     "group_shared_path",
     "iso_datetime",
+    "job_task_id",
     "mcp_servers_overview",
     "model_decisions_by_turn",
     "payload_keys",
+    "rq_workers",
     "shared_path",
     "sweep_last_run",
     "task_call_outputs",
@@ -114,4 +125,7 @@ __all__ = [
     "user_can_operate",
     "user_can_view",
     "user_in_group",
+    "worker_dead",
+    "worker_name",
+    "workers_overview",
 ]

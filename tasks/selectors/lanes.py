@@ -1,5 +1,5 @@
-"""Where a queued task waits: the queue ("lane") its job is on and how many jobs are ahead of it
-there (Redis, not SQL)."""
+"""Where a task's RQ job is (Redis, not SQL): the queue ("lane") a queued task waits on and how
+many jobs are ahead of it there, or the worker that runs it."""
 
 from __future__ import annotations
 
@@ -20,24 +20,28 @@ class LanePlace:
     queue: str
     # Jobs a worker takes before this one on its queue (None: not on the queue's list, e.g.
     # scheduled for later, or taken by a worker a moment ago).
-    ahead: int | None
+    ahead: int | None = None
     # Set when the job waits in the queue's schedule (a retry's backoff, a capacity deferral).
     scheduled_for: datetime | None = None
+    # The RQ worker running the job (its name, `host:pid`, as /ops/ lists it), once taken.
+    worker: str = ""
 
 
 def task_lane_place(*, task: Task) -> LanePlace | None:
-    """The lane of a queued task's job and its place there; None when the task is not queued,
-    has no job recorded, or its job is gone (the sweep enqueues it again)."""
-    if task.status != TaskStatus.QUEUED or not task.rq_job_id:
+    """Where the job of a queued or running task is; None for a task in another status, with
+    no job recorded, or whose job is gone (the sweep enqueues it again)."""
+    if task.status not in (TaskStatus.QUEUED, TaskStatus.RUNNING) or not task.rq_job_id:
         return None
     connection = django_rq.get_connection(settings.HARNESS_QUEUES[0])
     try:
-        origin = connection.hget(Job.key_for(task.rq_job_id), "origin")
+        origin, worker = connection.hmget(Job.key_for(task.rq_job_id), ["origin", "worker_name"])
     except Exception:  # Redis unreachable: the page still renders, without the place
         return None
     queue_name = origin.decode() if origin else ""
     if queue_name not in settings.HARNESS_QUEUES:
         return None
+    if task.status == TaskStatus.RUNNING:
+        return LanePlace(queue=queue_name, worker=worker.decode() if worker else "")
     queue = django_rq.get_queue(queue_name)
     ahead = connection.lpos(queue.key, task.rq_job_id)
     if ahead is not None:
@@ -45,6 +49,5 @@ def task_lane_place(*, task: Task) -> LanePlace | None:
     due = connection.zscore(ScheduledJobRegistry(queue=queue).key, task.rq_job_id)
     return LanePlace(
         queue=queue_name,
-        ahead=None,
         scheduled_for=datetime.fromtimestamp(due, tz=UTC) if due is not None else None,
     )

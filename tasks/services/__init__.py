@@ -56,6 +56,7 @@ from tasks.services.task_fields import (
 )
 from tasks.services.task_transitions import CapacityFull, task_acquire, task_lock, task_transition
 from tasks.services.toolcall_transitions import ToolCallConflict, toolcall_transition
+from tasks.services.workers import workers_dead_forget
 
 __all__ = [
     "JOB_TIMEOUT_SLACK_S",
@@ -105,4 +106,5 @@ __all__ = [
     "tasks_hold",
     "tasks_release",
     "toolcall_transition",
+    "workers_dead_forget",
 ]

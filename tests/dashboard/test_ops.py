@@ -6,7 +6,7 @@ import django_rq
 import pytest
 from rq import Queue, SimpleWorker, Worker
 
-from tasks.models import AuditEntry
+from tasks.models import AuditEntry, Task
 from tests.factories import TaskFactory
 
 pytestmark = pytest.mark.django_db
@@ -22,8 +22,9 @@ def redis():
 
 @pytest.fixture
 def failed_job(redis):
-    """A job whose first argument is a task id and which fails when a worker runs it."""
-    task = TaskFactory(status="failed")
+    """A job whose first argument is a task id and which fails when a worker runs it, its task
+    still queued (the job failed before taking it)."""
+    task = TaskFactory(status="queued")
     queue = Queue("default", connection=redis)
     job = queue.enqueue("uuid.UUID", str(task.id), 5, description="broken job")
     SimpleWorker([queue], connection=redis).work(burst=True)
@@ -77,6 +78,44 @@ def test_requeue_of_an_unknown_job_changes_nothing(as_user, operator, redis):
     response = as_user(operator).post("/ops/jobs/default/missing/requeue/", follow=True)
     assert "not in the failed-job registry" in response.content.decode()
     assert not AuditEntry.objects.exists()
+
+
+def test_requeue_is_refused_for_a_task_waiting_for_a_decision(
+    as_user, api_client, operator, failed_job
+):
+    job, task = failed_job
+    Task.objects.filter(id=task.id).update(status="waiting_review")
+    client = as_user(operator)
+    page = client.get("/ops/").content.decode()
+    assert f'data-testid="requeue-{job.id}"' not in page
+    assert "Not requeueable: its task is waiting for a decision" in page
+
+    response = api_client(operator).post(f"/api/v1/ops/jobs/default/{job.id}/requeue")
+    assert response.status_code == 409
+    assert "waiting for a decision" in response.json()["detail"]
+    shown = client.post(f"/ops/jobs/default/{job.id}/requeue/", follow=True).content.decode()
+    assert "not requeued: its task is waiting for a decision" in shown
+    assert job.id in django_rq.get_queue("default").failed_job_registry.get_job_ids()
+    assert not AuditEntry.objects.exists()
+
+
+def test_requeue_is_refused_once_the_task_was_redispatched(api_client, operator, failed_job):
+    job, task = failed_job
+    Task.objects.filter(id=task.id).update(rq_job_id="a-later-job")
+    response = api_client(operator).post(f"/api/v1/ops/jobs/default/{job.id}/requeue")
+    assert response.status_code == 409
+    assert "redispatched: job a-later-job runs it" in response.json()["detail"]
+
+
+def test_requeue_through_the_api(api_client, operator, viewer, failed_job):
+    job, task = failed_job
+    path = f"/api/v1/ops/jobs/default/{job.id}/requeue"
+    assert api_client(viewer).post(path).status_code == 403
+    assert api_client(operator).post("/api/v1/ops/jobs/default/missing/requeue").status_code == 404
+    response = api_client(operator).post(path)
+    assert response.status_code == 200
+    assert job.id in django_rq.get_queue("default").get_job_ids()
+    assert AuditEntry.objects.get(action="requeue").task_id == task.id
 
 
 def test_viewer_cannot_requeue(as_user, viewer, failed_job):
