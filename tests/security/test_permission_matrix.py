@@ -95,6 +95,9 @@ PAGES: dict[str, tuple[str, str]] = {
     "api/v1/openapi.json": ("GET", "public"),
     "api/v1/docs": ("GET", "public"),
     "favicon.ico": ("GET", "public"),
+    # Probes for load balancers (harness_site/health.py; tests/security/test_health_endpoints.py).
+    "healthz": ("GET", "public"),
+    "readyz": ("GET", "public"),
 }
 PREFIXES: dict[str, tuple[str, str, str]] = {
     # prefix -> (sample path, method, level)
