@@ -118,6 +118,8 @@ def _coerce(f: EditField, data: QueryDict) -> Any:
     raw = data.get(f.input_name, "")
     if f.kind == "boolean":
         f.value = f.input_name in data
+        if f.present and f.initial is None and not f.value:
+            return None  # a null left unticked stays null
         default = f.default if f.default is not ABSENT else False
         return ABSENT if not f.present and f.value == default else f.value
     f.value = raw

@@ -50,7 +50,12 @@ def test_an_mcp_input_schema_is_drawn_field_by_field():
 
 
 def test_fields_left_as_drawn_give_back_the_arguments_exactly():
-    arguments = {"query": "line one\nline two", "limit": 5, "filters": {"tag": ["a", 1.5]}}
+    arguments = {
+        "query": "line one\nline two",
+        "limit": 5,
+        "filters": {"tag": ["a", 1.5]},
+        "verbose": None,
+    }
     fields = edit_fields(schema=MCP_SCHEMA, arguments=arguments)
     data = posted(**{f.name: f.value for f in fields if f.kind != "boolean"})
     state = edit_bind(schema=MCP_SCHEMA, arguments=arguments, data=data)
