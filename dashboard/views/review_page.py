@@ -195,6 +195,7 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             "suggestion": suggestion,
             "until": request.POST.get("remember_until", ""),
             "scope": request.POST.get("remember_scope", ""),
+            "confirm_scope": request.POST.get("remember_confirm_scope", ""),
         }
         if suggestion
         else None
