@@ -6,13 +6,16 @@ a stored rule from before (no pinned arguments) does not widen either."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 
 import pytest
+from django.apps import apps as django_apps
 
 from review.models import ReviewRequest, ReviewRule
 from review.standing import rule_allows
-from tests.conftest import ApiClient
+from tasks.canonical import canonical_hash
+from tests.conftest import ApiClient, page_client
 from tests.factories import ReviewRuleFactory
 from tests.mcp.conftest import McpHttpServer, http_server_start
 from tests.security.test_standing_rules import next_call, standing_rule
@@ -71,6 +74,8 @@ def test_a_command_prefix_rule_pins_the_other_arguments(paused_review, operator)
     # The suggestion names each argument it matches before anyone remembers it.
     assert "timeout_s: exactly 10" in prefix["matches"]
     assert any(line.startswith("network: not set") for line in prefix["matches"])
+    page = page_client(operator).get(f"/reviews/{review.id}/").content.decode()
+    assert "timeout_s: exactly 10" in page and "network: not set" in page
     standing_rule(operator, review, index=1)
     outcome, longer = next_call(
         call("run_command", {"command": "git status", "timeout_s": 60}),
@@ -166,3 +171,39 @@ def test_a_stored_rule_without_pinned_arguments_does_not_widen():
     broken = ReviewRule(kind="standing", tool="run_command", command_regex="^ls$")
     broken.pinned_arguments = None
     assert not rule_allows(broken, tool="run_command", arguments=LS)
+
+
+def test_the_migration_pins_stored_rules_to_the_call_they_were_made_from(paused_review, operator):
+    """review.0016 on rules stored before it: each pins its origin call's other arguments; a
+    rule without an origin pins nothing (nothing may be added); an MCP path rule becomes
+    exact."""
+    migration = importlib.import_module("review.migrations.0016_standing_rule_arguments_revoke")
+    approved = {"command": "ls", "timeout_s": 5}
+    first = paused_review(call("run_command", approved), ["run_command"], {}, user=operator)
+    second = paused_review(call("run_command", LS), ["run_command"], {}, user=operator)
+    ReviewRequest.objects.filter(pk=second.pk).update(
+        original_arguments={"path": "a.txt", "mode": "w"}
+    )  # as an MCP tool's call would have been
+    old = {"kind": "standing", "action": "allow", "pinned_arguments": {}}
+    command = ReviewRule.objects.create(
+        name="old-command", tool="run_command", command_regex="^ls$", origin_review=first, **old
+    )
+    orphan = ReviewRule.objects.create(
+        name="old-orphan", tool="run_command", command_regex="^ls$", **old
+    )
+    mcp = ReviewRule.objects.create(
+        name="old-mcp", tool="files__write", path_glob="a.txt", origin_review=second, **old
+    )
+    for rule in (command, orphan, mcp):  # before: the command alone decided
+        arguments = {"path": "a.txt", "mode": "a"} if rule is mcp else {**LS, "network": True}
+        assert not rule_allows(rule, tool=rule.tool, arguments=arguments)
+    migration.pin_stored_rules(django_apps, None)
+    command = ReviewRule.objects.get(pk=command.pk)
+    assert command.pinned_arguments == {"timeout_s": 5}
+    assert rule_allows(command, tool="run_command", arguments=approved)
+    assert not rule_allows(command, tool="run_command", arguments={**approved, "network": True})
+    assert ReviewRule.objects.get(pk=orphan.pk).pinned_arguments == {}
+    mcp = ReviewRule.objects.get(pk=mcp.pk)
+    assert mcp.arguments_hash == canonical_hash({"path": "a.txt", "mode": "w"})
+    assert rule_allows(mcp, tool="files__write", arguments={"path": "a.txt", "mode": "w"})
+    assert not rule_allows(mcp, tool="files__write", arguments={"path": "a.txt", "mode": "a"})
