@@ -14,6 +14,7 @@ from review.models import (
     ReviewApproval,
     ReviewComment,
     ReviewDaily,
+    ReviewerProfile,
     ReviewHourly,
     ReviewRequest,
     ReviewRolledHour,
@@ -209,3 +210,19 @@ for _model in (
 ):
     if not admin.site.is_registered(_model):
         admin.site.register(_model, _ReadOnlyAdmin)
+
+
+@admin.register(ReviewerProfile)
+class ReviewerProfileAdmin(admin.ModelAdmin):
+    """People's notification identities: the Slack user id whose clicks decide as the user
+    (each person sets theirs on /preferences/; an administrator may set or clear it here)."""
+
+    list_display = ("user", "slack_user_id", "updated_at")
+    search_fields = ("user__username", "user__email", "slack_user_id")
+    autocomplete_fields = ("user",)
+
+    def save_model(self, request, obj, form, change) -> None:
+        # Through the service: audited, with the administrator as the actor.
+        services.reviewer_slack_id_set(
+            user=obj.user, slack_user_id=obj.slack_user_id, by=request.user
+        )

@@ -14,6 +14,11 @@
 Each imports only modules listed below it. This package re-exports the public names, so
 `from review.selectors import access_review` and `selectors.reviews_list` keep working."""
 
+from review.identities import (
+    slack_user_id_of,
+    user_for_slack_id,
+    users_with_verified_email,
+)
 from review.selectors.access import access_review, user_can_decide, user_exists
 from review.selectors.assignees import (
     deciding_groups,
@@ -60,6 +65,9 @@ from review.selectors.standing_rules import standing_rule_get, standing_rules, s
 from review.selectors.task_reviews import task_call_edits, task_reviews, task_reviews_pending
 
 __all__ = [
+    "slack_user_id_of",
+    "user_for_slack_id",
+    "users_with_verified_email",
     "deciding_groups",
     "review_assignees",
     "user_may_decide_review",

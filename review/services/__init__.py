@@ -17,6 +17,7 @@ machine and per family of operations, each importing only the modules listed bel
     approvals         the deadline, the hash its decider saw, approvals counted
     graph_interrupts  reviews of LangGraph interrupts: accepted decisions, the resume value
     transitions       the state machine: review_request_open, review_transition
+    identities        a person's Slack user id (reviewer_slack_id_set)
     errors            ReviewError and its kinds (HTTP statuses)
 
 Lock contract: every service here that changes a review locks the task row first
@@ -34,6 +35,7 @@ from review.services.errors import ReviewConflict, ReviewError, ReviewForbidden,
 from review.services.expiry import reviews_expire_overdue
 from review.services.gates import ReviewPause, review_gate, review_gate_unknown_outcome
 from review.services.graph_interrupts import graph_resume_value
+from review.services.identities import reviewer_slack_id_set
 from review.services.reopen import TARGET_CHANGED, review_reopen
 from review.services.rule_switch import (
     standing_rule_pause,
@@ -55,6 +57,7 @@ from review.services.unknown_outcome import (
 )
 
 __all__ = [
+    "reviewer_slack_id_set",
     "STANDING_RULE",
     "TARGET_CHANGED",
     "UNKNOWN_OUTCOME",
