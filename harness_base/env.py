@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -42,14 +43,17 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
-def env_float(name: str, default: float) -> float:
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r}: expected a number") from None
+    if minimum is not None and not (math.isfinite(value) and value >= minimum):
+        raise ImproperlyConfigured(f"{name}={raw!r}: expected a number of at least {minimum:g}")
+    return value
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -172,17 +172,17 @@ HARNESS_HEARTBEAT_S = env_float("HARNESS_HEARTBEAT_S", 5.0)
 HARNESS_WORKER_TTL_S = env_int("HARNESS_WORKER_TTL_S", 60, minimum=20)
 HARNESS_WORKER_DEAD_SHOWN_S = env_float("HARNESS_WORKER_DEAD_SHOWN_S", 60.0)
 HARNESS_STALE_AFTER_S = env_float("HARNESS_STALE_AFTER_S", 2 * HARNESS_HEARTBEAT_S)
-# A work horse that is not heard from within its current phase's timeout (the model call's, the
-# tool's, ...) plus this grace is killed by its worker as unresponsive and the task redispatched
-# (tasks/beacon.py): a frozen horse no longer holds its task until the job's hard timeout.
+# A work horse not heard from within its current phase's timeout plus this grace is killed by its
+# worker and the task redispatched (tasks/beacon.py), not held until the job's hard timeout.
 HARNESS_HORSE_GRACE_S = env_float("HARNESS_HORSE_GRACE_S", 60.0)
 HARNESS_SWEEP_INTERVAL_S = env_float("HARNESS_SWEEP_INTERVAL_S", 5.0)
-# A run whose database connection broke waits up to HARNESS_DB_RECONNECT_S for the database to
-# answer again, then gives its task back to the queue (agent.runtime.lease.connection_lost_release).
+# A run that lost its database waits this long for it, then gives its task back (runtime.lease).
 HARNESS_DB_RECONNECT_S = env_float("HARNESS_DB_RECONNECT_S", 60.0)
-# A worker's Redis commands retry through a lost connection (a restart, a failover) for this
-# long before the worker gives up and exits (agent.worker.redis_retry).
+# A worker's Redis commands retry through a lost connection for HARNESS_REDIS_RETRY_S before it
+# exits (agent.worker.redis_retry); on SIGTERM, its running task has HARNESS_DRAIN_S to reach a
+# step boundary and be given back (agent.runtime.drain).
 HARNESS_REDIS_RETRY_S = env_float("HARNESS_REDIS_RETRY_S", 30.0)
+HARNESS_DRAIN_S = env_float("HARNESS_DRAIN_S", 30.0, minimum=0)
 # The retention job the sweep runs on the schedule of harness.yaml's `retention` (a dotted path:
 # checkpoints build on tasks, so the sweep names the job instead of importing it).
 HARNESS_RETENTION_JOB = env_str("HARNESS_RETENTION_JOB", "checkpoints.retention.retention_run")

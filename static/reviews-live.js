@@ -127,9 +127,8 @@
   var unseen = 0;
 
   function apply(summary) {
-    // The badge and the title count what this user may decide, not every pending review.
-    setBadge(summary.decidable);
-    setTitle(summary.decidable);
+    setBadge(summary.pending);
+    setTitle(summary.pending);
     announce(summary.new);
     notify(summary.new);
     var changed = version !== null && version !== summary.version;

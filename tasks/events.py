@@ -59,6 +59,8 @@ class EventType(models.TextChoices):
     # The sweep (agent.sweep) and the worker supervising a horse (agent.worker).
     REDISPATCHED = "redispatched"
     HORSE_UNRESPONSIVE = "horse_unresponsive"
+    WORKER_LOST = "worker_lost"
+    DRAINED = "drained"
     REQUEUED = "requeued"
     # Multi-agent groups (agent.runtime, multiagent.*).
     DELEGATED = "delegated"

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -38,6 +39,16 @@ class Up:
         """What `harness up` printed so far."""
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
+    def wait_running(self) -> None:
+        """Until `harness up` reports its URL (it started everything), and is still running."""
+        wait_for(
+            lambda: "is running at" in self.text or self.process.poll() is not None,
+            180,
+            interval=0.2,
+            message="harness up to report its URL",
+        )
+        assert self.process.poll() is None, self.text
+
 
 @pytest.fixture
 def up() -> Iterator[Up]:
@@ -60,11 +71,19 @@ def up() -> Iterator[Up]:
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )
-    port = free_port()
+    with up_running(
+        ["--port", str(free_port()), "--workers", "2"], env=env, data_dir=data_dir
+    ) as handle:
+        yield handle
+
+
+@contextmanager
+def up_running(args: list[str], *, env: dict[str, str], data_dir: Path) -> Iterator[Up]:
+    """`harness up ARGS` with `env`, its output in a log file; then every process it started
+    killed, its output printed (shown when the test failed), `data_dir` removed."""
+    port = int(args[args.index("--port") + 1])
     log = data_dir.parent / f"{data_dir.name}.log"
-    process = spawn(
-        ["up", "--port", str(port), "--workers", "2"], module="harness_site.cli", log=log, env=env
-    )
+    process = spawn(["up", *args], module="harness_site.cli", log=log, env=env)
     handle = Up(process, port=port, log=log, data_dir=data_dir)
     try:
         yield handle
@@ -94,13 +113,7 @@ def _login(client: httpx.Client) -> None:
 
 
 def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
-    wait_for(
-        lambda: "is running at" in up.text or up.process.poll() is not None,
-        180,
-        interval=0.2,
-        message="harness up to report its URL",
-    )
-    assert up.process.poll() is None, up.text
+    up.wait_running()
     assert f"http://127.0.0.1:{up.port}/" in up.text
     assert f"links: http://127.0.0.1:{up.port} (HARNESS_BASE_URL)" in up.text
     # A fresh checkout sandboxes commands with the bubblewrap that .venv ships.

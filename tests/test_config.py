@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,3 +71,16 @@ def test_a_graph_entry_with_options_is_read_and_a_bare_reference_has_the_default
     assert langgraph_entry(graphs["bare"]).interrupt_resume == "envelope"
     assert langgraph_entry(graphs["asks"]).graph == "tests.durable.graphs:asks_plain"
     assert langgraph_entry(graphs["asks"]).interrupt_resume == "value"
+
+
+@pytest.mark.parametrize("raw", ["-1", "soon", "nan"])
+def test_a_bad_harness_drain_s_is_refused_at_start_naming_it(raw):
+    env = {**os.environ, "HARNESS_DRAIN_S": raw, "PYTHONPATH": str(settings.BASE_DIR)}
+    run = subprocess.run(
+        [sys.executable, "-c", "import harness_site.settings"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode != 0
+    assert f"HARNESS_DRAIN_S={raw!r}" in run.stderr

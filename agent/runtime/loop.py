@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from agent.runtime.calls import call_next
+from agent.runtime.drain import drain_release, drain_requested
 from agent.runtime.finish import finish_stopped, finish_success
 from agent.runtime.group import prepare_for_round
 from agent.runtime.run import (
@@ -40,6 +41,9 @@ def run_execute(run: Run) -> str:
         start_or_resume(run)
         while True:
             boundary_checks(run)
+            if run.state.phase == "model" and drain_requested():
+                # Between steps: the last one's outcomes are durable, resuming elsewhere exact.
+                return drain_release(run)
             if run.state.phase == "model":
                 model_turn(run)
             elif run.state.phase == "tools":

@@ -16,6 +16,43 @@ from tasks import services
 from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.states import TaskStatus
+from tasks.tools.registry import UnknownTool, registry
+
+
+def _call_fate(*, tool: str, outcome: str) -> str:
+    """What becomes of a call that was running when its worker died (agent.runtime.call_again
+    acts on it when the task resumes)."""
+    if outcome != "redispatched":
+        return "unknown_outcome" if outcome == "failed" else "canceled"
+    try:
+        idempotent = registry.get(tool).idempotent
+    except UnknownTool:  # an MCP server's tool: its annotations decide on resume
+        return "decided_on_resume"
+    return "rerun" if idempotent else "unknown_outcome_review"
+
+
+def _worker_lost_record(*, task: Task, silent_s: float, outcome: str) -> None:
+    """The task's log says its worker died (its heartbeat went silent) and what became of the
+    calls it was running."""
+    calls = ToolCall.objects.filter(task_id=task.id, status=ToolCallStatus.RUNNING)
+    services.event_record(
+        task_id=task.id,
+        type=EventType.WORKER_LOST,
+        payload={
+            "worker": task.worker_id,
+            "silent_s": round(silent_s, 3),
+            "outcome": outcome,
+            "calls": [
+                {
+                    "call_id": call.call_id,
+                    "tool": call.tool,
+                    "fate": _call_fate(tool=call.tool, outcome=outcome),
+                }
+                for call in calls.order_by("id")
+            ],
+        },
+        step_index=task.current_step,
+    )
 
 
 def task_recover_stalled(
@@ -54,6 +91,15 @@ def task_recover_stalled(
                 "epoch": task.lease_epoch,
             },
         )
+        outcome = (
+            "canceled"
+            if task.cancel_requested
+            else "failed"
+            if task.redispatch_count >= max_redispatches
+            else "redispatched"
+        )
+        if worker_id is None:  # the sweep: nobody heard from the worker; a live one says why
+            _worker_lost_record(task=task, silent_s=silent_s, outcome=outcome)
         if task.cancel_requested:
             services.task_transition(
                 task_id=task.id,

@@ -17,10 +17,16 @@ supervises it, kills it and settles its task exactly as for a horse forked for t
 Its Redis commands retry through a lost connection for HARNESS_REDIS_RETRY_S (redis_retry):
 RQ alone ends a worker on the first connection error outside its wait for a job.
 
-The modules, from the bottom: `redis_retry` (patient_retry), `standby` (standby_wait, Standby,
-and StandbyHorses, Worker's part that forks the next horse and hands it its job), `worker`
-(cancel_kill_grace_s, Supervision, and Worker itself). RQ names the class by this package's path,
-`agent.worker.Worker`.
+No work outlives its worker: every horse (standby or forked for its job) has the kernel kill it
+when the worker dies (standby.die_with_parent), and its sandbox dies with it (bubblewrap's
+--die-with-parent). SIGTERM drains (HARNESS_DRAIN_S): no new job, and a horse running a task
+is asked (agent.runtime.drain) to give it back at its next step boundary; one still running
+when the drain runs out is killed and its task redispatched at once.
+
+The modules, from the bottom: `redis_retry` (patient_retry), `standby` (die_with_parent,
+standby_wait, Standby, and StandbyHorses, Worker's part that forks the next horse and hands it
+its job), `worker` (cancel_kill_grace_s, Supervision, and Worker itself). RQ names the class
+by this package's path, `agent.worker.Worker`.
 """
 
 from __future__ import annotations

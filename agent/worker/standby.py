@@ -4,7 +4,9 @@ worker's forking of the next horse while it waits on Redis and its handing a job
 
 from __future__ import annotations
 
+import ctypes
 import json
+import logging
 import os
 import select
 import signal
@@ -17,6 +19,23 @@ from django.db import connection, connections
 from rq.executions import Execution
 
 from tasks import services
+
+log = logging.getLogger(__name__)
+
+# Loaded in the worker, before any fork: a horse only calls it.
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int | None) -> None:
+    """In a work horse: the kernel kills it (SIGKILL) the moment its worker dies, however the
+    worker dies (kill -9 included), and the horse's sandbox follows it (bubblewrap's
+    --die-with-parent, agent.tools.sandbox). A worker that died before this took effect has
+    already left the horse with another parent: it ends now."""
+    if _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        log.warning("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)
 
 
 def standby_wait(fd: int) -> dict[str, Any] | None:
@@ -85,6 +104,10 @@ class Standby:
 class StandbyHorses(rq.Worker):
     """Worker's standby horses: forked ahead of the job, handed it, ended with the worker.
     `_standby` is set by `Worker.__init__`."""
+
+    def setup_work_horse_signals(self) -> None:
+        super().setup_work_horse_signals()  # in the horse, standby or forked for its job
+        die_with_parent(self.pid)
 
     def dequeue_job_and_maintain_ttl(self, *args: Any, **kwargs: Any) -> Any:
         self._standby_ready()  # the next job's horse exists before the job does

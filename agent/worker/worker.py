@@ -20,6 +20,7 @@ from rq.defaults import DEFAULT_WORKER_TTL
 # its services and the tool modules loaded instead of importing them per job (hundreds of ms
 # of an approval's latency).
 from agent.jobs import agent_runners_preload
+from agent.runtime import drain
 from agent.sweep import task_recover_stalled
 from agent.worker.redis_retry import redis_patience
 from agent.worker.standby import Standby, StandbyHorses
@@ -60,7 +61,8 @@ class Supervision(threading.Thread):
         self.task_id = task_id
         self.worker_id = worker_id
         self.done = threading.Event()
-        # Set when the horse was killed as unresponsive: its task is redispatched at once.
+        # Set when the horse was killed as unresponsive, or still running its task when the
+        # worker's drain ran out: its task is redispatched at once.
         self.unresponsive = False
 
     def _horse_overdue(self) -> bool:
@@ -78,33 +80,58 @@ class Supervision(threading.Thread):
             expected.limit_s,
             settings.HARNESS_HORSE_GRACE_S,
         )
+        self._kill_horse(
+            type=EventType.HORSE_UNRESPONSIVE,
+            payload={
+                "layer": expected.layer,
+                "limit_s": expected.limit_s,
+                "grace_s": settings.HARNESS_HORSE_GRACE_S,
+                "overdue_s": round(expected.overdue_s(now), 3),
+                "worker": self.worker_id,
+            },
+        )
+        return True
+
+    def _kill_horse(self, *, type: str, payload: dict) -> None:
+        """Record why on the task, kill the horse, and have its task redispatched at once."""
         try:
             # Only while the task is still this worker's: woken from a freeze or back from a
             # partition, the worker may find it redispatched to another, which it must not
             # write on (the kill still stops a horse whose writes would be fenced anyway).
             services.event_record_while_held(
-                task_id=self.task_id,
-                worker_id=self.worker_id,
-                type=EventType.HORSE_UNRESPONSIVE,
-                payload={
-                    "layer": expected.layer,
-                    "limit_s": expected.limit_s,
-                    "grace_s": settings.HARNESS_HORSE_GRACE_S,
-                    "overdue_s": round(expected.overdue_s(now), 3),
-                    "worker": self.worker_id,
-                },
+                task_id=self.task_id, worker_id=self.worker_id, type=type, payload=payload
             )
         except Exception:  # the kill matters more than its record
-            self.worker.log.exception("recording horse_unresponsive for %s failed", self.task_id)
+            self.worker.log.exception("recording %s for %s failed", type, self.task_id)
         self.unresponsive = True
         self.worker.kill_horse()
+
+    def _drain_over(self) -> bool:
+        """The worker is stopping and the horse did not give its task back in HARNESS_DRAIN_S:
+        it is killed, and its task redispatched at once."""
+        deadline = self.worker.drain_deadline
+        if deadline is None or time.monotonic() < deadline:
+            return False
+        self.worker.log.warning(
+            "task %s: not given back within HARNESS_DRAIN_S (%gs); killing work horse %s",
+            self.task_id,
+            settings.HARNESS_DRAIN_S,
+            self.worker.horse_pid,
+        )
+        self._kill_horse(type=EventType.DRAINED, payload={"worker": self.worker_id, "killed": True})
         return True
+
+    def _wait_s(self) -> float:
+        deadline = self.worker.drain_deadline
+        if deadline is None:
+            return settings.HARNESS_HEARTBEAT_S
+        return max(0.0, min(settings.HARNESS_HEARTBEAT_S, deadline - time.monotonic()))
 
     def run(self) -> None:
         cancel_seen_at: float | None = None
         try:
-            while not self.done.wait(settings.HARNESS_HEARTBEAT_S):
-                if self._horse_overdue():
+            while not self.done.wait(self._wait_s()):
+                if self._horse_overdue() or self._drain_over():
                     return
                 try:
                     cancel = services.task_supervisor_heartbeat(
@@ -151,6 +178,11 @@ class Worker(StandbyHorses):
         self._supervised: tuple[str, str] | None = None
         self._supervision: Supervision | None = None
         self._standby: Standby | None = None
+        # Drain (SIGTERM): the horse gives its task back at its next checkpoint, or is killed
+        # at this moment (monotonic). The flag is shared with every horse this worker forks.
+        self.drain_deadline: float | None = None
+        self.drain = drain.DrainFlag()
+        drain.install(self.drain)
         # Shared with every horse this worker forks (installed here, inherited by the fork).
         self.beacon = beacon.Beacon()
         beacon.install(self.beacon)
@@ -167,6 +199,7 @@ class Worker(StandbyHorses):
         self._supervised = None
         self._supervision = None
         self.beacon.clear()
+        self.drain.clear()
         # Never fork with a database connection open: the horse would share its socket.
         connections.close_all()
         super().execute_job(job, queue)
@@ -183,6 +216,8 @@ class Worker(StandbyHorses):
             super().monitor_work_horse(job, queue, execution)
             return
         task_id, worker_id = self._supervised
+        if self._stop_requested:  # the stop came between the job's dequeue and its fork
+            self.drain_start()
         supervision = Supervision(worker=self, task_id=task_id, worker_id=worker_id)
         self._supervision = supervision
         supervision.start()
@@ -190,6 +225,23 @@ class Worker(StandbyHorses):
             super().monitor_work_horse(job, queue, execution)
         finally:
             supervision.stop()
+
+    def handle_warm_shutdown_request(self) -> None:
+        super().handle_warm_shutdown_request()
+        self.drain_start()
+
+    def drain_start(self) -> None:
+        """SIGTERM (RQ's warm shutdown: no new job) while a horse runs a task: ask it to give
+        the task back at its next checkpoint (agent.runtime.drain), for HARNESS_DRAIN_S."""
+        if self._supervised is None or not self.horse_pid or self.drain_deadline is not None:
+            return  # idle (RQ stops at once), or already draining
+        self.drain.request()
+        self.drain_deadline = time.monotonic() + settings.HARNESS_DRAIN_S
+        self.log.info(
+            "draining: task %s is given back at its next checkpoint (within %gs)",
+            self._supervised[0],
+            settings.HARNESS_DRAIN_S,
+        )
 
     def handle_work_horse_killed(
         self, job: rq.job.Job, retpid: Any, ret_val: Any, rusage: Any

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from dashboard import queues, services
+from dashboard.supervised import supervised_processes
 from review.selectors.notifications import notification_channels_health
 from tasks.selectors import (
     mcp_servers_overview,
@@ -30,6 +31,7 @@ def operations(request: HttpRequest) -> HttpResponse:
             "workers": workers_overview(),
             "failed_jobs": queues.failed_jobs(),
             "sweep": sweep_last_run(),
+            "supervised": supervised_processes(),
             "mcp_servers": mcp_servers_overview(),
             "notification_channels": notification_channels_health(),
             "can_operate": user_can_operate(request.user),

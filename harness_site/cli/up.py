@@ -1,5 +1,6 @@
 """`harness up`: run it all on this machine (database migrated, static files collected, Redis,
-the workers, the sweeper and the web server, supervised), until Ctrl-C or a child's death."""
+the workers, the sweeper and the web server, supervised: a child that dies is restarted), until
+Ctrl-C, SIGTERM, or the web server or the embedded Redis failing for good."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from dashboard.supervised import STATUS_FILE
 from harness_site.cli.common import (
     CliError,
     child_env,
@@ -77,6 +79,7 @@ def redis_start(
             redis_embedded_command(socket_path=socket_path, data_dir=data_dir),
             env=env,
             stop_last=True,
+            critical=True,
         )
         if not wait_until(
             lambda: redis_ping(redis_url) or supervisor.dead_child(), timeout=20
@@ -99,8 +102,9 @@ def processes_start(
         supervisor.start(
             f"worker-{number}", worker_command(queues=settings.HARNESS_QUEUES), env=env
         )
-    supervisor.start("sweeper", sweep_command(interval=5), env=env)
-    supervisor.start("web", web_command(host=host, port=port), env=env)
+    # Its period: HARNESS_SWEEP_INTERVAL_S.
+    supervisor.start("sweeper", sweep_command(), env=env)
+    supervisor.start("web", web_command(host=host, port=port), env=env, critical=True)
 
 
 def running_print(*, url: str, password: str | None, password_file: Path | None) -> None:
@@ -163,7 +167,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     connections.close_all()
     sandbox_report()
 
-    supervisor = Supervisor()
+    supervisor = Supervisor(
+        status_path=data_dir / STATUS_FILE,
+        # A busy worker drains for up to HARNESS_DRAIN_S before it exits.
+        stop_grace_s=settings.HARNESS_DRAIN_S + 10,
+    )
     supervisor.install_signal_handlers()
     try:
         redis_start(

@@ -34,6 +34,7 @@ from tasks.services.fenced_write import task_fenced_write
 from tasks.services.leases import (
     task_fence,
     task_heartbeat,
+    task_release_drained,
     task_release_lost_connection,
     task_settle_killed_horse,
     task_supervisor_heartbeat,
@@ -95,6 +96,7 @@ __all__ = [
     "task_priority_set",
     "task_lock",
     "task_recovery_reset",
+    "task_release_drained",
     "task_release_lost_connection",
     "task_review_outcome_count",
     "task_settle_killed_horse",

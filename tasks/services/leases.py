@@ -63,12 +63,10 @@ def task_supervisor_heartbeat(*, task_id: Any, worker_id: str) -> bool:
         return bool(row)
 
 
-def task_release_lost_connection(*, task_id: Any, epoch: int, error: str) -> bool:
-    """A worker whose database connection broke mid-run (a restart, a failover, a network cut
-    that healed) gives its task back once the database answers again: queued under its own
-    lease (a lease that moved on meanwhile is left alone) and its job enqueued, so a worker
-    carries it on from its newest checkpoint, as after a redispatch, instead of leaving it
-    `running` until a sweeper notices the silence. -> released."""
+def _task_release(*, task_id: Any, epoch: int, reason: str, type: str, payload: dict) -> bool:
+    """Give a running task back under the caller's lease: queued (a lease that moved on
+    meanwhile is left alone), the event recorded and its job enqueued, so a worker carries it
+    on from its newest checkpoint at once. -> released."""
     with transaction.atomic():
         try:
             task = task_transition(
@@ -76,19 +74,40 @@ def task_release_lost_connection(*, task_id: Any, epoch: int, error: str) -> boo
                 to=TaskStatus.QUEUED,
                 expect_epoch=epoch,
                 expect_from=[TaskStatus.RUNNING],
-                reason="database connection lost; carried on from the newest checkpoint",
+                reason=reason,
                 fields={"worker_id": ""},
             )
         except (LeaseLost, TransitionConflict):
             return False
-        event_record(
-            task_id=task_id,
-            type=EventType.REQUEUED,
-            payload={"status": TaskStatus.RUNNING, "cause": "connection_lost", "error": error},
-            step_index=task.current_step,
-        )
+        event_record(task_id=task_id, type=type, payload=payload, step_index=task.current_step)
         task_enqueue(task=task)
     return True
+
+
+def task_release_lost_connection(*, task_id: Any, epoch: int, error: str) -> bool:
+    """A worker whose database connection broke mid-run (a restart, a failover, a network cut
+    that healed) gives its task back once the database answers again, instead of leaving it
+    `running` until a sweeper notices the silence. -> released."""
+    return _task_release(
+        task_id=task_id,
+        epoch=epoch,
+        reason="database connection lost; carried on from the newest checkpoint",
+        type=EventType.REQUEUED,
+        payload={"status": TaskStatus.RUNNING, "cause": "connection_lost", "error": error},
+    )
+
+
+def task_release_drained(*, task_id: Any, epoch: int, worker_id: str) -> bool:
+    """A run whose worker is stopping (SIGTERM: drain) gives its task back at a checkpoint,
+    for another worker to continue at once rather than after the stale-heartbeat window.
+    -> released."""
+    return _task_release(
+        task_id=task_id,
+        epoch=epoch,
+        reason=f"worker {worker_id} is stopping; carried on from the newest checkpoint",
+        type=EventType.DRAINED,
+        payload={"worker": worker_id, "killed": False},
+    )
 
 
 def task_settle_killed_horse(*, task_id: Any, worker_id: str, timed_out_s: float | None) -> None:
