@@ -42,15 +42,24 @@ class EditState:
     # The tool's argument schema as text, shown beside the JSON fallback.
     schema_text: str = ""
 
+    def _field_of(self, error: dict[str, str]) -> EditField | None:
+        parts = error.get("field", "").split(".")
+        if len(parts) < 2 or parts[0] != "arguments":
+            return None
+        return next((f for f in self.fields if f.name == parts[1]), None)
+
     def errors_add(self, errors: list[dict[str, str]]) -> None:
         """Errors of the arguments (`arguments.<name>...`), each shown beside its field."""
-        by_name = {f.name: f for f in self.fields}
         for error in errors:
-            parts = error.get("field", "").split(".")
-            target = by_name.get(parts[1]) if len(parts) > 1 and parts[0] == "arguments" else None
+            target = self._field_of(error)
             if target is not None and not target.error:
                 target.error = error["message"]
         self.errors = [*self.errors, *errors]
+
+    @property
+    def loose_errors(self) -> list[dict[str, str]]:
+        """The errors no field shows (the whole object's, the policy's, the JSON text's)."""
+        return [e for e in self.errors if self._field_of(e) is None]
 
 
 def _empty(f: EditField) -> Any:
@@ -109,6 +118,8 @@ def _coerce(f: EditField, data: QueryDict) -> Any:
     raw = data.get(f.input_name, "")
     if f.kind == "boolean":
         f.value = f.input_name in data
+        if f.present and f.initial is None and not f.value:
+            return None  # a null left unticked stays null
         default = f.default if f.default is not ABSENT else False
         return ABSENT if not f.present and f.value == default else f.value
     f.value = raw

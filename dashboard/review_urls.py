@@ -33,8 +33,23 @@ urlpatterns = [
     path("bulk/", review_triage.reviews_bulk, name="bulk"),
     path("rules/", review_standing_rules.standing_rules, name="standing_rules"),
     path(
+        "rules/<int:rule_id>/",
+        review_standing_rules.standing_rule_detail,
+        name="standing_rule_detail",
+    ),
+    path(
         "rules/<int:rule_id>/resume/",
         review_standing_rules.standing_rule_resume,
         name="standing_rule_resume",
+    ),
+    path(
+        "rules/<int:rule_id>/pause/",
+        review_standing_rules.standing_rule_pause,
+        name="standing_rule_pause",
+    ),
+    path(
+        "rules/<int:rule_id>/revoke/",
+        review_standing_rules.standing_rule_revoke,
+        name="standing_rule_revoke",
     ),
 ]

@@ -10,9 +10,11 @@ from review.models import (
     DecisionReceipt,
     Notification,
     ReceiptChainHead,
+    ReceiptVia,
     ReviewApproval,
     ReviewComment,
     ReviewDaily,
+    ReviewerProfile,
     ReviewHourly,
     ReviewRequest,
     ReviewRolledHour,
@@ -52,7 +54,17 @@ class ReviewRuleAdmin(admin.ModelAdmin):
     search_fields = ("name", "tool", "reason")
     actions = ("pause_standing_rules", "resume_standing_rules")
     # Standing rules are made from reviews only; an admin-made rule is a policy rule.
-    readonly_fields = ("kind", "origin_review", "created_by", "created_at", "paused_at")
+    readonly_fields = (
+        "kind",
+        "pinned_arguments",
+        "origin_review",
+        "created_by",
+        "created_at",
+        "paused_at",
+        "revoked_at",
+        "revoked_reason",
+        "revoked_by",
+    )
     fieldsets = (
         (None, {"fields": ("name", "position", "enabled", "action", "reason")}),
         (
@@ -70,12 +82,16 @@ class ReviewRuleAdmin(admin.ModelAdmin):
                     "kind",
                     "url_origin",
                     "arguments_hash",
+                    "pinned_arguments",
                     "scope",
                     "scope_user",
                     "until",
                     "paused",
                     "paused_reason",
                     "paused_at",
+                    "revoked_at",
+                    "revoked_reason",
+                    "revoked_by",
                     "origin_review",
                     "created_by",
                     "created_at",
@@ -88,7 +104,10 @@ class ReviewRuleAdmin(admin.ModelAdmin):
     def pause_standing_rules(self, request: HttpRequest, queryset: QuerySet[ReviewRule]) -> None:
         paused = sum(
             services.standing_rule_pause(
-                rule_id=rule.id, reason=f"paused in the admin by {request.user}", user=request.user
+                rule_id=rule.id,
+                reason=f"paused in the admin by {request.user}",
+                user=request.user,
+                via=ReceiptVia.ADMIN,
             )
             for rule in queryset.filter(kind=RuleKind.STANDING, paused=False)
         )
@@ -99,7 +118,10 @@ class ReviewRuleAdmin(admin.ModelAdmin):
         for rule in queryset.filter(kind=RuleKind.STANDING, paused=True):
             try:
                 services.standing_rule_resume(
-                    rule_id=rule.id, user=request.user, reason="resumed in the admin"
+                    rule_id=rule.id,
+                    user=request.user,
+                    reason="resumed in the admin",
+                    via=ReceiptVia.ADMIN,
                 )
             except services.ReviewError as exc:
                 self.message_user(request, exc.message, level=messages.WARNING)
@@ -188,3 +210,19 @@ for _model in (
 ):
     if not admin.site.is_registered(_model):
         admin.site.register(_model, _ReadOnlyAdmin)
+
+
+@admin.register(ReviewerProfile)
+class ReviewerProfileAdmin(admin.ModelAdmin):
+    """People's notification identities: the Slack user id whose clicks decide as the user
+    (each person sets theirs on /preferences/; an administrator may set or clear it here)."""
+
+    list_display = ("user", "slack_user_id", "updated_at")
+    search_fields = ("user__username", "user__email", "slack_user_id")
+    autocomplete_fields = ("user",)
+
+    def save_model(self, request, obj, form, change) -> None:
+        # Through the service: audited, with the administrator as the actor.
+        services.reviewer_slack_id_set(
+            user=obj.user, slack_user_id=obj.slack_user_id, by=request.user
+        )

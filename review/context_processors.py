@@ -20,7 +20,9 @@ def pending_reviews_summary(request: HttpRequest) -> dict[str, Any]:
 
 
 def pending_reviews_count(request: HttpRequest) -> int:
-    return pending_reviews_summary(request)["pending"]
+    """The navigation's badge: the pending reviews this user may decide (a viewer's or a
+    creator's is 0, as is a review they already approved or may not approve as its creator)."""
+    return pending_reviews_summary(request)["decidable"]
 
 
 def navigation(request: HttpRequest) -> dict:
@@ -31,6 +33,6 @@ def navigation(request: HttpRequest) -> dict:
     summary = pending_reviews_summary(request)
     return {
         "nav_can_view": True,
-        "nav_pending_reviews": summary["pending"],
+        "nav_pending_reviews": summary["decidable"],
         "nav_reviews_latest": summary["latest"],
     }

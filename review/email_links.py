@@ -3,8 +3,9 @@
 A link names one decision (approve or reject) of one review for one person: the token is
 signed (django.core.signing, salt below) over the review id, the `arguments_hash` the mail
 shows, the decision, the recipient's user id and a nonce shared by that mail's approve and
-reject links (review.email_decisions spends it once). Only an address that belongs to exactly
-one active account gets links; the others get the link to the review page only."""
+reject links (review.email_decisions spends it once). Only an address that is the verified
+email of exactly one active account gets links (review.identities); the others get
+the link to the review page only."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core import signing
+
+from review.identities import users_with_verified_email
 
 SALT = "review.email-decision-link"
 LINK_DECISIONS = ("approve", "reject")
@@ -34,12 +36,9 @@ class DecisionLink:
 
 
 def decision_link_urls(*, review_id: int, arguments_hash: str, email: str) -> dict[str, str]:
-    """decision -> link for the mail to `email` (empty without exactly one active account)."""
-    users = list(
-        get_user_model()
-        .objects.filter(email__iexact=email, is_active=True)
-        .values_list("pk", flat=True)[:2]
-    )
+    """decision -> link for the mail to `email` (empty unless it is the verified email of
+    exactly one active account)."""
+    users = [user.pk for user in users_with_verified_email(email=email)]
     if len(users) != 1:
         return {}
     nonce = secrets.token_urlsafe(24)

@@ -12,7 +12,10 @@ decisions take consecutive sequence numbers, and a deleted newest receipt shows 
 
 What it does not stop: someone who can write the database and recomputes every hash after
 theirs. Export the chain (`GET /api/v1/receipts?since=`) elsewhere to anchor it; an exported
-line verifies on its own (drop "hash", hash the canonical JSON of the rest)."""
+line verifies on its own (drop "hash", hash the canonical JSON of the rest).
+
+An operator's pause, resume or revoke of a standing rule is receipted in the same chain
+(`rule_receipt_record`: no review or task; the subject names the rule)."""
 
 from __future__ import annotations
 
@@ -21,8 +24,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
 
-from review.models import DecisionReceipt, ReceiptChainHead, ReviewRequest
+from review.models import DecisionReceipt, ReceiptChainHead, ReviewRequest, ReviewRule
 from tasks.canonical import canonical_hash, nul_free
 
 GENESIS_HASH = "0" * 64
@@ -43,6 +47,9 @@ RECEIPT_DECISIONS = (
     # targets changed before an approval (it reopens as a new review)
     "cancel",
 )
+# An operator's kill switch on a standing rule (review.services.rule_switch): receipts with no
+# review or task, whose subject names the rule (`rule_subject`).
+RULE_DECISIONS = ("rule_pause", "rule_resume", "rule_revoke")
 
 
 def _subject(*, review: ReviewRequest, comment: str) -> dict[str, Any]:
@@ -77,7 +84,7 @@ def _hashed(receipt: DecisionReceipt) -> dict[str, Any]:
         "seq": receipt.seq,
         "at": receipt.at.astimezone(UTC).isoformat(),
         "review_id": receipt.review_id,
-        "task_id": str(receipt.task_id),
+        "task_id": str(receipt.task_id) if receipt.task_id is not None else None,
         "decision": receipt.decision,
         "via": receipt.via,
         "actor": receipt.actor,
@@ -117,19 +124,65 @@ def receipt_record(
     system label ("system:sweep"; a standing rule's "rule:NAME")."""
     if decision not in RECEIPT_DECISIONS:
         raise ValueError(f"unknown decision {decision!r} for a receipt")
-    head = _chain_head()
-    receipt = DecisionReceipt(
-        seq=head.seq + 1,
-        at=now,
-        review_id=review.id,
-        task_id=review.task_id,
-        decision=decision,
-        via=via,
-        actor=actor[:150],
-        actor_user_id=user.pk if user is not None else None,
-        subject=_subject(review=review, comment=comment),
-        prev_hash=head.hash or GENESIS_HASH,
+    return _append(
+        DecisionReceipt(
+            at=now,
+            review_id=review.id,
+            task_id=review.task_id,
+            decision=decision,
+            via=via,
+            actor=actor[:150],
+            actor_user_id=user.pk if user is not None else None,
+            subject=_subject(review=review, comment=comment),
+        )
     )
+
+
+def rule_subject(rule: ReviewRule, *, reason: str) -> dict[str, Any]:
+    """What a kill-switch receipt is about: the rule, what it matched, its state after."""
+    return nul_free(
+        {
+            "standing_rule": rule.name,
+            "rule_id": rule.id,
+            "tool": rule.tool,
+            "path_glob": rule.path_glob,
+            "command_regex": rule.command_regex,
+            "url_origin": rule.url_origin,
+            "arguments_hash": rule.arguments_hash,
+            "pinned_arguments": rule.pinned_arguments,
+            "scope": rule.scope,
+            "until": rule.until.astimezone(UTC).isoformat() if rule.until else None,
+            "origin_review_id": rule.origin_review_id,
+            "state": rule.standing_state,
+            "reason": reason,
+        }
+    )
+
+
+def rule_receipt_record(
+    *, rule: ReviewRule, decision: str, user: AbstractBaseUser, via: str, reason: str
+) -> DecisionReceipt:
+    """Append the receipt of an operator's pause, resume or revoke of a standing rule (as it
+    stands after it), inside that action's transaction."""
+    if decision not in RULE_DECISIONS:
+        raise ValueError(f"unknown decision {decision!r} for a rule receipt")
+    return _append(
+        DecisionReceipt(
+            at=timezone.now(),
+            review_id=None,
+            task_id=None,
+            decision=decision,
+            via=via,
+            actor=user.get_username()[:150],
+            actor_user_id=user.pk,
+            subject=rule_subject(rule, reason=reason),
+        )
+    )
+
+
+def _append(receipt: DecisionReceipt) -> DecisionReceipt:
+    head = _chain_head()
+    receipt.seq, receipt.prev_hash = head.seq + 1, head.hash or GENESIS_HASH
     receipt.hash = canonical_hash(_hashed(receipt))
     receipt.save(force_insert=True)
     head.seq, head.hash = receipt.seq, receipt.hash

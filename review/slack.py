@@ -4,15 +4,16 @@
 A request is taken only if it carries Slack's signature (`v0=` HMAC-SHA256 of
 `v0:{timestamp}:{body}` with the app's signing secret, slack_sdk's SignatureVerifier) made
 with the signing secret of a configured Slack channel, less than five minutes ago; anything
-else is refused before the body is read. The clicker is a Slack user id: users.info (the
-channel's bot token, scope users:read.email) gives their email, and the one active harness
-user with that email decides, through `review_decide` with the `arguments_hash` the button
-carries, so every check of the page holds (stale arguments, expiry, roles, four-eyes, the
-creator ban). A button whose hash is no longer the review's (an approval edited the arguments
-after the message was sent) decides nothing, and the message it was on is replaced by the
-review's message as it is now. Nobody else decides anything: an unknown Slack user, an email
-shared by two accounts, a viewer. A replayed request is the same user deciding again:
-`review_decide` refuses a second approval and any decision on a closed review.
+else is refused before the body is read. The clicker is a Slack user id: the harness user
+who set that id on their profile decides; failing that, users.info (the channel's bot token,
+scope users:read.email) gives their email, and the one active harness user with that verified
+email decides (review.identities), through `review_decide` with the `arguments_hash`
+the button carries, so every check of the page holds (stale arguments, expiry, roles,
+four-eyes, the creator ban). A button whose hash is no longer the review's (an approval
+edited the arguments after the message was sent) decides nothing, and the message it was on
+is replaced by the review's message as it is now. Nobody else decides anything: an unknown
+Slack user, an email shared by two accounts, a viewer. A replayed request is the same user
+deciding again: `review_decide` refuses a second approval and any decision on a closed review.
 
 The answer (what was decided, or why nothing was) is the JSON body of the response, and goes
 back as an ephemeral message to the request's `response_url` only if that is on Slack's own
@@ -32,7 +33,6 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from slack_sdk.errors import SlackApiError
@@ -40,7 +40,8 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web import WebClient
 
 from harness_base.config import SlackChannelConfig, harness_config
-from review.models import ReceiptVia, ReviewRequest, ReviewStatus
+from review.identities import user_for_slack_id, users_with_verified_email
+from review.models import SLACK_USER_ID, ReceiptVia, ReviewRequest, ReviewStatus
 from review.selectors.page import review_url
 from review.services.decide import review_decide
 from review.services.errors import ReviewConflict, ReviewError
@@ -52,8 +53,6 @@ log = logging.getLogger(__name__)
 ACTIONS = {"review_approve": "approve", "review_reject": "reject"}
 # Slack's request bodies are small; anything larger is not Slack's.
 BODY_MAX_BYTES = 64 * 1024
-# A Slack user id as Slack writes them (U0123ABCD; W… on Enterprise Grid).
-SLACK_USER_ID = "^[A-Za-z0-9_]{1,64}$"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,7 +142,12 @@ def _action(payload: _Payload) -> tuple[str, int, str]:
 
 
 def slack_user(*, channel: SlackChannelConfig, slack_user_id: str) -> AbstractBaseUser | str:
-    """The harness user a Slack user is (by the email users.info gives), or why there is none."""
+    """The harness user a Slack user is, or why there is none: the one who set this Slack
+    user id on their profile (it wins), else the one account whose verified email is the one
+    users.info gives (review.identities)."""
+    mapped = user_for_slack_id(slack_user_id=slack_user_id)
+    if mapped is not None:
+        return mapped
     token = os.environ.get(channel.bot_token_env or "", "")
     if not token:
         return (
@@ -159,14 +163,15 @@ def slack_user(*, channel: SlackChannelConfig, slack_user_id: str) -> AbstractBa
         return f"Slack did not say who you are ({exc.response.get('error', 'error')})"
     except OSError as exc:
         return f"Slack could not be asked who you are ({type(exc).__name__})"
-    slack = info.get("user") or {}
-    email = (slack.get("profile") or {}).get("email") or ""
-    if slack.get("deleted") or slack.get("is_bot") or not email:
+    slack = info.get("user")
+    profile = slack.get("profile") if isinstance(slack, dict) else None
+    email = profile.get("email") if isinstance(profile, dict) else None
+    if not isinstance(email, str) or not email or slack.get("deleted") or slack.get("is_bot"):
         return "your Slack profile has no email address the harness can see"
-    users = list(get_user_model().objects.filter(email__iexact=email, is_active=True)[:2])
+    users = users_with_verified_email(email=email)
     if len(users) != 1:
         return (
-            f"no harness account has your Slack email {email}"
+            f"no harness account has your Slack email {email} as its verified email"
             if not users
             else f"more than one harness account has the email {email}"
         )

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from review.models import ReviewComment, ReviewRequest, ReviewStatus
 from review.selectors.access import access_review, user_can_decide
+from review.selectors.assignees import deciding_groups, user_may_decide_review
 from review.services.decide import review_decide
 from review.services.errors import ReviewConflict, ReviewError, ReviewForbidden, ReviewInvalid
 from tasks.canonical import canonical_hash
@@ -109,9 +110,10 @@ def review_unclaim(*, review_id: Any, user: AbstractBaseUser) -> ReviewRequest:
 def review_assign(
     *, review_id: Any, user: AbstractBaseUser, to_user: str = "", to_group: str = ""
 ) -> ReviewRequest:
-    """Assign a pending review to a person who may decide reviews (`to_user`, a username) or
-    to a group (`to_group`); both empty clears the assignment. Unknown names are
-    ReviewInvalid naming the field."""
+    """Assign a pending review to a person who may decide it (`to_user`, a username) or to
+    a group whose members decide reviews (`to_group`); both empty clears the assignment.
+    Anyone else (unknown, a viewer, the creator under the creator ban, someone who already
+    approved, a group of viewers or creators) is ReviewInvalid naming the field."""
     if not user_can_decide(user):
         raise ReviewForbidden("only operators triage reviews")
     if to_user and to_group:
@@ -119,25 +121,26 @@ def review_assign(
             "assign to a person or a group, not both",
             errors=[{"field": "to_group", "message": "leave empty when assigning to a person"}],
         )
-    assignee = group = None
-    if to_user:
-        assignee = get_user_model().objects.filter(username=to_user, is_active=True).first()
-        if assignee is None or not user_can_decide(assignee):
-            raise ReviewInvalid(
-                f"{to_user[:150]!r} is not an operator",
-                errors=[{"field": "to_user", "message": "not a user who may decide reviews"}],
-            )
+    group = None
     if to_group:
-        group = Group.objects.filter(name=to_group).first()
+        group = deciding_groups().filter(name=to_group).first()
         if group is None:
             raise ReviewInvalid(
-                f"no group {to_group[:150]!r}",
-                errors=[{"field": "to_group", "message": "no such group"}],
+                f"{to_group[:150]!r} is not a group whose members decide reviews",
+                errors=[{"field": "to_group", "message": "not a group that may decide reviews"}],
             )
     with transaction.atomic():
         review = _locked(review_id=review_id, user=user)
         if review.status != ReviewStatus.PENDING:
             raise ReviewConflict(f"review {review.id} is already {review.status}")
+        assignee = None
+        if to_user:
+            assignee = get_user_model().objects.filter(username=to_user, is_active=True).first()
+            if assignee is None or not user_may_decide_review(user=assignee, review=review):
+                raise ReviewInvalid(
+                    f"{to_user[:150]!r} may not decide this review",
+                    errors=[{"field": "to_user", "message": "not a user who may decide it"}],
+                )
         before = {
             "assigned_to": _username(review.assigned_to),
             "assigned_group": review.assigned_group.name if review.assigned_group else None,

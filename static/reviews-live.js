@@ -127,8 +127,9 @@
   var unseen = 0;
 
   function apply(summary) {
-    setBadge(summary.pending);
-    setTitle(summary.pending);
+    // The badge and the title count what this user may decide, not every pending review.
+    setBadge(summary.decidable);
+    setTitle(summary.decidable);
     announce(summary.new);
     notify(summary.new);
     var changed = version !== null && version !== summary.version;

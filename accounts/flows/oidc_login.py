@@ -1,7 +1,8 @@
 """The end of a single sign-on: the verified claims become a user, matched by (issuer, sub),
 whose roles are set from the groups claim through HARNESS_OIDC_GROUP_MAP — at every login, so
 a group removed in the provider is a role removed at the next one. Groups other than the three
-roles are never touched. The login and the mapping it applied are audited."""
+roles are never touched. The login and the mapping it applied are audited. The account's email
+is the provider's only when the provider says `email_verified: true` (verified_email)."""
 
 from __future__ import annotations
 
@@ -55,9 +56,48 @@ def _username_free(claims: Mapping[str, Any]) -> str:
     return name
 
 
+def verified_email(claims: Mapping[str, Any]) -> str:
+    """The email the provider vouches for: `email` only with `email_verified: true` (some
+    providers send the string "true"), else "". People are matched to their Slack and email
+    identities by this address (review.identities), so an address anyone can type
+    into their provider account must never be stored."""
+    email, verified = claims.get("email"), claims.get("email_verified")
+    if not isinstance(email, str) or not 0 < len(email.strip()) <= 254 or "\x00" in email:
+        return ""
+    if verified is True or (isinstance(verified, str) and verified.lower() == "true"):
+        return email.strip()
+    return ""
+
+
+def _email_link(*, user: AbstractBaseUser, claims: Mapping[str, Any]) -> None:
+    """Keep the account's email what the provider verifies: a verified address is stored
+    (linked); an address the provider does not verify is cleared if the account holds it
+    (stored before this check existed, or unverified since), and never stored. Audited."""
+    claimed, verified = claims.get("email"), verified_email(claims)
+    if verified:
+        after = verified
+    elif isinstance(claimed, str) and user.email and user.email.lower() == claimed.lower():
+        after = ""
+    else:
+        return
+    if after == user.email:
+        return
+    before = user.email
+    user.email = after
+    user.save(update_fields=["email"])
+    audit_record(
+        user=user,
+        action="sso_email",
+        target=user.get_username()[:200],
+        reason="the provider verifies it" if after else "the provider does not verify it",
+        before={"email": before or None},
+        after={"email": after or None},
+    )
+
+
 def _identity_create(*, config: OidcConfig, claims: Mapping[str, Any]) -> SsoIdentity:
     user_model = get_user_model()
-    email = claims.get("email") if isinstance(claims.get("email"), str) else ""
+    email = verified_email(claims)
     try:
         with transaction.atomic():
             user = user_model.objects.create_user(_username_free(claims), email=email[:254])
@@ -90,6 +130,7 @@ def oidc_login_complete(*, config: OidcConfig, claims: Mapping[str, Any]) -> Abs
             .first()
         ) or _identity_create(config=config, claims=claims)
         user = identity.user
+        _email_link(user=user, claims=claims)
         role_groups = {g.name: g for g in Group.objects.filter(name__in=MAPPABLE_ROLES)}
         if len(role_groups) < len(MAPPABLE_ROLES):
             role_groups = roles_ensure()

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import rq
 from django.conf import settings
 from django.db import (
     DatabaseError,
@@ -20,6 +21,7 @@ from django.db import (
 )
 
 from harness_base import telemetry
+from harness_base.queues import RESUME_QUEUE
 from tasks import beacon, services
 from tasks.models import Task
 from tasks.tracing import task_segment
@@ -57,7 +59,9 @@ def with_lease(*, task_id: Any, worker_id: str, execute: Callable[[Task], str]) 
     try:
         task = _acquire(task_id=task_id, worker_id=worker_id)
     except services.CapacityFull:
-        services.task_defer(task_id=task_id)
+        # A decided task waits out the capacity on the lane it came by.
+        job = rq.get_current_job()
+        services.task_defer(task_id=task_id, decided=job is not None and job.origin == RESUME_QUEUE)
         return "deferred"
     if task is None:
         log.info("task %s is not queued; nothing to do", task_id)

@@ -16,6 +16,7 @@ from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 from rq.utils import as_text
 
+from harness_base.queues import RESUME_QUEUE
 from tasks import services
 from tasks.events import EventType
 from tasks.models import Task
@@ -27,8 +28,9 @@ _ENDED_JOB_STATES = {"finished", "failed", "stopped", "canceled", "stuck", "unde
 _UNDELIVERED_KEY = "harness:undelivered:{}"
 
 
-def _job_states(job_ids: list[str], *, grace_s: float) -> dict[str, str]:
-    """RQ job id -> status, for the jobs that still exist in Redis. A scheduled job overdue by
+def _job_states(job_ids: list[str], *, grace_s: float) -> tuple[dict[str, str], set[str]]:
+    """(RQ job id -> status, for the jobs that still exist in Redis; the ids of those on the
+    `resume` lane, whose tasks go back on it). A scheduled job overdue by
     more than `grace_s` is `stuck`: no scheduler runs for its queue (the worker holding the
     scheduler lock died; the lock outlives it by a minute), so it is removed here and its task
     enqueued directly, rather than waiting for a scheduler to come back. Each job is looked
@@ -53,7 +55,7 @@ def _job_states(job_ids: list[str], *, grace_s: float) -> dict[str, str]:
         queued = [job_id for job_id in ids if states.get(job_id) == "queued"]
         for job_id in _undelivered(queue, queued, grace_s=grace_s):
             states[job_id] = "undelivered"
-    return states
+    return states, set(by_queue.get(RESUME_QUEUE, ()))
 
 
 def _undelivered(queue: Any, job_ids: list[str], *, grace_s: float) -> list[str]:
@@ -102,7 +104,8 @@ def tasks_requeue_orphaned(*, grace_s: float) -> int:
             | Q(status=TaskStatus.RETRY_WAIT, retry_at__lt=cutoff)
         ).only("id", "priority", "rq_job_id", "status")[:1000]
     )
-    states = _job_states([task.rq_job_id for task in candidates if task.rq_job_id], grace_s=grace_s)
+    job_ids = [task.rq_job_id for task in candidates if task.rq_job_id]
+    states, resumed = _job_states(job_ids, grace_s=grace_s)
     requeued = 0
     for task in candidates:
         state = states.get(task.rq_job_id)
@@ -118,6 +121,6 @@ def tasks_requeue_orphaned(*, grace_s: float) -> int:
                 "job_state": state or "missing",
             },
         )
-        services.task_enqueue(task=task)
+        services.task_enqueue(task=task, decided=task.rq_job_id in resumed)
         requeued += 1
     return requeued

@@ -3,17 +3,21 @@ agent/tools/sandbox/ (namespaces, whole-sandbox limits, everything killed at the
 
 Its risk class is `execute`: every call is reviewed unless an explicit allow rule names it
 (review/policy.py). Limits come from harness.yaml `sandbox`; network access is off unless the
-call asks for it and harness.yaml allows it.
+call asks for it and harness.yaml allows it. A call may add environment variables (`env`) and
+run in a folder of the workspace (`cwd`): nothing the command line could not do itself, shown in
+the preview and matched by a standing rule like every other argument.
 """
 
 from __future__ import annotations
 
 import hashlib
+import posixpath
+import re
 import shlex
 import shutil
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent.tools.sandbox import PATH, WORKSPACE, Limits, limit_message, sandbox_run
 from harness_base.config import harness_config
@@ -23,6 +27,11 @@ from tasks.tools.registry import PermanentToolError, ToolContext, ToolError, too
 
 TOOL_TIMEOUT_S = 60.0
 MAX_COMMAND_CHARS = 10_000
+MAX_ENV_VARIABLES = 50
+MAX_ENV_VALUE_CHARS = 4096
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# The sandbox sets these (agent.tools.sandbox.sandbox_env).
+_SANDBOX_ENV = frozenset({"PATH", "HOME", "LANG", "TMPDIR"})
 
 
 class RunCommandArgs(BaseModel):
@@ -40,6 +49,42 @@ class RunCommandArgs(BaseModel):
         default=False,
         description="ask for network access (off by default; only where policy allows it)",
     )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=MAX_ENV_VARIABLES,
+        description="environment variables to add (not PATH, HOME, LANG or TMPDIR)",
+    )
+    cwd: str = Field(
+        default=".",
+        max_length=1000,
+        description="the working directory, a folder relative to the workspace",
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, env: dict[str, str]) -> dict[str, str]:
+        for name, value in env.items():
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"{name[:100]!r} is not a variable name ([A-Za-z_][A-Za-z0-9_]*)")
+            if name in _SANDBOX_ENV:
+                raise ValueError(f"{name} is set by the sandbox")
+            if len(value) > MAX_ENV_VALUE_CHARS or "\0" in value:
+                raise ValueError(
+                    f"the value of {name} is over {MAX_ENV_VALUE_CHARS} chars or has a NUL"
+                )
+        return env
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd(cls, cwd: str) -> str:
+        if (
+            "\0" in cwd
+            or cwd.startswith("/")
+            or posixpath.normpath(cwd) != cwd
+            or ".." in cwd.split("/")
+        ):
+            raise ValueError("must be a folder relative to the workspace, in normal form (no ..)")
+        return cwd
 
 
 def command_limits(timeout_s: float) -> Limits:
@@ -66,9 +111,12 @@ def _preview(ctx: ToolContext, args: RunCommandArgs) -> str:
     if args.network and not harness_config().sandbox.allow_network:
         network += "; harness.yaml sandbox.allow_network is off, so the call will fail"
     shared = f"shared: {SHARED_MOUNT} (the group's shared directory, read-write)\n"
+    cwd = WORKSPACE if args.cwd == "." else f"{WORKSPACE}/{args.cwd}"
+    env = "".join(f"env: {name}={shlex.quote(value)}\n" for name, value in args.env.items())
     return (
         f"$ {args.command}\n"
-        f"cwd: {WORKSPACE} (the task workspace, read-write; system directories read-only)\n"
+        f"cwd: {cwd} (in the task workspace, read-write; system directories read-only)\n"
+        f"{env}"
         f"{shared if ctx.shared is not None else ''}"
         f"network: {network}\n"
         f"limits: {command_limits(_timeout(ctx, args)).describe()}\n"
@@ -98,6 +146,9 @@ def _fingerprint(ctx: ToolContext, args: RunCommandArgs) -> list[dict[str, Any]]
         "key": args.command,
         "argv": ["/bin/sh", "-c", args.command],
         "network": args.network,
+        # Only when given, so a fingerprint recorded before they existed still compares equal.
+        **({"env": args.env} if args.env else {}),
+        **({"cwd": args.cwd} if args.cwd != "." else {}),
         **_program(args.command),
     }
     targets = [command, workspace_target(ctx)]
@@ -117,15 +168,18 @@ def _fingerprint(ctx: ToolContext, args: RunCommandArgs) -> list[dict[str, Any]]
 def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
     """Run a shell command (/bin/sh -c) in the workspace, isolated in a sandbox: the
     workspace is the working directory at /workspace, no network unless asked for and allowed,
-    limits on time, memory, processes and the workspace's disk quota; a multi-agent group's shared
-    directory, if it has one, is at /shared. Returns exit_code, stdout, stderr
+    limits on time, memory, processes and the workspace's disk quota; a multi-agent group's
+    shared directory, if it has one, is at /shared. Returns exit_code, stdout, stderr
     (each truncated at 64 KiB), duration_ms and limits_hit; a non-zero exit code is a normal
-    result. The environment is minimal: PATH, HOME=/tmp, LANG, TMPDIR=/tmp."""
+    result. The environment is minimal: PATH, HOME=/tmp, LANG, TMPDIR=/tmp, plus `env`; `cwd`
+    is a folder of the workspace (default: the workspace itself)."""
     if args.network and not harness_config().sandbox.allow_network:
         raise PermanentToolError(
             "network access was requested but this harness does not allow it "
             "(harness.yaml sandbox.allow_network is off); run the command without network"
         )
+    if args.cwd != "." and not (ctx.workspace / args.cwd).is_dir():
+        raise PermanentToolError(f"cwd {args.cwd!r} is not a folder of the workspace")
     timeout_s = _timeout(ctx, args)
     limits = command_limits(timeout_s)
     result = sandbox_run(
@@ -133,6 +187,8 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
         workspace=ctx.workspace,
         limits=limits,
         stop=ctx.stop,
+        env=args.env or None,
+        cwd=args.cwd,
         network=args.network,
         shared=ctx.shared,
         output=ctx.output.write,

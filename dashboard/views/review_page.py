@@ -77,14 +77,17 @@ def review_detail_page(
         review_id=review.id,
     )
     assignable_users, assignable_groups = (
-        selectors.operators_and_groups() if can_decide else ([], [])
+        selectors.review_assignees(review=review) if can_decide else ([], [])
     )
     return render(
         request,
         "review/detail.html",
         {
             "review": review,
-            "rules": [selectors.rule_text(rule) for rule in review.matched_rules],
+            "rules": [
+                selectors.rule_text(rule, expires=review.expires_at is not None)
+                for rule in review.matched_rules
+            ],
             "arguments_text": json.dumps(review.arguments, indent=2, ensure_ascii=False),
             "edit": edit or review_edit_state(review),
             "arguments_hash": canonical_hash(review.arguments),
@@ -192,6 +195,7 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             "suggestion": suggestion,
             "until": request.POST.get("remember_until", ""),
             "scope": request.POST.get("remember_scope", ""),
+            "confirm_scope": request.POST.get("remember_confirm_scope", ""),
         }
         if suggestion
         else None

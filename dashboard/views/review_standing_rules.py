@@ -1,6 +1,10 @@
-"""The standing rules page (`/reviews/rules/`) and resuming a paused rule."""
+"""The standing rules pages (`/reviews/rules/`, `/reviews/rules/<id>/`) and their kill switch:
+pause, resume and revoke (review.services.rule_switch), each from the list or the rule's page."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -9,7 +13,8 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from review import selectors, services
+from review import selectors, services, standing
+from review.models import ReceiptVia
 from tasks.web.access import operator_required, viewer_required
 
 
@@ -23,19 +28,51 @@ def standing_rules(request: HttpRequest) -> HttpResponse:
     )
 
 
-@operator_required
-@require_POST
-def standing_rule_resume(request: HttpRequest, rule_id: int) -> HttpResponse:
+@viewer_required
+def standing_rule_detail(request: HttpRequest, rule_id: int) -> HttpResponse:
     rule = selectors.standing_rule_get(rule_id=rule_id)
+    return render(
+        request,
+        "review/standing_rule.html",
+        {
+            "r": rule,
+            "matches": standing.rule_matches(rule),
+            "can_operate": selectors.user_can_decide(request.user),
+        },
+    )
+
+
+def _switch(request: HttpRequest, rule_id: int, act: Callable[..., Any], done: str) -> HttpResponse:
+    rule = selectors.standing_rule_get(rule_id=rule_id)
+    reason = request.POST.get("reason", "").strip()
     try:
-        services.standing_rule_resume(
-            rule_id=rule.id, user=request.user, reason=request.POST.get("reason", "").strip()
-        )
+        result = act(rule_id=rule.id, user=request.user, reason=reason, via=ReceiptVia.PAGE)
     except services.ReviewError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, f"Standing rule {rule.name} resumed.")
+        if result is False:
+            messages.error(request, f"Standing rule {rule.name} is paused or revoked already.")
+        else:
+            messages.success(request, f"Standing rule {rule.name} {done}.")
     back = request.POST.get("next", "")
     if url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
         return redirect(back)
     return redirect("review:standing_rules")
+
+
+@operator_required
+@require_POST
+def standing_rule_resume(request: HttpRequest, rule_id: int) -> HttpResponse:
+    return _switch(request, rule_id, services.standing_rule_resume, "resumed")
+
+
+@operator_required
+@require_POST
+def standing_rule_pause(request: HttpRequest, rule_id: int) -> HttpResponse:
+    return _switch(request, rule_id, services.standing_rule_pause, "paused")
+
+
+@operator_required
+@require_POST
+def standing_rule_revoke(request: HttpRequest, rule_id: int) -> HttpResponse:
+    return _switch(request, rule_id, services.standing_rule_revoke, "revoked")

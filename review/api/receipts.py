@@ -97,7 +97,8 @@ def _since(value: str) -> dict[str, Any]:
 )
 def receipts_export(request: HttpRequest, since: str = Query("", max_length=64)):
     """Every decision receipt in chain order as JSON Lines (one ReceiptOut per line), from
-    the start or after `since`."""
+    the start or after `since`. A standing rule's pause, resume or revoke (`rule_pause`,
+    `rule_resume`, `rule_revoke`) has no `review_id` or `task_id`: its subject names the rule."""
     try:
         window = _since(since) if since.strip() else {}
     except ValueError as exc:

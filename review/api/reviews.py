@@ -21,8 +21,11 @@ class RememberIn(Schema):
     # The `id` of one of the review's `suggested_rules`.
     suggestion: str = Field(max_length=100)
     # The day (YYYY-MM-DD, inclusive) or instant the standing rule ends; at most 90 days ahead.
-    until: str = Field(max_length=40)
+    # Left out: 30 days from now.
+    until: str | None = Field(default=None, max_length=40)
     scope: Literal["creator", "everyone"] = "creator"
+    # scope "everyone" (every user's tasks) must be confirmed by naming it here: "everyone".
+    confirm_scope: Literal["everyone"] | None = None
 
 
 class DecisionIn(Schema):

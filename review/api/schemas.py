@@ -41,6 +41,10 @@ class SuggestedRuleOut(Schema):
     command_regex: str
     url_origin: str
     arguments_hash: str
+    # Every other argument the call must carry exactly as here (absent: left out).
+    pinned_arguments: dict[str, Any]
+    # What the rule matches, argument by argument ("network: exactly true", "content: any").
+    matches: list[str]
     scopes: list[str]
     # The latest `until` a remember may ask for.
     until_max: datetime
@@ -90,6 +94,23 @@ class CommentOut(Schema):
     user: str | None
     at: datetime
     text: str
+
+
+def suggested_rules(review: ReviewRequest) -> list[dict[str, Any]]:
+    """A review's "approve and always allow" suggestions as SuggestedRuleOut."""
+    until_max = timezone.now() + timedelta(days=standing.MAX_DAYS)
+    return [
+        {
+            "id": s.id,
+            "kind": s.kind,
+            "description": s.description,
+            "matches": list(s.matches),
+            **s.rule_fields(),
+            "scopes": ["creator", "everyone"],
+            "until_max": until_max,
+        }
+        for s in standing.review_suggestions(review)
+    ]
 
 
 class ReviewOut(Schema):
@@ -184,18 +205,7 @@ class ReviewOut(Schema):
 
     @staticmethod
     def resolve_suggested_rules(obj: ReviewRequest) -> list[dict[str, Any]]:
-        until_max = timezone.now() + timedelta(days=standing.MAX_DAYS)
-        return [
-            {
-                "id": s.id,
-                "kind": s.kind,
-                "description": s.description,
-                **s.rule_fields(),
-                "scopes": ["creator", "everyone"],
-                "until_max": until_max,
-            }
-            for s in standing.review_suggestions(obj)
-        ]
+        return suggested_rules(obj)
 
     @staticmethod
     def resolve_standing_rule(obj: ReviewRequest) -> str | None:

@@ -1,15 +1,18 @@
-"""`/api/v1/standing-rules`: standing rules with their track record; pause and resume."""
+"""`/api/v1/standing-rules`: standing rules with their track record; the kill switch (pause,
+resume, revoke: review.services.rule_switch)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
+from pydantic import field_validator
 
 from review import selectors, services
 from review.api.schemas import ErrorOut
-from review.models import ReviewRule
+from review.models import ReceiptVia, ReviewRule
 from tasks.web.api_auth import role_auth
 
 router = Router()
@@ -29,12 +32,14 @@ class StandingRuleOut(Schema):
     id: int
     name: str
     description: str
-    state: str  # active | paused | ended | disabled
+    state: str  # active | paused | ended | disabled | revoked
     tool: str
     path_glob: str
     command_regex: str
     url_origin: str
     arguments_hash: str
+    # Every other argument a call must carry exactly so (review.standing.arguments).
+    pinned_arguments: dict[str, Any]
     scope: str
     scope_user: str | None
     created_by: str | None
@@ -44,6 +49,9 @@ class StandingRuleOut(Schema):
     paused: bool
     paused_reason: str
     paused_at: datetime | None
+    revoked_at: datetime | None
+    revoked_reason: str
+    revoked_by: str | None
     record: TrackRecordOut
 
     @staticmethod
@@ -63,12 +71,32 @@ class StandingRuleOut(Schema):
         return obj.created_by.get_username() if obj.created_by_id else None
 
     @staticmethod
+    def resolve_revoked_by(obj: ReviewRule) -> str | None:
+        return obj.revoked_by.get_username() if obj.revoked_by_id else None
+
+    @staticmethod
     def resolve_record(obj: ReviewRule) -> dict[str, int]:
         return {key: getattr(obj, key) for key in TrackRecordOut.model_fields}
 
 
 class StandingRuleActionIn(Schema):
     reason: str = Field(default="", max_length=300)
+
+
+class StandingRuleSwitchIn(Schema):
+    # Why (required; recorded in the audit log and the receipt).
+    reason: str = Field(min_length=1, max_length=300)
+
+    @field_validator("reason")
+    @classmethod
+    def _said(cls, reason: str) -> str:
+        if not reason.strip():
+            raise ValueError("required: say why")
+        return reason.strip()
+
+
+def _refused(exc: services.ReviewError) -> Status:
+    return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
 
 
 @router.get(
@@ -98,20 +126,47 @@ def standing_rule_resume(request: HttpRequest, rule_id: str, body: StandingRuleA
     try:
         services.standing_rule_resume(rule_id=rule.id, user=request.user, reason=body.reason)
     except services.ReviewError as exc:
-        return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
+        return _refused(exc)
     return Status(200, selectors.standing_rule_get(rule_id=rule.id))
 
 
 @router.post(
     "standing-rules/{rule_id}/pause",
     auth=role_auth(selectors.user_can_decide, "pause standing rules (operators may)"),
-    response={200: StandingRuleOut, 409: ErrorOut},
+    response={200: StandingRuleOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
     operation_id="review_api_standing_rule_pause",
 )
-def standing_rule_pause(request: HttpRequest, rule_id: str, body: StandingRuleActionIn):
+def standing_rule_pause(request: HttpRequest, rule_id: str, body: StandingRuleSwitchIn):
+    """Pause: the rule allows nothing until an operator resumes it (409 when it is paused or
+    revoked already)."""
     rule = selectors.standing_rule_get(rule_id=rule_id)
-    if not services.standing_rule_pause(
-        rule_id=rule.id, user=request.user, reason=body.reason or "paused by an operator"
-    ):
-        return Status(409, {"detail": f"standing rule {rule.name} is already paused"})
+    try:
+        paused = services.standing_rule_pause(
+            rule_id=rule.id, user=request.user, reason=body.reason, via=ReceiptVia.API
+        )
+    except services.ReviewError as exc:
+        return _refused(exc)
+    if not paused:
+        return Status(
+            409, {"detail": f"standing rule {rule.name} is {rule.standing_state} already"}
+        )
+    return Status(200, selectors.standing_rule_get(rule_id=rule.id))
+
+
+@router.post(
+    "standing-rules/{rule_id}/revoke",
+    auth=role_auth(selectors.user_can_decide, "revoke standing rules (operators may)"),
+    response={200: StandingRuleOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+    operation_id="review_api_standing_rule_revoke",
+)
+def standing_rule_revoke(request: HttpRequest, rule_id: str, body: StandingRuleSwitchIn):
+    """Revoke, for good: the rule never allows a call again and cannot be resumed (409 when
+    it is revoked already)."""
+    rule = selectors.standing_rule_get(rule_id=rule_id)
+    try:
+        services.standing_rule_revoke(
+            rule_id=rule.id, user=request.user, reason=body.reason, via=ReceiptVia.API
+        )
+    except services.ReviewError as exc:
+        return _refused(exc)
     return Status(200, selectors.standing_rule_get(rule_id=rule.id))

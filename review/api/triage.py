@@ -20,7 +20,8 @@ class ClaimIn(Schema):
 
 
 class AssignIn(Schema):
-    # A username of someone who may decide reviews, or a group's name; both empty clears.
+    # A username of someone who may decide this review, or the name of a group whose members
+    # decide reviews (operators, or a group holding review.decide_review); both empty clears.
     to_user: str = Field(default="", max_length=150)
     to_group: str = Field(default="", max_length=150)
 

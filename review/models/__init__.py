@@ -1,5 +1,6 @@
 """Review models, one module per family, each importing only the modules listed below it:
 
+    identities     a person's notification identities (ReviewerProfile: their Slack user id)
     rollups        the SLA statistics: first views (ReviewView) and the roll-up tables
     notifications  messages about a review (Notification), email decision links used
     rules          policy and standing rules (ReviewRule) and their choices
@@ -12,6 +13,7 @@ from `review.models`; code inside the package imports the module that holds a na
 
 from __future__ import annotations
 
+from review.models.identities import SLACK_USER_ID, ReviewerProfile
 from review.models.notifications import (
     DecisionLinkUse,
     Notification,
@@ -50,6 +52,8 @@ from review.models.rules import (
 __all__ = [
     "edit_lines",
     "REVIEW_TRANSITIONS",
+    "SLACK_USER_ID",
+    "ReviewerProfile",
     "STANDING_RULE",
     "TARGET_ARGUMENTS",
     "DecisionLinkUse",

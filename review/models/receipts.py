@@ -20,6 +20,7 @@ class ReceiptVia(models.TextChoices):
     STANDING_RULE = "standing_rule"
     SLACK = "slack"  # a Slack message's button (review.slack)
     EMAIL = "email"  # a signed decision link in a notification email (review.email_links)
+    ADMIN = "admin"  # an admin action (a standing rule paused or resumed in /admin/)
 
 
 class DecisionReceipt(models.Model):
@@ -29,10 +30,13 @@ class DecisionReceipt(models.Model):
 
     seq = models.PositiveBigIntegerField(unique=True)
     at = models.DateTimeField()
-    review_id = models.BigIntegerField(db_index=True)
-    task_id = models.UUIDField()
+    # Empty for a receipt of a standing rule's kill switch (pause, resume, revoke): its
+    # subject names the rule.
+    review_id = models.BigIntegerField(db_index=True, null=True, blank=True)
+    task_id = models.UUIDField(null=True, blank=True)
     # approve | approve_partial | reject | respond | mark_done | rerun | rerun_partial |
-    # fail_task | expire | cancel (review.receipts.RECEIPT_DECISIONS)
+    # fail_task | expire | cancel | rule_pause | rule_resume | rule_revoke
+    # (review.receipts.RECEIPT_DECISIONS)
     decision = models.CharField(max_length=30)
     via = models.CharField(max_length=20, choices=ReceiptVia.choices)
     # Who: the deciding user's id and username, or a label for the system ("system:sweep").

@@ -50,7 +50,7 @@ class ReviewRule(models.Model):
     """A risk-policy rule edited in the admin (kind `policy`): enabled rules are evaluated (by
     position) before the rules in harness.yaml; empty match fields match anything. See
     review.policy. Or a standing rule (kind `standing`, review.standing), made from a review's
-    suggestion: it allows the calls it matches until `until` unless paused."""
+    suggestion: it allows the calls it matches until `until` unless paused or revoked."""
 
     name = models.CharField(max_length=100, unique=True)
     position = models.PositiveIntegerField(default=100, help_text="lower runs first")
@@ -97,6 +97,10 @@ class ReviewRule(models.Model):
     arguments_hash = models.CharField(
         max_length=64, blank=True, default="", help_text="exactly these arguments"
     )
+    # Every other argument the call must carry exactly as given (review.standing.arguments):
+    # all but the one matched by pattern above and a tool's payload (write_file's content);
+    # an argument the approved call left out must be left out.
+    pinned_arguments = models.JSONField(default=dict, blank=True)
     origin_review = models.ForeignKey(
         ReviewRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -119,6 +123,16 @@ class ReviewRule(models.Model):
     paused = models.BooleanField(default=False)
     paused_reason = models.CharField(max_length=300, blank=True, default="")
     paused_at = models.DateTimeField(null=True, blank=True)
+    # Revoked: for good (no resume); the rule stays for its track record and audit.
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.CharField(max_length=300, blank=True, default="")
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     created_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -131,7 +145,10 @@ class ReviewRule(models.Model):
 
     @property
     def standing_state(self) -> str:
-        """A standing rule's state: active | paused | ended (past `until`) | disabled."""
+        """A standing rule's state: revoked | disabled | ended (past `until`) | paused |
+        active."""
+        if self.revoked_at is not None:
+            return "revoked"
         if not self.enabled:
             return "disabled"
         if self.until is None or self.until <= timezone.now():

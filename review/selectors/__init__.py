@@ -8,12 +8,23 @@
     receipts        decision receipts
     notifications   a review's notifications, each channel's health
     rule_labels     matched rules as the metrics' `rule` label
+    assignees       who a review may be assigned to: those who can decide it
     access          who may decide, and the permission-checked lookup of one review
 
 Each imports only modules listed below it. This package re-exports the public names, so
 `from review.selectors import access_review` and `selectors.reviews_list` keep working."""
 
+from review.identities import (
+    slack_user_id_of,
+    user_for_slack_id,
+    users_with_verified_email,
+)
 from review.selectors.access import access_review, user_can_decide, user_exists
+from review.selectors.assignees import (
+    deciding_groups,
+    review_assignees,
+    user_may_decide_review,
+)
 from review.selectors.facts import (
     arguments_diff,
     call_edit,
@@ -27,7 +38,6 @@ from review.selectors.inbox import (
     REVIEW_SORTS,
     RISK_RANK,
     SUMMARY_NEW_LIMIT,
-    operators_and_groups,
     review_neighbours,
     review_next_decidable,
     reviews_list,
@@ -55,6 +65,12 @@ from review.selectors.standing_rules import standing_rule_get, standing_rules, s
 from review.selectors.task_reviews import task_call_edits, task_reviews, task_reviews_pending
 
 __all__ = [
+    "slack_user_id_of",
+    "user_for_slack_id",
+    "users_with_verified_email",
+    "deciding_groups",
+    "review_assignees",
+    "user_may_decide_review",
     "BUILT_IN_RULES",
     "NOBODY",
     "ORDER_WINDOW",
@@ -67,7 +83,6 @@ __all__ = [
     "call_edit",
     "duration_text",
     "notification_channels_health",
-    "operators_and_groups",
     "receipts_since",
     "review_approvers",
     "review_comments",

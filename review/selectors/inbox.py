@@ -7,8 +7,7 @@ import json
 import uuid
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from django.db.models import (
     Case,
@@ -229,27 +228,6 @@ def reviews_rules() -> list[str]:
             str(r.get("name")) for r in rules or [] if isinstance(r, dict) and r.get("name")
         )
     return sorted(names)
-
-
-def operators_and_groups() -> tuple[list[str], list[str]]:
-    """Who a review can be assigned to: the usernames of those who may decide, and the
-    groups' names."""
-    users = [
-        u
-        for u in get_user_model()
-        .objects.filter(is_active=True)
-        .filter(
-            Q(is_superuser=True)
-            | Q(groups__name="operators")
-            | Q(user_permissions__codename="decide_review")
-            | Q(groups__permissions__codename="decide_review")
-        )
-        .distinct()
-        .order_by("username")[:ORDER_WINDOW]
-    ]
-    return [u.get_username() for u in users], list(
-        Group.objects.order_by("name").values_list("name", flat=True)
-    )
 
 
 def reviews_tools() -> list[str]:

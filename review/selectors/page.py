@@ -108,15 +108,17 @@ class RuleText:
     extra: str
 
 
-def rule_text(rule: dict[str, Any]) -> RuleText:
-    """A matched rule in words, for "why was this paused?"."""
+def rule_text(rule: dict[str, Any], *, expires: bool = True) -> RuleText:
+    """A matched rule in words, for "why was this paused?". `expires`: whether the review
+    has a deadline at all; a rule's expiry is not stated for one that has none (an
+    unknown-outcome review carries its call's earlier rules, but waits for a person)."""
     condition = " and ".join(fmt.format(rule[key]) for key, fmt in _MATCHERS if rule.get(key))
     extra = []
     if rule.get("approvals_required", 1) > 1:
         extra.append(f"needs {rule['approvals_required']} approvals from distinct operators")
     if rule.get("forbid_creator"):
         extra.append("the task's creator may not approve")
-    if rule.get("expires_after"):
+    if expires and rule.get("expires_after"):
         extra.append(
             f"expires after {duration_text(rule['expires_after'])}, then "
             f"{rule.get('on_expiry', 'reject')}"

@@ -29,7 +29,7 @@ def standing_rules(*, ids: list[Any] | None = None) -> QuerySet[ReviewRule]:
     if ids is not None:
         rules = rules.filter(id__in=ids)
     return (
-        rules.select_related("created_by", "scope_user", "origin_review")
+        rules.select_related("created_by", "scope_user", "revoked_by", "origin_review")
         .annotate(
             allowed=Count("reviews", filter=_ALLOWED, distinct=True),
             failed=Count(

@@ -8,8 +8,8 @@ machine and per family of operations, each importing only the modules listed bel
     expiry            reviews_expire_overdue (the sweep)
     settle            a decided review settled: its call, its record, the task requeued
     reopen            an approval finds the targets changed: the review reopens (review_reopen)
-    standing_rules    a standing rule's approval in the loop (review_gate_standing); pause,
-                      resume, distrust
+    standing_rules    a standing rule's approval in the loop (review_gate_standing); distrust
+    rule_switch       a standing rule's kill switch: pause, resume, revoke
     cancel            reviews_cancel_pending (cancel, retry, rollback)
     remember          an approval made a standing rule (review_decide's `remember`)
     edits             edited arguments: schema, policy, the stricter requirements; their
@@ -17,6 +17,7 @@ machine and per family of operations, each importing only the modules listed bel
     approvals         the deadline, the hash its decider saw, approvals counted
     graph_interrupts  reviews of LangGraph interrupts: accepted decisions, the resume value
     transitions       the state machine: review_request_open, review_transition
+    identities        a person's Slack user id (reviewer_slack_id_set)
     errors            ReviewError and its kinds (HTTP statuses)
 
 Lock contract: every service here that changes a review locks the task row first
@@ -34,14 +35,18 @@ from review.services.errors import ReviewConflict, ReviewError, ReviewForbidden,
 from review.services.expiry import reviews_expire_overdue
 from review.services.gates import ReviewPause, review_gate, review_gate_unknown_outcome
 from review.services.graph_interrupts import graph_resume_value
+from review.services.identities import reviewer_slack_id_set
 from review.services.reopen import TARGET_CHANGED, review_reopen
+from review.services.rule_switch import (
+    standing_rule_pause,
+    standing_rule_resume,
+    standing_rule_revoke,
+)
 from review.services.standing_rules import (
     STANDING_RULE,
     StandingWrite,
     review_gate_standing,
     standing_rule_actor,
-    standing_rule_pause,
-    standing_rule_resume,
     standing_rules_distrust,
 )
 from review.services.transitions import review_request_open, review_transition
@@ -52,6 +57,7 @@ from review.services.unknown_outcome import (
 )
 
 __all__ = [
+    "reviewer_slack_id_set",
     "STANDING_RULE",
     "TARGET_CHANGED",
     "UNKNOWN_OUTCOME",
@@ -77,5 +83,6 @@ __all__ = [
     "standing_rule_actor",
     "standing_rule_pause",
     "standing_rule_resume",
+    "standing_rule_revoke",
     "standing_rules_distrust",
 ]

@@ -4,7 +4,7 @@ before any lock, the suggestion it names recomputed from the review, the rule cr
 from __future__ import annotations
 
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -27,7 +27,9 @@ def _remember_invalid(field: str, message: str) -> ReviewInvalid:
 def remember_fields(
     *, remember: dict[str, Any] | None, decision: str
 ) -> tuple[str, datetime, str] | None:
-    """(suggestion id, until, scope) of a decision's `remember`, checked before any lock."""
+    """(suggestion id, until, scope) of a decision's `remember`, checked before any lock.
+    `until` defaults to DEFAULT_DAYS (30) from now; scope `everyone` needs `confirm_scope`
+    naming it."""
     if remember is None:
         return None
     if decision != "approve":
@@ -41,8 +43,19 @@ def remember_fields(
     scope = remember.get("scope") or RuleScope.CREATOR
     if scope not in RuleScope.values:
         raise _remember_invalid("scope", " | ".join(RuleScope.values))
+    if scope == RuleScope.EVERYONE and remember.get("confirm_scope") != RuleScope.EVERYONE:
+        # A rule for everyone's tasks approves calls in other people's tasks: say so twice.
+        raise _remember_invalid(
+            "confirm_scope",
+            "confirm it: a rule for everyone's tasks approves matching calls in every user's "
+            'tasks (send "confirm_scope": "everyone")',
+        )
+    now = timezone.now()
+    given = remember.get("until")
+    if given is None or (isinstance(given, str) and not given.strip()):
+        return wanted, now + timedelta(days=standing.DEFAULT_DAYS), scope
     try:
-        until = standing.until_parse(remember.get("until"), now=timezone.now())
+        until = standing.until_parse(given, now=now)
     except ValueError as exc:
         raise _remember_invalid("until", str(exc)) from None
     return wanted, until, scope

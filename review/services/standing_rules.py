@@ -1,6 +1,6 @@
 """Standing rules (review.standing) at work: the approval a standing rule gives a call in the
-loop (review_gate_standing, a review of kind `standing_rule` decided by the rule), and pausing,
-resuming and distrusting rules."""
+loop (review_gate_standing, a review of kind `standing_rule` decided by the rule), and the rules
+that pause themselves when a call they allowed went wrong (the kill switch: rule_switch)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
 from django.utils import timezone
 
 from review.models import (
@@ -17,12 +16,10 @@ from review.models import (
     ReviewRequest,
     ReviewRule,
     ReviewStatus,
-    RuleKind,
 )
 from review.policy import PolicyDecision
 from review.receipts import receipt_record
-from review.selectors.access import user_can_decide
-from review.services.errors import ReviewConflict, ReviewForbidden
+from review.services.rule_switch import standing_rule_pause
 from review.services.transitions import review_request_open, review_transition
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
@@ -122,62 +119,6 @@ def review_gate_standing(
 
     write([], record)
     return opened[0]
-
-
-def standing_rule_pause(
-    *, rule_id: Any, reason: str, user: AbstractBaseUser | None = None, cause: str = "manual"
-) -> bool:
-    """Pause a standing rule: it allows nothing (its calls go to review) until an operator
-    resumes it. A conditional UPDATE, so of concurrent pauses one records it. -> paused now.
-    With no `user` the rule pauses itself (a call it allowed went wrong)."""
-    if user is not None and not user_can_decide(user):
-        raise ReviewForbidden("only operators may pause standing rules")
-    now = timezone.now()
-    reason = reason[:300]
-    with transaction.atomic():
-        if (
-            ReviewRule.objects.filter(pk=rule_id, kind=RuleKind.STANDING, paused=False).update(
-                paused=True, paused_reason=reason, paused_at=now
-            )
-            != 1
-        ):
-            return False
-        name = ReviewRule.objects.values_list("name", flat=True).get(pk=rule_id)
-        audit_record(
-            user=user,
-            actor_name="" if user is not None else f"standing rule {name}",
-            action="standing_rule_pause",
-            target=f"standing rule {name}",
-            reason=reason,
-            before={"paused": False},
-            after={"paused": True, "cause": cause},
-        )
-    return True
-
-
-def standing_rule_resume(*, rule_id: Any, user: AbstractBaseUser, reason: str = "") -> ReviewRule:
-    """An operator trusts a paused standing rule again. Raises ReviewForbidden (not an
-    operator), ReviewConflict (not paused, or past its `until`)."""
-    if not user_can_decide(user):
-        raise ReviewForbidden("only operators may resume standing rules")
-    with transaction.atomic():
-        rule = ReviewRule.objects.select_for_update().get(pk=rule_id, kind=RuleKind.STANDING)
-        if not rule.paused:
-            raise ReviewConflict(f"standing rule {rule.name} is not paused")
-        if rule.until is None or rule.until <= timezone.now():
-            raise ReviewConflict(f"standing rule {rule.name} has ended; make a new one")
-        before = {"paused": True, "paused_reason": rule.paused_reason}
-        rule.paused, rule.paused_reason, rule.paused_at = False, "", None
-        rule.save(update_fields=["paused", "paused_reason", "paused_at", "updated_at"])
-        audit_record(
-            user=user,
-            action="standing_rule_resume",
-            target=f"standing rule {rule.name}",
-            reason=reason,
-            before=before,
-            after={"paused": False},
-        )
-    return rule
 
 
 def standing_rules_distrust(

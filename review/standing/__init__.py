@@ -6,22 +6,27 @@ for a call the policy sends to review (a `deny` is final before it is looked at)
 where that operator's single approval would have been enough: never for a review that needs
 more than one approval, never for a call of a task its own creator made under a four-eyes rule
 (`forbid_creator`), never for a task whose spec asks to review every call of the tool, never
-once its creator may no longer decide reviews, never while paused or after `until`.
+once its creator may no longer decide reviews, never while paused, once revoked, or after
+`until`.
 
 The rule fields come from the server only: `suggestions` derives them from the call under
 review, and a decision names one of them by its id (a hash of its fields). Matching is stricter
 than the policy's review rules, which must catch a call if any of its paths matches: here every
 path of the call must match, path by path and segment by segment (`*` never crosses a `/`), in
 normal form (no `.`, `..` or empty segment); a command prefix admits no shell operator after it;
-a URL must have exactly the origin.
+a URL must have exactly the origin. Every other argument is pinned (the call must carry it
+exactly as the approved call did, or leave it out as that call did) or a free payload
+(write_file's content, http_request's body): `arguments`.
 
-The modules, from the bottom: `offers` (Suggestion, suggestions, review_suggestions,
-review_rememberable, until_parse) and `matching` (rule_allows, held_reason,
-standing_rule_lapsed, standing_rule_for). Callers import from this package.
+The modules, from the bottom: `arguments` (pinned, free and patterned arguments), `offers`
+(Suggestion, suggestions, review_suggestions, review_rememberable, until_parse) and `matching`
+(rule_allows, held_reason, standing_rule_lapsed, standing_rule_for). Callers import from this
+package.
 """
 
 from __future__ import annotations
 
+from review.standing.arguments import COMMAND_TOOL, URL_TOOL, rule_matches
 from review.standing.matching import (
     held_reason,
     rule_allows,
@@ -29,10 +34,8 @@ from review.standing.matching import (
     standing_rule_lapsed,
 )
 from review.standing.offers import (
-    COMMAND_TOOL,
     DEFAULT_DAYS,
     MAX_DAYS,
-    URL_TOOL,
     Suggestion,
     normal_path,
     review_rememberable,
@@ -53,6 +56,7 @@ __all__ = [
     "review_rememberable",
     "review_suggestions",
     "rule_allows",
+    "rule_matches",
     "standing_rule_for",
     "standing_rule_lapsed",
     "suggestions",

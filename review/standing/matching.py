@@ -6,7 +6,8 @@ review, and a decision names one of them by its id (a hash of its fields). Match
 than the policy's review rules, which must catch a call if any of its paths matches: here every
 path of the call must match, path by path and segment by segment (`*` never crosses a `/`), in
 normal form (no `.`, `..` or empty segment); a command prefix admits no shell operator after it;
-a URL must have exactly the origin."""
+a URL must have exactly the origin; every other argument is pinned or free
+(review.standing.arguments)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from harness_base.config import compile_pattern
 from review.models import ReviewRule, RuleKind, RuleScope
 from review.policy import PolicyDecision
 from review.selectors.access import user_can_decide
+from review.standing.arguments import arguments_pinned, pattern_keys
 from review.standing.offers import CONTROL, normal_path, url_origin
 from tasks.canonical import canonical_hash
 from tasks.models import Task
@@ -33,14 +35,27 @@ def _segments_match(path: str, pattern: str) -> bool:
 
 
 def rule_allows(rule: ReviewRule, *, tool: str, arguments: dict[str, Any]) -> bool:
-    """Whether the standing rule's fields match this call (see the module docstring). A rule
-    with no field beyond its tool matches nothing."""
+    """Whether the standing rule's fields match this call, every argument of it (see the
+    module docstring and review.standing.arguments). A rule with no field beyond its tool
+    matches nothing."""
     if rule.tool != tool:
         return False
-    if not (rule.path_glob or rule.command_regex or rule.url_origin or rule.arguments_hash):
+    pinned = rule.pinned_arguments
+    if not isinstance(pinned, dict):
         return False
-    if rule.arguments_hash and canonical_hash(arguments) != rule.arguments_hash:
+    if not (
+        rule.path_glob or rule.command_regex or rule.url_origin or rule.arguments_hash or pinned
+    ):
         return False
+    if rule.arguments_hash:
+        # Every argument, exactly: the pinned ones are part of it.
+        if canonical_hash(arguments) != rule.arguments_hash:
+            return False
+    else:
+        patterned = pattern_keys(path_glob=rule.path_glob, command_regex=rule.command_regex)
+        wanted = arguments_pinned(tool=tool, arguments=arguments, patterned=patterned)
+        if canonical_hash(wanted) != canonical_hash(pinned):
+            return False
     if rule.path_glob:
         paths = call_paths(arguments)
         if not paths or not all(
@@ -85,6 +100,8 @@ def standing_rule_lapsed(
 ) -> str:
     """Why a rule that approved a call no longer stands behind it when the call is about to
     run ("" while it does): review.recheck, for a call approved in an earlier job."""
+    if rule.revoked_at is not None:
+        return f"standing rule {rule.name} was revoked: {rule.revoked_reason}"
     if not rule.enabled:
         return f"standing rule {rule.name} was disabled"
     if rule.until is None or rule.until <= now:
@@ -102,7 +119,11 @@ def standing_rule_for(
         return None, ""
     rules = (
         ReviewRule.objects.filter(
-            kind=RuleKind.STANDING, enabled=True, tool=tool, until__gt=timezone.now()
+            kind=RuleKind.STANDING,
+            enabled=True,
+            revoked_at__isnull=True,
+            tool=tool,
+            until__gt=timezone.now(),
         )
         .filter(
             Q(scope=RuleScope.EVERYONE)

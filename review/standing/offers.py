@@ -14,7 +14,7 @@ from __future__ import annotations
 import glob
 import posixpath
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
@@ -22,14 +22,22 @@ import httpx
 from django.utils import timezone
 
 from review.models import ReviewRequest
+from review.standing.arguments import (
+    COMMAND_TOOL,
+    FILE_TOOLS,
+    FREE_ARGUMENTS,
+    URL_TOOL,
+    argument_matches,
+    arguments_pinned,
+    pattern_keys,
+    pinned_summary,
+)
 from tasks.canonical import canonical_hash
 from tasks.paths import call_paths
 
 # How far ahead a standing rule may end: trust is lent for a while, not for good.
 MAX_DAYS = 90
 DEFAULT_DAYS = 30
-COMMAND_TOOL = "run_command"
-URL_TOOL = "http_request"
 # After a command prefix: arguments without anything /bin/sh would read as another command,
 # a redirection, a substitution or a glob (`git status && curl … | sh` is not `git status`).
 _PLAIN_WORD = r"[A-Za-z0-9_./,:=@%+-]+"
@@ -41,27 +49,55 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 @dataclass(frozen=True)
 class Suggestion:
     """One rule a review offers; `id` is a hash of its fields (the client names it, never
-    sends the fields)."""
+    sends the fields). `matches` says what it matches, argument by argument
+    (review.standing.arguments)."""
 
     id: str
-    kind: str  # path | path_glob | command | command_prefix | url_origin | arguments
+    kind: str  # path | path_glob | command | command_prefix | url | arguments
     description: str
     tool: str
     path_glob: str = ""
     command_regex: str = ""
     url_origin: str = ""
     arguments_hash: str = ""
+    pinned_arguments: dict[str, Any] = field(default_factory=dict)
+    matches: tuple[str, ...] = ()
 
-    def rule_fields(self) -> dict[str, str]:
+    def rule_fields(self) -> dict[str, Any]:
         fields = asdict(self)
-        for key in ("id", "kind", "description"):
+        for key in ("id", "kind", "description", "matches"):
             fields.pop(key)
         return fields
 
 
-def _suggestion(kind: str, description: str, **fields: str) -> Suggestion:
-    digest = canonical_hash({"kind": kind, **fields})[:16]
-    return Suggestion(id=f"{kind}-{digest}", kind=kind, description=description, **fields)
+def _suggestion(
+    kind: str,
+    description: str,
+    *,
+    arguments: dict[str, Any],
+    patterned: dict[str, str],
+    **fields: str,
+) -> Suggestion:
+    tool = fields["tool"]
+    keys = pattern_keys(
+        path_glob=fields.get("path_glob", ""), command_regex=fields.get("command_regex", "")
+    )
+    pinned = (
+        {}
+        if fields.get("arguments_hash")
+        else arguments_pinned(tool=tool, arguments=arguments, patterned=keys)
+    )
+    if not fields.get("arguments_hash"):
+        description += pinned_summary(tool=tool, arguments=arguments, patterned=keys)
+    digest = canonical_hash({"kind": kind, **fields, "pinned_arguments": pinned})[:16]
+    return Suggestion(
+        id=f"{kind}-{digest}",
+        kind=kind,
+        description=description,
+        pinned_arguments=pinned,
+        matches=tuple(argument_matches(tool=tool, arguments=arguments, patterned=patterned)),
+        **fields,
+    )
 
 
 def _regex_escape(text: str) -> str:
@@ -73,9 +109,14 @@ def normal_path(path: str) -> bool:
     return bool(path) and not CONTROL.search(path) and posixpath.normpath(path) == path
 
 
-def _path_suggestions(tool: str, path: str) -> list[Suggestion]:
+def _path_suggestions(tool: str, path: str, arguments: dict[str, Any]) -> list[Suggestion]:
     exact = _suggestion(
-        "path", f"{tool} on {path} (any content)", tool=tool, path_glob=glob.escape(path)
+        "path",
+        f"{tool} on {path}" + (" (any content)" if tool in FREE_ARGUMENTS else ""),
+        arguments=arguments,
+        patterned={"path": f"exactly {path}"},
+        tool=tool,
+        path_glob=glob.escape(path),
     )
     folder, name = posixpath.split(path)
     stem, dot, extension = name.rpartition(".")
@@ -88,18 +129,22 @@ def _path_suggestions(tool: str, path: str) -> list[Suggestion]:
         _suggestion(
             "path_glob",
             f"{tool} on any .{extension} file {where} (not in subfolders)",
+            arguments=arguments,
+            patterned={"path": f"any .{extension} file {where} (not in subfolders)"},
             tool=tool,
             path_glob=pattern,
         ),
     ]
 
 
-def _command_suggestions(tool: str, command: str) -> list[Suggestion]:
+def _command_suggestions(tool: str, command: str, arguments: dict[str, Any]) -> list[Suggestion]:
     if CONTROL.search(command) or not command.strip():
         return []
     exact = _suggestion(
         "command",
         f"{tool}: exactly `{command}`",
+        arguments=arguments,
+        patterned={"command": f"exactly `{command}`"},
         tool=tool,
         command_regex=f"^{_regex_escape(command)}$",
     )
@@ -107,12 +152,14 @@ def _command_suggestions(tool: str, command: str) -> list[Suggestion]:
     prefix = " ".join(words[:2] if len(words) > 2 else words[:1])
     if len(words) < 2 or not all(re.fullmatch(_PLAIN_WORD, word) for word in prefix.split(" ")):
         return [exact]
+    starting = f"starting with `{prefix}` (plain arguments after it, no shell operators)"
     return [
         exact,
         _suggestion(
             "command_prefix",
-            f"{tool}: commands starting with `{prefix}` (plain arguments after it, "
-            "no shell operators)",
+            f"{tool}: commands {starting}",
+            arguments=arguments,
+            patterned={"command": starting},
             tool=tool,
             command_regex=f"^{_regex_escape(prefix)}{_PLAIN_ARGUMENTS}$",
         ),
@@ -132,17 +179,20 @@ def url_origin(url: Any) -> str:
 
 
 def suggestions(*, tool: str, arguments: dict[str, Any]) -> list[Suggestion]:
-    """One or two rules for calls like this one, narrowest first."""
+    """One or two rules for calls like this one, narrowest first; each matches every argument
+    (review.standing.arguments)."""
     if tool == COMMAND_TOOL:
         command = arguments.get("command")
-        return _command_suggestions(tool, command) if isinstance(command, str) else []
+        return _command_suggestions(tool, command, arguments) if isinstance(command, str) else []
     if tool == URL_TOOL:
         origin = url_origin(arguments.get("url"))
         return (
             [
                 _suggestion(
-                    "url_origin",
-                    f"{tool} to {origin} (any method, path and body)",
+                    "url",
+                    f"{tool} with this method to exactly this URL (any body)",
+                    arguments=arguments,
+                    patterned={},
                     tool=tool,
                     url_origin=origin,
                 )
@@ -151,12 +201,14 @@ def suggestions(*, tool: str, arguments: dict[str, Any]) -> list[Suggestion]:
             else []
         )
     paths = set(call_paths(arguments))
-    if len(paths) == 1 and normal_path(next(iter(paths))):
-        return _path_suggestions(tool, next(iter(paths)))
+    if tool in FILE_TOOLS and len(paths) == 1 and normal_path(next(iter(paths))):
+        return _path_suggestions(tool, next(iter(paths)), arguments)
     return [
         _suggestion(
             "arguments",
             f"{tool} with exactly these arguments",
+            arguments=arguments,
+            patterned={},
             tool=tool,
             arguments_hash=canonical_hash(arguments),
         )

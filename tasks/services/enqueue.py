@@ -110,10 +110,11 @@ def task_wake(*, task_id: Any) -> bool:
     return True
 
 
-def task_defer(*, task_id: Any) -> None:
-    """Put a queued task that found no free capacity back on its queue after a short, jittered
-    delay, instead of a worker waiting for a slot."""
+def task_defer(*, task_id: Any, decided: bool = False) -> None:
+    """Put a queued task that found no free capacity back on its queue (`decided`: the
+    `resume` lane it came by) after a short, jittered delay, instead of a worker waiting for a
+    slot."""
     task = Task.objects.filter(id=task_id, status=TaskStatus.QUEUED).first()
     if task is not None:
         delay = settings.HARNESS_CAPACITY_RETRY_S * (1 + random.random())
-        task_enqueue(task=task, delay_s=delay)
+        task_enqueue(task=task, delay_s=delay, decided=decided)

@@ -144,3 +144,23 @@ def test_a_job_a_worker_has_started_is_not_taken_for_undelivered(queue, settings
 
     assert sweep_once().requeued == 0
     assert sweep_once().requeued == 0
+
+
+def test_a_decided_tasks_job_is_looked_for_and_put_back_on_the_resume_lane(queue, settings):
+    import django_rq
+
+    settings.HARNESS_REQUEUE_GRACE_S = 0
+    resume = django_rq.get_queue("resume")
+    task = queued_task([{"final": "x"}], [])
+    task_enqueue(task=task, decided=True)  # after a decision: on the resume lane
+    waiting = Task.objects.get(id=task.id).rq_job_id
+    assert resume.job_ids == [waiting]
+    # Waiting on `resume`, not on its priority's queue: not taken for undelivered.
+    assert sweep_once().requeued == 0
+    assert sweep_once().requeued == 0
+
+    assert resume.connection.lrem(resume.key, 1, waiting) == 1  # popped by a vanished worker
+    sweep_once()
+    assert sweep_once().requeued == 1
+    task.refresh_from_db()
+    assert resume.job_ids == [task.rq_job_id] and task.rq_job_id != waiting

@@ -68,12 +68,18 @@ def test_badge_title_and_inbox_follow_reviews_live_and_notify_only_after_a_click
         title="clean old logs",
         workspace={"files": {"old.log": "stale\n"}},
     )
-    for page, title in (
-        (inbox, "(1) Reviews · Agent Harness"),
-        (elsewhere, "(1) Tasks · Agent Harness"),
-    ):
-        wait_for(lambda p=page, t=title: p.title() == t, 90, interval=0.2, message=title)
-        assert page.inner_text("[data-testid=pending-count]") == "1"
+    wait_for(lambda: inbox.title() == "(1) Reviews · Agent Harness", 90, interval=0.2)
+    assert inbox.inner_text("[data-testid=pending-count]") == "1"
+    # The viewer's page hears of it (its live region) but counts nothing: a viewer decides
+    # nothing, so no badge and no "(1)" in the title.
+    wait_for(
+        lambda: "new review waiting" in elsewhere.inner_text("[data-testid=reviews-live]"),
+        90,
+        interval=0.2,
+        message="the viewer's page to poll",
+    )
+    assert elsewhere.title() == "Tasks · Agent Harness"
+    assert elsewhere.query_selector("[data-testid=pending-count]") is None
     review = ReviewRequest.objects.get(task=task, status="pending")
     inbox.wait_for_selector(f"[data-testid=review-row][data-review-id='{review.id}']")
     assert inbox.inner_text("[data-testid=reviews-live]") == (

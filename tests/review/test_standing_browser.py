@@ -33,6 +33,7 @@ def test_approve_and_always_allow_in_the_browser(live_server, workers, open_page
     assert "write_file on any .conf file in conf/" in form.inner_text()
     form.locator("[data-testid=suggestion-1]").check()
     form.locator("[data-testid=remember-scope]").select_option("everyone")
+    form.locator("[data-testid=remember-confirm-scope]").check()
     page.once("dialog", lambda dialog: dialog.accept())
     form.locator("[data-testid=approve-remember]").click()
     page.wait_for_url(f"{live_server.url}/reviews/")  # no other review waits

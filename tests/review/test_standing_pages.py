@@ -52,6 +52,7 @@ def test_approve_and_always_allow_from_the_review_page(paused_review, operator, 
             "arguments_hash": shown["arguments_hash"],
             "remember_suggestion": shown["suggested_rules"][1]["id"],
             "remember_scope": "everyone",
+            "remember_confirm_scope": "everyone",
             "remember_until": (timezone.localdate() + timedelta(days=3)).isoformat(),
         },
     )

@@ -154,7 +154,7 @@ def test_assign_to_an_operator_or_a_group_and_only_to_those(
     assert entry.before == {"assigned_to": "operator2", "assigned_group": None}
 
     refused = client.post(f"/reviews/{review.id}/assign/", {"to_user": "viewer"}, follow=True)
-    assert "&#x27;viewer&#x27; is not an operator" in refused.content.decode()
+    assert "&#x27;viewer&#x27; may not decide this review" in refused.content.decode()
     with pytest.raises(ReviewInvalid) as nobody:
         triage.review_assign(review_id=review.id, user=operator, to_group="no-such-group")
     assert nobody.value.errors[0]["field"] == "to_group"

@@ -89,6 +89,13 @@ def test_a_preview_of_invalid_arguments_is_a_422_naming_the_field(conf_review, o
     body = {**preview_body(conf_review, "x"), "arg.path": "a" * 5000}
     response = page_client(operator).post(f"/reviews/{conf_review.id}/edit-preview/", body)
     assert response.status_code == 422 and "arguments.path" in response.content.decode()
+    # An error of the whole object is shown in the form HTMX swaps in, too.
+    whole = page_client(operator).post(
+        f"/reviews/{conf_review.id}/edit-preview/",
+        {"edit_mode": "json", "arguments": "[1]"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert whole.status_code == 422 and "must be a JSON object" in whole.content.decode()
     assert_nothing_changed(conf_review)
 
 

@@ -77,7 +77,10 @@ PAGES: dict[str, tuple[str, str]] = {
     "reviews/<int:review_id>/comment/": ("POST", "operate"),
     "reviews/bulk/": ("POST", "operate"),
     "reviews/rules/": ("GET", "read"),
+    "reviews/rules/<int:rule_id>/": ("GET", "read"),
     "reviews/rules/<int:rule_id>/resume/": ("POST", "operate"),
+    "reviews/rules/<int:rule_id>/pause/": ("POST", "operate"),
+    "reviews/rules/<int:rule_id>/revoke/": ("POST", "operate"),
     "stats/failures/": ("GET", "read"),
     "stats/failures/<slug:table>.csv": ("GET", "read"),
     "stats/reviews/": ("GET", "read"),
@@ -95,6 +98,9 @@ PAGES: dict[str, tuple[str, str]] = {
     "api/v1/openapi.json": ("GET", "public"),
     "api/v1/docs": ("GET", "public"),
     "favicon.ico": ("GET", "public"),
+    # Probes for load balancers (harness_site/health.py; tests/security/test_health_endpoints.py).
+    "healthz": ("GET", "public"),
+    "readyz": ("GET", "public"),
 }
 PREFIXES: dict[str, tuple[str, str, str]] = {
     # prefix -> (sample path, method, level)
@@ -126,6 +132,7 @@ OPERATIONS: dict[str, str] = {
     "GET /api/v1/standing-rules/{rule_id}": "read",
     "POST /api/v1/standing-rules/{rule_id}/resume": "operate",
     "POST /api/v1/standing-rules/{rule_id}/pause": "operate",
+    "POST /api/v1/standing-rules/{rule_id}/revoke": "operate",
     "GET /api/v1/reviews/{review_id}/receipt": "read",
     "GET /api/v1/receipts": "read",
     "GET /api/v1/stats/failures": "read",

@@ -173,7 +173,7 @@ def test_a_standing_rule_never_approves_its_creators_own_call_under_four_eyes(
 ):
     ReviewRuleFactory(name="four-eyes-conf", path_glob="**/*.conf", forbid_creator=True)
     review = paused_review(write_conf(), ["write_file"], {}, user=second_operator)
-    standing_rule(operator, review, scope="everyone")
+    standing_rule(operator, review, scope="everyone", confirm_scope="everyone")
     # The rule's maker may not approve calls of their own tasks; so neither may the rule.
     outcome, call = next_call(write_conf(content="b=2\n"), ["write_file"], user=operator)
     assert outcome == "paused" and "four-eyes" in ReviewRequest.objects.get(tool_call=call).reason

@@ -7,7 +7,7 @@ import django_rq
 import pytest
 
 from tasks.models import AuditEntry, Task
-from tasks.services import job_move
+from tasks.services import job_move, task_defer
 from tests.conftest import BROWSER, wait_for
 from tests.factories import enqueued_task
 
@@ -72,6 +72,13 @@ def test_a_job_a_worker_took_is_not_moved(queues):
     assert popped.decode() == task.rq_job_id
     assert job_move(job_id=task.rq_job_id, to="high") is False
     assert lanes_of(queues, task.rq_job_id) == []
+
+
+def test_a_decided_task_waiting_for_capacity_keeps_its_lane(queues):
+    task = queued()
+    task_defer(task_id=task.id, decided=True)  # its run found every slot taken
+    task.refresh_from_db()
+    assert task.rq_job_id in queues["resume"].scheduled_job_registry.get_job_ids()
 
 
 @pytest.mark.browser

@@ -29,6 +29,18 @@ def test_runs_in_the_workspace(call, workspace):
     assert (workspace / "made.txt").read_text() == "made\n"
 
 
+def test_env_and_cwd_are_the_calls_and_shown_in_the_preview(call, workspace, ctx):
+    (workspace / "sub").mkdir()
+    arguments = {"command": 'pwd; echo "$GREETING"', "env": {"GREETING": "hi"}, "cwd": "sub"}
+    result = call("run_command", arguments)
+    assert result["stdout"].splitlines() == ["/workspace/sub", "hi"]
+    spec = registry.get("run_command")
+    preview = spec.preview(ctx, spec.args_model.model_validate(arguments))
+    assert "cwd: /workspace/sub" in preview and "env: GREETING=hi" in preview
+    with pytest.raises(PermanentToolError, match="not a folder"):
+        call("run_command", {"command": "true", "cwd": "missing"})
+
+
 def test_environment_is_scrubbed(call, monkeypatch):
     monkeypatch.setenv("HARNESS_TEST_SECRET", "hunter2")
 
@@ -146,6 +158,11 @@ def test_a_missing_workspace_is_a_permanent_error(call, tmp_path):
         {"command": "true", "timeout_s": 61},
         {"command": "true", "timeout_s": 0},
         {"command": "true", "shell": "bash"},
+        {"command": "true", "env": {"PATH": "/tmp"}},
+        {"command": "true", "env": {"A-B": "1"}},
+        {"command": "true", "cwd": "../other"},
+        {"command": "true", "cwd": "/etc"},
+        {"command": "true", "cwd": "a/./b"},
     ],
 )
 def test_bad_arguments_are_rejected(arguments):

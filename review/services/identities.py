@@ -1,0 +1,54 @@
+"""A person's notification identities (ReviewerProfile): the Slack user id whose clicks
+decide as them (review.slack matches it ahead of any email)."""
+
+from __future__ import annotations
+
+import re
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from review.models import SLACK_USER_ID, ReviewerProfile
+from review.services.errors import ReviewInvalid
+from tasks.services import audit_record
+
+
+def reviewer_slack_id_set(
+    *, user: AbstractBaseUser, slack_user_id: str, by: AbstractBaseUser | None = None
+) -> ReviewerProfile:
+    """Map the Slack user `slack_user_id` to `user` ("" removes the mapping), as `by` (an
+    administrator; default the user themselves); audited. Not a Slack user id, or one another
+    account holds: ReviewInvalid naming `slack_user_id`."""
+    value = slack_user_id.strip()
+    if value and not re.fullmatch(SLACK_USER_ID, value):
+        raise ReviewInvalid(
+            "not a Slack user id",
+            errors=[{"field": "slack_user_id", "message": "letters, digits and _ (U0123ABCD)"}],
+        )
+    taken = ReviewInvalid(
+        "another account has this Slack user id",
+        errors=[{"field": "slack_user_id", "message": "mapped to another account"}],
+    )
+    if value and ReviewerProfile.objects.filter(slack_user_id=value).exclude(user_id=user.pk):
+        raise taken
+    try:
+        with transaction.atomic():
+            profile = ReviewerProfile.objects.select_for_update().filter(user_id=user.pk).first()
+            before = profile.slack_user_id if profile is not None else ""
+            if profile is None:
+                profile = ReviewerProfile.objects.create(user=user, slack_user_id=value)
+            elif before != value:
+                profile.slack_user_id = value
+                profile.save(update_fields=["slack_user_id", "updated_at"])
+            if before != value:
+                audit_record(
+                    user=by or user,
+                    action="reviewer_slack_id_set",
+                    target=user.get_username()[:200],
+                    before={"slack_user_id": before or None},
+                    after={"slack_user_id": value or None},
+                )
+    except IntegrityError:
+        # Another account took the same id between the check and the write.
+        raise taken from None
+    return profile
