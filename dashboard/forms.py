@@ -59,8 +59,6 @@ class SearchForm(forms.Form):
 
 class PreferencesForm(forms.Form):
     time_zone = forms.ChoiceField(required=False, label="Time zone")
-    # Whose clicks on a review's Slack buttons decide as you (review.identities).
-    slack_user_id = forms.CharField(required=False, max_length=64, label="Slack user id")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -215,7 +215,7 @@ for _model in (
 @admin.register(ReviewerProfile)
 class ReviewerProfileAdmin(admin.ModelAdmin):
     """People's notification identities: the Slack user id whose clicks decide as the user
-    (each person sets theirs on /preferences/; an administrator may set or clear it here)."""
+    (only an administrator sets or clears it, here: /preferences/ shows it read-only)."""
 
     list_display = ("user", "slack_user_id", "updated_at")
     search_fields = ("user__username", "user__email", "slack_user_id")

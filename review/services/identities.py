@@ -1,5 +1,7 @@
 """A person's notification identities (ReviewerProfile): the Slack user id whose clicks
-decide as them (review.slack matches it ahead of any email)."""
+decide as them (review.slack matches it ahead of any email). Only an administrator maps one:
+a mapping a person could set themselves would let them claim someone else's Slack id, and
+that person's clicks would then decide (and be receipted) as the claimant."""
 
 from __future__ import annotations
 
@@ -9,16 +11,18 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
 from review.models import SLACK_USER_ID, ReviewerProfile
-from review.services.errors import ReviewInvalid
+from review.services.errors import ReviewForbidden, ReviewInvalid
 from tasks.services import audit_record
 
 
 def reviewer_slack_id_set(
-    *, user: AbstractBaseUser, slack_user_id: str, by: AbstractBaseUser | None = None
+    *, user: AbstractBaseUser, slack_user_id: str, by: AbstractBaseUser
 ) -> ReviewerProfile:
-    """Map the Slack user `slack_user_id` to `user` ("" removes the mapping), as `by` (an
-    administrator; default the user themselves); audited. Not a Slack user id, or one another
-    account holds: ReviewInvalid naming `slack_user_id`."""
+    """Map the Slack user `slack_user_id` to `user` ("" removes the mapping), as `by`, who
+    must be an administrator (staff): ReviewForbidden otherwise; audited. Not a Slack user id,
+    or one another account holds: ReviewInvalid naming `slack_user_id`."""
+    if not (by.is_active and by.is_staff):
+        raise ReviewForbidden("only an administrator maps a Slack user id to a person")
     value = slack_user_id.strip()
     if value and not re.fullmatch(SLACK_USER_ID, value):
         raise ReviewInvalid(
@@ -42,7 +46,7 @@ def reviewer_slack_id_set(
                 profile.save(update_fields=["slack_user_id", "updated_at"])
             if before != value:
                 audit_record(
-                    user=by or user,
+                    user=by,
                     action="reviewer_slack_id_set",
                     target=user.get_username()[:200],
                     before={"slack_user_id": before or None},

@@ -10,7 +10,8 @@ import pytest
 from accounts.config import OidcConfig
 from accounts.flows.oidc_login import oidc_login_complete
 from review.email_links import decision_link_urls
-from review.models import ReviewRequest
+from review.models import ReviewerProfile, ReviewRequest
+from review.services import ReviewForbidden, ReviewInvalid, reviewer_slack_id_set
 from tasks.canonical import canonical_hash
 from tests.conftest import page_client
 from tests.security.test_slack_actions import (  # noqa: F401  (shared fixtures)
@@ -80,14 +81,14 @@ def test_the_slack_user_id_on_a_profile_wins_over_the_email(
     review,  # noqa: F811
     operator,
     second_operator,
+    admin_user,
 ):
-    """Slack says U_SHARED's email is the operator's; the second operator set U_SHARED as
-    their Slack user id: the click decides as the second operator, and Slack is not asked."""
+    """Slack says U_SHARED's email is the operator's; an administrator mapped U_SHARED to the
+    second operator: the click decides as the second operator, and Slack is not asked."""
     operator.email = "ops@example.com"
     operator.save(update_fields=["email"])
     slack.users["U_SHARED"] = "ops@example.com"
-    saved = page_client(second_operator).post("/preferences/", {"slack_user_id": "U_SHARED"})
-    assert saved.status_code == 302
+    reviewer_slack_id_set(user=second_operator, slack_user_id="U_SHARED", by=admin_user)
     body = click(slack, review, slack_user="U_SHARED")
     assert post(body, signed(body)).status_code == 200
     decided = ReviewRequest.objects.get(pk=review.pk)
@@ -95,22 +96,43 @@ def test_the_slack_user_id_on_a_profile_wins_over_the_email(
     assert slack.tokens == []  # users.info was not needed
 
 
-def test_a_slack_user_id_belongs_to_one_person_and_must_look_like_one(
-    operator, second_operator, viewer
+def test_nobody_claims_a_slack_user_id_for_themselves(
+    slack,  # noqa: F811
+    review,  # noqa: F811
+    operator,
+    second_operator,
 ):
-    assert (
-        page_client(operator).post("/preferences/", {"slack_user_id": "U0OPS"}).status_code == 302
-    )
+    """The second operator tries to take the operator's Slack id on their own preferences: it
+    is refused (naming the field, nothing stored), and the operator's click still decides as
+    the operator. Before, the claim was stored and the operator's clicks decided as the
+    claimant."""
+    operator.email = "ops@example.com"
+    operator.save(update_fields=["email"])
+    slack.users["U0OPS"] = "ops@example.com"
+    claimed = page_client(second_operator).post("/preferences/", {"slack_user_id": "U0OPS"})
+    assert claimed.status_code == 422
+    assert "slack_user_id:" in claimed.content.decode()
+    assert not ReviewerProfile.objects.filter(slack_user_id="U0OPS").exists()
+    with pytest.raises(ReviewForbidden):
+        reviewer_slack_id_set(user=second_operator, slack_user_id="U0OPS", by=second_operator)
+    body = click(slack, review, slack_user="U0OPS")
+    assert post(body, signed(body)).status_code == 200
+    assert ReviewRequest.objects.get(pk=review.pk).decided_by == operator
+
+
+def test_a_slack_user_id_belongs_to_one_person_and_must_look_like_one(
+    operator, second_operator, admin_user
+):
+    reviewer_slack_id_set(user=operator, slack_user_id="U0OPS", by=admin_user)
     for value, message in (
         ("U0OPS", "another account has this Slack user id"),
         ("<@U0OPS>", "not a Slack user id"),
     ):
-        refused = page_client(second_operator).post("/preferences/", {"slack_user_id": value})
-        assert refused.status_code == 422
-        assert "slack_user_id:" in refused.content.decode()
-        assert message in refused.content.decode()
+        with pytest.raises(ReviewInvalid, match=message) as refused:
+            reviewer_slack_id_set(user=second_operator, slack_user_id=value, by=admin_user)
+        assert refused.value.errors[0]["field"] == "slack_user_id"
     page = page_client(operator).get("/preferences/").content.decode()
-    assert 'value="U0OPS"' in page
+    assert "<code>U0OPS</code>" in page
 
 
 def test_the_email_link_goes_only_to_a_verified_address(operator):
