@@ -71,9 +71,8 @@ def live_output(*, task: Task, now: datetime | None = None) -> dict[str, Any] | 
         "attempt": record.get("attempt"),
         "elapsed_s": max(0.0, ((until or now) - started).total_seconds()),
         "streams": sorted(
-            (str(name), stream)
-            for name, stream in (streams or {}).items()
-            if isinstance(stream, dict)
+            ((str(name), stream) for name, stream in streams.items() if isinstance(stream, dict)),
+            key=_stream_order,
         )
         if isinstance(streams, dict)
         else [],
@@ -81,6 +80,14 @@ def live_output(*, task: Task, now: datetime | None = None) -> dict[str, Any] | 
         "lost": lost,
         "progress": _latest_progress(streams),
     }
+
+
+# stdout reads first, then stderr, then anything else by name.
+STREAM_ORDER = {"stdout": 0, "stderr": 1}
+
+
+def _stream_order(item: tuple[str, Any]) -> tuple[int, str]:
+    return (STREAM_ORDER.get(item[0], len(STREAM_ORDER)), item[0])
 
 
 def _latest_progress(streams: Any) -> str:

@@ -110,6 +110,25 @@
       el.textContent = Math.round(base + (Date.now() - elapsedSeen.get(el)) / 1000) + " s";
     });
   }, 1000);
+  // A running call's output box (polled, swapped whole) follows its tail while the operator
+  // is at the bottom (or has not scrolled); scrolled up to read, they keep their position.
+  // The position each stream was left at (by name), recorded as the operator scrolls: null
+  // while at the bottom.
+  var heldAt = {};
+  document.addEventListener("scroll", function (event) {
+    var pre = event.target;
+    if (!pre.matches || !pre.matches("[data-live-stream] pre")) return;
+    var atEnd = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 4;
+    heldAt[pre.parentNode.dataset.name] = atEnd ? null : pre.scrollTop;
+  }, true);
+  function followTail(root) {
+    root.querySelectorAll("[data-live-stream] pre").forEach(function (pre) {
+      var held = heldAt[pre.parentNode.dataset.name];
+      pre.scrollTop = typeof held === "number" ? held : pre.scrollHeight;
+    });
+  }
+  document.addEventListener("htmx:afterSettle", function () { followTail(document); });
+  document.addEventListener("DOMContentLoaded", function () { followTail(document); });
   document.addEventListener("change", function (event) {
     var box = event.target.closest("[data-level-filter]");
     if (box) {
