@@ -135,8 +135,11 @@ def time_zones() -> frozenset[str]:
 
 
 def user_time_zone(*, user: AbstractBaseUser) -> str:
-    """The zone `user` chose for the pages, or "" (the browser's zone). One primary-key read."""
+    """The zone `user` chose for the pages, or "" (the browser's zone). One primary-key read
+    per user object (a request's layout and its charts share it)."""
     if not user.is_authenticated:
         return ""
-    zone = UserPreference.objects.filter(user=user).values_list("time_zone", flat=True).first()
-    return zone or ""
+    if not hasattr(user, "_harness_time_zone"):
+        zone = UserPreference.objects.filter(user=user).values_list("time_zone", flat=True).first()
+        user._harness_time_zone = zone or ""
+    return user._harness_time_zone

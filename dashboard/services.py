@@ -67,4 +67,5 @@ def preference_time_zone_set(*, user: AbstractBaseUser, time_zone: str) -> UserP
     preference, _ = UserPreference.objects.update_or_create(
         user=user, defaults={"time_zone": time_zone}
     )
+    user._harness_time_zone = time_zone  # what selectors.user_time_zone read for this user
     return preference

@@ -24,6 +24,7 @@ from checkpoints.selectors import (
 )
 from checkpoints.services import checkpoint_verify
 from dashboard.outputs import live_output
+from dashboard.selectors import user_time_zone
 from harness_base.queues import PRIORITY_QUEUES
 from review.context_processors import pending_reviews_count
 from review.selectors.task_reviews import task_call_edits, task_reviews, task_reviews_pending
@@ -57,14 +58,16 @@ def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
         kept=charts.TIMELINE_KEPT_EVENTS,
         kept_failed=charts.TIMELINE_KEPT_FAILED_EVENTS,
     )
-    figure = charts.task_timeline(
-        task=task,
-        events=events,
-        calls=selectors.task_tool_call_attempts(task=task, from_step=from_step),
-        checkpoints=task_checkpoint_marks(task_id=task.id),
-        now=now,
-        from_step=from_step,
-    )
+    # The time axis in the zone the user chose in /preferences/ (else UTC).
+    with timezone.override(user_time_zone(user=request.user) or "UTC"):
+        figure = charts.task_timeline(
+            task=task,
+            events=events,
+            calls=selectors.task_tool_call_attempts(task=task, from_step=from_step),
+            checkpoints=task_checkpoint_marks(task_id=task.id),
+            now=now,
+            from_step=from_step,
+        )
     figure["layout"]["uirevision"] = str(task.id)
     summary = figure.pop("summary")
     pending = (

@@ -6,8 +6,10 @@ chart of the site (dashboard.charts, multiagent.charts)."""
 from __future__ import annotations
 
 import html
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
+
+from django.utils import timezone
 
 # A tick label's length (the whole name is in the hover).
 LABEL_CHARS = 40
@@ -73,10 +75,16 @@ def duration_words(seconds: float) -> str:
 
 
 def plotly_time(at: datetime) -> str:
-    """`YYYY-MM-DD HH:MM:SS.ffffff` in UTC: Plotly.js dates carry no time zone."""
-    if at.utcoffset():
-        at = at.astimezone(UTC)
+    """`YYYY-MM-DD HH:MM:SS.ffffff` in the current time zone (UTC unless the chart is drawn
+    under `timezone.override` of the user's zone): Plotly.js dates carry no time zone."""
+    if timezone.is_aware(at):
+        at = timezone.localtime(at)
     return at.isoformat(sep=" ", timespec="microseconds")[:26]
+
+
+def time_zone_name() -> str:
+    """The zone plotly_time writes times in, as axis titles and hover texts name it."""
+    return timezone.get_current_timezone_name()
 
 
 def milliseconds(value: float) -> timedelta:

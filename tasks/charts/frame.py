@@ -20,6 +20,7 @@ from tasks.charts.formatting import (
     plotly_time,
     short_text,
     span_end,
+    time_zone_name,
 )
 from tasks.charts.legend import (
     ARGUMENTS_CHARS,
@@ -66,7 +67,7 @@ def _close_span(bars: Bars, row: str, start: datetime, end: datetime, how: str) 
         end,
         [
             f"{row} · {duration_text(seconds)}",
-            f"from {plotly_time(start)[11:23]} to {plotly_time(end)[11:23]} UTC",
+            f"from {plotly_time(start)[11:23]} to {plotly_time(end)[11:23]} {time_zone_name()}",
             how,
         ],
     )

@@ -6,7 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from tasks.charts.formatting import category_axis, plotly_escape, plotly_time, span_end
+from tasks.charts.formatting import (
+    category_axis,
+    plotly_escape,
+    plotly_time,
+    span_end,
+    time_zone_name,
+)
 from tasks.charts.frame import Collapsed, Frame
 from tasks.charts.idle import IdleBreak, padded_range
 from tasks.charts.legend import ROW_HUMAN
@@ -85,7 +91,9 @@ def timeline_layout(
         "margin": {"l": 150, "r": 20, "t": 10 + 16 * min(len(breaks), 2), "b": 40},
         "xaxis": {
             "type": "date",
-            "title": {"text": "time (UTC)" + (", idle spans cut out" if breaks else "")},
+            "title": {
+                "text": f"time ({time_zone_name()})" + (", idle spans cut out" if breaks else "")
+            },
             "rangebreaks": [{"bounds": [plotly_time(b.start), plotly_time(b.end)]} for b in breaks],
             # Plotly pads an autorange by the uncut span: with breaks, the range is set.
             **({"range": padded_range(busy, breaks)} if breaks else {}),

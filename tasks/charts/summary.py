@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.charts.formatting import duration_text, plotly_time, span_end
+from tasks.charts.formatting import duration_text, plotly_time, span_end, time_zone_name
 from tasks.charts.frame import Collapsed, Frame
 from tasks.models import ToolCallStatus
 
@@ -36,7 +36,7 @@ def timeline_summary(
         for start, ms in zip(bars.starts, bars.durations, strict=True):
             items.append(
                 f"{row} from {plotly_time(start)[:19]} to {plotly_time(span_end(start, ms))[:19]}"
-                f" UTC ({duration_text(ms / 1000)})"
+                f" {time_zone_name()} ({duration_text(ms / 1000)})"
             )
     shown = frame.outcomes[-SUMMARY_CALLS:]
     if len(frame.outcomes) > len(shown):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -277,3 +277,27 @@ def test_a_long_tasks_timeline_draws_its_last_steps_and_keeps_the_earlier_failur
     # Without JavaScript the link opens the page with every step.
     plain = client.get(f"/tasks/{task.id}/", {"timeline": "all"}).context["timeline"]
     assert sum(len(t["x"]) for t in drawn(plain, "steps")) == steps
+
+
+def test_timeline_axis_follows_the_zone_chosen_in_preferences(as_user, viewer, run_task):
+    task = run_task(SCRIPT, TOOLS)
+    client = as_user(viewer)
+
+    def timeline() -> dict:
+        return client.get(f"/tasks/{task.id}/").context["timeline"]
+
+    def bases(figure: dict) -> list[datetime]:
+        bars = [t for t in figure["data"] if t["name"] in {"steps", "tool attempts"}]
+        return [datetime.fromisoformat(base) for t in bars for base in t["base"]]
+
+    in_utc = timeline()
+    assert in_utc["layout"]["xaxis"]["title"]["text"].startswith("time (UTC)")
+    assert client.post("/preferences/", {"time_zone": "Asia/Kolkata"}).status_code == 302
+    in_kolkata = timeline()
+    assert in_kolkata["layout"]["xaxis"]["title"]["text"].startswith("time (Asia/Kolkata)")
+    # Every bar starts 5 h 30 min later on the clock: the same instants, in the chosen zone.
+    before, after = bases(in_utc), bases(in_kolkata)
+    assert before and len(after) == len(before)
+    assert {b - a for a, b in zip(before, after, strict=True)} == {timedelta(hours=5, minutes=30)}
+    hover = " ".join(" ".join(t.get("hovertext") or []) for t in in_kolkata["data"])
+    assert " UTC" not in hover
