@@ -26,12 +26,18 @@ def slack_escape(value: str) -> str:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _header(title: str) -> str:
-    """The title escaped, cut to the header's limit without splitting an entity."""
-    cut = title[:HEADER_MAX]
-    while len(slack_escape(cut)) > HEADER_MAX:
-        cut = cut[:-1]
-    return slack_escape(cut)
+def _escaped_cut(value: str, limit: int) -> str:
+    """`value` escaped and cut to `limit` characters as sent, never splitting an entity: Slack
+    refuses a whole message whose text is over a block's limit, and escaping can make a text
+    up to five times longer (a diff of an HTML file)."""
+    cut = value[:limit]
+    while len(escaped := slack_escape(cut)) > limit:
+        cut = cut[: max(0, len(cut) - max(1, (len(escaped) - limit) // 5))]
+    return escaped
+
+
+# A section's text may hold 3,000 characters; what surrounds the cut text fits in the rest.
+SECTION_TEXT_MAX = 2800
 
 
 SLACK_API_TIMEOUT_S = 10
@@ -52,7 +58,10 @@ def slack_blocks(message: ReviewMessage) -> list[dict[str, Any]]:
         f"*Status:* {text(message.status)}",
     ]
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": _header(message.title)}},
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": _escaped_cut(message.title, HEADER_MAX)},
+        },
         {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in facts]},
     ]
     if message.reason:
@@ -63,7 +72,7 @@ def slack_blocks(message: ReviewMessage) -> list[dict[str, Any]]:
             }
         )
     if message.edited:
-        edit = "\n".join(f"• {text(line)}" for line in message.edit_lines)[:2800]
+        edit = _escaped_cut("\n".join(f"• {line}" for line in message.edit_lines), SECTION_TEXT_MAX)
         blocks.append(
             {
                 "type": "section",
@@ -78,7 +87,10 @@ def slack_blocks(message: ReviewMessage) -> list[dict[str, Any]]:
         blocks.append(
             {
                 "type": "section",
-                "text": {"type": "mrkdwn", "text": f"```{text(message.preview[:2800])}```"},
+                "text": {
+                    "type": "mrkdwn",
+                    "text": f"```{_escaped_cut(message.preview, SECTION_TEXT_MAX)}```",
+                },
             }
         )
     value = json.dumps({"review_id": message.review_id, "arguments_hash": message.arguments_hash})

@@ -6,7 +6,9 @@ ping a channel (`<!channel>`) or turn into a link."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlencode
@@ -16,7 +18,7 @@ from django.utils import timezone
 
 from harness_base.config import SlackChannelConfig
 from review.notifications.messages import review_message
-from review.transports.slack import Slack
+from review.transports.slack import Slack, slack_blocks
 from tasks.canonical import canonical_hash
 from tests.conftest import http_serving
 from tests.security.test_slack_actions import (  # noqa: F401  (shared fixtures)
@@ -168,3 +170,19 @@ def test_every_text_slack_shows_is_escaped_the_fallback_included(
     for text in _texts(body):
         assert "<!channel>" not in text and "<https://evil" not in text, text
     assert canonical_hash(paused.arguments) in json.dumps(body)  # the buttons still bind
+
+
+def test_an_escaped_preview_stays_within_slack_s_block_limits(paused_review):
+    """A diff of an HTML file is mostly `<` and `>`: escaped after the cut, it grew to four
+    times Slack's 3,000-character section limit, and Slack refuses the whole message (the
+    reviewer is never told). Every text is cut as sent, and no entity is split."""
+    paused = paused_review(title="<b>" * 60)
+    message = review_message(review=paused, event="review.requested", now=timezone.now())
+    message = dataclasses.replace(message, preview="<p>&amp;</p>\n" * 1000)
+    blocks = slack_blocks(message)
+    assert "&lt;b&gt;" * 60 in json.dumps(blocks)  # the task title, whole
+    preview = next(t for t in _texts(blocks) if t.startswith("```"))
+    assert preview.startswith("```&lt;p&gt;&amp;amp;&lt;/p&gt;")
+    for text in _texts(blocks):
+        assert len(text) <= 3000, len(text)
+        assert not re.search(r"&(?!amp;|lt;|gt;)", text), "an entity was split"
