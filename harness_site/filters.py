@@ -1,12 +1,13 @@
 """Template filters every template has (registered as template builtins in settings): JSON
 values shown as JSON, never as Python reprs (`{"a": false}`, not `{'a': False}`), the line
-classes of a unified diff, spans of seconds in the unit that reads best, and moments as
-`<time>` elements the browser shows in its own zone."""
+classes of a unified diff, spans of seconds in the unit that reads best, costs in dollars at a
+precision that reads, and moments as `<time>` elements the browser shows in its own zone."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django import template
@@ -128,3 +129,26 @@ def json_data(value: Any, element_id: str) -> SafeString:
 
 
 _JSON_SCRIPT_ESCAPES = (("&", "\\u0026"), ("<", "\\u003C"), (">", "\\u003E"))
+
+
+# Below this a cost shows as "< $0.0001".
+USD_SMALLEST = Decimal("0.0001")
+
+
+@register.filter
+def usd(value: Any) -> str:
+    """A cost in dollars at a precision that reads: `$0` for nothing, `< $0.0001` for a
+    fraction of that, two significant digits under a dollar (`$0.0012`, `$0.00081`, `$0.50`),
+    cents from a dollar up (`$1,234.50`)."""
+    try:
+        amount = Decimal(str(value or 0))
+    except InvalidOperation:
+        return ""
+    if amount == 0:
+        return "$0"
+    if abs(amount) < USD_SMALLEST:
+        return "< $0.0001"
+    if abs(amount) >= 1:
+        return f"${amount:,.2f}"
+    text = f"{amount:.{max(2, 1 - amount.adjusted())}f}".rstrip("0")
+    return f"${text}{'0' * max(0, 2 - len(text.split('.')[1]))}"

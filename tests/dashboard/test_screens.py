@@ -5,6 +5,8 @@ sortable columns in the task list and the review inbox."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from html import escape
 
 import pytest
 from django.utils import timezone
@@ -148,3 +150,21 @@ def test_the_inbox_column_headers_sort_it(as_user, viewer, operator):
     assert 'aria-sort="ascending"><a href="?sort=age"' in newest.content.decode()
     by_tool = client.get("/reviews/", {"sort": "tool", "risk": ""})
     assert [r.tool for r in by_tool.context["page"].object_list] == ["delete_file", "write_file"]
+
+
+@pytest.mark.parametrize(
+    ("cost", "shown"),
+    [
+        (Decimal("0"), "$0"),
+        (Decimal("0.00004"), "< $0.0001"),
+        (Decimal("0.0012"), "$0.0012"),
+        (Decimal("0.000810"), "$0.00081"),
+        (Decimal("0.123456"), "$0.12"),
+        (Decimal("0.5"), "$0.50"),
+        (Decimal("1234.5"), "$1,234.50"),
+    ],
+)
+def test_a_task_cost_shows_at_a_precision_that_reads(as_user, viewer, cost, shown):
+    task = TaskFactory(status="succeeded", cost_usd=cost)
+    html = as_user(viewer).get(f"/tasks/{task.id}/").content.decode()
+    assert f'data-testid="task-cost">{escape(shown)}</dd>' in html

@@ -197,7 +197,7 @@ def test_tokens_and_cost_are_counted_per_call_and_per_task_and_shown(chat_server
 
     client.force_login(viewer)
     page = client.get(f"/tasks/{task.id}/").content.decode()
-    assert "$0.000810" in page
+    assert "$0.00081" in page
     assert "1000" in page and "2000" in page  # prompt tokens per step
 
 
