@@ -78,6 +78,17 @@ def _pct(rate: float | None) -> float | None:
     return None if rate is None else round(rate * 100, 2)
 
 
+def _pct_axis(data: list[dict[str, Any]]) -> dict[str, Any]:
+    """A y axis of percentages (ticks read "20%"), from 0 % to a little above the highest
+    point: at least 0-10 % (no failures do not draw a 0-1 axis), at most 0-100 %."""
+    top = max((y for trace in data for y in trace["y"] if y is not None), default=0)
+    return {
+        "title": {"text": "failed calls"},
+        "ticksuffix": "%",
+        "range": [0, min(100, max(10, top * 1.1))],
+    }
+
+
 def failure_rate_over_time_figure(rows: list[dict[str, Any]], window: Window) -> dict[str, Any]:
     step = timedelta(hours=1) if window.bucket == "hour" else timedelta(days=1)
     by_tool: dict[str, list[dict[str, Any]]] = {}
@@ -109,7 +120,7 @@ def failure_rate_over_time_figure(rows: list[dict[str, Any]], window: Window) ->
         data,
         _layout(
             xaxis={"type": "date", "range": _time_range([r["bucket"] for r in rows], window, step)},
-            yaxis={"title": {"text": "failed calls %"}, "rangemode": "tozero"},
+            yaxis=_pct_axis(data),
         ),
     )
 
@@ -163,16 +174,13 @@ def _rate_bars(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
 def failure_rate_by_tool_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     bars = _rate_bars(rows, "tool")
     bars["customdata"] = [task_list_url(tool=r["tool"]) for r in rows]
-    return _figure([bars], _layout(yaxis={"title": {"text": "failed calls %"}}))
+    return _figure([bars], _layout(yaxis=_pct_axis([bars])))
 
 
 def failure_rate_by_step_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return _figure(
-        [_rate_bars(rows, "step_index")],
-        _layout(
-            xaxis={"title": {"text": "step index"}}, yaxis={"title": {"text": "failed calls %"}}
-        ),
-    )
+    bars = _rate_bars(rows, "step_index")
+    layout = _layout(xaxis={"title": {"text": "step index"}}, yaxis=_pct_axis([bars]))
+    return _figure([bars], layout)
 
 
 def error_heatmap_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:

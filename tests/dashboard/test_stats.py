@@ -470,3 +470,28 @@ def test_human_waits_of_a_window_without_waits_are_empty_not_zero(window):
         ("review", 0, None, None),
         ("held", 0, None, None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("rates", "top"),
+    [([0.0, 0.0], 10), ([0.5, 0.25], 55), ([1.0], 100)],
+)
+def test_failure_rates_are_plotted_on_a_percent_axis(rates, top):
+    from dashboard import charts
+
+    now = timezone.now()
+    window = window_parse(since="24h", bucket=None, now=now)
+    rows = [
+        {"tool": f"t{n}", "step_index": n, "bucket": now, "calls": 4, "failed": 0, "rate": rate}
+        for n, rate in enumerate(rates)
+    ]
+    for figure in (
+        charts.failure_rate_by_tool_figure(rows),
+        charts.failure_rate_by_step_figure(rows),
+        charts.failure_rate_over_time_figure(rows, window),
+    ):
+        axis = figure["layout"]["yaxis"]
+        assert axis["ticksuffix"] == "%" and axis["range"][0] == 0
+        assert axis["range"][1] == pytest.approx(top)
+        shown = sorted(y for trace in figure["data"] for y in trace["y"])
+        assert shown == sorted(rate * 100 for rate in rates)
