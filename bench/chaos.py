@@ -346,7 +346,9 @@ class Fleet:
         for pgid in [*child_pids(process.pid), process.pid]:
             killpg(pgid)
         process.wait(timeout=10)
-        self.workers.remove(process)
+        for pool in (self.workers, self.host_workers):
+            if process in pool:
+                pool.remove(process)
 
     def worker_of_horse(self, horse: int) -> subprocess.Popen | None:
         parent = parent_pid(horse)
@@ -562,15 +564,27 @@ class Chaos:
             if name == "c":
                 host.env["PYTHONPATH"] = os.pathsep.join([str(CLOCK_OFFSET_DIR), str(ROOT)])
             for _ in range(2):
-                process = host.spawn(
-                    ["rqworker", RESUME_QUEUE, queue, "--with-scheduler"],
-                    log_name=f"worker-{len(host.processes) + 1}",
-                )
-                host.workers.append(process)
-                self.fleet.host_workers.append(process)
+                self._host_worker_spawn(host, queue)
         self.network_hosts["c"].start_sweeper()
         self.network.wait_workers(timeout=180)
         return self.network_hosts
+
+    def _host_worker_spawn(self, host: Any, queue: str) -> None:
+        process = host.spawn(
+            ["rqworker", RESUME_QUEUE, queue, "--with-scheduler"],
+            log_name=f"worker-{len(host.processes) + 1}",
+        )
+        host.workers.append(process)
+        self.fleet.host_workers.append(process)
+
+    def host_worker_replace(self, process: subprocess.Popen) -> bool:
+        """A worker host's killed worker replaced on its host (False: it was the pool's)."""
+        for name, host in self.network_hosts.items():
+            if process in host.workers:
+                host.workers.remove(process)
+                self._host_worker_spawn(host, HOST_QUEUES[name])
+                return True
+        return False
 
     def stop(self) -> None:
         from django.db import connections
@@ -1044,6 +1058,7 @@ def fault_approval_while_killed(chaos: Chaos, result: FaultResult, n: int) -> No
         what="the tasks to wait for review",
     )
     killed: set[int] = set()
+    killed_in_pool = 0
     for task_id in tasks:
         review = ReviewRequest.objects.get(task_id=task_id, status="pending")
         key = review.arguments["key"]
@@ -1054,7 +1069,8 @@ def fault_approval_while_killed(chaos: Chaos, result: FaultResult, n: int) -> No
         result.approvals.append(str(review.id))
         chaos.inject(result, task_id, recovered=lambda row, key=key: chaos.ledger().get(key, 0) > 0)
         # The worker that takes the resumed task: the first one busy with it, killed after
-        # `delay` (or when found, if later).
+        # `delay` (or when found, if later). Every worker serves the resume lane, so it may be
+        # a worker host's: that one is replaced on its host.
         deadline = time.monotonic() + delay
         while time.monotonic() < deadline + 2:
             horse = chaos.horse_of(task_id)
@@ -1063,9 +1079,10 @@ def fault_approval_while_killed(chaos: Chaos, result: FaultResult, n: int) -> No
                 if worker.pid not in killed:
                     killed.add(worker.pid)
                     chaos.fleet.kill(worker)
+                    killed_in_pool += not chaos.host_worker_replace(worker)
                 break
             time.sleep(0.01)
-    chaos.fleet.spawn_workers(len(killed), wait=False)
+    chaos.fleet.spawn_workers(killed_in_pool, wait=False)
 
 
 def fault_rollback_while_review(chaos: Chaos, result: FaultResult, n: int) -> None:

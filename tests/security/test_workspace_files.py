@@ -99,10 +99,13 @@ def test_a_checkpoint_of_another_task_is_not_found_here(workspace_task, viewer, 
         client.get(f"/tasks/{task.id}/", {"tab": "files", "checkpoint": str(foreign)}).status_code
         == 404
     )
-    for suffix in ("/files", *APIS):
+    # Each with the parameters it declares (another is a 422 naming it, before any lookup).
+    for suffix, query in (
+        ("/files", {}),
+        *((api_path, {"path": "notes.txt"}) for api_path in APIS),
+    ):
         response = api.get(
-            f"/api/v1/tasks/{task.id}{suffix}",
-            {"path": "notes.txt", "checkpoint_id": str(foreign)},
+            f"/api/v1/tasks/{task.id}{suffix}", {**query, "checkpoint_id": str(foreign)}
         )
         assert response.status_code == 404
 
