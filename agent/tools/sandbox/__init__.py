@@ -21,7 +21,8 @@ in its cgroup, so `setsid`, double forks and daemons never outlive it.
 
 Fail closed: when bubblewrap or the cgroups are missing, `SandboxUnavailable` says what is
 missing and how to fix it. `HARNESS_SANDBOX=off` runs commands unsandboxed (a scrubbed
-environment and limits only), logged loudly on every run.
+environment and limits only), logged loudly on every run; its process group still dies with
+the thread that started it (util-linux `setpriv`, else SandboxUnavailable).
 
 The modules, from the bottom: `config` (mode, bwrap binary, SandboxUnavailable), `limits`
 (Limits, their messages and clocks, the per-process rlimits), `cgroups`, `bwrap` (the command

@@ -43,3 +43,16 @@ def _default_bwrap() -> str:
     if found is None:
         raise SandboxUnavailable(f"the command sandbox needs bubblewrap (bwrap): {INSTALL_HINT}")
     return found
+
+
+@functools.cache
+def setpriv_binary() -> str:
+    """util-linux `setpriv`, which gives an unsandboxed command its parent-death signal (fails
+    closed: without it a command would outlive a killed worker)."""
+    found = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if found is None:
+        raise SandboxUnavailable(
+            "HARNESS_SANDBOX=off needs util-linux `setpriv` (apt-get install util-linux) so "
+            "that a command dies with its worker"
+        )
+    return found

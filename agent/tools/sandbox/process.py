@@ -21,7 +21,7 @@ from agent.tools.quota import DiskQuota, DiskQuotaExceeded, survey
 from agent.tools.sandbox.availability import sandbox_check
 from agent.tools.sandbox.bwrap import bwrap_argv, sandbox_env
 from agent.tools.sandbox.cgroups import Cgroup
-from agent.tools.sandbox.config import sandbox_mode
+from agent.tools.sandbox.config import sandbox_mode, setpriv_binary
 from agent.tools.sandbox.limits import Limits, rlimits
 from tasks.tools.registry import PermanentToolError
 
@@ -36,6 +36,12 @@ _LAUNCHER = (
     'read -r _ < "/proc/self/fd/$HARNESS_GO_FD" || exit 125; '
     'unset HARNESS_CGROUP_PROCS HARNESS_GO_FD PWD OLDPWD; exec "$@"'
 )
+
+# Unsandboxed (HARNESS_SANDBOX=off), the command runs under this shell, which setpriv gives
+# SIGTERM when the thread that started it exits (a killed horse or worker): it then kills its
+# whole process group (the command and everything it forked), as bwrap's --die-with-parent
+# does with the sandbox's PID namespace. `<&0` keeps stdin (a background job's is /dev/null).
+_WATCH = 'trap "kill -KILL 0" TERM; "$@" <&0 & wait $!; exit $?'
 
 
 @dataclass
@@ -193,8 +199,9 @@ def sandbox_spawn(
     whole environment given (PATH, HOME, LANG and TMPDIR are added unless set); `ro_paths` are
     host paths mounted read-only at the same place; `shared` (a multi-agent group's shared
     directory) is mounted read-write at /shared. The sandbox dies with the thread that
-    started it (bwrap's --die-with-parent: the parent-death signal follows the creating
-    thread), so start a long-lived server from a thread that lives as long as it should.
+    started it (bwrap's --die-with-parent, or unsandboxed setpriv's --pdeathsig: the
+    parent-death signal follows the creating thread), so start a long-lived server from a
+    thread that lives as long as it should.
     Raises SandboxUnavailable when it cannot start."""
     workspace = Path(workspace).resolve()
     if not workspace.is_dir():
@@ -223,7 +230,8 @@ def sandbox_spawn(
             "worker's view of the machine and network",
             list(argv)[:3],
         )
-        command, run_cwd = list(argv), workspace / cwd
+        command = [setpriv_binary(), "--pdeathsig", "TERM", "--", "/bin/sh", "-c", _WATCH]
+        command, run_cwd = [*command, "watch", *argv], workspace / cwd
         popen_env = {**full_env, "HOME": str(workspace), "TMPDIR": tempfile.gettempdir()}
     shared = Path(shared).resolve() if shared is not None and sandboxed else None
     quotas = [
