@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from cases.models import CaseRun
-from cases.selectors.recording import task_recording
+from cases.selectors.recording import ledger_step, task_recording
 from cases.selectors.verdict import replay_verdict
+from checkpoints.files import FilesUnreadable, workspace_at
+from checkpoints.selectors import file_changes
 from tasks.events import EventType
 from tasks.models import Task, TaskEvent
 
@@ -112,13 +114,14 @@ def case_run_report(*, case_run: CaseRun) -> dict[str, Any]:
 
 def tasks_compare(*, task: Task, other: Task) -> dict[str, Any]:
     """Two tasks side by side with the same report as a replay's (`recorded` is `task`,
-    `replay` is `other`): a fork and its original, or two siblings. No verdict."""
+    `replay` is `other`): a fork and its original, or two siblings. No verdict. The final
+    files carry the diff of each changed file from `task`'s head to `other`'s."""
     a, b = task_recording(task=task), task_recording(task=other)
     # A fork's first turns are its original's (not in its own events): shown as they were.
     if other.fork_of_id == task.id:
-        _inherit(fork=b, original=a, turns=_inherited_turns(other))
+        _inherit(fork=other, fork_rec=b, original_rec=a)
     elif task.fork_of_id == other.id:
-        _inherit(fork=a, original=b, turns=_inherited_turns(task))
+        _inherit(fork=task, fork_rec=a, original_rec=b)
     rows, first = _steps_compare(a, b, None)
     return {
         "task_id": str(task.id),
@@ -126,13 +129,41 @@ def tasks_compare(*, task: Task, other: Task) -> dict[str, Any]:
         "siblings": [str(t) for t in task_siblings(task=task)],
         "first_divergent_step": first,
         "steps": rows,
-        "files": _files_diff(a["files"], b["files"]),
+        "files": _heads_diff(task, other),
         "totals": {"recorded": _totals(a), "replay": _totals(b)},
     }
 
 
-def _inherit(*, fork: dict[str, Any], original: dict[str, Any], turns: int) -> None:
-    fork["steps"] = [s for s in original["steps"] if s["turn"] <= turns] + fork["steps"]
+def _heads_diff(task: Task, other: Task) -> list[dict[str, Any]]:
+    """Each file that differs between the two heads: {path, change, before, after, text_diff}
+    (the checkpoints' file diff; `text_diff` is the unified diff of a text file)."""
+    manifests = []
+    for t in (task, other):
+        try:
+            manifests.append(workspace_at(task=t).manifest)
+        except FilesUnreadable:
+            manifests.append({})
+    before, after = manifests
+    paths = sorted(set(before) | set(after))
+    return [f.__dict__ for f in file_changes(before=before, after=after, paths=paths)]
+
+
+def _inherit(*, fork: Task, fork_rec: dict[str, Any], original_rec: dict[str, Any]) -> None:
+    """The original's turns the fork started from, then the turn whose calls were pending at
+    the fork (the original's decision, the calls as the fork ran them, each edited argument
+    set marked with the original's as `edited_from`), then the fork's own."""
+    turns = _inherited_turns(fork)
+    steps = [s for s in original_rec["steps"] if s["turn"] <= turns]
+    resumed = turns + 1
+    decision = next((d for d in original_rec["decisions"] if d["turn"] == resumed), None)
+    if decision and decision.get("calls") and all(s["turn"] != resumed for s in fork_rec["steps"]):
+        step = ledger_step(task=fork, decision=decision)
+        theirs = next(s for s in original_rec["steps"] if s["turn"] == resumed)["calls"]
+        for mine, was in zip(step["calls"], theirs, strict=True):
+            if mine["args_hash"] != was["args_hash"]:
+                mine["edited_from"] = was["args"]
+        steps.append(step)
+    fork_rec["steps"] = steps + fork_rec["steps"]
 
 
 def _inherited_turns(fork: Task) -> int:

@@ -48,6 +48,42 @@ def _call_entry(turn: int, proposed: dict[str, Any], row: ToolCall | None, revie
     return entry
 
 
+def _step(decision: dict[str, Any], step_calls: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "turn": decision["turn"],
+        "text": (decision.get("text") or "")[:2000],
+        "final": decision.get("final"),
+        "calls": [
+            {k: c[k] for k in ("tool", "args", "args_hash", "status", "error_class")}
+            for c in step_calls
+        ],
+        "duration_ms": round(
+            (decision.get("duration_ms") or 0) + sum(c["duration_ms"] or 0 for c in step_calls),
+            3,
+        ),
+        "cost_usd": decision.get("cost_usd") or 0,
+        "tokens": (decision.get("prompt_tokens") or 0) + (decision.get("completion_tokens") or 0),
+    }
+
+
+def ledger_step(*, task: Task, decision: dict[str, Any]) -> dict[str, Any]:
+    """Another task's model decision (a fork's original's, whose calls were pending when it
+    was forked) as `task` ran its calls: each with the arguments and outcome `task`'s ledger
+    holds under the same call id (the arguments as perhaps edited in the fork)."""
+    ids = [c.get("call_id", "") for c in decision.get("calls") or []]
+    rows = {row.call_id: row for row in ToolCall.objects.filter(task_id=task.id, call_id__in=ids)}
+    step_calls = []
+    for proposed in decision.get("calls") or []:
+        row = rows.get(proposed.get("call_id", ""))
+        ran = {**proposed, "args": row.arguments} if row is not None else proposed
+        step_calls.append(_call_entry(decision["turn"], ran, row, False))
+    step = _step(decision, step_calls)
+    # The model's time and cost of the decision were the original's.
+    step["duration_ms"] = round(sum(c["duration_ms"] or 0 for c in step_calls), 3)
+    step["cost_usd"], step["tokens"] = 0, 0
+    return step
+
+
 def task_recording(*, task: Task) -> dict[str, Any]:
     """What the task did, step by step: each model decision, each call with its outcome as
     the ledger holds it, and the final answer, usage and final files. The same shape for a
@@ -62,29 +98,12 @@ def task_recording(*, task: Task) -> dict[str, Any]:
     calls: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     for d in decisions:
-        turn = d["turn"]
         step_calls = [
-            _call_entry(turn, c, rows.get(c.get("call_id", "")), c.get("call_id") in reviewed)
+            _call_entry(d["turn"], c, rows.get(c.get("call_id", "")), c.get("call_id") in reviewed)
             for c in d.get("calls") or []
         ]
         calls += step_calls
-        steps.append(
-            {
-                "turn": turn,
-                "text": (d.get("text") or "")[:2000],
-                "final": d.get("final"),
-                "calls": [
-                    {k: c[k] for k in ("tool", "args", "args_hash", "status", "error_class")}
-                    for c in step_calls
-                ],
-                "duration_ms": round(
-                    (d.get("duration_ms") or 0) + sum(c["duration_ms"] or 0 for c in step_calls),
-                    3,
-                ),
-                "cost_usd": d.get("cost_usd") or 0,
-                "tokens": (d.get("prompt_tokens") or 0) + (d.get("completion_tokens") or 0),
-            }
-        )
+        steps.append(_step(d, step_calls))
     return {
         "decisions": decisions,
         "calls": calls,

@@ -58,7 +58,8 @@ def test_a_fork_with_an_edited_argument_runs_with_the_originals_workspace(
     compared = client.get(f"/api/v1/tasks/{original['id']}/compare?other={sibling['id']}").json()
     assert compared["siblings"] == [original["id"], sibling["id"]]
     assert compared["first_divergent_step"] == 2
-    assert {"path": "notes/b.md", "change": "added"} in compared["files"]
+    added = next(f for f in compared["files"] if f["path"] == "notes/b.md")
+    assert added["change"] == "added" and "+edited" in added["text_diff"]
 
 
 def test_adopting_a_finished_fork_rolls_the_original_forward_to_its_head(
