@@ -127,6 +127,9 @@
       pre.scrollTop = typeof held === "number" ? held : pre.scrollHeight;
     });
   }
+  // On the swap itself, not only after the settle (20 ms later): in between, the new box sat
+  // at its top.
+  document.addEventListener("htmx:afterSwap", function () { followTail(document); });
   document.addEventListener("htmx:afterSettle", function () { followTail(document); });
   document.addEventListener("DOMContentLoaded", function () { followTail(document); });
   document.addEventListener("change", function (event) {

@@ -57,6 +57,8 @@ def test_live_output_follows_new_lines_and_holds_a_scrolled_up_position(open_pag
     pre = "[data-testid=live-stream][data-name=stdout] pre"
     page.eval_on_selector(pre, "pre => { pre.scrollTop = 40; }")
     page.wait_for_function(f"() => document.querySelector('{pre}').scrollTop === 40")
+    # The scroll event that records the position is dispatched with the next frame.
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     output.write("stdout", b"line 81\n")
     _publish(task, output, started)
     page.wait_for_function(f"() => document.querySelector('{pre}').textContent.includes('line 81')")

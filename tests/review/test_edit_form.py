@@ -64,6 +64,8 @@ def test_each_argument_gets_a_field_of_its_type(paused_review, request_review, o
         "command": ("string", "ls -la"),
         "timeout_s": ("number", "5"),
         "network": ("boolean", False),
+        "env": ("json", ""),
+        "cwd": ("string", ""),
     }
     request = request_review()
     fields = shown_fields(client, request)
