@@ -121,6 +121,8 @@ def task_fork(
             level="task",
             trigger="fork",
             snapshot=loaded.snapshot,
+            # The state is the original's, made under the code its checkpoint names.
+            versions=checkpoint.versions,
         )
         head.save(force_insert=True)
         services.task_fork_head(task=sibling, checkpoint_id=head.id, state=state, rollback=False)

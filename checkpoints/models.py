@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.utils import timezone
 
 
 class Level(models.TextChoices):
@@ -41,6 +42,9 @@ class Checkpoint(models.Model):
     created_at = models.DateTimeField()
     # Whether retention has counted this checkpoint's snapshot in BlobRef (checkpoints.retention).
     blobs_counted = models.BooleanField(default=False)
+    # The code the checkpoint was made with (agent.versions): {"harness": {"version", "commit"},
+    # "spec", "tools", "mcp", "graph", "agent", "policy"}, each hash naming a VersionBody.
+    versions = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["task", "seq"]
@@ -78,6 +82,19 @@ class Blob(models.Model):
         return f"{self.sha256[:12]} ({self.size} B)"
 
 
+class VersionBody(models.Model):
+    """What a hash in `versions` stands for (a tool's argument schema, an MCP server's tool
+    list, a graph's structure, an agent's definition, the policy), stored once by its sha256:
+    a drift review shows the old body beside the new one."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    body = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.sha256[:12]
+
+
 # --- LangGraph checkpoints (checkpoints.langgraph.DjangoCheckpointSaver) ----------------------
 # LangGraph's own shape, kept apart from the harness's Checkpoint: a graph's checkpoint is keyed
 # by (thread_id, checkpoint_ns, checkpoint_id) and its channel values are stored once per
@@ -106,6 +123,8 @@ class GraphCheckpoint(models.Model):
     type = models.TextField()
     checkpoint = models.BinaryField()
     metadata = models.JSONField(default=dict)
+    # The code the graph checkpoint was made with (as Checkpoint.versions, with "graph").
+    versions = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [

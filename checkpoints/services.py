@@ -158,9 +158,11 @@ def checkpoint_build(
     snapshot: dict | None = None,
     parent_id: Any = None,
     codec: CheckpointCodec | None = None,
+    versions: dict[str, Any] | None = None,
 ) -> Checkpoint:
     """An unsaved checkpoint; the caller inserts it inside its own (fenced) transaction (with
-    the `codec`'s new bases, `CheckpointCodec.take_bases`)."""
+    the `codec`'s new bases, `CheckpointCodec.take_bases`). `versions`: the code it was made
+    with (agent.versions)."""
     payload, checksum, size = checkpoint_encode(state=state, snapshot=snapshot, codec=codec)
     return Checkpoint(
         task_id=task_id,
@@ -174,6 +176,7 @@ def checkpoint_build(
         checksum=checksum,
         size_bytes=size,
         created_at=timezone.now(),
+        versions=versions or {},
     )
 
 

@@ -8,6 +8,7 @@ import logging
 from typing import Any, NoReturn
 
 from agent.runtime.run import Run
+from agent.versions import versions_current
 from review.models import ReviewRequest
 from review.policy import PolicyDecision
 from review.services.gates import ReviewPause, review_gate, review_gate_unknown_outcome
@@ -73,6 +74,7 @@ def pause_for_review(
             target_fingerprint=fingerprint,
             reopened_from=reopened_from,
             changes=changes,
+            versions=versions_current(run),
         )
         return
     log.info("task %s: %s waits for review (%s)", run.task_id, tool.name, decision.reason)
@@ -87,6 +89,7 @@ def pause_for_review(
         target_fingerprint=fingerprint,
         reopened_from=reopened_from,
         changes=changes,
+        versions=versions_current(run),
     )
 
 
@@ -104,4 +107,5 @@ def escalate_unknown_outcome(run: Run, row: ToolCall, *, message: str | None = N
         step_index=run.state.step_index,
         message=message,
         pause=_pause_for_human(run, row, reason=f"unknown outcome: {row.tool}"),
+        versions=versions_current(run),
     )

@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from agent.runtime.run_books import RunBookkeeping
+from agent.versions import version_bodies_unwritten, version_bodies_written, versions_current
 from checkpoints.blobstore import blob_store_deferred
 from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_build
@@ -70,6 +71,7 @@ class RunWrites(RunBookkeeping):
             snapshot=self.capture_snapshot(),
             parent_id=self.head_id,
             codec=self.codec,
+            versions=versions_current(self),
         )
         bases = self.codec.take_bases()
         if bases:
@@ -109,7 +111,7 @@ class RunWrites(RunBookkeeping):
                 self.cancel_seen = services.task_fenced_write(
                     task_id=self.task_id,
                     epoch=self.epoch,
-                    inserts_if_absent=list(self.blobs.values()),
+                    inserts_if_absent=[*self.blobs.values(), *version_bodies_unwritten(self)],
                     inserts=[
                         *self.staged,
                         *(row for row in extra if row._state.adding),
@@ -127,6 +129,7 @@ class RunWrites(RunBookkeeping):
             # The bases of the staged checkpoints may not be stored: the next one starts anew.
             self.codec.forget()
             raise
+        version_bodies_written(self)
         checkpoints_traced(self.staged)
         metric_observe(CHECKPOINT_WRITE_SECONDS, time.monotonic() - started)
         self.blobs = {}

@@ -86,6 +86,8 @@ def fork_checkpoint(
         trigger=kind,
         snapshot=snapshot,
         parent_id=base.checkpoint.id,
+        # The state is the base's, made under the code its checkpoint names.
+        versions=base.checkpoint.versions,
     )
     superseded = checkpoint_fork_insert(checkpoint=checkpoint, base_seq=base.checkpoint.seq)
     before = {"status": task.status, "head_checkpoint": str(task.head_checkpoint_id or "")}

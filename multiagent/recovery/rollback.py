@@ -77,6 +77,7 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
         trigger="group_rollback",
         snapshot=base.snapshot,
         parent_id=base.checkpoint.id,
+        versions=base.checkpoint.versions,
     )
     superseded = checkpoint_fork_insert(checkpoint=checkpoint, base_seq=base.checkpoint.seq)
     if open_delegations:

@@ -181,6 +181,8 @@ class ReviewRequest(EditedCall, models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reopened_as"
     )
     changes = models.JSONField(default=list, blank=True)
+    # The code the review was opened under (agent.versions; the shape of Checkpoint.versions).
+    versions = models.JSONField(default=dict, blank=True)
     # Triage (review.triage; advisory: who works on it, never who may decide it). The operator
     # who claimed it, and a person or a group it is assigned to.
     claimed_by = models.ForeignKey(

@@ -38,6 +38,7 @@ def review_gate(
     target_fingerprint: dict[str, Any] | None = None,
     reopened_from: ReviewRequest | None = None,
     changes: list[str] | None = None,
+    versions: dict[str, Any] | None = None,
 ) -> NoReturn:
     """A call the policy sends to a human: it awaits review, a `review_requested` event says
     why, and its review opens against the checkpoint the pause takes, with the state of the
@@ -71,6 +72,7 @@ def review_gate(
             target_fingerprint=target_fingerprint,
             reopened_from=reopened_from,
             changes=changes,
+            versions=versions,
         ),
     )
 
@@ -97,7 +99,12 @@ def _unknown_outcome_policy(*, tool_call: ToolCall) -> PolicyDecision:
 
 
 def review_gate_unknown_outcome(
-    *, tool_call: ToolCall, step_index: int, pause: ReviewPause, message: str | None = None
+    *,
+    tool_call: ToolCall,
+    step_index: int,
+    pause: ReviewPause,
+    message: str | None = None,
+    versions: dict[str, Any] | None = None,
 ) -> NoReturn:
     """A non-idempotent call that may or may not have taken effect (its worker stopped while
     it ran, or it timed out and would not stop): a running call's outcome becomes unknown
@@ -170,6 +177,7 @@ def review_gate_unknown_outcome(
                 kind=UNKNOWN_OUTCOME,
                 preview=f"{message}.\n\n"
                 + json.dumps(tool_call.arguments, indent=2, ensure_ascii=False),
+                versions=versions,
             )
 
     pause(events, open_unknown_outcome_review)

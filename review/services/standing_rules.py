@@ -47,6 +47,7 @@ def review_gate_standing(
     target_fingerprint: dict[str, Any] | None = None,
     reopened_from: ReviewRequest | None = None,
     changes: list[str] | None = None,
+    versions: dict[str, Any] | None = None,
 ) -> ReviewRequest:
     """A call the policy sends to review that a standing rule allows (review.standing): it is
     approved as a human's approval would approve it (the arguments and their hash), by the
@@ -74,6 +75,7 @@ def review_gate_standing(
             target_fingerprint=target_fingerprint,
             reopened_from=reopened_from,
             changes=changes,
+            versions=versions,
         )
         review_transition(
             review=review,

@@ -72,6 +72,10 @@ def _count_wait(*, review: ReviewRequest, to: str, decided_at: datetime) -> None
     transaction.on_commit(count)
 
 
+def _versions_of(review: ReviewRequest | None) -> dict[str, Any]:
+    return dict(review.versions) if review is not None else {}
+
+
 def review_request_open(
     *,
     tool_call: ToolCall,
@@ -84,12 +88,14 @@ def review_request_open(
     target_fingerprint: dict[str, Any] | None = None,
     reopened_from: ReviewRequest | None = None,
     changes: list[str] | None = None,
+    versions: dict[str, Any] | None = None,
 ) -> ReviewRequest:
     """Called by the loop inside its fenced transaction, just before the task pauses (or, for
     a call a standing rule allows, just before it runs: `kind` standing_rule; or by a decision
     that found the target changed: review_reopen). Records what the approval will be about
     besides the arguments: the targets' state (tasks.fingerprint) and the policy's hash; a
-    reopened review names the review it replaces and what changed."""
+    reopened review names the review it replaces and what changed. `versions`: the code the
+    review is opened under (agent.versions; a reopened review keeps its predecessor's)."""
     now = timezone.now()
     expires_at = (
         now + timedelta(seconds=decision.expires_after_s) if decision.expires_after_s else None
@@ -116,6 +122,7 @@ def review_request_open(
         policy_hash=policy_hash(decision),
         reopened_from=reopened_from,
         changes=changes or [],
+        versions=versions if versions is not None else _versions_of(reopened_from),
     )
     notifications_plan_opened(review=review)
     return review
