@@ -6,7 +6,7 @@ class ReviewConfig(AppConfig):
     verbose_name = "Review"
 
     def ready(self) -> None:
-        from review import receivers
+        from review import compensation, receivers
         from tasks import signals
 
         # Strong references, one connection each (dispatch_uid): recovery and retention
@@ -17,4 +17,7 @@ class ReviewConfig(AppConfig):
         signals.calls_undone.connect(receivers.on_calls_undone, dispatch_uid="review.calls_undone")
         signals.checkpoints_needed.connect(
             receivers.on_checkpoints_needed, dispatch_uid="review.checkpoints_needed"
+        )
+        signals.compensation_review.connect(
+            compensation.on_compensation_review, dispatch_uid="review.compensation_review"
         )

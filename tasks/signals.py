@@ -6,6 +6,8 @@ A receiver takes the keyword arguments named below and `sender`, `signal`, `**kw
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.dispatch import Signal
 
 # A task's later history no longer stands: a recovery forked a new head (rollback, retry,
@@ -29,3 +31,22 @@ def checkpoints_needed_ids(*, task_id: object) -> set[object]:
     for _receiver, ids in checkpoints_needed.send(sender=None, task_id=task_id):
         needed.update(ids or ())
     return needed
+
+
+# Would the review policy pause a compensating call? task=, call= (the original ledger row),
+# tool= (the compensating ToolSpec, None when this process cannot describe it), arguments=.
+# review: whether its policy reviews it (review.compensation).
+compensation_review = Signal()
+
+
+def compensation_pauses(*, task: Any, call: Any, tool: Any, arguments: dict[str, Any]) -> bool:
+    """Whether the compensating call will pause for review. With no receiver answering (the
+    review app not installed) it pauses: a preview never promises less review than the
+    rollback gets."""
+    answers = [
+        answer
+        for _receiver, answer in compensation_review.send(
+            sender=None, task=task, call=call, tool=tool, arguments=arguments
+        )
+    ]
+    return not answers or any(bool(answer) for answer in answers)

@@ -19,7 +19,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agent.tools.sandbox import PATH, WORKSPACE, Limits, limit_message, sandbox_run
+from agent.tools.sandbox import (
+    PATH,
+    WORKSPACE,
+    Limits,
+    limit_message,
+    sandbox_mode,
+    sandbox_run,
+)
 from harness_base.config import harness_config
 from tasks.fingerprint import workspace_target
 from tasks.paths import SHARED_MOUNT
@@ -157,6 +164,17 @@ def _fingerprint(ctx: ToolContext, args: RunCommandArgs) -> list[dict[str, Any]]
     return targets
 
 
+def _effects_outside(arguments: dict[str, Any]) -> str:
+    """A sandboxed command without network changes only its workspace, which the snapshot
+    restores (and a group's shared directory, which a group rollback restores): a rollback
+    need not list it as irreversible."""
+    if arguments.get("network"):
+        return "it ran with network access"
+    if sandbox_mode() != "bwrap":
+        return "it ran unsandboxed (HARNESS_SANDBOX=off) and could change anything its user can"
+    return ""
+
+
 @tool(
     risk="execute",
     side_effect=True,
@@ -164,6 +182,7 @@ def _fingerprint(ctx: ToolContext, args: RunCommandArgs) -> list[dict[str, Any]]
     timeout_s=TOOL_TIMEOUT_S,
     preview=_preview,
     fingerprint=_fingerprint,
+    effects_outside=_effects_outside,
 )
 def run_command(ctx: ToolContext, args: RunCommandArgs) -> dict:
     """Run a shell command (/bin/sh -c) in the workspace, isolated in a sandbox: the

@@ -85,6 +85,34 @@ class RecoveryOut(Schema):
     why: str = ""
 
 
+class CompensationOut(Schema):
+    """A compensating call a rollback runs: `tool` with `arguments`, undoing the call
+    `call_id`; `review`: the review policy will pause it. `outcome_unknown`: whether that call
+    took effect is unknown, so a person decides first (`arguments` is then null when it needs
+    the result the call never returned: `unresolved` says so)."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] | None
+    review: bool
+    outcome_unknown: bool = False
+    unresolved: str = ""
+    # The call it undoes: call_id, tool, arguments, status, step_index.
+    original: dict[str, Any]
+
+
+class IrreversibleOut(Schema):
+    """A call whose effect outside the workspace a rollback cannot undo, and why (declared
+    irreversible, no compensation declared, or its compensation could not be computed)."""
+
+    call_id: str
+    tool: str
+    why: str
+    arguments: dict[str, Any]
+    status: str
+    step_index: int
+
+
 class PreviewOut(Schema):
     task_id: UUID
     task_status: str
@@ -103,7 +131,9 @@ class PreviewOut(Schema):
     workspace_source: str
     steps_undone: list[dict[str, Any]]
     calls_undone: list[dict[str, Any]]
-    irreversible: list[dict[str, Any]]
+    # The compensating calls, in the order the rollback runs them (the reverse of the calls').
+    compensations: list[CompensationOut]
+    irreversible: list[IrreversibleOut]
     superseded_seqs: list[int]
 
 

@@ -5,9 +5,10 @@ One module per family, each importing only the modules listed below it:
     graph      the LangGraph checkpoints of a graph task; whether a task is one
     diff       the diff of two checkpoints (checkpoint_diff) and of files (file_changes)
     recovery   the plan `auto` follows (recovery_plan) and the failed call it looks at
-    rollback   the rollback's plan (rollback_plan) and its preview (rollback_preview)
+    rollback   the rollback's plan (rollback_plan: files, calls undone, their compensations
+               and what cannot be undone) and its preview (rollback_preview)
     lookups    one checkpoint, a task's checkpoints and marks, the messages at a checkpoint
-    calls      the calls a rollback undoes, and the tools whose effects it cannot undo
+    calls      the calls a rollback undoes
 
 This package re-exports the public names, so `from checkpoints.selectors import
 checkpoint_get` keeps working; code inside the package imports the module that holds a name."""
@@ -18,7 +19,6 @@ from checkpoints.selectors.calls import (
     EXECUTED,
     RETRYABLE,
     calls_undone,
-    tool_is_irreversible,
     tool_or_none,
 )
 from checkpoints.selectors.diff import (
@@ -47,6 +47,9 @@ from checkpoints.selectors.recovery import (
 from checkpoints.selectors.rollback import (
     RollbackPlan,
     RollbackPreview,
+    calls_compensation,
+    compensation_dict,
+    irreversible_dict,
     recovery_blocked,
     rollback_plan,
     rollback_preview,
@@ -61,16 +64,19 @@ __all__ = [
     "RecoveryPlan",
     "RollbackPlan",
     "RollbackPreview",
+    "calls_compensation",
     "calls_undone",
     "checkpoint_diff",
     "checkpoint_get",
     "checkpoint_recent_messages",
+    "compensation_dict",
     "checkpoint_supersession_marks",
     "entry_dict",
     "failed_call",
     "file_changes",
     "graph_checkpoints",
     "graph_task",
+    "irreversible_dict",
     "recovery_blocked",
     "recovery_plan",
     "rollback_plan",
@@ -79,6 +85,5 @@ __all__ = [
     "step_start_checkpoint",
     "task_checkpoint_marks",
     "task_checkpoints",
-    "tool_is_irreversible",
     "tool_or_none",
 ]

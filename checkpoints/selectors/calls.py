@@ -1,4 +1,5 @@
-"""The ledger side of a rollback: the calls it undoes, and the tools whose effects it cannot."""
+"""The ledger side of a rollback: the calls it undoes (how it undoes their effects outside the
+workspace: tasks.selectors.compensation)."""
 
 from __future__ import annotations
 
@@ -26,21 +27,6 @@ RETRYABLE = (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT)
 
 def tool_or_none(name: str, *, task_id: Any) -> ToolSpec | None:
     return task_tool(task_id=task_id, name=name)
-
-
-def tool_is_irreversible(name: str, *, task_id: Any) -> bool:
-    """A side effect outside the workspace, which restoring files cannot undo: external
-    tools, and non-idempotent tools that do not (only) write the workspace. An MCP tool's
-    effects are outside unless it declares `openWorldHint: false` (a stdio server working on
-    the workspace)."""
-    tool = tool_or_none(name, task_id=task_id)
-    if tool is None or not tool.side_effect:
-        return False
-    if tool.server:
-        return (tool.annotations or {}).get("openWorldHint", True) is not False
-    return tool.risk == "external" or (
-        not tool.idempotent and tool.risk not in ("write", "destructive")
-    )
 
 
 def calls_undone(task: Task, loaded: LoadedCheckpoint) -> list[ToolCall]:

@@ -7,17 +7,20 @@ from typing import Any
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing
 from checkpoints.models import Checkpoint
-from checkpoints.selectors.calls import calls_undone, tool_is_irreversible
+from checkpoints.selectors.calls import calls_undone
 from checkpoints.services import CheckpointCorrupted, LoadedCheckpoint, checkpoint_decode
 from checkpoints.snapshots import RestoreResult, snapshot_restore_plan
 from tasks.models import Task, ToolCall
+from tasks.selectors import Irreversible, PlannedCompensation, compensation_for
 from tasks.states import TaskStatus
 
 
 @dataclass
 class RollbackPlan:
     """What rolling back to a checkpoint does: the files, links and folders the restore
-    writes back and removes, and the calls it undoes. The preview shows it and the rollback
+    writes back and removes, the calls it undoes, the compensating calls that undo their
+    effects outside the workspace (newest call first: the reverse of the order they ran in)
+    and the effects it cannot undo. The preview shows it and the rollback
     (checkpoints.recovery) acts on it: one computation for both."""
 
     files: RestoreResult
@@ -25,8 +28,25 @@ class RollbackPlan:
     # restore writes every file of the snapshot.
     workspace_source: str
     calls_undone: list[ToolCall]
-    irreversible: list[ToolCall]
+    compensations: list[PlannedCompensation]
+    irreversible: list[Irreversible]
     superseded_seqs: list[int]
+
+
+def calls_compensation(
+    *, task: Task, undone: list[ToolCall]
+) -> tuple[list[PlannedCompensation], list[Irreversible]]:
+    """The compensations of the undone calls, newest first, and the calls that cannot be
+    undone (oldest first). A call with nothing to undo is in neither list."""
+    compensations: list[PlannedCompensation] = []
+    irreversible: list[Irreversible] = []
+    for row in undone:
+        found = compensation_for(row, task=task)
+        if isinstance(found, PlannedCompensation):
+            compensations.append(found)
+        elif isinstance(found, Irreversible):
+            irreversible.append(found)
+    return compensations[::-1], irreversible
 
 
 def rollback_plan(*, task: Task, loaded: LoadedCheckpoint) -> RollbackPlan:
@@ -35,11 +55,13 @@ def rollback_plan(*, task: Task, loaded: LoadedCheckpoint) -> RollbackPlan:
     here = task.workspace_path.is_dir()
     files = snapshot_restore_plan(workspace=task.workspace_path, snapshot=loaded.snapshot)
     undone = calls_undone(task, loaded)
+    compensations, irreversible = calls_compensation(task=task, undone=undone)
     return RollbackPlan(
         files=files,
         workspace_source="disk" if here else "no workspace on this machine: every file is written",
         calls_undone=undone,
-        irreversible=[row for row in undone if tool_is_irreversible(row.tool, task_id=task.id)],
+        compensations=compensations,
+        irreversible=irreversible,
         superseded_seqs=list(
             Checkpoint.objects.filter(task=task, seq__gt=loaded.checkpoint.seq, superseded=False)
             .order_by("seq")
@@ -62,6 +84,7 @@ class RollbackPreview:
     workspace_source: str = "disk"
     steps_undone: list[dict[str, Any]] = field(default_factory=list)
     calls_undone: list[dict[str, Any]] = field(default_factory=list)
+    compensations: list[dict[str, Any]] = field(default_factory=list)
     irreversible: list[dict[str, Any]] = field(default_factory=list)
     superseded_seqs: list[int] = field(default_factory=list)
 
@@ -87,6 +110,7 @@ class RollbackPreview:
             "workspace_source": self.workspace_source,
             "steps_undone": self.steps_undone,
             "calls_undone": self.calls_undone,
+            "compensations": self.compensations,
             "irreversible": self.irreversible,
             "superseded_seqs": self.superseded_seqs,
         }
@@ -111,6 +135,25 @@ def _call_dict(row: ToolCall) -> dict[str, Any]:
         "status": row.status,
         "step_index": row.step_index,
     }
+
+
+def compensation_dict(item: PlannedCompensation) -> dict[str, Any]:
+    """A planned compensation as the preview (page and API) shows it: the compensating call
+    (`tool`, `arguments`, `review`: whether it will pause for review) of the original call
+    `call_id`."""
+    return {
+        "call_id": item.call_id,
+        "tool": item.tool,
+        "arguments": item.arguments,
+        "review": item.review,
+        "outcome_unknown": item.outcome_unknown,
+        "unresolved": item.unresolved,
+        "original": _call_dict(item.call),
+    }
+
+
+def irreversible_dict(item: Irreversible) -> dict[str, Any]:
+    return {**_call_dict(item.call), "why": item.why}
 
 
 def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
@@ -144,13 +187,7 @@ def rollback_preview(*, task: Task, checkpoint: Checkpoint) -> RollbackPreview:
     for row in plan.calls_undone:
         steps.setdefault(row.step_index, []).append(row.tool)
     preview.steps_undone = [{"step_index": s, "tools": tools} for s, tools in sorted(steps.items())]
-    preview.irreversible = [
-        {
-            **_call_dict(row),
-            "why": "external or non-idempotent: it happened outside the "
-            "workspace and a rollback cannot undo it",
-        }
-        for row in plan.irreversible
-    ]
+    preview.compensations = [compensation_dict(item) for item in plan.compensations]
+    preview.irreversible = [irreversible_dict(item) for item in plan.irreversible]
     preview.superseded_seqs = plan.superseded_seqs
     return preview

@@ -4,7 +4,8 @@ retention), validated by pydantic once at start-up. A bad file fails loudly, nam
 The modules, from the bottom: `fields` (durations, RE2 patterns, `Regex`, `EnvName`, `Strict`,
 the base of every section), the sections: `policies` (checkpoint triggers, review rules, retry,
 timeouts, context, validation, pricing, sandbox, retention, multi-agent), `mcp` (MCP servers),
-`notifications` (channels and routes), `adapters` (LangGraph, Pydantic AI and OpenAI Agents
+`notifications` (channels and routes), `compensations` (MCP and HTTP compensations, their
+argument templates), `adapters` (LangGraph, Pydantic AI and OpenAI Agents
 references); `harness` (HarnessConfig, the whole file) and `loading` (load_config,
 harness_config). Callers import from this package.
 """
@@ -12,6 +13,14 @@ harness_config). Callers import from this package.
 from __future__ import annotations
 
 from harness_base.config.adapters import GraphName, GraphRef, LangGraphEntry, langgraph_entry
+from harness_base.config.compensations import (
+    TEMPLATE_ROOTS,
+    HttpCompensation,
+    HttpConfig,
+    HttpMatch,
+    HttpRequestTemplate,
+    McpCompensation,
+)
 from harness_base.config.fields import (
     EnvName,
     Regex,
@@ -53,6 +62,7 @@ from harness_base.config.policies import (
 __all__ = [
     "CHANNEL_KINDS",
     "DEFAULT_TRIGGERS",
+    "TEMPLATE_ROOTS",
     "ChannelConfig",
     "ChannelName",
     "CheckpointEvent",
@@ -63,8 +73,13 @@ __all__ = [
     "GraphName",
     "GraphRef",
     "HarnessConfig",
+    "HttpCompensation",
+    "HttpConfig",
+    "HttpMatch",
+    "HttpRequestTemplate",
     "HttpUrl",
     "LangGraphEntry",
+    "McpCompensation",
     "McpServerConfig",
     "McpServerName",
     "ModelPrice",

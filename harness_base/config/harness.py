@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from harness_base.config.adapters import GraphName, GraphRef, LangGraphEntry
+from harness_base.config.compensations import HttpConfig
 from harness_base.config.fields import Strict
 from harness_base.config.mcp import McpServerConfig, McpServerName
 from harness_base.config.notifications import NotificationsConfig
@@ -52,6 +53,8 @@ class HarnessConfig(Strict):
     openai_agents: dict[GraphName, GraphRef] = {}
     mcp_servers: dict[McpServerName, McpServerConfig] = {}
     multi_agent: MultiAgentConfig = MultiAgentConfig()
+    # `http_request`: compensating requests for the calls a rollback undoes.
+    http: HttpConfig = HttpConfig()
 
     def trigger(self, event: str) -> CheckpointTrigger | None:
         """The configured trigger for a loop boundary, or None when it is switched off."""

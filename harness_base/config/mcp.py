@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
+from harness_base.config.compensations import McpCompensation, McpToolName
 from harness_base.config.fields import EnvName, Strict
 
 # A server name joins its tools' names as `<server>__<tool>`, which must stay a name every model
@@ -24,7 +25,8 @@ class McpServerConfig(Strict):
     header to the environment variable of the worker that holds its value (never the value).
     In `command`, `env` and `ro_paths`, `{python}` stands for the worker's own interpreter (its
     virtualenv and base installation are then mounted read-only) and `{harness}` for the
-    harness's base directory, so a server shipped with the harness needs no machine paths."""
+    harness's base directory, so a server shipped with the harness needs no machine paths.
+    `compensations` maps a tool to the one that undoes it (harness_base.config.compensations)."""
 
     command: list[Annotated[str, StringConstraints(min_length=1)]] | None = Field(
         default=None, min_length=1
@@ -38,6 +40,8 @@ class McpServerConfig(Strict):
     ] = {}
     # How long connecting and listing the tools may take.
     connect_timeout_s: float = Field(default=20, gt=0, le=600)
+    # A tool of this server -> the tool of this server that undoes its calls in a rollback.
+    compensations: dict[McpToolName, McpCompensation] = Field(default_factory=dict, max_length=200)
 
     @field_validator("ro_paths")
     @classmethod

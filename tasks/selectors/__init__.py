@@ -1,7 +1,8 @@
 """Read-side queries for tasks. Permission-checked lookups live here.
 
 One module per family of reads: access (roles, access_task), groups (a task's group and its
-shared directory), task_lists (sorts and filters), event_fields (payload keys in SQL, ISO
+shared directory), compensation (how a rollback undoes a call outside the
+workspace), task_lists (sorts and filters), event_fields (payload keys in SQL, ISO
 times), event_log (a task's events as its pages read them), calls (tool calls, attempts,
 outputs, a tool as the task knows it), usage (model calls, tokens, cost), lanes (where a task's
 job is), workers (the RQ workers) and ops (counts across all tasks, the sweep, the MCP servers).
@@ -26,6 +27,12 @@ from tasks.selectors.calls import (
     task_tool_call_attempts,
     task_tool_calls,
     tool_output_get,
+)
+from tasks.selectors.compensation import (
+    Irreversible,
+    PlannedCompensation,
+    compensation_for,
+    effects_outside,
 )
 from tasks.selectors.event_fields import (
     PayloadText,
@@ -80,18 +87,22 @@ __all__ = [
     "ARGUMENTS_TEXT_CHARS",
     "CREATE_GROUPS",
     "GROUP_MAX_DEPTH",
-    "LanePlace",
-    "PayloadText",
     "READ_GROUPS",
     "READ_PERMISSIONS",
     "TASK_SORTS",
     "TASK_SORT_DEFAULT",
     "USAGE_EVENTS",
+    "Irreversible",
+    "LanePlace",
+    "PayloadText",
+    "PlannedCompensation",
     "WorkerInfo",
     "access_task",
     "as_text",
     "call_attempts",
+    "compensation_for",
     "day_start",
+    "effects_outside",
     "group_has_shared",
     "group_root",
     "group_shared_path",

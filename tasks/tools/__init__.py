@@ -1,6 +1,7 @@
 """The tool vocabulary (specs, the registry, the `@tool` decorator, tool errors): what
 `tasks.tools.registry` exports, importable as `tasks.tools` (explicit re-exports)."""
 
+from tasks.tools.registry import Compensate as Compensate
 from tasks.tools.registry import PermanentToolError as PermanentToolError
 from tasks.tools.registry import ToolContext as ToolContext
 from tasks.tools.registry import ToolError as ToolError

@@ -32,8 +32,10 @@ from pydantic import BaseModel
 from tasks.errors import PermanentToolError, ToolError, TransientToolError
 from tasks.outputs import CallOutput
 from tasks.spec import RetrySpec
+from tasks.tools.compensate import Compensate
 
 __all__ = [
+    "Compensate",
     "PermanentToolError",
     "ToolContext",
     "ToolError",
@@ -120,6 +122,15 @@ class ToolSpec:
     # changes none records nothing), so the next snapshot scans only those files' folders.
     # False (commands, user tools): the next snapshot surveys the whole workspace.
     reports_changes: bool = False
+    # How a rollback undoes a call of this tool (tasks.tools.compensate): the compensating
+    # tool and its arguments derived from the call's arguments and result.
+    compensate: Compensate | None = None
+    # False: a call cannot be undone (an email sent); a rollback lists it as such.
+    reversible: bool = True
+    # For a tool with side effects that, per call, may stay inside the workspace (the
+    # snapshot then restores everything they did): why this call's effects may reach beyond
+    # it, or "" when they cannot (run_command without network, in the sandbox).
+    effects_outside: Callable[[dict[str, Any]], str] | None = None
 
     def json_schema(self) -> dict[str, Any]:
         if self.input_schema is not None:
@@ -177,10 +188,18 @@ def tool(
     fingerprint: Callable[[ToolContext, Any], list[dict[str, Any]]] | None = None,
     retry: RetrySpec | dict[str, Any] | None = None,
     reports_changes: bool = False,
+    compensate: Compensate | None = None,
+    reversible: bool = True,
+    effects_outside: Callable[[dict[str, Any]], str] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register `func(ctx, args)` as a tool. The argument model is read from the type hint of
     the second parameter (a pydantic return annotation, if any, is the result model every
-    result is checked against); the docstring becomes the description the model sees."""
+    result is checked against); the docstring becomes the description the model sees.
+    `compensate` names how a rollback undoes a call, `reversible=False` that it cannot."""
+    if compensate is not None and not reversible:
+        raise TypeError("a tool is either reversible=False or has a compensate=, not both")
+    if compensate is not None and not isinstance(compensate, Compensate):
+        raise TypeError("compensate= takes a tasks.tools.Compensate(tool, args)")
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         params = list(inspect.signature(func).parameters)
@@ -211,6 +230,9 @@ def tool(
                 result_model=result_model,
                 retry=RetrySpec.model_validate(retry) if isinstance(retry, dict) else retry,
                 reports_changes=reports_changes,
+                compensate=compensate,
+                reversible=reversible,
+                effects_outside=effects_outside,
             )
         )
         return func

@@ -58,6 +58,24 @@ def unmarked(key: str, ctx: Context) -> dict:
     return {"ok": key}
 
 
+# A tracker pair for compensations (issue #44): harness.yaml maps create_issue to close_issue.
+ISSUE = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=True)
+
+
+@server.tool(annotations=ISSUE)
+def create_issue(project: str, title: str, ctx: Context) -> dict:
+    """Open an issue in a project; the same idempotency key gets the same issue."""
+    key = record(ctx, "create_issue", project=project, title=title)
+    return {"id": f"{project}-{uuid.uuid5(uuid.NAMESPACE_URL, key).hex[:8]}", "title": title}
+
+
+@server.tool(annotations=ISSUE)
+def close_issue(project: str, id: str, ctx: Context) -> dict:
+    """Close an issue (closing it again changes nothing)."""
+    record(ctx, "close_issue", project=project, id=id)
+    return {"closed": id}
+
+
 @server.tool(
     annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 )

@@ -14,8 +14,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _custom_tools(settings, tmp_path):
+def _custom_tools(settings, tmp_path, monkeypatch):
     settings.HARNESS_TOOL_MODULES = ["examples.ticket_tools"]
+    monkeypatch.setenv("HARNESS_EXAMPLE_TRACKER", str(tmp_path / "tracker.json"))
     settings.HARNESS_WORKSPACE_ROOT = tmp_path / "ws"
 
 
@@ -37,7 +38,7 @@ def no_review_rules(harness_yaml):
     harness_yaml("review_rules: []\n")
 
 
-def test_a_task_uses_a_custom_tool_end_to_end(no_review_rules):
+def test_a_task_uses_a_custom_tool_end_to_end(no_review_rules, tmp_path):
     task = scripted_task(
         [
             {"call": "ticket_status", "args": {"key": "OPS-9"}},
@@ -53,6 +54,6 @@ def test_a_task_uses_a_custom_tool_end_to_end(no_review_rules):
     lookup, opened = ToolCall.objects.filter(task=task).order_by("id")
     assert lookup.status == "failed" and "no ticket OPS-9" in lookup.error_message
     assert opened.result == {"key": "OPS-1", "created": True}
-    lines = (task.workspace_path / "tickets.jsonl").read_text().splitlines()
-    tickets = [json.loads(line) for line in lines]
+    tickets = json.loads((tmp_path / "tracker.json").read_text())["tickets"]
     assert tickets[0]["idempotency_key"] == f"{task.id}:{opened.call_id}"
+    assert tickets[0]["status"] == "open"
