@@ -94,6 +94,12 @@ class OidcBackend(OIDCAuthenticationBackend):
     OIDC_OP_USER_ENDPOINT = property(lambda self: oidc_discovery().get("userinfo_endpoint"))
     OIDC_OP_JWKS_ENDPOINT = property(lambda self: oidc_discovery()["jwks_uri"])
 
+    def get_user(self, user_id):
+        # A session's user, while active (mozilla-django-oidc's own does not ask): a person
+        # deactivated on /people/ is signed out at their next request.
+        user = super().get_user(user_id)
+        return user if user is not None and user.is_active else None
+
     def authenticate(self, request, **kwargs):
         # Only the callback view passes a nonce and a code verifier: a password form posted
         # to a URL with ?code=&state= must not start a code exchange.

@@ -15,7 +15,8 @@ class SsoIdentity(models.Model):
     issuer = models.CharField(max_length=255)
     subject = models.CharField(max_length=255)
     created_at = models.DateTimeField(auto_now_add=True)
-    last_login_at = models.DateTimeField()
+    # None until the first sign-in of an identity an admin created ahead of it (/people/).
+    last_login_at = models.DateTimeField(null=True, blank=True)
     # The groups claim and the roles it mapped to at the last login (the stored mapping that
     # the approval re-check reads, through the user's groups).
     groups = models.JSONField(default=list)

@@ -1,6 +1,7 @@
 """The login page (a "Sign in with <provider>" button when single sign-on is configured; the
-password form only while HARNESS_LOCAL_LOGIN is on, or as the break-glass form) and the two
-single sign-on endpoints, thin over mozilla-django-oidc's views."""
+password form only while HARNESS_LOCAL_LOGIN is on, or as the break-glass form), the two
+single sign-on endpoints, thin over mozilla-django-oidc's views, and the page an invited person
+sets their password on (the one-time link of accounts.invites)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,21 @@ import logging
 
 import requests
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse_lazy
 from django.views import View
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from accounts.backends import oidc_setting
+from accounts.invites import invite_tokens
 from accounts.oidc import oidc_config, oidc_discovery
+from tasks.services import audit_record
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +39,25 @@ def login_context() -> dict:
 class LoginView(auth_views.LoginView):
     def get_context_data(self, **kwargs):
         return {**super().get_context_data(**kwargs), **login_context()}
+
+
+class InviteConfirmView(auth_views.PasswordResetConfirmView):
+    """Django's set-password-from-a-link page with the invite tokens: the link moves its token
+    into the session and redirects (no token in a Referer), a used, expired or unknown link
+    shows why it does not work. Setting the password uses the link up; audited."""
+
+    token_generator = invite_tokens
+    template_name = "registration/invite_confirm.html"
+    success_url = reverse_lazy("login")
+
+    def form_valid(self, form):
+        with transaction.atomic():
+            response = super().form_valid(form)
+            audit_record(
+                user=form.user, action="person_invite_accept", target=form.user.get_username()
+            )
+        messages.success(self.request, "Your password is set: sign in with it.")
+        return response
 
 
 def sso_failed(request: HttpRequest, message: str, *, status: int) -> HttpResponse:

@@ -37,7 +37,20 @@ def status_counts() -> dict[str, Any]:
 
 
 # The actions services audit, offered as suggestions in the audit page's filter.
-AUDIT_ACTIONS = ("decide", "edit", "cancel", "retry", "rollback", "resume", "requeue", "sso_login")
+AUDIT_ACTIONS = (
+    "decide",
+    "edit",
+    "cancel",
+    "retry",
+    "rollback",
+    "resume",
+    "requeue",
+    "sso_login",
+    "person_invite",
+    "person_invite_accept",
+    "person_role",
+    "person_deactivate",
+)
 
 
 def audit_entries(

@@ -28,4 +28,5 @@ urlpatterns = [
     path("", include("dashboard.task_urls")),
     path("", include("multiagent.urls")),
     path("", include("cases.urls")),
+    path("", include("accounts.people_urls")),
 ]

@@ -1,6 +1,7 @@
 """The end of a single sign-on: the verified claims become a user, matched by (issuer, sub),
 whose roles are set from the groups claim through HARNESS_OIDC_GROUP_MAP — at every login, so
-a group removed in the provider is a role removed at the next one. Groups other than the three
+a group removed in the provider is a role removed at the next one (without a group map, logins
+leave the roles an admin gave on /people/). Groups other than the three
 roles are never touched. The login and the mapping it applied are audited. The account's email
 is the provider's only when the provider says `email_verified: true` (verified_email)."""
 
@@ -135,8 +136,11 @@ def oidc_login_complete(*, config: OidcConfig, claims: Mapping[str, Any]) -> Abs
         if len(role_groups) < len(MAPPABLE_ROLES):
             role_groups = roles_ensure()
         before = sorted(user.groups.filter(name__in=MAPPABLE_ROLES).values_list("name", flat=True))
-        user.groups.remove(*(g for name, g in role_groups.items() if name not in roles))
-        user.groups.add(*(role_groups[name] for name in roles))
+        # No group map: roles are given on /people/ (accounts.flows.people), not by logins.
+        after = roles if config.group_map else before
+        if config.group_map:
+            user.groups.remove(*(g for name, g in role_groups.items() if name not in roles))
+            user.groups.add(*(role_groups[name] for name in roles))
         identity.last_login_at = timezone.now()
         identity.groups = groups[:STORED_GROUPS_MAX]
         identity.roles = roles
@@ -145,8 +149,10 @@ def oidc_login_complete(*, config: OidcConfig, claims: Mapping[str, Any]) -> Abs
             user=user,
             action="sso_login",
             target=f"{config.issuer} {claims['sub']}"[:200],
-            reason=f"roles from the {config.groups_claim!r} claim",
+            reason=f"roles from the {config.groups_claim!r} claim"
+            if config.group_map
+            else "roles kept: no group map",
             before={"roles": before},
-            after={"roles": roles, "groups": groups[:STORED_GROUPS_MAX]},
+            after={"roles": after, "groups": groups[:STORED_GROUPS_MAX]},
         )
     return user

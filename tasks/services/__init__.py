@@ -10,7 +10,12 @@ looked up in the module that defines it: a test that replaces one patches that m
 
 from __future__ import annotations
 
-from tasks.services.api_tokens import api_token_create, api_token_hash, api_token_used
+from tasks.services.api_tokens import (
+    api_token_create,
+    api_token_hash,
+    api_token_used,
+    api_tokens_revoke,
+)
 from tasks.services.audit import audit_record
 from tasks.services.creation import SpecError, task_create, task_spec_check
 from tasks.services.enqueue import (
@@ -70,6 +75,7 @@ __all__ = [
     "api_token_create",
     "api_token_hash",
     "api_token_used",
+    "api_tokens_revoke",
     "audit_record",
     "event_build",
     "event_insert",

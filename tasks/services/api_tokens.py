@@ -1,5 +1,5 @@
-"""API tokens: creating one (only its hash is stored), hashing a presented one, and
-remembering when one was last used."""
+"""API tokens: creating one (only its hash is stored), hashing a presented one,
+remembering when one was last used, and revoking a user's all at once."""
 
 from __future__ import annotations
 
@@ -29,3 +29,8 @@ def api_token_used(*, token: ApiToken) -> None:
     now = timezone.now()
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+
+
+def api_tokens_revoke(*, user: AbstractBaseUser) -> int:
+    """Revoke every token of `user` (deactivated on /people/); how many were live."""
+    return ApiToken.objects.filter(user_id=user.pk, revoked=False).update(revoked=True)

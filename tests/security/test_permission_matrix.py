@@ -15,6 +15,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from harness_site.api import api
 from tests.conftest import ApiClient, page_client
+from tests.factories import UserFactory
 
 from .conftest import ROLES
 
@@ -27,6 +28,9 @@ ALLOWED = {
     "create": {"creator", "operator", "superuser"},
     "operate": {"operator", "superuser"},
     "staff": {"superuser"},
+    # Superusers, and operators with the admin flag (tests/security/test_people_escalation.py:
+    # the cast's operator has no admin flag).
+    "people": {"superuser"},
     # No session role: the request's own signature decides (Slack's interactivity requests).
     "signed": set(),
     # No session role: HARNESS_METRICS_TOKEN / HARNESS_METRICS_ALLOW decide (tests/security/
@@ -91,6 +95,11 @@ PAGES: dict[str, tuple[str, str]] = {
     "search/": ("GET", "read"),
     # A user's own settings (their time zone): every role, for themselves only.
     "preferences/": ("GET", "read"),
+    # People and roles (issue #45): invite, change a role, deactivate.
+    "people/": ("GET", "people"),
+    "people/invite/": ("POST", "people"),
+    "people/<int:user_id>/role/": ("POST", "people"),
+    "people/<int:user_id>/deactivate/": ("POST", "people"),
     "integrations/slack/actions/": ("POST", "signed"),
     "metrics": ("GET", "token"),
     # The schema and its viewer describe the API, they hold no data.
@@ -233,6 +242,7 @@ def ids(waiting_task) -> dict[str, str]:
         "output_id": "999999",
         "case_id": str(uuid.uuid4()),
         "run_id": str(uuid.uuid4()),
+        "user_id": str(UserFactory(username="matrix-target").pk),
     }
 
 
