@@ -31,8 +31,10 @@ def _validation_error(request: HttpRequest, exc: ValidationError):
         loc = [str(p) for p in item.get("loc", ())]
         if loc and loc[0] in ("body", "query", "path"):
             loc = loc[1:]
-        # ...then the endpoint's parameter name (`payload` or `body`) when a field follows it.
-        if len(loc) > 1 and loc[0] in ("payload", "body"):
+        # ...then the endpoint's parameter name (`payload`, `body`, or `spec` for the task spec
+        # that is the whole body) when a field follows it: `budget.max_steps`, as the spec's
+        # own checks (SpecError) and the New task page name it.
+        if len(loc) > 1 and loc[0] in ("payload", "body", "spec"):
             loc = loc[1:]
         errors.append({"field": ".".join(loc) or "body", "message": item.get("msg", "invalid")})
     return api.create_response(request, {"detail": "invalid input", "errors": errors}, status=422)
@@ -79,3 +81,7 @@ api.add_router("/", multiagent_router)
 from cases.api import router as cases_router  # noqa: E402
 
 api.add_router("/", cases_router)
+
+from dashboard.template_api import router as templates_router  # noqa: E402
+
+api.add_router("/", templates_router)

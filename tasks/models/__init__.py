@@ -4,6 +4,7 @@
     operations   the sweeper's last run (SweepRun), API tokens, the operators' audit log
     calls        the tool-call ledger (ToolCall) and what each attempt produced (ToolOutput)
     events       the task's immutable event log (TaskEvent)
+    templates    saved task templates (TaskTemplate)
     task         the task row (Task) and its Priority
 
 This package re-exports every model (Django finds them here) and the names callers import
@@ -34,6 +35,7 @@ from tasks.models.rollups import (
     ToolCallStepHourly,
 )
 from tasks.models.task import Priority, Task
+from tasks.models.templates import TaskTemplate
 from tasks.states import ToolCallStatus
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "TaskDaily",
     "TaskEvent",
     "TaskHourly",
+    "TaskTemplate",
     "TaskWaitCounts",
     "TaskWaitDaily",
     "TaskWaitHourly",

@@ -5,7 +5,8 @@ shared directory), compensation (how a rollback undoes a call outside the
 workspace), task_lists (sorts and filters), event_fields (payload keys in SQL, ISO
 times), event_log (a task's events as its pages read them), calls (tool calls, attempts,
 outputs, a tool as the task knows it), usage (model calls, tokens, cost), lanes (where a task's
-job is), workers (the RQ workers) and ops (counts across all tasks, the sweep, the MCP servers).
+job is), workers (the RQ workers), ops (counts across all tasks, the sweep, the MCP servers)
+and templates (the task templates a person saved).
 Every public name is re-exported here."""
 
 from tasks.selectors.access import (
@@ -69,6 +70,7 @@ from tasks.selectors.task_lists import (
     day_start,
     tasks_list,
 )
+from tasks.selectors.templates import access_template, templates_of
 from tasks.selectors.usage import (
     USAGE_EVENTS,
     task_model_usage,
@@ -98,6 +100,7 @@ __all__ = [
     "PlannedCompensation",
     "WorkerInfo",
     "access_task",
+    "access_template",
     "as_text",
     "call_attempts",
     "compensation_for",
@@ -131,6 +134,7 @@ __all__ = [
     "task_wait_times",
     "tasks_heartbeat_stale",
     "tasks_list",
+    "templates_of",
     "tool_output_get",
     "user_can_create",
     "user_can_operate",

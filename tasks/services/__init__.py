@@ -61,6 +61,7 @@ from tasks.services.task_fields import (
     tasks_release,
 )
 from tasks.services.task_transitions import CapacityFull, task_acquire, task_lock, task_transition
+from tasks.services.templates import spec_changed, template_create, template_start
 from tasks.services.toolcall_transitions import ToolCallConflict, toolcall_transition
 from tasks.services.workers import workers_dead_forget
 
@@ -84,11 +85,14 @@ __all__ = [
     "job_move",
     "events_record",
     "queue_name_for",
+    "spec_changed",
     "sweep_run_ensure",
     "sweep_run_lock",
     "sweep_run_record",
     "sweep_run_save",
     "task_acquire",
+    "template_create",
+    "template_start",
     "task_cancel_request",
     "task_create",
     "task_defer",

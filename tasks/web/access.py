@@ -4,7 +4,7 @@ operators.
 A logged-in user in no role group gets 403 on every page (`viewer_required`), shown inside the
 layout (navigation, log-out) and without any of the data. Viewers see every page but never an
 action: templates hide the buttons (`can_operate`) and a POST from a viewer gets 403 here
-(`operator_required`)."""
+(`operator_required`); starting tasks is for operators and creators (`creator_required`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from tasks.selectors import user_can_operate, user_can_view
+from tasks.selectors import user_can_create, user_can_operate, user_can_view
 
 
 def forbidden(request: HttpRequest, message: str) -> HttpResponse:
@@ -29,6 +29,19 @@ def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if not user_can_operate(request.user):
             return forbidden(request, "only operators may do this")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def creator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Pages that start tasks (New task, templates): operators and creators."""
+
+    @login_required
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not user_can_create(request.user):
+            return forbidden(request, "only operators and creators may start tasks")
         return view(request, *args, **kwargs)
 
     return wrapper

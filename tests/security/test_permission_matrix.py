@@ -43,6 +43,9 @@ PAGES: dict[str, tuple[str, str]] = {
     "": ("GET", "read"),
     "tasks/": ("GET", "read"),
     "tasks/bulk/": ("POST", "operate"),
+    # Starting a task from the browser, and saving a task's spec as one's template.
+    "tasks/new/": ("GET", "create"),
+    "tasks/<uuid:task_id>/save-template/": ("POST", "create"),
     "tasks/<uuid:task_id>/": ("GET", "read"),
     "tasks/<uuid:task_id>/live/": ("GET", "read"),
     "tasks/<uuid:task_id>/live-output/": ("GET", "read"),
@@ -175,6 +178,12 @@ OPERATIONS: dict[str, str] = {
     "GET /api/v1/cases/{case_id}": "read",
     "POST /api/v1/cases/{case_id}/replay": "operate",
     "GET /api/v1/cases/runs/{run_id}": "read",
+    # Saved task templates (issue #45 item 3): for those who create tasks, each their own
+    # (tests/security/test_template_access.py).
+    "GET /api/v1/templates": "create",
+    "POST /api/v1/templates": "create",
+    "GET /api/v1/templates/{template_id}": "create",
+    "POST /api/v1/templates/{template_id}/start": "create",
 }
 
 
@@ -243,6 +252,7 @@ def ids(waiting_task) -> dict[str, str]:
         "case_id": str(uuid.uuid4()),
         "run_id": str(uuid.uuid4()),
         "user_id": str(UserFactory(username="matrix-target").pk),
+        "template_id": str(uuid.uuid4()),
     }
 
 
