@@ -157,6 +157,10 @@ class ReviewSlaRowOut(Schema):
     notifications_failed: int
     # Decisions made without the decider having viewed the review page (which shows the diff).
     unviewed: int
+    # Decided or expired later than the target time to decision (under a rule: its own).
+    breached: int
+    # A rule's target time to decision, seconds (by_rule only).
+    target_s: float | None = None
     # Seconds, p50 / p95 from log-scale histograms (within 4.4%); null without any.
     first_view_p50_s: float | None
     first_view_p95_s: float | None
@@ -166,20 +170,47 @@ class ReviewSlaRowOut(Schema):
     on_page_p95_s: float | None
 
 
+class ReviewLateOut(Schema):
+    id: int
+    tool: str
+    rules: list[str]
+    waited_s: float
+    target_s: float
+
+
+class ReviewSlaPointOut(Schema):
+    # The hour or UTC day (the window's bucket) the reviews were opened in.
+    bucket: datetime
+    opened: int
+    breached: int
+    # Pending when the hour was last rolled.
+    still_open: int
+    decision_p50_s: float | None
+    decision_p95_s: float | None
+
+
 class ReviewSlaOut(Schema):
     window: WindowOut
     by_rule: list[ReviewSlaRowOut]
     by_tool: list[ReviewSlaRowOut]
     by_operator: list[ReviewSlaRowOut]
     by_via: list[ReviewSlaRowOut]
+    # The default target time to decision (harness.yaml review_sla), seconds.
+    target_s: float
+    # Reviews opened in the window decided or expired past their target.
+    breached: int
+    # Reviews open past their target now, longest over first.
+    past_target: list[ReviewLateOut]
+    series: list[ReviewSlaPointOut]
 
 
 @router.get("stats/reviews", response={200: ReviewSlaOut, 422: ErrorOut})
-def review_stats(request: HttpRequest, since: str | None = None):
+def review_stats(request: HttpRequest, since: str | None = None, bucket: str | None = None):
     """Review SLA statistics over the reviews opened since `since` (`24h`, `7d`, or an ISO
-    datetime; default 24h): per rule, tool, operator and via."""
+    datetime; default 24h): per rule, tool, operator and via; breaches of the target time to
+    decision; and the series per `bucket` (hour or day; by the window's length by default)."""
     try:
-        window = window_parse(since=since, bucket=None, now=timezone.now())
+        window = window_parse(since=since, bucket=bucket, now=timezone.now())
     except WindowError as exc:
         return Status(
             422,

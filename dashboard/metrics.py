@@ -5,8 +5,9 @@ Counters and histograms are what processes recorded into Redis (harness_base.met
 Redis, not prometheus-client's multiprocess mode). Gauges are computed when scraped, from the
 source of truth, so they never drift and need no process to keep them: tasks by status
 (tasks.selectors.task_status_counts: index counts and hourly roll-ups, fast at millions of
-tasks), pending reviews by rule and the oldest one's age (the pending few, by index), queue
-depth and workers per queue (RQ's own registries), when the sweeper last ran. A source that
+tasks), pending reviews by rule, those past their SLA target, and the oldest one's age (the
+pending few, by index), queue depth and workers per queue (RQ's own registries), when the
+sweeper last ran. A source that
 fails (the database, Redis) leaves its series out and reports `harness_metrics_source_up 0`
 instead of failing the scrape."""
 
@@ -32,7 +33,7 @@ from prometheus_client.utils import floatToGoString
 
 from dashboard.queues import queue_depths, workers_per_queue
 from harness_base.metrics import Series, metrics_read
-from review.selectors.rule_labels import reviews_pending_by_rule
+from review.selectors.rule_labels import reviews_past_target_by_rule, reviews_pending_by_rule
 from tasks.selectors import sweep_last_run, task_status_counts, tasks_heartbeat_stale
 
 log = logging.getLogger(__name__)
@@ -118,7 +119,15 @@ def _database_gauges() -> list[Metric]:
         "Age of the oldest review waiting for a decision (0: none).",
         value=(now - oldest).total_seconds() if oldest else 0.0,
     )
-    families: list[Metric] = [tasks, stale, reviews, age]
+    late = GaugeMetricFamily(
+        "harness_reviews_past_sla",
+        "Reviews waiting for a decision longer than a matched rule's target time to decision "
+        "(harness.yaml `sla`, else `review_sla`), by that rule.",
+        labels=["rule"],
+    )
+    for rule, count in sorted(reviews_past_target_by_rule(now=now).items())[:MAX_SERIES_PER_METRIC]:
+        late.add_metric([rule], count)
+    families: list[Metric] = [tasks, stale, reviews, age, late]
     sweep = sweep_last_run()
     if sweep is not None:
         families.append(

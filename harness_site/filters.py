@@ -16,6 +16,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince, timeuntil
 
+from tasks.charts.formatting import duration_words as _duration_words
+
 register = template.Library()
 
 
@@ -70,6 +72,12 @@ def duration(seconds: float | None) -> str:
         if abs(seconds) >= size:
             return f"{seconds / size:.1f} {unit}"
     return f"{seconds:.0f} s" if abs(seconds) >= 10 else f"{seconds:.1f} s"
+
+
+@register.filter
+def duration_words(seconds: float | None) -> str:
+    """Seconds as a person says them: `7 min 26 s`, `4 h 1 min`, `2.4 s` ("—" for None)."""
+    return "—" if seconds is None else _duration_words(float(seconds))
 
 
 # as_time styles: the UTC text a page is served with (static/harness.js rewrites it in the

@@ -37,6 +37,19 @@ def test_the_shipped_harness_yaml_is_valid():
             "langgraph_graphs:\n  g: {graph: 'm:g', interrupt_resume: raw}\n",
             r"langgraph_graphs\.g\..*interrupt_resume",
         ),
+        (
+            "review_rules:\n  - {name: x, action: review, sla: {decide_within: soon}}\n",
+            r"review_rules\.0\.sla\.decide_within: .*not a duration: 'soon' \(use e\.g\. 30s",
+        ),
+        (
+            "review_rules:\n  - {name: x, action: review, sla: {decide_within: 0s}}\n",
+            r"review_rules\.0\.sla\.decide_within: .*between 1s and 366d",
+        ),
+        (
+            "review_rules:\n  - {name: x, risk: read, action: allow, sla: {decide_within: 5m}}\n",
+            r"review_rules\.0: .*only a review rule has a time to decision, not allow",
+        ),
+        ("review_sla: {decide_within: 30m, warn: 1}\n", r"review_sla\.warn"),
     ],
     ids=[
         "unknown key",
@@ -44,6 +57,10 @@ def test_the_shipped_harness_yaml_is_valid():
         "bad regex in a rule",
         "invalid YAML",
         "bad interrupt_resume",
+        "sla not a duration",
+        "sla of zero",
+        "sla on an allow rule",
+        "unknown key in review_sla",
     ],
 )
 def test_a_bad_file_is_refused_naming_what_is_wrong(tmp_path, text, named):

@@ -19,7 +19,9 @@ from dashboard.stats.tool_calls import (
     retry_distribution,
 )
 from dashboard.windows import Window
-from review.rollups import review_sla
+from review.rollups import review_sla, review_sla_series
+from review.rollups.targets import configured_targets, rule_target_s
+from review.selectors import reviews_past_target
 
 # The tables of the statistics (rows of dicts), by their key in failure_statistics().
 TABLES: dict[str, Callable[[Window], list[dict[str, Any]]]] = {
@@ -61,7 +63,15 @@ def failure_statistics(window: Window) -> dict[str, Any]:
 def review_sla_statistics(window: Window) -> dict[str, Any]:
     """Everything `/stats/reviews/` and `GET /api/v1/stats/reviews` show."""
     tables = review_sla(since=window.since, until=window.until)
+    configured = configured_targets()
+    for row in tables["rule"]:
+        row["target_s"] = rule_target_s({"name": row["key"]}, configured=configured)
     return {
         "window": {"since": window.since, "until": window.until, "bucket": window.bucket},
         **{f"by_{dim}": rows for dim, rows in tables.items()},
+        "target_s": rule_target_s(None),
+        # Decided or expired later than their target: each review once (by tool).
+        "breached": sum(row["breached"] for row in tables["tool"]),
+        "past_target": reviews_past_target(now=window.until),
+        "series": review_sla_series(since=window.since, until=window.until, bucket=window.bucket),
     }

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
-from dashboard import charts, stats
+from dashboard import charts, review_charts, stats
 from dashboard.bulk import BULK_ACTIONS
+from dashboard.selectors import user_time_zone
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
 from tasks.selectors import user_can_operate
@@ -86,6 +88,7 @@ REVIEW_CSV_COLUMNS = (
     "edited",
     "notifications_failed",
     "unviewed",
+    "breached",
     "first_view_p50_s",
     "first_view_p95_s",
     "decision_p50_s",
@@ -98,13 +101,22 @@ REVIEW_CSV_COLUMNS = (
 @viewer_required
 def review_stats(request: HttpRequest) -> HttpResponse:
     window = request_window(request, default="24h")
+    data = stats.review_sla_statistics(window)
+    with timezone.override(user_time_zone(user=request.user) or "UTC"):
+        figures = {
+            "decision": review_charts.review_decision_time_figure(
+                data["series"], window, target_s=data["target_s"]
+            ),
+            "backlog": review_charts.review_backlog_figure(data["series"], window),
+        }
     return render(
         request,
         "dashboard/review_stats.html",
         {
             "window": window,
             "windows": WINDOW_CHOICES,
-            "stats": stats.review_sla_statistics(window),
+            "stats": data,
+            "figures": figures,
             "csv_tables": REVIEW_CSV_TABLES,
         },
     )

@@ -55,6 +55,7 @@ from harness_base.config.policies import (
     RetryConfig,
     ReviewRuleConfig,
     SandboxConfig,
+    SlaConfig,
     TimeoutConfig,
     ValidationConfig,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "RouteMatch",
     "SandboxConfig",
     "SlackChannelConfig",
+    "SlaConfig",
     "Strict",
     "TimeoutConfig",
     "ValidationConfig",

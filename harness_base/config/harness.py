@@ -19,6 +19,7 @@ from harness_base.config.policies import (
     RetryConfig,
     ReviewRuleConfig,
     SandboxConfig,
+    SlaConfig,
     TimeoutConfig,
     ValidationConfig,
 )
@@ -27,6 +28,8 @@ from harness_base.config.policies import (
 class HarnessConfig(Strict):
     checkpoint_triggers: list[CheckpointTrigger] = DEFAULT_TRIGGERS
     review_rules: list[ReviewRuleConfig] = []
+    # The target time to decision of a review none of whose rules sets its own `sla`.
+    review_sla: SlaConfig = SlaConfig(decide_within=3600)
     retry: RetryConfig = RetryConfig()
     timeouts: TimeoutConfig = TimeoutConfig()
     context: ContextConfig = ContextConfig()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from harness_base.config.fields import Regex, Strict, parse_duration
 
@@ -29,6 +29,22 @@ class CheckpointTrigger(Strict):
     max_retries: int | None = Field(default=None, ge=0)
 
 
+class SlaConfig(Strict):
+    """A review's target time to decision (`decide_within`, a duration: 30m, 4h): a review
+    decided later, or still open past it, breached it (the SLA page, harness_reviews_past_sla,
+    harness_review_sla_breaches_total)."""
+
+    decide_within: float
+
+    @field_validator("decide_within", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float:
+        seconds = parse_duration(value)
+        if not 0 < seconds <= 366 * 86400:
+            raise ValueError(f"decide_within must lie between 1s and 366d, not {value!r}")
+        return seconds
+
+
 class ReviewRuleConfig(Strict):
     name: str = Field(min_length=1, max_length=100)
     tool: str | None = None
@@ -42,11 +58,19 @@ class ReviewRuleConfig(Strict):
     on_expiry: Literal["reject", "fail_task"] = "reject"
     approvals_required: int = Field(default=1, ge=1, le=5)
     forbid_creator: bool = False
+    # The rule's target time to decision; without one, harness.yaml's `review_sla`.
+    sla: SlaConfig | None = None
 
     @field_validator("expires_after", mode="before")
     @classmethod
     def _duration(cls, value: object) -> float | None:
         return None if value is None else parse_duration(value)
+
+    @model_validator(mode="after")
+    def _sla_on_review(self) -> ReviewRuleConfig:
+        if self.sla is not None and self.action != "review":
+            raise ValueError(f"sla: only a review rule has a time to decision, not {self.action}")
+        return self
 
 
 class RetryConfig(Strict):

@@ -56,6 +56,8 @@ class ReviewCounts(models.Model):
     edited = models.PositiveIntegerField(default=0)
     notifications_failed = models.PositiveIntegerField(default=0)
     unviewed = models.PositiveIntegerField(default=0)
+    # Decided or expired after the target time to decision (review.rollups.targets).
+    breached = models.PositiveIntegerField(default=0)
 
     class Meta:
         abstract = True

@@ -21,7 +21,9 @@ same aggregation, so both agree.
 
 The modules, from the bottom: `aggregation` (what is counted: the facts of each review,
 folded into counts and histograms), `roll` (rolling hours and days, the sweep's step, the review
-roll lock), `changes` (review_viewed, review_rollups_stale), `sla` (review_sla, the reads).
+roll lock), `changes` (review_viewed, review_rollups_stale), `sla` (review_sla, the reads),
+`series` (review_sla_series, the SLA over time) and `targets` (each review's target time to
+decision, from harness.yaml).
 Callers import from this package.
 """
 
@@ -36,6 +38,7 @@ from review.rollups.roll import (
     review_hours_roll,
     review_rollups_advance,
 )
+from review.rollups.series import review_sla_series
 from review.rollups.sla import review_sla
 
 __all__ = [
@@ -51,5 +54,6 @@ __all__ = [
     "review_rollups_advance",
     "review_rollups_stale",
     "review_sla",
+    "review_sla_series",
     "review_viewed",
 ]

@@ -20,6 +20,7 @@ from review.models import (
     ReviewStatus,
     ReviewView,
 )
+from review.rollups.targets import configured_targets, review_target_s, rule_target_s
 from tasks.rollups import BUCKETS_PER_DOUBLING, MIN_BUCKETED, hour_floor, in_ranges
 
 DIMS = ("rule", "tool", "operator", "via")
@@ -32,6 +33,9 @@ COUNTS = (
     "edited",
     "notifications_failed",
     "unviewed",
+    # Decided or expired later than the review's target (review.rollups.targets); under a
+    # rule, later than that rule's own target.
+    "breached",
 )
 TIMES = ("first_view", "decision", "on_page")
 
@@ -94,6 +98,7 @@ def fold(
     counts: dict[Key, Counter] = defaultdict(Counter)
     hists: dict[tuple[Key, str], Counter] = defaultdict(Counter)
     pending = 0
+    configured = configured_targets()
     for fact in facts:
         hour = hour_floor(fact["requested_at"]) if hourly else None
         status = fact["status"]
@@ -101,13 +106,18 @@ def fold(
         human = status in HUMAN
         decider = (fact["decided_by__username"] or "") if human else ""
         viewed = fact["decider_view"] is not None and fact["decider_view"] <= fact["decided_at"]
-        rules = [
-            str(rule.get("name", "?")) for rule in fact["matched_rules"] if isinstance(rule, dict)
-        ]
-        keys = [("rule", rule) for rule in rules or ["(none)"]]
-        keys += [("tool", fact["tool"]), ("operator", decider)]
+        rules = [rule for rule in fact["matched_rules"] if isinstance(rule, dict)]
+        settled = human or status == ReviewStatus.EXPIRED
+        took = (fact["decided_at"] - fact["requested_at"]).total_seconds() if settled else 0.0
+        late = int(settled and took > review_target_s(rules, configured=configured))
+        keys = [
+            ("rule", str(rule.get("name", "?")), int(settled and took > target))
+            for rule in rules
+            for target in [rule_target_s(rule, configured=configured)]
+        ] or [("rule", "(none)", late)]
+        keys += [("tool", fact["tool"], late), ("operator", decider, late)]
         if human:
-            keys.append(("via", fact["via"] or ""))
+            keys.append(("via", fact["via"] or "", late))
         # Integers, not booleans: a key of one review shows its counts as they are.
         add = Counter(
             opened=1,
@@ -126,8 +136,8 @@ def fold(
             times["decision"] = (fact["decided_at"] - fact["requested_at"]).total_seconds()
             if viewed:
                 times["on_page"] = (fact["decided_at"] - fact["decider_view"]).total_seconds()
-        for dim, key in keys:
-            counts[(hour, dim, key)].update(add)
+        for dim, key, breached in keys:
+            counts[(hour, dim, key)].update(add, breached=breached)
             for kind, seconds in times.items():
                 hists[((hour, dim, key), kind)][_bucket(seconds)] += 1
     return counts, hists, pending

@@ -27,7 +27,7 @@ from tasks.rollups import (
 )
 
 
-def _percentile(histogram: Counter, fraction: float) -> float | None:
+def percentile(histogram: Counter, fraction: float) -> float | None:
     """percentile_cont over a histogram (tasks.rollups.histogram_percentile, as the statistics
     read theirs), rounded to 0.1 s; None for an empty one."""
     ordered = sorted(histogram.items())
@@ -101,7 +101,7 @@ def review_sla(
         row: dict[str, Any] = {"key": key, **{c: n[c] for c in COUNTS}}
         for kind in TIMES:
             histogram = hists.get(((None, dim, key), kind), Counter())
-            row[f"{kind}_p50_s"] = _percentile(histogram, 0.5)
-            row[f"{kind}_p95_s"] = _percentile(histogram, 0.95)
+            row[f"{kind}_p50_s"] = percentile(histogram, 0.5)
+            row[f"{kind}_p95_s"] = percentile(histogram, 0.95)
         tables[dim].append(row)
     return tables

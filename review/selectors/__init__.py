@@ -7,7 +7,7 @@
     standing_rules  standing rules with their track record
     receipts        decision receipts
     notifications   a review's notifications, each channel's health
-    rule_labels     matched rules as the metrics' `rule` label
+    rule_labels     matched rules as the metrics' `rule` label, reviews past their target
     assignees       who a review may be assigned to: those who can decide it
     access          who may decide, and the permission-checked lookup of one review
 
@@ -60,7 +60,14 @@ from review.selectors.page import (
     rule_text,
 )
 from review.selectors.receipts import receipts_since, review_receipts
-from review.selectors.rule_labels import BUILT_IN_RULES, review_rule_labels, reviews_pending_by_rule
+from review.selectors.rule_labels import (
+    BUILT_IN_RULES,
+    review_breached_labels,
+    review_rule_labels,
+    reviews_past_target,
+    reviews_past_target_by_rule,
+    reviews_pending_by_rule,
+)
 from review.selectors.standing_rules import standing_rule_get, standing_rules, standing_rules_from
 from review.selectors.task_reviews import task_call_edits, task_reviews, task_reviews_pending
 
@@ -95,7 +102,10 @@ __all__ = [
     "review_next_decidable",
     "review_notifications",
     "review_receipts",
+    "review_breached_labels",
     "review_rule_labels",
+    "reviews_past_target",
+    "reviews_past_target_by_rule",
     "review_targets_text",
     "review_url",
     "reviews_list",

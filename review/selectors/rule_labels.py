@@ -1,5 +1,5 @@
-"""Matched rules as the metrics' `rule` label (harness_base.metrics), and pending reviews per
-label."""
+"""Matched rules as the metrics' `rule` label (harness_base.metrics), pending reviews per
+label, and the rules whose target time to decision a review missed (review.rollups.targets)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from harness_base.config import harness_config
 from harness_base.metrics import label_bounded
 from review.models import ReviewRequest, ReviewStatus
+from review.rollups.targets import configured_targets, review_target_s, rule_target_s
 
 # The names of the rules the harness itself writes into `matched_rules` (review.policy,
 # review.services): with harness.yaml's rule names, every value the metrics' `rule` label takes.
@@ -40,3 +41,51 @@ def reviews_pending_by_rule() -> tuple[dict[str, int], datetime | None]:
             counts[label] = counts.get(label, 0) + 1
     oldest = pending.order_by("requested_at").values_list("requested_at", flat=True).first()
     return counts, oldest
+
+
+def review_breached_labels(*, matched_rules: Any, waited_s: float) -> list[str]:
+    """The rule labels of a review whose own target (rule_target_s) `waited_s` exceeds; a
+    review without rules under `none`, against the default target."""
+    rules = [rule for rule in matched_rules or () if isinstance(rule, dict)]
+    if not rules:
+        return ["none"] if waited_s > review_target_s(()) else []
+    configured = configured_targets()
+    late = [rule for rule in rules if waited_s > rule_target_s(rule, configured=configured)]
+    return review_rule_labels(matched_rules=late) if late else []
+
+
+def reviews_past_target(*, now: datetime) -> list[dict[str, Any]]:
+    """The pending reviews open longer than their target (the strictest of their rules'),
+    longest over first: {id, tool, rules, waited_s, target_s}. Reads the pending few."""
+    configured = configured_targets()
+    late = []
+    for review_id, tool, matched, requested_at in ReviewRequest.objects.filter(
+        status=ReviewStatus.PENDING
+    ).values_list("id", "tool", "matched_rules", "requested_at"):
+        waited_s = (now - requested_at).total_seconds()
+        target_s = review_target_s(matched, configured=configured)
+        if waited_s > target_s:
+            names = [str(r.get("name", "?")) for r in matched or () if isinstance(r, dict)]
+            late.append(
+                {
+                    "id": review_id,
+                    "tool": tool,
+                    "rules": names,
+                    "waited_s": waited_s,
+                    "target_s": target_s,
+                }
+            )
+    return sorted(late, key=lambda r: r["target_s"] - r["waited_s"])
+
+
+def reviews_past_target_by_rule(*, now: datetime) -> dict[str, int]:
+    """Pending reviews past their rule's target, per rule label (every harness.yaml review
+    rule named, at 0 when none is late)."""
+    counts = {r.name: 0 for r in harness_config().review_rules if r.action == "review"}
+    for matched, requested_at in ReviewRequest.objects.filter(
+        status=ReviewStatus.PENDING
+    ).values_list("matched_rules", "requested_at"):
+        waited_s = (now - requested_at).total_seconds()
+        for label in review_breached_labels(matched_rules=matched, waited_s=waited_s):
+            counts[label] = counts.get(label, 0) + 1
+    return counts

@@ -10,12 +10,17 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from harness_base.metrics import REVIEW_WAIT_SECONDS, metric_observe
+from harness_base.metrics import (
+    REVIEW_SLA_BREACHES,
+    REVIEW_WAIT_SECONDS,
+    metric_inc,
+    metric_observe,
+)
 from review.models import REVIEW_TRANSITIONS, ReviewRequest, ReviewRule, ReviewStatus
 from review.notifications import notifications_plan_closed, notifications_plan_opened
 from review.policy import PolicyDecision, policy_hash
 from review.rollups import review_rollups_stale
-from review.selectors.rule_labels import review_rule_labels
+from review.selectors.rule_labels import review_breached_labels, review_rule_labels
 from review.services.errors import ReviewConflict
 from tasks.models import TaskEvent, ToolCall
 from tasks.services import event_insert, task_lock
@@ -64,10 +69,18 @@ def _count_wait(*, review: ReviewRequest, to: str, decided_at: datetime) -> None
     """The review's wait in harness_review_wait_seconds, per matched rule, once it commits."""
     wait_s = (decided_at - review.requested_at).total_seconds()
     rules = review_rule_labels(matched_rules=review.matched_rules)
+    # A canceled review (its task ended) was nobody's decision to make in time.
+    late = (
+        []
+        if to == ReviewStatus.CANCELED
+        else review_breached_labels(matched_rules=review.matched_rules, waited_s=wait_s)
+    )
 
     def count() -> None:
         for rule in rules:
             metric_observe(REVIEW_WAIT_SECONDS, wait_s, rule=rule, outcome=to)
+        for rule in late:
+            metric_inc(REVIEW_SLA_BREACHES, rule=rule)
 
     transaction.on_commit(count)
 

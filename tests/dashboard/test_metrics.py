@@ -17,12 +17,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from agent.jobs import run_task as run_task_job
 from checkpoints.recovery import task_retry
 from harness_base import metrics as recorder
+from harness_base import metrics_catalog
 from harness_base.metrics import TOOL_FAILURES, metric_inc, metrics_connection, metrics_flush
 from review.models import ReviewRequest
 from tasks.models import Task
 from tasks.rollups import rollups_advance
 from tasks.selectors import task_status_counts
 from tasks.services import task_transition
+from tests.conftest import approve
 from tests.durable.graphs import agent_input
 from tests.factories import TaskFactory, graph_spec, spec_task
 
@@ -38,11 +40,12 @@ def metrics_on(settings, monkeypatch) -> Iterator[None]:
     settings.HARNESS_METRICS_TOKEN = TOKEN
     settings.HARNESS_METRICS_ALLOW = []
     recorder.metrics_flush()  # increments pending from before go to the keys they were made for
-    monkeypatch.setattr(recorder, "KEY_PREFIX", f"harness:metrics:test-{uuid.uuid4().hex}:")
+    prefix = f"harness:metrics:test-{uuid.uuid4().hex}:"
+    monkeypatch.setattr(metrics_catalog, "KEY_PREFIX", prefix)
     redis = metrics_connection()
     yield
     recorder.metrics_flush()
-    keys = redis.keys(recorder.KEY_PREFIX + "*")
+    keys = redis.keys(prefix + "*")
     if keys:
         redis.delete(*keys)
 
@@ -269,3 +272,26 @@ def test_redis_down_neither_breaks_recording_nor_the_scrape(db, settings, caplog
     assert 'harness_metrics_source_up{source="redis"} 0.0' in text
     assert 'harness_metrics_source_up{source="database"} 1.0' in text
     assert 'harness_tasks{status="pending"}' in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reviews_past_their_target_and_late_decisions_count_by_rule(
+    harness_yaml, paused_review, operator
+):
+    """harness_reviews_past_sla (open past the rule's target, now) and
+    harness_review_sla_breaches_total (decided past it), under the rule whose target it was."""
+    harness_yaml(
+        "review_rules:\n"
+        "  - {name: destructive, risk: destructive, action: review, sla: {decide_within: 30m}}\n"
+    )
+    late, on_time, waiting = paused_review(), paused_review(), paused_review()
+    now = timezone.now()
+    for review, minutes in ((late, 45), (on_time, 10), (waiting, 31)):
+        ReviewRequest.objects.filter(pk=review.pk).update(
+            requested_at=now - timedelta(minutes=minutes)
+        )
+    approve(late, operator)
+    approve(on_time, operator)
+    samples = scrape()
+    assert value(samples, "harness_review_sla_breaches_total", rule="destructive") == 1
+    assert value(samples, "harness_reviews_past_sla", rule="destructive") == 1
