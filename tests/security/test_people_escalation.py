@@ -5,6 +5,8 @@ session stop working at once."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -12,10 +14,11 @@ from django.test import Client
 
 from accounts.backends import OidcBackend
 from accounts.config import OidcConfig
+from accounts.flows import people as people_flows
 from accounts.flows.oidc_login import oidc_login_complete
 from tasks.models import AuditEntry
 from tasks.services import api_token_create
-from tests.conftest import ApiClient, page_client
+from tests.conftest import ApiClient, page_client, run_in_threads
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -122,6 +125,44 @@ def test_the_last_admin_stays(boss, viewer):
     assert client.post(f"/people/{boss.pk}/deactivate/").status_code == 302
     assert not fresh(boss).is_active
     assert page_client(viewer).post(f"/people/{viewer.pk}/deactivate/").status_code == 409
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_admins_demoting_each_other_at_once_leave_one(roles, monkeypatch):
+    first = UserFactory(username="first", roles=["operators"], is_staff=True)
+    second = UserFactory(username="second", roles=["operators"], is_staff=True)
+    # Each demotion waits at its last-admin check for the other to get there too: without the
+    # admins' rows locked both get there, each still sees the other as an admin, and both
+    # commit. With them locked the second waits for the first to commit, the barrier gives up
+    # (this only costs the test its timeout) and the second check sees the first's demotion.
+    barrier, guard = threading.Barrier(2, timeout=3), people_flows._last_admin_guard
+
+    def meeting_guard(**kwargs):
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            pass
+        guard(**kwargs)
+
+    monkeypatch.setattr(people_flows, "_last_admin_guard", meeting_guard)
+    outcomes = []
+
+    def demote(by, target):
+        def run():
+            try:
+                people_flows.person_role_set(
+                    by=by, user_id=target.pk, role="operators", admin=False
+                )
+                outcomes.append("demoted")
+            except people_flows.PeopleError as exc:
+                outcomes.append(exc.status)
+
+        return run
+
+    run_in_threads(demote(first, second), demote(second, first))
+
+    assert sorted(outcomes, key=str) == [409, "demoted"]
+    assert [fresh(u).is_staff for u in (first, second)].count(True) == 1
 
 
 def test_a_role_the_provider_maps_is_not_changed_here(boss, settings):
