@@ -129,7 +129,7 @@ def alignment_summary(
     if note is not None:
         do_not_repeat += [
             f"{item} (done before the {note.kind}, NOT undone)"
-            for item in note.undone.get("irreversible", [])
+            for item in [*note.undone.get("irreversible", []), *note.undone.get("not_undone", [])]
         ]
     return {
         "kind": kind,
@@ -197,6 +197,19 @@ def alignment_text(summary: dict[str, Any]) -> str:
                     ],
                 )
             )
+            + "."
+        )
+    if undone.get("compensated"):
+        parts.append(
+            "Compensated (their effects outside the workspace were undone): "
+            + "; ".join(undone["compensated"][:10])
+            + "."
+        )
+    cannot = [*undone.get("irreversible", []), *undone.get("not_undone", [])]
+    if cannot:
+        parts.append(
+            "Could not be undone (still in effect outside the workspace): "
+            + "; ".join(cannot[:10])
             + "."
         )
     if undone.get("retried_calls"):

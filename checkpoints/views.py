@@ -168,10 +168,14 @@ def _changed(revision: services.SpecRevision | None) -> str:
     )
 
 
+COMPENSATION_ACTIONS = tuple(f"compensation_{d}" for d in recovery.COMPENSATION_DECISIONS)
+
+
 @require_POST
 @operator_required
 def recover_action(request: HttpRequest, task_id) -> HttpResponse:
-    """Retry (with the form's spec changes) / resume / auto buttons on the task page; the
+    """Retry (with the form's spec changes) / resume / auto buttons on the task page, and the
+    retry / mark done / skip of a rollback's failed compensation; the
     message says what a retry changed and which strategy `auto` chose, and why."""
     task = access_task(request.user, task_id)
     action = request.POST.get("action")
@@ -185,6 +189,12 @@ def recover_action(request: HttpRequest, task_id) -> HttpResponse:
         elif action == "resume":
             recovery.task_resume(task_id=task.id, user=request.user, reason=reason)
             messages.success(request, "Resume requested.")
+        elif action in COMPENSATION_ACTIONS:
+            decision = action.removeprefix("compensation_")
+            recovery.compensation_decide(
+                task_id=task.id, user=request.user, decision=decision, comment=reason
+            )
+            messages.success(request, f"Compensation: {decision.replace('_', ' ')}; resuming.")
         else:
             result = recovery.task_recover(
                 task_id=task.id, user=request.user, strategy="auto", reason=reason

@@ -34,6 +34,7 @@ LANE_COLORS = {
     "queued": "#dee2e6",
     "held": "#868e96",
     "stalled": "#c92a2a",
+    "compensation_failed": "#c92a2a",
 }
 ROLLBACK_COLOR = "#6b2fb3"
 SUPERSEDED = "superseded (rolled back)"

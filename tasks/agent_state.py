@@ -79,6 +79,36 @@ class RecoveryNote(_State):
     last_failure: ErrorInfo | None = None
 
 
+class Compensation(_State):
+    """An effect a rollback undoes (checkpoints.recovery.rollback): the compensating call the
+    loop runs, as an ordinary tool call, before anything else (agent.runtime.compensate).
+    `call_id` is its own idempotency key, derived from the original call's, so a run that
+    stops half-way meets the same ledger row again and never runs it twice."""
+
+    call_id: str
+    original_call_id: str
+    original_tool: str
+    tool: str
+    # None: they need the result of an original whose outcome was unknown (computed once a
+    # person has said it took effect).
+    args: dict[str, Any] | None = None
+    # Whether the preview said it pauses for review (the gate decides when it runs).
+    review: bool = False
+    # The original's outcome was unknown when the rollback was confirmed: a person decides
+    # first (the unknown-outcome review) whether there is anything to undo.
+    outcome_unknown: bool = False
+    # pending | compensated | skipped (the ledger shows the original not executed, or an
+    # operator chose to leave the effect) | marked_done (an operator undid it by hand)
+    outcome: str = "pending"
+    result: Any = None
+
+
+def compensation_call_id(original_call_id: str) -> str:
+    """The idempotency key of the compensation of a call: derived from the original's, one
+    per original (call_ids are unique per task), so no rollback runs it twice."""
+    return f"{original_call_id}~undo"
+
+
 class McpTool(_State):
     """An MCP server's tool as discovered when the task started (tasks/tools/mcp/). Recorded in
     the first checkpoint so a resumed task sees the same tools, whatever the server lists now."""
@@ -116,6 +146,11 @@ class AgentState(_State):
     checks: Checks = Field(default_factory=Checks)
     final: str | None = None
     recovery: RecoveryNote | None = None
+    # A rollback's compensations, in the order they run (the reverse of the original calls);
+    # the loop runs those still pending before anything else, then the task goes on
+    # (`after_compensations` "resume") or is held ("hold").
+    compensations: list[Compensation] = Field(default_factory=list)
+    after_compensations: Literal["resume", "hold"] = "resume"
     # The MCP tools this task may call, as listed when it started (None: not listed yet).
     mcp_tools: list[McpTool] | None = None
     # An agent SDK's own state, for a task that runs an operator-registered agent instead of
@@ -123,6 +158,9 @@ class AgentState(_State):
     # agent/openai_agents_runner/: {"kind": "openai-agents", "run_state": ...}). Restored
     # with the checkpoint by rollback, retry and forward like the rest of the state.
     sdk: dict[str, Any] | None = None
+
+    def compensation_open(self) -> Compensation | None:
+        return next((c for c in self.compensations if c.outcome == "pending"), None)
 
     def new_call_id(self, index: int) -> str:
         return f"{self.branch}.{self.turn_index}.{index}"

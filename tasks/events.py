@@ -56,6 +56,15 @@ class EventType(models.TextChoices):
     RETRY = "retry"
     FORWARD = "forward"
     CANCEL_REQUESTED = "cancel_requested"
+    # A rollback's compensations (agent.runtime.compensate): the list the run starts on, each
+    # one's end (compensated, skipped, marked done), one that failed for good (the task stops
+    # in compensation_failed), an operator's choice there (checkpoints.recovery.compensation)
+    # and the end of them all.
+    COMPENSATING = "compensating"
+    COMPENSATED = "compensated"
+    COMPENSATION_FAILED = "compensation_failed"
+    COMPENSATION_DECIDED = "compensation_decided"
+    COMPENSATIONS_DONE = "compensations_done"
     # The sweep (agent.sweep) and the worker supervising a horse (agent.worker).
     REDISPATCHED = "redispatched"
     HORSE_UNRESPONSIVE = "horse_unresponsive"

@@ -28,6 +28,11 @@ class TaskStatus(models.TextChoices):
     # commit, multiagent.coordinator): no worker holds it; the coordinator queues it again when
     # the round commits or aborts.
     PREPARED = "prepared"
+    # A rollback's compensation failed for good (agent.runtime.compensate): the effect it was
+    # to undo is still in the world (the task's error names it). No worker holds it; an
+    # operator retries the compensation, marks it done or skips it
+    # (checkpoints.recovery.compensation), and it is queued again.
+    COMPENSATION_FAILED = "compensation_failed"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELED = "canceled"
@@ -49,6 +54,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
             S.QUEUED,
             S.WAITING_CHILDREN,
             S.PREPARED,
+            S.COMPENSATION_FAILED,
+            # A rollback confirmed with "hold" whose compensations have all run.
+            S.HELD,
         }
     ),
     S.WAITING_REVIEW: frozenset({S.QUEUED, S.CANCELED, S.FAILED, S.HELD}),
@@ -57,6 +65,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     S.HELD: frozenset({S.QUEUED, S.CANCELED}),
     S.WAITING_CHILDREN: frozenset({S.QUEUED, S.CANCELED, S.FAILED, S.HELD}),
     S.PREPARED: frozenset({S.QUEUED, S.CANCELED, S.HELD}),
+    S.COMPENSATION_FAILED: frozenset({S.QUEUED, S.CANCELED, S.HELD}),
     # Terminal states are left only by an operator's explicit recovery (retry / rollback).
     S.SUCCEEDED: frozenset({S.QUEUED, S.HELD}),
     S.FAILED: frozenset({S.QUEUED, S.HELD}),
@@ -109,8 +118,12 @@ TOOLCALL_TRANSITIONS: dict[str, frozenset[str]] = {
     C.RUNNING: frozenset(
         {C.RUNNING, C.SUCCEEDED, C.FAILED, C.TIMED_OUT, C.UNKNOWN_OUTCOME, C.AWAITING_REVIEW}
     ),
-    C.FAILED: frozenset({C.RETRY_WAIT, C.RUNNING}),
-    C.TIMED_OUT: frozenset({C.RETRY_WAIT}),
+    # failed -> succeeded / rejected: an operator marks a rollback's failed compensation done
+    # (undone by hand) or skips it (the effect stays); failed -> retry_wait: retries it.
+    C.FAILED: frozenset({C.RETRY_WAIT, C.RUNNING, C.SUCCEEDED, C.REJECTED}),
+    # timed_out -> approved / succeeded: the unknown-outcome review of a rollback's original
+    # call that timed out (re-run: it did not happen; marked done: it did).
+    C.TIMED_OUT: frozenset({C.RETRY_WAIT, C.SUCCEEDED, C.REJECTED, C.APPROVED}),
     # A human settles it: marked done, run again, or (its review expired) rejected.
     C.UNKNOWN_OUTCOME: frozenset({C.SUCCEEDED, C.APPROVED, C.REJECTED}),
     # A group rollback reopens the delegate calls whose children go back to the cut.

@@ -64,8 +64,17 @@ def refuse(
     )
 
 
-def gate_and_execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
+def gate_and_execute(
+    run: Run,
+    row: ToolCall,
+    tool: ToolSpec,
+    args: Any,
+    *,
+    review_floor: policy.PolicyDecision | None = None,
+) -> ToolOutcome:
     decision = policy.evaluate(tool=tool, args=row.arguments, spec=run.task.spec)
+    if decision.action == "allow" and review_floor is not None:
+        decision = review_floor
     if decision.action == "deny":
         return refuse(
             run,

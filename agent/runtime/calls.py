@@ -19,6 +19,7 @@ from agent.runtime.replaying import replay_claim
 from agent.runtime.run import Run, StopRun
 from agent.validation import CHECK_ERROR_CLASSES, check_call
 from harness_base import telemetry
+from review.policy import PolicyDecision
 from review.selectors.facts import call_edit
 from tasks.agent_state import Message, ProposedCall
 from tasks.canonical import canonical_hash
@@ -50,9 +51,19 @@ def call_next(run: Run) -> None:
     state.next_call += 1
 
 
-def call_run(run: Run, call: ProposedCall) -> ToolOutcome:
+def call_run(
+    run: Run,
+    call: ProposedCall,
+    *,
+    compensation: bool = False,
+    review_floor: PolicyDecision | None = None,
+) -> ToolOutcome:
+    """`compensation`: a rollback's compensating call (agent.runtime.compensate), whose tool
+    the original's declaration (or harness.yaml) names, not the task's tool list;
+    `review_floor`: the review it meets where the policy would allow it."""
     try:
-        tool = run.tool(call.tool) if call.tool in run.tool_names() else None
+        available = compensation or call.tool in run.tool_names()
+        tool = run.tool(call.tool) if available else None
     except UnknownTool:
         tool = None
     row, is_new = ledger_row(run, call, tool)
@@ -126,7 +137,7 @@ def call_run(run: Run, call: ProposedCall) -> ToolOutcome:
             expected=failure.expected,
             check=failure.check,
         )
-    return gate_and_execute(run, row, tool, args)
+    return gate_and_execute(run, row, tool, args, review_floor=review_floor)
 
 
 def _told_of_edit(call: ProposedCall, row: ToolCall, outcome: ToolOutcome) -> ToolOutcome:

@@ -63,7 +63,11 @@ def finish_stopped(run: Run, stop: StopRun) -> str:
 def stop_transition(*, task_id: Any, epoch: int, stop: StopRun, usage: dict[str, Any]) -> str:
     """Move a stopped run's task to canceled or failed with its error (the loop's and the
     graph runner's last write); -> the status."""
-    to = TaskStatus.CANCELED if stop.error_class == "canceled" else TaskStatus.FAILED
+    to = {
+        "canceled": TaskStatus.CANCELED,
+        # A rollback's compensation failed for good (agent.runtime.compensate).
+        "compensation_failed": TaskStatus.COMPENSATION_FAILED,
+    }.get(stop.error_class, TaskStatus.FAILED)
     services.task_transition(
         task_id=task_id,
         to=to,

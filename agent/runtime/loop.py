@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from agent.runtime.calls import call_next
+from agent.runtime.compensate import compensation_next
 from agent.runtime.drain import drain_release, drain_requested
 from agent.runtime.finish import finish_stopped, finish_success
 from agent.runtime.group import prepare_for_round
@@ -41,6 +42,10 @@ def run_execute(run: Run) -> str:
         start_or_resume(run)
         while True:
             boundary_checks(run)
+            if run.state.compensation_open() is not None:
+                # A rollback's compensations run before the agent goes on.
+                compensation_next(run)
+                continue
             if run.state.phase == "model" and drain_requested():
                 # Between steps: the last one's outcomes are durable, resuming elsewhere exact.
                 return drain_release(run)

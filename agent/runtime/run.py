@@ -109,6 +109,8 @@ class Run(RunPauses):
         # call_id -> ledger row; see agent.runtime.ledger.
         self.ledger: dict[str, ToolCall] = {}
         self.state = AgentState()
+        # The checkpoint a resumed run started from (agent.runtime.start).
+        self.resumed_from: Any = None
         self.head_id: Any = task.head_checkpoint_id
         # The head as the task row has it; checkpoints built but not written yet (`stage`).
         self.written_head: Any = task.head_checkpoint_id

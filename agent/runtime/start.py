@@ -52,7 +52,11 @@ def start_or_resume(run: Run) -> None:
         run.head_id = loaded.checkpoint.id
     _restore_workspace(run, loaded)
     _restore_shared(run)
-    _align_context(run, loaded)
+    run.resumed_from = loaded
+    if run.state.compensation_open() is None:
+        # A rollback's compensations run first; the agent is told once they have
+        # (agent.runtime.compensate), with what they undid and what they could not.
+        context_align_now(run)
     run.event(
         EventType.RESUMED,
         {
@@ -150,9 +154,10 @@ def _restore_shared(run: Run) -> None:
         run.event(EventType.WORKSPACE_MATERIALISED, {"shared": True, "root_id": str(root_id)})
 
 
-def _align_context(run: Run, loaded: Any) -> None:
+def context_align_now(run: Run) -> None:
     """After a rollback, retry or redispatch, tell the agent what happened (see
     checkpoints.alignment)."""
+    loaded = run.resumed_from
     summary = context_align(
         task_id=run.task_id,
         state=run.state,

@@ -11,6 +11,7 @@ from checkpoints import recovery, selectors
 from checkpoints.api.calls import operate, run
 from checkpoints.api.schemas import (
     ERRORS,
+    CompensationIn,
     PreviewOut,
     RecoverIn,
     RecoveryOut,
@@ -119,3 +120,23 @@ def resume(request: HttpRequest, task_id: str):
     task = operate(request, task_id)
     body = optional_body(request, ResumeIn)
     return run(recovery.task_resume, task_id=task.id, user=request.user, reason=body.reason)
+
+
+@router.post(
+    "tasks/{task_id}/compensation",
+    auth=OPERATE,
+    response={200: TaskOut, **ERRORS},
+    operation_id="checkpoints_api_compensation",
+)
+def compensation(request: HttpRequest, task_id: str, body: CompensationIn):
+    """A rollback's compensation failed for good (the task is `compensation_failed`, its error
+    names the effect still in the world): `retry` it, `mark_done` (undone by hand) or `skip`
+    it (the effect stays); the task is queued and goes on with the rollback (409 otherwise)."""
+    task = operate(request, task_id)
+    return run(
+        recovery.compensation_decide,
+        task_id=task.id,
+        user=request.user,
+        decision=body.decision,
+        comment=body.comment,
+    )

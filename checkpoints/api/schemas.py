@@ -44,6 +44,14 @@ class RollbackIn(Schema):
     reason: str = Reason
 
 
+class CompensationIn(Schema):
+    decision: Literal["retry", "mark_done", "skip"] = Field(
+        description="retry the failed compensation, mark it done (undone by hand) or skip it "
+        "(the effect stays in the world)"
+    )
+    comment: str = Field("", max_length=2000)
+
+
 class RetryIn(RetryChanges):
     """An empty body retries as before; `budget` ({max_steps, max_tokens, session_timeout_s,
     turn_timeout_s, tool_timeout_s}) and `model` (an OpenAI-compatible model's name) change

@@ -25,7 +25,8 @@ yet), the sweep queues again a queued task whose job was never sent, and retry a
 take a rollback head's snapshot, not the files on disk, while no run has continued from it.
 
 The package, one module per family of operations: `rollback`, `resume` (retry, forward,
-resume), `cancel`, `strategy` (task_recover, `auto`), `graph` (graph tasks: requeue, rollback
+resume), `compensation` (an operator's choice for a rollback's failed compensation),
+`cancel`, `strategy` (task_recover, `auto`), `graph` (graph tasks: requeue, rollback
 and its preview); what they share: `guards` (actor, lock, reason, base), `state_edits` (branch,
 call_ids, last failure), `forking` (the fork, the restore after the commit), `errors`.
 """
@@ -33,6 +34,7 @@ call_ids, last failure), `forking` (the fork, the restore after the commit), `er
 from __future__ import annotations
 
 from checkpoints.recovery.cancel import task_cancel
+from checkpoints.recovery.compensation import COMPENSATION_DECISIONS, compensation_decide
 from checkpoints.recovery.errors import RecoveryConflict, RecoveryInvalid
 from checkpoints.recovery.forking import (
     RESTORING_TRIGGERS,
@@ -48,6 +50,7 @@ from checkpoints.recovery.state_edits import calls_rekey, new_branch
 from checkpoints.recovery.strategy import STRATEGIES, task_recover
 
 __all__ = [
+    "COMPENSATION_DECISIONS",
     "RESTORING_TRIGGERS",
     "STRATEGIES",
     "RecoveryConflict",
@@ -55,6 +58,7 @@ __all__ = [
     "RecoveryResult",
     "calls_rekey",
     "checkpoint_rollback",
+    "compensation_decide",
     "fork_checkpoint",
     "graph_rollback_preview",
     "lock_for_recovery",

@@ -14,11 +14,15 @@ from checkpoints.recovery.graph import graph_rollback
 from checkpoints.recovery.guards import actor_of, lock_for_recovery, reason_required
 from checkpoints.recovery.state_edits import calls_rekey, last_failure, new_branch
 from checkpoints.selectors import checkpoint_get, graph_task, rollback_plan
+from checkpoints.selectors.rollback import RollbackPlan
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
 from checkpoints.snapshots import removed_paths, restore_blocked
-from tasks.agent_state import RecoveryNote
+from tasks import services
+from tasks.agent_state import AgentState, Compensation, RecoveryNote, compensation_call_id
+from tasks.events import EventType
 from tasks.models import Task
 from tasks.signals import calls_undone
+from tasks.states import TaskStatus
 
 
 def checkpoint_rollback(
@@ -48,9 +52,36 @@ def checkpoint_rollback(
             )
             restores = [("workspace", task.workspace_path, result.base_snapshot)]
     # Committed: now the files, with no lock held (see the package docstring, checkpoints.recovery).
-    done = restore_after_commit(restores, [result.task] if resume else [])
+    # A rollback with compensations is queued whatever `resume` said: its compensations run
+    # (and the task is held after them when the operator asked for a hold).
+    queued = result.task.status == TaskStatus.QUEUED
+    done = restore_after_commit(restores, [result.task] if queued else [])
     result.restored = done.get("workspace", result.restored)
     return result
+
+
+def _compensations(state: AgentState, plan: RollbackPlan, *, resume: bool) -> list[Compensation]:
+    """The plan's compensations (the reverse order of the original calls) into the restored
+    state, the loop's first work; one of the restored state still pending (a rollback to a
+    checkpoint taken while an earlier rollback compensated) stays after them."""
+    new = [
+        Compensation(
+            call_id=compensation_call_id(item.call_id),
+            original_call_id=item.call_id,
+            original_tool=item.call.tool,
+            tool=item.tool,
+            args=item.arguments,
+            review=item.review,
+            outcome_unknown=item.outcome_unknown,
+        )
+        for item in plan.compensations
+    ]
+    ids = {c.call_id for c in new}
+    state.compensations = new + [
+        c for c in state.compensations if c.outcome == "pending" and c.call_id not in ids
+    ]
+    state.after_compensations = "resume" if resume else "hold"
+    return state.compensations
 
 
 def _task_rollback(
@@ -87,6 +118,7 @@ def _task_rollback(
         detail=f"rollback by {actor_of(user)}: {reason}"[:200],
     )
     irreversible = [f"{row.tool} {row.call_id}" for row in plan.irreversible]
+    compensations = _compensations(state, plan, resume=resume)
     state.recovery = RecoveryNote(
         kind="rollback",
         reason=reason,
@@ -98,6 +130,10 @@ def _task_rollback(
             "files_deleted": removed_paths(restored)[:200],
             "calls": [f"{row.tool} {row.call_id} (step {row.step_index})" for row in undone][:100],
             "irreversible": irreversible[:100],
+            "compensations": [
+                f"{c.original_tool} {c.original_call_id} by {c.tool} {c.args}"[:300]
+                for c in compensations
+            ][:100],
         },
     )
     state.last_error = None
@@ -106,7 +142,7 @@ def _task_rollback(
         user=user,
         kind="rollback",
         reason=reason,
-        resume=resume,
+        resume=resume or bool(compensations),
         base=base,
         state=state,
         snapshot=base.snapshot,
@@ -119,8 +155,33 @@ def _task_rollback(
             "folders_made": len(restored.made),
             "calls_undone": len(undone),
             "irreversible": irreversible[:20],
+            "compensations": len(compensations),
         },
         enqueue=False,
     )
+    if compensations:
+        # Durable with the rollback, before it is acknowledged: the timeline shows the task
+        # compensating, and the run that takes it runs these first (agent.runtime.compensate).
+        services.event_record(
+            task_id=task.id,
+            type=EventType.COMPENSATING,
+            actor=actor_of(user),
+            step_index=state.step_index,
+            payload={
+                "compensations": [
+                    {
+                        "call_id": c.call_id,
+                        "original_call_id": c.original_call_id,
+                        "original_tool": c.original_tool,
+                        "tool": c.tool,
+                        "arguments": c.args,
+                        "review": c.review,
+                        "outcome_unknown": c.outcome_unknown,
+                    }
+                    for c in compensations
+                ][:100],
+                "then": state.after_compensations,
+            },
+        )
     result.base_snapshot = base.snapshot
     return result

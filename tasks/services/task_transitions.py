@@ -44,7 +44,9 @@ def task_lock(*, task_id: Any) -> Task:
 
 # Time a task spends waiting for a human (a review, a hold, or an operator to recover a stopped
 # task) does not count against its session timeout.
-_HUMAN_WAIT = frozenset({TaskStatus.WAITING_REVIEW, TaskStatus.HELD, *TERMINAL})
+_HUMAN_WAIT = frozenset(
+    {TaskStatus.WAITING_REVIEW, TaskStatus.HELD, TaskStatus.COMPENSATION_FAILED, *TERMINAL}
+)
 
 
 def _seconds_in_status(*, task_id: Any, now: datetime) -> float:

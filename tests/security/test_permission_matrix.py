@@ -156,6 +156,7 @@ OPERATIONS: dict[str, str] = {
     "POST /api/v1/tasks/{task_id}/retry": "operate",
     "POST /api/v1/tasks/{task_id}/recover": "operate",
     "POST /api/v1/tasks/{task_id}/resume": "operate",
+    "POST /api/v1/tasks/{task_id}/compensation": "operate",
     "GET /api/v1/tasks/{task_id}/recovery-plan": "read",
     "GET /api/v1/tasks/{task_id}/checkpoints/diff": "read",
     "GET /api/v1/tasks/{task_id}/files": "read",
