@@ -18,13 +18,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from review.compensation import compensation_policy
-
 from agent.runtime.calls import call_run
 from agent.runtime.review_gate import escalate_unknown_outcome
 from agent.runtime.run import Run, StopRun
 from agent.runtime.start import context_align_now
 from harness_base import telemetry
+from review.compensation import compensation_policy
 from tasks.agent_state import Compensation, ProposedCall
 from tasks.events import EventType
 from tasks.models import ToolCall, ToolCallStatus
