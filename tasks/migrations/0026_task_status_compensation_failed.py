@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasks', '0024_task_fork_of'),
+        ('tasks', '0025_task_template'),
     ]
 
     operations = [
