@@ -10,6 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
+from agent.handback import HANDED_BACK, graph_head_version, task_hand_back_if_newer
 from agent.refs import object_at
 from agent.runtime import task_run
 from agent.runtime.run import worker_identity
@@ -67,13 +68,25 @@ def agent_runners_preload() -> list[str]:
 def run_task(task_id: str) -> str:
     # A task runs the harness's own loop, an operator-registered LangGraph graph, or an
     # operator-registered agent of another SDK (Pydantic AI, the OpenAI Agents SDK).
+    # A task whose head a newer harness wrote is left to a newer worker (agent.handback).
     # This thread runs the task; it promises nothing yet: importing an operator's graph or
     # agent takes as long as it takes (seconds on a loaded host), and the run's first bounded
     # phase (a workspace restore, a model call, a super-step) makes the first promise.
     beacon.claim()
     try:
-        spec = Task.objects.filter(id=task_id).values_list("spec", flat=True).first()
+        spec, status, head_version = Task.objects.filter(id=task_id).values_list(
+            "spec", "status", "head_checkpoint__versions__harness__version"
+        ).first() or (None, "", None)
         kind = spec_agent_kind(spec)
+        if kind == "langgraph":
+            head_version = graph_head_version(task_id=task_id)
+        if task_hand_back_if_newer(
+            task_id=task_id,
+            status=status,
+            head_version=str(head_version or ""),
+            worker=worker_identity(),
+        ):
+            return HANDED_BACK
         if kind is None:
             return task_run(task_id=task_id)
         return agent_runner(kind)(task_id=task_id)

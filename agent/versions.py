@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from checkpoints.models import VersionBody
 from checkpoints.versions import version_bodies_store
 from harness_base.versions import harness_version
 from review.policy import policy_rules
 from tasks.agent_state import McpTool
 from tasks.canonical import canonical_hash
-from tasks.tools.registry import UnknownTool
+from tasks.tools.registry import ToolSpec, UnknownTool, registry
 
 # The keys of a `versions` dict that name hashes of one body each (tools and mcp: of many).
 SINGLE_KEYS = ("spec", "graph", "agent", "policy")
@@ -70,11 +72,32 @@ def versions_build(
     return versions, bodies
 
 
+# A registered tool's argument schema by its pydantic model: pydantic builds a schema in
+# milliseconds, every pick-up would pay it for every tool. Filled in the worker before it forks
+# (versions_warm_up), so every work horse starts with it.
+_schemas: dict[Any, dict[str, Any]] = {}
+
+
+def tool_schema(tool: ToolSpec) -> dict[str, Any]:
+    if tool.input_schema is not None:
+        return tool.input_schema
+    schema = _schemas.get(tool.args_model)
+    if schema is None:
+        schema = _schemas[tool.args_model] = tool.json_schema()
+    return schema
+
+
+def versions_warm_up() -> None:
+    """The argument schemas of every registered tool, built once before the worker forks."""
+    for name in registry.names():
+        tool_schema(registry.get(name))
+
+
 def _native_tools(run: Any) -> dict[str, Any]:
     schemas: dict[str, Any] = {}
     for name in run.tool_names():
         try:
-            schemas[name] = run.tool(name).json_schema()
+            schemas[name] = tool_schema(run.tool(name))
         except UnknownTool:
             continue  # gone from this worker's code: its absence is the record
     return schemas
@@ -90,7 +113,7 @@ def versions_current(run: Any) -> dict[str, Any]:
     if cached is not None:
         return cached
     parts = getattr(run, "version_parts", None)
-    if parts is None and hasattr(run, "tool_names"):
+    if parts is None and callable(getattr(run, "tool_names", None)):
         parts = {
             "spec": run.task.spec,
             "tools": _native_tools(run),
@@ -121,3 +144,26 @@ def version_bodies_flush(run: Any) -> None:
     if bodies:
         version_bodies_store(bodies=bodies)
         version_bodies_written(run)
+
+
+def described(value: Any) -> Any:
+    """A stable stand-in for part of an agent's definition: text as it is, a function or a
+    class by its dotted name (never a repr, which names a memory address)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return [described(v) for v in value]
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if name is not None:
+        return f"{getattr(value, '__module__', '')}.{name}"
+    return f"{type(value).__module__}.{type(value).__qualname__}"
+
+
+def type_schema(output_type: Any) -> Any:
+    """The JSON schema of an agent's output type, else its name."""
+    if output_type is None or output_type is str:
+        return None
+    try:
+        return TypeAdapter(output_type).json_schema()
+    except Exception:  # not a type pydantic describes (a list of outputs, a marker object)
+        return described(output_type)

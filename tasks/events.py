@@ -71,6 +71,8 @@ class EventType(models.TextChoices):
     WORKER_LOST = "worker_lost"
     DRAINED = "drained"
     REQUEUED = "requeued"
+    # A worker older than the harness that wrote the task's head handed it back (agent.jobs).
+    VERSION_HANDED_BACK = "version_handed_back"
     # Multi-agent groups (agent.runtime, multiagent.*).
     DELEGATED = "delegated"
     DELEGATION_FINISHED = "delegation_finished"

@@ -11,6 +11,7 @@ from django.utils import timezone
 from agent.graph_runner.calls import GraphRunCalls
 from agent.graph_runner.core import REVIEW_KIND
 from agent.runtime.run import StopRun
+from agent.versions import versions_current
 from review.models import ReviewRequest, ReviewStatus
 from review.recheck import interrupt_recheck
 from review.services.transitions import review_request_open
@@ -80,6 +81,7 @@ class GraphRunAnswers(GraphRunCalls):
                     interrupt={k: v for k, v in review.interrupt.items() if k != "decision"},
                     reopened_from=review,
                     changes=check.changes,
+                    versions=versions_current(self),
                 )
 
         self.pause(

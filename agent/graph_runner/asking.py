@@ -11,6 +11,7 @@ from agent.graph_runner.calls import GraphRunCalls
 from agent.graph_runner.core import REVIEW_KIND
 from agent.graph_runner.interrupts import interrupt_actions
 from agent.graph_runner.values import jsonable
+from agent.versions import versions_current
 from review.policy import interrupt_policy
 from review.services.transitions import review_request_open
 from tasks import services
@@ -100,6 +101,7 @@ class GraphRunAsking(GraphRunCalls):
                     preview=preview,
                     kind=REVIEW_KIND,
                     interrupt=meta,
+                    versions=versions_current(self),
                 )
 
         self.pause(

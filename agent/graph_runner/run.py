@@ -14,8 +14,10 @@ from agent.graph_runner.loading import GraphNotRegistered, graph_load
 from agent.graph_runner.start import GraphRunStart
 from agent.graph_runner.streaming import GraphRunStreaming
 from agent.graph_runner.values import text
+from agent.graph_runner.versions import graph_version_parts
 from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
+from agent.versions import version_bodies_flush, versions_current
 from tasks import services
 from tasks.events import EventType
 from tasks.models import ToolCallStatus
@@ -37,6 +39,9 @@ class GraphRun(GraphRunStart, GraphRunStreaming):
             graph = (self.graph or graph_load(self.spec.agent.graph)).copy(
                 update={"checkpointer": self.saver, "step_timeout": self.step_s}
             )
+            self.version_parts = graph_version_parts(spec=self.task.spec, graph=graph)
+            self.saver.versions = versions_current(self)
+            version_bodies_flush(self)
             self.boundary_checks()
             first = self.first_input(graph)
             self.stream(graph, first)

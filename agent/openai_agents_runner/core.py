@@ -13,6 +13,7 @@ from django.conf import settings
 
 from agent.runtime.run import SessionClock, StopRun
 from agent.runtime.watchdog import Watchdog
+from agent.versions import version_bodies_unwritten, version_bodies_written, versions_current
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import checkpoint_build, checkpoint_next_seq
 from checkpoints.snapshots import snapshot_capture, snapshot_distrust
@@ -127,6 +128,7 @@ class RunCore:
             trigger=trigger,
             snapshot=snapshot,
             parent_id=self.head_id,
+            versions=versions_current(self),
         )
         self.seq += 1
         self.head_id = checkpoint.id
@@ -150,7 +152,7 @@ class RunCore:
             self.cancel_seen = services.task_fenced_write(
                 task_id=self.task_id,
                 epoch=self.epoch,
-                inserts_if_absent=list(self.blobs.values()),
+                inserts_if_absent=[*self.blobs.values(), *version_bodies_unwritten(self)],
                 inserts=[
                     *staged,
                     *(r for r in changed.values() if r._state.adding),
@@ -165,6 +167,7 @@ class RunCore:
             raise
         for row in changed.values():
             row._state.adding = False
+        version_bodies_written(self)
         self.blobs = {}
         self.pending_events = []
         self.pending_rows = {}

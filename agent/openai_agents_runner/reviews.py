@@ -14,6 +14,7 @@ from django.utils import timezone
 from agent.openai_agents_runner.core import RunCore
 from agent.openai_agents_runner.values import KIND, approval_of
 from agent.runtime.run import Paused
+from agent.versions import versions_current
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision
 from review.recheck import interrupt_recheck
@@ -85,6 +86,7 @@ class ReviewPauses(RunCore):
                     },
                     reopened_from=review,
                     changes=check.changes,
+                    versions=versions_current(self),
                 )
             services.task_transition(
                 task_id=self.task_id,
@@ -142,6 +144,7 @@ class ReviewPauses(RunCore):
                     preview=json.dumps(row.arguments, indent=2, ensure_ascii=False, default=str),
                     kind=REVIEW_KIND,
                     interrupt={"mode": "per_call", "allowed": DECISIONS, "adapter": KIND},
+                    versions=versions_current(self),
                 )
             services.task_transition(
                 task_id=self.task_id,

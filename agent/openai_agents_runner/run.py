@@ -30,6 +30,7 @@ from agent.openai_agents_runner.loading import AgentNotRegistered, agent_load, b
 from agent.openai_agents_runner.model_turns import Hooks, ModelTurns
 from agent.openai_agents_runner.start import RunStart
 from agent.openai_agents_runner.values import KIND, jsonable, short_text
+from agent.openai_agents_runner.versions import agent_version_parts
 from agent.openai_agents_runner.wrapping import AgentWrapping
 from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
 from tasks.events import EventType
@@ -54,7 +55,9 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
     def execute(self) -> str:
         self.watchdog.start()
         try:
-            agent = self.harness_agent(self.registered or agent_load(self.spec.agent.name))
+            registered = self.registered or agent_load(self.spec.agent.name)
+            self.version_parts = agent_version_parts(spec=self.task.spec, agent=registered)
+            agent = self.harness_agent(registered)
             self.boundary_checks()
             self.start()
             try:

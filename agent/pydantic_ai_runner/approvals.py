@@ -14,6 +14,7 @@ from agent.pydantic_ai_runner.constants import DECISIONS, KIND, REVIEW_KIND
 from agent.pydantic_ai_runner.endings import RunEndings
 from agent.pydantic_ai_runner.messages import jsonable, messages_dump
 from agent.runtime.run import StopRun
+from agent.versions import versions_current
 from review.policy import interrupt_policy
 from review.services.transitions import review_request_open
 from tasks import services
@@ -95,6 +96,7 @@ class RunApprovals(RunEndings):
                         "tool_call_id": part.tool_call_id,
                         "index": 0,
                     },
+                    versions=versions_current(self),
                 )
 
         self.pause(

@@ -15,6 +15,7 @@ from django.db import transaction
 
 from agent.runtime.run import SessionClock, StopRun
 from agent.runtime.watchdog import Watchdog
+from agent.versions import version_bodies_unwritten, version_bodies_written, versions_current
 from checkpoints.services import checkpoint_build, checkpoint_next_seq
 from checkpoints.snapshots import snapshot_capture
 from harness_base import telemetry
@@ -112,6 +113,7 @@ class RunCore:
                 trigger=trigger,
                 snapshot=snapshot_capture(task_id=self.task_id, workspace=self.workspace),
                 parent_id=self.head_id,
+                versions=versions_current(self),
             )
             self.seq += 1
             self.head_id = checkpoint.id
@@ -121,12 +123,14 @@ class RunCore:
                 task_id=self.task_id,
                 epoch=self.epoch,
                 inserts=[*([checkpoint] if checkpoint else []), *inserts, *self.pending_events],
+                inserts_if_absent=version_bodies_unwritten(self),
                 updates=list(updates),
                 **update,
             )
             self.pending_events = []
             if then is not None:
                 then(checkpoint)
+        version_bodies_written(self)
         return checkpoint
 
     def boundary_checks(self, *, model_next: bool) -> None:

@@ -13,6 +13,7 @@ from pydantic_ai.tools import ToolApproved
 
 from agent.pydantic_ai_runner.constants import KIND, REVIEW_KIND
 from agent.pydantic_ai_runner.endings import RunEndings
+from agent.versions import versions_current
 from review.models import ReviewRequest, ReviewStatus
 from review.recheck import interrupt_recheck
 from review.services.transitions import review_request_open
@@ -122,6 +123,7 @@ class RunDecisions(RunEndings):
                     interrupt={k: v for k, v in review.interrupt.items() if k != "decision"},
                     reopened_from=review,
                     changes=check.changes,
+                    versions=versions_current(self),
                 )
 
         self.pause(

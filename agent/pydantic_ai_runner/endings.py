@@ -18,6 +18,7 @@ from agent.pydantic_ai_runner.messages import jsonable, messages_dump
 from agent.retry import TRANSIENT, retry_policy
 from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun
+from agent.versions import versions_current
 from review.services.gates import review_gate_unknown_outcome
 from tasks import services
 from tasks.agent_state import ErrorInfo
@@ -71,7 +72,11 @@ class RunEndings(RunCore):
 
         try:
             review_gate_unknown_outcome(
-                tool_call=row, step_index=self.state.step_index, message=None, pause=pause
+                tool_call=row,
+                step_index=self.state.step_index,
+                message=None,
+                pause=pause,
+                versions=versions_current(self),
             )
         except Paused:
             return "paused"

@@ -17,6 +17,7 @@ from agent.pydantic_ai_runner.constants import TRANSIENT_MODEL_ERRORS
 from agent.pydantic_ai_runner.drive import RunDrive
 from agent.pydantic_ai_runner.resume import RunStart
 from agent.pydantic_ai_runner.tool_calls import Escalate
+from agent.pydantic_ai_runner.versions import agent_version_parts
 from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
 from tasks import beacon
 from tasks.states import LeaseLost
@@ -62,6 +63,7 @@ class PydanticAIRun(RunDrive, RunStart, RunApprovals):
         self.watchdog.start()
         try:
             agent = self.agent or agent_load(self.spec.agent.name)
+            self.version_parts = agent_version_parts(spec=self.task.spec, agent=agent)
             self.tool_names = frozenset(
                 name
                 for toolset in agent.toolsets

@@ -22,23 +22,27 @@ from rq.defaults import DEFAULT_WORKER_TTL
 from agent.jobs import agent_runners_preload
 from agent.runtime import drain
 from agent.sweep import task_recover_stalled
+from agent.versions import versions_warm_up
 from agent.worker.redis_retry import redis_patience
 from agent.worker.standby import Standby, StandbyHorses
 from harness_base.metrics import metrics_flush
+from harness_base.versions import harness_version
 from tasks import beacon, services
 from tasks.events import EventType
-from tasks.selectors import worker_name
+from tasks.selectors.workers import COMMIT_FIELD, VERSION_FIELD, worker_name
 from tasks.tools.registry import load_tool_modules
 
 
 def worker_warm_up() -> None:
-    """Load the tool modules (built-ins, test tools, HARNESS_TOOL_MODULES) and the runners of
-    the agent kinds HARNESS_WORKER_PRELOAD names (by default those harness.yaml registers
-    agents of) before any job; then take what is loaded out of the collector's generations
-    (gc.freeze, before any fork, as Python's documentation advises): each horse's full
-    collections scan only what its job made, and the pages stay shared copy-on-write."""
+    """Load the tool modules (built-ins, test tools, HARNESS_TOOL_MODULES), the runners of the
+    agent kinds HARNESS_WORKER_PRELOAD names (by default those harness.yaml registers agents
+    of) and the tools' argument schemas (agent.versions) before any job; then take what is
+    loaded out of the collector's generations (gc.freeze, before any fork, as Python's
+    documentation advises): each horse's full collections scan only what its job made, and
+    the pages stay shared copy-on-write."""
     load_tool_modules()
     agent_runners_preload()
+    versions_warm_up()
     gc.freeze()
 
 
@@ -194,6 +198,12 @@ class Worker(StandbyHorses):
         if self.name == worker_name() and not self.connection.hexists(self.key, "death"):
             self.connection.delete(self.key)
         super().register_birth()
+        # The harness this worker runs, for /ops/ (a rolling deploy shows old and new side by
+        # side) and for nothing else: the task itself records what wrote it (agent.handback).
+        running = harness_version()
+        self.connection.hset(
+            self.key, mapping={VERSION_FIELD: running["version"], COMMIT_FIELD: running["commit"]}
+        )
 
     def execute_job(self, job: rq.job.Job, queue: rq.Queue) -> None:
         self._supervised = None

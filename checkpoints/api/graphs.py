@@ -25,6 +25,8 @@ class GraphCheckpointOut(Schema):
     run_id: str
     head: bool
     superseded: bool
+    # The code the graph checkpoint was made with (docs/deploying.md).
+    versions: dict[str, Any]
 
 
 class GraphPreviewOut(Schema):

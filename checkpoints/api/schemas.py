@@ -29,6 +29,8 @@ class CheckpointOut(Schema):
     checksum: str
     checksum_ok: bool
     superseded: bool
+    # The code the checkpoint was made with (docs/deploying.md); {} before it was recorded.
+    versions: dict[str, Any]
 
     @staticmethod
     def resolve_checksum_ok(obj: Checkpoint) -> bool:

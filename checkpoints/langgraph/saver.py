@@ -48,7 +48,8 @@ class DjangoCheckpointSaver(
     """A LangGraph checkpointer on Django's default database. `task_id` links the checkpoints
     it writes to a harness task (the graph runner passes it); leave it None for other graphs.
     `epoch`: the lease epoch of the task run writing (the graph runner passes it): every write
-    is then fenced on it (LeaseLost, nothing stored, once the lease is lost)."""
+    is then fenced on it (LeaseLost, nothing stored, once the lease is lost). `versions`: the
+    code the graph runs with (agent.versions), recorded on every checkpoint it writes."""
 
     def __init__(
         self,
@@ -57,6 +58,7 @@ class DjangoCheckpointSaver(
         epoch: int | None = None,
         serde: SerializerProtocol | None = None,
         using: str = "default",
+        versions: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(serde=serde)
         if epoch is not None and task_id is None:
@@ -64,6 +66,7 @@ class DjangoCheckpointSaver(
         self.task_id = task_id
         self.epoch = epoch
         self.using = using
+        self.versions = versions or {}
         self._home = threading.get_ident()
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()

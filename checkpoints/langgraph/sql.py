@@ -27,6 +27,7 @@ ROW_FIELDS = (
 )
 TASK_FIELD = GraphCheckpoint._meta.get_field("task")
 METADATA_FIELD = GraphCheckpoint._meta.get_field("metadata")
+VERSIONS_FIELD = GraphCheckpoint._meta.get_field("versions")
 CHECKPOINT_TABLE = GraphCheckpoint._meta.db_table
 CHECKPOINT_COLUMNS = (
     "task_id",
@@ -37,6 +38,7 @@ CHECKPOINT_COLUMNS = (
     "type",
     "checkpoint",
     "metadata",
+    "versions",
 )
 CHECKPOINT_KEY = ("thread_id", "checkpoint_ns", "checkpoint_id")
 BLOB_TABLE = GraphBlob._meta.db_table

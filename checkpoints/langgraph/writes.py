@@ -35,6 +35,7 @@ from checkpoints.langgraph.sql import (
     CHECKPOINT_TABLE,
     METADATA_FIELD,
     TASK_FIELD,
+    VERSIONS_FIELD,
     WRITE_COLUMNS,
     WRITE_KEY,
     WRITE_TABLE,
@@ -53,6 +54,8 @@ class CheckpointWrites(FencedWrites):
     using: str
     task_id: Any
     epoch: int | None
+    # The code the graph runs with (agent.versions), recorded on each checkpoint it puts.
+    versions: dict[str, Any]
 
     def _put(
         self,
@@ -107,10 +110,11 @@ class CheckpointWrites(FencedWrites):
                     type_,
                     payload,
                     metadata_db,
+                    VERSIONS_FIELD.get_db_prep_save(self.versions, db),
                 )
             ],
             CHECKPOINT_KEY,
-            update=("type", "checkpoint", "metadata"),
+            update=("type", "checkpoint", "metadata", "versions"),
             guard=guard,
         )
         blob_sql = (

@@ -16,7 +16,7 @@ def graph_checkpoints(*, task: Task) -> list[dict[str, Any]]:
     rows = list(
         GraphCheckpoint.objects.filter(thread_id=str(task.id), checkpoint_ns="")
         .order_by("-checkpoint_id")
-        .values("checkpoint_id", "parent_checkpoint_id", "metadata")
+        .values("checkpoint_id", "parent_checkpoint_id", "metadata", "versions")
     )
     parents = {row["checkpoint_id"]: row["parent_checkpoint_id"] for row in rows}
     on_path: set[str] = set()
@@ -34,6 +34,7 @@ def graph_checkpoints(*, task: Task) -> list[dict[str, Any]]:
             "run_id": row["metadata"].get("run_id", ""),
             "head": index == 0,
             "superseded": row["checkpoint_id"] not in on_path,
+            "versions": row["versions"],
         }
         for index, row in enumerate(rows)
     ]

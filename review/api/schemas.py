@@ -136,6 +136,8 @@ class ReviewOut(Schema):
     # A review reopened because an approval no longer held: the one it replaces, what changed.
     reopened_from_id: int | None
     changes: list[str]
+    # The code the review was opened under (docs/deploying.md); {} before it was recorded.
+    versions: dict[str, Any]
     original_arguments: dict[str, Any]
     edited_arguments: dict[str, Any] | None
     matched_rules: list[dict[str, Any]]

@@ -19,6 +19,10 @@ from tasks.models import Task
 
 # Where the sweep notes, in a dead worker's own hash, when it first saw it dead.
 DEAD_SINCE_FIELD = "harness_dead_since"
+# Where a worker announces, in its own hash, the harness it runs (agent.worker.Worker:
+# harness_base.versions.harness_version): a rolling deploy's old and new workers side by side.
+VERSION_FIELD = "harness_version"
+COMMIT_FIELD = "harness_commit"
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,9 @@ class WorkerInfo:
     last_heartbeat: datetime | None
     successful: int
     failed: int
+    # The harness version (PEP 440) and commit the worker runs; "" for one that did not say.
+    version: str = ""
+    commit: str = ""
 
 
 def worker_name() -> str:
@@ -100,11 +107,12 @@ def workers_overview() -> list[WorkerInfo]:
             if job_id and Job.exists(job_id, connection)
             else None
         )
-        rows.append((worker, job_id, job_task_id(job)))
-    task_ids = [task_id for _, _, task_id in rows if task_id]
+        announced = connection.hmget(worker.key, [VERSION_FIELD, COMMIT_FIELD])
+        rows.append((worker, job_id, job_task_id(job), [(v or b"").decode() for v in announced]))
+    task_ids = [task_id for _, _, task_id, _ in rows if task_id]
     horses = dict(Task.objects.filter(id__in=task_ids).values_list("id", "worker_id"))
     out = []
-    for worker, job_id, task_id in rows:
+    for worker, job_id, task_id, (version, commit) in rows:
         state = "dead" if worker_dead(worker, now=now) else str(worker.get_state())
         out.append(
             WorkerInfo(
@@ -119,6 +127,8 @@ def workers_overview() -> list[WorkerInfo]:
                 last_heartbeat=worker.last_heartbeat,
                 successful=worker.successful_job_count,
                 failed=worker.failed_job_count,
+                version=version,
+                commit=commit,
             )
         )
     return sorted(out, key=lambda w: w.name)

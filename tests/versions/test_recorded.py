@@ -11,7 +11,7 @@ from checkpoints.versions import checkpoint_versions, version_body
 from harness_base.versions import harness_version, version_newer
 from tasks.canonical import canonical_hash
 from tasks.tools.registry import registry
-from tests.conftest import approve
+from tests.conftest import ApiClient, approve
 from tests.factories import run_in_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,3 +61,25 @@ def test_versions_compare_by_pep_440():
     assert version_newer("1.0.0", "1.0.0rc1")
     assert not version_newer("0.1.0", "0.1.0")
     assert not version_newer("garbage", "0.1.0")
+
+
+def test_versions_are_in_the_api_and_on_the_pages(paused_review, operator, as_user):
+    review = paused_review()
+    task = review.task
+    versions = review.versions
+    api = ApiClient(operator)
+    [*_, head] = api.get(f"/api/v1/tasks/{task.id}/checkpoints").json()
+    assert head["versions"] == versions
+    assert api.get(f"/api/v1/reviews/{review.id}").json()["versions"] == versions
+
+    client = as_user(operator)
+    short = versions["tools"]["delete_file"][:8]
+    page = client.get(f"/reviews/{review.id}/").content.decode()
+    assert 'data-testid="versions-harness">0.1.0<' in page
+    assert f'delete_file <code title="{versions["tools"]["delete_file"]}">{short}</code>' in page
+    checkpoint = review.checkpoint
+    page = client.get(f"/tasks/{task.id}/checkpoints/{checkpoint.id}/rollback/").content.decode()
+    assert 'data-testid="versions-harness">0.1.0<' in page
+    assert f">{versions['spec'][:12]}</code>" in page
+    tab = client.get(f"/tasks/{task.id}/?tab=checkpoints").content.decode()
+    assert f'data-testid="checkpoint-harness-{checkpoint.seq}"' in tab
