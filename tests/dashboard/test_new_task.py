@@ -197,3 +197,55 @@ def test_a_task_page_saves_its_spec_as_a_template(creator, task_api):
     template = TaskTemplate.objects.get()
     assert str(template.source_task_id) == task["id"] and template.created_by == creator
     assert response["Location"] == f"/tasks/new/?template={template.id}"
+
+
+def test_a_registered_graph_runs_with_its_input_and_an_unregistered_agent_is_named(creator):
+    client = page_client(creator)
+    graph = form(agent="langgraph:release_bot", agent_input='{"version": "1.2"}', tools=[])
+    assert client.post("/tasks/new/", graph).status_code == 302
+    agent = Task.objects.get().spec["agent"]
+    assert agent == {"kind": "langgraph", "graph": "release_bot", "input": {"version": "1.2"}}
+    sdk = client.post("/tasks/new/", form(agent="pydantic-ai:nobody", agent_input="hi"))
+    assert sdk.status_code == 422
+    assert "agent.name" in errors_at(sdk, "agent") and "nobody" in errors_at(sdk, "agent")
+
+
+def test_a_spec_the_form_cannot_show_field_by_field_comes_back_whole():
+    """A template's sections without inputs (checks, a replayed model, a key variable) go to
+    "Other spec sections" and return unchanged with what the form shows."""
+    from dashboard.new_task import form_from_spec, spec_from_form
+
+    specs = [
+        {
+            **scripted_spec(SCRIPT, ["read_file"]),
+            "checks": {"files_exist": ["in.txt"]},
+            "workspace": {"files": {"a/b.txt": "x\n"}},
+            "budget": {"max_steps": 7},
+        },
+        {
+            "title": "t",
+            "goal": "g",
+            "priority": "low",
+            "tools": [],
+            "model": {"kind": "replay", "task_id": "abc"},
+        },
+        {
+            "title": "t",
+            "goal": "g",
+            "priority": "default",
+            "tools": [],
+            "agent": {
+                "kind": "openai-agents",
+                "name": "helper",
+                "input": "hi",
+                "model": {"kind": "openai", "model": "m"},
+            },
+        },
+    ]
+    for spec in specs:
+        form_state = form_from_spec(spec)
+        again = spec_from_form(form_state)
+        assert not form_state.errors
+        if "budget" in again:
+            again["budget"] = {k: int(v) for k, v in again["budget"].items()}
+        assert again == {"priority": "default", **spec}
