@@ -83,3 +83,18 @@ def test_versions_are_in_the_api_and_on_the_pages(paused_review, operator, as_us
     assert f">{versions['spec'][:12]}</code>" in page
     tab = client.get(f"/tasks/{task.id}/?tab=checkpoints").content.decode()
     assert f'data-testid="checkpoint-harness-{checkpoint.seq}"' in tab
+
+
+def test_an_mcp_server_s_tool_list_hashes_the_same_in_any_order_and_changes_with_a_schema():
+    from agent.versions import mcp_bodies, versions_build
+    from tasks.agent_state import McpTool
+
+    search = McpTool(server="docs", tool="search", input_schema={"type": "object"})
+    fetch = McpTool(server="docs", tool="fetch", annotations={"readOnlyHint": True})
+    one, bodies = versions_build(spec={}, tools={}, mcp=mcp_bodies([search, fetch]), policy=[])
+    two, _ = versions_build(spec={}, tools={}, mcp=mcp_bodies([fetch, search]), policy=[])
+    assert one["mcp"] == two["mcp"] and set(one["mcp"]) == {"docs"}
+    assert [t["name"] for t in bodies[one["mcp"]["docs"]]] == ["fetch", "search"]
+    required = search.model_copy(update={"input_schema": {"type": "object", "required": ["q"]}})
+    three, _ = versions_build(spec={}, tools={}, mcp=mcp_bodies([required, fetch]), policy=[])
+    assert three["mcp"]["docs"] != one["mcp"]["docs"]
