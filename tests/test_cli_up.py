@@ -132,7 +132,7 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         static_files_are_hashed_compressed_and_cached_for_a_year(client)
 
         demo = dict(re.findall(r"created demo task (\S+): (.+)", up.text))
-        assert len(demo) == 9, up.text
+        assert len(demo) == 10, up.text
 
         def demo_settled() -> dict[str, str] | None:
             statuses = {
@@ -142,7 +142,7 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
             settled = all(s in ("succeeded", "waiting_review") for s in statuses.values())
             return statuses if settled else None
 
-        # Nine tasks (one a group of four) on two workers.
+        # Ten tasks (one a group of four) on two workers.
         statuses = wait_for(demo_settled, 120, interval=0.2, message="the demo tasks to settle")
         # Links (API `url`, notifications) name the port `up` serves on (HARNESS_BASE_URL).
         pending = client.get("/api/v1/reviews", params={"status": "pending"}).json()
@@ -154,6 +154,8 @@ def test_up_serves_the_site_runs_demo_tasks_and_ctrl_c_stops_everything(up):
         "Demo: write release notes": "succeeded",
         "Demo: clean up old logs": "waiting_review",
         "Demo: raise the worker limit": "waiting_review",
+        # open_ticket (compensated by close_ticket) is external: the shipped rule reviews it.
+        "Demo: report the outage (a tool with a compensation)": "waiting_review",
         # The bundled MCP server listed the notes, then its destructive tool paused for review.
         "Demo: tidy the notes (MCP server)": "waiting_review",
         "Demo: market survey by three sub-agents": "succeeded",

@@ -135,6 +135,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     os.environ.setdefault("HARNESS_BASE_URL", base_url_default(host=args.host, port=args.port))
     if args.workers < 1:
         raise CliError(f"--workers {args.workers}: expected at least 1")
+    if not args.no_demo:
+        # The demo's ticket task uses the example tools (examples/ticket_tools.py); a
+        # configured HARNESS_TOOL_MODULES wins (the demo then skips that task).
+        os.environ.setdefault("HARNESS_TOOL_MODULES", "examples.ticket_tools")
     if not _port_free(args.port, host=args.host):
         raise CliError(f"port {args.port} on {args.host} is in use; pick another with --port")
 

@@ -7,7 +7,12 @@ from typing import Any
 
 from checkpoints.models import Checkpoint
 from checkpoints.recovery import RecoveryInvalid
-from checkpoints.selectors import calls_undone
+from checkpoints.selectors import (
+    calls_compensation,
+    calls_undone,
+    compensation_dict,
+    irreversible_dict,
+)
 from multiagent.models import GlobalCheckpoint
 from multiagent.recovery.plan import group_plan
 from multiagent.selectors import group_member_ids
@@ -38,6 +43,7 @@ def group_rollback_preview(*, root: Task, global_checkpoint: GlobalCheckpoint) -
         "blocked": plan.blocked,
         "participants": [
             {
+                **_effects(p.task, calls_undone(p.task, p.loaded)),
                 "task_id": p.task.id,
                 "agent": p.task.agent_name,
                 "title": p.task.title,
@@ -50,10 +56,6 @@ def group_rollback_preview(*, root: Task, global_checkpoint: GlobalCheckpoint) -
                 "files_delete": p.files.deleted,
                 "links_delete": p.files.links,
                 "folders_delete": p.files.folders,
-                "calls_undone": [
-                    {"call_id": r.call_id, "tool": r.tool, "step_index": r.step_index}
-                    for r in calls_undone(p.task, p.loaded)
-                ],
                 "checkpoints_superseded": Checkpoint.objects.filter(
                     task=p.task, seq__gt=p.loaded.checkpoint.seq, superseded=False
                 ).count(),
@@ -75,4 +77,18 @@ def group_rollback_preview(*, root: Task, global_checkpoint: GlobalCheckpoint) -
                 root=root, seq__gt=global_checkpoint.seq, superseded=False
             ).values_list("seq", flat=True)
         ),
+    }
+
+
+def _effects(task: Task, undone: list[Any]) -> dict[str, Any]:
+    """An agent's calls undone, the compensations that undo their effects outside its
+    workspace (newest first) and the effects that cannot be undone, as its own rollback
+    preview lists them (checkpoints.selectors.rollback_plan)."""
+    compensations, irreversible = calls_compensation(task=task, undone=undone)
+    return {
+        "calls_undone": [
+            {"call_id": r.call_id, "tool": r.tool, "step_index": r.step_index} for r in undone
+        ],
+        "compensations": [compensation_dict(item) for item in compensations],
+        "irreversible": [irreversible_dict(item) for item in irreversible],
     }

@@ -1,7 +1,8 @@
-"""`manage.py seed_demo`: seven tasks that show the harness at work (README "The two
-commands" lists them) — two that finish (one of them a group of three sub-agents), five that
-pause for a human decision (a deletion, a `*.conf` change, the bundled MCP server's destructive
-tool, a LangGraph interrupt, a LangChain agent's gated call). Idempotent: does nothing once demo
+"""`manage.py seed_demo`: ten tasks that show the harness at work (README "The two
+commands" lists them) — two that finish (one of them a group of three sub-agents), eight that
+pause for a human decision (a deletion, a `*.conf` change, a ticket whose tool declares its
+compensation, the bundled MCP server's destructive tool, a LangGraph interrupt, a LangChain
+agent's gated call, the agent SDKs' approval tools). Idempotent: does nothing once demo
 tasks exist."""
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from django.core.management.base import BaseCommand, CommandError
 from tasks.models import Task
 from tasks.services import task_create
 from tasks.spec import TaskSpec
+from tasks.tools import registry
 
 DEMO_PREFIX = "Demo: "
+# Needs the example tools (HARNESS_TOOL_MODULES=examples.ticket_tools, `harness up`'s default).
+TICKET_DEMO = "report the outage (a tool with a compensation)"
 
 DEMO_SPECS: list[dict] = [
     {
@@ -149,6 +153,26 @@ DEMO_SPECS: list[dict] = [
         },
     },
     {
+        # A tool that declares how to undo it (examples/ticket_tools.py, which `harness up`
+        # loads): open_ticket's compensation is close_ticket. The shipped `external` rule
+        # pauses the ticket for review; once approved, rolling back to before it previews
+        # close_ticket under "calls that will be compensated", beside the file restore.
+        "title": DEMO_PREFIX + TICKET_DEMO,
+        "goal": "Write the incident notes, then open a ticket for the outage.",
+        "tools": ["write_file", "open_ticket", "close_ticket"],
+        "model": {
+            "kind": "scripted",
+            "script": [
+                {
+                    "call": "write_file",
+                    "args": {"path": "incident.md", "content": "# Checkout returns 500\n"},
+                },
+                {"call": "open_ticket", "args": {"title": "Checkout returns 500", "severity": 1}},
+                {"final": "Incident notes written and a ticket opened."},
+            ],
+        },
+    },
+    {
         "title": DEMO_PREFIX + "tidy the notes (MCP server)",
         "goal": "List the notes kept by the notes MCP server and delete the outdated one.",
         # Every tool of the bundled MCP server (examples/mcp_notes, harness.yaml mcp_servers).
@@ -236,5 +260,8 @@ class Command(BaseCommand):
             self.stdout.write("demo tasks already exist; nothing to do")
             return
         for raw in DEMO_SPECS:
+            if raw["title"] == DEMO_PREFIX + TICKET_DEMO and "open_ticket" not in registry.names():
+                self.stdout.write("skipped the ticket demo: examples.ticket_tools is not loaded")
+                continue
             task = task_create(spec=TaskSpec.model_validate(raw), user=user)
             self.stdout.write(f"created demo task {task.id}: {task.title}")
