@@ -11,15 +11,17 @@ from django.core.files.uploadedfile import UploadedFile
 
 from tasks.paths import PathEscapeError, PathTooLong, check_path_bounds, validate_relative_path
 from tasks.spec import MAX_WORKSPACE_FILES
+from tasks.web.uploads import UPLOAD_FILE_MAX_BYTES
 
 FIELD = "workspace.files"
 # Files one form sends at once: below Django's DATA_UPLOAD_MAX_NUMBER_FILES (100), which
 # refuses a whole request (everything typed in it lost); static/new-task.js checks before
 # sending, this check holds without it.
 UPLOAD_MAX_FILES = 50
-# One file, and all files of one task: the API's bodies stop at 2.5 MB
-# (DATA_UPLOAD_MAX_MEMORY_SIZE), so a task started here could also be started there.
-FILE_MAX_BYTES = 1024 * 1024
+# One file (an upload past it is dropped as it arrives: tasks.web.uploads), and all files of
+# one task: the API's bodies stop at 2.5 MB (DATA_UPLOAD_MAX_MEMORY_SIZE), so a task started
+# here could also be started there.
+FILE_MAX_BYTES = UPLOAD_FILE_MAX_BYTES
 FILES_MAX_BYTES = 2 * 1024 * 1024
 
 

@@ -272,6 +272,14 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Uploads past tasks.web.uploads.UPLOAD_FILE_MAX_BYTES are dropped as they arrive (named and
+# sized for the page to refuse), then Django's own handlers (memory, temporary file).
+FILE_UPLOAD_HANDLERS = [
+    "tasks.web.uploads.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
+
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # `collectstatic` (which `harness up` and `harness test` run) writes every file here under a

@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.core.files.uploadedfile import UploadedFile
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.utils.datastructures import MultiValueDict
@@ -119,6 +121,20 @@ def _json_body(request: HttpRequest, *, declared: bool) -> HttpResponse | None:
     return None
 
 
+def _over_bounds(exc: Exception) -> dict[str, Any]:
+    """A form Django refuses to parse at all (its DATA_UPLOAD_* bounds): said plainly, since
+    nothing of it reached the page (Django's answer was a bare 400). Going back in the browser
+    keeps what was typed."""
+    if isinstance(exc, TooManyFilesSent):
+        what = f"more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files"
+    elif isinstance(exc, TooManyFieldsSent):
+        what = f"more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields"
+    else:
+        what = f"more than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes of fields"
+    message = f"the form sent {what}: nothing was saved; go back to change it and send it again"
+    return {"field": "body", "message": message}
+
+
 class InputGuardMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -135,7 +151,10 @@ class InputGuardMiddleware:
                 if problem is not None:
                     return problem
             elif content_type in _FORM_TYPES:
-                errors = _nul_fields(request.POST) + _nul_fields(request.FILES)
+                try:
+                    errors = _nul_fields(request.POST) + _nul_fields(request.FILES)
+                except (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent) as exc:
+                    return _invalid(request, [_over_bounds(exc)], 413)
                 if errors:
                     return _invalid(request, errors, 422)
         return self.get_response(request)

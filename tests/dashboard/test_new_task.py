@@ -249,3 +249,15 @@ def test_a_spec_the_form_cannot_show_field_by_field_comes_back_whole():
         if "budget" in again:
             again["budget"] = {k: int(v) for k, v in again["budget"].items()}
         assert again == {"priority": "default", **spec}
+
+
+def test_a_form_over_djangos_bounds_is_refused_saying_so(creator):
+    client = page_client(creator)
+    many = [SimpleUploadedFile(f"f{n}.txt", b"x") for n in range(101)]
+    too_many = client.post("/tasks/new/", form(upload=many))
+    assert too_many.status_code == 413
+    assert "more than 100 files" in too_many.content.decode()
+    huge = client.post("/tasks/new/", form(file_content=["x" * 3_000_000, ""]))
+    assert huge.status_code == 413
+    assert "bytes of fields: nothing was saved" in huge.content.decode()
+    assert not Task.objects.exists()
