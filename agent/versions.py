@@ -49,8 +49,9 @@ def versions_build(
     agent: dict[str, Any] | None = None,
     policy: list[dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """-> (versions, {sha256: body} of every hashed body). `tools`: name -> argument schema;
-    `mcp`: server -> tool list; `graph` and `agent` only for the tasks that have one."""
+    """-> (versions, {sha256: body} of every hashed body but the spec's). `tools`: name ->
+    argument schema; `mcp`: server -> tool list; `graph` and `agent` only for the tasks that
+    have one."""
     bodies: dict[str, Any] = {}
 
     def hashed(body: Any) -> str:
@@ -60,7 +61,9 @@ def versions_build(
 
     versions: dict[str, Any] = {
         "harness": harness_version(),
-        "spec": hashed(spec),
+        # Hashed, not stored: the spec is the task's own (Task.spec) and may hold its files and
+        # secrets, which must go when the task is deleted; VersionBody rows are shared, kept.
+        "spec": canonical_hash(spec),
         "tools": {name: hashed(schema) for name, schema in sorted(tools.items())},
         "mcp": {server: hashed(listed) for server, listed in sorted((mcp or {}).items())},
         "policy": hashed(policy_body() if policy is None else policy),

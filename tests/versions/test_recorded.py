@@ -33,7 +33,8 @@ def test_checkpoints_and_review_record_the_versions_they_were_made_under(paused_
     assert "graph" not in versions and "agent" not in versions
     # Each hash names its body, stored once.
     assert version_body(versions["tools"]["delete_file"]) == schema
-    assert version_body(versions["spec"]) == task.spec
+    # The spec's body is the task's own: not copied where deleting the task would not reach.
+    assert version_body(versions["spec"]) is None
     assert isinstance(version_body(versions["policy"]), list)
     assert version_body("0" * 64) is None
     # The review was opened under the same code; the task's head names it.

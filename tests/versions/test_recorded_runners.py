@@ -13,6 +13,8 @@ from checkpoints.models import Checkpoint, GraphCheckpoint
 from checkpoints.versions import checkpoint_versions, version_body
 from harness_base.versions import harness_version
 from review.models import ReviewRequest
+from tasks.canonical import canonical_hash
+from tasks.models import Task
 from tests.factories import graph_spec
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,7 +35,7 @@ def test_graph_checkpoints_and_reviews_record_the_graph_structure(task_api):
     assert "__start__" in graph["nodes"] and len(graph["nodes"]) > 2
     assert all(len(edge) == 2 for edge in graph["edges"])
     assert set(graph) == {"nodes", "edges", "interrupt_before", "interrupt_after"}
-    assert version_body(versions["spec"])["agent"]["graph"] == "release_bot"
+    assert versions["spec"] == canonical_hash(Task.objects.get(id=task["id"]).spec)
     review = ReviewRequest.objects.get(task_id=task["id"])
     assert review.versions == versions
     assert checkpoint_versions(task_id=task["id"]) == versions
