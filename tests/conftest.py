@@ -9,6 +9,7 @@ Redis and the test tools.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -63,9 +64,14 @@ def redis_url_for_this_process(url: str) -> str:
 
 
 def _cost_class(item: pytest.Item) -> int:
-    """0 for the longest tests (the API fuzzing shards: minutes each), 1 for the ones with real
-    workers (tens of seconds; marked, or using the worker pool through any fixture) and the
-    benchmark smoke runs, 2 for the browser ones, 3 for the rest."""
+    """-1 for the short chaos suite (its own xdist group, `@pytest.mark.xdist_group("chaos")`:
+    minutes of its own processes, started first), 0 for the longest tests (the API fuzzing
+    shards: a minute or two each), 1 for the ones with real workers (tens of seconds; marked,
+    or using the worker pool through any fixture) and the benchmark smoke runs, 2 for the
+    browser ones, 3 for the rest."""
+    group = item.get_closest_marker("xdist_group")
+    if group is not None and (group.args or [group.kwargs.get("name")])[0] == "chaos":
+        return -1
     if "schemathesis" in item.nodeid:
         return 0
     fixtures = getattr(item, "fixturenames", ())
@@ -81,8 +87,10 @@ def _cost_class(item: pytest.Item) -> int:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest first, so that pytest-xdist's processes end together: one shard of minutes
-    handed out last keeps one process busy while the others idle. A stable sort: the order
-    within a class is the files' (the same in every xdist process, as the scheduler needs)."""
+    handed out last keeps one process busy while the others idle (`harness test` runs
+    `--dist loadgroup`, which hands the tests out one by one in this order). A stable sort: the
+    order within a class is the files' (the same in every xdist process, as the scheduler
+    needs)."""
     items.sort(key=_cost_class)
 
 
@@ -162,6 +170,24 @@ def http_serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTT
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def manage_py(*args: str) -> tuple[int, str, str]:
+    """`manage.py ARGS` run as manage.py runs it once Django is set up, but in this process: on
+    this test's database and settings, without a second interpreter's start-up (seconds on a
+    loaded machine). Its exit code, standard output and standard error. For tests of what a
+    command says and exits with; tests of the process itself start it for real."""
+    from django.core.management import ManagementUtility
+
+    argv = ["manage.py", *args]
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            ManagementUtility(argv).fetch_command(args[0]).run_from_argv(argv)
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(name="wait_for")

@@ -72,7 +72,10 @@ def cmd_test(pytest_args: list[str]) -> int:
     xdist = (
         []
         if _wants_own_processes(pytest_args) or processes in ("", "0", "1")
-        else ["-n", processes]
+        # loadgroup hands the tests out one at a time in the order tests/conftest.py sorts
+        # them (longest first), where `load` deals the first quarter round-robin up front, by
+        # count rather than by length; the short chaos suite is a group of its own.
+        else ["-n", processes, "--dist", "loadgroup"]
     )
     with tempfile.TemporaryDirectory(prefix="harness-test-") as tmp:
         # The pages under test link the collected (hashed, compressed) files, as in production;

@@ -3,19 +3,19 @@ pages: save a task from its page, replay a case from its page, read the comparis
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from io import StringIO
+from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.core.management import call_command
 
 from cases.models import Case, CaseRun
 from cases.services import case_save
+from harness_site.cli import main as cli_main
+from harness_site.cli import suites
 from tests.cases.conftest import OPEN_POLICY
-from tests.conftest import database_url_for_subprocess, page_client
+from tests.conftest import manage_py, page_client
 from tests.factories import run_in_process, scripted_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,26 +54,24 @@ def test_the_suite_fails_when_one_case_fails_and_prints_a_row_per_case(two_cases
     assert CaseRun.objects.count() == 2
 
 
-def test_harness_replay_with_a_tag_runs_only_those_cases_and_exits_zero(two_cases, harness_yaml):
-    env = dict(
-        os.environ,
-        DATABASE_URL=database_url_for_subprocess(),
-        REDIS_URL=django_settings.REDIS_URL,
-        HARNESS_CONFIG=str(django_settings.HARNESS_CONFIG_FILE),
-        HARNESS_WORKSPACE_ROOT=str(django_settings.HARNESS_WORKSPACE_ROOT),
-        HARNESS_LEDGER_DIR=str(django_settings.HARNESS_LEDGER_DIR),
-        HARNESS_ENABLE_TEST_TOOLS="1",
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "harness_site.cli", "replay", "--tag", "green"],
-        cwd=django_settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 case(s), 0 failed" in done.stdout
+def test_harness_replay_with_a_tag_runs_only_those_cases_and_exits_zero(two_cases, monkeypatch):
+    """`harness replay --tag green` through the CLI's entry point; the `manage.py replay_cases`
+    child it starts runs in this process (its exit code is the CLI's), on this test's database
+    and settings."""
+    started, printed = [], []
+
+    def manage_py_in_process(argv: list[str], cwd) -> int:
+        assert argv[:2] == [sys.executable, str(Path(cwd) / "manage.py")], argv
+        started.append(argv[2:])
+        code, out, err = manage_py(*argv[2:])
+        printed.append(out + err)
+        return code
+
+    monkeypatch.setattr(suites.subprocess, "call", manage_py_in_process)
+    code = cli_main(["replay", "--tag", "green"])
+    assert code == 0, printed
+    assert started == [["replay_cases", "--tag", "green"]]
+    assert "1 case(s), 0 failed" in printed[0]
     assert list(CaseRun.objects.values_list("case__name", flat=True)) == ["green"]
 
 

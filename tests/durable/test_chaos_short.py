@@ -15,7 +15,9 @@ import pytest
 
 from bench.chaos import FAULTS, INVARIANTS
 
-pytestmark = [pytest.mark.integration]
+# A group of its own, which tests/conftest.py sorts first: the longest single test but for the
+# fuzzing shards, started while every other process still has work to take.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("chaos")]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from harness_base.env import DEFAULT_SECRET_KEY
 from harness_site.cli.up_setup import admin_password_save
-from tests.conftest import ROOT
+from tests.conftest import ROOT, manage_py
 
 ENV_DROP = ("SECRET_KEY", "DATABASE_URL", "REDIS_URL")
 
@@ -53,14 +54,20 @@ def _run(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProces
     )
 
 
-def test_check_deploy_reports_the_default_secret_key(tmp_path):
-    def check(**extra: str) -> subprocess.CompletedProcess:
-        return _run(tmp_path, "manage.py", "check", "--deploy", "--fail-level", "ERROR", **extra)
+def check_deploy() -> tuple[int, str]:
+    code, out, err = manage_py("check", "--deploy", "--fail-level", "ERROR")
+    return code, out + err
 
-    default = check()
-    assert default.returncode != 0 and "harness.E001" in default.stderr + default.stdout
-    chosen = check(SECRET_KEY="a-long-random-production-secret-" + "x7Qp" * 10)
-    assert "harness.E001" not in chosen.stderr + chosen.stdout
+
+def test_check_deploy_reports_the_default_secret_key(settings):
+    # Without SECRET_KEY in the environment the settings hold the default (what `harness up`
+    # refuses beyond loopback: test_up_refuses_the_default_secret_key_beyond_loopback).
+    settings.SECRET_KEY = DEFAULT_SECRET_KEY
+    code, output = check_deploy()
+    assert code != 0 and "harness.E001" in output
+    settings.SECRET_KEY = "a-long-random-production-secret-" + "x7Qp" * 10
+    code, output = check_deploy()
+    assert "harness.E001" not in output
 
 
 def test_an_operator_turns_on_secure_cookies_hsts_and_https_redirects(tmp_path):

@@ -1,13 +1,10 @@
 """Attacks on the decision receipts (review.receipts): someone with write access to the
 database edits, deletes or reorders receipts to change the record of who approved what.
-`manage.py verify_receipts` (a real subprocess) exits non-zero naming the first receipt that
+`manage.py verify_receipts` exits non-zero naming the first receipt that
 does not verify; concurrent decisions never fork or break the chain."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from io import StringIO
 
 import pytest
@@ -17,7 +14,7 @@ from django.db import connection
 from review.models import DecisionReceipt, ReceiptChainHead
 from review.receipts import receipt_document
 from tasks.canonical import canonical_hash
-from tests.conftest import ROOT, approve, database_url_for_subprocess, run_in_threads
+from tests.conftest import approve, manage_py, run_in_threads
 from tests.factories import ReviewRequestFactory, TaskFactory, ToolCallFactory, scripted_spec
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,22 +42,6 @@ def chain(operator) -> list[DecisionReceipt]:
     return list(DecisionReceipt.objects.order_by("seq"))
 
 
-def verify_receipts() -> subprocess.CompletedProcess:
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="harness_site.settings",
-        DATABASE_URL=database_url_for_subprocess(),
-    )
-    return subprocess.run(
-        [sys.executable, "manage.py", "verify_receipts"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def assert_fails_naming(seq: int) -> str:
     """verify_receipts in this process (the command; the exit code is checked below)."""
     with pytest.raises(CommandError) as failed:
@@ -70,13 +51,13 @@ def assert_fails_naming(seq: int) -> str:
 
 
 def test_verify_receipts_exits_0_on_an_intact_chain_else_names_the_receipt(chain):
-    result = verify_receipts()
-    assert result.returncode == 0, result.stderr
-    assert "4 receipts verified" in result.stdout
+    code, stdout, stderr = manage_py("verify_receipts")
+    assert code == 0, stderr
+    assert "4 receipts verified" in stdout
     DecisionReceipt.objects.filter(seq=3).update(decision="reject")
-    result = verify_receipts()
-    assert result.returncode == 1
-    assert "receipt 3: its content does not match its hash" in result.stderr
+    code, stdout, stderr = manage_py("verify_receipts")
+    assert code == 1
+    assert "receipt 3: its content does not match its hash" in stderr
 
 
 def test_an_edited_approver_is_detected(chain, second_operator):

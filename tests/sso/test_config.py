@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from accounts.config import MAPPABLE_ROLES, oidc_config_from_env
 from harness_base.roles import ROLE_PERMISSIONS
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, free_port, manage_py
 from tests.sso.fixtures import CLIENT_ID, CLIENT_SECRET
 
 BASE = {
@@ -81,7 +81,7 @@ def test_local_login_off_without_single_sign_on_stops_start_up(tmp_path):
     assert not (tmp_path / "harness.sqlite3").exists(), "nothing may start"
 
 
-def test_an_issuer_that_is_not_the_providers_stops_start_up(idp, tmp_path):
+def test_an_issuer_that_is_not_the_providers_stops_start_up(idp, tmp_path, settings):
     # The provider calls itself http://127.0.0.1:PORT; "localhost" reaches it but is not it.
     wrong = idp.issuer.replace("127.0.0.1", "localhost")
     sso = {
@@ -100,11 +100,15 @@ def test_an_issuer_that_is_not_the_providers_stops_start_up(idp, tmp_path):
     assert f"HARNESS_OIDC_ISSUER={wrong!r}" in up.stderr and "not the configured one" in up.stderr
     assert not (tmp_path / "harness.sqlite3").exists(), "nothing may start"
 
-    check = ["manage.py", "check", "--deploy", "--fail-level", "ERROR"]
-    bad = _run(check, tmp_path, HARNESS_OIDC_ISSUER=wrong, **sso)
-    assert "harness.E010" in bad.stderr + bad.stdout
-    good = _run(check, tmp_path, HARNESS_OIDC_ISSUER=idp.issuer, **sso)
-    assert "harness.E010" not in good.stderr + good.stdout
+    # `manage.py check --deploy` with the same environment, read as the settings read it.
+    settings.SECRET_KEY = sso["SECRET_KEY"]
+    check = ("check", "--deploy", "--fail-level", "ERROR")
+    settings.HARNESS_OIDC = oidc_config_from_env({**sso, "HARNESS_OIDC_ISSUER": wrong})
+    code, out, err = manage_py(*check)
+    assert code != 0 and "harness.E010" in out + err
+    settings.HARNESS_OIDC = oidc_config_from_env({**sso, "HARNESS_OIDC_ISSUER": idp.issuer})
+    code, out, err = manage_py(*check)
+    assert "harness.E010" not in out + err
 
 
 @pytest.mark.django_db
