@@ -218,3 +218,10 @@ def test_only_people_managers_see_the_nav_link(boss, operator):
         b'data-testid="nav-people"'
         in page_client(UserFactory(username="su", is_superuser=True)).get("/").content
     )
+
+
+@pytest.mark.parametrize("user_id", ["999999", "99999999999999999999"])
+def test_an_unknown_person_is_a_404(boss, user_id):
+    client = page_client(boss)
+    assert client.post(f"/people/{user_id}/role/", {"role": "viewers"}).status_code == 404
+    assert client.post(f"/people/{user_id}/deactivate/").status_code == 404
