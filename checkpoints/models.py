@@ -12,6 +12,24 @@ class Level(models.TextChoices):
     TOOL = "tool"
 
 
+# How each trigger reads in a checkpoint's label (others: the trigger with spaces).
+TRIGGER_WORDS = {
+    "after_model": "after the model's turn",
+    "after_planning_step": "after planning",
+    "before_tool": "before a call",
+    "before_write_operation": "before a write",
+    "before_external_call": "before an external call",
+    "before_review": "before a review",
+    "before_delegate": "before delegating",
+    "on_retryable_error": "before a retry",
+    "manual": "taken by an operator",
+    "fork": "forked",
+    "group_rollback": "group rollback",
+    "global_prepare": "group checkpoint",
+    "children_finished": "children finished",
+}
+
+
 class Checkpoint(models.Model):
     """The explicit agent state at one transition boundary. Append-only: rollback and retry
     fork a new checkpoint from an ancestor (`parent`) and mark later ones superseded; nothing
@@ -42,6 +60,10 @@ class Checkpoint(models.Model):
     created_at = models.DateTimeField()
     # Whether retention has counted this checkpoint's snapshot in BlobRef (checkpoints.retention).
     blobs_counted = models.BooleanField(default=False)
+    # The call a tool-level checkpoint precedes, as it reads ("write_file etc/nginx.conf"; set
+    # when the run writes it, agent.runtime.run_writes), "" for the others: `label` shows it
+    # on list pages without a query per row.
+    subject = models.CharField(max_length=200, blank=True, default="")
     # The code the checkpoint was made with (agent.versions): {"harness": {"version", "commit"},
     # "spec", "tools", "mcp", "graph", "agent", "policy"}, each hash naming a VersionBody.
     versions = models.JSONField(default=dict, blank=True)
@@ -65,8 +87,25 @@ class Checkpoint(models.Model):
 
     @property
     def name(self) -> str:
+        """The checkpoint's identifier-like name (`1ba243de_2_tool_20261206T002903`)."""
         stamp = self.created_at.strftime("%Y%m%dT%H%M%S") if self.created_at else "-"
         return f"{str(self.task_id)[:8]}_{self.step_index}_{self.level}_{stamp}"
+
+    @property
+    def label(self) -> str:
+        """What the checkpoint is, as calls and steps read: "before write_file etc/nginx.conf
+        · step 4", "after the model's turn · step 2", "task start"."""
+        step = f"step {self.step_index}"
+        if self.subject:
+            before = "before review of" if self.trigger == "before_review" else "before"
+            return f"{before} {self.subject} · {step}"
+        if self.trigger == "task_start":
+            return "task start"
+        if self.trigger == "after_step":
+            # Taken once the step is counted: the step it follows is the one before.
+            return f"after step {max(self.step_index - 1, 0)}"
+        words = TRIGGER_WORDS.get(self.trigger, self.trigger.replace("_", " "))
+        return f"{words} · {step}"
 
 
 class Blob(models.Model):

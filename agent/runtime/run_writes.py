@@ -18,6 +18,8 @@ from checkpoints.services import checkpoint_build
 from checkpoints.snapshots import DEFER_BLOB_BYTES, snapshot_capture, snapshot_distrust
 from harness_base.metrics import CHECKPOINT_WRITE_SECONDS, metric_observe
 from tasks import services
+from tasks.models import ToolCall
+from tasks.paths import call_paths
 from tasks.tracing import checkpoints_traced
 
 _LEDGER_FIELDS = [
@@ -54,7 +56,9 @@ class RunWrites(RunBookkeeping):
             self.changed = set()
         return self.snapshot
 
-    def stage(self, *, trigger: str | None, level: str | None = None) -> Checkpoint | None:
+    def stage(
+        self, *, trigger: str | None, level: str | None = None, subject: str = ""
+    ) -> Checkpoint | None:
         """Build the checkpoint of `trigger` now (the state as it is) and keep it for the next
         durable write, which inserts it (and makes it the head) with whatever else that write
         carries. `trigger` None, or a trigger switched off in harness.yaml, builds none; a
@@ -73,6 +77,7 @@ class RunWrites(RunBookkeeping):
             codec=self.codec,
             versions=versions_current(self),
         )
+        checkpoint.subject = subject
         bases = self.codec.take_bases()
         if bases:
             blob_store_deferred(self.blobs, DEFER_BLOB_BYTES).put_absent(bases)
@@ -94,7 +99,7 @@ class RunWrites(RunBookkeeping):
         blobs of their snapshots, events, the outcomes of calls) + [the checkpoint of
         `trigger`, see `stage`] + task row (fenced) + extra rows, in one transaction;
         `then(the checkpoint of trigger or None)` runs last inside it."""
-        checkpoint = self.stage(trigger=trigger, level=level)
+        checkpoint = self.stage(trigger=trigger, level=level, subject=_subject(trigger, extra))
         update = {**self.usage_fields(), **(fields or {})}
         if self.head_id != self.written_head:
             update["head_checkpoint_id"] = self.head_id
@@ -139,3 +144,24 @@ class RunWrites(RunBookkeeping):
         self.staged = []
         self.written_head = self.head_id
         self.turn_unwritten = self.effect_unwritten = False
+
+
+# The triggers of a checkpoint taken before one call (the call rides along in the write).
+_BEFORE_CALL = frozenset(
+    {"before_tool", "before_write_operation", "before_external_call", "before_review"}
+)
+
+
+def _subject(trigger: str | None, extra: list[Any] | None) -> str:
+    """The call a checkpoint of `trigger` precedes, as it reads: its tool and the path,
+    command or URL it acts on ("write_file etc/nginx.conf"); "" for other checkpoints."""
+    if trigger not in _BEFORE_CALL:
+        return ""
+    call = next((row for row in extra or () if isinstance(row, ToolCall)), None)
+    if call is None:
+        return ""
+    args = call.arguments if isinstance(call.arguments, dict) else {}
+    target = next(iter(call_paths(args)), None) or args.get("command") or args.get("url")
+    text = f"{call.tool} {target}" if isinstance(target, str) and target else call.tool
+    text = " ".join(text.split())  # a command's lines on one line
+    return text if len(text) <= 200 else text[:199] + "…"

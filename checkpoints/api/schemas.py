@@ -19,6 +19,10 @@ from tasks.spec import RetryChanges
 class CheckpointOut(Schema):
     id: UUID
     name: str
+    # As it reads: "before write_file etc/nginx.conf · step 4" (Checkpoint.label).
+    label: str
+    # The call a tool-level checkpoint precedes ("write_file etc/nginx.conf"), else "".
+    subject: str
     seq: int
     parent_id: UUID | None
     level: str

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from tests.checkpoints.conftest import checkpoint_after_step
 from tests.conftest import page_client
@@ -47,3 +49,24 @@ def test_the_diff_page_shows_state_and_text_differences(finished, viewer):
     text = page.content.decode()
     assert "-version = 1" in text and "+version = 3" in text
     assert "step_index" in text and "new.txt" in text
+
+
+def test_checkpoints_read_like_the_calls_and_steps_they_stand_between(finished, viewer):
+    """Issue #45 item 7: "before write_file app.conf · step 0", not `1ba243de_0_tool_2026…`;
+    the tab's queries do not grow with its rows (the label is a column, not a lookup)."""
+    labels = [cp.label for cp in finished.checkpoints.order_by("seq")]
+    assert labels[0] == "task start"
+    assert labels[1:4] == [
+        "after the model's turn · step 0",
+        "before write_file app.conf · step 0",
+        "after step 0",
+    ]
+    assert "before write_file new.txt · step 1" in labels
+    client = page_client(viewer)
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(f"/tasks/{finished.id}/?tab=checkpoints").content.decode()
+    assert "before write_file app.conf · step 0" in page
+    assert len(queries) < 40
+    body = client.get(f"/api/v1/tasks/{finished.id}/checkpoints").json()
+    (row,) = [row for row in body if row["subject"] == "write_file new.txt"]
+    assert row["label"] == "before write_file new.txt · step 1"
