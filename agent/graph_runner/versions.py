@@ -21,10 +21,16 @@ def _points(value: Any) -> list[str]:
 def graph_structure(graph: Any) -> dict[str, Any]:
     """{"nodes", "edges": [[source, target], ...], "interrupt_before", "interrupt_after"} of
     a compiled graph, each sorted: the same graph hashes the same on every worker."""
-    drawn = graph.get_graph()
+    try:
+        drawn = graph.get_graph()
+        nodes = sorted(str(node) for node in drawn.nodes)
+        edges = sorted([str(edge.source), str(edge.target)] for edge in drawn.edges)
+    except Exception:  # a graph LangGraph cannot draw still runs: its nodes, without edges
+        log.warning("graph: structure not drawn; recording its nodes only", exc_info=True)
+        nodes, edges = sorted(str(node) for node in graph.nodes), []
     return {
-        "nodes": sorted(str(node) for node in drawn.nodes),
-        "edges": sorted([str(edge.source), str(edge.target)] for edge in drawn.edges),
+        "nodes": nodes,
+        "edges": edges,
         "interrupt_before": _points(getattr(graph, "interrupt_before_nodes", None)),
         "interrupt_after": _points(getattr(graph, "interrupt_after_nodes", None)),
     }

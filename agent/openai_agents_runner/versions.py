@@ -4,11 +4,14 @@ output type, handoffs - and the function tools' argument schemas on their own.""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff
 
 from agent.versions import described, type_schema
+
+log = logging.getLogger(__name__)
 
 
 def _handoff_target(handoff: Any) -> tuple[str, Agent | None]:
@@ -24,7 +27,16 @@ def _tool_schema(tool: Any) -> Any:
 
 
 def agent_version_parts(*, spec: dict[str, Any], agent: Agent) -> dict[str, Any]:
-    """The keyword arguments of agent.versions.versions_build for an OpenAI Agents task."""
+    """The keyword arguments of agent.versions.versions_build for this SDK's task; an agent
+    this cannot describe runs all the same, recorded by its type alone."""
+    try:
+        return _agent_version_parts(spec=spec, agent=agent)
+    except Exception:
+        log.warning("agent %r: definition not described", agent, exc_info=True)
+        return {"spec": spec, "tools": {}, "agent": {"undescribed": described(type(agent))}}
+
+
+def _agent_version_parts(*, spec: dict[str, Any], agent: Agent) -> dict[str, Any]:
     agents: dict[str, Any] = {}
     tools: dict[str, Any] = {}
     todo = [agent]
