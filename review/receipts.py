@@ -46,6 +46,14 @@ RECEIPT_DECISIONS = (
     # the review closed undecided: its task was canceled, retried or rolled back, or its
     # targets changed before an approval (it reopens as a new review)
     "cancel",
+    # a version_drift review (the code changed under the paused call): go on with the new code
+    # (and one operator's such approval while more are required), apply a registered
+    # migration, restart from an earlier checkpoint; its `cancel` is the task canceled (the
+    # receipt's subject carries the review's `choice`)
+    "continue",
+    "continue_partial",
+    "migrate",
+    "restart",
 )
 # An operator's kill switch on a standing rule (review.services.rule_switch): receipts with no
 # review or task, whose subject names the rule (`rule_subject`).
@@ -69,6 +77,7 @@ def _subject(*, review: ReviewRequest, comment: str) -> dict[str, Any]:
             "approvals": approvals,
             "approvals_required": review.approvals_required,
             "comment": comment,
+            **({"choice": review.choice} if review.choice is not None else {}),
         }
     )
 

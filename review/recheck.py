@@ -222,7 +222,7 @@ def approval_recheck(
         changes.append("the arguments changed after the approval")
     valid, approver_changes = _approver_changes(review, approved_hash)
     changes += approver_changes
-    if review.kind == "policy":
+    if review.kind in ("policy", "version_drift"):
         changes += _policy_changes(policy=policy, approvers=valid, creator_id=task.created_by_id)
     if review.kind == "standing_rule" and review.standing_rule_id is not None:
         # A rule's approval holds while the rule would still give it (paused, ended…: not).

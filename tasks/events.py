@@ -55,6 +55,12 @@ class EventType(models.TextChoices):
     ROLLBACK = "rollback"
     RETRY = "retry"
     FORWARD = "forward"
+    # The code changed under a paused task (issue #43; agent.runtime.drift_check): what changed
+    # since its head checkpoint, found when a worker picked it up (`version_drift`); a
+    # registered migration applied to its state by a version_drift review's `migrate`
+    # (`version_migrated`).
+    VERSION_DRIFT = "version_drift"
+    VERSION_MIGRATED = "version_migrated"
     CANCEL_REQUESTED = "cancel_requested"
     # A rollback's compensations (agent.runtime.compensate): the list the run starts on, each
     # one's end (compensated, skipped, marked done), one that failed for good (the task stops

@@ -2,6 +2,7 @@
 (issue #32): `checkpoints` (recovery, retention) sends them, `review` receives them
 (review/apps.py connects its receivers). Sent inside the sender's transaction, with `send`
 (not `send_robust`): a receiver that fails rolls the whole change back, as a direct call did.
+`restart_requested` goes the other way: review sends it, checkpoints answers.
 A receiver takes the keyword arguments named below and `sender`, `signal`, `**kwargs`."""
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ calls_undone = Signal()
 # task_id=; each receiver returns an iterable of checkpoint ids. review: those an open review
 # refers to.
 checkpoints_needed = Signal()
+
+# A `version_drift` review was decided `restart` (issue #43): go back to an earlier checkpoint
+# and resume from it. task_id=, checkpoint_id=, user=, reason=; sent with the task row locked
+# and the review closed, inside the decision's transaction. checkpoints: a rollback to that
+# checkpoint, resumed; each receiver returns None, or (field, message) when it refuses (field
+# empty: a conflict), and the decision is then refused as a whole.
+restart_requested = Signal()
 
 
 def checkpoints_needed_ids(*, task_id: object) -> set[object]:

@@ -11,6 +11,7 @@ from agent.runtime.run import Run
 from agent.versions import versions_current
 from review.models import ReviewRequest
 from review.policy import PolicyDecision
+from review.services.drift_gate import review_gate_version_drift
 from review.services.gates import ReviewPause, review_gate, review_gate_unknown_outcome
 from review.services.standing_rules import review_gate_standing, standing_rules_distrust
 from review.standing import standing_rule_for
@@ -107,5 +108,21 @@ def escalate_unknown_outcome(run: Run, row: ToolCall, *, message: str | None = N
         step_index=run.state.step_index,
         message=message,
         pause=_pause_for_human(run, row, reason=f"unknown outcome: {row.tool}"),
+        versions=versions_current(run),
+    )
+
+
+def pause_for_version_drift(
+    run: Run, row: ToolCall, *, drift: dict[str, Any], policy: PolicyDecision | None
+) -> NoReturn:
+    """The code changed under this call in a way that touches it: it does not run (whatever
+    approved it was given under other code); a `version_drift` review asks how to go on."""
+    log.info("task %s: %s waits for a version_drift review", run.task_id, row.tool)
+    review_gate_version_drift(
+        tool_call=row,
+        step_index=run.state.step_index,
+        drift=drift,
+        policy=policy,
+        pause=_pause_for_human(run, row, reason=f"version drift: {row.tool}"),
         versions=versions_current(run),
     )

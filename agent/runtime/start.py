@@ -8,9 +8,11 @@ from typing import Any
 
 from agent.context import goal_facts
 from agent.retry import TRANSIENT, retry_policy
+from agent.runtime.drift_check import drift_at_pickup
 from agent.runtime.ledger import ledger_load
+from agent.runtime.migrate import migrations_apply
 from agent.runtime.run import Run, StopRun
-from agent.tools.mcp_client import McpUnavailable, mcp_tools_discover
+from agent.tools.mcp_client import McpUnavailable, mcp_tools_discover, mcp_tools_now
 from checkpoints.alignment import context_align
 from checkpoints.services import NoValidCheckpoint, checkpoint_load_latest_valid
 from checkpoints.snapshots import snapshot_materialise_if_missing
@@ -67,7 +69,10 @@ def start_or_resume(run: Run) -> None:
             "phase": run.state.phase,
         },
     )
-    # Written with the run's first step write (before a tool's side effect at the latest).
+    # Written with the run's first step write (before a tool's side effect at the latest),
+    # unless a migration a decision chose writes first.
+    drift_at_pickup(run, loaded.checkpoint)
+    migrations_apply(run)
 
 
 def _initial_state(run: Run) -> AgentState:
@@ -87,7 +92,13 @@ def _initial_state(run: Run) -> AgentState:
 
 def _mcp_tools_list(run: Run) -> None:
     """The task's MCP tools: listed from the servers when it starts (recorded in the state,
-    so in the first checkpoint), taken from the state when it resumes."""
+    so in the first checkpoint); when it resumes, listed again (what the servers offer now is
+    what a call runs against; the drift check compares it with the head's record), or taken
+    from the state when a server cannot be listed now."""
+    if run.state.mcp_tools and mcp_servers_named(run.spec.tools):
+        now = mcp_tools_now(connections=run.mcp, names=run.spec.tools)
+        if now is not None:
+            run.state.mcp_tools = now
     if run.state.mcp_tools is None and mcp_servers_named(run.spec.tools):
         try:
             tools, reports = mcp_tools_discover(connections=run.mcp, names=run.spec.tools)

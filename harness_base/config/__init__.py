@@ -5,9 +5,9 @@ The modules, from the bottom: `fields` (durations, RE2 patterns, `Regex`, `EnvNa
 the base of every section), the sections: `policies` (checkpoint triggers, review rules, retry,
 timeouts, context, validation, pricing, sandbox, retention, multi-agent), `mcp` (MCP servers),
 `notifications` (channels and routes), `compensations` (MCP and HTTP compensations, their
-argument templates), `adapters` (LangGraph, Pydantic AI and OpenAI Agents
-references); `harness` (HarnessConfig, the whole file) and `loading` (load_config,
-harness_config). Callers import from this package.
+argument templates), `adapters` (LangGraph, Pydantic AI and OpenAI Agents references),
+`migrations` (what a version_drift review may apply); `harness` (HarnessConfig, the whole
+file) and `loading` (load_config, harness_config). Callers import from this package.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from harness_base.config.fields import (
 from harness_base.config.harness import HarnessConfig
 from harness_base.config.loading import harness_config, load_config
 from harness_base.config.mcp import McpServerConfig, McpServerName
+from harness_base.config.migrations import MigrationEntry, MigrationName, migration_entry
 from harness_base.config.notifications import (
     CHANNEL_KINDS,
     ChannelConfig,
@@ -61,6 +62,9 @@ from harness_base.config.policies import (
 )
 
 __all__ = [
+    "MigrationEntry",
+    "MigrationName",
+    "migration_entry",
     "CHANNEL_KINDS",
     "DEFAULT_TRIGGERS",
     "TEMPLATE_ROOTS",

@@ -8,6 +8,7 @@ from harness_base.config.adapters import GraphName, GraphRef, LangGraphEntry
 from harness_base.config.compensations import HttpConfig
 from harness_base.config.fields import Strict
 from harness_base.config.mcp import McpServerConfig, McpServerName
+from harness_base.config.migrations import MigrationEntry, MigrationName, MigrationRef
 from harness_base.config.notifications import NotificationsConfig
 from harness_base.config.policies import (
     DEFAULT_TRIGGERS,
@@ -58,6 +59,9 @@ class HarnessConfig(Strict):
     multi_agent: MultiAgentConfig = MultiAgentConfig()
     # `http_request`: compensating requests for the calls a rollback undoes.
     http: HttpConfig = HttpConfig()
+    # Functions a `version_drift` review may apply by name (`"decision": "migrate"`): NAME ->
+    # "package.module:function" or {function, description} (docs/deploying.md).
+    migrations: dict[MigrationName, MigrationRef | MigrationEntry] = {}
 
     def trigger(self, event: str) -> CheckpointTrigger | None:
         """The configured trigger for a loop boundary, or None when it is switched off."""

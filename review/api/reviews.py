@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from typing import Any, Literal
+from uuid import UUID
 
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
@@ -32,7 +33,19 @@ class DecisionIn(Schema):
     # approve | reject; for a call whose outcome is unknown: mark_done | rerun | fail_task.
     # respond: answer a LangGraph interrupt (`response`: any JSON for a plain interrupt, the
     # tool's answer as a string for a HumanInTheLoopMiddleware action).
-    decision: Literal["approve", "reject", "respond", "mark_done", "rerun", "fail_task"]
+    # For a review of kind version_drift: continue | migrate | restart | cancel.
+    decision: Literal[
+        "approve",
+        "reject",
+        "respond",
+        "mark_done",
+        "rerun",
+        "fail_task",
+        "continue",
+        "migrate",
+        "restart",
+        "cancel",
+    ]
     # approve: the `arguments_hash` of the arguments the decider was shown (required).
     arguments_hash: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
     # approve: the `target_fingerprint.hash` the decider was shown (optional; the targets are
@@ -46,6 +59,10 @@ class DecisionIn(Schema):
     response: Any = None
     # approve: also make a suggested rule a standing rule ("approve and always allow").
     remember: RememberIn | None = None
+    # migrate: the name of a migration registered in harness.yaml `migrations:`.
+    migration: str | None = Field(default=None, max_length=64)
+    # restart: the id of an earlier checkpoint of the task to restart from.
+    checkpoint_id: UUID | None = None
 
 
 @router.get("reviews", response=list[ReviewOut], operation_id="review_api_review_list")
@@ -166,6 +183,8 @@ def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
             result=body.result,
             response=body.response,
             remember=body.remember.model_dump() if body.remember is not None else None,
+            migration=body.migration,
+            checkpoint_id=body.checkpoint_id,
             via=ReceiptVia.API,
         )
     except services.ReviewError as exc:

@@ -165,6 +165,11 @@ class ReviewOut(Schema):
     facts: FactsOut
     # For a LangGraph interrupt: its id, mode, allowed decisions and, once decided, the answer.
     interrupt: dict[str, Any] | None
+    # Kind version_drift: what changed under the call (changes with old and new bodies, the
+    # pending tool's new `schema`, `touches`, `arguments_valid` and `argument_errors`), and
+    # once decided the choice ({"decision": continue | migrate | restart | cancel, ...}).
+    drift: dict[str, Any] | None
+    choice: dict[str, Any] | None
     # "Approve and always allow…": rules made from this call, narrowest first (review.standing).
     suggested_rules: list[SuggestedRuleOut]
     # The standing rule that allowed this call (kind standing_rule), or that matched it and

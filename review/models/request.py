@@ -112,7 +112,8 @@ class ReviewRequest(EditedCall, models.Model):
     status = models.CharField(
         max_length=20, choices=ReviewStatus.choices, default=ReviewStatus.PENDING
     )
-    # policy | unknown_outcome | langgraph | standing_rule (allowed by `standing_rule`)
+    # policy | unknown_outcome | langgraph | standing_rule (allowed by `standing_rule`) |
+    # version_drift (the code changed under a paused call: review.services.version_drift)
     kind = models.CharField(max_length=30, default="policy")
     matched_rules = models.JSONField(default=list)
     original_arguments = models.JSONField(default=dict)
@@ -183,6 +184,10 @@ class ReviewRequest(EditedCall, models.Model):
     changes = models.JSONField(default=list, blank=True)
     # The code the review was opened under (agent.versions; the shape of Checkpoint.versions).
     versions = models.JSONField(default=dict, blank=True)
+    # Kind `version_drift`: what changed under the call (tasks.drift.Drift.as_json) and, once
+    # decided, the choice ({"decision": continue | migrate | restart | cancel, ...}).
+    drift = models.JSONField(null=True, blank=True)
+    choice = models.JSONField(null=True, blank=True)
     # Triage (review.triage; advisory: who works on it, never who may decide it). The operator
     # who claimed it, and a person or a group it is assigned to.
     claimed_by = models.ForeignKey(

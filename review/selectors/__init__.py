@@ -69,7 +69,12 @@ from review.selectors.rule_labels import (
     reviews_pending_by_rule,
 )
 from review.selectors.standing_rules import standing_rule_get, standing_rules, standing_rules_from
-from review.selectors.task_reviews import task_call_edits, task_reviews, task_reviews_pending
+from review.selectors.task_reviews import (
+    task_call_edits,
+    task_migrations_chosen,
+    task_reviews,
+    task_reviews_pending,
+)
 
 __all__ = [
     "slack_user_id_of",
@@ -120,6 +125,7 @@ __all__ = [
     "standing_rules",
     "standing_rules_from",
     "task_call_edits",
+    "task_migrations_chosen",
     "task_reviews",
     "task_reviews_pending",
     "user_can_decide",

@@ -45,3 +45,20 @@ def task_call_edits(*, task_id: Any) -> dict[str, dict[str, Any]]:
         if edit is not None:
             edits[review.tool_call.call_id] = edit
     return edits
+
+
+def task_migrations_chosen(*, task_id: Any) -> list[tuple[int, str, dict[str, Any]]]:
+    """A task's `version_drift` reviews decided `migrate`, oldest first: (review id, the
+    migration's name, the drift it was chosen for). The worker applies each once
+    (agent.runtime.migrate, which records a `version_migrated` event naming the review)."""
+    return [
+        (review_id, str((choice or {}).get("migration", "")), drift or {})
+        for review_id, choice, drift in ReviewRequest.objects.filter(
+            task_id=task_id,
+            kind="version_drift",
+            status=ReviewStatus.APPROVED,
+            choice__decision="migrate",
+        )
+        .order_by("decided_at", "id")
+        .values_list("id", "choice", "drift")
+    ]

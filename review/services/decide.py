@@ -4,7 +4,7 @@ the approval as a standing rule), rejects, or answers a LangGraph interrupt."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -15,6 +15,7 @@ from review.notifications import notifications_plan_edited
 from review.policy import PolicyDecision
 from review.previews import review_preview
 from review.selectors.access import user_can_decide
+from review.services import version_drift
 from review.services.approvals import approval_add, approver_check, decision_check_seen
 from review.services.edits import edit_tighten, edit_validate
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
@@ -38,7 +39,7 @@ def review_decide(
     *,
     review_id: Any,
     user: AbstractBaseUser,
-    decision: Literal["approve", "reject", "respond", "mark_done", "rerun", "fail_task"],
+    decision: str,
     arguments_hash: str | None = None,
     target_hash: str | None = None,
     comment: str = "",
@@ -47,6 +48,8 @@ def review_decide(
     result: Any = None,
     response: Any = None,
     remember: dict[str, Any] | None = None,
+    migration: str | None = None,
+    checkpoint_id: Any = None,
     via: str = ReceiptVia.API,
 ) -> ReviewRequest:
     """Approve (optionally with edited arguments) or reject a pending review.
@@ -74,7 +77,8 @@ def review_decide(
     showing the new state (review_reopen), and the decider decides that one.
 
     A review of kind `unknown_outcome` takes the decisions of `review_resolve_unknown_outcome`
-    instead (`mark_done` with an optional `result`, `rerun`, `fail_task`).
+    instead (`mark_done` with an optional `result`, `rerun`, `fail_task`); one of kind
+    `version_drift` those of `review_resolve_version_drift` (continue, migrate, restart, cancel).
 
     Every decision, an operator's approval short of `approvals_required` included, appends a
     receipt (review.receipts) in its transaction, saying it was made `via` the page or the API."""
@@ -87,6 +91,18 @@ def review_decide(
             decision=decision,
             arguments_hash=arguments_hash,
             result=result,
+            comment=comment,
+            via=via,
+        )
+    if decision in version_drift.VERSION_DRIFT_DECISIONS:
+        return version_drift.review_resolve_version_drift(
+            review_id=review_id,
+            user=user,
+            decision=decision,
+            arguments_hash=arguments_hash,
+            arguments=arguments,
+            migration=migration,
+            checkpoint_id=checkpoint_id,
             comment=comment,
             via=via,
         )
@@ -118,12 +134,14 @@ def review_decide(
         if interrupt is None and decision == "approve":
             reopened = target_check(review=review, target_hash=target_hash, actor=actor)
         if reopened is None:
-            if review.kind == UNKNOWN_OUTCOME:
+            # An approval given under other code never runs the call (issue #43).
+            hint, kinds = {
+                UNKNOWN_OUTCOME: (UNKNOWN_OUTCOME_HINT, UNKNOWN_OUTCOME_DECISIONS),
+                version_drift.VERSION_DRIFT: version_drift.KIND_DECISIONS,
+            }.get(review.kind, ("", ()))
+            if hint:
                 raise ReviewInvalid(
-                    UNKNOWN_OUTCOME_HINT,
-                    errors=[
-                        {"field": "decision", "message": " | ".join(UNKNOWN_OUTCOME_DECISIONS)}
-                    ],
+                    hint, errors=[{"field": "decision", "message": " | ".join(kinds)}]
                 )
             if review.status != ReviewStatus.PENDING:
                 raise ReviewConflict(f"review {review_id} is already {review.status}")

@@ -13,6 +13,7 @@ from review.policy import PolicyDecision, evaluate
 from review.previews import review_preview
 from review.services.errors import ReviewConflict, ReviewInvalid
 from tasks.selectors import task_tool
+from tasks.tools.registry import ToolSpec
 
 
 def _field_errors(exc: ValidationError) -> list[dict[str, str]]:
@@ -41,6 +42,14 @@ def edit_validate(
         raise ReviewInvalid(
             f"invalid arguments for {tool_name}", errors=_field_errors(exc)
         ) from None
+    return edit_policy(tool=tool, arguments=arguments, spec=spec)
+
+
+def edit_policy(
+    *, tool: ToolSpec, arguments: dict[str, Any], spec: dict[str, Any]
+) -> PolicyDecision:
+    """The policy on edited arguments: a deny is ReviewInvalid; else its decision, which the
+    edit is held to (edit_tighten)."""
     policy = evaluate(tool=tool, args=arguments, spec=spec)
     if policy.action == "deny":
         raise ReviewInvalid(

@@ -49,9 +49,11 @@ def review_settle(
     now: datetime,
     via: str,
     response: Any = None,
+    choice: str = "",
 ) -> ReviewRequest:
     """Close the review, settle its ToolCall, record the receipt, requeue the task. Caller
-    holds both locks."""
+    holds both locks. `choice`: a version_drift review's decision (continue), named in the
+    event, the audit entry and the receipt instead of approve."""
     actor = user.get_username()
     call = review.tool_call
     fields: dict[str, Any] = {
@@ -114,6 +116,7 @@ def review_settle(
         "call_id": call.call_id,
         "tool": review.tool,
         "decision": verb,
+        **({"kind": review.kind, "choice": choice} if choice else {}),
         "comment": comment,
         "reason": reason,
         "approvers": list(review.approvals.values_list("user__username", flat=True)),
@@ -143,7 +146,11 @@ def review_settle(
     )
     audit_record(
         user=user,
-        action="review_approve" if approved is not None else "review_reject",
+        action=f"review_{choice}"
+        if choice
+        else "review_approve"
+        if approved is not None
+        else "review_reject",
         task_id=task.id,
         target=f"review {review.id}",
         reason=reason or comment,
@@ -152,7 +159,8 @@ def review_settle(
     )
     receipt_record(
         review=review,
-        decision={ReviewStatus.APPROVED: "approve", ReviewStatus.RESPONDED: "respond"}.get(
+        decision=choice
+        or {ReviewStatus.APPROVED: "approve", ReviewStatus.RESPONDED: "respond"}.get(
             status, "reject"
         ),
         actor=actor,

@@ -102,6 +102,7 @@ def review_request_open(
     reopened_from: ReviewRequest | None = None,
     changes: list[str] | None = None,
     versions: dict[str, Any] | None = None,
+    drift: dict[str, Any] | None = None,
 ) -> ReviewRequest:
     """Called by the loop inside its fenced transaction, just before the task pauses (or, for
     a call a standing rule allows, just before it runs: `kind` standing_rule; or by a decision
@@ -136,6 +137,7 @@ def review_request_open(
         reopened_from=reopened_from,
         changes=changes or [],
         versions=versions if versions is not None else _versions_of(reopened_from),
+        drift=drift,
     )
     notifications_plan_opened(review=review)
     return review

@@ -14,15 +14,15 @@ stderr lines), `launch` (a stdio server's command line and sandbox, venv_mounts)
 process), `session` (an initialized session over HTTP or stdio), `connection` (one open
 session and the sandbox limits its server may cross), `content` (progress and answers for the
 task page), then McpConnections' parts: `sessions` (lifecycle), `listing`, `calls`, and
-`connections` (McpConnections itself); `discovery` (mcp_tools_discover). Callers import from
-this package.
+`connections` (McpConnections itself); `discovery` (mcp_tools_discover, mcp_tools_now).
+Callers import from this package.
 """
 
 from __future__ import annotations
 
 from agent.tools.mcp_client.connections import McpConnections
-from agent.tools.mcp_client.discovery import mcp_tools_discover
+from agent.tools.mcp_client.discovery import mcp_tools_discover, mcp_tools_now
 from agent.tools.mcp_client.errors import McpUnavailable
 from agent.tools.mcp_client.launch import venv_mounts
 
-__all__ = ["McpConnections", "McpUnavailable", "mcp_tools_discover", "venv_mounts"]
+__all__ = ["McpConnections", "McpUnavailable", "mcp_tools_discover", "mcp_tools_now", "venv_mounts"]

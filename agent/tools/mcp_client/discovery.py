@@ -41,3 +41,18 @@ def mcp_tools_discover(
             }
         )
     return chosen, reports
+
+
+def mcp_tools_now(*, connections: McpConnections, names: list[str]) -> list[McpTool] | None:
+    """What the servers a spec names offer now, of the tools it may use (a tool named one by
+    one that is gone is left out, not refused: a resumed task's drift check says it is gone).
+    None when a server cannot be listed now."""
+    now: list[McpTool] = []
+    try:
+        for server in mcp_servers_named(names):
+            tools, _skipped = connections.list_tools(server)
+            patterns = [n for n in names if mcp_server_of(n) == server]
+            now += [t for t in tools if any(tool_pattern_matches(p, t.name) for p in patterns)]
+    except McpUnavailable:
+        return None
+    return now
