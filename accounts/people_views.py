@@ -25,6 +25,7 @@ from accounts.forms import ROLE_CHOICES, InviteForm, RoleForm, form_problem
 from accounts.oidc import oidc_config
 from accounts.selectors import people_list, user_can_manage_people
 from tasks.web.access import forbidden
+from tasks.web.compression import uncompressed
 
 
 def people_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -74,6 +75,7 @@ def people(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @people_required
+@uncompressed  # the one-time link, unmasked, beside the name and email the form was sent
 def invite(request: HttpRequest) -> HttpResponse:
     form = InviteForm(request.POST)
     if not form.is_valid():

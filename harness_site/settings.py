@@ -49,6 +49,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before everything that writes the page: it compresses what they produced (HTML only;
+    # tasks/web/compression.py says why the CSRF token stays safe).
+    "tasks.web.compression.HtmlGZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "tasks.web.inputs.InputGuardMiddleware",
