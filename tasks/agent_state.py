@@ -103,10 +103,13 @@ class Compensation(_State):
     result: Any = None
 
 
+COMPENSATION_SUFFIX = "~undo"
+
+
 def compensation_call_id(original_call_id: str) -> str:
     """The idempotency key of the compensation of a call: derived from the original's, one
     per original (call_ids are unique per task), so no rollback runs it twice."""
-    return f"{original_call_id}~undo"
+    return f"{original_call_id}{COMPENSATION_SUFFIX}"
 
 
 class McpTool(_State):

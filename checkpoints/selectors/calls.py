@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Q
 
 from checkpoints.services import LoadedCheckpoint
+from tasks.agent_state import COMPENSATION_SUFFIX
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.selectors import task_tool
 from tasks.tools.registry import ToolSpec
@@ -39,10 +40,22 @@ def calls_undone(task: Task, loaded: LoadedCheckpoint) -> list[ToolCall]:
     done = {m.call_id for m in state.messages if m.role == "tool" and m.call_id}
     pending = {c.call_id for c in state.pending[state.next_call :]}
     after = Q(created_at__gte=checkpoint.created_at) | Q(started_at__gte=checkpoint.created_at)
-    return [
-        row
-        for row in ToolCall.objects.filter(
+    rows = list(
+        ToolCall.objects.filter(
             after | Q(call_id__in=pending), task=task, status__in=EXECUTED
         ).order_by("id")
+    )
+    # An earlier rollback's compensations are not the agent's calls, and what they undid is
+    # undone already: neither is undone (or compensated) again.
+    compensated = {
+        row.call_id.removesuffix(COMPENSATION_SUFFIX)
+        for row in rows
+        if row.call_id.endswith(COMPENSATION_SUFFIX) and row.status == ToolCallStatus.SUCCEEDED
+    }
+    return [
+        row
+        for row in rows
         if row.call_id not in done
+        and not row.call_id.endswith(COMPENSATION_SUFFIX)
+        and row.call_id not in compensated
     ]

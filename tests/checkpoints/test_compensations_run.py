@@ -11,6 +11,7 @@ import json
 import pytest
 
 from checkpoints import recovery
+from checkpoints.selectors import rollback_preview
 from review.models import ReviewRequest
 from review.services import review_resolve_unknown_outcome
 from tasks.models import AuditEntry, ToolCall
@@ -107,6 +108,14 @@ def test_rollback_closes_both_tickets_newest_first_and_tells_the_agent(
     compensated = aligned["undone"]["compensated"]
     assert len(compensated) == 2 and "close_ticket" in compensated[0]
     assert '"closed": true' in compensated[0] and "OPS-2" in compensated[0]
+
+    # Rolled back there again: the agent's new tickets are compensated; the compensations and
+    # the calls they undid already are neither undone again nor listed as irreversible.
+    preview = rollback_preview(task=task, checkpoint=checkpoint_after_step(task, 1))
+    assert [c["arguments"] for c in preview.compensations] == [{"key": "OPS-4"}, {"key": "OPS-3"}]
+    assert preview.irreversible == []
+    assert {c["tool"] for c in preview.calls_undone} == {"open_ticket", "write_file"}
+    assert first not in {c["call_id"] for c in preview.calls_undone}
 
 
 def test_a_permanently_failing_compensation_names_the_effect_and_retry_completes_it(
