@@ -156,3 +156,24 @@ def test_a_hostile_result_makes_the_call_irreversible_with_the_reason(harness_ya
     assert isinstance(found, Irreversible)
     assert found.why.startswith("compensation could not be computed:")
     assert "larger than" in found.why and len(found.why) <= 500
+
+
+@pytest.mark.django_db
+def test_a_header_value_smuggling_a_line_break_is_refused(harness_yaml):
+    harness_yaml(
+        "http:\n  compensations:\n    - match: {method: POST, url: 'https://t.example/issues'}\n"
+        "      request:\n        method: DELETE\n"
+        "        url: 'https://t.example/issues/{{ result.json.id }}'\n"
+        "        headers: {X-Id: 'id {{ result.json.id }}'}\n"
+    )
+    task = TaskFactory()
+    call = ToolCallFactory(
+        task=task,
+        tool="http_request",
+        status="succeeded",
+        arguments={"method": "POST", "url": "https://t.example/issues"},
+        result={"status": 201, "body": '{"id": "7\\r\\nX-Admin: yes"}'},
+    )
+    found = compensation_for(call, task=task)
+    assert isinstance(found, Irreversible)
+    assert "http_request refuses the arguments: headers" in found.why
