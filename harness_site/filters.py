@@ -12,7 +12,7 @@ from typing import Any
 
 from django import template
 from django.core.serializers.json import DjangoJSONEncoder
-from django.utils.html import format_html
+from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince, timeuntil
 
@@ -78,6 +78,13 @@ def duration(seconds: float | None) -> str:
 def duration_words(seconds: float | None) -> str:
     """Seconds as a person says them: `7 min 26 s`, `4 h 1 min`, `2.4 s` ("—" for None)."""
     return "—" if seconds is None else _duration_words(float(seconds))
+
+
+@register.filter
+def path_breaks(value: Any) -> SafeString:
+    """Text (escaped) with a line-break opportunity after each `/`: a path wraps between its
+    parts, never inside a name such as `service.conf`."""
+    return mark_safe(escape(str(value)).replace("/", "/<wbr>"))
 
 
 # as_time styles: the UTC text a page is served with (static/harness.js rewrites it in the

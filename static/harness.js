@@ -115,6 +115,7 @@
     var browserZone = new Intl.DateTimeFormat().resolvedOptions().timeZone;
     document.querySelectorAll("[data-time-zone-label]").forEach(function (el) {
       el.textContent = el.hasAttribute("data-browser-zone") ? browserZone : zoneName;
+      el.title = el.textContent;  // the whole name, where the nav cuts a long one short
     });
     document.documentElement.dataset.timeZone = zoneName;
     convertWithin(document.body);
