@@ -62,3 +62,15 @@ def checkpoint_versions(*, task_id: Any) -> dict[str, Any]:
         .first()
     )
     return graph or {}
+
+
+def graph_checkpoint_versions(*, task_id: Any, checkpoint_id: str) -> dict[str, Any]:
+    """The versions one of a graph task's checkpoints was written with ({} if not recorded)."""
+    found = (
+        GraphCheckpoint.objects.filter(
+            thread_id=str(task_id), checkpoint_ns="", checkpoint_id=checkpoint_id
+        )
+        .values_list("versions", flat=True)
+        .first()
+    )
+    return found or {}

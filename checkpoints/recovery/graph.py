@@ -23,6 +23,7 @@ from checkpoints.recovery.forking import OUTCOME_CLEARED, revision_audit, revisi
 from checkpoints.recovery.guards import actor_of
 from checkpoints.selectors import graph_checkpoints, recovery_blocked
 from checkpoints.snapshots import restore_blocked, snapshot_restore_plan
+from checkpoints.versions import graph_checkpoint_versions
 from tasks import services
 from tasks.events import EventType
 from tasks.models import Task
@@ -140,7 +141,11 @@ def graph_rollback(
     caller's transaction, task row locked. -> the task and the workspace snapshot the caller
     restores once this has committed (None: the checkpoint has none)."""
     preview = graph_rollback_preview(task=task, checkpoint_id=checkpoint_id, workspace=False)
-    saver = DjangoCheckpointSaver(task_id=task.id)
+    # The fork's state is its base's, made under the code the base names.
+    saver = DjangoCheckpointSaver(
+        task_id=task.id,
+        versions=graph_checkpoint_versions(task_id=task.id, checkpoint_id=checkpoint_id),
+    )
     base = saver.get_tuple(_graph_config(task, checkpoint_id))
     step = int(base.metadata.get("step", 0))
     fork = {

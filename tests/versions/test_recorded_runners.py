@@ -79,3 +79,26 @@ def test_openai_agents_checkpoints_and_reviews_record_the_agent_definition(
     assert "publish" in versions["tools"]
     review = ReviewRequest.objects.get(task_id=task["id"])
     assert review.versions == versions
+
+
+def test_a_graph_rollback_s_fork_keeps_the_versions_of_its_base(task_api, api_client, operator):
+    spec = graph_spec(
+        "release_bot", {"changes": ["fix login"], "current": "1.4.2"}, title="r", goal="g"
+    )
+    task = task_api.create(spec)
+    assert run_task(task["id"]) == "paused"
+    api = api_client(operator)
+    listed = api.get(f"/api/v1/tasks/{task['id']}/graph-checkpoints").json()
+    base = listed[-2]
+    assert base["versions"]["graph"]
+    response = api.post(
+        f"/api/v1/tasks/{task['id']}/rollback",
+        {"checkpoint_id": base["checkpoint_id"], "resume": False, "reason": "again"},
+    )
+    assert response.status_code == 200, response.content
+    [fork] = [
+        c
+        for c in api.get(f"/api/v1/tasks/{task['id']}/graph-checkpoints").json()
+        if c["source"] == "fork"
+    ]
+    assert fork["versions"] == base["versions"]
