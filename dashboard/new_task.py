@@ -37,6 +37,8 @@ TEXT_FIELDS = (
     "upload_folder",
     "other",
     "template_name",
+    # More tool names, comma-separated: an MCP server's (`server__tool`), known when it starts.
+    "tools_more",
     *(f"budget_{name}" for name in BUDGET_FIELDS),
 )
 # The spec field (as the API names it, union tags dropped) -> the input it is shown beside;
@@ -148,7 +150,7 @@ def spec_from_form(form: NewTaskForm) -> dict[str, Any]:
         "title": values["title"],
         "goal": values["goal"],
         "priority": values["priority"] or "default",
-        "tools": form.tools,
+        "tools": [*form.tools, *(t.strip() for t in values["tools_more"].split(",") if t.strip())],
     }
     budget = {
         n: values[f"budget_{n}"].strip() for n in BUDGET_FIELDS if values[f"budget_{n}"].strip()

@@ -97,9 +97,12 @@ def test_an_error_is_shown_beside_its_field_named_as_the_api_names_it(creator):
 
 
 def test_a_check_beyond_the_schema_is_shown_beside_its_field(creator):
-    response = page_client(creator).post("/tasks/new/", form(tools=["read_file", "launch"]))
+    response = page_client(creator).post(
+        "/tasks/new/", form(tools=["read_file"], tools_more="launch")
+    )
     assert response.status_code == 422
     assert "tools.1" in errors_at(response, "tools") and "launch" in errors_at(response, "tools")
+    assert 'value="launch"' in response.content.decode()
     script = page_client(creator).post("/tasks/new/", form(model_script="[{"))
     assert "not JSON" in errors_at(script, "model_script")
     assert not Task.objects.exists()

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
-SHARDS = 6
+SHARDS = 7
 METHODS = ("get", "put", "post", "patch", "delete")
 
 
@@ -40,9 +40,9 @@ def operations() -> dict[str, list[str]]:
     }
 
 
-# Paths that take minutes alone (creating a task: the TaskSpec's large, nested body), each
-# in a shard of its own so that no shard holds two.
-HEAVY = ("/api/v1/tasks",)
+# Paths that take minutes alone (creating a task, saving a template: the TaskSpec's large,
+# nested body), each in a shard of its own so that no shard holds two.
+HEAVY = ("/api/v1/tasks", "/api/v1/templates")
 
 
 def shards() -> list[list[str]]:
