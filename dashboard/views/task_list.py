@@ -14,7 +14,7 @@ from dashboard.views.common import sort_headers
 from tasks import selectors
 from tasks.models import Task
 from tasks.web.access import operator_required, viewer_required
-from tasks.web.pagination import CappedPaginator
+from tasks.web.pagination import CountingPaginator
 
 LIST_PAGE_SIZE = 50
 
@@ -38,7 +38,7 @@ def _query_without(request: HttpRequest, *names: str) -> str:
 def task_list(request: HttpRequest) -> HttpResponse:
     form = TaskFilterForm(request.GET)
     filters = form.filters()
-    page = CappedPaginator(selectors.tasks_list(**filters), LIST_PAGE_SIZE).get_page(
+    page = CountingPaginator(selectors.tasks_list(**filters), LIST_PAGE_SIZE).get_page(
         request.GET.get("page")
     )
     sort = filters.get("sort", selectors.TASK_SORT_DEFAULT)

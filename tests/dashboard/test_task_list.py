@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from tasks.models import Task
 from tasks.services import task_transition
 from tests.factories import TaskFactory, ToolCallFactory
 
@@ -208,13 +209,37 @@ def test_bulk_retry_reruns_failed_tasks_and_skips_the_others(as_user, operator, 
     assert "Retry: 1 done, 1 skipped" in response.content.decode()
 
 
-def test_a_broad_filter_counts_up_to_the_cap(as_user, viewer, monkeypatch):
-    from tasks.web.pagination import CappedPaginator
+def test_a_filter_over_3000_tasks_says_how_many_match_and_pages_to_the_end(
+    as_user, viewer, operator
+):
+    """Issue #45 item 8: not "1000+" and "page 21 of 21+": the number that match, and the last
+    page holds the oldest of them."""
+    Task.objects.bulk_create(
+        Task(title=f"bulk {n}", goal="g", spec={}, status=status, created_by=operator)
+        for n, status in enumerate(["failed"] * 3050 + ["succeeded"] * 60)
+    )
+    client = as_user(viewer)
+    page = client.get("/tasks/", {"status": "failed"}).content.decode()
+    assert 'data-testid="task-count">(3050 matching)' in page
+    assert "page 1 of 61" in page and 'page=61" data-testid="pager-last"' in page
+    last = client.get("/tasks/", {"status": "failed", "page": 61}).context["page"]
+    assert (
+        len(last.object_list) == 50
+        and "page 61 of 61"
+        in client.get("/tasks/", {"status": "failed", "page": 61}).content.decode()
+    )
 
-    monkeypatch.setattr(CappedPaginator, "cap", 5)
+
+def test_past_the_exact_count_the_list_says_about_how_many(as_user, viewer, monkeypatch):
+    from tasks.web.pagination import CountingPaginator
+
+    monkeypatch.setattr(CountingPaginator, "exact_up_to", 5)
     for n in range(8):
         TaskFactory(title=f"t{n}", status="failed")
     response = as_user(viewer).get("/tasks/", {"status": "failed"})
-    assert response.context["page"].paginator.capped
-    assert 'data-testid="task-count">(5+)' in response.content.decode()
-    assert not as_user(viewer).get("/tasks/", {"q": "t7"}).context["page"].paginator.capped
+    paginator = response.context["page"].paginator
+    assert paginator.estimated and paginator.count >= 6
+    assert f'data-testid="task-count">(about {paginator.count} matching)' in (
+        response.content.decode()
+    )
+    assert not as_user(viewer).get("/tasks/", {"q": "t7"}).context["page"].paginator.estimated
