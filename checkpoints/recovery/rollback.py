@@ -8,18 +8,20 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from checkpoints.recovery.compensating import (
+    compensating_record,
+    compensations_into,
+    compensations_noted,
+)
 from checkpoints.recovery.errors import RecoveryConflict, RecoveryInvalid
 from checkpoints.recovery.forking import RecoveryResult, fork_checkpoint, restore_after_commit
 from checkpoints.recovery.graph import graph_rollback
 from checkpoints.recovery.guards import actor_of, lock_for_recovery, reason_required
 from checkpoints.recovery.state_edits import calls_rekey, last_failure, new_branch
 from checkpoints.selectors import checkpoint_get, graph_task, rollback_plan
-from checkpoints.selectors.rollback import RollbackPlan
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
 from checkpoints.snapshots import removed_paths, restore_blocked
-from tasks import services
-from tasks.agent_state import AgentState, Compensation, RecoveryNote, compensation_call_id
-from tasks.events import EventType
+from tasks.agent_state import RecoveryNote
 from tasks.models import Task
 from tasks.signals import calls_undone
 from tasks.states import TaskStatus
@@ -60,30 +62,6 @@ def checkpoint_rollback(
     return result
 
 
-def _compensations(state: AgentState, plan: RollbackPlan, *, resume: bool) -> list[Compensation]:
-    """The plan's compensations (the reverse order of the original calls) into the restored
-    state, the loop's first work; one of the restored state still pending (a rollback to a
-    checkpoint taken while an earlier rollback compensated) stays after them."""
-    new = [
-        Compensation(
-            call_id=compensation_call_id(item.call_id),
-            original_call_id=item.call_id,
-            original_tool=item.call.tool,
-            tool=item.tool,
-            args=item.arguments,
-            review=item.review,
-            outcome_unknown=item.outcome_unknown,
-        )
-        for item in plan.compensations
-    ]
-    ids = {c.call_id for c in new}
-    state.compensations = new + [
-        c for c in state.compensations if c.outcome == "pending" and c.call_id not in ids
-    ]
-    state.after_compensations = "resume" if resume else "hold"
-    return state.compensations
-
-
 def _task_rollback(
     *,
     task: Task,
@@ -118,7 +96,7 @@ def _task_rollback(
         detail=f"rollback by {actor_of(user)}: {reason}"[:200],
     )
     irreversible = [f"{row.tool} {row.call_id}" for row in plan.irreversible]
-    compensations = _compensations(state, plan, resume=resume)
+    compensations = compensations_into(state, plan.compensations, resume=resume)
     state.recovery = RecoveryNote(
         kind="rollback",
         reason=reason,
@@ -130,10 +108,7 @@ def _task_rollback(
             "files_deleted": removed_paths(restored)[:200],
             "calls": [f"{row.tool} {row.call_id} (step {row.step_index})" for row in undone][:100],
             "irreversible": irreversible[:100],
-            "compensations": [
-                f"{c.original_tool} {c.original_call_id} by {c.tool} {c.args}"[:300]
-                for c in compensations
-            ][:100],
+            "compensations": compensations_noted(compensations),
         },
     )
     state.last_error = None
@@ -160,28 +135,6 @@ def _task_rollback(
         enqueue=False,
     )
     if compensations:
-        # Durable with the rollback, before it is acknowledged: the timeline shows the task
-        # compensating, and the run that takes it runs these first (agent.runtime.compensate).
-        services.event_record(
-            task_id=task.id,
-            type=EventType.COMPENSATING,
-            actor=actor_of(user),
-            step_index=state.step_index,
-            payload={
-                "compensations": [
-                    {
-                        "call_id": c.call_id,
-                        "original_call_id": c.original_call_id,
-                        "original_tool": c.original_tool,
-                        "tool": c.tool,
-                        "arguments": c.args,
-                        "review": c.review,
-                        "outcome_unknown": c.outcome_unknown,
-                    }
-                    for c in compensations
-                ][:100],
-                "then": state.after_compensations,
-            },
-        )
+        compensating_record(task_id=task.id, actor=actor_of(user), state=state)
     result.base_snapshot = base.snapshot
     return result

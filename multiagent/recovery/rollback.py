@@ -18,7 +18,12 @@ from checkpoints.recovery import (
     new_branch,
     restore_after_commit,
 )
-from checkpoints.selectors import calls_undone
+from checkpoints.recovery.compensating import (
+    compensating_record,
+    compensations_into,
+    compensations_noted,
+)
+from checkpoints.selectors import calls_compensation, calls_undone
 from checkpoints.services import checkpoint_build, checkpoint_fork_insert, checkpoint_next_seq
 from checkpoints.snapshots import removed_paths, restore_blocked
 from multiagent.models import GlobalCheckpoint, SharedRestorePending
@@ -49,6 +54,8 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
     state.branch = new_branch(task, state)
     calls_rekey(state, {c.call_id for c in pending} - open_delegations)
     undone = calls_undone(task, base)
+    planned, irreversible = calls_compensation(task=task, undone=undone)
+    compensations = compensations_into(state, planned, resume=resume)
     actor = user.get_username() if user is not None and user.is_authenticated else "system"
     standing_rules_distrust(
         tool_call_ids=[r.pk for r in undone],
@@ -65,6 +72,8 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
             "files_deleted": removed_paths(p.files)[:200],
             "calls": [f"{r.tool} {r.call_id} (step {r.step_index})" for r in undone][:100],
             "group": f"global checkpoint {plan.global_checkpoint.seq}",
+            "irreversible": [f"{r.tool} {r.call_id}" for r in irreversible][:100],
+            "compensations": compensations_noted(compensations),
         },
     )
     state.last_error = None
@@ -116,11 +125,17 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
             "superseded": superseded,
             "files_restored": len(p.files.written),
             "files_deleted": len(removed_paths(p.files)),
+            "compensations": len(compensations),
         },
     )
-    if terminal_at_cut and task.status == p.status_at_cut:
+    if compensations:
+        compensating_record(task_id=task.id, actor=actor, state=state)
+    if terminal_at_cut and task.status == p.status_at_cut and not compensations:
         return task.status
-    target = TaskStatus.QUEUED if resume and not terminal_at_cut else TaskStatus.HELD
+    # A participant with compensations is queued to run them (then held unless `resume`).
+    target = (
+        TaskStatus.QUEUED if (resume or compensations) and not terminal_at_cut else TaskStatus.HELD
+    )
     # The outcome goes with the status (and the error fingerprint with the error): cleared
     # unless the task had already ended at the cut.
     task = services.task_transition(
