@@ -124,24 +124,42 @@ def fork_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
             return redirect("tasks:detail", task_id=sibling.id)
     show_all = request.GET.get("all") == "1"
     first_shown = 0 if show_all else max(0, len(state.messages) - RECENT_MESSAGES)
+    pending = {
+        call.call_id: {
+            "call": call,
+            "number": number,
+            "value": request.POST.get(
+                f"pending-{call.call_id}", json.dumps(call.args, indent=2, ensure_ascii=False)
+            ),
+        }
+        for number, call in enumerate(state.pending)
+    }
     rows = [
         {
             "index": index,
             "message": message,
             "value": request.POST.get(f"message-{index}", message.content),
             "editable": index >= first_shown or (index == 0 and message.role == "system"),
+            # An assistant message that is tool calls reads as the calls: each with its
+            # arguments, a pending one editable in place.
+            "calls": [
+                {
+                    "call": call,
+                    "args": json.dumps(call.args, indent=2, ensure_ascii=False),
+                    "pending": pending.get(call.call_id),
+                }
+                for call in message.calls or []
+            ],
         }
         for index, message in enumerate(state.messages)
     ]
-    pending = [
-        {
-            "call": call,
-            "value": request.POST.get(
-                f"pending-{call.call_id}", json.dumps(call.args, indent=2, ensure_ascii=False)
-            ),
-        }
-        for call in state.pending
-    ]
+    placed = {
+        call["call"].call_id
+        for row in rows
+        if row["editable"]
+        for call in row["calls"]
+        if call["pending"]
+    }
     return render(
         request,
         "checkpoints/fork.html",
@@ -151,7 +169,8 @@ def fork_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
             "state": state,
             "rows": rows,
             "hidden": sum(1 for row in rows if not row["editable"]),
-            "pending": pending,
+            "pending": [p for call_id, p in pending.items() if call_id not in placed],
+            "pending_count": len(pending),
             "budget": [
                 (key, BUDGET_LABELS[key], request.POST.get(key, _shown(budget.get(key))))
                 for key in RETRY_BUDGET_FIELDS

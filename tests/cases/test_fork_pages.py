@@ -153,6 +153,21 @@ def test_the_form_shows_the_state_and_an_untouched_submit_forks_it_unchanged(
     assert sibling.spec["budget"] == task.spec.get("budget", sibling.spec["budget"])
 
 
+def test_an_assistant_message_of_tool_calls_reads_as_the_calls_a_pending_one_editable(
+    as_user, operator
+):
+    """Issue #45 item 7: not an empty text area: the call's tool and arguments, and the pending
+    call's arguments edited in place (once: no second field for it elsewhere)."""
+    task, checkpoint = _waiting_task()
+    html = as_user(operator).get(f"/tasks/{task.id}/checkpoints/{checkpoint.id}/fork/")
+    html = html.content.decode()
+    assert 'name="message-2"' not in html  # the calls' message had no text
+    call = html.split('data-testid="fork-call-2-0"')[1].split("</div>")[0]
+    assert "<code>write_file</code>" in call and "pending" in call
+    assert 'name="pending-0.1.0"' in call and "&quot;x.conf&quot;" in call
+    assert html.count('name="pending-0.1.0"') == 1
+
+
 def test_edits_reach_the_sibling_and_only_they(
     as_user, operator, django_capture_on_commit_callbacks
 ):
