@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from checkpoints.selectors import checkpoint_recent_messages
 from dashboard.edit_form import EditState, edit_bind, edit_initial
+from dashboard.views.review_drift import drift_arguments, drift_context, drift_decision_fields
 from dashboard.views.review_inbox import inbox_query, inbox_view, selector_filters
 from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
@@ -105,6 +106,7 @@ def review_detail_page(
             "notifications": selectors.review_notifications(review=review),
             "can_decide": can_decide and review.status == ReviewStatus.PENDING,
             "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,
+            **drift_context(review),
             # What was seen of a call whose outcome is unknown (tasks.outputs).
             "call_attempts": _call_attempts(review)
             if review.kind == services.UNKNOWN_OUTCOME
@@ -145,6 +147,8 @@ def _decided(review: ReviewRequest) -> str:
     """What the decision did, for the message after it."""
     if review.kind == services.UNKNOWN_OUTCOME:
         return f"{review.decision_reason.replace('_', ' ')} recorded"
+    if review.kind == services.VERSION_DRIFT and review.choice:
+        return f"{review.choice.get('decision', 'decision')} recorded"
     if review.status == ReviewStatus.APPROVED:
         return "approved with edits" if review.edited_arguments is not None else "approved"
     return str(review.status)
@@ -176,12 +180,14 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
     try:
         if choice == "mark_done" and result_text:
             result = json.loads(result_text)
+        if choice == "continue":
+            arguments = drift_arguments(request.POST, review)
         if choice == "respond":
             # A plain interrupt is answered with JSON; a tool approval with the tool's text.
             plain = (review.interrupt or {}).get("mode") == "plain"
             response = json.loads(response_text) if plain else response_text
     except ValueError as exc:
-        field = "response" if choice == "respond" else "result"
+        field = {"respond": "response", "continue": "arguments"}.get(choice, "result")
         return review_detail_page(
             request,
             review,
@@ -215,6 +221,7 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
             reason=request.POST.get("reason", "").strip(),
             result=result,
             response=response,
+            **drift_decision_fields(request.POST),
             via=ReceiptVia.PAGE,
         )
     except services.ReviewInvalid as exc:

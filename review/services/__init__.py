@@ -5,6 +5,9 @@ machine and per family of operations, each importing only the modules listed bel
     decide            review_decide: an operator approves, edits, rejects or responds
     gates             the loop's gates: review_gate, review_gate_unknown_outcome (ReviewPause)
     unknown_outcome   review_resolve_unknown_outcome: mark done, re-run or fail the task
+    version_drift     review_resolve_version_drift: the code changed under a paused call;
+                      continue, migrate, restart or cancel (drift_gate opens it,
+                      drift_choices checks and records the choices)
     expiry            reviews_expire_overdue (the sweep)
     settle            a decided review settled: its call, its record, the task requeued
     reopen            an approval finds the targets changed: the review reopens (review_reopen)
@@ -55,6 +58,11 @@ from review.services.unknown_outcome import (
     UNKNOWN_OUTCOME_DECISIONS,
     review_resolve_unknown_outcome,
 )
+from review.services.version_drift import (
+    VERSION_DRIFT,
+    VERSION_DRIFT_DECISIONS,
+    review_resolve_version_drift,
+)
 
 __all__ = [
     "reviewer_slack_id_set",
@@ -62,6 +70,8 @@ __all__ = [
     "TARGET_CHANGED",
     "UNKNOWN_OUTCOME",
     "UNKNOWN_OUTCOME_DECISIONS",
+    "VERSION_DRIFT",
+    "VERSION_DRIFT_DECISIONS",
     "ReviewConflict",
     "ReviewError",
     "ReviewForbidden",
@@ -77,6 +87,7 @@ __all__ = [
     "review_reopen",
     "review_request_open",
     "review_resolve_unknown_outcome",
+    "review_resolve_version_drift",
     "review_transition",
     "reviews_cancel_pending",
     "reviews_expire_overdue",

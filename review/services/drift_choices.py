@@ -4,6 +4,7 @@ close of the review and its call for `migrate`, `restart` and `cancel`."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -73,6 +74,10 @@ def _choice(
             )
         return {"decision": decision, "migration": migration}
     if decision == "restart":
+        try:
+            checkpoint_id = uuid.UUID(str(checkpoint_id)) if checkpoint_id is not None else None
+        except ValueError:
+            checkpoint_id = None
         if checkpoint_id is None or not review.task.checkpoints.filter(id=checkpoint_id).exists():
             raise ReviewInvalid(
                 "restart names an earlier checkpoint of this task",
