@@ -169,6 +169,14 @@ class Task(models.Model):
         return self.review_wait_s + self.held_wait_s
 
     @property
+    def resume_count(self) -> int:
+        """Runs that took the task up again where it paused (after a review, a hold, a
+        wait): every run (`attempt`) but the first and those a retry, a redispatch or a
+        rollback started."""
+        others = self.retry_count + self.redispatch_count + self.rollback_count
+        return max(0, self.attempt - 1 - others)
+
+    @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
 

@@ -27,8 +27,16 @@ def test_header_shows_status_step_budget_worker_and_attempts(as_user, viewer, ru
     html = as_user(viewer).get(f"/tasks/{task.id}/").content.decode()
     assert 'data-testid="task-status">succeeded<' in html
     assert f"{task.steps_used} / 9" in html and f"{task.tokens_used} / 5000" in html
-    assert "<dt>Attempts</dt><dd>1" in html
+    assert 'data-testid="task-runs">1</dd>' in html
     assert 'id="timeline-data"' in html
+
+
+def test_runs_are_split_into_the_start_resumes_and_retries(as_user, viewer):
+    """Issue #45 item 8: "Attempts 5" counted resumes and read like retries."""
+    task = TaskFactory(status="succeeded", attempt=5, retry_count=1)
+    html = as_user(viewer).get(f"/tasks/{task.id}/").content.decode()
+    runs = html.split('data-testid="task-runs">')[1].split("</dd>")[0]
+    assert runs == "5 (1 start · 3 resumed after a pause · 1 retried)"
 
 
 def test_timeline_data_is_embedded_in_the_page(as_user, viewer, run_task):
