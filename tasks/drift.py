@@ -136,7 +136,9 @@ def _graph_nodes(body: Any) -> set[str]:
 def _single_change(kind: str, old: Any, new: Any, bodies: Bodies) -> Change | None:
     if old == new:
         return None
-    old_body, new_body = (bodies(old) if old else None), (bodies(new) if new else None)
+    # "harness" is no hash but {"version", "commit"}: no body to look up.
+    old_body = bodies(old) if old and isinstance(old, str) else None
+    new_body = bodies(new) if new and isinstance(new, str) else None
     added = removed = []
     if kind == "graph":
         added = sorted(_graph_nodes(new_body) - _graph_nodes(old_body))
