@@ -127,3 +127,13 @@ def oidc_config_from_env(environ: Mapping[str, str]) -> OidcConfig | None:
         sign_algo=algo,
         token_auth=token_auth,
     )
+
+
+def local_login_checked(enabled: bool, oidc: OidcConfig | None) -> bool:
+    """HARNESS_LOCAL_LOGIN checked: off needs single sign-on (only break-glass superusers would
+    be left to sign in otherwise)."""
+    if not enabled and oidc is None:
+        raise ImproperlyConfigured(
+            "HARNESS_LOCAL_LOGIN=off needs single sign-on: set HARNESS_OIDC_ISSUER (and its client)"
+        )
+    return enabled

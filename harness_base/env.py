@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 
@@ -61,3 +62,23 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return list(default)
     return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    """One of `choices` (compared stripped and lower-cased; unset or empty: `default`)."""
+    value = os.environ.get(name, "").strip().lower() or default
+    if value not in choices:
+        expected = " or ".join(choices) if len(choices) == 2 else "one of " + ", ".join(choices)
+        raise ImproperlyConfigured(f"{name}={value!r}: expected {expected}")
+    return value
+
+
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """A comma-separated list of networks (CIDR; host bits allowed)."""
+    networks = []
+    for raw in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(raw, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {raw!r} is not a network (CIDR)") from None
+    return networks

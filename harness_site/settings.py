@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from pathlib import Path
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
 
-from accounts.config import oidc_config_from_env
-from harness_base.env import DEFAULT_SECRET_KEY, env_bool, env_float, env_int, env_list, env_str
+from accounts.config import local_login_checked, oidc_config_from_env
+from harness_base.env import (
+    DEFAULT_SECRET_KEY,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_networks,
+    env_str,
+)
 from harness_base.queues import WORKER_QUEUES
 from harness_site.settings_helpers import CSP as _CSP
-from harness_site.settings_helpers import logging_config, postgres_idle_timeout
+from harness_site.settings_helpers import logging_config, postgres_idle_timeout, trace_url_template
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HARNESS_DATA_DIR", str(BASE_DIR / ".data")))
@@ -147,23 +154,16 @@ HARNESS_WORKER_PRELOAD = env_list("HARNESS_WORKER_PRELOAD", ["registered"])
 # bare host means https on 443 and http on 80 only.
 HARNESS_HTTP_ALLOWLIST = env_list("HARNESS_HTTP_ALLOWLIST", [])
 # Networks (CIDR) `http_request` may reach although they are loopback, private or link-local.
-HARNESS_HTTP_ALLOW_NETWORKS = [
-    str(ipaddress.ip_network(net, strict=False))
-    for net in env_list("HARNESS_HTTP_ALLOW_NETWORKS", [])
-]
+HARNESS_HTTP_ALLOW_NETWORKS = [str(net) for net in env_networks("HARNESS_HTTP_ALLOW_NETWORKS")]
 # `/metrics` (dashboard/metrics.py, README "Metrics and alerts"): with HARNESS_METRICS_TOKEN a
 # scrape must send `Authorization: Bearer <token>`; with HARNESS_METRICS_ALLOW (CIDRs) it must come
 # from one of those networks (REMOTE_ADDR: the proxy's, behind one); with both, both. Neither
 # set: /metrics answers 403 (fail closed).
 HARNESS_METRICS_TOKEN = env_str("HARNESS_METRICS_TOKEN", "")
-HARNESS_METRICS_ALLOW = [
-    ipaddress.ip_network(net, strict=False) for net in env_list("HARNESS_METRICS_ALLOW", [])
-]
+HARNESS_METRICS_ALLOW = env_networks("HARNESS_METRICS_ALLOW")
 # The command sandbox (agent/tools/sandbox/): `bwrap` (bubblewrap from .venv, HARNESS_BWRAP,
 # or PATH) or `off`, which runs run_command UNSANDBOXED as the worker's user (logged loudly).
-HARNESS_SANDBOX = env_str("HARNESS_SANDBOX", "bwrap").strip().lower()
-if HARNESS_SANDBOX not in ("bwrap", "off"):
-    raise ImproperlyConfigured(f"HARNESS_SANDBOX={HARNESS_SANDBOX!r}: expected bwrap or off")
+HARNESS_SANDBOX = env_choice("HARNESS_SANDBOX", ("bwrap", "off"), "bwrap")
 HARNESS_BWRAP = env_str("HARNESS_BWRAP", "")
 # Durable execution (agent/sweep/): a running task heartbeats every HARNESS_HEARTBEAT_S; the
 # sweep calls it stalled once its heartbeat is older than HARNESS_STALE_AFTER_S and redispatches
@@ -237,9 +237,7 @@ if env_bool("HARNESS_BEHIND_TLS_PROXY", False):
 X_FRAME_OPTIONS = "DENY"
 # Content-Security-Policy (django-csp; the policy: settings_helpers.CSP), enforced by default;
 # HARNESS_CSP=report-only or off.
-HARNESS_CSP = env_str("HARNESS_CSP", "enforce")
-if HARNESS_CSP not in ("enforce", "report-only", "off"):
-    raise ValueError(f"HARNESS_CSP={HARNESS_CSP!r}: expected enforce, report-only or off")
+HARNESS_CSP = env_choice("HARNESS_CSP", ("enforce", "report-only", "off"), "enforce")
 if HARNESS_CSP == "enforce":
     CONTENT_SECURITY_POLICY = _CSP
 elif HARNESS_CSP == "report-only":
@@ -250,11 +248,7 @@ elif HARNESS_CSP == "report-only":
 # variables, None without HARNESS_OIDC_ISSUER. HARNESS_LOCAL_LOGIN=off refuses every password
 # login but a superuser's (break-glass); it needs single sign-on.
 HARNESS_OIDC = oidc_config_from_env(os.environ)
-HARNESS_LOCAL_LOGIN = env_bool("HARNESS_LOCAL_LOGIN", True)
-if not HARNESS_LOCAL_LOGIN and HARNESS_OIDC is None:
-    raise ImproperlyConfigured(
-        "HARNESS_LOCAL_LOGIN=off needs single sign-on: set HARNESS_OIDC_ISSUER (and its client)"
-    )
+HARNESS_LOCAL_LOGIN = local_login_checked(env_bool("HARNESS_LOCAL_LOGIN", True), HARNESS_OIDC)
 # Sessions remember the backend that signed them in: with local login off, the sessions of
 # Django's plain password backend end, and only break-glass superusers sign in again.
 AUTHENTICATION_BACKENDS = [
@@ -298,14 +292,8 @@ STORAGES = {
 # Telemetry (harness_base/telemetry/): traces are configured by the standard OTEL_*
 # variables; the task page links a trace when HARNESS_TRACE_URL_TEMPLATE is set (`{trace_id}`
 # is replaced), e.g. http://jaeger:16686/trace/{trace_id}.
-HARNESS_TRACE_URL_TEMPLATE = env_str("HARNESS_TRACE_URL_TEMPLATE", "")
-if HARNESS_TRACE_URL_TEMPLATE and "{trace_id}" not in HARNESS_TRACE_URL_TEMPLATE:
-    raise ImproperlyConfigured(
-        f"HARNESS_TRACE_URL_TEMPLATE={HARNESS_TRACE_URL_TEMPLATE!r}: must contain {{trace_id}}"
-    )
+HARNESS_TRACE_URL_TEMPLATE = trace_url_template(env_str("HARNESS_TRACE_URL_TEMPLATE", ""))
 # Log lines: `plain` text, or `json` (one JSON object a line, with task, call and trace ids).
-HARNESS_LOG_FORMAT = env_str("HARNESS_LOG_FORMAT", "plain").strip().lower() or "plain"
-if HARNESS_LOG_FORMAT not in ("plain", "json"):
-    raise ImproperlyConfigured(f"HARNESS_LOG_FORMAT={HARNESS_LOG_FORMAT!r}: expected plain or json")
+HARNESS_LOG_FORMAT = env_choice("HARNESS_LOG_FORMAT", ("plain", "json"), "plain")
 
 LOGGING = logging_config(log_format=HARNESS_LOG_FORMAT, level=env_str("LOG_LEVEL", "INFO"))

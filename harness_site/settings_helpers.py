@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
+
 # Content-Security-Policy (django-csp): scripts only from this site (Plotly and HTMX are
 # served locally; no inline scripts or handlers in templates), no plugins, no framing.
 # Styles allow inline because Plotly and HTMX set them.
@@ -64,3 +66,12 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
             "mcp": {"level": "WARNING"},
         },
     }
+
+
+def trace_url_template(template: str) -> str:
+    """HARNESS_TRACE_URL_TEMPLATE checked: empty, or a URL with `{trace_id}` in it."""
+    if template and "{trace_id}" not in template:
+        raise ImproperlyConfigured(
+            f"HARNESS_TRACE_URL_TEMPLATE={template!r}: must contain {{trace_id}}"
+        )
+    return template
