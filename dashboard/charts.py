@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from dashboard.windows import Window
-from tasks.charts.formatting import plotly_escape, plotly_text, plotly_time
+from tasks.charts.formatting import plotly_escape, plotly_text, plotly_time, time_zone_name
 
 OUTCOME_COLORS = {
     "approved": "#1e7b34",
@@ -119,7 +119,11 @@ def failure_rate_over_time_figure(rows: list[dict[str, Any]], window: Window) ->
     return _figure(
         data,
         _layout(
-            xaxis={"type": "date", "range": _time_range([r["bucket"] for r in rows], window, step)},
+            xaxis={
+                "type": "date",
+                "title": {"text": f"{window.bucket} ({time_zone_name()})"},
+                "range": _time_range([r["bucket"] for r in rows], window, step),
+            },
             yaxis=_pct_axis(data),
         ),
     )

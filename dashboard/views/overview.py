@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
 from dashboard import charts, selectors, stats
+from dashboard.selectors import user_time_zone
+from dashboard.stats.parts import WindowParts
 from dashboard.views.common import request_window
-from dashboard.windows import WINDOW_CHOICES
+from dashboard.windows import WINDOW_CHOICES, Window
 from tasks.selectors import tasks_list
 from tasks.web.access import viewer_required
 from tasks.web.htmx import is_htmx
@@ -35,11 +38,16 @@ def overview(request: HttpRequest) -> HttpResponse:
                 for status in ("failed", "succeeded", "canceled")
             },
             "error_mix": mix,
-            "over_time_figure": charts.failure_rate_over_time_figure(
-                stats.failure_rate_over_time(window, parts=parts), window
-            ),
+            "over_time_figure": _over_time_figure(request, window, parts),
             "mix_figure": charts.error_class_mix_figure(mix, window),
             "recent": tasks_list()[:10],
         }
     )
     return render(request, "dashboard/overview.html", context)
+
+
+def _over_time_figure(request: HttpRequest, window: Window, parts: WindowParts) -> dict:
+    """Drawn in the viewer's chosen zone, which its axis title names."""
+    rows = stats.failure_rate_over_time(window, parts=parts)
+    with timezone.override(user_time_zone(user=request.user) or "UTC"):
+        return charts.failure_rate_over_time_figure(rows, window)

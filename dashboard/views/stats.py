@@ -53,7 +53,9 @@ def failure_stats(request: HttpRequest) -> HttpResponse:
             "figures": {
                 "by_tool": charts.failure_rate_by_tool_figure(data["by_tool"]),
                 "by_step": charts.failure_rate_by_step_figure(data["by_step"]),
-                "over_time": charts.failure_rate_over_time_figure(data["over_time"], window),
+                "over_time": _in_zone(request, charts.failure_rate_over_time_figure)(
+                    data["over_time"], window
+                ),
                 "heatmap": charts.error_heatmap_figure(data["heatmap"]),
                 "retries": charts.retry_distribution_figure(data["retries"]),
                 "durations": charts.duration_percentiles_figure(data["durations"]),
@@ -133,3 +135,13 @@ def review_stats_csv(request: HttpRequest, table: str) -> HttpResponse:
         header=REVIEW_CSV_COLUMNS,
         rows=([row[c] for c in REVIEW_CSV_COLUMNS] for row in rows),
     )
+
+
+def _in_zone(request: HttpRequest, draw):
+    """`draw` under the viewer's chosen zone (plotly_time writes it, axis titles name it)."""
+
+    def drawn(*args, **kwargs):
+        with timezone.override(user_time_zone(user=request.user) or "UTC"):
+            return draw(*args, **kwargs)
+
+    return drawn

@@ -309,3 +309,16 @@ def test_timeline_axis_follows_the_zone_chosen_in_preferences(as_user, viewer, r
     assert {b - a for a, b in zip(before, after, strict=True)} == {timedelta(hours=5, minutes=30)}
     hover = " ".join(" ".join(t.get("hovertext") or []) for t in in_kolkata["data"])
     assert " UTC" not in hover
+
+
+def test_the_failure_charts_over_time_are_drawn_in_the_chosen_zone(as_user, viewer):
+    """Issue #45 item 5: the overview's and the statistics' chart over time name the zone."""
+    from dashboard.models import UserPreference
+
+    UserPreference.objects.create(user=viewer, time_zone="Asia/Kolkata")
+    ToolCallFactory(status="failed", error_class="transient")
+    client = as_user(viewer)
+    overview = client.get("/", {"since": "24h"}).context["over_time_figure"]
+    assert overview["layout"]["xaxis"]["title"]["text"] == "hour (Asia/Kolkata)"
+    stats = client.get("/stats/failures/", {"since": "24h"}).context["figures"]["over_time"]
+    assert stats["layout"]["xaxis"]["title"]["text"] == "hour (Asia/Kolkata)"
