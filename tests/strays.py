@@ -5,7 +5,9 @@ never ran), so each one is named, with the test that left it, and stopped.
 
 A process is this test process's when its environment says so: under pytest-xdist, the
 `PYTEST_XDIST_WORKER` every subprocess inherits (the other xdist processes' subprocesses share
-the Redis URL of the first one, and are not ours to stop); alone, the Redis URL."""
+the Redis URL of the first one, and are not ours to stop) together with this run's
+`PYTEST_XDIST_TESTRUNUID` (another run on the machine, a CI run beside a developer's, has a
+`gw0` of its own: its workers were killed as strays); alone, the Redis URL."""
 
 from __future__ import annotations
 
@@ -18,15 +20,19 @@ from pathlib import Path
 HARNESS_COMMANDS = (b"manage.py", b"bench", b"harness_sweep", b"rqworker")
 
 
-def _mark() -> bytes:
-    """The environment entry that makes a process this test process's (see above)."""
-    key = "PYTEST_XDIST_WORKER" if os.environ.get("PYTEST_XDIST_WORKER") else "REDIS_URL"
-    return f"{key}={os.environ.get(key, '')}".encode()
+def _marks() -> set[bytes]:
+    """The environment entries that make a process this test process's (see above)."""
+    keys = (
+        ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID")
+        if os.environ.get("PYTEST_XDIST_WORKER")
+        else ("REDIS_URL",)
+    )
+    return {f"{key}={os.environ.get(key, '')}".encode() for key in keys}
 
 
 def harness_processes() -> dict[int, str]:
     """{pid: command line} of this test process's harness subprocesses."""
-    wanted = _mark()
+    wanted = _marks()
     found: dict[int, str] = {}
     for entry in Path("/proc").glob("[0-9]*"):
         pid = int(entry.name)
@@ -37,7 +43,7 @@ def harness_processes() -> dict[int, str]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:  # gone, or not ours to read
             continue
-        if wanted in environ and any(word in arg for arg in argv for word in HARNESS_COMMANDS):
+        if wanted <= set(environ) and any(word in arg for arg in argv for word in HARNESS_COMMANDS):
             found[pid] = b" ".join(argv).decode(errors="replace").strip()
     return found
 
