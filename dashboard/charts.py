@@ -38,7 +38,7 @@ def task_list_url(**filters: Any) -> str:
     )
 
 
-def _layout(**extra: Any) -> dict[str, Any]:
+def layout(**extra: Any) -> dict[str, Any]:
     return {
         "height": 320,
         "margin": {"l": 60, "r": 60, "t": 30, "b": 60},
@@ -47,7 +47,7 @@ def _layout(**extra: Any) -> dict[str, Any]:
     }
 
 
-def _figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> dict[str, Any]:
+def figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> dict[str, Any]:
     """A figure; one without any point says so instead of drawing empty axes."""
     if not any(trace.get("x") or trace.get("values") for trace in data):
         layout = {
@@ -74,11 +74,11 @@ def _label(value: Any) -> Any:
     return plotly_escape(value) if isinstance(value, str) else value
 
 
-def _pct(rate: float | None) -> float | None:
+def pct(rate: float | None) -> float | None:
     return None if rate is None else round(rate * 100, 2)
 
 
-def _pct_axis(data: list[dict[str, Any]]) -> dict[str, Any]:
+def pct_axis(data: list[dict[str, Any]]) -> dict[str, Any]:
     """A y axis of percentages (ticks read "20%"), from 0 % to a little above the highest
     point: at least 0-10 % (no failures do not draw a 0-1 axis), at most 0-100 %."""
     top = max((y for trace in data for y in trace["y"] if y is not None), default=0)
@@ -100,7 +100,7 @@ def failure_rate_over_time_figure(rows: list[dict[str, Any]], window: Window) ->
             "mode": "lines+markers",
             "name": plotly_escape(tool),
             "x": [plotly_time(r["bucket"]) for r in points],
-            "y": [_pct(r["rate"]) for r in points],
+            "y": [pct(r["rate"]) for r in points],
             "text": plotly_text(
                 [f"{tool}: {r['failed']}/{r['calls']} calls failed" for r in points]
             ),
@@ -116,20 +116,20 @@ def failure_rate_over_time_figure(rows: list[dict[str, Any]], window: Window) ->
         }
         for tool, points in sorted(by_tool.items())
     ]
-    return _figure(
+    return figure(
         data,
-        _layout(
+        layout(
             xaxis={
                 "type": "date",
                 "title": {"text": f"{window.bucket} ({time_zone_name()})"},
-                "range": _time_range([r["bucket"] for r in rows], window, step),
+                "range": time_range([r["bucket"] for r in rows], window, step),
             },
-            yaxis=_pct_axis(data),
+            yaxis=pct_axis(data),
         ),
     )
 
 
-def _time_range(buckets: list[datetime], window: Window, step: timedelta) -> list[str]:
+def time_range(buckets: list[datetime], window: Window, step: timedelta) -> list[str]:
     """The x range of a chart over time: from half a bucket before the first point (the
     window's start when there is none) to half a bucket past the window's end. Points that
     all fall in the last hours of a long window fill the chart instead of sitting on its right
@@ -140,7 +140,7 @@ def _time_range(buckets: list[datetime], window: Window, step: timedelta) -> lis
 
 
 def error_class_mix_figure(rows: list[dict[str, Any]], window: Window) -> dict[str, Any]:
-    return _figure(
+    return figure(
         [
             {
                 "type": "pie",
@@ -159,16 +159,16 @@ def error_class_mix_figure(rows: list[dict[str, Any]], window: Window) -> dict[s
                 ],
             }
         ],
-        _layout(showlegend=True),
+        layout(showlegend=True),
     )
 
 
-def _rate_bars(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+def rate_bars(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return {
         "type": "bar",
         "name": "failure rate",
         "x": [_label(r[key]) for r in rows],
-        "y": [_pct(r["rate"]) for r in rows],
+        "y": [pct(r["rate"]) for r in rows],
         "text": [f"{r['failed']}/{r['calls']}" for r in rows],
         "textposition": "auto",
         "marker": {"color": "#b3261e"},
@@ -176,22 +176,16 @@ def _rate_bars(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
 
 
 def failure_rate_by_tool_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    bars = _rate_bars(rows, "tool")
+    bars = rate_bars(rows, "tool")
     bars["customdata"] = [task_list_url(tool=r["tool"]) for r in rows]
-    return _figure([bars], _layout(yaxis=_pct_axis([bars])))
-
-
-def failure_rate_by_step_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    bars = _rate_bars(rows, "step_index")
-    layout = _layout(xaxis={"title": {"text": "step index"}}, yaxis=_pct_axis([bars]))
-    return _figure([bars], layout)
+    return figure([bars], layout(yaxis=pct_axis([bars])))
 
 
 def error_heatmap_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tools = sorted({r["tool"] for r in rows})
     classes = sorted({r["error_class"] for r in rows})
     cells = {(r["tool"], r["error_class"]): r["failed"] for r in rows}
-    return _figure(
+    return figure(
         [
             {
                 "type": "heatmap",
@@ -209,7 +203,7 @@ def error_heatmap_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
         ],
         # As tall as the charts beside it, and 44 px a tool beyond that: cells big enough to
         # read their counts.
-        _layout(
+        layout(
             height=max(320, 110 + 44 * len(tools)),
             margin={"l": 140, "r": 40, "t": 20, "b": 90},
             xaxis={"automargin": True, "tickangle": -30},
@@ -218,44 +212,9 @@ def error_heatmap_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     )
 
 
-def retry_distribution_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    x = [r["retries"] for r in rows]
-    return _figure(
-        [
-            {
-                "type": "bar",
-                "name": "calls",
-                "x": x,
-                "y": [r["calls"] for r in rows],
-                "marker": {"color": "#5c7cfa"},
-            },
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "name": "succeeded %",
-                "x": x,
-                "y": [_pct(r["success_rate"]) for r in rows],
-                "yaxis": "y2",
-                "marker": {"color": "#1e7b34"},
-            },
-        ],
-        _layout(
-            xaxis={"title": {"text": "retries (attempts - 1)"}, "dtick": 1},
-            yaxis={"title": {"text": "calls"}},
-            yaxis2={
-                "title": {"text": "succeeded %"},
-                "overlaying": "y",
-                "side": "right",
-                "range": [0, 105],
-            },
-            legend={"orientation": "h", "y": -0.3},
-        ),
-    )
-
-
 def duration_percentiles_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tools = plotly_text([r["tool"] for r in rows])
-    return _figure(
+    return figure(
         [
             {
                 "type": "bar",
@@ -272,13 +231,13 @@ def duration_percentiles_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "marker": {"color": "#c77700"},
             },
         ],
-        _layout(barmode="group", yaxis={"title": {"text": "ms"}}),
+        layout(barmode="group", yaxis={"title": {"text": "ms"}}),
     )
 
 
 def review_outcomes_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tools = plotly_text([r["tool"] for r in rows])
-    return _figure(
+    return figure(
         [
             {
                 "type": "bar",
@@ -289,5 +248,5 @@ def review_outcomes_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
             }
             for outcome, color in OUTCOME_COLORS.items()
         ],
-        _layout(barmode="stack", yaxis={"title": {"text": "reviews"}}),
+        layout(barmode="stack", yaxis={"title": {"text": "reviews"}}),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from dashboard.charts import _figure, _layout, _time_range
+from dashboard.charts import figure, layout, time_range
 from dashboard.windows import Window
 from tasks.charts.formatting import duration_words, plotly_time, time_zone_name
 
@@ -20,7 +20,7 @@ def _x_axis(series: list[dict[str, Any]], window: Window) -> dict[str, Any]:
     return {
         "type": "date",
         "title": {"text": f"reviews opened, by {window.bucket} ({time_zone_name()})"},
-        "range": _time_range([row["bucket"] for row in series], window, step),
+        "range": time_range([row["bucket"] for row in series], window, step),
     }
 
 
@@ -80,9 +80,9 @@ def review_decision_time_figure(
             }
         )
     top = max((y for trace in data for y in trace["y"] if y is not None), default=0)
-    return _figure(
+    return figure(
         data,
-        _layout(
+        layout(
             xaxis=_x_axis(series, window),
             yaxis={"title": {"text": "minutes to decision"}, "range": [0, top * 1.15 or 1]},
             legend={"orientation": "h", "y": -0.35},
@@ -94,7 +94,7 @@ def review_backlog_figure(series: list[dict[str, Any]], window: Window) -> dict[
     """Reviews opened per bucket, those decided or expired past their target, and those still
     open."""
     x = [plotly_time(row["bucket"]) for row in series]
-    return _figure(
+    return figure(
         [
             {
                 "type": "bar",
@@ -109,7 +109,7 @@ def review_backlog_figure(series: list[dict[str, Any]], window: Window) -> dict[
                 ("still_open", "still open", "#b26a00"),
             )
         ],
-        _layout(
+        layout(
             barmode="group",
             xaxis=_x_axis(series, window),
             yaxis={"title": {"text": "reviews"}, "rangemode": "tozero"},

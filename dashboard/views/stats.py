@@ -6,7 +6,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from dashboard import charts, review_charts, stats
+from dashboard import call_charts, charts, review_charts, stats
 from dashboard.bulk import BULK_ACTIONS
 from dashboard.selectors import user_time_zone
 from dashboard.views.common import request_window
@@ -52,12 +52,12 @@ def failure_stats(request: HttpRequest) -> HttpResponse:
             "csv_tables": CSV_TABLES,
             "figures": {
                 "by_tool": charts.failure_rate_by_tool_figure(data["by_tool"]),
-                "by_step": charts.failure_rate_by_step_figure(data["by_step"]),
+                "by_step": call_charts.failure_rate_by_step_figure(data["by_step"]),
                 "over_time": _in_zone(request, charts.failure_rate_over_time_figure)(
                     data["over_time"], window
                 ),
                 "heatmap": charts.error_heatmap_figure(data["heatmap"]),
-                "retries": charts.retry_distribution_figure(data["retries"]),
+                "retries": call_charts.retry_distribution_figure(data["retries"]),
                 "durations": charts.duration_percentiles_figure(data["durations"]),
                 "reviews": charts.review_outcomes_figure(data["reviews"]),
             },

@@ -477,7 +477,7 @@ def test_human_waits_of_a_window_without_waits_are_empty_not_zero(window):
     [([0.0, 0.0], 10), ([0.5, 0.25], 55), ([1.0], 100)],
 )
 def test_failure_rates_are_plotted_on_a_percent_axis(rates, top):
-    from dashboard import charts
+    from dashboard import call_charts, charts
 
     now = timezone.now()
     window = window_parse(since="24h", bucket=None, now=now)
@@ -487,7 +487,7 @@ def test_failure_rates_are_plotted_on_a_percent_axis(rates, top):
     ]
     for figure in (
         charts.failure_rate_by_tool_figure(rows),
-        charts.failure_rate_by_step_figure(rows),
+        call_charts.failure_rate_by_step_figure(rows),
         charts.failure_rate_over_time_figure(rows, window),
     ):
         axis = figure["layout"]["yaxis"]
@@ -495,3 +495,21 @@ def test_failure_rates_are_plotted_on_a_percent_axis(rates, top):
         assert axis["range"][1] == pytest.approx(top)
         shown = sorted(y for trace in figure["data"] for y in trace["y"])
         assert shown == sorted(rate * 100 for rate in rates)
+
+
+def test_many_steps_share_bars_and_retries_have_room(db):
+    """Issue #45 item 8: a rate per step over 100 steps was a row of spikes (one call each),
+    and retries one bar; steps are binned to at most 20 bars, a bar on few calls is faint,
+    and the retries axis shows 0-3 on a log scale when nearly every call ran once."""
+    from dashboard import call_charts
+
+    rows = [
+        {"step_index": n, "calls": 1, "failed": n % 2, "rate": float(n % 2)} for n in range(100)
+    ]
+    (bars,) = call_charts.failure_rate_by_step_figure(rows)["data"]
+    assert bars["x"][:2] == ["0–4", "5–9"] and len(bars["x"]) == 20
+    assert bars["y"][0] == 40.0 and bars["marker"]["opacity"][0] == 1
+    retries = call_charts.retry_distribution_figure(
+        [{"retries": 0, "calls": 500, "succeeded": 490, "success_rate": 0.98}]
+    )["layout"]
+    assert retries["xaxis"]["range"] == [-0.5, 3.5] and "type" not in retries["yaxis"]
