@@ -37,3 +37,8 @@ def test_the_inbox_target_has_break_opportunities_after_slashes(paused_review, o
     )
     page = page_client(operator).get("/reviews/").content.decode()
     assert "<code>etc/<wbr>nginx/<wbr>service.conf</code>" in page
+
+
+def test_compare_checkpoints_sits_on_its_own_line_under_the_recovery_form():
+    rule = re.search(r"\.recover-bar \.compare-link \{([^}]*)\}", CSS).group(1)
+    assert "flex-basis:100%" in rule and re.search(r"\.recover-bar \{[^}]*flex-wrap:wrap", CSS)
