@@ -176,8 +176,8 @@ def test_unreachable_server_fails_the_task_closed_and_ops_and_stats_show_servers
     client.force_login(operator)
     page = client.get("/ops/").content.decode()
     assert 'data-server="remote"' in page and 'data-server="down"' in page
-    # The thirteen usable tools of tests/mcp/server.py (`screen`'s pattern is not RE2's).
-    assert 'data-testid="mcp-tools-remote">13<' in page
+    # The fifteen usable tools of tests/mcp/server.py (`screen`'s pattern is not RE2's).
+    assert 'data-testid="mcp-tools-remote">15<' in page
     assert "could not start MCP server" in page.split('data-testid="mcp-error-down"')[1][:400]
 
     stats = client.get("/api/v1/stats/failures", {"since": "1h"}).json()
