@@ -252,6 +252,11 @@ class Frame:
                     row, start, end, lines, STATUS_COLORS.get(status, "#868e96"), link
                 )
                 self.extend_step(call["step_index"], start, end)
+            if not log and call["status"] in (ToolCallStatus.REJECTED, ToolCallStatus.DENIED):
+                # Never ran, so no bar: a mark in its lane where it was refused says so.
+                at = iso_datetime(call.get("settled")) or iso_datetime(call.get("proposed"))
+                if at is not None:
+                    self.error(row, at, [*head, f"{call['status']}: it never ran", *tail], link)
             started = iso_datetime(call["started"])
             running = call["status"] == ToolCallStatus.RUNNING
             if bars and running and started and len(log) < call["attempts"]:

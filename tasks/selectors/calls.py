@@ -113,6 +113,8 @@ def task_tool_call_attempts(*, task: Task, from_step: int | None = None) -> list
             "attempts",
             "attempt_log",
             started=as_text("started_at"),
+            settled=as_text("finished_at"),
+            proposed=as_text("created_at"),
             arguments_text=Left(Cast("arguments", output_field=TextField()), ARGUMENTS_TEXT_CHARS),
         )
     )

@@ -322,3 +322,15 @@ def test_the_failure_charts_over_time_are_drawn_in_the_chosen_zone(as_user, view
     assert overview["layout"]["xaxis"]["title"]["text"] == "hour (Asia/Kolkata)"
     stats = client.get("/stats/failures/", {"since": "24h"}).context["figures"]["over_time"]
     assert stats["layout"]["xaxis"]["title"]["text"] == "hour (Asia/Kolkata)"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rejected_call_has_a_mark_in_its_timeline_lane(as_user, viewer, paused_review, operator):
+    """Issue #45 item 8: a rejected call never ran, so it had no bar and its lane was empty."""
+    from review.services import review_decide
+
+    review = paused_review()
+    review_decide(review_id=review.id, user=operator, decision="reject", comment="no")
+    html = as_user(viewer).get(f"/tasks/{review.task_id}/").content.decode()
+    data = html.split('id="timeline-data"')[1].split("</script>")[0]
+    assert "delete_file #1 (step 0)" in data and "rejected: it never ran" in data
