@@ -10,6 +10,7 @@ from typing import Any
 from django.db import transaction
 from langgraph.errors import GraphRecursionError
 
+from agent.graph_runner.drift import graph_drift_at_pickup
 from agent.graph_runner.loading import GraphNotRegistered, graph_load
 from agent.graph_runner.start import GraphRunStart
 from agent.graph_runner.streaming import GraphRunStreaming
@@ -43,6 +44,7 @@ class GraphRun(GraphRunStart, GraphRunStreaming):
             self.saver.versions = versions_current(self)
             version_bodies_flush(self)
             self.boundary_checks()
+            graph_drift_at_pickup(self, graph)
             first = self.first_input(graph)
             self.stream(graph, first)
             self.settle(graph)

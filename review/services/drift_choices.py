@@ -39,6 +39,11 @@ def drift_edit_check(*, review: ReviewRequest, arguments: Any) -> PolicyDecision
             errors=[{"field": "arguments", "message": "must be a JSON object"}],
         )
     drift = review.drift or {}
+    if drift.get("nodes_gone"):
+        raise ReviewConflict(
+            f"the graph's next node {', '.join(drift['nodes_gone'])} is gone from the new code: "
+            "continue has no node to run; migrate, restart or cancel"
+        )
     schema = drift_new_schema(drift)
     if schema is None and drift.get("tool_gone"):
         raise ReviewConflict(

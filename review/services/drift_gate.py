@@ -20,9 +20,13 @@ def _drift_policy(*, tool_call: ToolCall, now_policy: PolicyDecision | None) -> 
     needed and what the policy asks now, whichever is stricter."""
     approvals, forbid_creator = 1, False
     rules: list[dict[str, Any]] = []
-    for required, forbid, matched in tool_call.reviews.values_list(
-        "approvals_required", "forbid_creator", "matched_rules"
-    ):
+    # A graph's call standing for its next node is new (unsaved): no earlier reviews.
+    earlier = (
+        tool_call.reviews.values_list("approvals_required", "forbid_creator", "matched_rules")
+        if tool_call.pk is not None
+        else []
+    )
+    for required, forbid, matched in earlier:
         approvals = max(approvals, required)
         forbid_creator = forbid_creator or forbid
         rules += [rule for rule in matched if rule not in rules]
