@@ -79,6 +79,13 @@ def _choice(
             )
         return {"decision": decision, "migration": migration}
     if decision == "restart":
+        # A graph task restarts from one of its (root) graph checkpoints, named as LangGraph does.
+        named = str(checkpoint_id) if checkpoint_id is not None else ""
+        if (
+            named
+            and review.task.graph_checkpoints.filter(checkpoint_ns="", checkpoint_id=named).exists()
+        ):
+            return {"decision": decision, "checkpoint_id": named}
         try:
             checkpoint_id = uuid.UUID(str(checkpoint_id)) if checkpoint_id is not None else None
         except ValueError:

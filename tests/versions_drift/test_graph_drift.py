@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from agent.jobs import run_task
+from checkpoints.models import GraphCheckpoint
 from review.models import DecisionReceipt, ReviewRequest
 from tasks.models import Task, TaskEvent
 from tests.conftest import wait_for
@@ -101,3 +102,41 @@ def test_drift_that_does_not_touch_the_next_node_is_an_event_and_the_graph_goes_
     event = TaskEvent.objects.filter(task=task, type="version_drift").get()
     assert event.payload["touches_next"] is False and event.payload["next"] == ["b"]
     assert event.payload["changes"] == ["graph changed"]
+
+
+def test_restart_on_a_graph_s_version_drift_review_runs_the_new_graph_from_that_checkpoint(
+    durable_settings, harness_yaml, operator, second_operator, api_client, tmp_path
+):
+    task = spec_task(
+        graph_spec("pipeline", {"marker_dir": str(tmp_path)}), user=operator, enqueue=True
+    )
+    assert run_task(task.id) == "paused"
+    harness_yaml(BASE + GRAPHS.format(graph="renamed_c"))
+    api = api_client(operator)
+    assert (
+        api.decide(ReviewRequest.objects.get(task=task).id, decision="approve").status_code == 200
+    )
+    assert run_task(task.id) == "paused"
+    review = ReviewRequest.objects.get(task=task, kind="version_drift", status="pending")
+    assert runs(tmp_path) == ["first"]
+
+    earliest = (
+        GraphCheckpoint.objects.filter(task=task, checkpoint_ns="")
+        .order_by("checkpoint_id")
+        .first()
+    )
+    refused = api.decide(review.id, decision="restart", checkpoint_id="not-a-checkpoint")
+    assert refused.status_code == 422 and refused.json()["errors"][0]["field"] == "checkpoint_id"
+    restarted = api.decide(review.id, decision="restart", checkpoint_id=earliest.checkpoint_id)
+    assert restarted.status_code == 200, restarted.content
+    review.refresh_from_db()
+    assert review.choice == {"decision": "restart", "checkpoint_id": earliest.checkpoint_id}
+
+    # From the start, under the new graph: first runs again, then it stops before c.
+    assert run_task(task.id) == "paused"
+    assert runs(tmp_path) == ["first", "first"]
+    before_c = ReviewRequest.objects.get(task=task, kind="langgraph", status="pending")
+    assert before_c.tool == "c"
+    assert api.decide(before_c.id, decision="approve").status_code == 200
+    assert run_task(task.id) == "succeeded"
+    assert runs(tmp_path) == ["first", "first", "c"]
