@@ -15,6 +15,9 @@ class ReviewConfig(AppConfig):
             receivers.on_history_superseded, dispatch_uid="review.history_superseded"
         )
         signals.calls_undone.connect(receivers.on_calls_undone, dispatch_uid="review.calls_undone")
+        signals.review_outcomes_recount.connect(
+            receivers.on_review_outcomes_recount, dispatch_uid="review.review_outcomes_recount"
+        )
         signals.checkpoints_needed.connect(
             receivers.on_checkpoints_needed, dispatch_uid="review.checkpoints_needed"
         )

@@ -8,6 +8,7 @@ from typing import Any
 
 from review.models import ReviewRequest, ReviewStatus
 from review.services.cancel import reviews_cancel_pending
+from review.services.outcomes import review_outcomes_recount
 from review.services.standing_rules import standing_rules_distrust
 
 
@@ -26,3 +27,7 @@ def on_checkpoints_needed(*, task_id: Any, **_: Any) -> list[Any]:
             task_id=task_id, status=ReviewStatus.PENDING, checkpoint__isnull=False
         ).values_list("checkpoint_id", flat=True)
     )
+
+
+def on_review_outcomes_recount(*, task_id: Any, live_call_ids: list[str], **_: Any) -> Any:
+    return review_outcomes_recount(task_id=task_id, live_call_ids=live_call_ids)

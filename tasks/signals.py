@@ -20,6 +20,13 @@ history_superseded = Signal()
 # that allowed one of them pauses itself.
 calls_undone = Signal()
 
+# A rollback forked the task onto the branch of a restored state: the reviews people decided
+# count on the task only while their call is still on that branch (issue #45). task_id=,
+# live_call_ids= (the call_ids the restored state has already settled; its unfinished calls
+# run again under fresh call_ids). Sent with the task row locked. review: the task's
+# `calls_rejected` / `calls_edited` are recounted over the reviews of those calls.
+review_outcomes_recount = Signal()
+
 # Retention asks which of a finished task's checkpoints must stay whatever the keep rule says.
 # task_id=; each receiver returns an iterable of checkpoint ids. review: those an open review
 # refers to.

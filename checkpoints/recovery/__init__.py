@@ -46,7 +46,7 @@ from checkpoints.recovery.graph import graph_rollback_preview
 from checkpoints.recovery.guards import lock_for_recovery, newest_valid, reason_required
 from checkpoints.recovery.resume import task_forward, task_resume, task_retry
 from checkpoints.recovery.rollback import checkpoint_rollback
-from checkpoints.recovery.state_edits import calls_rekey, new_branch
+from checkpoints.recovery.state_edits import calls_rekey, live_call_ids, new_branch
 from checkpoints.recovery.strategy import STRATEGIES, task_recover
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "compensation_decide",
     "fork_checkpoint",
     "graph_rollback_preview",
+    "live_call_ids",
     "lock_for_recovery",
     "new_branch",
     "newest_valid",

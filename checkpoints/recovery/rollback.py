@@ -17,13 +17,13 @@ from checkpoints.recovery.errors import RecoveryConflict, RecoveryInvalid
 from checkpoints.recovery.forking import RecoveryResult, fork_checkpoint, restore_after_commit
 from checkpoints.recovery.graph import graph_rollback
 from checkpoints.recovery.guards import actor_of, lock_for_recovery, reason_required
-from checkpoints.recovery.state_edits import calls_rekey, last_failure, new_branch
+from checkpoints.recovery.state_edits import calls_rekey, last_failure, live_call_ids, new_branch
 from checkpoints.selectors import checkpoint_get, graph_task, rollback_plan
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
 from checkpoints.snapshots import removed_paths, restore_blocked
 from tasks.agent_state import RecoveryNote
 from tasks.models import Task
-from tasks.signals import calls_undone
+from tasks.signals import calls_undone, review_outcomes_recount
 from tasks.states import TaskStatus
 
 
@@ -94,6 +94,10 @@ def _task_rollback(
         tool_call_ids=[row.pk for row in undone],
         cause="rolled_back",
         detail=f"rollback by {actor_of(user)}: {reason}"[:200],
+    )
+    # The header's "1 call rejected · 1 call edited" counts only calls still on the branch.
+    review_outcomes_recount.send(
+        sender=None, task_id=task.id, live_call_ids=sorted(live_call_ids(state))
     )
     irreversible = [f"{row.tool} {row.call_id}" for row in plan.irreversible]
     compensations = compensations_into(state, plan.compensations, resume=resume)

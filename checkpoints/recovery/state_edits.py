@@ -36,6 +36,14 @@ def calls_rekey(state: AgentState, call_ids: set[str] | None) -> dict[str, str]:
     return mapping
 
 
+def live_call_ids(state: AgentState) -> set[str]:
+    """The call_ids on the branch of a state about to be forked (after calls_rekey): those it
+    settled (their tool messages) and those it still has pending (fresh ones, and any kept)."""
+    return {m.call_id for m in state.messages if m.role == "tool" and m.call_id} | {
+        c.call_id for c in state.pending
+    }
+
+
 def last_failure(task: Task, state: AgentState) -> ErrorInfo | None:
     if task.error_class:
         return ErrorInfo(

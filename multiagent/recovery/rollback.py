@@ -15,6 +15,7 @@ from checkpoints.recovery import (
     RecoveryConflict,
     RecoveryInvalid,
     calls_rekey,
+    live_call_ids,
     new_branch,
     restore_after_commit,
 )
@@ -31,6 +32,7 @@ from multiagent.recovery.plan import GroupPlan, Participant, group_blocked, grou
 from multiagent.recovery.shared_restore import shared_restore_finish
 from multiagent.selectors import group_lock
 from review.services.cancel import reviews_cancel_pending
+from review.services.outcomes import review_outcomes_recount
 from review.services.standing_rules import standing_rules_distrust
 from tasks import services
 from tasks.agent_state import RecoveryNote
@@ -62,6 +64,7 @@ def _fork(p: Participant, *, plan: GroupPlan, user: Any, reason: str, resume: bo
         cause="rolled_back",
         detail=f"group rollback by {actor}: {reason}"[:200],
     )
+    review_outcomes_recount(task_id=task.id, live_call_ids=live_call_ids(state))
     state.recovery = RecoveryNote(
         kind="rollback",
         reason=reason,

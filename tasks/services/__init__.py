@@ -57,6 +57,7 @@ from tasks.services.task_fields import (
     task_fork_head,
     task_recovery_reset,
     task_review_outcome_count,
+    task_review_outcomes_set,
     tasks_hold,
     tasks_release,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "task_release_drained",
     "task_release_lost_connection",
     "task_review_outcome_count",
+    "task_review_outcomes_set",
     "task_settle_killed_horse",
     "task_spec_check",
     "task_spec_revise",

@@ -58,6 +58,13 @@ def task_review_outcome_count(*, task_id: Any, rejected: bool, edited: bool) -> 
         Task.objects.filter(id=task_id).update(**fields)
 
 
+def task_review_outcomes_set(*, task_id: Any, rejected: int, edited: int) -> None:
+    """A rollback undid calls: the task's counts of rejected and edited calls are those the
+    review app recounted over the calls still on its branch (in the rollback's transaction,
+    the task row locked)."""
+    Task.objects.filter(id=task_id).update(calls_rejected=rejected, calls_edited=edited)
+
+
 def task_cancel_request(*, task_id: Any) -> None:
     """Ask the worker running the task to stop at its next boundary (the caller holds the row
     and records the event)."""
