@@ -9,7 +9,7 @@ from typing import Any
 
 from django.http import QueryDict
 
-from checkpoints.selectors import task_checkpoints
+from checkpoints.selectors import graph_checkpoints, graph_task, task_checkpoints
 from harness_base.config import harness_config, migration_entry
 from review.models import ReviewRequest
 from review.services import VERSION_DRIFT
@@ -35,11 +35,18 @@ def drift_context(review: ReviewRequest) -> dict[str, Any]:
         }
         for change in drift.get("changes") or []
     ]
-    checkpoints = list(
-        task_checkpoints(task_id=review.task_id)
-        .order_by("-seq")
-        .only("id", "seq", "trigger", "step_index", "created_at")[:RESTART_CHOICES]
-    )
+    if graph_task(review.task):  # a graph restarts from one of its LangGraph checkpoints
+        checkpoints = [
+            {"id": c["checkpoint_id"], "seq": c["step"], "trigger": c["source"] or "graph"}
+            for c in graph_checkpoints(task=review.task)
+            if not c["superseded"]
+        ][:RESTART_CHOICES]
+    else:
+        checkpoints = list(
+            task_checkpoints(task_id=review.task_id)
+            .order_by("-seq")
+            .only("id", "seq", "trigger", "step_index", "created_at")[:RESTART_CHOICES]
+        )
     return {
         "version_drift": True,
         "drift": drift,

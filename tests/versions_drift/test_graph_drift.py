@@ -18,6 +18,7 @@ from tests.conftest import wait_for
 from tests.durable.graphs import runs
 from tests.factories import graph_spec, spec_task
 from tests.versions_drift.conftest import restart
+from tests.versions_drift.test_drift_page import logged_in
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -120,6 +121,11 @@ def test_restart_on_a_graph_s_version_drift_review_runs_the_new_graph_from_that_
     review = ReviewRequest.objects.get(task=task, kind="version_drift", status="pending")
     assert runs(tmp_path) == ["first"]
 
+    page = logged_in(operator).get(f"/reviews/{review.id}/")
+    assert page.status_code == 200
+    # The page offers the graph's own checkpoints to restart from.
+    for row in GraphCheckpoint.objects.filter(task=task, checkpoint_ns=""):
+        assert f'value="{row.checkpoint_id}"' in page.content.decode()
     earliest = (
         GraphCheckpoint.objects.filter(task=task, checkpoint_ns="")
         .order_by("checkpoint_id")
