@@ -66,6 +66,11 @@ def _choice(
     *, review: ReviewRequest, decision: str, migration: str | None, checkpoint_id: Any
 ) -> dict[str, Any]:
     if decision == "migrate":
+        if review.task.graph_checkpoints.exists():
+            raise ReviewConflict(
+                "migrate does not apply to a LangGraph task yet (migrations map the harness "
+                "loop's state): restart from one of its graph checkpoints, or cancel"
+            )
         known = harness_config().migrations
         if not migration or migration not in known:
             raise ReviewInvalid(

@@ -131,6 +131,8 @@ def test_restart_on_a_graph_s_version_drift_review_runs_the_new_graph_from_that_
         .order_by("checkpoint_id")
         .first()
     )
+    migrate = api.decide(review.id, decision="migrate", migration="any")
+    assert migrate.status_code == 409 and "LangGraph" in migrate.json()["detail"]
     refused = api.decide(review.id, decision="restart", checkpoint_id="not-a-checkpoint")
     assert refused.status_code == 422 and refused.json()["errors"][0]["field"] == "checkpoint_id"
     restarted = api.decide(review.id, decision="restart", checkpoint_id=earliest.checkpoint_id)
