@@ -114,19 +114,49 @@
   // is at the bottom (or has not scrolled); scrolled up to read, they keep their position.
   // The position each stream was left at (by name), recorded as the operator scrolls: null
   // while at the bottom.
+  // Held, a stream offers "jump to latest"; expanded (full height, no scrolling box) it stays
+  // so across polls. Both by stream name: each poll replaces the boxes.
   var heldAt = {};
+  var expanded = {};
+  function showJump(stream) {
+    var jump = stream.querySelector("[data-live-jump]");
+    if (jump) jump.hidden = typeof heldAt[stream.dataset.name] !== "number";
+  }
   document.addEventListener("scroll", function (event) {
     var pre = event.target;
     if (!pre.matches || !pre.matches("[data-live-stream] pre")) return;
     var atEnd = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 4;
     heldAt[pre.parentNode.dataset.name] = atEnd ? null : pre.scrollTop;
+    showJump(pre.parentNode);
   }, true);
   function followTail(root) {
-    root.querySelectorAll("[data-live-stream] pre").forEach(function (pre) {
-      var held = heldAt[pre.parentNode.dataset.name];
+    root.querySelectorAll("[data-live-stream]").forEach(function (stream) {
+      var pre = stream.querySelector("pre");
+      var open = !!expanded[stream.dataset.name];
+      var toggle = stream.querySelector("[data-live-expand]");
+      pre.classList.toggle("expanded", open);
+      if (toggle) {
+        toggle.setAttribute("aria-pressed", open ? "true" : "false");
+        toggle.textContent = open ? "Scroll box" : "Full height";
+      }
+      if (open) heldAt[stream.dataset.name] = null;
+      var held = heldAt[stream.dataset.name];
       pre.scrollTop = typeof held === "number" ? held : pre.scrollHeight;
+      showJump(stream);
     });
   }
+  document.addEventListener("click", function (event) {
+    var stream = event.target.closest && event.target.closest("[data-live-stream]");
+    if (!stream) return;
+    if (event.target.closest("[data-live-jump]")) {
+      heldAt[stream.dataset.name] = null;
+    } else if (event.target.closest("[data-live-expand]")) {
+      expanded[stream.dataset.name] = !expanded[stream.dataset.name];
+    } else {
+      return;
+    }
+    followTail(stream.parentNode);
+  });
   // On the swap itself, not only after the settle (20 ms later): in between, the new box sat
   // at its top.
   document.addEventListener("htmx:afterSwap", function () { followTail(document); });

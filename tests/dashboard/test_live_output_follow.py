@@ -70,3 +70,47 @@ def test_live_output_follows_new_lines_and_holds_a_scrolled_up_position(open_pag
     output.write("stdout", b"line 82\n")
     _publish(task, output, started)
     page.wait_for_function(LAST_LINE_SHOWN, arg=["stdout", "line 82"])
+
+
+def test_a_held_box_offers_jump_to_latest_and_a_box_can_be_read_at_full_height(open_page, operator):
+    task = TaskFactory(status="running", created_by=operator)
+    output, started = CallOutput(), timezone.now()
+    for n in range(1, 81):
+        output.write("stdout", f"line {n}\n".encode())
+    _publish(task, output, started)
+    page = open_page(operator, f"/tasks/{task.id}/")
+    stream = "[data-testid=live-stream][data-name=stdout]"
+    pre, jump = f"{stream} pre", f"{stream} [data-live-jump]"
+    page.wait_for_function(LAST_LINE_SHOWN, arg=["stdout", "line 80"])
+    assert page.is_hidden(jump)
+
+    # Scrolled up, the box offers the way back; a poll keeps both the position and the offer.
+    page.eval_on_selector(pre, "pre => { pre.scrollTop = 0; }")
+    page.wait_for_selector(jump, state="visible")
+    output.write("stdout", b"line 81\n")
+    _publish(task, output, started)
+    page.wait_for_function(f"() => document.querySelector('{pre}').textContent.includes('line 81')")
+    assert page.eval_on_selector(pre, "pre => pre.scrollTop") == 0
+    assert page.is_visible(jump)
+
+    # "Jump to latest": at the tail again, following the next line, the offer gone.
+    page.click(f"{jump} button")
+    page.wait_for_function(LAST_LINE_SHOWN, arg=["stdout", "line 81"])
+    assert page.is_hidden(jump)
+    output.write("stdout", b"line 82\n")
+    _publish(task, output, started)
+    page.wait_for_function(LAST_LINE_SHOWN, arg=["stdout", "line 82"])
+
+    # Full height: every line in the page, no scrolling box, and it stays so across polls.
+    uncapped = (
+        f"() => {{ const p = document.querySelector('{pre}');"
+        " return p.scrollHeight - p.clientHeight < 4 && p.clientHeight > 600; }"
+    )
+    assert not page.evaluate(uncapped)
+    page.click(f"{stream} [data-testid=live-expand]")
+    page.wait_for_function(uncapped)
+    output.write("stdout", b"line 83\n")
+    _publish(task, output, started)
+    page.wait_for_function(f"() => document.querySelector('{pre}').textContent.includes('line 83')")
+    assert page.evaluate(uncapped)
+    assert page.get_attribute(f"{stream} [data-testid=live-expand]", "aria-pressed") == "true"
