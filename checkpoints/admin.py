@@ -10,6 +10,7 @@ from checkpoints.models import (
     GraphCheckpoint,
     GraphWorkspace,
     GraphWrite,
+    VersionBody,
 )
 from tasks.admin import ReadOnlyAdmin
 
@@ -84,3 +85,9 @@ class GraphWorkspaceAdmin(ReadOnlyAdmin):
     exclude = ("snapshot",)
     raw_id_fields = ("task",)
     list_select_related = ("task",)
+
+
+@admin.register(VersionBody)
+class VersionBodyAdmin(ReadOnlyAdmin):
+    list_display = ("sha256", "created_at")
+    search_fields = ("sha256",)

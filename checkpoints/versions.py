@@ -37,6 +37,13 @@ def version_bodies_store(*, bodies: dict[str, Any]) -> None:
     transaction.on_commit(remember)
 
 
+def version_bodies_forget() -> None:
+    """Forget which bodies are stored: the next write inserts its bodies again (ignoring those
+    present). For a database emptied under a running process (tests, a restore)."""
+    with _stored_lock:
+        _stored.clear()
+
+
 def version_body(sha256: str) -> dict | None:
     """The body a hash in `versions` stands for (a list, for an MCP server's tools, comes
     wrapped: {"tools": [...]}), or None when it was never stored."""

@@ -199,6 +199,15 @@ def wait_for_fixture() -> Callable[..., Any]:
 
 
 @pytest.fixture(autouse=True)
+def _version_bodies_forgotten() -> None:
+    """The version bodies a process knows to be stored (checkpoints.versions) outlive a test's
+    database, which a transactional test empties: each test starts knowing none."""
+    from checkpoints import versions
+
+    versions.version_bodies_forget()
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hasher(settings) -> None:
     """The cast is created, and logs in, per test: the production hasher would dominate."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
