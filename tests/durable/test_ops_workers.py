@@ -25,9 +25,12 @@ def workers_api(user) -> dict[str, dict]:
 def test_a_killed_worker_is_shown_dead_then_removed(fleet, as_user, viewer, settings):
     [process] = fleet.worker(1)
     name = f"{socket.gethostname()}:{process.pid}"
-    shown = workers_api(viewer)[name]
+    # Registered, it is `started` until its warm-up is done (tool schemas built before it
+    # forks), then `idle`.
+    shown = wait_for(
+        lambda: (w := workers_api(viewer)[name])["state"] == "idle" and w, 30, message="idle"
+    )
     assert (shown["host"], shown["pid"]) == (socket.gethostname(), process.pid)
-    assert shown["state"] == "idle"
     assert shown["queues"] == ["resume", "high", "default", "low"]
 
     task = enqueued_task([{"call": "sleep", "args": {"seconds": 60}}, {"final": "x"}], ["sleep"])
