@@ -64,20 +64,20 @@ def _capture(files: int, n: int) -> tuple[dict[str, Any], list[dict], dict[str, 
     try:
         paths = _fill(root, files)
         started = time.perf_counter()
-        first = snapshot_capture(task_id=None, workspace=root)
+        first = snapshot_capture(workspace=root)
         cold_s = time.perf_counter() - started
-        snapshot_capture(task_id=None, workspace=root)  # warm the index
+        snapshot_capture(workspace=root)  # warm the index
         samples = []
         for i in range(n):
             target = paths[(i * 7919) % len(paths)]
             target.write_text(target.read_text() + f"# edit {i}\n")
             started = time.perf_counter()
-            snapshot_capture(task_id=None, workspace=root)
+            snapshot_capture(workspace=root)
             samples.append(time.perf_counter() - started)
 
         def one_more() -> None:
             paths[0].write_text(paths[0].read_text() + "# profiled\n")
-            snapshot_capture(task_id=None, workspace=root)
+            snapshot_capture(workspace=root)
 
         profile = profile_top(one_more, repeat=3)
         return (
@@ -114,7 +114,7 @@ def _rollback(changed: int, n: int) -> tuple[dict[str, Any], list[dict], dict[st
                 state=AgentState(),
                 level="step",
                 trigger=trigger,
-                snapshot=snapshot_capture(task_id=task.id, workspace=workspace),
+                snapshot=snapshot_capture(workspace=workspace),
             )
             cp.save(force_insert=True)
             Task.objects.filter(id=task.id).update(head_checkpoint=cp)

@@ -75,7 +75,7 @@ def shared_snapshot_capture(*, root: Task) -> dict | None:
         return None
     path = shared_path(root_id=root.id)
     path.mkdir(parents=True, exist_ok=True)
-    return snapshot_capture(task_id=root.id, workspace=path)
+    return snapshot_capture(workspace=path)
 
 
 def shared_files(*, root: Task, limit: int = 200) -> list[dict[str, Any]] | None:

@@ -49,7 +49,7 @@ class GraphRunWorkspace(GraphRunCore):
             self.snapshotted.add(checkpoint_id)
             return []
         self.snapshotted.add(checkpoint_id)
-        snapshot = snapshot_capture(task_id=self.task_id, workspace=self.workspace)
+        snapshot = snapshot_capture(workspace=self.workspace)
         return [
             graph_workspace_build(
                 task_id=self.task_id, checkpoint_id=checkpoint_id, snapshot=snapshot

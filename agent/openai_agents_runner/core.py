@@ -117,9 +117,7 @@ class RunCore:
         return int((self.state.sdk or {}).get("branch", 0))
 
     def checkpoint(self, *, trigger: str, level: str) -> Checkpoint:
-        snapshot = snapshot_capture(
-            task_id=self.task_id, workspace=self.workspace, defer=self.blobs
-        )
+        snapshot = snapshot_capture(workspace=self.workspace, defer=self.blobs)
         checkpoint = checkpoint_build(
             task_id=self.task_id,
             seq=self.seq,

@@ -111,7 +111,7 @@ class RunCore:
                 state=self.state,
                 level=configured.level if configured else "step",
                 trigger=trigger,
-                snapshot=snapshot_capture(task_id=self.task_id, workspace=self.workspace),
+                snapshot=snapshot_capture(workspace=self.workspace),
                 parent_id=self.head_id,
                 versions=versions_current(self),
             )

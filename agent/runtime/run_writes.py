@@ -48,7 +48,6 @@ class RunWrites(RunBookkeeping):
         scanned; after any other tool (commands, user tools), the whole workspace."""
         if self.snapshot is None or self.changed:
             self.snapshot = snapshot_capture(
-                task_id=self.task_id,
                 workspace=self.workspace,
                 changed=self.changed if self.snapshot is not None else None,
                 defer=self.blobs,

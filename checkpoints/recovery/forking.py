@@ -180,7 +180,7 @@ def workspace_snapshot(task: Task, newest: LoadedCheckpoint) -> dict | None:
     still be being restored to it, or a crash may have stopped that (the run syncs them)."""
     if newest.checkpoint.trigger in RESTORING_TRIGGERS or not task.workspace_path.is_dir():
         return newest.snapshot
-    return snapshot_capture(task_id=task.id, workspace=task.workspace_path)
+    return snapshot_capture(workspace=task.workspace_path)
 
 
 def restore_after_commit(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from checkpoints.blobstore import BlobStore, blob_key, blob_store, blob_store_deferred
 from checkpoints.models import Blob
@@ -23,7 +22,6 @@ DEFER_BLOB_BYTES = 4 * 1024 * 1024
 
 def snapshot_capture(
     *,
-    task_id: Any,
     workspace: Path,
     changed: Iterable[str] | None = None,
     defer: dict[str, Blob] | None = None,

@@ -61,11 +61,11 @@ def call(tool: str, workspace: Path, **args) -> set[str]:
 
 def fresh_survey(workspace: Path) -> dict:
     snapshot_index._indexes.clear()
-    return snapshot_capture(task_id="t", workspace=workspace)
+    return snapshot_capture(workspace=workspace)
 
 
 def test_reported_changes_are_scanned_alone_and_give_what_a_full_survey_gives(workspace, scans):
-    snapshot_capture(task_id="t", workspace=workspace)
+    snapshot_capture(workspace=workspace)
     changed = (
         call("write_file", workspace, path="d3/sub/a.txt", content="new content")
         | call("write_file", workspace, path="new/deep/c.txt", content="c")
@@ -76,7 +76,7 @@ def test_reported_changes_are_scanned_alone_and_give_what_a_full_survey_gives(wo
     assert changed == {"d3/sub/a.txt", "new/deep/c.txt", "d7/b.txt", "d9/sub/a.txt"}
 
     scans.clear()
-    known = snapshot_capture(task_id="t", workspace=workspace, changed=changed)
+    known = snapshot_capture(workspace=workspace, changed=changed)
 
     # Not the 81 folders of the workspace: the two changed files whose folders the index
     # knows are looked at alone (an lstat each); the new folder and the one a file left are
@@ -92,10 +92,10 @@ def test_reported_changes_are_scanned_alone_and_give_what_a_full_survey_gives(wo
 
 
 def test_without_reported_changes_the_whole_workspace_is_surveyed(workspace, scans):
-    snapshot_capture(task_id="t", workspace=workspace)
+    snapshot_capture(workspace=workspace)
     (workspace / "d5" / "sub" / "a.txt").write_text("changed by a command")
     scans.clear()
-    snapshot = snapshot_capture(task_id="t", workspace=workspace)
+    snapshot = snapshot_capture(workspace=workspace)
     assert len(scans) > 2 * FOLDERS
     assert (
         snapshot_manifest(snapshot)["d5/sub/a.txt"] == workspace_manifest(workspace)["d5/sub/a.txt"]

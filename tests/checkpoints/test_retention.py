@@ -169,7 +169,7 @@ def test_garbage_collection_keeps_the_blobs_of_graph_workspace_snapshots(tmp_pat
     workspace = tmp_path / "ws"
     (workspace / "notes").mkdir(parents=True)
     (workspace / "notes" / "a.txt").write_text("kept by a graph checkpoint")
-    snapshot = snapshot_capture(task_id=task.id, workspace=workspace)
+    snapshot = snapshot_capture(workspace=workspace)
     GraphWorkspace.objects.create(
         task=task, checkpoint_id="1f0-graph", snapshot=snapshot, created_at=timezone.now()
     )

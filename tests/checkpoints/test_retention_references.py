@@ -147,7 +147,7 @@ def test_garbage_collection_keeps_blobs_other_tasks_and_global_checkpoints_refer
     shared = tmp_path / "shared"
     shared.mkdir()
     (shared / "only-here.txt").write_text("referenced by a global checkpoint alone")
-    shared_snapshot = snapshot_capture(task_id=None, workspace=shared)
+    shared_snapshot = snapshot_capture(workspace=shared)
     _global_checkpoint(thinned, [], shared_snapshot=shared_snapshot)
     orphan = Blob.objects.create(sha256="0" * 64, size=1, data=b"x")
 

@@ -52,7 +52,7 @@ def workspace(tmp_path) -> Path:
 def test_materialising_a_snapshot_into_an_empty_directory_reproduces_bytes_and_modes(
     workspace, tmp_path
 ):
-    snapshot = snapshot_capture(task_id=None, workspace=workspace)
+    snapshot = snapshot_capture(workspace=workspace)
     assert snapshot["files"] == 6
 
     target = tmp_path / "elsewhere"
@@ -69,7 +69,7 @@ def test_materialising_a_snapshot_into_an_empty_directory_reproduces_bytes_and_m
 
 
 def test_manifest_paths_are_relative_so_snapshots_restore_anywhere(workspace):
-    manifest = snapshot_manifest(snapshot_capture(task_id=None, workspace=workspace))
+    manifest = snapshot_manifest(snapshot_capture(workspace=workspace))
     assert set(manifest) == {
         "README.md",
         "src/pkg/main.py",
@@ -84,7 +84,7 @@ def test_manifest_paths_are_relative_so_snapshots_restore_anywhere(workspace):
 
 def test_restore_writes_changed_files_deletes_extra_ones_and_leaves_the_rest(workspace):
     _age(workspace)
-    snapshot = snapshot_capture(task_id=None, workspace=workspace)
+    snapshot = snapshot_capture(workspace=workspace)
     untouched_inode = (workspace / "README.md").stat().st_ino
 
     (workspace / "src" / "pkg" / "main.py").write_text("print('broken')\n")
@@ -111,22 +111,22 @@ def test_restore_writes_changed_files_deletes_extra_ones_and_leaves_the_rest(wor
     (workspace / "src" / "secret.key").unlink()
     (workspace / "src" / "other.txt").write_text("extra")
     snapshot_restore(workspace=workspace, snapshot=snapshot)
-    assert snapshot_capture(task_id=None, workspace=workspace)["root"] == snapshot["root"]
+    assert snapshot_capture(workspace=workspace)["root"] == snapshot["root"]
 
 
 def test_capture_reuses_the_hash_of_a_file_whose_size_and_mtime_are_unchanged(workspace):
     _age(workspace)
-    first = snapshot_capture(task_id=None, workspace=workspace)
+    first = snapshot_capture(workspace=workspace)
     readme = workspace / "README.md"
     before = readme.stat()
     # Same size, same inode, same mtime: capture trusts its index and does not read the file.
     with open(readme, "r+b") as fh:
         fh.write(b"@")
     os.utime(readme, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert snapshot_capture(task_id=None, workspace=workspace)["root"] == first["root"]
+    assert snapshot_capture(workspace=workspace)["root"] == first["root"]
     # A real change (the mtime moves) is captured.
     readme.write_text("# changed!\n")
-    changed = snapshot_capture(task_id=None, workspace=workspace)
+    changed = snapshot_capture(workspace=workspace)
     assert changed["root"] != first["root"]
     assert snapshot_manifest(changed)["README.md"].size == len("# changed!\n")
 
@@ -136,21 +136,21 @@ def test_a_same_size_rewrite_right_after_a_capture_is_still_captured(tmp_path):
     root.mkdir()
     conf = root / "app.conf"
     conf.write_text("v1")
-    first = snapshot_capture(task_id=None, workspace=root)
+    first = snapshot_capture(workspace=root)
     conf.write_text("v2")  # possibly within the same timestamp tick
     os.utime(conf, ns=(conf.stat().st_atime_ns, conf.stat().st_mtime_ns))
-    second = snapshot_capture(task_id=None, workspace=root)
+    second = snapshot_capture(workspace=root)
     assert second["root"] != first["root"]
 
 
 def test_the_snapshot_index_is_kept_outside_the_workspace(workspace):
     before = sorted(p.name for p in workspace.rglob("*"))
-    snapshot_capture(task_id=None, workspace=workspace)
+    snapshot_capture(workspace=workspace)
     assert sorted(p.name for p in workspace.rglob("*")) == before
 
 
 def test_a_missing_workspace_is_materialised_but_an_existing_one_is_left_alone(workspace, tmp_path):
-    snapshot = snapshot_capture(task_id=None, workspace=workspace)
+    snapshot = snapshot_capture(workspace=workspace)
     wiped = tmp_path / "wiped"
     wiped.mkdir()
     assert snapshot_materialise_if_missing(workspace=wiped, manifest=snapshot) is True
@@ -167,9 +167,9 @@ def test_identical_files_are_stored_once_across_workspaces(tmp_path):
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "same.txt").write_text("shared content " * 100)
-    snapshot_capture(task_id=None, workspace=tmp_path / "a")
+    snapshot_capture(workspace=tmp_path / "a")
     count = Blob.objects.count()
-    snapshot_capture(task_id=None, workspace=tmp_path / "b")
+    snapshot_capture(workspace=tmp_path / "b")
     assert Blob.objects.count() == count  # same file, same single-chunk manifest, same root
 
 
@@ -198,7 +198,7 @@ def test_200_checkpoints_over_500_files_store_less_than_twice_the_data(tmp_path)
             state=state,
             level="step",
             trigger="after_step",
-            snapshot=snapshot_capture(task_id=None, workspace=root),
+            snapshot=snapshot_capture(workspace=root),
         )
         payload_bytes += len(checkpoint.payload)
     blob_bytes = Blob.objects.aggregate(n=Sum(Length("data")))["n"]
@@ -215,10 +215,10 @@ def test_a_capture_after_a_preview_still_stores_the_files_the_preview_hashed(wor
     from checkpoints.snapshots import workspace_manifest
 
     _age(workspace)
-    snapshot_capture(task_id=None, workspace=workspace)
+    snapshot_capture(workspace=workspace)
     (workspace / "README.md").write_text("# edited before the preview\n")
     workspace_manifest(workspace)  # a rollback preview hashes it without uploading
-    snapshot = snapshot_capture(task_id=None, workspace=workspace)
+    snapshot = snapshot_capture(workspace=workspace)
     copy = tmp_path / "copy"
     snapshot_restore(workspace=copy, snapshot=snapshot)
     assert (copy / "README.md").read_text() == "# edited before the preview\n"
@@ -230,10 +230,10 @@ def test_a_blob_deleted_behind_the_index_is_stored_again_once_trust_expires(
     from checkpoints.snapshots import capture
 
     _age(workspace)
-    first = snapshot_capture(task_id=None, workspace=workspace)
+    first = snapshot_capture(workspace=workspace)
     Blob.objects.all().delete()  # e.g. collected by retention
     monkeypatch.setattr(capture, "TRUST_STORED_S", 0)
-    assert snapshot_capture(task_id=None, workspace=workspace)["root"] == first["root"]
+    assert snapshot_capture(workspace=workspace)["root"] == first["root"]
     snapshot_restore(workspace=tmp_path / "copy", snapshot=first)
     assert files_of(tmp_path / "copy") == files_of(workspace)
 
@@ -245,7 +245,7 @@ def test_an_empty_folder_in_the_snapshot_survives_a_restore_and_is_made_when_mis
 
     (workspace / "out").mkdir()
     (workspace / "cache" / "deep").mkdir(parents=True)
-    snapshot = snapshot_capture(task_id=None, workspace=workspace)
+    snapshot = snapshot_capture(workspace=workspace)
     loading._manifests.clear()  # read the manifest back from the stored blobs
     manifest = snapshot_manifest(snapshot)
     assert manifest.folders == {"out", "cache/deep"}
@@ -263,7 +263,7 @@ def test_an_empty_folder_in_the_snapshot_survives_a_restore_and_is_made_when_mis
     assert (workspace / "out").is_dir() and not any((workspace / "out").iterdir())
     assert (workspace / "cache" / "deep").is_dir()
     assert not (workspace / "later").exists()
-    assert snapshot_capture(task_id=None, workspace=workspace)["root"] == snapshot["root"]
+    assert snapshot_capture(workspace=workspace)["root"] == snapshot["root"]
     # Elsewhere, the empty folders come with the files.
     elsewhere = tmp_path / "elsewhere"
     snapshot_restore(workspace=elsewhere, snapshot=snapshot)

@@ -45,7 +45,7 @@ def group(app_conf_spec, operator):  # noqa: F811
     shared = shared_path(root_id=parent.id)
     shared.mkdir(parents=True)
     (shared / "notes.txt").write_text("at the cut")
-    cut = snapshot_capture(task_id=None, workspace=shared)
+    cut = snapshot_capture(workspace=shared)
     (shared / "notes.txt").write_text("after the cut")
     (shared / "later.txt").write_text("later")
     participants = [

@@ -53,7 +53,7 @@ def group(harness_dirs, operator, shared):
             state=AgentState(),
             level="task",
             trigger="task_start",
-            snapshot=snapshot_capture(task_id=task.id, workspace=task.workspace_path),
+            snapshot=snapshot_capture(workspace=task.workspace_path),
             parent_id=None,
         )
         checkpoint.save(force_insert=True)

@@ -72,7 +72,7 @@ def test_rollback_does_not_write_through_links_planted_after_the_checkpoint(
     (workspace / "notes.txt").write_text("checkpointed\n")
     (workspace / "docs").mkdir()
     (workspace / "docs" / "a.txt").write_text("doc\n")
-    snapshot = snapshot_capture(task_id=None, workspace=workspace)
+    snapshot = snapshot_capture(workspace=workspace)
     other = outside / "other.txt"
     other.write_text("other\n")
     # Later, a command replaces the files with links to files outside the workspace.

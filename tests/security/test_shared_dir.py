@@ -103,7 +103,7 @@ def test_a_task_without_a_shared_directory_is_told_so(call, ctx, workspace):
 
 def test_restoring_the_shared_directory_never_writes_through_a_planted_link(shared, outside):
     (shared / "notes.txt").write_text("at the cut\n")
-    cut = snapshot_capture(task_id=None, workspace=shared)
+    cut = snapshot_capture(workspace=shared)
     victim = outside / "secret.txt"
     (shared / "notes.txt").unlink()
     (shared / "notes.txt").symlink_to(victim)
