@@ -14,14 +14,12 @@ from ninja import Field, Router, Schema, Status
 
 from cases import selectors, services
 from cases.models import Case, CaseRun
-from tasks.schemas import ErrorOut
+from tasks.schemas import ERRORS, ErrorOut
 from tasks.selectors import access_task
 from tasks.services import SpecError
 from tasks.web.api_auth import OPERATE
 
 router = Router(tags=["cases"])
-
-ERRORS = {403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut}
 
 
 class SaveCaseIn(Schema):

@@ -17,9 +17,9 @@ from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
 from checkpoints.snapshots import Manifest, manifest_changes, snapshot_manifest
+from review.standing import COMMAND_TOOL
 from tasks.models import Task, ToolCall, ToolCallStatus
 
-COMMAND_TOOL = "run_command"
 # The content a case keeps of its commands' effects, in all.
 MAX_EFFECT_BYTES = 32 * 1024 * 1024
 # The checkpoints a side effect's intent is written with (agent.runtime.call_execute.execute).

@@ -14,13 +14,12 @@ from ninja import Query, Router, Schema, Status
 
 from checkpoints import files
 from checkpoints.selectors import entry_dict
-from tasks.schemas import ErrorOut
+from tasks.schemas import ERRORS
 from tasks.selectors import access_task
 from tasks.web.downloads import attachment
 
 router = Router(tags=["files"])
 
-ERRORS = {403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut}
 PATH = Query(..., min_length=1, max_length=files.PATH_MAX_CHARS, description="a manifest path")
 PREFIX = Query("", max_length=files.PATH_MAX_CHARS, description="keep paths that start with it")
 

@@ -10,10 +10,11 @@ from typing import Any
 from django.conf import settings
 
 from dashboard.new_task import LOOP
-from dashboard.new_task_files import FILE_MAX_BYTES, FILES_MAX_BYTES, UPLOAD_MAX_FILES
+from dashboard.new_task_files import FILES_MAX_BYTES, UPLOAD_MAX_FILES
 from harness_base.config import harness_config
 from tasks.spec import DELEGATE_TOOL, BudgetSpec, model_endpoints
 from tasks.tools.registry import registry
+from tasks.web.uploads import UPLOAD_FILE_MAX_BYTES
 
 _AGENT_REGISTRIES = (
     ("langgraph", "langgraph_graphs", "LangGraph graph"),
@@ -52,7 +53,7 @@ def new_task_choices() -> dict[str, Any]:
         },
         "limits": {
             "files": UPLOAD_MAX_FILES,
-            "file_bytes": FILE_MAX_BYTES,
+            "file_bytes": UPLOAD_FILE_MAX_BYTES,
             "files_bytes": FILES_MAX_BYTES,
         },
     }

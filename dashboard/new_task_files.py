@@ -18,10 +18,9 @@ FIELD = "workspace.files"
 # refuses a whole request (everything typed in it lost); static/new-task.js checks before
 # sending, this check holds without it.
 UPLOAD_MAX_FILES = 50
-# One file (an upload past it is dropped as it arrives: tasks.web.uploads), and all files of
-# one task: the API's bodies stop at 2.5 MB (DATA_UPLOAD_MAX_MEMORY_SIZE), so a task started
-# here could also be started there.
-FILE_MAX_BYTES = UPLOAD_FILE_MAX_BYTES
+# One file: tasks.web.uploads.UPLOAD_FILE_MAX_BYTES (an upload past it is dropped as it
+# arrives). All files of one task: the API's bodies stop at 2.5 MB
+# (DATA_UPLOAD_MAX_MEMORY_SIZE), so a task started here could also be started there.
 FILES_MAX_BYTES = 2 * 1024 * 1024
 
 
@@ -48,14 +47,14 @@ def _upload_text(upload: UploadedFile) -> tuple[str | None, str | None]:
     """(text, None) or (None, why not). The size is read from the upload before its bytes, so
     a huge file is refused without reading it."""
     name = upload.name or "(unnamed)"
-    if upload.size is not None and upload.size > FILE_MAX_BYTES:
+    if upload.size is not None and upload.size > UPLOAD_FILE_MAX_BYTES:
         return None, (
             f"{name} is {upload.size:,} bytes; a workspace file may be at most "
-            f"{FILE_MAX_BYTES:,} bytes"
+            f"{UPLOAD_FILE_MAX_BYTES:,} bytes"
         )
-    data = upload.read(FILE_MAX_BYTES + 1)
-    if len(data) > FILE_MAX_BYTES:
-        return None, f"{name} is over {FILE_MAX_BYTES:,} bytes"
+    data = upload.read(UPLOAD_FILE_MAX_BYTES + 1)
+    if len(data) > UPLOAD_FILE_MAX_BYTES:
+        return None, f"{name} is over {UPLOAD_FILE_MAX_BYTES:,} bytes"
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -117,8 +116,10 @@ def _rows_check(rows: list[FileRow]) -> list[dict[str, str]]:
         seen.add(row.path)
         size = len(row.content.encode("utf-8", "replace"))
         total += size
-        if size > FILE_MAX_BYTES:
-            errors.append(_error(f"{row.path} is {size:,} bytes; at most {FILE_MAX_BYTES:,}"))
+        if size > UPLOAD_FILE_MAX_BYTES:
+            errors.append(
+                _error(f"{row.path} is {size:,} bytes; at most {UPLOAD_FILE_MAX_BYTES:,}")
+            )
     if total > FILES_MAX_BYTES:
         errors.append(_error(f"the files hold {total:,} bytes; at most {FILES_MAX_BYTES:,} in all"))
     if len(rows) > MAX_WORKSPACE_FILES:

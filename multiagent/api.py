@@ -14,15 +14,13 @@ from ninja.errors import HttpError
 
 from harness_base.config import harness_config
 from multiagent import coordinator, recovery, selectors
-from tasks.schemas import ErrorOut
+from tasks.schemas import ERRORS
 from tasks.selectors import access_task, user_can_operate
 from tasks.states import IllegalTransition, TransitionConflict
 from tasks.web.api_auth import OPERATE
 from tasks.web.api_utils import optional_body
 
 router = Router(tags=["multi-agent"])
-
-ERRORS = {403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut}
 
 
 class ParticipantOut(Schema):

@@ -16,6 +16,10 @@ class ErrorOut(Schema):
     errors: list[dict[str, str]] | None = None
 
 
+# The error responses of an operation that can be refused, missing, conflicting or invalid.
+ERRORS = {403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut}
+
+
 class TaskOut(Schema):
     id: UUID
     title: str

@@ -27,13 +27,11 @@ from review.compensation import compensation_policy
 from tasks.agent_state import Compensation, ProposedCall
 from tasks.events import EventType
 from tasks.models import ToolCall, ToolCallStatus
-from tasks.selectors import Irreversible, PlannedCompensation, compensation_for
+from tasks.selectors import UNKNOWN, Irreversible, PlannedCompensation, compensation_for
 from tasks.states import TaskStatus
 from tasks.tools.registry import UnknownTool
 
 COMPENSATION_FAILED = "compensation_failed"
-# The ledger cannot tell whether the original took effect: a person decides first.
-UNKNOWN = (ToolCallStatus.RUNNING, ToolCallStatus.UNKNOWN_OUTCOME, ToolCallStatus.TIMED_OUT)
 RESULT_CHARS = 300
 
 

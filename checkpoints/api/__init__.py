@@ -2,7 +2,7 @@
 recover (strategy chosen at recovery time, including `auto`), the recovery plan, and the diff
 of two checkpoints. Thin: parse, call one service or selector, shape the output.
 
-The modules, from the bottom: `schemas` (bodies, answers, ERRORS), `calls` (operate, run: a
+The modules, from the bottom: `schemas` (bodies, answers), `calls` (operate, run: a
 recovery service's refusals as statuses), then one module per family of endpoints, each with
 its own router, mounted here under one tag in the order they had in one module: `actions`
 (rollback preview, rollback, retry, recover, resume), `graphs` (a graph task's LangGraph

@@ -10,7 +10,6 @@ from ninja import Router, Status
 from checkpoints import recovery, selectors
 from checkpoints.api.calls import operate, run
 from checkpoints.api.schemas import (
-    ERRORS,
     CompensationIn,
     PreviewOut,
     RecoverIn,
@@ -19,7 +18,7 @@ from checkpoints.api.schemas import (
     RetryIn,
     RollbackIn,
 )
-from tasks.schemas import TaskOut
+from tasks.schemas import ERRORS, TaskOut
 from tasks.selectors import access_task
 from tasks.spec import RetryChanges
 from tasks.web.api_auth import OPERATE

@@ -9,9 +9,8 @@ from ninja import Field, Router, Schema, Status
 
 from checkpoints import recovery
 from checkpoints.api.calls import operate
-from checkpoints.api.schemas import ERRORS
 from checkpoints.fork import ForkEdits, ForkRefused, task_adopt, task_fork
-from tasks.schemas import TaskOut
+from tasks.schemas import ERRORS, TaskOut
 from tasks.selectors import access_task
 from tasks.states import IllegalTransition, TransitionConflict
 from tasks.web.api_auth import OPERATE

@@ -10,7 +10,7 @@ from ninja import Router, Schema, Status
 
 from checkpoints import recovery, selectors
 from checkpoints.api.calls import run
-from checkpoints.api.schemas import ERRORS
+from tasks.schemas import ERRORS
 from tasks.selectors import access_task
 
 router = Router()

@@ -9,8 +9,9 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from checkpoints import selectors
-from checkpoints.api.schemas import ERRORS, DiffOut, PlanOut
+from checkpoints.api.schemas import DiffOut, PlanOut
 from checkpoints.services import CheckpointCorrupted
+from tasks.schemas import ERRORS
 from tasks.selectors import access_task
 
 router = Router()

@@ -12,7 +12,7 @@ from pydantic import ConfigDict
 
 from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_verify
-from tasks.schemas import ErrorOut, TaskOut
+from tasks.schemas import TaskOut
 from tasks.spec import RetryChanges
 
 
@@ -164,6 +164,3 @@ class DiffOut(Schema):
     state: list[dict[str, Any]]
     messages: dict[str, Any]
     files: list[dict[str, Any]]
-
-
-ERRORS = {403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut}

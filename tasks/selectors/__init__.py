@@ -30,6 +30,7 @@ from tasks.selectors.calls import (
     tool_output_get,
 )
 from tasks.selectors.compensation import (
+    UNKNOWN,
     Irreversible,
     PlannedCompensation,
     compensation_for,
@@ -86,6 +87,7 @@ from tasks.selectors.workers import (
 )
 
 __all__ = [
+    "UNKNOWN",
     "ARGUMENTS_TEXT_CHARS",
     "CREATE_GROUPS",
     "GROUP_MAX_DEPTH",

@@ -11,8 +11,9 @@ import re
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from dashboard.new_task_files import FILE_MAX_BYTES, UPLOAD_MAX_FILES
+from dashboard.new_task_files import UPLOAD_MAX_FILES
 from tasks.models import Task, TaskTemplate
+from tasks.web.uploads import UPLOAD_FILE_MAX_BYTES
 from tests.conftest import ApiClient, page_client
 from tests.factories import scripted_spec
 
@@ -111,7 +112,7 @@ def test_a_check_beyond_the_schema_is_shown_beside_its_field(creator):
 @pytest.mark.parametrize(
     ("files", "extra", "said"),
     [
-        ([SimpleUploadedFile("big.txt", b"x" * (FILE_MAX_BYTES + 1))], {}, "big.txt is"),
+        ([SimpleUploadedFile("big.txt", b"x" * (UPLOAD_FILE_MAX_BYTES + 1))], {}, "big.txt is"),
         (
             [SimpleUploadedFile("img.png", b"\x89PNG\r\n\x1a\n\xff\xfe\x00")],
             {},

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from dashboard.new_task_files import FILE_MAX_BYTES
 from tasks.models import Task, TaskTemplate, ToolCall
+from tasks.web.uploads import UPLOAD_FILE_MAX_BYTES
 from tests.conftest import BROWSER
 
 pytestmark = [*BROWSER, pytest.mark.integration]
@@ -39,7 +39,7 @@ def test_a_creator_starts_a_task_with_a_file_and_starts_its_template_again(
     page.fill("[data-testid=new-budget-max_steps]", "5")
 
     # Too large a file is refused before anything is sent: the page and what was typed stay.
-    big = {"name": "in.txt", "mimeType": "text/plain", "buffer": b"x" * (FILE_MAX_BYTES + 1)}
+    big = {"name": "in.txt", "mimeType": "text/plain", "buffer": b"x" * (UPLOAD_FILE_MAX_BYTES + 1)}
     page.set_input_files("[data-testid=new-upload]", big)
     page.click("[data-testid=new-start]")
     assert "at most" in page.inner_text("[data-testid=files-check]")
