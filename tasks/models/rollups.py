@@ -4,18 +4,75 @@ The failure statistics read whole, rolled-up hours from these tables and only th
 ragged edges (less than an hour at the start, the not-yet-rolled hours at the end) from
 ToolCall and Task, so a 30-day window costs about what a 1-hour window does. The *Daily
 tables sum the hours of each UTC day: a window's whole days read those, its other hours the
-hourly rows. Each kind of count is a pair of tables (per hour, per day) over one abstract
-`*Counts` base; RolledHour records which hours are rolled."""
+hourly rows. Each kind of count is one abstract `*Counts` base (its fields, its KEY and INCLUDE,
+how a row reads) and a pair of tables built from it, per hour and per day (`Hourly`, `Daily`:
+the period's column, the unique key that leads with it); RolledHour records which hours are
+rolled."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from django.db import models
 
 from tasks.states import ToolCallStatus
 
 
-class ToolCallCounts(models.Model):
+class Period(models.Model):
+    """A roll-up row's period. A `*Counts` base names its KEY (the columns that, after the
+    period's, make a row unique), its INCLUDE (the counts the key's index covers, so a window
+    read is an index-only scan) and `describe` (the row after its period, for the admin)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ()
+    INCLUDE: ClassVar[tuple[str, ...]] = ()
+
+    class Meta:
+        abstract = True
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+class Hourly(Period):
+    """Per hour (of `created_at` for tool calls, `finished_at` for tasks)."""
+
+    hour = models.DateTimeField()
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H:00} {self.describe()}"
+
+
+class Daily(Period):
+    """The hourly rows summed over one UTC day (tasks.rollups keeps them in step with the
+    hours): a window of days reads a day's row per key, not 24."""
+
+    day = models.DateTimeField()
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.day:%Y-%m-%d} {self.describe()}"
+
+
+def period_key(counts: type[Period], period: str) -> list[models.BaseConstraint]:
+    """The unique key of a table of `counts` per `period` ("hour" or "day"), leading with the
+    period; named after the table (`<model>_key`)."""
+    return [
+        models.UniqueConstraint(
+            fields=[period, *counts.KEY], include=counts.INCLUDE or None, name="%(class)s_key"
+        )
+    ]
+
+
+class ToolCallCounts(Period):
     """Settled tool calls of a period × tool × status × error class × attempts."""
+
+    KEY = ("tool", "status", "error_class", "attempts")
+    INCLUDE = ("calls",)
 
     tool = models.CharField(max_length=100)
     status = models.CharField(max_length=20, choices=ToolCallStatus.choices)
@@ -26,47 +83,25 @@ class ToolCallCounts(models.Model):
     class Meta:
         abstract = True
 
+    def describe(self) -> str:
+        return f"{self.tool} {self.status}: {self.calls}"
 
-class ToolCallHourly(ToolCallCounts):
-    """ToolCallCounts per hour of `created_at`."""
 
-    hour = models.DateTimeField()
-
+class ToolCallHourly(ToolCallCounts, Hourly):
     class Meta:
-        constraints = [
-            # Leading `hour`, covering `calls`: every window read is an index-only scan.
-            models.UniqueConstraint(
-                fields=["hour", "tool", "status", "error_class", "attempts"],
-                include=["calls"],
-                name="toolcallhourly_key",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.hour:%Y-%m-%d %H:00} {self.tool} {self.status}: {self.calls}"
+        constraints = period_key(ToolCallCounts, "hour")
 
 
-class ToolCallDaily(ToolCallCounts):
-    """ToolCallHourly summed over one UTC day (tasks.rollups keeps it in step with the hours):
-    a window of days reads a day's row per key, not 24."""
-
-    day = models.DateTimeField()
-
+class ToolCallDaily(ToolCallCounts, Daily):
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["day", "tool", "status", "error_class", "attempts"],
-                include=["calls"],
-                name="toolcalldaily_key",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.day:%Y-%m-%d} {self.tool} {self.status}: {self.calls}"
+        constraints = period_key(ToolCallCounts, "day")
 
 
-class ToolCallStepCounts(models.Model):
+class ToolCallStepCounts(Period):
     """Settled tool calls of a period × step index (the statistics' failure rate per step)."""
+
+    KEY = ("step_index",)
+    INCLUDE = ("calls", "failed")
 
     step_index = models.PositiveIntegerField()
     calls = models.PositiveIntegerField()
@@ -75,46 +110,26 @@ class ToolCallStepCounts(models.Model):
     class Meta:
         abstract = True
 
+    def describe(self) -> str:
+        return f"step {self.step_index}: {self.calls}"
 
-class ToolCallStepHourly(ToolCallStepCounts):
-    """ToolCallStepCounts per hour of `created_at`."""
 
-    hour = models.DateTimeField()
-
+class ToolCallStepHourly(ToolCallStepCounts, Hourly):
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["hour", "step_index"],
-                include=["calls", "failed"],
-                name="toolcallstephourly_key",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.hour:%Y-%m-%d %H:00} step {self.step_index}: {self.calls}"
+        constraints = period_key(ToolCallStepCounts, "hour")
 
 
-class ToolCallStepDaily(ToolCallStepCounts):
-    """ToolCallStepHourly summed over one UTC day."""
-
-    day = models.DateTimeField()
-
+class ToolCallStepDaily(ToolCallStepCounts, Daily):
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["day", "step_index"],
-                include=["calls", "failed"],
-                name="toolcallstepdaily_key",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.day:%Y-%m-%d} step {self.step_index}: {self.calls}"
+        constraints = period_key(ToolCallStepCounts, "day")
 
 
-class ToolCallDurationCounts(models.Model):
+class ToolCallDurationCounts(Period):
     """Settled calls with a measured duration of a period × tool × log-scale duration bucket
     (`tasks.rollups.log_bucket`): percentiles of any window merge these histograms."""
+
+    KEY = ("tool", "bucket")
+    INCLUDE = ("calls",)
 
     tool = models.CharField(max_length=100)
     bucket = models.IntegerField()
@@ -123,49 +138,29 @@ class ToolCallDurationCounts(models.Model):
     class Meta:
         abstract = True
 
+    def describe(self) -> str:
+        return f"{self.tool} bucket {self.bucket}: {self.calls}"
 
-class ToolCallDurationHourly(ToolCallDurationCounts):
-    """ToolCallDurationCounts per hour of `created_at`."""
 
-    hour = models.DateTimeField()
-
+class ToolCallDurationHourly(ToolCallDurationCounts, Hourly):
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["hour", "tool", "bucket"],
-                include=["calls"],
-                name="toolcalldurationhourly_key",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.hour:%Y-%m-%d %H:00} {self.tool} bucket {self.bucket}: {self.calls}"
+        constraints = period_key(ToolCallDurationCounts, "hour")
 
 
-class ToolCallDurationDaily(ToolCallDurationCounts):
-    """ToolCallDurationHourly summed over one UTC day."""
-
-    day = models.DateTimeField()
-
+class ToolCallDurationDaily(ToolCallDurationCounts, Daily):
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["day", "tool", "bucket"],
-                include=["calls"],
-                name="toolcalldurationdaily_key",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.day:%Y-%m-%d} {self.tool} bucket {self.bucket}: {self.calls}"
+        constraints = period_key(ToolCallDurationCounts, "day")
 
 
-class TaskCounts(models.Model):
+class TaskCounts(Period):
     """Tasks that finished (terminal status) in a period × status × error class × error
     fingerprint × `calls_failed`: the statistics' task outcomes (with how many had a call
     rejected or edited by a person), failure groups and error mix, and the time those tasks
     waited for a human — for a review and, apart from it, held by an operator
-    (`waited_review` / `waited_held`: how many waited at all)."""
+    (`waited_review` / `waited_held`: how many waited at all). Summed over a day, first_seen,
+    last_seen and sample are the min / max."""
+
+    KEY = ("status", "error_class", "error_fingerprint", "calls_failed")
 
     status = models.CharField(max_length=20)
     error_class = models.CharField(max_length=50, blank=True, default="")
@@ -188,45 +183,27 @@ class TaskCounts(models.Model):
     class Meta:
         abstract = True
 
+    def describe(self) -> str:
+        return f"{self.status} {self.error_class}: {self.tasks}"
 
-class TaskHourly(TaskCounts):
-    """TaskCounts per hour of `finished_at`."""
 
-    hour = models.DateTimeField()
-
+class TaskHourly(TaskCounts, Hourly):
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["hour", "status", "error_class", "error_fingerprint", "calls_failed"],
-                name="taskhourly_key",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.hour:%Y-%m-%d %H:00} {self.status} {self.error_class}: {self.tasks}"
+        constraints = period_key(TaskCounts, "hour")
 
 
-class TaskDaily(TaskCounts):
-    """TaskHourly over one UTC day (sums; first_seen, last_seen and sample: min / max)."""
-
-    day = models.DateTimeField()
-
+class TaskDaily(TaskCounts, Daily):
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["day", "status", "error_class", "error_fingerprint", "calls_failed"],
-                name="taskdaily_key",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.day:%Y-%m-%d} {self.status} {self.error_class}: {self.tasks}"
+        constraints = period_key(TaskCounts, "day")
 
 
-class TaskWaitCounts(models.Model):
+class TaskWaitCounts(Period):
     """Finished tasks that waited for a human in a period × kind ("review" or "held") ×
     log-scale bucket of the seconds waited (`tasks.rollups.log_bucket`): the wait percentiles
     of any window merge these histograms."""
+
+    KEY = ("kind", "bucket")
+    INCLUDE = ("tasks",)
 
     kind = models.CharField(max_length=10)
     bucket = models.IntegerField()
@@ -235,37 +212,18 @@ class TaskWaitCounts(models.Model):
     class Meta:
         abstract = True
 
+    def describe(self) -> str:
+        return f"{self.kind} bucket {self.bucket}: {self.tasks}"
 
-class TaskWaitHourly(TaskWaitCounts):
-    """TaskWaitCounts per hour of `finished_at`."""
 
-    hour = models.DateTimeField()
-
+class TaskWaitHourly(TaskWaitCounts, Hourly):
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["hour", "kind", "bucket"], include=["tasks"], name="taskwaithourly_key"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.hour:%Y-%m-%d %H:00} {self.kind} bucket {self.bucket}: {self.tasks}"
+        constraints = period_key(TaskWaitCounts, "hour")
 
 
-class TaskWaitDaily(TaskWaitCounts):
-    """TaskWaitHourly summed over one UTC day."""
-
-    day = models.DateTimeField()
-
+class TaskWaitDaily(TaskWaitCounts, Daily):
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["day", "kind", "bucket"], include=["tasks"], name="taskwaitdaily_key"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.day:%Y-%m-%d} {self.kind} bucket {self.bucket}: {self.tasks}"
+        constraints = period_key(TaskWaitCounts, "day")
 
 
 class RolledHour(models.Model):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import Aggregate, Max, Min, Model, Q, Sum
+from django.db.models import Aggregate, Max, Min, Q, Sum
 
 from tasks.errors import CANCELED_ERROR
 from tasks.models import (
@@ -24,6 +24,7 @@ from tasks.models import (
     ToolCallStepDaily,
     ToolCallStepHourly,
 )
+from tasks.models.rollups import Period
 
 S = ToolCallStatus
 FAILED_CALL = (S.FAILED, S.TIMED_OUT, S.UNKNOWN_OUTCOME)
@@ -63,8 +64,8 @@ ROLLUP_MODELS = (
     RolledHour,
 )
 
-# The key of a task roll-up row, and what is summed, min'd or max'd over it.
-TASK_KEYS = ("status", "error_class", "error_fingerprint", "calls_failed")
+# The key of a task roll-up row (after its period), and what is summed, min'd or max'd over it.
+TASK_KEYS = TaskHourly.KEY
 # How a task roll-up's columns combine over hours (the others are sums).
 TASK_COMBINED = {"first_seen": Min, "last_seen": Max, "sample": Max}
 TASK_COLUMNS = (
@@ -83,28 +84,27 @@ TASK_COLUMNS = (
 
 @dataclass(frozen=True)
 class Daily:
-    """A daily table: the sums over each UTC day of an hourly one's rows with equal `keys`."""
+    """A daily table: the sums over each UTC day of an hourly one's rows with equal keys (the
+    key of both tables after its period: tasks.models.rollups)."""
 
-    hourly: type[Model]
-    daily: type[Model]
-    keys: tuple[str, ...]
+    hourly: type[Period]
+    daily: type[Period]
     # {column: aggregate over the day's hours}
     columns: dict[str, type[Aggregate]]
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return self.hourly.KEY
+
 
 DAILY = (
+    Daily(ToolCallHourly, ToolCallDaily, {"calls": Sum}),
+    Daily(ToolCallStepHourly, ToolCallStepDaily, {"calls": Sum, "failed": Sum}),
+    Daily(ToolCallDurationHourly, ToolCallDurationDaily, {"calls": Sum}),
     Daily(
-        ToolCallHourly, ToolCallDaily, ("tool", "status", "error_class", "attempts"), {"calls": Sum}
+        TaskHourly, TaskDaily, {column: TASK_COMBINED.get(column, Sum) for column in TASK_COLUMNS}
     ),
-    Daily(ToolCallStepHourly, ToolCallStepDaily, ("step_index",), {"calls": Sum, "failed": Sum}),
-    Daily(ToolCallDurationHourly, ToolCallDurationDaily, ("tool", "bucket"), {"calls": Sum}),
-    Daily(
-        TaskHourly,
-        TaskDaily,
-        TASK_KEYS,
-        {column: TASK_COMBINED.get(column, Sum) for column in TASK_COLUMNS},
-    ),
-    Daily(TaskWaitHourly, TaskWaitDaily, ("kind", "bucket"), {"tasks": Sum}),
+    Daily(TaskWaitHourly, TaskWaitDaily, {"tasks": Sum}),
 )
 # The daily table of each hourly one.
 DAILY_OF = {table.hourly: table for table in DAILY}
