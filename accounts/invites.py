@@ -6,7 +6,7 @@ PASSWORD_RESET_TIMEOUT seconds (Django's setting, three days unless set)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.contrib.auth.tokens import PasswordResetTokenGenerator
 from django.urls import reverse
 from django.utils.encoding import force_bytes
@@ -16,14 +16,14 @@ from django.utils.http import urlsafe_base64_encode
 class InviteTokenGenerator(PasswordResetTokenGenerator):
     key_salt = "accounts.invites.InviteTokenGenerator"
 
-    def _make_hash_value(self, user: AbstractBaseUser, timestamp: int) -> str:
+    def _make_hash_value(self, user: User, timestamp: int) -> str:
         return f"{super()._make_hash_value(user, timestamp)}{int(user.is_active)}"
 
 
 invite_tokens = InviteTokenGenerator()
 
 
-def invite_path(*, user: AbstractBaseUser) -> str:
+def invite_path(*, user: User) -> str:
     """The path of a fresh one-time link for `user` (shown once, to the admin who invited)."""
     uidb64 = urlsafe_base64_encode(force_bytes(user.pk))
     return reverse(

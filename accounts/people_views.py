@@ -11,7 +11,7 @@ from functools import wraps
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -24,6 +24,7 @@ from accounts.flows.people import (
 from accounts.forms import ROLE_CHOICES, InviteForm, RoleForm, form_problem
 from accounts.oidc import oidc_config
 from accounts.selectors import people_list, user_can_manage_people
+from harness_base.http import AuthedRequest
 from tasks.web.access import forbidden
 from tasks.web.compression import uncompressed
 
@@ -31,7 +32,7 @@ from tasks.web.compression import uncompressed
 def people_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @login_required
     @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def wrapper(request: AuthedRequest, *args, **kwargs) -> HttpResponse:
         if not user_can_manage_people(request.user):
             return forbidden(
                 request, "only operators with the admin flag, or superusers, manage people"
@@ -42,7 +43,7 @@ def people_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResp
 
 
 def _page(
-    request: HttpRequest,
+    request: AuthedRequest,
     *,
     status: int = 200,
     error: PeopleError | None = None,
@@ -69,14 +70,14 @@ def _page(
 
 @require_GET
 @people_required
-def people(request: HttpRequest) -> HttpResponse:
+def people(request: AuthedRequest) -> HttpResponse:
     return _page(request)
 
 
 @require_POST
 @people_required
 @uncompressed  # the one-time link, unmasked, beside the name and email the form was sent
-def invite(request: HttpRequest) -> HttpResponse:
+def invite(request: AuthedRequest) -> HttpResponse:
     form = InviteForm(request.POST)
     if not form.is_valid():
         field, message = form_problem(form)
@@ -90,7 +91,7 @@ def invite(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @people_required
-def role(request: HttpRequest, user_id: int) -> HttpResponse:
+def role(request: AuthedRequest, user_id: int) -> HttpResponse:
     form = RoleForm(request.POST)
     if not form.is_valid():
         field, message = form_problem(form)
@@ -105,7 +106,7 @@ def role(request: HttpRequest, user_id: int) -> HttpResponse:
 
 @require_POST
 @people_required
-def deactivate(request: HttpRequest, user_id: int) -> HttpResponse:
+def deactivate(request: AuthedRequest, user_id: int) -> HttpResponse:
     try:
         user = person_deactivate(by=request.user, user_id=user_id)
     except PeopleError as exc:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, Max, Prefetch, Q
 
 from accounts.config import MAPPABLE_ROLES
@@ -21,20 +21,20 @@ ROLE_LABELS = {"operators": "operator", "creators": "creator", "viewers": "viewe
 assert tuple(ROLE_LABELS) == MAPPABLE_ROLES[: len(ROLE_LABELS)]
 
 
-def user_can_manage_people(user: AbstractBaseUser | None) -> bool:
+def user_can_manage_people(user: User | None) -> bool:
     """Superusers, and operators with the admin flag (`is_staff`), manage people."""
     if not (user is not None and user.is_authenticated and user.is_active):
         return False
     return bool(user.is_superuser or (user.is_staff and user_can_operate(user)))
 
 
-def role_of(user: AbstractBaseUser) -> str:
+def role_of(user: User) -> str:
     """The user's role group with the most rights, "" for none."""
     names = {g.name for g in user.groups.all()}
     return next((role for role in ROLE_LABELS if role in names), "")
 
 
-def role_mapped_by_provider(user: AbstractBaseUser) -> bool:
+def role_mapped_by_provider(user: User) -> bool:
     """Whether the identity provider owns this user's role: single sign-on with a group map
     is on and the user signs in there (their role is set from the groups claim at every
     sign-in, accounts.flows.oidc_login), so it may not be changed here."""
@@ -44,7 +44,7 @@ def role_mapped_by_provider(user: AbstractBaseUser) -> bool:
     return SsoIdentity.objects.filter(user_id=user.pk, issuer=config.issuer).exists()
 
 
-def admins_active(*, lock: bool = False) -> list[AbstractBaseUser]:
+def admins_active(*, lock: bool = False) -> list[User]:
     """The active users who may manage people. `lock`: every active superuser and staff row
     is locked (FOR UPDATE), so two changes that would each leave the other admin as the last
     one run one after the other and the second sees the first."""
@@ -60,7 +60,7 @@ def admins_active(*, lock: bool = False) -> list[AbstractBaseUser]:
 
 @dataclass(frozen=True)
 class PersonRow:
-    user: AbstractBaseUser
+    user: User
     role: str
     role_label: str
     is_admin: bool

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from agent.runtime import task_run
 from cases.models import Case
@@ -42,9 +42,7 @@ def candidate_model(case: Case, model: str | None) -> dict[str, Any] | None:
     return {**recorded, "model": model}
 
 
-def replay_one(
-    *, case: Case, model: str | None, on_divergence: str, user: AbstractBaseUser | None
-) -> SuiteRow:
+def replay_one(*, case: Case, model: str | None, on_divergence: str, user: User | None) -> SuiteRow:
     try:
         run = case_replay_start(
             case=case,
@@ -82,7 +80,7 @@ def replay_suite(
     tag: str | None = None,
     model: str | None = None,
     on_divergence: str = "stop",
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
 ) -> list[SuiteRow]:
     return [
         replay_one(case=case, model=model, on_divergence=on_divergence, user=user)

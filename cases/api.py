@@ -9,11 +9,11 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 
 from cases import selectors, services
 from cases.models import Case, CaseRun
+from harness_base.http import AuthedRequest
 from tasks.schemas import ERRORS, ErrorOut
 from tasks.selectors import access_task
 from tasks.services import SpecError
@@ -69,7 +69,7 @@ class CaseRunOut(Schema):
 
 
 @router.post("tasks/{task_id}/save-case", auth=OPERATE, response={201: CaseOut, **ERRORS})
-def case_save(request: HttpRequest, task_id: str, body: SaveCaseIn):
+def case_save(request: AuthedRequest, task_id: str, body: SaveCaseIn):
     task = access_task(request.user, task_id)
     try:
         case = services.case_save(
@@ -81,18 +81,18 @@ def case_save(request: HttpRequest, task_id: str, body: SaveCaseIn):
 
 
 @router.get("cases", response=list[CaseOut])
-def case_list(request: HttpRequest, tag: str | None = None):
+def case_list(request: AuthedRequest, tag: str | None = None):
     return selectors.cases_list(tag=tag)
 
 
 @router.get("cases/runs/{run_id}", response={200: dict[str, Any], 404: ErrorOut})
-def case_run_report(request: HttpRequest, run_id: str):
+def case_run_report(request: AuthedRequest, run_id: str):
     """The recorded run beside the replay, step by step, with the verdict."""
     return selectors.case_run_report(case_run=selectors.access_case_run(request.user, run_id))
 
 
 @router.get("tasks/{task_id}/compare", response={200: dict[str, Any], 404: ErrorOut})
-def tasks_compare(request: HttpRequest, task_id: str, other: str):
+def tasks_compare(request: AuthedRequest, task_id: str, other: str):
     """The task beside `other` (a fork, a sibling), step by step, with the report of a
     replay; `siblings` lists the family of forks together."""
     task = access_task(request.user, task_id)
@@ -100,12 +100,12 @@ def tasks_compare(request: HttpRequest, task_id: str, other: str):
 
 
 @router.get("cases/{case_id}", response=CaseOut)
-def case_get(request: HttpRequest, case_id: str):
+def case_get(request: AuthedRequest, case_id: str):
     return selectors.access_case(request.user, case_id)
 
 
 @router.post("cases/{case_id}/replay", auth=OPERATE, response={201: CaseRunOut, **ERRORS})
-def case_replay(request: HttpRequest, case_id: str, body: ReplayIn):
+def case_replay(request: AuthedRequest, case_id: str, body: ReplayIn):
     case = selectors.access_case(request.user, case_id)
     try:
         run = services.case_replay_start(

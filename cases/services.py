@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from pydantic import ValidationError
 
@@ -24,7 +24,7 @@ MAX_TAGS = 20
 def case_save(
     *,
     task: Task,
-    user: AbstractBaseUser | None,
+    user: User | None,
     name: str,
     tags: list[str] | None = None,
     criteria: dict[str, Any] | None = None,
@@ -106,7 +106,7 @@ def _replay_spec(case: Case, model: dict[str, Any] | None) -> TaskSpec:
 def case_replay_start(
     *,
     case: Case,
-    user: AbstractBaseUser | None,
+    user: User | None,
     model: dict[str, Any] | None = None,
     on_divergence: str = OnDivergence.STOP,
     enqueue: bool = True,

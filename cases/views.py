@@ -5,18 +5,19 @@ case). Thin: parse, call one service or selector, render."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 
 from cases import selectors, services
 from cases.models import OnDivergence
+from harness_base.http import AuthedRequest
 from tasks.selectors import access_task, user_can_operate
 from tasks.services import SpecError
 from tasks.web.access import operator_required, viewer_required
 
 
 @viewer_required
-def case_list(request: HttpRequest) -> HttpResponse:
+def case_list(request: AuthedRequest) -> HttpResponse:
     tag = request.GET.get("tag", "")[:50]
     return render(
         request, "cases/list.html", {"cases": selectors.cases_list(tag=tag or None), "tag": tag}
@@ -24,7 +25,7 @@ def case_list(request: HttpRequest) -> HttpResponse:
 
 
 @viewer_required
-def case_detail(request: HttpRequest, case_id) -> HttpResponse:
+def case_detail(request: AuthedRequest, case_id) -> HttpResponse:
     case = selectors.access_case(request.user, case_id)
     return render(
         request,
@@ -39,7 +40,7 @@ def case_detail(request: HttpRequest, case_id) -> HttpResponse:
 
 
 @viewer_required
-def case_run_page(request: HttpRequest, run_id) -> HttpResponse:
+def case_run_page(request: AuthedRequest, run_id) -> HttpResponse:
     run = selectors.access_case_run(request.user, run_id)
     return render(
         request,
@@ -49,7 +50,7 @@ def case_run_page(request: HttpRequest, run_id) -> HttpResponse:
 
 
 @viewer_required
-def tasks_compare_page(request: HttpRequest, task_id) -> HttpResponse:
+def tasks_compare_page(request: AuthedRequest, task_id) -> HttpResponse:
     """Two tasks of a family of forks side by side (?other=), step by step, as a replay is
     compared with its recording."""
     task = access_task(request.user, task_id)
@@ -66,7 +67,7 @@ def tasks_compare_page(request: HttpRequest, task_id) -> HttpResponse:
 
 
 @operator_required
-def case_save(request: HttpRequest, task_id) -> HttpResponse:
+def case_save(request: AuthedRequest, task_id) -> HttpResponse:
     if request.method != "POST":
         return redirect("tasks:detail", task_id)
     task = access_task(request.user, task_id)
@@ -85,7 +86,7 @@ def case_save(request: HttpRequest, task_id) -> HttpResponse:
 
 
 @operator_required
-def case_replay(request: HttpRequest, case_id) -> HttpResponse:
+def case_replay(request: AuthedRequest, case_id) -> HttpResponse:
     case = selectors.access_case(request.user, case_id)
     if request.method != "POST":
         return redirect("cases:detail", case.id)

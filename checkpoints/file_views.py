@@ -9,12 +9,13 @@ from functools import wraps
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from checkpoints import files
 from checkpoints.models import Checkpoint
 from checkpoints.selectors import task_checkpoints
+from harness_base.http import AuthedRequest
 from tasks.errors import NotFound
 from tasks.selectors import access_task
 from tasks.web.access import viewer_required
@@ -26,7 +27,7 @@ def _refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     (no parameter is echoed into HTML)."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: AuthedRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
             return view(request, *args, **kwargs)
         except files.FilesInvalid as exc:
@@ -43,7 +44,7 @@ def _checkpoint_options(task_id: Any) -> QuerySet[Checkpoint]:
 
 @viewer_required
 @_refusals
-def file_page(request: HttpRequest, task_id) -> HttpResponse:
+def file_page(request: AuthedRequest, task_id) -> HttpResponse:
     """One file at one checkpoint (the head by default): its text up to VIEW_MAX_BYTES, or
     that it is binary; links to download it and to compare it with another checkpoint."""
     task = access_task(request.user, task_id)
@@ -72,7 +73,7 @@ def file_page(request: HttpRequest, task_id) -> HttpResponse:
 
 @viewer_required
 @_refusals
-def file_download(request: HttpRequest, task_id) -> HttpResponse:
+def file_download(request: AuthedRequest, task_id) -> HttpResponse:
     task = access_task(request.user, task_id)
     path = files.file_path_check(request.GET.get("path"))
     at = files.workspace_at(task=task, checkpoint_id=request.GET.get("checkpoint"))
@@ -82,7 +83,7 @@ def file_download(request: HttpRequest, task_id) -> HttpResponse:
 
 @viewer_required
 @_refusals
-def archive_download(request: HttpRequest, task_id) -> HttpResponse:
+def archive_download(request: AuthedRequest, task_id) -> HttpResponse:
     """The whole tree at a checkpoint as `?format=zip` or `tar.gz`, streamed; refused (422)
     over HARNESS_ARCHIVE_MAX_FILES / HARNESS_ARCHIVE_MAX_BYTES."""
     task = access_task(request.user, task_id)
@@ -102,7 +103,7 @@ def archive_download(request: HttpRequest, task_id) -> HttpResponse:
 
 @viewer_required
 @_refusals
-def file_diff_page(request: HttpRequest, task_id) -> HttpResponse:
+def file_diff_page(request: AuthedRequest, task_id) -> HttpResponse:
     """One file from checkpoint `a` to checkpoint `b` (the head when `b` is left out)."""
     task = access_task(request.user, task_id)
     path = files.file_path_check(request.GET.get("path"))

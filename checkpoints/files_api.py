@@ -9,11 +9,11 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 
 from checkpoints import files
 from checkpoints.selectors import entry_dict
+from harness_base.http import AuthedRequest
 from tasks.schemas import ERRORS
 from tasks.selectors import access_task
 from tasks.web.downloads import attachment
@@ -76,7 +76,7 @@ def _errors(action: Callable[[], dict[str, Any]]) -> Status:
 
 @router.get("tasks/{task_id}/files", response={200: FilesOut, **ERRORS})
 def files_list(
-    request: HttpRequest, task_id: str, checkpoint_id: UUID | None = None, prefix: str = PREFIX
+    request: AuthedRequest, task_id: str, checkpoint_id: UUID | None = None, prefix: str = PREFIX
 ):
     """Every file of the workspace at the checkpoint (path, content hash, size, mode), by
     path; `prefix` keeps the paths that start with it. At most 5000 (`truncated`)."""
@@ -98,7 +98,7 @@ def files_list(
 
 @router.get("tasks/{task_id}/files/content", response={200: ContentOut, **ERRORS})
 def file_content(
-    request: HttpRequest, task_id: str, path: str = PATH, checkpoint_id: UUID | None = None
+    request: AuthedRequest, task_id: str, path: str = PATH, checkpoint_id: UUID | None = None
 ):
     """One file at the checkpoint: its text (at most 1 MiB, `truncated` beyond), or
     `binary` with no text."""
@@ -134,7 +134,7 @@ def file_content(
     },
 )
 def file_raw(
-    request: HttpRequest, task_id: str, path: str = PATH, checkpoint_id: UUID | None = None
+    request: AuthedRequest, task_id: str, path: str = PATH, checkpoint_id: UUID | None = None
 ):
     """The file's bytes as an `application/octet-stream` attachment."""
     task = access_task(request.user, task_id)

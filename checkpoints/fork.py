@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -98,7 +98,7 @@ def task_fork(
     *,
     task: Task,
     checkpoint_id: Any,
-    user: AbstractBaseUser,
+    user: User,
     edits: ForkEdits,
     reason: str = "",
 ) -> Task:
@@ -155,7 +155,7 @@ def task_fork(
     return sibling
 
 
-def task_adopt(*, task_id: Any, sibling: Task, user: AbstractBaseUser, reason: str) -> Task:
+def task_adopt(*, task_id: Any, sibling: Task, user: User, reason: str) -> Task:
     """ "Adopt this branch": the original rolls forward to its finished fork's head — that
     checkpoint's state and workspace become the original's new head (a recovery fork, as a
     rollback writes one: later checkpoints superseded, a pending review canceled), and the

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from pydantic import ValidationError
@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from checkpoints import recovery, selectors
 from checkpoints.fork import ForkEdits, ForkRefused, task_adopt, task_fork
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
+from harness_base.http import AuthedRequest
 from tasks.agent_state import AgentState
 from tasks.errors import NotFound
 from tasks.selectors import access_task
@@ -96,7 +97,7 @@ def _shown(value: Any) -> str:
 
 
 @operator_required
-def fork_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
+def fork_page(request: AuthedRequest, task_id, checkpoint_id) -> HttpResponse:
     task = access_task(request.user, task_id)
     checkpoint = selectors.checkpoint_get(task=task, checkpoint_id=checkpoint_id)
     try:
@@ -184,7 +185,7 @@ def fork_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
 
 @require_POST
 @operator_required
-def adopt_action(request: HttpRequest, task_id) -> HttpResponse:
+def adopt_action(request: AuthedRequest, task_id) -> HttpResponse:
     """ "Adopt this branch" from the task page's family of forks: the original (`task_id`)
     rolls forward to the fork's head and resumes; the reason is required (audited)."""
     task = access_task(request.user, task_id)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from checkpoints.recovery import RecoveryConflict, RecoveryInvalid, checkpoint_rollback
 
 
 def on_restart_requested(
-    *, task_id: Any, checkpoint_id: Any, user: AbstractBaseUser, reason: str, **_: Any
+    *, task_id: Any, checkpoint_id: Any, user: User, reason: str, **_: Any
 ) -> tuple[str, str] | None:
     """A `version_drift` review decided `restart`: roll back to the checkpoint and resume
     (checkpoint_rollback; its refusal is the decision's)."""

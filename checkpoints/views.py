@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from pydantic import ValidationError
@@ -15,6 +15,7 @@ from checkpoints import recovery, selectors
 from checkpoints.models import Checkpoint
 from checkpoints.services import CheckpointCorrupted
 from checkpoints.snapshots import removed_paths
+from harness_base.http import AuthedRequest
 from tasks import services
 from tasks.models import Task
 from tasks.selectors import access_task
@@ -31,7 +32,7 @@ REFUSALS = (
 
 
 def _rollback_post(
-    request: HttpRequest, task: Task, checkpoint_id: Any
+    request: AuthedRequest, task: Task, checkpoint_id: Any
 ) -> tuple[recovery.RecoveryResult | None, str, int]:
     """The rollback form's POST: (the result, "", 200), or (None, why, 422 / 409) when the
     rollback was refused and nothing changed."""
@@ -50,7 +51,7 @@ def _rollback_post(
 
 
 @operator_required
-def rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
+def rollback_page(request: AuthedRequest, task_id, checkpoint_id) -> HttpResponse:
     task = access_task(request.user, task_id)
     checkpoint = selectors.checkpoint_get(task=task, checkpoint_id=checkpoint_id)
     error, status = "", 200
@@ -84,7 +85,7 @@ def rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
 
 
 @operator_required
-def graph_rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpResponse:
+def graph_rollback_page(request: AuthedRequest, task_id, checkpoint_id) -> HttpResponse:
     """Preview, then fork a graph task from one of its LangGraph checkpoints."""
     task = access_task(request.user, task_id)
     error, status = "", 200
@@ -117,7 +118,7 @@ def graph_rollback_page(request: HttpRequest, task_id, checkpoint_id) -> HttpRes
 
 
 @viewer_required
-def diff_page(request: HttpRequest, task_id) -> HttpResponse:
+def diff_page(request: AuthedRequest, task_id) -> HttpResponse:
     task = access_task(request.user, task_id)
     checkpoints = list(Checkpoint.objects.filter(task=task).order_by("seq"))
     by_id = {str(cp.id): cp for cp in checkpoints}
@@ -150,7 +151,7 @@ def diff_page(request: HttpRequest, task_id) -> HttpResponse:
     )
 
 
-def _retry_changes(request: HttpRequest) -> RetryChanges:
+def _retry_changes(request: AuthedRequest) -> RetryChanges:
     """The retry form's fields (prefilled with the values in force; the service applies only
     those that differ). Raises pydantic's ValidationError for a field out of shape."""
     post = request.POST
@@ -173,7 +174,7 @@ COMPENSATION_ACTIONS = tuple(f"compensation_{d}" for d in recovery.COMPENSATION_
 
 @require_POST
 @operator_required
-def recover_action(request: HttpRequest, task_id) -> HttpResponse:
+def recover_action(request: AuthedRequest, task_id) -> HttpResponse:
     """Retry (with the form's spec changes) / resume / auto buttons on the task page, and the
     retry / mark done / skip of a rollback's failed compensation; the
     message says what a retry changed and which strategy `auto` chose, and why."""

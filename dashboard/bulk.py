@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from checkpoints.recovery import RecoveryConflict, RecoveryInvalid, task_cancel, task_retry
 from tasks.models import Task
@@ -37,7 +37,7 @@ class BulkOutcome:
 
 
 def tasks_apply(
-    *, task_ids: Iterable[Any], action: BulkAction, user: AbstractBaseUser, reason: str = ""
+    *, task_ids: Iterable[Any], action: BulkAction, user: User, reason: str = ""
 ) -> BulkOutcome:
     """Apply `action` to each task in its own transaction (the action's own): a task that
     changed meanwhile is skipped with the reason and the others go on."""

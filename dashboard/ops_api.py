@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
 from dashboard import services
+from harness_base.http import AuthedRequest
 from tasks import selectors
 from tasks.schemas import ErrorOut
 from tasks.web.api_auth import OPERATE
@@ -20,7 +20,7 @@ class RequeueOut(Schema):
 
 
 @router.get("ops/workers", response=list[selectors.WorkerInfo])
-def ops_workers(request: HttpRequest):
+def ops_workers(request: AuthedRequest):
     """Every registered RQ worker (tasks.selectors.workers.WorkerInfo, field by field)."""
     return selectors.workers_overview()
 
@@ -30,7 +30,7 @@ def ops_workers(request: HttpRequest):
     auth=OPERATE,
     response={200: RequeueOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut},
 )
-def ops_job_requeue(request: HttpRequest, queue_name: str, job_id: str):
+def ops_job_requeue(request: AuthedRequest, queue_name: str, job_id: str):
     """Put a failed job back on its queue; 409 naming why when its task would not be resumed
     by it (finished, waiting for a decision, redispatched under another job, ...)."""
     try:

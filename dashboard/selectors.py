@@ -11,7 +11,7 @@ from functools import cache
 from typing import Any
 from zoneinfo import available_timezones
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, Min, QuerySet
 
 from dashboard.models import UserPreference
@@ -147,7 +147,7 @@ def time_zones() -> frozenset[str]:
     return frozenset(available_timezones())
 
 
-def user_time_zone(*, user: AbstractBaseUser) -> str:
+def user_time_zone(*, user: User) -> str:
     """The zone `user` chose for the pages, or "" (the browser's zone). One primary-key read
     per user object (a request's layout and its charts share it)."""
     if not user.is_authenticated:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import django_rq
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job
@@ -26,7 +26,7 @@ class RequeueRefused(Exception):
     """The job's task is not in a state the requeued job would resume (the message says why)."""
 
 
-def rq_job_requeue(*, queue_name: str, job_id: str, user: AbstractBaseUser) -> None:
+def rq_job_requeue(*, queue_name: str, job_id: str, user: User) -> None:
     """Move a failed job back onto its queue, audited as `requeue`. A `run_task` job is
     requeued only while its task would be taken by it (dashboard.queues.requeue_refusal):
     RequeueRefused otherwise, naming why."""
@@ -60,7 +60,7 @@ def rq_job_requeue(*, queue_name: str, job_id: str, user: AbstractBaseUser) -> N
         )
 
 
-def preference_time_zone_set(*, user: AbstractBaseUser, time_zone: str) -> UserPreference:
+def preference_time_zone_set(*, user: User, time_zone: str) -> UserPreference:
     """Show `user` every time in `time_zone` (an IANA name), or in the browser's zone ("")."""
     if time_zone and time_zone not in time_zones():
         raise ValueError(f"unknown time zone {time_zone[:64]!r}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.pagination import paginate
@@ -14,6 +13,7 @@ from checkpoints import recovery
 from checkpoints.api import CheckpointOut
 from checkpoints.models import Checkpoint
 from dashboard.outputs import output_download
+from harness_base.http import AuthedRequest
 from tasks import selectors, services
 from tasks.models import ToolOutput
 from tasks.schemas import ErrorOut, TaskOut
@@ -88,13 +88,13 @@ def _conflict(exc: Exception) -> HttpError:
     return HttpError(409, str(exc))
 
 
-def _require_operator(request: HttpRequest) -> None:
+def _require_operator(request: AuthedRequest) -> None:
     if not selectors.user_can_operate(request.user):
         raise HttpError(403, "only operators may do this")
 
 
 @router.post("tasks", auth=CREATE, response={201: TaskOut, 403: ErrorOut, 422: ErrorOut})
-def task_create(request: HttpRequest, spec: TaskSpec):
+def task_create(request: AuthedRequest, spec: TaskSpec):
     try:
         task = services.task_create(spec=spec, user=request.user)
     except services.SpecError as exc:
@@ -110,24 +110,24 @@ def task_create(request: HttpRequest, spec: TaskSpec):
 
 @router.get("tasks", response=list[TaskOut])
 @paginate(ApiPagination, page_size=50)
-def task_list(request: HttpRequest, status: str | None = None, q: str | None = None):
+def task_list(request: AuthedRequest, status: str | None = None, q: str | None = None):
     return selectors.tasks_list(status=status, q=q, with_children=True)
 
 
 @router.get("tasks/{task_id}", response=TaskOut)
-def task_get(request: HttpRequest, task_id: str):
+def task_get(request: AuthedRequest, task_id: str):
     return selectors.access_task(request.user, task_id)
 
 
 @router.get("tasks/{task_id}/checkpoints", response=list[CheckpointOut])
-def task_checkpoints(request: HttpRequest, task_id: str):
+def task_checkpoints(request: AuthedRequest, task_id: str):
     task = selectors.access_task(request.user, task_id)
     return Checkpoint.objects.filter(task=task).order_by("seq")
 
 
 @router.get("tasks/{task_id}/events", response=list[EventOut])
 def task_events(
-    request: HttpRequest, task_id: str, after: int | None = Query(None, ge=0, le=2**63 - 1)
+    request: AuthedRequest, task_id: str, after: int | None = Query(None, ge=0, le=2**63 - 1)
 ):
     task = selectors.access_task(request.user, task_id)
     return [
@@ -144,7 +144,7 @@ def task_events(
 
 
 @router.get("tasks/{task_id}/tool-calls", response=list[ToolCallOut])
-def task_tool_calls(request: HttpRequest, task_id: str):
+def task_tool_calls(request: AuthedRequest, task_id: str):
     task = selectors.access_task(request.user, task_id)
     calls = list(selectors.task_tool_calls(task=task))
     outputs = selectors.task_call_outputs(task=task, call_ids=[call.call_id for call in calls])
@@ -154,7 +154,7 @@ def task_tool_calls(request: HttpRequest, task_id: str):
 
 
 @router.get("tasks/{task_id}/outputs/{output_id}", response={200: None, 404: ErrorOut})
-def task_output(request: HttpRequest, task_id: str, output_id: int):
+def task_output(request: AuthedRequest, task_id: str, output_id: int):
     """One stored output part of a call: its bytes as a download (text/plain, a safe image
     type or application/octet-stream; attachment, nosniff)."""
     task = selectors.access_task(request.user, task_id)
@@ -164,7 +164,7 @@ def task_output(request: HttpRequest, task_id: str, output_id: int):
 @router.post(
     "tasks/{task_id}/cancel", auth=OPERATE, response={200: TaskOut, 403: ErrorOut, 409: ErrorOut}
 )
-def task_cancel(request: HttpRequest, task_id: str):
+def task_cancel(request: AuthedRequest, task_id: str):
     task = selectors.access_task(request.user, task_id)
     _require_operator(request)
     body = optional_body(request, CancelIn)
@@ -181,7 +181,7 @@ def task_cancel(request: HttpRequest, task_id: str):
     auth=OPERATE,
     response={200: TaskOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
 )
-def task_priority(request: HttpRequest, task_id: str, body: PriorityIn):
+def task_priority(request: AuthedRequest, task_id: str, body: PriorityIn):
     """Change the task's priority (audited); a queued task's job moves to that queue at once."""
     task = selectors.access_task(request.user, task_id)
     _require_operator(request)

@@ -10,10 +10,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from harness_base.http import AuthedRequest
 from tasks import selectors, services
 from tasks.models import TaskTemplate
 from tasks.schemas import ErrorOut, TaskOut
@@ -67,13 +67,13 @@ def _invalid(errors: list[dict[str, str]], detail: str = "invalid task spec") ->
 
 
 @router.get("templates", auth=CREATE, response=list[TemplateOut])
-def template_list(request: HttpRequest):
+def template_list(request: AuthedRequest):
     """Your templates, newest first."""
     return selectors.templates_of(request.user)
 
 
 @router.post("templates", auth=CREATE, response={201: TemplateOut, **ERRORS})
-def template_create(request: HttpRequest, body: TemplateIn):
+def template_create(request: AuthedRequest, body: TemplateIn):
     source = None
     spec = body.spec
     if body.task_id is not None:
@@ -93,12 +93,12 @@ def template_create(request: HttpRequest, body: TemplateIn):
 
 
 @router.get("templates/{template_id}", auth=CREATE, response={200: TemplateOut, 404: ErrorOut})
-def template_get(request: HttpRequest, template_id: str):
+def template_get(request: AuthedRequest, template_id: str):
     return selectors.access_template(request.user, template_id)
 
 
 @router.post("templates/{template_id}/start", auth=CREATE, response={201: TaskOut, **ERRORS})
-def template_start(request: HttpRequest, template_id: str, body: TemplateStartIn):
+def template_start(request: AuthedRequest, template_id: str, body: TemplateStartIn):
     """Start a task from the template, its spec changed by the body (TemplateStartIn), checked
     and created as `POST /api/v1/tasks` would. Errors name the field of the spec."""
     changes = body.model_dump()

@@ -36,6 +36,7 @@ import os
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,14 +160,14 @@ def metric_observe(metric: Metric, seconds: float, **labels: Any) -> None:
 
 
 def _add(
-    *, ints: list[tuple[tuple[str, str], int]], floats: list[tuple[tuple[str, str], float]] = ()
+    *, ints: list[tuple[tuple[str, str], int]], floats: Sequence[tuple[tuple[str, str], float]] = ()
 ) -> None:
     buffer = _buffer
     with buffer.lock:
         for where, amount in ints:
             buffer.ints[where] += amount
-        for where, amount in floats:
-            buffer.floats[where] += amount
+        for where, seconds in floats:
+            buffer.floats[where] += seconds
         if buffer.flusher is None:
             buffer.flusher = threading.Thread(
                 target=_flush_forever, args=(buffer,), name="metrics-flush", daemon=True
@@ -194,8 +195,8 @@ def metrics_flush() -> None:
         pipe = metrics_connection().pipeline(transaction=False)
         for (key, field), amount in ints.items():
             pipe.hincrby(key, field, amount)
-        for (key, field), amount in floats.items():
-            pipe.hincrbyfloat(key, field, amount)
+        for (key, field), total in floats.items():
+            pipe.hincrbyfloat(key, field, total)
         pipe.execute()
     except Exception:
         if not buffer.warned:

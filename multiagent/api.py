@@ -8,11 +8,11 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
 from harness_base.config import harness_config
+from harness_base.http import AuthedRequest
 from multiagent import coordinator, recovery, selectors
 from tasks.schemas import ERRORS
 from tasks.selectors import access_task, user_can_operate
@@ -93,11 +93,11 @@ class GroupPreviewOut(Schema):
     superseded_global_seqs: list[int]
 
 
-def _root(request: HttpRequest, task_id: str):
+def _root(request: AuthedRequest, task_id: str):
     return selectors.group_root(access_task(request.user, task_id))
 
 
-def _operate(request: HttpRequest, task_id: str):
+def _operate(request: AuthedRequest, task_id: str):
     root = _root(request, task_id)
     if not user_can_operate(request.user):
         raise HttpError(403, "only operators may do this")
@@ -112,19 +112,19 @@ def _global_checkpoint(root, global_checkpoint_id: UUID):
 
 
 @router.get("tasks/{task_id}/group", response={200: list[MemberOut], **ERRORS})
-def group(request: HttpRequest, task_id: str):
+def group(request: AuthedRequest, task_id: str):
     """Every task of the group (the root first), with status, current step and cost."""
     return Status(200, selectors.group_members(root=_root(request, task_id)))
 
 
 @router.get("tasks/{task_id}/global-checkpoints", response=list[GlobalCheckpointOut])
-def global_checkpoints(request: HttpRequest, task_id: str):
+def global_checkpoints(request: AuthedRequest, task_id: str):
     """The group's global checkpoints (consistent cuts), oldest first."""
     return selectors.global_checkpoints(root=_root(request, task_id))
 
 
 @router.post("tasks/{task_id}/global-checkpoints", auth=OPERATE, response={202: RoundOut, **ERRORS})
-def global_checkpoint_take(request: HttpRequest, task_id: str):
+def global_checkpoint_take(request: AuthedRequest, task_id: str):
     """Take a global checkpoint now (two-phase commit): running agents prepare at their next
     step boundary; the round commits when all have, or aborts after the prepare timeout."""
     root = _operate(request, task_id)
@@ -141,7 +141,7 @@ def global_checkpoint_take(request: HttpRequest, task_id: str):
 @router.get(
     "tasks/{task_id}/global-checkpoints/rounds/{round_id}", response={200: RoundOut, **ERRORS}
 )
-def global_checkpoint_round(request: HttpRequest, task_id: str, round_id: UUID):
+def global_checkpoint_round(request: AuthedRequest, task_id: str, round_id: UUID):
     """A round's progress: preparing, committed (with its global checkpoint) or aborted."""
     found = selectors.round_get(root=_root(request, task_id), round_id=round_id)
     if found is None:
@@ -150,7 +150,7 @@ def global_checkpoint_round(request: HttpRequest, task_id: str, round_id: UUID):
 
 
 @router.get("tasks/{task_id}/group-rollback/preview", response={200: GroupPreviewOut, **ERRORS})
-def group_rollback_preview(request: HttpRequest, task_id: str, global_checkpoint_id: UUID):
+def group_rollback_preview(request: AuthedRequest, task_id: str, global_checkpoint_id: UUID):
     """What rolling the whole group back would do, per agent: files restored and deleted,
     checkpoints superseded, tasks canceled, and whether it is allowed now."""
     root = _root(request, task_id)
@@ -161,7 +161,7 @@ def group_rollback_preview(request: HttpRequest, task_id: str, global_checkpoint
 @router.post(
     "tasks/{task_id}/group-rollback", auth=OPERATE, response={200: GroupRollbackOut, **ERRORS}
 )
-def group_rollback(request: HttpRequest, task_id: str, body: GroupRollbackIn):
+def group_rollback(request: AuthedRequest, task_id: str, body: GroupRollbackIn):
     """Roll every agent of the group back to the global checkpoint, all or nothing (409
     while any participant runs; 422 when one cannot be restored: nothing changes)."""
     root = _operate(request, task_id)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from pydantic import ValidationError
 
@@ -66,7 +66,7 @@ def delegation_plan(
     arguments: dict[str, Any],
     steps_used: int,
     tokens_used: int,
-    user: AbstractBaseUser | None,
+    user: User | None,
 ) -> Delegation | str:
     """The child a delegate call would start, or why it cannot start (shown to the model).
     Budgets propagate down: the child gets at most what the parent has left. `user`: the

@@ -5,10 +5,11 @@ through selectors, act through services."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
+from harness_base.http import AuthedRequest
 from multiagent import charts, recovery, selectors
 from multiagent.shared import shared_files
 from tasks.selectors import access_task, user_can_operate
@@ -17,7 +18,7 @@ from tasks.web.access import operator_required, viewer_required
 
 
 @viewer_required
-def group_panel(request: HttpRequest, task_id) -> HttpResponse:
+def group_panel(request: AuthedRequest, task_id) -> HttpResponse:
     """The HTMX fragment under a group member's task page."""
     task = access_task(request.user, task_id)
     root = selectors.group_root(task)
@@ -41,7 +42,7 @@ def group_panel(request: HttpRequest, task_id) -> HttpResponse:
 
 
 @operator_required
-def group_rollback_page(request: HttpRequest, task_id) -> HttpResponse:
+def group_rollback_page(request: AuthedRequest, task_id) -> HttpResponse:
     root = selectors.group_root(access_task(request.user, task_id))
     cut = selectors.global_checkpoint_get(
         root=root,

@@ -11,7 +11,10 @@ nobody decides it."""
 
 from __future__ import annotations
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -23,7 +26,7 @@ from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvali
 ALREADY_USED = "this link was already used; open the review page to decide"
 
 
-def decision_link_open(*, token: str, review_id: int, user: AbstractBaseUser) -> DecisionLink:
+def decision_link_open(*, token: str, review_id: int, user: User) -> DecisionLink:
     """The link, if `user` may use it now: its recipient, not used yet. ReviewInvalid (field
     `token`), ReviewForbidden or ReviewConflict otherwise."""
     try:
@@ -41,7 +44,7 @@ def decision_link_open(*, token: str, review_id: int, user: AbstractBaseUser) ->
 
 
 def decision_link_use(
-    *, token: str, review_id: int, user: AbstractBaseUser, comment: str = ""
+    *, token: str, review_id: int, user: User, comment: str = ""
 ) -> ReviewRequest:
     """Decide what the link says, as `user` (the confirmation page's POST). The link is spent
     first, in its own transaction (of two concurrent uses one gets ReviewConflict), then

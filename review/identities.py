@@ -12,14 +12,14 @@ createsuperuser): nobody sets their own."""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from review.models import ReviewerProfile
 
 EMAIL_MAX = 254
 
 
-def user_for_slack_id(*, slack_user_id: str) -> AbstractBaseUser | None:
+def user_for_slack_id(*, slack_user_id: str) -> User | None:
     """The active user who set this Slack user id on their profile, if any."""
     profile = (
         ReviewerProfile.objects.select_related("user")
@@ -30,7 +30,7 @@ def user_for_slack_id(*, slack_user_id: str) -> AbstractBaseUser | None:
     return profile.user if profile is not None else None
 
 
-def users_with_verified_email(*, email: str) -> list[AbstractBaseUser]:
+def users_with_verified_email(*, email: str) -> list[User]:
     """The active users whose verified email is `email` (case-insensitive): at most two, so
     that a caller can tell "exactly one" from "more than one"."""
     if not email or len(email) > EMAIL_MAX or "\x00" in email:
@@ -38,7 +38,7 @@ def users_with_verified_email(*, email: str) -> list[AbstractBaseUser]:
     return list(get_user_model().objects.filter(email__iexact=email, is_active=True)[:2])
 
 
-def slack_user_id_of(*, user: AbstractBaseUser) -> str:
+def slack_user_id_of(*, user: User) -> str:
     """The Slack user id `user` set ("" for none)."""
     found = ReviewerProfile.objects.filter(user_id=user.pk).values_list("slack_user_id", flat=True)
     return found.first() or ""

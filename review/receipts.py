@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from review.models import DecisionReceipt, ReceiptChainHead, ReviewRequest, ReviewRule
@@ -122,7 +122,7 @@ def receipt_record(
     review: ReviewRequest,
     decision: str,
     actor: str,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     via: str,
     now: datetime,
     comment: str = "",
@@ -169,7 +169,7 @@ def rule_subject(rule: ReviewRule, *, reason: str) -> dict[str, Any]:
 
 
 def rule_receipt_record(
-    *, rule: ReviewRule, decision: str, user: AbstractBaseUser, via: str, reason: str
+    *, rule: ReviewRule, decision: str, user: User, via: str, reason: str
 ) -> DecisionReceipt:
     """Append the receipt of an operator's pause, resume or revoke of a standing rule (as it
     stands after it), inside that action's transaction."""

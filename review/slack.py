@@ -29,11 +29,13 @@ import json
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from django.conf import settings
-from django.contrib.auth.base_user import AbstractBaseUser
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
@@ -141,7 +143,7 @@ def _action(payload: _Payload) -> tuple[str, int, str]:
     return decision, value.review_id, value.arguments_hash
 
 
-def slack_user(*, channel: SlackChannelConfig, slack_user_id: str) -> AbstractBaseUser | str:
+def slack_user(*, channel: SlackChannelConfig, slack_user_id: str) -> User | str:
     """The harness user a Slack user is, or why there is none: the one who set this Slack
     user id on their profile (it wins), else the one account whose verified email is the one
     users.info gives (review.identities)."""
@@ -178,9 +180,7 @@ def slack_user(*, channel: SlackChannelConfig, slack_user_id: str) -> AbstractBa
     return users[0]
 
 
-def _decide(
-    *, user: AbstractBaseUser, decision: str, review_id: int, arguments_hash: str
-) -> tuple[str, bool]:
+def _decide(*, user: User, decision: str, review_id: int, arguments_hash: str) -> tuple[str, bool]:
     """(the answer, whether the button was stale: it binds arguments the review no longer
     has, because an approval edited them after the message was sent)."""
     url = review_url(review_id=review_id)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -38,7 +38,7 @@ COMMENT_MAX = 2000
 BULK_MAX_ITEMS = 100
 
 
-def _locked(*, review_id: Any, user: AbstractBaseUser) -> ReviewRequest:
+def _locked(*, review_id: Any, user: User) -> ReviewRequest:
     """The review, locked (task row first), for a triage write by an operator."""
     if not user_can_decide(user):
         raise ReviewForbidden("only operators triage reviews")
@@ -47,13 +47,11 @@ def _locked(*, review_id: Any, user: AbstractBaseUser) -> ReviewRequest:
     return ReviewRequest.objects.select_for_update().get(id=review_id)
 
 
-def _username(user: AbstractBaseUser | None) -> str | None:
+def _username(user: User | None) -> str | None:
     return user.get_username() if user is not None else None
 
 
-def review_claim(
-    *, review_id: Any, user: AbstractBaseUser, take_over: bool = False
-) -> ReviewRequest:
+def review_claim(*, review_id: Any, user: User, take_over: bool = False) -> ReviewRequest:
     """`user` claims a pending review. Claimed by someone else: ReviewConflict naming them,
     unless `take_over` (audited as a take-over, with the previous claimant)."""
     with transaction.atomic():
@@ -83,7 +81,7 @@ def review_claim(
     return review
 
 
-def review_unclaim(*, review_id: Any, user: AbstractBaseUser) -> ReviewRequest:
+def review_unclaim(*, review_id: Any, user: User) -> ReviewRequest:
     """The claimant gives a review back; anyone else gets ReviewConflict."""
     with transaction.atomic():
         review = _locked(review_id=review_id, user=user)
@@ -108,7 +106,7 @@ def review_unclaim(*, review_id: Any, user: AbstractBaseUser) -> ReviewRequest:
 
 
 def review_assign(
-    *, review_id: Any, user: AbstractBaseUser, to_user: str = "", to_group: str = ""
+    *, review_id: Any, user: User, to_user: str = "", to_group: str = ""
 ) -> ReviewRequest:
     """Assign a pending review to a person who may decide it (`to_user`, a username) or to
     a group whose members decide reviews (`to_group`); both empty clears the assignment.
@@ -159,7 +157,7 @@ def review_assign(
     return review
 
 
-def review_comment_add(*, review_id: Any, user: AbstractBaseUser, text: str) -> ReviewComment:
+def review_comment_add(*, review_id: Any, user: User, text: str) -> ReviewComment:
     """Add a note to a review's thread (any status: a thread outlives the decision). Plain
     text, 1..COMMENT_MAX characters, no NUL; audited."""
     if not user_can_decide(user):
@@ -215,7 +213,7 @@ def _edit_unseen(*, review: ReviewRequest, seen: str, edited_named: str) -> str:
 
 def reviews_decide_bulk(
     *,
-    user: AbstractBaseUser,
+    user: User,
     decision: Literal["approve", "reject"],
     items: list[tuple[Any, str, str]],
     via: str,

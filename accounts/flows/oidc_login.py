@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import Group, User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -70,7 +70,7 @@ def verified_email(claims: Mapping[str, Any]) -> str:
     return ""
 
 
-def _email_link(*, user: AbstractBaseUser, claims: Mapping[str, Any]) -> None:
+def _email_link(*, user: User, claims: Mapping[str, Any]) -> None:
     """Keep the account's email what the provider verifies: a verified address is stored
     (linked); an address the provider does not verify is cleared if the account holds it
     (stored before this check existed, or unverified since), and never stored. Audited."""
@@ -118,7 +118,7 @@ def _identity_create(*, config: OidcConfig, claims: Mapping[str, Any]) -> SsoIde
         )
 
 
-def oidc_login_complete(*, config: OidcConfig, claims: Mapping[str, Any]) -> AbstractBaseUser:
+def oidc_login_complete(*, config: OidcConfig, claims: Mapping[str, Any]) -> User:
     """The user for verified ID token claims (`sub` required), with the roles the groups
     claim maps to now."""
     groups = claimed_groups(claims.get(config.groups_claim))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -46,12 +46,12 @@ class PeopleError(Exception):
 
 @dataclass(frozen=True)
 class Invited:
-    user: AbstractBaseUser
+    user: User
     # The one-time set-password link's path (None for an identity of the provider).
     link_path: str | None
 
 
-def _manager(by: AbstractBaseUser) -> None:
+def _manager(by: User) -> None:
     if not user_can_manage_people(by):
         raise PeopleError(
             "only operators with the admin flag, or superusers, manage people", status=403
@@ -63,7 +63,7 @@ def _rank(role: str, admin: bool) -> tuple[int, int]:
     return (len(roles) - roles.index(role) if role in roles else 0, int(admin))
 
 
-def _role_groups_set(user: AbstractBaseUser, role: str) -> None:
+def _role_groups_set(user: User, role: str) -> None:
     groups = {g.name: g for g in Group.objects.filter(name__in=ROLE_LABELS)}
     if len(groups) < len(ROLE_LABELS):
         groups = roles_ensure()
@@ -72,7 +72,7 @@ def _role_groups_set(user: AbstractBaseUser, role: str) -> None:
         user.groups.add(groups[role])
 
 
-def _target(*, by: AbstractBaseUser, user_id: int) -> AbstractBaseUser:
+def _target(*, by: User, user_id: int) -> User:
     """The person to change, locked, after the admins were (see admins_active)."""
     admins_active(lock=True)
     user = get_user_model().objects.select_for_update().filter(pk=user_id).first()
@@ -83,7 +83,7 @@ def _target(*, by: AbstractBaseUser, user_id: int) -> AbstractBaseUser:
     return user
 
 
-def _last_admin_guard(*, user: AbstractBaseUser, field: str) -> None:
+def _last_admin_guard(*, user: User, field: str) -> None:
     """Refuse when `user`, about to lose the right to manage people, is the last who has it
     (the admins' rows are locked by _target)."""
     if not any(admin.pk != user.pk for admin in admins_active()):
@@ -103,7 +103,7 @@ def _valid(**values: str) -> None:
 
 def person_invite(
     *,
-    by: AbstractBaseUser,
+    by: User,
     username: str,
     email: str = "",
     role: str,
@@ -162,9 +162,7 @@ def person_invite(
     return Invited(user=user, link_path=invite_path(user=user) if sign_in == "password" else None)
 
 
-def person_role_set(
-    *, by: AbstractBaseUser, user_id: int, role: str, admin: bool
-) -> AbstractBaseUser:
+def person_role_set(*, by: User, user_id: int, role: str, admin: bool) -> User:
     """Give the person `role` (a role group name, "" for none) and the admin flag."""
     _manager(by)
     if role and role not in ROLE_LABELS:
@@ -199,7 +197,7 @@ def person_role_set(
     return user
 
 
-def _sessions_end(user: AbstractBaseUser) -> int:
+def _sessions_end(user: User) -> int:
     """Delete every stored session signed in as `user` (the database session store keeps
     the user id inside the signed data, so each live one is read)."""
     ended = []
@@ -210,7 +208,7 @@ def _sessions_end(user: AbstractBaseUser) -> int:
     return len(ended)
 
 
-def person_deactivate(*, by: AbstractBaseUser, user_id: int) -> AbstractBaseUser:
+def person_deactivate(*, by: User, user_id: int) -> User:
     """Deactivate the person: no sign-in from now, their sessions ended and their API tokens
     revoked in the same transaction (the token check also refuses an inactive user's)."""
     _manager(by)

@@ -4,7 +4,7 @@ checks again, accounts.people_views)."""
 from __future__ import annotations
 
 from django import template
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from accounts.selectors import user_can_manage_people
 
@@ -12,5 +12,5 @@ register = template.Library()
 
 
 @register.filter
-def manages_people(user: AbstractBaseUser | None) -> bool:
+def manages_people(user: User | None) -> bool:
     return user_can_manage_people(user)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import time
 from decimal import Decimal
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from agent.llm import ModelDecision
 from tasks import services
@@ -15,12 +17,55 @@ from tasks.models import ToolCall
 from tasks.spec import MAX_TURN_TOKENS
 from tasks.tools.registry import ToolContext, ToolSpec, registry
 
+if TYPE_CHECKING:
+    from agent.llm import ModelAdapter
+    from agent.runtime.session_clock import SessionClock
+    from agent.tools.mcp_client import McpConnections
+    from checkpoints.models import Blob, Checkpoint
+    from checkpoints.services import CheckpointCodec
+    from harness_base.config import HarnessConfig
+    from tasks.agent_state import AgentState
+    from tasks.models import Task, TaskEvent, ToolOutput
+    from tasks.spec import TaskSpec
+
 # Task.cost_usd is a decimal(12, 6): the running cost stops just below what it holds.
 MAX_COST_USD = 999_999.0
 
 
 class RunBookkeeping:
     """Run's events, clocks, usage and tools."""
+
+    # The state the parts share, set by `Run.__init__` (agent.runtime.run says what each is).
+    task: Task
+    task_id: UUID
+    epoch: int
+    spec: TaskSpec
+    config: HarnessConfig
+    tool_s: float
+    model: ModelAdapter
+    workspace: Path
+    shared: Path | None
+    pending_events: list[TaskEvent]
+    deferred_rows: list[ToolCall]
+    pending_outputs: list[ToolOutput]
+    snapshot: dict | None
+    changed: set[str]
+    cancel_seen: bool
+    state: AgentState
+    head_id: Any
+    written_head: Any
+    staged: list[Checkpoint]
+    blobs: dict[str, Blob]
+    codec: CheckpointCodec
+    turn_unwritten: bool
+    effect_unwritten: bool
+    seq: int
+    run_started: float
+    seconds_before: float
+    session: SessionClock
+    human_wait_s: float
+    mcp: McpConnections
+    mcp_specs: dict[str, ToolSpec]
 
     # -- bookkeeping ---------------------------------------------------------------------
 

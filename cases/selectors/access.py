@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from cases.models import Case, CaseRun
@@ -12,7 +12,7 @@ from tasks.errors import NotFound
 from tasks.selectors import user_can_view
 
 
-def access_case(user: AbstractBaseUser, case_id: Any) -> Case:
+def access_case(user: User, case_id: Any) -> Case:
     """A case `user` may read (any role may; no role reads nothing). NotFound otherwise."""
     if not user_can_view(user):
         raise NotFound("case not found")
@@ -26,7 +26,7 @@ def access_case(user: AbstractBaseUser, case_id: Any) -> Case:
         raise
 
 
-def access_case_run(user: AbstractBaseUser, run_id: Any) -> CaseRun:
+def access_case_run(user: User, run_id: Any) -> CaseRun:
     if not user_can_view(user):
         raise NotFound("replay not found")
     try:

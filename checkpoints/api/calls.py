@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest
 from ninja import Status
 from ninja.errors import HttpError
 
 from checkpoints import recovery
+from harness_base.http import AuthedRequest
 from tasks.selectors import access_task, user_can_operate
 from tasks.states import IllegalTransition, TransitionConflict
 
 
-def operate(request: HttpRequest, task_id: str):
+def operate(request: AuthedRequest, task_id: str):
     task = access_task(request.user, task_id)
     if not user_can_operate(request.user):
         raise HttpError(403, "only operators may do this")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 
 from checkpoints import recovery
 from checkpoints.api.calls import operate
 from checkpoints.fork import ForkEdits, ForkRefused, task_adopt, task_fork
+from harness_base.http import AuthedRequest
 from tasks.schemas import ERRORS, TaskOut
 from tasks.selectors import access_task
 from tasks.states import IllegalTransition, TransitionConflict
@@ -29,7 +29,7 @@ class ForkIn(ForkEdits):
     response={201: TaskOut, **ERRORS},
     operation_id="checkpoints_api_fork",
 )
-def fork(request: HttpRequest, task_id: str, body: ForkIn):
+def fork(request: AuthedRequest, task_id: str, body: ForkIn):
     """A sibling task from one of this task's checkpoints (its state, edited, and its
     workspace): messages by index, pending calls' arguments by call id, the system prompt,
     the budget. The original is left untouched; the sibling's `fork_of` names it."""
@@ -62,7 +62,7 @@ class AdoptIn(Schema):
     response={200: TaskOut, **ERRORS},
     operation_id="checkpoints_api_adopt",
 )
-def adopt(request: HttpRequest, task_id: str, body: AdoptIn):
+def adopt(request: AuthedRequest, task_id: str, body: AdoptIn):
     """ "Adopt this branch": roll the task forward to its finished fork's head (state and
     workspace) and resume it from there; audited."""
     task = operate(request, task_id)

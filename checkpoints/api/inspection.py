@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from django.http import HttpRequest
 from ninja import Router, Status
 
 from checkpoints import selectors
 from checkpoints.api.schemas import DiffOut, PlanOut
 from checkpoints.services import CheckpointCorrupted
+from harness_base.http import AuthedRequest
 from tasks.schemas import ERRORS
 from tasks.selectors import access_task
 
@@ -22,7 +22,7 @@ router = Router()
     response={200: PlanOut, **ERRORS},
     operation_id="checkpoints_api_recovery_plan",
 )
-def recovery_plan(request: HttpRequest, task_id: str):
+def recovery_plan(request: AuthedRequest, task_id: str):
     """What `auto` would do now, and why."""
     task = access_task(request.user, task_id)
     return Status(200, selectors.recovery_plan(task=task).__dict__)
@@ -33,7 +33,7 @@ def recovery_plan(request: HttpRequest, task_id: str):
     response={200: DiffOut, **ERRORS},
     operation_id="checkpoints_api_checkpoint_diff",
 )
-def checkpoint_diff(request: HttpRequest, task_id: str, a: UUID, b: UUID):
+def checkpoint_diff(request: AuthedRequest, task_id: str, a: UUID, b: UUID):
     """AgentState differences and file changes (with text diffs) from checkpoint a to b."""
     task = access_task(request.user, task_id)
     first = selectors.checkpoint_get(task=task, checkpoint_id=a)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from tasks import services
@@ -15,7 +15,7 @@ from tasks.signals import history_superseded
 from tasks.states import TERMINAL, TaskStatus, TransitionConflict
 
 
-def task_cancel(*, task_id: Any, user: AbstractBaseUser, reason: str = "") -> Task:
+def task_cancel(*, task_id: Any, user: User, reason: str = "") -> Task:
     """Cancel now when no worker holds the task; otherwise ask the worker to stop at its next
     boundary (it also stops a running tool). Cancel propagates down: every child task still
     going is canceled too."""

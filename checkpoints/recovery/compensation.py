@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -28,9 +28,7 @@ _TO = {
 }
 
 
-def compensation_decide(
-    *, task_id: Any, user: AbstractBaseUser, decision: str, comment: str = ""
-) -> Task:
+def compensation_decide(*, task_id: Any, user: User, decision: str, comment: str = "") -> Task:
     """Settle the failed compensation of a `compensation_failed` task and queue the task.
     Raises RecoveryInvalid (bad decision), RecoveryConflict (the task is not waiting for this,
     or the compensation is not failed any more); on either nothing changes."""

@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from checkpoints.models import Checkpoint
 from checkpoints.recovery.errors import RecoveryInvalid
@@ -60,7 +60,7 @@ OUTCOME_CLEARED = {"error_class": "", "error_message": "", "result": ""}
 def fork_checkpoint(
     *,
     task: Task,
-    user: AbstractBaseUser | None,
+    user: User | None,
     kind: str,
     reason: str,
     resume: bool,

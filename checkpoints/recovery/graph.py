@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 from langgraph.checkpoint.base.id import uuid6
 
@@ -34,7 +34,7 @@ from tasks.states import TaskStatus
 def graph_requeue(
     *,
     task: Task,
-    user: AbstractBaseUser | None,
+    user: User | None,
     kind: str,
     reason: str,
     revision: services.SpecRevision | None = None,
@@ -132,7 +132,7 @@ def graph_rollback(
     *,
     task: Task,
     checkpoint_id: str,
-    user: AbstractBaseUser | None,
+    user: User | None,
     reason: str,
     resume: bool,
 ) -> tuple[Task, dict | None]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from checkpoints.recovery.errors import RecoveryConflict, RecoveryInvalid
 from checkpoints.selectors import recovery_blocked
@@ -14,7 +14,7 @@ from checkpoints.services import LoadedCheckpoint, NoValidCheckpoint, checkpoint
 from tasks.models import Task
 
 
-def actor_of(user: AbstractBaseUser | None) -> str:
+def actor_of(user: User | None) -> str:
     return user.get_username() if user is not None and user.is_authenticated else "system"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from checkpoints.recovery.forking import (
@@ -30,7 +30,7 @@ from tasks.states import TaskStatus
 def task_retry(
     *,
     task_id: Any,
-    user: AbstractBaseUser | None,
+    user: User | None,
     reason: str,
     resume: bool = True,
     changes: RetryChanges | None = None,
@@ -99,7 +99,7 @@ def task_retry(
 def task_forward(
     *,
     task_id: Any,
-    user: AbstractBaseUser | None,
+    user: User | None,
     reason: str,
     resume: bool = True,
 ) -> RecoveryResult:
@@ -132,7 +132,7 @@ def task_forward(
         )
 
 
-def task_resume(*, task_id: Any, user: AbstractBaseUser | None, reason: str = "") -> Task:
+def task_resume(*, task_id: Any, user: User | None, reason: str = "") -> Task:
     """Resume a held task (its head already carries the recovery note). A failed, canceled
     or stalled task goes forward from its newest valid checkpoint instead."""
     with transaction.atomic():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from checkpoints.recovery.compensating import (
@@ -31,7 +31,7 @@ def checkpoint_rollback(
     *,
     task_id: Any,
     checkpoint_id: Any,
-    user: AbstractBaseUser | None,
+    user: User | None,
     reason: str,
     resume: bool,
 ) -> RecoveryResult:
@@ -66,7 +66,7 @@ def _task_rollback(
     *,
     task: Task,
     checkpoint_id: Any,
-    user: AbstractBaseUser | None,
+    user: User | None,
     reason: str,
     resume: bool,
 ) -> RecoveryResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from checkpoints.recovery.errors import RecoveryInvalid
 from checkpoints.recovery.forking import RecoveryResult
@@ -20,7 +20,7 @@ STRATEGIES = ("rollback", "retry", "forward", "auto")
 def task_recover(
     *,
     task_id: Any,
-    user: AbstractBaseUser | None,
+    user: User | None,
     strategy: str,
     reason: str,
     resume: bool = True,

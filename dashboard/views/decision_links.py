@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
+from harness_base.http import AuthedRequest
 from review import selectors
 from review.email_decisions import decision_link_open, decision_link_use
 from review.models import ReviewRequest, ReviewStatus
@@ -22,7 +23,7 @@ from tasks.web.access import viewer_required
 
 
 def _page(
-    request: HttpRequest, review: ReviewRequest, *, decision: str, error: str, status: int
+    request: AuthedRequest, review: ReviewRequest, *, decision: str, error: str, status: int
 ) -> HttpResponse:
     return render(
         request,
@@ -55,7 +56,7 @@ def _why_not(review: ReviewRequest, *, arguments_hash: str) -> tuple[str, int]:
 
 @viewer_required
 @require_http_methods(["GET", "POST"])
-def review_email_decision(request: HttpRequest, review_id: int, token: str) -> HttpResponse:
+def review_email_decision(request: AuthedRequest, review_id: int, token: str) -> HttpResponse:
     review = selectors.access_review(request.user, review_id)
     if request.method == "POST":
         try:

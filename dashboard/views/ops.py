@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from dashboard import queues, services
 from dashboard.supervised import supervised_processes
+from harness_base.http import AuthedRequest
 from review.selectors.notifications import notification_channels_health
 from tasks.selectors import (
     mcp_servers_overview,
@@ -22,7 +23,7 @@ from tasks.web.access import operator_required, viewer_required
 
 
 @viewer_required
-def operations(request: HttpRequest) -> HttpResponse:
+def operations(request: AuthedRequest) -> HttpResponse:
     return render(
         request,
         "dashboard/ops.html",
@@ -43,7 +44,7 @@ def operations(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @operator_required
-def job_requeue(request: HttpRequest, queue_name: str, job_id: str) -> HttpResponse:
+def job_requeue(request: AuthedRequest, queue_name: str, job_id: str) -> HttpResponse:
     try:
         services.rq_job_requeue(queue_name=queue_name, job_id=job_id, user=request.user)
         messages.success(request, f"Job {job_id} requeued on {queue_name}.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
@@ -11,13 +11,14 @@ from dashboard.selectors import user_time_zone
 from dashboard.stats.parts import WindowParts
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES, Window
+from harness_base.http import AuthedRequest
 from tasks.selectors import tasks_list
 from tasks.web.access import viewer_required
 from tasks.web.htmx import is_htmx
 
 
 @viewer_required
-def overview(request: HttpRequest) -> HttpResponse:
+def overview(request: AuthedRequest) -> HttpResponse:
     window = request_window(request, default="24h")
     context = {"status": selectors.status_counts(), "window": window}
     if is_htmx(request):
@@ -46,7 +47,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/overview.html", context)
 
 
-def _over_time_figure(request: HttpRequest, window: Window, parts: WindowParts) -> dict:
+def _over_time_figure(request: AuthedRequest, window: Window, parts: WindowParts) -> dict:
     """Drawn in the viewer's chosen zone, which its axis title names."""
     rows = stats.failure_rate_over_time(window, parts=parts)
     with timezone.override(user_time_zone(user=request.user) or "UTC"):

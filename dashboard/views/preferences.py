@@ -6,19 +6,20 @@ another's, whose clicks would then decide as them."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from dashboard import selectors, services
 from dashboard.forms import PreferencesForm
+from harness_base.http import AuthedRequest
 from review import selectors as review_selectors
 from tasks.web.access import viewer_required
 
 
 @require_http_methods(["GET", "POST"])
 @viewer_required
-def preferences(request: HttpRequest) -> HttpResponse:
+def preferences(request: AuthedRequest) -> HttpResponse:
     if request.method == "POST":
         form = PreferencesForm(request.POST)
         if "slack_user_id" in request.POST:
@@ -33,5 +34,5 @@ def preferences(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/preferences.html", _context(request, form))
 
 
-def _context(request: HttpRequest, form: PreferencesForm) -> dict[str, object]:
+def _context(request: AuthedRequest, form: PreferencesForm) -> dict[str, object]:
     return {"form": form, "slack_user_id": review_selectors.slack_user_id_of(user=request.user)}

@@ -6,12 +6,13 @@ typed and the preview in it."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from dashboard.views.review_inbox import inbox_query, inbox_view
 from dashboard.views.review_page import review_detail_page, review_edit_state
+from harness_base.http import AuthedRequest
 from review import selectors, services
 from tasks.canonical import canonical_hash
 from tasks.web.access import forbidden, viewer_required
@@ -20,7 +21,7 @@ from tasks.web.htmx import is_htmx
 
 @viewer_required
 @require_POST
-def review_edit_preview(request: HttpRequest, review_id: int) -> HttpResponse:
+def review_edit_preview(request: AuthedRequest, review_id: int) -> HttpResponse:
     review = selectors.access_review(request.user, review_id)
     if not selectors.user_can_decide(request.user):
         return forbidden(request, "only those who decide reviews may preview an edit")

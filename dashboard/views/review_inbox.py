@@ -9,13 +9,14 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http import HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control
 
 from dashboard.forms import ReviewFilterForm
 from dashboard.views.common import sort_headers
+from harness_base.http import AuthedRequest
 from review import selectors, triage
 from review.models import ReviewStatus, RuleRisk
 from tasks.canonical import canonical_hash
@@ -32,7 +33,7 @@ INBOX_COLUMNS = {
 }
 
 
-def inbox_view(request: HttpRequest) -> tuple[dict[str, str], list[str]]:
+def inbox_view(request: AuthedRequest) -> tuple[dict[str, str], list[str]]:
     """The inbox's filters and sort from the URL (ReviewFilterForm): (values, what fell back).
     `claimed_by=me` stays "me" here; `selector_filters` resolves it."""
     form = ReviewFilterForm(
@@ -50,7 +51,7 @@ def inbox_view(request: HttpRequest) -> tuple[dict[str, str], list[str]]:
     return values, problems
 
 
-def selector_filters(request: HttpRequest, values: dict[str, str]) -> dict[str, Any]:
+def selector_filters(request: AuthedRequest, values: dict[str, str]) -> dict[str, Any]:
     """Keyword arguments for selectors.reviews_list / reviews_pending_order (no status)."""
     claimed = values["claimed_by"]
     return {
@@ -72,7 +73,7 @@ def inbox_query(values: dict[str, str]) -> str:
 
 
 @viewer_required
-def inbox(request: HttpRequest) -> HttpResponse:
+def inbox(request: AuthedRequest) -> HttpResponse:
     values, problems = inbox_view(request)
     for problem in problems:
         messages.warning(request, problem)
@@ -109,7 +110,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
 
 
 @viewer_required
-def reviews_pending_count(request: HttpRequest) -> HttpResponse:
+def reviews_pending_count(request: AuthedRequest) -> HttpResponse:
     """The live review signals every page polls (static/reviews-live.js): pending and
     decidable counts for this user, the newest pending id, and the pending reviews newer than
     `?since=` (a review id). A 304 while its ETag (If-None-Match) still holds."""

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -18,6 +18,7 @@ from checkpoints.selectors import checkpoint_recent_messages
 from dashboard.edit_form import EditState, edit_bind, edit_initial
 from dashboard.views.review_drift import drift_arguments, drift_context, drift_decision_fields
 from dashboard.views.review_inbox import inbox_query, inbox_view, selector_filters
+from harness_base.http import AuthedRequest
 from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.rollups import review_viewed
@@ -58,7 +59,7 @@ def review_edit_state(review: ReviewRequest, data: QueryDict | None = None) -> E
 
 
 def review_detail_page(
-    request: HttpRequest,
+    request: AuthedRequest,
     review: ReviewRequest,
     *,
     edit: EditState | None = None,
@@ -155,7 +156,7 @@ def _decided(review: ReviewRequest) -> str:
 
 
 @viewer_required
-def review_detail(request: HttpRequest, review_id: int) -> HttpResponse:
+def review_detail(request: AuthedRequest, review_id: int) -> HttpResponse:
     review = selectors.access_review(request.user, review_id)
     if review.status == ReviewStatus.PENDING and selectors.user_can_decide(request.user):
         review_viewed(review=review, user=request.user)
@@ -164,7 +165,7 @@ def review_detail(request: HttpRequest, review_id: int) -> HttpResponse:
 
 @viewer_required
 @require_POST
-def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
+def review_decide(request: AuthedRequest, review_id: int) -> HttpResponse:
     review = selectors.access_review(request.user, review_id)
     choice = request.POST.get("decision", "")
     arguments = result = response = None
@@ -248,7 +249,7 @@ def review_decide(request: HttpRequest, review_id: int) -> HttpResponse:
 
 
 def _to_next(
-    request: HttpRequest, *, values: dict[str, str], order: list[int], after: int
+    request: AuthedRequest, *, values: dict[str, str], order: list[int], after: int
 ) -> HttpResponse:
     """After a decision: the next pending review this user may decide, in the inbox's order
     (`order`, read before the decision), else the inbox; both keep the inbox's view."""

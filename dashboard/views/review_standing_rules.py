@@ -8,18 +8,19 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from harness_base.http import AuthedRequest
 from review import selectors, services, standing
 from review.models import ReceiptVia
 from tasks.web.access import operator_required, viewer_required
 
 
 @viewer_required
-def standing_rules(request: HttpRequest) -> HttpResponse:
+def standing_rules(request: AuthedRequest) -> HttpResponse:
     page = Paginator(selectors.standing_rules(), 50).get_page(request.GET.get("page"))
     return render(
         request,
@@ -29,7 +30,7 @@ def standing_rules(request: HttpRequest) -> HttpResponse:
 
 
 @viewer_required
-def standing_rule_detail(request: HttpRequest, rule_id: int) -> HttpResponse:
+def standing_rule_detail(request: AuthedRequest, rule_id: int) -> HttpResponse:
     rule = selectors.standing_rule_get(rule_id=rule_id)
     return render(
         request,
@@ -42,7 +43,9 @@ def standing_rule_detail(request: HttpRequest, rule_id: int) -> HttpResponse:
     )
 
 
-def _switch(request: HttpRequest, rule_id: int, act: Callable[..., Any], done: str) -> HttpResponse:
+def _switch(
+    request: AuthedRequest, rule_id: int, act: Callable[..., Any], done: str
+) -> HttpResponse:
     rule = selectors.standing_rule_get(rule_id=rule_id)
     reason = request.POST.get("reason", "").strip()
     try:
@@ -62,17 +65,17 @@ def _switch(request: HttpRequest, rule_id: int, act: Callable[..., Any], done: s
 
 @operator_required
 @require_POST
-def standing_rule_resume(request: HttpRequest, rule_id: int) -> HttpResponse:
+def standing_rule_resume(request: AuthedRequest, rule_id: int) -> HttpResponse:
     return _switch(request, rule_id, services.standing_rule_resume, "resumed")
 
 
 @operator_required
 @require_POST
-def standing_rule_pause(request: HttpRequest, rule_id: int) -> HttpResponse:
+def standing_rule_pause(request: AuthedRequest, rule_id: int) -> HttpResponse:
     return _switch(request, rule_id, services.standing_rule_pause, "paused")
 
 
 @operator_required
 @require_POST
-def standing_rule_revoke(request: HttpRequest, rule_id: int) -> HttpResponse:
+def standing_rule_revoke(request: AuthedRequest, rule_id: int) -> HttpResponse:
     return _switch(request, rule_id, services.standing_rule_revoke, "revoked")

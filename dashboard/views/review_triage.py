@@ -6,18 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from harness_base.http import AuthedRequest
 from review import selectors, services, triage
 from review.models import ReceiptVia, ReviewStatus
 from tasks.web.access import forbidden, viewer_required
 
 
-def _back(request: HttpRequest, review_id: int) -> HttpResponse:
+def _back(request: AuthedRequest, review_id: int) -> HttpResponse:
     """Back to where a triage form was posted from: a review page or the inbox."""
     back = request.POST.get("next", "")
     if back.startswith("/reviews/") and url_has_allowed_host_and_scheme(
@@ -27,7 +28,7 @@ def _back(request: HttpRequest, review_id: int) -> HttpResponse:
     return redirect("review:detail", review_id=review_id)
 
 
-def _triage(request: HttpRequest, review_id: int, act: Any, done: str) -> HttpResponse:
+def _triage(request: AuthedRequest, review_id: int, act: Any, done: str) -> HttpResponse:
     review = selectors.access_review(request.user, review_id)
     try:
         act(review)
@@ -42,7 +43,7 @@ def _triage(request: HttpRequest, review_id: int, act: Any, done: str) -> HttpRe
 
 @viewer_required
 @require_POST
-def review_claim(request: HttpRequest, review_id: int) -> HttpResponse:
+def review_claim(request: AuthedRequest, review_id: int) -> HttpResponse:
     take_over = request.POST.get("take_over") == "1"
     return _triage(
         request,
@@ -54,7 +55,7 @@ def review_claim(request: HttpRequest, review_id: int) -> HttpResponse:
 
 @viewer_required
 @require_POST
-def review_unclaim(request: HttpRequest, review_id: int) -> HttpResponse:
+def review_unclaim(request: AuthedRequest, review_id: int) -> HttpResponse:
     return _triage(
         request,
         review_id,
@@ -65,7 +66,7 @@ def review_unclaim(request: HttpRequest, review_id: int) -> HttpResponse:
 
 @viewer_required
 @require_POST
-def review_assign(request: HttpRequest, review_id: int) -> HttpResponse:
+def review_assign(request: AuthedRequest, review_id: int) -> HttpResponse:
     to_user = request.POST.get("to_user", "").strip()[:150]
     to_group = request.POST.get("to_group", "").strip()[:150]
     return _triage(
@@ -80,7 +81,7 @@ def review_assign(request: HttpRequest, review_id: int) -> HttpResponse:
 
 @viewer_required
 @require_POST
-def review_comment(request: HttpRequest, review_id: int) -> HttpResponse:
+def review_comment(request: AuthedRequest, review_id: int) -> HttpResponse:
     text = request.POST.get("text", "")
     return _triage(
         request,
@@ -119,7 +120,7 @@ def _bulk_summary(decision: str, results: list[triage.BulkItemResult]) -> str:
 
 @viewer_required
 @require_POST
-def reviews_bulk(request: HttpRequest) -> HttpResponse:
+def reviews_bulk(request: AuthedRequest) -> HttpResponse:
     """Approve or reject the ticked reviews, each bound to the hash its row showed; one line
     says what happened. Approving reviews whose page nobody has opened first asks, on a page
     listing them (`unopened=confirmed` goes on)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
@@ -11,6 +11,7 @@ from dashboard.bulk import BULK_ACTIONS
 from dashboard.selectors import user_time_zone
 from dashboard.views.common import request_window
 from dashboard.windows import WINDOW_CHOICES
+from harness_base.http import AuthedRequest
 from tasks.selectors import user_can_operate
 from tasks.web.access import viewer_required
 from tasks.web.csv_export import csv_response
@@ -30,7 +31,7 @@ CSV_TABLES: dict[str, tuple[str, ...]] = {
 
 
 @viewer_required
-def failure_stats(request: HttpRequest) -> HttpResponse:
+def failure_stats(request: AuthedRequest) -> HttpResponse:
     window = request_window(request, default="24h")
     data = stats.failure_statistics(window)
     for group in data["groups"]:
@@ -66,7 +67,7 @@ def failure_stats(request: HttpRequest) -> HttpResponse:
 
 
 @viewer_required
-def failure_stats_csv(request: HttpRequest, table: str) -> HttpResponse:
+def failure_stats_csv(request: AuthedRequest, table: str) -> HttpResponse:
     columns = CSV_TABLES.get(table)
     if columns is None:
         raise Http404("unknown table")
@@ -101,7 +102,7 @@ REVIEW_CSV_COLUMNS = (
 
 
 @viewer_required
-def review_stats(request: HttpRequest) -> HttpResponse:
+def review_stats(request: AuthedRequest) -> HttpResponse:
     window = request_window(request, default="24h")
     data = stats.review_sla_statistics(window)
     with timezone.override(user_time_zone(user=request.user) or "UTC"):
@@ -125,7 +126,7 @@ def review_stats(request: HttpRequest) -> HttpResponse:
 
 
 @viewer_required
-def review_stats_csv(request: HttpRequest, table: str) -> HttpResponse:
+def review_stats_csv(request: AuthedRequest, table: str) -> HttpResponse:
     if table not in REVIEW_CSV_TABLES:
         raise Http404("unknown table")
     window = request_window(request, default="24h")
@@ -137,7 +138,7 @@ def review_stats_csv(request: HttpRequest, table: str) -> HttpResponse:
     )
 
 
-def _in_zone(request: HttpRequest, draw):
+def _in_zone(request: AuthedRequest, draw):
     """`draw` under the viewer's chosen zone (plotly_time writes it, axis titles name it)."""
 
     def drawn(*args, **kwargs):

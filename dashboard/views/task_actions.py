@@ -8,26 +8,27 @@ from collections.abc import Iterator
 
 from django.contrib import messages
 from django.core.serializers.json import DjangoJSONEncoder
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from checkpoints import recovery
 from dashboard.outputs import output_download
+from harness_base.http import AuthedRequest
 from tasks import selectors, services
 from tasks.states import IllegalTransition, TransitionConflict
 from tasks.web.access import operator_required, viewer_required
 
 
 @viewer_required
-def task_output(request: HttpRequest, task_id, output_id: int) -> HttpResponse:
+def task_output(request: AuthedRequest, task_id, output_id: int) -> HttpResponse:
     """One stored output part of a call, as a download (tasks.outputs)."""
     task = selectors.access_task(request.user, task_id)
     return output_download(selectors.tool_output_get(task=task, output_id=output_id))
 
 
 @viewer_required
-def task_events_download(request: HttpRequest, task_id) -> StreamingHttpResponse:
+def task_events_download(request: AuthedRequest, task_id) -> StreamingHttpResponse:
     """The full frame log as a JSON array, streamed in chunks (tasks can have many events)."""
     task = selectors.access_task(request.user, task_id)
 
@@ -54,7 +55,7 @@ def task_events_download(request: HttpRequest, task_id) -> StreamingHttpResponse
 
 @require_POST
 @operator_required
-def task_cancel(request: HttpRequest, task_id) -> HttpResponse:
+def task_cancel(request: AuthedRequest, task_id) -> HttpResponse:
     task = selectors.access_task(request.user, task_id)
     try:
         recovery.task_cancel(
@@ -68,7 +69,7 @@ def task_cancel(request: HttpRequest, task_id) -> HttpResponse:
 
 @require_POST
 @operator_required
-def task_priority(request: HttpRequest, task_id) -> HttpResponse:
+def task_priority(request: AuthedRequest, task_id) -> HttpResponse:
     task = selectors.access_task(request.user, task_id)
     try:
         task = services.task_priority_set(

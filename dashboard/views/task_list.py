@@ -4,13 +4,14 @@ Thin: read through selectors, act through dashboard.bulk."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from dashboard import bulk
 from dashboard.task_forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
 from dashboard.views.common import sort_headers
+from harness_base.http import AuthedRequest
 from tasks import selectors
 from tasks.models import Task
 from tasks.web.access import operator_required, viewer_required
@@ -27,7 +28,7 @@ TASK_COLUMNS = {
 }
 
 
-def _query_without(request: HttpRequest, *names: str) -> str:
+def _query_without(request: AuthedRequest, *names: str) -> str:
     query = request.GET.copy()
     for name in names:
         query.pop(name, None)
@@ -35,7 +36,7 @@ def _query_without(request: HttpRequest, *names: str) -> str:
 
 
 @viewer_required
-def task_list(request: HttpRequest) -> HttpResponse:
+def task_list(request: AuthedRequest) -> HttpResponse:
     form = TaskFilterForm(request.GET)
     filters = form.filters()
     page = CountingPaginator(selectors.tasks_list(**filters), LIST_PAGE_SIZE).get_page(
@@ -60,7 +61,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @operator_required
-def task_bulk(request: HttpRequest) -> HttpResponse:
+def task_bulk(request: AuthedRequest) -> HttpResponse:
     """Bulk cancel / retry. The first POST shows what would be affected and asks to confirm;
     the confirmed POST acts on each task in its own transaction."""
     form = BulkActionForm(request.POST, actions=list(bulk.BULK_ACTIONS))

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -24,6 +24,7 @@ from dashboard.new_task import (
     spec_from_form,
 )
 from dashboard.new_task_choices import new_task_choices
+from harness_base.http import AuthedRequest
 from tasks import selectors, services
 from tasks.models import TaskTemplate
 from tasks.spec import TaskSpec
@@ -39,7 +40,7 @@ def _blank() -> NewTaskForm:
     return NewTaskForm(values=values)
 
 
-def _submitted(request: HttpRequest, form: NewTaskForm) -> TaskTemplate | str | None:
+def _submitted(request: AuthedRequest, form: NewTaskForm) -> TaskTemplate | str | None:
     """Start the task or save the template the form describes: the new task's id, the saved
     template, or None with `form.errors` said."""
     spec_data = spec_from_form(form)
@@ -63,7 +64,7 @@ def _submitted(request: HttpRequest, form: NewTaskForm) -> TaskTemplate | str | 
 
 
 @creator_required
-def task_new(request: HttpRequest) -> HttpResponse:
+def task_new(request: AuthedRequest) -> HttpResponse:
     """GET: the form, blank or filled in from one of your templates (`?template=`). POST: start
     the task (or, with action=save_template, save the form as a template)."""
     status = 200
@@ -86,7 +87,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
     return render(request, "tasks/new.html", _context(request, form), status=status)
 
 
-def _context(request: HttpRequest, form: NewTaskForm) -> dict[str, Any]:
+def _context(request: AuthedRequest, form: NewTaskForm) -> dict[str, Any]:
     choices = new_task_choices()
     errors = form.errors_by_place()
     offered = {t["name"] for t in choices["tool_choices"]}
@@ -114,7 +115,7 @@ def _context(request: HttpRequest, form: NewTaskForm) -> dict[str, Any]:
 
 @require_POST
 @creator_required
-def task_save_template(request: HttpRequest, task_id) -> HttpResponse:
+def task_save_template(request: AuthedRequest, task_id) -> HttpResponse:
     """Save a task's spec as your template, then show it on the New task page to change and
     start again."""
     task = selectors.access_task(request.user, task_id)

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
@@ -25,6 +25,7 @@ from checkpoints.selectors import (
 from checkpoints.services import checkpoint_verify
 from dashboard.outputs import live_output
 from dashboard.selectors import user_time_zone
+from harness_base.http import AuthedRequest
 from harness_base.queues import PRIORITY_QUEUES
 from review.context_processors import pending_reviews_count
 from review.selectors.task_reviews import task_call_edits, task_reviews, task_reviews_pending
@@ -42,12 +43,12 @@ TABS = ("events", "calls", "reviews", "checkpoints", "files")
 GRAPH_CHECKPOINTS_SHOWN = 500
 
 
-def _all_steps(request: HttpRequest) -> bool:
+def _all_steps(request: AuthedRequest) -> bool:
     """?timeline=all: a long task's timeline with every step (tasks.charts.TIMELINE_STEPS)."""
     return request.GET.get("timeline") == "all"
 
 
-def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
+def _live_context(request: AuthedRequest, task: Task) -> dict[str, Any]:
     """The header, the timeline and the model usage: what the live poll refreshes."""
     now = timezone.now()
     from_step = charts.timeline_from_step(task, all_steps=_all_steps(request))
@@ -97,14 +98,14 @@ def _live_context(request: HttpRequest, task: Task) -> dict[str, Any]:
     }
 
 
-def _lane(request: HttpRequest, task: Task) -> selectors.LanePlace | None:
+def _lane(request: AuthedRequest, task: Task) -> selectors.LanePlace | None:
     """Where the queued task waits (read from Redis once per request: the page and its ETag)."""
     if not hasattr(request, "_task_lane"):
         request._task_lane = selectors.task_lane_place(task=task)
     return request._task_lane
 
 
-def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
+def _tab_context(request: AuthedRequest, task: Task, tab: str) -> dict[str, Any]:
     page_number = request.GET.get("page")
     context: dict[str, Any] = {"tab": tab, "tabs": TABS, "task": task, "view": ""}
     if tab == "events":
@@ -167,7 +168,7 @@ def _tab_context(request: HttpRequest, task: Task, tab: str) -> dict[str, Any]:
     return context
 
 
-def _files_context(request: HttpRequest, task: Task) -> dict[str, Any]:
+def _files_context(request: AuthedRequest, task: Task) -> dict[str, Any]:
     """The Files tab: one folder (?dir=) of the workspace at a checkpoint (?checkpoint=, the
     head when absent), read from its snapshot (checkpoints.files)."""
     pinned = request.GET.get("checkpoint", "")
@@ -189,7 +190,7 @@ def _files_context(request: HttpRequest, task: Task) -> dict[str, Any]:
     }
 
 
-def _etag(request: HttpRequest, task: Task, fragment: str, *extra: Any) -> str:
+def _etag(request: AuthedRequest, task: Task, fragment: str, *extra: Any) -> str:
     """A weak validator for one live fragment of the task page as this user sees it: the
     task's change token (read once per request) plus whatever else the fragment shows."""
     if not hasattr(request, "_task_change_token"):
@@ -198,12 +199,12 @@ def _etag(request: HttpRequest, task: Task, fragment: str, *extra: Any) -> str:
     return 'W/"' + hashlib.sha256(raw.encode()).hexdigest()[:32] + '"'
 
 
-def _tabs_etag(request: HttpRequest, task: Task) -> str:
+def _tabs_etag(request: AuthedRequest, task: Task) -> str:
     # The tab region at this URL: which tab, view and page it shows.
     return _etag(request, task, "tabs?" + request.GET.urlencode())
 
 
-def _header_etag(request: HttpRequest, task: Task, pending: list) -> str:
+def _header_etag(request: AuthedRequest, task: Task, pending: list) -> str:
     # The navigation's review count and the banner's approvals change without the task; the
     # timeline shows the last steps or every one.
     approvals = [(r.id, r.approvals_given) for r in pending]
@@ -225,7 +226,7 @@ def _poll_headers(etag: str) -> str:
     return json.dumps({"If-None-Match": etag})
 
 
-def _polled(request: HttpRequest, template: str, context: dict[str, Any], etag: str):
+def _polled(request: AuthedRequest, template: str, context: dict[str, Any], etag: str):
     response = render(request, template, {**context, "poll_headers": _poll_headers(etag)})
     response["ETag"] = etag
     patch_cache_control(response, no_cache=True, private=True)
@@ -234,7 +235,7 @@ def _polled(request: HttpRequest, template: str, context: dict[str, Any], etag: 
 
 
 @viewer_required
-def task_detail(request: HttpRequest, task_id) -> HttpResponse:
+def task_detail(request: AuthedRequest, task_id) -> HttpResponse:
     """The task page. Tabs are plain links (?tab=, ?page=, ?view=) that work without
     JavaScript; HTMX swaps just the tab region for them and, while the task is not terminal,
     polls that region (a 304 while nothing changed)."""
@@ -260,7 +261,7 @@ def task_detail(request: HttpRequest, task_id) -> HttpResponse:
 
 
 @viewer_required
-def task_live(request: HttpRequest, task_id) -> HttpResponse:
+def task_live(request: AuthedRequest, task_id) -> HttpResponse:
     """The header poll: header, review banner and timeline, with the model usage and the
     navigation's review count swapped out of band. A 304 while nothing changed; once the task
     is terminal the fragment comes back without its polling trigger, so polling stops."""
@@ -276,7 +277,7 @@ def task_live(request: HttpRequest, task_id) -> HttpResponse:
     return _polled(request, "tasks/_live.html", {**context, "oob": True}, etag)
 
 
-def _live_output_context(request: HttpRequest, task: Task) -> tuple[dict[str, Any], str]:
+def _live_output_context(request: AuthedRequest, task: Task) -> tuple[dict[str, Any], str]:
     """The running call's panel (dashboard.outputs.live_output) and its ETag."""
     live = live_output(task=task)
     etag = _etag(request, task, "live-output", live["version"] if live else "-")
@@ -284,7 +285,7 @@ def _live_output_context(request: HttpRequest, task: Task) -> tuple[dict[str, An
 
 
 @viewer_required
-def task_live_output(request: HttpRequest, task_id) -> HttpResponse:
+def task_live_output(request: AuthedRequest, task_id) -> HttpResponse:
     """The running call's poll: its tool, elapsed time and streams as they arrive. A 304
     while nothing changed; polling stops once the task has ended."""
     task = selectors.access_task(request.user, task_id)

@@ -6,7 +6,7 @@ original call's arguments (`args`) and its result (`result`), checked here at st
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, StringConstraints, field_validator
 
@@ -21,8 +21,10 @@ McpToolName = Annotated[
 ]
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
 
+T = TypeVar("T")
 
-def _template(value: Any) -> Any:
+
+def _template(value: T) -> T:
     try:
         template_check(value, roots=TEMPLATE_ROOTS)
     except TemplateError as exc:

@@ -49,8 +49,8 @@ class LogContext(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.task_id = _task_id.get()
         record.call_id = _call_id.get()
-        record.trace_id = _trace_id.get()
-        record.span_id = current_span_id() if record.trace_id else None
+        record.trace_id = trace_id = _trace_id.get()
+        record.span_id = current_span_id() if trace_id else None
         return True
 
 

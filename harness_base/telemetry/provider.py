@@ -9,7 +9,10 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 log = logging.getLogger("harness.telemetry")
 
@@ -71,13 +74,13 @@ class _Provider:
         self.tracer = self.provider.get_tracer("agent-harness")
 
 
-def _exporters() -> list[Any]:
+def _exporters() -> list[SpanExporter]:
     names = [
         n.strip().lower()
         for n in os.environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")
         if n.strip()
     ]
-    exporters = []
+    exporters: list[SpanExporter] = []
     for name in names or ["otlp"]:
         if name == "otlp":
             protocol = os.environ.get(
@@ -119,7 +122,7 @@ def _ids() -> Any:
     return _Ids()
 
 
-def _reporting(exporter: Any) -> Any:
+def _reporting(exporter: SpanExporter) -> SpanExporter:
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
     class _Reporting(SpanExporter):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -156,7 +156,7 @@ def group_rollback(
     *,
     root_id: Any,
     global_checkpoint_id: Any,
-    user: AbstractBaseUser | None,
+    user: User | None,
     reason: str,
     resume: bool,
 ) -> dict[str, Any]:

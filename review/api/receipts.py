@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import StreamingHttpResponse
 from ninja import Query, Router, Schema, Status
 
+from harness_base.http import AuthedRequest
 from review import selectors
 from review.api.schemas import ErrorOut
 from review.receipts import receipt_document
@@ -66,7 +67,7 @@ class ReviewReceiptsOut(Schema):
     response=ReviewReceiptsOut,
     operation_id="review_api_review_receipt",
 )
-def review_receipt(request: HttpRequest, review_id: str):
+def review_receipt(request: AuthedRequest, review_id: str):
     review = selectors.access_review(request.user, review_id)
     return {
         "review_id": review.id,
@@ -95,7 +96,7 @@ def _since(value: str) -> dict[str, Any]:
 @router.get(
     "receipts", response={200: None, 422: ErrorOut}, operation_id="review_api_receipts_export"
 )
-def receipts_export(request: HttpRequest, since: str = Query("", max_length=64)):
+def receipts_export(request: AuthedRequest, since: str = Query("", max_length=64)):
     """Every decision receipt in chain order as JSON Lines (one ReceiptOut per line), from
     the start or after `since`. A standing rule's pause, resume or revoke (`rule_pause`,
     `rule_resume`, `rule_revoke`) has no `review_id` or `task_id`: its subject names the rule."""

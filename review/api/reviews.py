@@ -6,10 +6,10 @@ import dataclasses
 from typing import Any, Literal
 from uuid import UUID
 
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 from ninja.errors import ValidationError
 
+from harness_base.http import AuthedRequest
 from review import selectors, services, triage
 from review.api.schemas import ErrorOut, ReviewDetailOut, ReviewOut
 from review.models import ReceiptVia
@@ -67,7 +67,7 @@ class DecisionIn(Schema):
 
 @router.get("reviews", response=list[ReviewOut], operation_id="review_api_review_list")
 def review_list(
-    request: HttpRequest,
+    request: AuthedRequest,
     status: str | None = None,
     tool: str | None = Query(None, max_length=100),
     risk: str | None = Query(None, max_length=20),
@@ -138,7 +138,7 @@ class BulkDecisionOut(Schema):
     response={200: BulkDecisionOut, 403: ErrorOut, 422: ErrorOut},
     operation_id="review_api_review_bulk_decision",
 )
-def review_bulk_decision(request: HttpRequest, body: BulkDecisionIn):
+def review_bulk_decision(request: AuthedRequest, body: BulkDecisionIn):
     """Decide several reviews, each exactly as `POST /reviews/{id}/decision` would (its own
     transaction, its hash, four-eyes, creator rule, expiry): one failing fails only itself."""
     try:
@@ -158,7 +158,7 @@ def review_bulk_decision(request: HttpRequest, body: BulkDecisionIn):
 
 
 @router.get("reviews/{review_id}", response=ReviewDetailOut, operation_id="review_api_review_get")
-def review_get(request: HttpRequest, review_id: str):
+def review_get(request: AuthedRequest, review_id: str):
     return selectors.access_review(request.user, review_id)
 
 
@@ -168,7 +168,7 @@ def review_get(request: HttpRequest, review_id: str):
     response={200: ReviewOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
     operation_id="review_api_review_decision",
 )
-def review_decision(request: HttpRequest, review_id: str, body: DecisionIn):
+def review_decision(request: AuthedRequest, review_id: str, body: DecisionIn):
     review = selectors.access_review(request.user, review_id, related=False)
     try:
         services.review_decide(

@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import field_validator
 
+from harness_base.http import AuthedRequest
 from review import selectors, services
 from review.api.schemas import ErrorOut
 from review.models import ReceiptVia, ReviewRule
@@ -102,7 +102,7 @@ def _refused(exc: services.ReviewError) -> Status:
 @router.get(
     "standing-rules", response=list[StandingRuleOut], operation_id="review_api_standing_rule_list"
 )
-def standing_rule_list(request: HttpRequest, limit: int = Query(100, ge=1, le=500)):
+def standing_rule_list(request: AuthedRequest, limit: int = Query(100, ge=1, le=500)):
     return selectors.standing_rules()[:limit]
 
 
@@ -111,7 +111,7 @@ def standing_rule_list(request: HttpRequest, limit: int = Query(100, ge=1, le=50
     response=StandingRuleOut,
     operation_id="review_api_standing_rule_get",
 )
-def standing_rule_get(request: HttpRequest, rule_id: str):
+def standing_rule_get(request: AuthedRequest, rule_id: str):
     return selectors.standing_rule_get(rule_id=rule_id)
 
 
@@ -121,7 +121,7 @@ def standing_rule_get(request: HttpRequest, rule_id: str):
     response={200: StandingRuleOut, 403: ErrorOut, 409: ErrorOut},
     operation_id="review_api_standing_rule_resume",
 )
-def standing_rule_resume(request: HttpRequest, rule_id: str, body: StandingRuleActionIn):
+def standing_rule_resume(request: AuthedRequest, rule_id: str, body: StandingRuleActionIn):
     rule = selectors.standing_rule_get(rule_id=rule_id)
     try:
         services.standing_rule_resume(rule_id=rule.id, user=request.user, reason=body.reason)
@@ -136,7 +136,7 @@ def standing_rule_resume(request: HttpRequest, rule_id: str, body: StandingRuleA
     response={200: StandingRuleOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
     operation_id="review_api_standing_rule_pause",
 )
-def standing_rule_pause(request: HttpRequest, rule_id: str, body: StandingRuleSwitchIn):
+def standing_rule_pause(request: AuthedRequest, rule_id: str, body: StandingRuleSwitchIn):
     """Pause: the rule allows nothing until an operator resumes it (409 when it is paused or
     revoked already)."""
     rule = selectors.standing_rule_get(rule_id=rule_id)
@@ -159,7 +159,7 @@ def standing_rule_pause(request: HttpRequest, rule_id: str, body: StandingRuleSw
     response={200: StandingRuleOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
     operation_id="review_api_standing_rule_revoke",
 )
-def standing_rule_revoke(request: HttpRequest, rule_id: str, body: StandingRuleSwitchIn):
+def standing_rule_revoke(request: AuthedRequest, rule_id: str, body: StandingRuleSwitchIn):
     """Revoke, for good: the rule never allows a call again and cannot be resumed (409 when
     it is revoked already)."""
     rule = selectors.standing_rule_get(rule_id=rule_id)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 
+from harness_base.http import AuthedRequest
 from review import selectors, services, triage
 from review.api.schemas import ErrorOut, ReviewDetailOut
 from tasks.web.api_auth import role_auth
@@ -30,7 +30,7 @@ class CommentIn(Schema):
     text: str = Field(min_length=1, max_length=triage.COMMENT_MAX)
 
 
-def _triage(request: HttpRequest, review_id: str, act: Any):
+def _triage(request: AuthedRequest, review_id: str, act: Any):
     review = selectors.access_review(request.user, review_id)
     try:
         act(review)
@@ -46,7 +46,7 @@ TRIAGE = {
 
 
 @router.post("reviews/{review_id}/claim", **TRIAGE, operation_id="review_api_review_claim")
-def review_claim(request: HttpRequest, review_id: str, body: ClaimIn):
+def review_claim(request: AuthedRequest, review_id: str, body: ClaimIn):
     return _triage(
         request,
         review_id,
@@ -55,14 +55,14 @@ def review_claim(request: HttpRequest, review_id: str, body: ClaimIn):
 
 
 @router.post("reviews/{review_id}/unclaim", **TRIAGE, operation_id="review_api_review_unclaim")
-def review_unclaim(request: HttpRequest, review_id: str):
+def review_unclaim(request: AuthedRequest, review_id: str):
     return _triage(
         request, review_id, lambda r: triage.review_unclaim(review_id=r.id, user=request.user)
     )
 
 
 @router.post("reviews/{review_id}/assign", **TRIAGE, operation_id="review_api_review_assign")
-def review_assign(request: HttpRequest, review_id: str, body: AssignIn):
+def review_assign(request: AuthedRequest, review_id: str, body: AssignIn):
     return _triage(
         request,
         review_id,
@@ -73,7 +73,7 @@ def review_assign(request: HttpRequest, review_id: str, body: AssignIn):
 
 
 @router.post("reviews/{review_id}/comments", **TRIAGE, operation_id="review_api_review_comment")
-def review_comment(request: HttpRequest, review_id: str, body: CommentIn):
+def review_comment(request: AuthedRequest, review_id: str, body: CommentIn):
     return _triage(
         request,
         review_id,

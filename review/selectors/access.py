@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from review.models import ReviewRequest
 from tasks.errors import NotFound
 from tasks.selectors import user_can_view, user_in_group
 
 
-def user_can_decide(user: AbstractBaseUser | None) -> bool:
+def user_can_decide(user: User | None) -> bool:
     """Members of `operators`, holders of `review.decide_review` and superusers decide;
     everyone else (viewers) only reads."""
     if user is None or not user_can_view(user):
@@ -22,7 +22,7 @@ def user_can_decide(user: AbstractBaseUser | None) -> bool:
     return user.has_perm("review.decide_review")
 
 
-def access_review(user: AbstractBaseUser, review_id: Any, *, related: bool = True) -> ReviewRequest:
+def access_review(user: User, review_id: Any, *, related: bool = True) -> ReviewRequest:
     """The review `user` may read; `NotFound` for an unknown or malformed id, or a user
     without a role. `related=False`: only its id, for a service that reads (and locks) what it
     needs itself, e.g. a decision, without the rows a page shows with it."""

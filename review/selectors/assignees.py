@@ -6,7 +6,7 @@ could never do what is asked."""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import Group, User
 from django.db.models import Q, QuerySet
 
 from review.models import ReviewRequest
@@ -33,7 +33,7 @@ def deciding_groups() -> QuerySet[Group]:
     return Group.objects.filter(Q(name="operators") | DECIDE).distinct().order_by("name")
 
 
-def user_may_decide_review(*, user: AbstractBaseUser, review: ReviewRequest) -> bool:
+def user_may_decide_review(*, user: User, review: ReviewRequest) -> bool:
     """`user` may decide `review` now: their role, not its task's creator under the creator
     ban, not someone who already approved it."""
     if not user.is_active or not user_can_decide(user):

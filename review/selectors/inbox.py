@@ -7,7 +7,7 @@ import json
 import uuid
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import (
     Case,
@@ -33,14 +33,14 @@ from review.selectors.access import user_can_decide
 SUMMARY_NEW_LIMIT = 10
 
 
-def _not_decidable_by(user: AbstractBaseUser) -> Q:
+def _not_decidable_by(user: User) -> Q:
     """Pending reviews `user` may not decide: the creator under the creator ban, or one
     they already approved (another operator must)."""
     approved = ReviewApproval.objects.filter(review=OuterRef("pk"), user_id=user.pk)
     return Q(forbid_creator=True, task__created_by_id=user.pk) | Q(Exists(approved))
 
 
-def reviews_summary(*, user: AbstractBaseUser, since: int | None = None) -> dict[str, Any]:
+def reviews_summary(*, user: User, since: int | None = None) -> dict[str, Any]:
     """What the navigation shows `user` live: pending reviews (every role reads them all),
     how many of those `user` may decide, the newest pending id, and the pending reviews
     newer than `since` (oldest first, at most SUMMARY_NEW_LIMIT) each with whether `user`
@@ -131,7 +131,7 @@ def reviews_list(
     task: str | None = None,
     rule: str | None = None,
     claimed_by: str | None = None,
-    assigned_to: AbstractBaseUser | None = None,
+    assigned_to: User | None = None,
     sort: str = "age",
 ) -> QuerySet[ReviewRequest]:
     """Pending first, in `sort` order (REVIEW_SORTS; default oldest first), then decided ones,
@@ -200,7 +200,7 @@ def review_neighbours(*, order: list[int], review_id: int) -> tuple[int | None, 
     return (order[at - 1] if at else None), (order[at + 1] if at + 1 < len(order) else None)
 
 
-def review_next_decidable(*, user: AbstractBaseUser, order: list[int], after: int) -> int | None:
+def review_next_decidable(*, user: User, order: list[int], after: int) -> int | None:
     """The first review after `after` along `order` (wrapping around) that `user` may decide
     now: still pending, not expired, not already approved by them, not their own task's under
     forbid-creator. None when there is none (or the user decides nothing)."""

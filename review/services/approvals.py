@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from review.models import ReviewApproval, ReviewRequest
 from review.receipts import receipt_record
@@ -36,9 +36,7 @@ def decision_check_seen(*, review: ReviewRequest, seen_hash: str | None, now: da
         )
 
 
-def approver_check(
-    *, review: ReviewRequest, task: Task, user: AbstractBaseUser, act: str, what: str
-) -> None:
+def approver_check(*, review: ReviewRequest, task: Task, user: User, act: str, what: str) -> None:
     """`user` may add an approval to `review`: not the task's creator under forbid_creator
     (four-eyes), and not twice."""
     if review.forbid_creator and task.created_by_id == user.pk:
@@ -51,7 +49,7 @@ def approval_add(
     *,
     task: Task,
     review: ReviewRequest,
-    user: AbstractBaseUser,
+    user: User,
     arguments_hash: str,
     comment: str,
     now: datetime,

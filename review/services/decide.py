@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -38,7 +38,7 @@ from tasks.states import TaskStatus
 def review_decide(
     *,
     review_id: Any,
-    user: AbstractBaseUser,
+    user: User,
     decision: str,
     arguments_hash: str | None = None,
     target_hash: str | None = None,
@@ -202,7 +202,7 @@ def _approve(
     *,
     task: Task,
     review: ReviewRequest,
-    user: AbstractBaseUser,
+    user: User,
     interrupt: dict[str, Any] | None,
     arguments: dict[str, Any] | None,
     edit_policy: PolicyDecision | None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from harness_base.config import harness_config
 from review.models import ReviewRequest, ReviewStatus
@@ -108,7 +108,7 @@ def choice_close(
     *,
     task: Task,
     review: ReviewRequest,
-    user: AbstractBaseUser,
+    user: User,
     decision: str,
     migration: str | None,
     checkpoint_id: Any,

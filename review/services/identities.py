@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from review.models import SLACK_USER_ID, ReviewerProfile
@@ -15,9 +15,7 @@ from review.services.errors import ReviewForbidden, ReviewInvalid
 from tasks.services import audit_record
 
 
-def reviewer_slack_id_set(
-    *, user: AbstractBaseUser, slack_user_id: str, by: AbstractBaseUser
-) -> ReviewerProfile:
+def reviewer_slack_id_set(*, user: User, slack_user_id: str, by: User) -> ReviewerProfile:
     """Map the Slack user `slack_user_id` to `user` ("" removes the mapping), as `by`, who
     must be an administrator (staff): ReviewForbidden otherwise; audited. Not a Slack user id,
     or one another account holds: ReviewInvalid naming `slack_user_id`."""

@@ -7,7 +7,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from review import standing
@@ -86,7 +86,7 @@ def standing_rule_create(
     *,
     review: ReviewRequest,
     task: Task,
-    user: AbstractBaseUser,
+    user: User,
     suggestion: standing.Suggestion,
     until: datetime,
     scope: str,

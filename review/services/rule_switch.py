@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -31,7 +31,7 @@ def _reason(reason: str) -> str:
     return reason[:REASON_MAX]
 
 
-def _operator(user: AbstractBaseUser, what: str) -> None:
+def _operator(user: User, what: str) -> None:
     if not user_can_decide(user):
         raise ReviewForbidden(f"only operators may {what} standing rules")
 
@@ -48,7 +48,7 @@ def standing_rule_pause(
     *,
     rule_id: Any,
     reason: str,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     cause: str = "manual",
     via: str = ReceiptVia.API,
 ) -> bool:
@@ -86,7 +86,7 @@ def standing_rule_pause(
 
 
 def standing_rule_resume(
-    *, rule_id: Any, user: AbstractBaseUser, reason: str = "", via: str = ReceiptVia.API
+    *, rule_id: Any, user: User, reason: str = "", via: str = ReceiptVia.API
 ) -> ReviewRule:
     """An operator trusts a paused standing rule again. Raises ReviewForbidden (not an
     operator), ReviewConflict (not paused, revoked, or past its `until`)."""
@@ -116,7 +116,7 @@ def standing_rule_resume(
 
 
 def standing_rule_revoke(
-    *, rule_id: Any, user: AbstractBaseUser, reason: str, via: str = ReceiptVia.API
+    *, rule_id: Any, user: User, reason: str, via: str = ReceiptVia.API
 ) -> ReviewRule:
     """Revoke a standing rule for good, whatever its state: it never allows a call again and
     can never be resumed (a new rule must be made from a review). Raises ReviewForbidden (not

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from review.models import ReviewRequest, ReviewStatus
 from review.receipts import receipt_record
@@ -41,7 +41,7 @@ def review_settle(
     *,
     task: Task,
     review: ReviewRequest,
-    user: AbstractBaseUser,
+    user: User,
     status: str,
     comment: str,
     reason: str,

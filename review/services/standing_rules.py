@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from review.models import (
@@ -128,7 +128,7 @@ def standing_rules_distrust(
     tool_call_ids: list[Any],
     cause: str,
     detail: str,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
 ) -> int:
     """Calls standing rules allowed went wrong (`cause`: rolled_back, failed,
     unknown_outcome): each rule that allowed one pauses itself, saying why. A rollback also

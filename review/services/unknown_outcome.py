@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -40,7 +40,7 @@ UNKNOWN_OUTCOME_HINT = (
 def review_resolve_unknown_outcome(
     *,
     review_id: Any,
-    user: AbstractBaseUser,
+    user: User,
     decision: str,
     arguments_hash: str | None = None,
     result: Any = None,
@@ -178,7 +178,7 @@ def _resolution_record(
     task: Task,
     review: ReviewRequest,
     call: ToolCall,
-    user: AbstractBaseUser,
+    user: User,
     decision: str,
     comment: str,
     call_hash: str,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -49,7 +49,7 @@ KIND_DECISIONS = (VERSION_DRIFT_HINT, VERSION_DRIFT_DECISIONS)
 def review_resolve_version_drift(
     *,
     review_id: Any,
-    user: AbstractBaseUser,
+    user: User,
     decision: str,
     arguments_hash: str | None = None,
     arguments: dict[str, Any] | None = None,
@@ -116,7 +116,7 @@ def _continue(
     *,
     task: Task,
     review: ReviewRequest,
-    user: AbstractBaseUser,
+    user: User,
     arguments: dict[str, Any] | None,
     comment: str,
     now: Any,
@@ -180,7 +180,7 @@ def _choose(
     *,
     task: Task,
     review: ReviewRequest,
-    user: AbstractBaseUser,
+    user: User,
     decision: str,
     migration: str | None,
     checkpoint_id: Any,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from tasks.errors import NotFound
 from tasks.models import Task
@@ -23,11 +23,11 @@ READ_PERMISSIONS = (
 )
 
 
-def _active(user: AbstractBaseUser | None) -> bool:
+def _active(user: User | None) -> bool:
     return bool(user and user.is_authenticated and user.is_active)
 
 
-def user_in_group(user: AbstractBaseUser, names: tuple[str, ...]) -> bool:
+def user_in_group(user: User, names: tuple[str, ...]) -> bool:
     """Whether the user belongs to one of the groups. The user's group names are read once
     per user object (one request), as Django caches its permissions on it: a request checks
     access several times."""
@@ -38,7 +38,7 @@ def user_in_group(user: AbstractBaseUser, names: tuple[str, ...]) -> bool:
     return not groups.isdisjoint(names)
 
 
-def user_can_view(user: AbstractBaseUser | None) -> bool:
+def user_can_view(user: User | None) -> bool:
     """Viewers, creators, operators and superusers read; a logged-in user in no group sees
     nothing."""
     if not _active(user):
@@ -50,7 +50,7 @@ def user_can_view(user: AbstractBaseUser | None) -> bool:
     return any(user.has_perm(perm) for perm in READ_PERMISSIONS)
 
 
-def user_can_create(user: AbstractBaseUser | None) -> bool:
+def user_can_create(user: User | None) -> bool:
     """Creating a task runs code on the workers: operators and `creators` only."""
     if not user_can_view(user):
         return False
@@ -59,7 +59,7 @@ def user_can_create(user: AbstractBaseUser | None) -> bool:
     return user_in_group(user, CREATE_GROUPS)
 
 
-def user_can_operate(user: AbstractBaseUser | None) -> bool:
+def user_can_operate(user: User | None) -> bool:
     """Operators act (cancel, retry, roll back, decide); viewers only read."""
     if not user_can_view(user):
         return False
@@ -68,7 +68,7 @@ def user_can_operate(user: AbstractBaseUser | None) -> bool:
     return user_in_group(user, ("operators",))
 
 
-def access_task(user: AbstractBaseUser, task_id: Any, *, lock: bool = False) -> Task:
+def access_task(user: User, task_id: Any, *, lock: bool = False) -> Task:
     """The task `user` may read. Raises `NotFound` for an unknown or malformed id, and for a
     user without a role (who may not learn whether a task exists either)."""
     if not user_can_view(user):

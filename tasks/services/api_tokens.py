@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from tasks.models import ApiToken
@@ -16,7 +16,7 @@ def api_token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def api_token_create(*, user: AbstractBaseUser, name: str = "") -> str:
+def api_token_create(*, user: User, name: str = "") -> str:
     token = "hk_" + secrets.token_urlsafe(32)
     ApiToken.objects.create(
         user=user, name=name, token_hash=api_token_hash(token), prefix=token[:10]
@@ -31,6 +31,6 @@ def api_token_used(*, token: ApiToken) -> None:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
 
 
-def api_tokens_revoke(*, user: AbstractBaseUser) -> int:
+def api_tokens_revoke(*, user: User) -> int:
     """Revoke every token of `user` (deactivated on /people/); how many were live."""
     return ApiToken.objects.filter(user_id=user.pk, revoked=False).update(revoked=True)

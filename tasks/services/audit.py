@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from tasks.models import AuditEntry
@@ -13,7 +13,7 @@ from tasks.models import AuditEntry
 
 def audit_record(
     *,
-    user: AbstractBaseUser | None,
+    user: User | None,
     action: str,
     task_id: Any = None,
     target: str = "",

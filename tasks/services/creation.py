@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from harness_base.config import harness_config
@@ -38,7 +38,7 @@ class SpecError(ValueError):
         self.message = message
 
 
-def task_spec_check(spec: TaskSpec, *, user: AbstractBaseUser | None) -> None:
+def task_spec_check(spec: TaskSpec, *, user: User | None) -> None:
     """Checks that need the registry, the config or the creating user, beyond the pydantic
     schema."""
     _tools_check(spec.tools, spec.model, prefix="")
@@ -100,7 +100,7 @@ def _timeouts_check(spec: TaskSpec) -> None:
         )
 
 
-def _agent_spec_check(spec: TaskSpec, *, user: AbstractBaseUser | None) -> None:
+def _agent_spec_check(spec: TaskSpec, *, user: User | None) -> None:
     if spec.agent.kind in ("pydantic-ai", "openai-agents"):
         key, what = {
             "pydantic-ai": ("pydantic_ai_agents", "Pydantic AI agent"),
@@ -120,7 +120,7 @@ def _agent_spec_check(spec: TaskSpec, *, user: AbstractBaseUser | None) -> None:
         raise SpecError("agent.graph", f"unknown graph {spec.agent.graph!r}; registered: {known}")
 
 
-def _model_spec_check(model: Any, *, user: AbstractBaseUser | None, field: str) -> None:
+def _model_spec_check(model: Any, *, user: User | None, field: str) -> None:
     if model is None:
         return
     if model.kind == "openai":
@@ -132,7 +132,7 @@ def _model_spec_check(model: Any, *, user: AbstractBaseUser | None, field: str) 
         _replay_source_check(task_id=model.task_id, user=user, field=f"{field}.task_id")
 
 
-def _replay_source_check(*, task_id: str, user: AbstractBaseUser | None, field: str) -> None:
+def _replay_source_check(*, task_id: str, user: User | None, field: str) -> None:
     """A replay answers with another task's recorded model decisions (its calls' arguments,
     its texts): only from a task the creating user may read. No user (a creator since
     deleted) reads nothing. One message for a task that does not exist and one the user may
@@ -150,7 +150,7 @@ def _replay_source_check(*, task_id: str, user: AbstractBaseUser | None, field: 
 def task_create(
     *,
     spec: TaskSpec,
-    user: AbstractBaseUser | None,
+    user: User | None,
     enqueue: bool = True,
     parent: Task | None = None,
     parent_call_id: str = "",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import django_rq
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
@@ -64,7 +64,7 @@ class PriorityRefused(Exception):
     """The task's priority cannot change (it has finished)."""
 
 
-def task_priority_set(*, task_id: Any, priority: str, user: AbstractBaseUser) -> Task:
+def task_priority_set(*, task_id: Any, priority: str, user: User) -> Task:
     """Give a task another priority (`high`, `default` or `low`), audited as `task_priority`.
     A queued task's job moves to that priority's queue once the change commits, also from the
     `resume` lane: the operator's choice is the newer word. A finished task is refused

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from tasks.models import Task, TaskTemplate
@@ -33,7 +33,7 @@ def template_create(
     *,
     name: str,
     spec: TaskSpec,
-    user: AbstractBaseUser,
+    user: User,
     source_task: Task | None = None,
 ) -> TaskTemplate:
     """Save `spec` as `user`'s template `name`, checked as a new task's spec would be (SpecError
@@ -58,7 +58,7 @@ def template_create(
 
 
 def template_start(
-    *, template: TaskTemplate, user: AbstractBaseUser, changes: dict[str, Any] | None = None
+    *, template: TaskTemplate, user: User, changes: dict[str, Any] | None = None
 ) -> Task:
     """Start a task from `template` with `changes` laid over its spec (spec_changed). The result
     is validated as a TaskSpec (pydantic's ValidationError names the field) and created by

@@ -12,13 +12,14 @@ from collections.abc import Callable
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
+from harness_base.http import AuthedRequest
 from tasks.selectors import user_can_create, user_can_operate, user_can_view
 
 
-def forbidden(request: HttpRequest, message: str) -> HttpResponse:
+def forbidden(request: AuthedRequest, message: str) -> HttpResponse:
     """A 403 page in the layout, saying why."""
     return render(request, "403.html", {"message": message}, status=403)
 
@@ -26,7 +27,7 @@ def forbidden(request: HttpRequest, message: str) -> HttpResponse:
 def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @login_required
     @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def wrapper(request: AuthedRequest, *args, **kwargs) -> HttpResponse:
         if not user_can_operate(request.user):
             return forbidden(request, "only operators may do this")
         return view(request, *args, **kwargs)
@@ -39,7 +40,7 @@ def creator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRes
 
     @login_required
     @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def wrapper(request: AuthedRequest, *args, **kwargs) -> HttpResponse:
         if not user_can_create(request.user):
             return forbidden(request, "only operators and creators may start tasks")
         return view(request, *args, **kwargs)
@@ -50,7 +51,7 @@ def creator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRes
 def viewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @login_required
     @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def wrapper(request: AuthedRequest, *args, **kwargs) -> HttpResponse:
         if not user_can_view(request.user):
             return forbidden(request, "your account has no role here: ask an admin for one")
         return view(request, *args, **kwargs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 from ninja.errors import HttpError
 from ninja.security import HttpBearer, SessionAuth
@@ -21,10 +21,10 @@ from tasks.models import ApiToken
 from tasks.selectors import user_can_create, user_can_operate, user_can_view
 from tasks.services import api_token_hash, api_token_used
 
-RoleCheck = Callable[[AbstractBaseUser], bool]
+RoleCheck = Callable[[User], bool]
 
 
-def _authorize(user: AbstractBaseUser, check: RoleCheck, need: str) -> AbstractBaseUser:
+def _authorize(user: User, check: RoleCheck, need: str) -> User:
     if not check(user):
         raise HttpError(403, f"your account may not {need}")
     return user
