@@ -11,7 +11,7 @@ rolled."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from django.db import models
 
@@ -58,7 +58,17 @@ class Daily(Period):
         return f"{self.day:%Y-%m-%d} {self.describe()}"
 
 
-def period_key(counts: type[Period], period: str) -> list[models.BaseConstraint]:
+class Keyed(Protocol):
+    """What `period_key` reads of a `*Counts` base (the abstract class itself)."""
+
+    @property
+    def KEY(self) -> tuple[str, ...]: ...
+
+    @property
+    def INCLUDE(self) -> tuple[str, ...]: ...
+
+
+def period_key(counts: Keyed, period: str) -> list[models.BaseConstraint]:
     """The unique key of a table of `counts` per `period` ("hour" or "day"), leading with the
     period; named after the table (`<model>_key`)."""
     return [
