@@ -1,50 +1,41 @@
-"""The state of one graph run and its writes (GraphRunCore, the base of GraphRun): the
-run's budget, clocks and lease epoch, its saver and config; events and usage saved by one
-fenced write (commit); a pause for review (pause: commit, then waiting_review)."""
+"""The state of one graph run and its writes (GraphRunCore, the base of GraphRun, on
+agent.sdk_run's ForeignRun: the lease, clocks, events, usage, the stop ladder): its saver and
+config; one fenced write (commit); a pause for review (pause: commit, then waiting_review)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any, NoReturn
 
-from django.conf import settings
 from django.db import transaction
 
-from agent.graph_runner.loading import graph_thread_config
-from agent.runtime.run import Paused, SessionClock
-from agent.runtime.watchdog import Watchdog
+from agent.graph_runner.loading import GraphNotRegistered, graph_load, graph_thread_config
+from agent.runtime.run import Paused
+from agent.sdk_run import ForeignRun
 from checkpoints.langgraph import DjangoCheckpointSaver
 from harness_base.config import harness_config, langgraph_entry
 from tasks import services
 from tasks.models import Task, ToolCall
-from tasks.spec import TaskSpec
-from tasks.states import TaskStatus
 
 REVIEW_KIND = "langgraph"
 
 
-class GraphRunCore:
-    """GraphRun's state and its one write: event, usage, commit, pause."""
+class GraphRunCore(ForeignRun):
+    """GraphRun's state and its one write: commit, pause."""
 
-    def __init__(self, task: Task, worker_id: str, *, graph: Any = None) -> None:
-        self.graph = graph
-        self.task = task
-        self.task_id = task.id
-        self.epoch = task.lease_epoch
-        self.worker_id = worker_id
-        self.spec = TaskSpec.model_validate(task.spec)
-        timeouts = harness_config().timeouts
+    NOUN = "graph"
+    NAME_KEY = "graph"
+    NOT_REGISTERED = (GraphNotRegistered, ImportError, AttributeError)
+    COUNTS_TOKENS = False
+    load_code = staticmethod(graph_load)
+
+    def __init__(self, task: Task, worker_id: str, *, loaded: Any = None) -> None:
+        super().__init__(task, worker_id, loaded=loaded)
         budget = self.spec.budget
-        self.session_s = budget.session_timeout_s or timeouts.session_s
-        self.step_s = budget.turn_timeout_s or timeouts.turn_s
-        self.session = SessionClock(task)
-        self.human_wait_s = task.human_wait_s
-        self.run_started = time.monotonic()
-        self.seconds_before = task.seconds_used
+        # LangGraph's step_timeout: the turn timeout bounds one super-step.
+        self.step_s = self.turn_s
         self.steps_used = task.steps_used
         self.step_index = task.current_step
-        self.cancel_seen = task.cancel_requested
-        self.pending_events: list[Any] = []
         # ToolCall rows whose outcome the next fenced write saves: {pk: (row, fields)}.
         self.pending_calls: dict[int, tuple[ToolCall, set[str]]] = {}
         # Graph calls whose decision the graph was resumed with, outcome not known yet:
@@ -66,7 +57,6 @@ class GraphRunCore:
             **graph_thread_config(task_id=task.id),
             "recursion_limit": budget.max_steps + 10,
         }
-        self.workspace = task.workspace_path
         registered = harness_config().langgraph_graphs.get(self.spec.agent.graph)
         self.interrupt_resume = (
             langgraph_entry(registered).interrupt_resume if registered else "envelope"
@@ -74,23 +64,6 @@ class GraphRunCore:
         self.config["configurable"]["harness_workspace"] = str(self.workspace)
         # LangGraph checkpoint ids whose workspace snapshot is stored (or known to be).
         self.snapshotted: set[str] = set()
-        self.watchdog = Watchdog(
-            task_id=task.id, epoch=self.epoch, interval_s=settings.HARNESS_HEARTBEAT_S
-        )
-
-    def event(self, type: str, payload: dict[str, Any]) -> None:
-        self.pending_events.append(
-            services.event_build(
-                task_id=self.task_id, type=type, payload=payload, step_index=self.step_index
-            )
-        )
-
-    def usage(self) -> dict[str, Any]:
-        return {
-            "current_step": self.step_index,
-            "steps_used": self.steps_used,
-            "seconds_used": self.seconds_before + (time.monotonic() - self.run_started),
-        }
 
     def commit(self, *, inserts: list[Any] = (), **fields: Any) -> None:
         """One fenced write: lease proof + heartbeat + usage + this step's events (+ rows,
@@ -105,16 +78,16 @@ class GraphRunCore:
         self.pending_events = []
         self.pending_calls = {}
 
-    def pause(self, *, reason: str, inserts: list[Any] = (), then: Any = None) -> NoReturn:
+    def write_then(self, then: Any, *, inserts: list[Any] = ()) -> None:
         with transaction.atomic():
             self.commit(inserts=list(inserts))
+            then()
+
+    def pause(self, *, reason: str, inserts: list[Any] = (), then: Any = None) -> NoReturn:
+        def transition() -> None:
             if then is not None:
                 then()
-            services.task_transition(
-                task_id=self.task_id,
-                to=TaskStatus.WAITING_REVIEW,
-                expect_epoch=self.epoch,
-                reason=reason[:500],
-                fields={"worker_id": ""},
-            )
+            self.wait_for_review(reason)
+
+        self.write_then(transition, inserts=inserts)
         raise Paused()

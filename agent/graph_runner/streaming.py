@@ -1,7 +1,7 @@
 """Streaming the graph's super-steps (GraphRunStreaming, part of GraphRun): each
 checkpoint one fenced write of its events and workspace snapshot, each node run and tool
 result an event (and a metric); between super-steps the lease, cancel, session timeout and
-step budget are checked (boundary_checks)."""
+step budget are checked (ForeignRun.boundary_checks)."""
 
 from __future__ import annotations
 
@@ -14,31 +14,14 @@ from agent.graph_runner.calls import GraphRunCalls
 from agent.graph_runner.values import jsonable, text
 from agent.graph_runner.workspace import GraphRunWorkspace
 from agent.runtime.attempt import tool_attempt_record, tool_label_known
-from agent.runtime.run import StopRun
 from harness_base import telemetry
 from harness_base.metrics import STEP_SECONDS, metric_observe
 from tasks import beacon
 from tasks.events import EventType
-from tasks.states import LeaseLost
 
 
 class GraphRunStreaming(GraphRunCalls, GraphRunWorkspace):
-    """GraphRun's stream: stream, record_super_step, record_node, record_tool_result,
-    boundary_checks."""
-
-    def boundary_checks(self) -> None:
-        if self.watchdog.lease_lost.is_set():
-            raise LeaseLost("heartbeat found the lease taken")
-        if self.watchdog.cancel_requested.is_set() or self.cancel_seen:
-            raise StopRun("canceled", "canceled by operator")
-        elapsed = self.session.elapsed_s() - self.human_wait_s
-        if elapsed > self.session_s:
-            self.event(EventType.TIMEOUT, {"layer": "session", "limit_s": self.session_s})
-            raise StopRun(
-                "timeout", f"session timeout: {self.session_s:g}s exceeded (layer: session)"
-            )
-        if self.steps_used >= self.spec.budget.max_steps:
-            raise StopRun("budget_exceeded", f"max_steps={self.spec.budget.max_steps} reached")
+    """GraphRun's stream: stream, record_super_step, record_node, record_tool_result."""
 
     def stream(self, graph: Any, first: Any) -> None:
         # Nodes are handed the workspace as configurable `harness_workspace`: it exists before

@@ -97,7 +97,7 @@ class ApprovalGate(ReviewPauses):
                 fields={"error_class": "denied", "error_message": decision.reason[:2000]},
                 write=False,
             )
-            self.step_event(
+            self.event(
                 EventType.TOOL_REFUSED,
                 {"call_id": call_id, "tool": row.tool, "reason": decision.reason},
             )

@@ -54,7 +54,7 @@ class ModelTurns(RunCore):
                         text.append(field(part, "text") or "")
             elif kind:
                 calls.append({"tool": str(kind), "call_id": field(item, "id")})
-        self.step_event(
+        self.event(
             EventType.MODEL_DECISION,
             {
                 "agent": agent.name,
@@ -106,6 +106,6 @@ class Hooks(RunHooks):
             self.chat = None
 
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
-        self.run.step_event(
+        self.run.event(
             EventType.AGENT_HANDOFF, {"from_agent": from_agent.name, "to_agent": to_agent.name}
         )

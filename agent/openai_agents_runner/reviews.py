@@ -22,7 +22,6 @@ from review.services.transitions import review_request_open
 from tasks import services
 from tasks.events import EventType
 from tasks.models import ToolCall, ToolCallStatus
-from tasks.states import TaskStatus
 
 REVIEW_KIND = "openai-agents"
 DECISIONS = ["approve", "edit", "reject"]
@@ -63,7 +62,7 @@ class ReviewPauses(RunCore):
             row = rows[review.tool_call_id]
             services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
             self.pending_rows[row.call_id] = row
-            self.step_event(
+            self.event(
                 EventType.REVIEW_REQUESTED,
                 {
                     "call_id": row.call_id,
@@ -88,13 +87,7 @@ class ReviewPauses(RunCore):
                     changes=check.changes,
                     versions=versions_current(self),
                 )
-            services.task_transition(
-                task_id=self.task_id,
-                to=TaskStatus.WAITING_REVIEW,
-                expect_epoch=self.epoch,
-                reason=f"approval no longer holds: {drifted[0][0].tool}"[:500],
-                fields={"worker_id": ""},
-            )
+            self.wait_for_review(f"approval no longer holds: {drifted[0][0].tool}")
         raise Paused()
 
     def ask_about_unknown(self, rows: list[ToolCall]) -> NoReturn:
@@ -113,9 +106,7 @@ class ReviewPauses(RunCore):
                 write=False,
             )
             self.pending_rows[row.call_id] = row
-            self.step_event(
-                EventType.TOOL_UNKNOWN_OUTCOME, {"call_id": row.call_id, "tool": row.tool}
-            )
+            self.event(EventType.TOOL_UNKNOWN_OUTCOME, {"call_id": row.call_id, "tool": row.tool})
             waiting.append((row, PolicyDecision(action="review"), "outcome unknown"))
         self.pause_for_reviews(waiting)
 
@@ -131,7 +122,7 @@ class ReviewPauses(RunCore):
         ]
         fresh = [(r, d, w) for r, d, w in waiting if r not in pending]
         for row, _decision, why in fresh:
-            self.step_event(
+            self.event(
                 EventType.REVIEW_REQUESTED, {"call_id": row.call_id, "tool": row.tool, "why": why}
             )
         with transaction.atomic():
@@ -146,13 +137,7 @@ class ReviewPauses(RunCore):
                     interrupt={"mode": "per_call", "allowed": DECISIONS, "adapter": KIND},
                     versions=versions_current(self),
                 )
-            services.task_transition(
-                task_id=self.task_id,
-                to=TaskStatus.WAITING_REVIEW,
-                expect_epoch=self.epoch,
-                reason=f"approval needed: {waiting[0][0].tool}"[:500],
-                fields={"worker_id": ""},
-            )
+            self.wait_for_review(f"approval needed: {waiting[0][0].tool}")
         raise Paused()
 
 

@@ -26,16 +26,16 @@ from django.db import connections
 
 from agent.openai_agents_runner.approvals import ApprovalGate
 from agent.openai_agents_runner.endings import RunEndings
-from agent.openai_agents_runner.loading import AgentNotRegistered, agent_load, bound_model
+from agent.openai_agents_runner.loading import bound_model
 from agent.openai_agents_runner.model_turns import Hooks, ModelTurns
 from agent.openai_agents_runner.start import RunStart
 from agent.openai_agents_runner.values import KIND, jsonable, short_text
 from agent.openai_agents_runner.versions import agent_version_parts
 from agent.openai_agents_runner.wrapping import AgentWrapping
-from agent.runtime.run import Paused, StopRun, connection_lost, with_lease_loaded
+from agent.runtime.run import StopRun
+from agent.sdk_run import harness_cause
 from tasks.events import EventType
 from tasks.spec import model_endpoint
-from tasks.states import LeaseLost
 
 log = logging.getLogger(__name__)
 
@@ -52,70 +52,42 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
             kwargs["model"] = self.run_model = bound_model(model_endpoint(self.spec.agent.model))
         return RunConfig(**kwargs)
 
-    def execute(self) -> str:
-        self.watchdog.start()
+    def segment(self) -> str:
+        registered = self.load()
+        self.version_parts = agent_version_parts(spec=self.task.spec, agent=registered)
+        agent = self.harness_agent(registered)
+        self.boundary_checks()
+        self.start()
         try:
-            registered = self.registered or agent_load(self.spec.agent.name)
-            self.version_parts = agent_version_parts(spec=self.task.spec, agent=registered)
-            agent = self.harness_agent(registered)
-            self.boundary_checks()
-            self.start()
-            try:
-                return asyncio.run(self.drive(agent))
-            except Exception as exc:
-                # The SDK may wrap what the harness raised inside a tool call (a cancel seen, a
-                # lost lease): the harness's own exception decides how the run ends.
-                raise _harness_cause(exc) from None
-        except Paused:
-            return "paused"
-        except LeaseLost as exc:
-            log.warning("task %s: %s; stopping without further writes", self.task_id, exc)
-            return "lease_lost"
-        except StopRun as stop:
-            return self.finish_stopped(stop)
-        except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
-            result = exc.guardrail_result
-            name = result.guardrail.get_name()
+            return asyncio.run(self.drive(agent))
+        except Exception as exc:
+            # The SDK may wrap what the harness raised inside a tool call (a cancel seen, a
+            # lost lease): the harness's own exception decides how the run ends.
+            raise harness_cause(exc) from None
+
+    def ended_by(self, exc: Exception) -> StopRun | None:
+        """A guardrail's tripwire (on the timeline, then failed); max turns: the budget."""
+        if isinstance(exc, MaxTurnsExceeded):
+            return StopRun("budget_exceeded", str(exc)[:500])
+        if isinstance(exc, (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered)):
+            name = exc.guardrail_result.guardrail.get_name()
             which = "input" if isinstance(exc, InputGuardrailTripwireTriggered) else "output"
-            info = short_text(jsonable(result.output.output_info))
-            self.step_event(
-                EventType.GUARDRAIL_TRIPPED, {"guardrail": name, "kind": which, "info": info}
-            )
-            return self.finish_stopped(
-                StopRun(
-                    "guardrail_tripwire", f"{which} guardrail {name!r} tripped its wire: {info}"
-                )
-            )
-        except (ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered) as exc:
+            output = exc.guardrail_result.output
+        elif isinstance(
+            exc, (ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)
+        ):
             name = exc.guardrail.get_name()
             which = (
                 "tool input"
                 if isinstance(exc, ToolInputGuardrailTripwireTriggered)
                 else "tool output"
             )
-            info = short_text(jsonable(exc.output.output_info))
-            self.step_event(
-                EventType.GUARDRAIL_TRIPPED, {"guardrail": name, "kind": which, "info": info}
-            )
-            return self.finish_stopped(
-                StopRun(
-                    "guardrail_tripwire", f"{which} guardrail {name!r} tripped its wire: {info}"
-                )
-            )
-        except MaxTurnsExceeded as exc:
-            return self.finish_stopped(StopRun("budget_exceeded", str(exc)[:500]))
-        except (AgentNotRegistered, ImportError, AttributeError) as exc:
-            if self.registered is not None:
-                log.exception("task %s: agent failed", self.task_id)
-                return self.finish_stopped(StopRun("agent_error", f"{type(exc).__name__}: {exc}"))
-            return self.finish_stopped(StopRun("agent_not_registered", str(exc)))
-        except Exception as exc:  # the agent's own error: the task fails, its state is kept
-            if connection_lost(exc):
-                raise  # not the task's failure: with_lease gives the task back
-            log.exception("task %s: agent failed", self.task_id)
-            return self.finish_stopped(StopRun("agent_error", f"{type(exc).__name__}: {exc}"))
-        finally:
-            self.watchdog.finish()
+            output = exc.output
+        else:
+            return None
+        info = short_text(jsonable(output.output_info))
+        self.event(EventType.GUARDRAIL_TRIPPED, {"guardrail": name, "kind": which, "info": info})
+        return StopRun("guardrail_tripwire", f"{which} guardrail {name!r} tripped its wire: {info}")
 
     async def drive(self, agent: Agent) -> str:
         connected = []
@@ -179,21 +151,4 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
 
 def openai_agents_task_run(*, task_id: Any) -> str:
     """As agent.runtime.task_run, for a task whose spec names an OpenAI Agents SDK agent."""
-    return with_lease_loaded(
-        task_id=task_id,
-        load=agent_load,
-        name_key="name",
-        run=lambda task, worker_id, loaded: AgentsRun(task, worker_id, agent=loaded).execute(),
-    )
-
-
-def _harness_cause(exc: BaseException) -> BaseException:
-    """The first StopRun, LeaseLost or Paused in the exception's chain, else the exception."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, (StopRun, LeaseLost, Paused)):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return exc
+    return AgentsRun.job(task_id=task_id)

@@ -33,12 +33,12 @@ class RunStart(RunCore):
             for rel, content in self.spec.workspace.files.items():
                 file_write(self.workspace, rel, content.encode())
             self.state.sdk = {"kind": KIND, "agent": self.spec.agent.name, "run_state": None}
-            self.step_event(EventType.TASK_STARTED, {"worker": self.worker_id, "epoch": self.epoch})
+            self.event(EventType.TASK_STARTED, {"worker": self.worker_id, "epoch": self.epoch})
             self.commit(checkpoint=("task_start", "task"))
             return
         self.state = loaded.state
         if loaded.checkpoint.id != self.head_id:
-            self.step_event(
+            self.event(
                 EventType.CHECKPOINT_FALLBACK,
                 {"checkpoint_id": str(loaded.checkpoint.id), "seq": loaded.checkpoint.seq},
             )
@@ -47,7 +47,7 @@ class RunStart(RunCore):
         if snapshot_materialise_if_missing(
             workspace=self.workspace, manifest=loaded.snapshot, sync=recovery is not None
         ):
-            self.step_event(
+            self.event(
                 EventType.WORKSPACE_MATERIALISED, {"checkpoint_id": str(loaded.checkpoint.id)}
             )
         if recovery is not None and recovery.kind == "rollback":
@@ -55,7 +55,7 @@ class RunStart(RunCore):
             # under new call ids (the rollback's branch).
             self.state.sdk = {**(self.state.sdk or {}), "branch": self.state.branch}
         if recovery is not None:
-            self.step_event(
+            self.event(
                 EventType.CONTEXT_ALIGNED,
                 {"kind": recovery.kind, "reason": recovery.reason, "undone": recovery.undone},
             )
@@ -67,7 +67,7 @@ class RunStart(RunCore):
                 task_id=self.task_id, call_id__startswith=f"oa{self.sdk_branch()}:"
             )
         }
-        self.step_event(
+        self.event(
             EventType.RESUMED,
             {
                 "worker": self.worker_id,

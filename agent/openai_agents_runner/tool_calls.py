@@ -30,7 +30,7 @@ class ToolInvocation(RunCore):
         if row is None:  # approved without a row: cannot happen through the harness's gate
             raise RuntimeError(f"tool call {call_id} has no ledger row")
         if row.status == ToolCallStatus.SUCCEEDED:
-            self.step_event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": tool})
+            self.event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": tool})
             return (row.result or {}).get("output", "")
         assert self.write_lock is not None
         async with self.write_lock:
@@ -41,7 +41,7 @@ class ToolInvocation(RunCore):
                 fields={"attempts": row.attempts + 1},
                 write=False,
             )
-            self.step_event(
+            self.event(
                 EventType.TOOL_STARTED,
                 {"call_id": call_id, "tool": tool, "arguments": row.arguments},
             )
@@ -93,7 +93,7 @@ class ToolInvocation(RunCore):
                 seconds=fields["duration_ms"] / 1000,
                 error_class="" if error is None else tool_exception_class(error),
             )
-            self.step_event(
+            self.event(
                 EventType.TOOL_FINISHED,
                 {
                     "call_id": row.call_id,

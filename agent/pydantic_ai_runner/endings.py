@@ -1,7 +1,7 @@
 """How a run segment ends (RunEndings, part of PydanticAIRun): paused for review (`pause`;
 `escalate`: a call whose outcome is unknown), waiting in retry_wait after a transient
-model error (`retry_model`), or the task ended: succeeded (`finish`) or stopped
-(`finish_stopped`)."""
+model error (`retry_model`), or succeeded (`finish`); a stop is agent.sdk_run's
+ForeignRun.finish_stopped."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from agent.pydantic_ai_runner.constants import RESULT_MAX_CHARS, TEXT_MAX_CHARS
 from agent.pydantic_ai_runner.core import RunCore
 from agent.pydantic_ai_runner.messages import jsonable, messages_dump
 from agent.retry import TRANSIENT, retry_policy
-from agent.runtime.finish import stop_transition
 from agent.runtime.run import Paused, StopRun
 from agent.versions import versions_current
 from review.services.gates import review_gate_unknown_outcome
@@ -47,13 +46,7 @@ class RunEndings(RunCore):
         def transition(checkpoint: Any) -> None:
             if then is not None:
                 then(checkpoint)
-            services.task_transition(
-                task_id=self.task_id,
-                to=TaskStatus.WAITING_REVIEW,
-                expect_epoch=self.epoch,
-                reason=reason[:500],
-                fields={"worker_id": ""},
-            )
+            self.wait_for_review(reason)
 
         self.commit(trigger=trigger, inserts=list(inserts), updates=list(updates), then=transition)
         raise Paused()
@@ -139,36 +132,6 @@ class RunEndings(RunCore):
         self.event(EventType.STEP_FINISHED, {"step": self.state.step_index})
         self.event(EventType.TASK_FINISHED, {"result": result[:2000]})
         self.commit(
-            trigger="after_step",
-            then=lambda _checkpoint: services.task_transition(
-                task_id=self.task_id,
-                to=TaskStatus.SUCCEEDED,
-                expect_epoch=self.epoch,
-                reason="agent finished",
-                fields={"result": result, **self.usage()},
-            ),
+            trigger="after_step", then=lambda _checkpoint: self.succeed(result, "agent finished")
         )
         return "succeeded"
-
-    def finish_stopped(self, stop: StopRun) -> str:
-        self.state.last_error = ErrorInfo(
-            error_class=stop.error_class,
-            message=stop.message[:2000],
-            step_index=self.state.step_index,
-        )
-        self.event(
-            EventType.TASK_STOPPED,
-            {"error_class": stop.error_class, "message": stop.message[:2000]},
-        )
-        ended: list[str] = []
-        try:
-            self.commit(
-                then=lambda _checkpoint: ended.append(
-                    stop_transition(
-                        task_id=self.task_id, epoch=self.epoch, stop=stop, usage=self.usage()
-                    )
-                ),
-            )
-        except LeaseLost:
-            return "lease_lost"
-        return str(ended[0])
