@@ -161,6 +161,13 @@ class AgentState(_State):
     # agent/openai_agents_runner/: {"kind": "openai-agents", "run_state": ...}). Restored
     # with the checkpoint by rollback, retry and forward like the rest of the state.
     sdk: dict[str, Any] | None = None
+    # A plan task (agent.runtime.plan). The dry run: `planning`, the intended effects so far
+    # (`plan_items`, the `plan` review's items) and whether a simulated result was answered
+    # yet (later calls may depend on it). The execution run: the items its calls used.
+    planning: bool = False
+    plan_items: list[dict[str, Any]] = Field(default_factory=list)
+    plan_simulated: bool = False
+    plan_used: list[str] = Field(default_factory=list)
 
     def compensation_open(self) -> Compensation | None:
         return next((c for c in self.compensations if c.outcome == "pending"), None)

@@ -61,6 +61,11 @@ class EventType(models.TextChoices):
     # (`version_migrated`).
     VERSION_DRIFT = "version_drift"
     VERSION_MIGRATED = "version_migrated"
+    # A plan task (agent.runtime.plan): a dry run's intended effect recorded as a plan item
+    # (`plan_item`), and an execution run's call held to the approved plan (`plan_matched`:
+    # run as approved by the plan's decision, or answered with the item's rejection).
+    PLAN_ITEM = "plan_item"
+    PLAN_MATCHED = "plan_matched"
     CANCEL_REQUESTED = "cancel_requested"
     # A rollback's compensations (agent.runtime.compensate): the list the run starts on, each
     # one's end (compensated, skipped, marked done), one that failed for good (the task stops

@@ -101,7 +101,8 @@ C = ToolCallStatus
 TOOLCALL_TRANSITIONS: dict[str, frozenset[str]] = {
     # The gate: refused (failed: invalid call or a failed check), denied by policy, paused for
     # a human, or run.
-    C.PROPOSED: frozenset({C.AWAITING_REVIEW, C.RUNNING, C.FAILED, C.DENIED}),
+    # proposed -> rejected: a call matching an item its plan's review rejected (agent.runtime.plan).
+    C.PROPOSED: frozenset({C.AWAITING_REVIEW, C.RUNNING, C.FAILED, C.DENIED, C.REJECTED}),
     # Decided by a human; a review canceled by a recovery leaves the call waiting, and the
     # resumed step proposes it again (the gate may then pause, refuse or run it).
     # (An operator's mark_done settles it too, as for an unknown outcome.)

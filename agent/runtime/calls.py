@@ -16,6 +16,7 @@ from agent.runtime.call_gate import gate_and_execute, recheck_approval, refuse
 from agent.runtime.delegation import await_delegations
 from agent.runtime.drift_check import drift_before_call
 from agent.runtime.ledger import ledger_row
+from agent.runtime.plan import plan_gate, plan_record
 from agent.runtime.replaying import replay_claim
 from agent.runtime.run import Run, StopRun
 from agent.validation import CHECK_ERROR_CLASSES, check_call
@@ -140,6 +141,10 @@ def call_run(
             expected=failure.expected,
             check=failure.check,
         )
+    if tool.side_effect and not compensation and run.planning:
+        return plan_record(run, row, tool, args)
+    if tool.side_effect and not compensation and run.plan is not None:
+        return plan_gate(run, row, tool, args)
     return gate_and_execute(run, row, tool, args, review_floor=review_floor)
 
 

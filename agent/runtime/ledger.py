@@ -38,6 +38,8 @@ def ledger_row(run: Run, call: ProposedCall, tool: ToolSpec | None) -> tuple[Too
         arguments=call.args,
         risk=tool.risk if tool else "read",
         step_index=run.state.step_index,
+        # A dry run's calls are no tool's outcome (agent.runtime.plan; left out of statistics).
+        plan_mark="planned" if run.planning else "",
     )
     run.ledger[call.call_id] = row
     return row, True

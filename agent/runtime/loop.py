@@ -10,6 +10,7 @@ from agent.runtime.compensate import compensation_next
 from agent.runtime.drain import drain_release, drain_requested
 from agent.runtime.finish import finish_stopped, finish_success
 from agent.runtime.group import prepare_for_round
+from agent.runtime.plan import plan_finish
 from agent.runtime.run import (
     Paused,
     Run,
@@ -40,6 +41,8 @@ def run_execute(run: Run) -> str:
     run.watchdog.start()
     try:
         start_or_resume(run)
+        if run.task.plan_phase == "rejected":
+            raise StopRun("canceled", "the plan was rejected by a reviewer")
         while True:
             boundary_checks(run)
             if run.state.compensation_open() is not None:
@@ -56,6 +59,8 @@ def run_execute(run: Run) -> str:
                     call_next(run)
                     _between_calls_checks(run)
                 step_finish(run)
+            if run.state.phase == "done" and run.planning:
+                plan_finish(run)  # the plan's review opens; the task waits (Paused)
             if run.state.phase == "done":
                 finish_success(run)
                 return "succeeded"

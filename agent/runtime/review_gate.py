@@ -13,6 +13,7 @@ from review.models import ReviewRequest
 from review.policy import PolicyDecision
 from review.services.drift_gate import review_gate_version_drift
 from review.services.gates import ReviewPause, review_gate, review_gate_unknown_outcome
+from review.services.plan_gate import review_gate_plan
 from review.services.standing_rules import review_gate_standing, standing_rules_distrust
 from review.standing import standing_rule_for
 from tasks.fingerprint import previewed
@@ -48,13 +49,17 @@ def pause_for_review(
     *,
     reopened_from: ReviewRequest | None = None,
     changes: list[str] | None = None,
+    standing: bool = True,
 ) -> None:
     """The policy said `review`. A standing rule that allows the call approves it (one write,
     then the call runs: returns); otherwise record the state of its targets with the preview
     computed against it, and pause until a human decides. A reopened review (the approval of
-    `reopened_from` no longer holds) records what changed (`changes`)."""
-    rule, held = standing_rule_for(
-        task=run.task, tool=tool.name, arguments=row.arguments, decision=decision
+    `reopened_from` no longer holds) records what changed (`changes`). `standing=False`: no
+    standing rule stands in (a call that departs from an approved plan)."""
+    rule, held = (
+        standing_rule_for(task=run.task, tool=tool.name, arguments=row.arguments, decision=decision)
+        if standing
+        else (None, "")
     )
     preview, fingerprint = previewed(
         tool=tool, ctx=run.tool_context(row), args=args, arguments=row.arguments
@@ -91,6 +96,18 @@ def pause_for_review(
         reopened_from=reopened_from,
         changes=changes,
         versions=versions_current(run),
+    )
+
+
+def pause_for_plan(run: Run, row: ToolCall, *, plan: dict[str, Any]) -> NoReturn:
+    """A plan task's dry run ended: its `plan` review opens (agent.runtime.plan) on `row`,
+    the call standing for the plan, and the task waits."""
+    log.info("task %s: the plan waits for review (%d items)", run.task_id, len(plan["items"]))
+    review_gate_plan(
+        tool_call=row,
+        plan=plan,
+        step_index=run.state.step_index,
+        pause=_pause_for_human(run, row, reason="plan review"),
     )
 
 

@@ -33,6 +33,7 @@ from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import CheckpointCodec, checkpoint_next_seq
 from harness_base.config import harness_config
 from multiagent.shared import shared_dir
+from review.selectors import plan_for_execution
 from tasks.agent_state import AgentState
 from tasks.models import Task, TaskEvent, ToolCall, ToolOutput
 from tasks.spec import TaskSpec
@@ -78,7 +79,12 @@ class Run(RunPauses):
             self.model = ReplayModel.of_turns(setup.decisions, source=f"case {setup.case_name}")
         self.context = context_policy(config=self.config.context, override=self.spec.context)
         self.limits = check_limits(config=self.config.validation, checks=self.spec.checks)
-        self.workspace = task.workspace_path
+        # A plan task (agent.runtime.plan): its dry run (also once its plan is rejected: the
+        # run then ends canceled) works on a copy of the workspace; its execution run is held
+        # to the decided plan.
+        self.planning = task.plan_phase in ("planning", "rejected")
+        self.plan = plan_for_execution(task_id=task.id) if task.plan_phase == "executing" else None
+        self.workspace = task.plan_workspace_path if self.planning else task.workspace_path
         # The group's shared directory (multiagent/shared.py), if its root asked for one.
         self.shared = shared_dir(task)
         self.pending_events: list[TaskEvent] = []

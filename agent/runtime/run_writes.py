@@ -31,6 +31,8 @@ _LEDGER_FIELDS = [
     "error_message",
     "attempts",
     "attempt_log",
+    "plan_mark",
+    "plan_item",
     "started_at",
     "finished_at",
     "duration_ms",

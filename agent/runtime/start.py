@@ -35,11 +35,19 @@ def start_or_resume(run: Run) -> None:
     except NoValidCheckpoint as exc:
         raise StopRun("checkpoint_corrupted", str(exc)) from None
     run.workspace.mkdir(parents=True, exist_ok=True)
-    if loaded is None:
+    if loaded is None or (loaded.state.planning and not run.planning):
+        # A plan task's execution run starts from the task's start, as its dry run did, on
+        # a new branch (fresh call_ids) against the original workspace (agent.runtime.plan).
         run.state = _initial_state(run)
+        run.state.planning = run.planning
+        run.state.branch = loaded.state.branch + 1 if loaded is not None else 0
         for rel, content in run.spec.workspace.files.items():
             file_write(run.workspace, rel, content.encode())
-        run.event(EventType.TASK_STARTED, {"worker": run.worker_id, "epoch": run.epoch})
+        phase = {"planning": "plan", "executing": "execution"}.get(run.task.plan_phase)
+        run.event(
+            EventType.TASK_STARTED,
+            {"worker": run.worker_id, "epoch": run.epoch, **({"plan": phase} if phase else {})},
+        )
         _mcp_tools_list(run)
         run.commit(trigger="task_start")
         return

@@ -44,6 +44,7 @@ WITH ranked AS (
     FROM {table}
     WHERE created_at >= %s AND created_at < %s AND duration_ms IS NOT NULL
       AND status IN ({statuses}) AND NOT (status = %s AND error_class = %s)
+      AND plan_mark <> 'planned'
       AND task_id NOT IN (SELECT id FROM {tasks} WHERE is_replay)
 ), marks AS (
     SELECT tool, d, i, n, (n - 1) * 0.5 AS p50, (n - 1) * 0.95 AS p95 FROM ranked

@@ -5,6 +5,7 @@ One module per family of endpoints, each with its own router, mounted here under
     triage          claim, unclaim, assign, comment (review.triage)
     standing_rules  standing rules with their track record; pause, resume
     receipts        decision receipts: one review's, the chain as JSON Lines
+    plans           a plan task's plan and its items' states (GET /tasks/{id}/plan)
     schemas         a review as the API shows it, and ErrorOut
 
 Each operation spells out its `operation_id`: the one it had when this was one module
@@ -12,10 +13,10 @@ Each operation spells out its `operation_id`: the one it had when this was one m
 
 from ninja import Router
 
-from review.api import receipts, reviews, standing_rules, triage
+from review.api import plans, receipts, reviews, standing_rules, triage
 
 router = Router(tags=["reviews"])
-for endpoints in (reviews, triage, standing_rules, receipts):
+for endpoints in (reviews, triage, standing_rules, receipts, plans):
     router.add_router("", endpoints.router)
 
 __all__ = ["router"]

@@ -29,6 +29,14 @@ class RememberIn(Schema):
     confirm_scope: Literal["everyone"] | None = None
 
 
+class PlanItemDecisionIn(Schema):
+    decision: Literal["reject", "edit"]
+    # reject: the reason, which the model receives.
+    comment: str = Field(default="", max_length=2000)
+    # edit: the arguments the item runs with instead (checked as any edit).
+    arguments: dict[str, Any] | None = None
+
+
 class DecisionIn(Schema):
     # approve | reject; for a call whose outcome is unknown: mark_done | rerun | fail_task.
     # respond: answer a LangGraph interrupt (`response`: any JSON for a plain interrupt, the
@@ -63,6 +71,11 @@ class DecisionIn(Schema):
     migration: str | None = Field(default=None, max_length=64)
     # restart: the id of an earlier checkpoint of the task to restart from.
     checkpoint_id: UUID | None = None
+    # A review of kind plan: approve needs the `plan_hash` shown; `items` names the items not
+    # approved as they are ({"<id>": {"decision": "reject", "comment"} | {"decision": "edit",
+    # "arguments"}}); reject rejects the whole plan.
+    plan_hash: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
+    items: dict[str, PlanItemDecisionIn] | None = Field(default=None, max_length=1000)
 
 
 @router.get("reviews", response=list[ReviewOut], operation_id="review_api_review_list")
@@ -171,6 +184,17 @@ def review_get(request: AuthedRequest, review_id: str):
 def review_decision(request: AuthedRequest, review_id: str, body: DecisionIn):
     review = selectors.access_review(request.user, review_id, related=False)
     try:
+        if review.kind == services.PLAN or body.plan_hash or body.items:
+            services.review_decide_plan(
+                review_id=review.id,
+                user=request.user,
+                decision=body.decision,
+                plan_hash=body.plan_hash,
+                items={k: v.model_dump() for k, v in (body.items or {}).items()},
+                comment=body.comment,
+                via=ReceiptVia.API,
+            )
+            return Status(200, selectors.access_review(request.user, review.id))
         services.review_decide(
             review_id=review.id,
             user=request.user,

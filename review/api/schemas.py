@@ -11,6 +11,7 @@ from django.utils import timezone
 from ninja import Schema
 
 from review import selectors, standing
+from review.api.plan_schemas import PlanFields
 from review.models import ReviewRequest
 from tasks.canonical import canonical_hash
 
@@ -274,7 +275,7 @@ class NotificationOut(Schema):
     next_attempt_at: datetime | None
 
 
-class ReviewDetailOut(ReviewOut):
+class ReviewDetailOut(ReviewOut, PlanFields):
     # Who was told about this review, and whether it reached them (review.notifications).
     notifications: list[NotificationOut]
 

@@ -93,8 +93,7 @@ class EditedCall:
 
 
 class ReviewRequest(EditedCall, models.Model):
-    """A paused tool call waiting for a human. Decisions change it only under
-    select_for_update(), so exactly one of several concurrent decisions wins."""
+    """A paused call awaiting a human; decided under select_for_update(): one decision wins."""
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="reviews")
     tool_call = models.ForeignKey(
@@ -188,6 +187,7 @@ class ReviewRequest(EditedCall, models.Model):
     # decided, the choice ({"decision": continue | migrate | restart | cancel, ...}).
     drift = models.JSONField(null=True, blank=True)
     choice = models.JSONField(null=True, blank=True)
+    plan = models.JSONField(null=True, blank=True)  # kind `plan`: review.services.plans
     # Triage (review.triage; advisory: who works on it, never who may decide it). The operator
     # who claimed it, and a person or a group it is assigned to.
     claimed_by = models.ForeignKey(

@@ -59,6 +59,7 @@ from review.selectors.page import (
     review_url,
     rule_text,
 )
+from review.selectors.plans import plan_for_execution, task_plan
 from review.selectors.receipts import receipts_since, review_receipts
 from review.selectors.rule_labels import (
     BUILT_IN_RULES,
@@ -91,6 +92,8 @@ __all__ = [
     "RuleText",
     "SUMMARY_NEW_LIMIT",
     "access_review",
+    "plan_for_execution",
+    "task_plan",
     "arguments_diff",
     "call_edit",
     "duration_text",

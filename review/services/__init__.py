@@ -5,6 +5,8 @@ machine and per family of operations, each importing only the modules listed bel
     decide            review_decide: an operator approves, edits, rejects or responds
     gates             the loop's gates: review_gate, review_gate_unknown_outcome (ReviewPause)
     unknown_outcome   review_resolve_unknown_outcome: mark done, re-run or fail the task
+    plans             reviews of kind plan: review_decide_plan approves one (per item) or
+                      rejects it (plan_gate: review_gate_plan opens it when a dry run ends)
     version_drift     review_resolve_version_drift: the code changed under a paused call;
                       continue, migrate, restart or cancel (drift_gate opens it,
                       drift_choices checks and records the choices)
@@ -39,6 +41,8 @@ from review.services.expiry import reviews_expire_overdue
 from review.services.gates import ReviewPause, review_gate, review_gate_unknown_outcome
 from review.services.graph_interrupts import graph_resume_value
 from review.services.identities import reviewer_slack_id_set
+from review.services.plan_gate import PLAN, review_gate_plan
+from review.services.plans import review_decide_plan
 from review.services.reopen import TARGET_CHANGED, review_reopen
 from review.services.rule_switch import (
     standing_rule_pause,
@@ -72,6 +76,7 @@ __all__ = [
     "UNKNOWN_OUTCOME_DECISIONS",
     "VERSION_DRIFT",
     "VERSION_DRIFT_DECISIONS",
+    "PLAN",
     "ReviewConflict",
     "ReviewError",
     "ReviewForbidden",
@@ -81,6 +86,8 @@ __all__ = [
     "edit_preview",
     "graph_resume_value",
     "review_decide",
+    "review_decide_plan",
+    "review_gate_plan",
     "review_gate",
     "review_gate_standing",
     "review_gate_unknown_outcome",

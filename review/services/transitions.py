@@ -103,6 +103,7 @@ def review_request_open(
     changes: list[str] | None = None,
     versions: dict[str, Any] | None = None,
     drift: dict[str, Any] | None = None,
+    plan: dict[str, Any] | None = None,
 ) -> ReviewRequest:
     """Called by the loop inside its fenced transaction, just before the task pauses (or, for
     a call a standing rule allows, just before it runs: `kind` standing_rule; or by a decision
@@ -138,6 +139,7 @@ def review_request_open(
         changes=changes or [],
         versions=versions if versions is not None else _versions_of(reopened_from),
         drift=drift,
+        plan=plan,
     )
     notifications_plan_opened(review=review)
     return review

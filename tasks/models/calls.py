@@ -36,6 +36,11 @@ class ToolCall(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.FloatField(null=True, blank=True)
+    # A plan task's call (agent.runtime.plan): `planned` (made by the dry run; never a tool's
+    # outcome, left out of the statistics), or in the execution run `in_plan`, `outside_plan`
+    # or `departed` (from the item `plan_item`, which its review names).
+    plan_mark = models.CharField(max_length=12, blank=True, default="")
+    plan_item = models.CharField(max_length=20, blank=True, default="")
 
     class Meta:
         ordering = ["id"]

@@ -100,6 +100,9 @@ class Task(models.Model):
     # A replay of a saved case (cases.CaseRun): its tools answer from the recording, and it is
     # left out of the failure statistics (tasks.rollups).
     is_replay = models.BooleanField(default=False)
+    # A task created with `"mode": "plan"` (agent.runtime.plan): "planning" while its dry run
+    # goes (left out of the failure statistics), "executing" once its plan is approved.
+    plan_phase = models.CharField(max_length=10, blank=True, default="")
     # A sibling forked from one of this task's checkpoints with edits (checkpoints.fork): it
     # starts from that checkpoint's state and workspace; the original is left as it was.
     fork_of = models.ForeignKey(
@@ -193,3 +196,8 @@ class Task(models.Model):
     @property
     def workspace_path(self):
         return settings.HARNESS_WORKSPACE_ROOT / str(self.id)
+
+    @property
+    def plan_workspace_path(self):
+        """A plan task's dry run works on this copy (agent.runtime.plan), never the original."""
+        return settings.HARNESS_WORKSPACE_ROOT / f"{self.id}.plan"

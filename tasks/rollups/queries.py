@@ -23,6 +23,11 @@ from tasks.rollups.tables import (
 )
 from tasks.states import TERMINAL
 
+# A plan task's dry-run calls (ToolCall.plan_mark) and the phases of a task still in, or
+# ended in, its dry run (Task.plan_phase): never in the statistics (agent.runtime.plan).
+PLANNED = "planned"
+PLAN_DRY_PHASES = ("planning", "rejected")
+
 
 def log_bucket(field: str):
     """SQL expression: the histogram bucket of `field` (floor(log2(value) * per doubling))."""
@@ -58,9 +63,13 @@ def histogram_percentile(histogram: list[tuple[int, int]], fraction: float) -> f
 
 def settled_calls(calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
     """The calls of `calls` with an outcome of the tool: settled, and not stopped by a cancel;
-    a replay's calls (answered from a recording) are not the tools' outcomes."""
+    a replay's calls (answered from a recording) and a plan's dry run's (`planned`: simulated,
+    or run on its copy) are not the tools' outcomes."""
     return (
-        calls.filter(status__in=SETTLED_CALL).exclude(CANCELED_CALL).filter(task__is_replay=False)
+        calls.filter(status__in=SETTLED_CALL)
+        .exclude(CANCELED_CALL)
+        .filter(task__is_replay=False)
+        .exclude(plan_mark=PLANNED)
     )
 
 
@@ -71,10 +80,11 @@ def calls_failed_q() -> Q:
 
 
 def finished_tasks(ranges: tuple[tuple[datetime, datetime], ...]) -> QuerySet[Task]:
-    """Tasks in a terminal status whose `finished_at` is in one of `ranges` ([since, until))."""
+    """Tasks in a terminal status whose `finished_at` is in one of `ranges` ([since, until));
+    not replays, nor plan tasks that ended in their dry run (or with their plan rejected)."""
     return Task.objects.filter(
         in_ranges("finished_at", ranges), status__in=TERMINAL, is_replay=False
-    )
+    ).exclude(plan_phase__in=PLAN_DRY_PHASES)
 
 
 def task_aggregates() -> dict[str, Any]:

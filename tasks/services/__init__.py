@@ -55,6 +55,7 @@ from tasks.services.sweep_runs import (
 from tasks.services.task_fields import (
     task_cancel_request,
     task_fork_head,
+    task_plan_phase_set,
     task_recovery_reset,
     task_review_outcome_count,
     task_review_outcomes_set,
@@ -109,6 +110,7 @@ __all__ = [
     "task_recovery_reset",
     "task_release_drained",
     "task_release_lost_connection",
+    "task_plan_phase_set",
     "task_review_outcome_count",
     "task_review_outcomes_set",
     "task_settle_killed_horse",

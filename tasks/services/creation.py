@@ -174,6 +174,7 @@ def task_create(
             agent_name=agent_name,
             is_replay=is_replay,
             fork_of=fork_of,
+            plan_phase="planning" if spec.mode == "plan" else "",
         )
         actor = user.get_username() if user is not None and user.is_authenticated else ""
         payload: dict[str, Any] = {"title": spec.title}

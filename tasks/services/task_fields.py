@@ -58,6 +58,13 @@ def task_review_outcome_count(*, task_id: Any, rejected: bool, edited: bool) -> 
         Task.objects.filter(id=task_id).update(**fields)
 
 
+def task_plan_phase_set(*, task: Task, phase: str) -> None:
+    """A plan task's plan was decided (review.services.plans, in the decision's transaction,
+    the task row locked): `executing` (approved) or `rejected`."""
+    Task.objects.filter(id=task.id).update(plan_phase=phase)
+    task.plan_phase = phase
+
+
 def task_review_outcomes_set(*, task_id: Any, rejected: int, edited: int) -> None:
     """A rollback undid calls: the task's counts of rejected and edited calls are those the
     review app recounted over the calls still on its branch (in the rollback's transaction,

@@ -20,6 +20,7 @@ from tasks.errors import error_fingerprint
 from tasks.events import EventType
 from tasks.models import Task, TaskEvent, ToolCall
 from tasks.rollups import calls_failed_q, rollups_task_reopened
+from tasks.rollups.queries import PLANNED
 from tasks.services.events import event_record
 from tasks.states import (
     TERMINAL,
@@ -164,7 +165,10 @@ def _derived_fields(*, task: Task, frm: str, to: str, now: datetime) -> dict[str
         updates["finished_at"] = now
         updates["cancel_requested"] = False
         updates["calls_failed"] = (
-            ToolCall.objects.filter(task_id=task.id).filter(calls_failed_q()).exists()
+            ToolCall.objects.filter(task_id=task.id)
+            .filter(calls_failed_q())
+            .exclude(plan_mark=PLANNED)  # a plan's dry run: no tool's outcome
+            .exists()
         )
     if to == TaskStatus.RUNNING and task.started_at is None:
         updates["started_at"] = now

@@ -64,11 +64,16 @@ class TaskSpec(SpecModel):
     # A directory every agent of the group sees (multiagent/shared.py): `/shared/...` paths in
     # the file tools, mounted at /shared in the command sandbox. Only with `agents`.
     shared: bool = False
+    # "plan": a dry run first (agent.runtime.plan): side effects become the items of one
+    # `plan` review, and the approved plan binds the execution run. Unset: an ordinary run.
+    mode: Literal["run", "plan"] | None = None
 
     @model_validator(mode="after")
     def _model_or_agent(self) -> TaskSpec:
         if (self.model is None) == (self.agent is None):
             raise ValueError("give exactly one of 'model' (the harness loop) or 'agent' (a graph)")
+        if self.mode == "plan" and (self.agent is not None or self.agents):
+            raise ValueError("mode 'plan' needs the harness loop (`model`) without sub-agents")
         return self
 
     @model_validator(mode="after")

@@ -129,6 +129,7 @@ OPERATIONS: dict[str, str] = {
     "GET /api/v1/tasks/{task_id}/checkpoints": "read",
     "GET /api/v1/tasks/{task_id}/events": "read",
     "GET /api/v1/tasks/{task_id}/tool-calls": "read",
+    "GET /api/v1/tasks/{task_id}/plan": "read",
     "GET /api/v1/tasks/{task_id}/outputs/{output_id}": "read",
     "POST /api/v1/tasks/{task_id}/cancel": "operate",
     "POST /api/v1/tasks/{task_id}/priority": "operate",

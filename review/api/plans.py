@@ -1,0 +1,55 @@
+"""`GET /api/v1/tasks/{id}/plan`: a plan task's plan (issue #46) with every item's state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router, Schema
+from ninja.errors import HttpError
+
+from review import selectors
+from tasks.selectors import access_task
+
+router = Router()
+
+
+class PlanItemOut(Schema):
+    id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    preview: str
+    risk: str
+    rules: list[dict[str, Any]]
+    # The dry run answered this call as simulated / it came after a simulated result.
+    simulated: bool
+    after_simulated: bool
+    # pending (not decided yet), approved, rejected, edited, then executed, or departed.
+    state: str
+    # The decision on this item ({"decision": approve | reject | edit, ...}); null: pending.
+    decision: dict[str, Any] | None
+    # How the execution run departed from this item ("" if it did not).
+    departed: str
+    # The execution run's calls matched to this item.
+    calls: list[str]
+
+
+class PlanOut(Schema):
+    review_id: int
+    # The plan review's status: pending, approved, rejected.
+    status: str
+    plan_hash: str
+    # The dry run's usage: tokens, cost_usd, steps.
+    estimate: dict[str, Any]
+    # planning, executing or rejected.
+    phase: str
+    items: list[PlanItemOut]
+
+
+@router.get("tasks/{task_id}/plan", response=PlanOut, operation_id="review_api_task_plan")
+def task_plan(request: HttpRequest, task_id: str):
+    plan = selectors.task_plan(task=access_task(request.user, task_id))
+    if plan is None:
+        raise HttpError(404, "this task has no plan")
+    return plan
