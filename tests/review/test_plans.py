@@ -231,3 +231,13 @@ def test_rejecting_the_plan_cancels_the_task_and_it_counts_nowhere(api_client, o
         .exists()
     )
     assert not (task.workspace_path / "a.txt").exists() and ledger_records() == []
+
+
+def test_the_plan_review_and_task_pages_show_the_plan(client, operator):
+    task = plan_task()
+    review = planned(task)
+    client.force_login(operator)
+    page = client.get(f"/reviews/{review.id}/")
+    assert page.status_code == 200
+    task_page = client.get(f"/tasks/{task.id}/")
+    assert task_page.status_code == 200
