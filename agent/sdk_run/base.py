@@ -129,6 +129,10 @@ class RunBase:
         """Load, start or resume, drive the SDK, settle: -> the outcome (or raise)."""
         raise NotImplementedError
 
+    def execute(self) -> str:
+        """The segment run to its outcome (agent.sdk_run.ending.ForeignRun)."""
+        raise NotImplementedError
+
     def write_then(self, then: Callable[[], Any]) -> None:
         """The runner's fenced write of what is pending, then `then()` in its transaction."""
         raise NotImplementedError
