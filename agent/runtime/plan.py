@@ -133,8 +133,10 @@ def plan_hash(items: list[dict[str, Any]]) -> str:
 
 def plan_gate(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
     """The execution run's side-effecting call, held to the decided plan (module docstring)."""
+    plan = run.plan
+    assert plan is not None  # an execution run (calls.call_run checked)
     used = set(run.state.plan_used)
-    unused = [i for i in run.plan["items"] if i["id"] not in used and i["tool"] == tool.name]
+    unused = [i for i in plan["items"] if i["id"] not in used and i["tool"] == tool.name]
     proposed = canonical_hash(row.arguments)
     same = [
         i
@@ -192,8 +194,8 @@ def plan_gate(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome
             "call_id": row.call_id,
             "item": item["id"],
             "decision": item["decision"],
-            "review_id": run.plan["review_id"],
-            "decided_by": run.plan["decided_by"],
+            "review_id": plan["review_id"],
+            "decided_by": plan["decided_by"],
         },
     )
     if item["decision"] == "reject":
@@ -203,7 +205,7 @@ def plan_gate(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome
             ProposedCall(call_id=row.call_id, tool=row.tool, args=row.arguments),
             error_class="rejected",
             status=ToolCallStatus.REJECTED,
-            what=f"{tool.name} was rejected in the plan review by {run.plan['decided_by']}: "
+            what=f"{tool.name} was rejected in the plan review by {plan['decided_by']}: "
             f"{item['comment']}; it did not run",
             expected="what the reviewer asks",
             check=f"do not repeat the same {tool.name} call; adapt or finish",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
+from harness_base.http import AuthedRequest
 from review import selectors
 from tasks.selectors import access_task
 
@@ -48,7 +48,7 @@ class PlanOut(Schema):
 
 
 @router.get("tasks/{task_id}/plan", response=PlanOut, operation_id="review_api_task_plan")
-def task_plan(request: HttpRequest, task_id: str):
+def task_plan(request: AuthedRequest, task_id: str):
     plan = selectors.task_plan(task=access_task(request.user, task_id))
     if plan is None:
         raise HttpError(404, "this task has no plan")

@@ -31,7 +31,7 @@ def plan_for_execution(*, task_id: Any) -> dict[str, Any] | None:
         return None
     decided = review.choice.get("items") or {}
     items = []
-    for item in review.plan["items"]:
+    for item in (review.plan or {}).get("items", []):
         decision = decided.get(item["id"]) or {"decision": "approve"}
         items.append(
             {
@@ -59,14 +59,15 @@ _STATE = {"approve": "approved", "reject": "rejected", "edit": "edited"}
 def task_plan(*, task: Task) -> dict[str, Any] | None:
     """The task's plan with each item's state (None: the task has no plan review yet)."""
     review = plan_review_latest(task_id=task.id)
-    if review is None:
+    if review is None or review.plan is None:
         return None
+    plan: dict[str, Any] = review.plan
     decided = (review.choice or {}).get("items") or {}
     calls: dict[str, list[ToolCall]] = {}
     for call in ToolCall.objects.filter(task_id=task.id).exclude(plan_item="").order_by("id"):
         calls.setdefault(call.plan_item, []).append(call)
     items = []
-    for item in review.plan["items"]:
+    for item in plan["items"]:
         decision = decided.get(item["id"])
         state = "pending" if review.status == ReviewStatus.PENDING else "rejected"
         if review.status == ReviewStatus.APPROVED:
@@ -94,8 +95,8 @@ def task_plan(*, task: Task) -> dict[str, Any] | None:
     return {
         "review_id": review.id,
         "status": review.status,
-        "plan_hash": review.plan["plan_hash"],
-        "estimate": review.plan["estimate"],
+        "plan_hash": plan["plan_hash"],
+        "estimate": plan["estimate"],
         "phase": task.plan_phase,
         "items": items,
     }

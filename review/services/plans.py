@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -40,7 +40,7 @@ PLAN_HINT = (
 def review_decide_plan(
     *,
     review_id: Any,
-    user: AbstractBaseUser,
+    user: User,
     decision: str,
     plan_hash: str | None = None,
     items: dict[str, Any] | None = None,
@@ -108,7 +108,7 @@ def _approve(
     *,
     task: Any,
     review: ReviewRequest,
-    user: AbstractBaseUser,
+    user: User,
     decided: dict[str, Any],
     comment: str,
     now: Any,
@@ -119,6 +119,7 @@ def _approve(
     requeues the task as its execution run. Caller holds both locks."""
     approved_items = [i for i, d in decided.items() if d["decision"] != "reject"]
     rules = [d["policy"] for i, d in decided.items() if i in approved_items]
+    assert review.plan is not None  # a plan review (review_decide_plan checked)
     review.approvals_required = max([1, *(p.approvals_required for p in rules)])
     review.forbid_creator = any(p.forbid_creator for p in rules)
     approver_check(review=review, task=task, user=user, act="approve its plan", what="this plan")
@@ -152,7 +153,7 @@ def _settle(
     *,
     task: Any,
     review: ReviewRequest,
-    user: AbstractBaseUser,
+    user: User,
     approved: bool,
     comment: str,
     now: Any,
