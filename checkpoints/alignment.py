@@ -34,7 +34,8 @@ def resume_kind(*, task_id: Any, state: AgentState) -> str | None:
         .values_list("payload", flat=True)
         .first()
     )
-    return _REQUEUE_KIND.get((last or {}).get("from"))
+    previous = (last or {}).get("from")
+    return _REQUEUE_KIND.get(previous) if isinstance(previous, str) else None
 
 
 def _short(value: Any, limit: int = RESULT_CHARS) -> str:
@@ -66,7 +67,9 @@ def _steps(task_id: Any, state: AgentState) -> list[dict[str, Any]]:
     return steps[-MAX_STEPS:]
 
 
-def _files_modified(task_id: Any, checkpoint: Checkpoint, snapshot: dict | None) -> dict:
+def _files_modified(
+    task_id: Any, checkpoint: Checkpoint, snapshot: dict[str, Any] | None
+) -> dict[str, Any]:
     first = Checkpoint.objects.filter(task_id=task_id).order_by("seq").first()
     if first is None or first.id == checkpoint.id:
         return {"added": [], "changed": [], "removed": []}
@@ -108,7 +111,12 @@ def _last_failure(task_id: Any, state: AgentState, kind: str) -> dict[str, Any] 
 
 
 def alignment_summary(
-    *, task_id: Any, state: AgentState, kind: str, checkpoint: Checkpoint, snapshot: dict | None
+    *,
+    task_id: Any,
+    state: AgentState,
+    kind: str,
+    checkpoint: Checkpoint,
+    snapshot: dict[str, Any] | None,
 ) -> dict[str, Any]:
     note = state.recovery
     steps = _steps(task_id, state)
@@ -224,7 +232,7 @@ def alignment_text(summary: dict[str, Any]) -> str:
 
 
 def context_align(
-    *, task_id: Any, state: AgentState, checkpoint: Checkpoint, snapshot: dict | None
+    *, task_id: Any, state: AgentState, checkpoint: Checkpoint, snapshot: dict[str, Any] | None
 ) -> dict[str, Any] | None:
     """Inject the alignment message into `state` when this resume follows a recovery or a
     redispatch, clear the recovery note, and return the summary (None otherwise)."""

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
+from uuid import UUID
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 
 from checkpoints import files
@@ -22,12 +24,12 @@ from tasks.web.access import viewer_required
 from tasks.web.downloads import attachment
 
 
-def _refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def _refusals(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """A bad parameter is a 422 naming it and an unreadable checkpoint a 409, as plain text
     (no parameter is echoed into HTML)."""
 
     @wraps(view)
-    def wrapper(request: AuthedRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: AuthedRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         try:
             return view(request, *args, **kwargs)
         except files.FilesInvalid as exc:
@@ -44,7 +46,7 @@ def _checkpoint_options(task_id: Any) -> QuerySet[Checkpoint]:
 
 @viewer_required
 @_refusals
-def file_page(request: AuthedRequest, task_id) -> HttpResponse:
+def file_page(request: AuthedRequest, task_id: UUID) -> HttpResponse:
     """One file at one checkpoint (the head by default): its text up to VIEW_MAX_BYTES, or
     that it is binary; links to download it and to compare it with another checkpoint."""
     task = access_task(request.user, task_id)
@@ -73,7 +75,7 @@ def file_page(request: AuthedRequest, task_id) -> HttpResponse:
 
 @viewer_required
 @_refusals
-def file_download(request: AuthedRequest, task_id) -> HttpResponse:
+def file_download(request: AuthedRequest, task_id: UUID) -> HttpResponseBase:
     task = access_task(request.user, task_id)
     path = files.file_path_check(request.GET.get("path"))
     at = files.workspace_at(task=task, checkpoint_id=request.GET.get("checkpoint"))
@@ -83,7 +85,7 @@ def file_download(request: AuthedRequest, task_id) -> HttpResponse:
 
 @viewer_required
 @_refusals
-def archive_download(request: AuthedRequest, task_id) -> HttpResponse:
+def archive_download(request: AuthedRequest, task_id: UUID) -> HttpResponseBase:
     """The whole tree at a checkpoint as `?format=zip` or `tar.gz`, streamed; refused (422)
     over HARNESS_ARCHIVE_MAX_FILES / HARNESS_ARCHIVE_MAX_BYTES."""
     task = access_task(request.user, task_id)
@@ -103,7 +105,7 @@ def archive_download(request: AuthedRequest, task_id) -> HttpResponse:
 
 @viewer_required
 @_refusals
-def file_diff_page(request: AuthedRequest, task_id) -> HttpResponse:
+def file_diff_page(request: AuthedRequest, task_id: UUID) -> HttpResponse:
     """One file from checkpoint `a` to checkpoint `b` (the head when `b` is left out)."""
     task = access_task(request.user, task_id)
     path = files.file_path_check(request.GET.get("path"))

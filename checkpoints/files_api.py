@@ -9,7 +9,9 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from ninja import Query, Router, Schema, Status
+from django.http.response import HttpResponseBase
+from ninja import Router, Schema, Status
+from ninja.params.functions import Query
 
 from checkpoints import files
 from checkpoints.selectors import entry_dict
@@ -59,7 +61,7 @@ class ContentOut(Schema):
     text: str | None
 
 
-def _refusal(exc: files.FilesInvalid | files.FilesUnreadable) -> Status:
+def _refusal(exc: files.FilesInvalid | files.FilesUnreadable) -> Status[Any]:
     if isinstance(exc, files.FilesInvalid):
         return Status(
             422, {"detail": exc.message, "errors": [{"field": exc.field, "message": exc.message}]}
@@ -67,7 +69,7 @@ def _refusal(exc: files.FilesInvalid | files.FilesUnreadable) -> Status:
     return Status(409, {"detail": str(exc)})
 
 
-def _errors(action: Callable[[], dict[str, Any]]) -> Status:
+def _errors(action: Callable[[], dict[str, Any]]) -> Status[Any]:
     try:
         return Status(200, action())
     except (files.FilesInvalid, files.FilesUnreadable) as exc:
@@ -77,7 +79,7 @@ def _errors(action: Callable[[], dict[str, Any]]) -> Status:
 @router.get("tasks/{task_id}/files", response={200: FilesOut, **ERRORS})
 def files_list(
     request: AuthedRequest, task_id: str, checkpoint_id: UUID | None = None, prefix: str = PREFIX
-):
+) -> Status[Any]:
     """Every file of the workspace at the checkpoint (path, content hash, size, mode), by
     path; `prefix` keeps the paths that start with it. At most 5000 (`truncated`)."""
     task = access_task(request.user, task_id)
@@ -99,7 +101,7 @@ def files_list(
 @router.get("tasks/{task_id}/files/content", response={200: ContentOut, **ERRORS})
 def file_content(
     request: AuthedRequest, task_id: str, path: str = PATH, checkpoint_id: UUID | None = None
-):
+) -> Status[Any]:
     """One file at the checkpoint: its text (at most 1 MiB, `truncated` beyond), or
     `binary` with no text."""
     task = access_task(request.user, task_id)
@@ -135,7 +137,7 @@ def file_content(
 )
 def file_raw(
     request: AuthedRequest, task_id: str, path: str = PATH, checkpoint_id: UUID | None = None
-):
+) -> HttpResponseBase | Status[Any]:
     """The file's bytes as an `application/octet-stream` attachment."""
     task = access_task(request.user, task_id)
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from uuid import UUID
 
 from django.contrib import messages
 from django.http import HttpResponse
@@ -97,7 +98,7 @@ def _shown(value: Any) -> str:
 
 
 @operator_required
-def fork_page(request: AuthedRequest, task_id, checkpoint_id) -> HttpResponse:
+def fork_page(request: AuthedRequest, task_id: UUID, checkpoint_id: UUID) -> HttpResponse:
     task = access_task(request.user, task_id)
     checkpoint = selectors.checkpoint_get(task=task, checkpoint_id=checkpoint_id)
     try:
@@ -135,7 +136,7 @@ def fork_page(request: AuthedRequest, task_id, checkpoint_id) -> HttpResponse:
         }
         for number, call in enumerate(state.pending)
     }
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "index": index,
             "message": message,
@@ -185,7 +186,7 @@ def fork_page(request: AuthedRequest, task_id, checkpoint_id) -> HttpResponse:
 
 @require_POST
 @operator_required
-def adopt_action(request: AuthedRequest, task_id) -> HttpResponse:
+def adopt_action(request: AuthedRequest, task_id: UUID) -> HttpResponse:
     """ "Adopt this branch" from the task page's family of forks: the original (`task_id`)
     rolls forward to the fork's head and resumes; the reason is required (audited)."""
     task = access_task(request.user, task_id)

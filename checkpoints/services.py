@@ -139,7 +139,7 @@ def checkpoint_raw(payload: bytes | memoryview) -> bytes:
 
 
 def checkpoint_encode(
-    *, state: AgentState, snapshot: dict | None, codec: CheckpointCodec | None = None
+    *, state: AgentState, snapshot: dict[str, Any] | None, codec: CheckpointCodec | None = None
 ) -> tuple[bytes, str, int]:
     """-> (compressed payload, sha256 of the canonical bytes, canonical size); with a
     `codec`, compressed against the run's base."""
@@ -155,7 +155,7 @@ def checkpoint_build(
     state: AgentState,
     level: str,
     trigger: str,
-    snapshot: dict | None = None,
+    snapshot: dict[str, Any] | None = None,
     parent_id: Any = None,
     codec: CheckpointCodec | None = None,
     versions: dict[str, Any] | None = None,
@@ -289,7 +289,9 @@ def checkpoint_fork_insert(*, checkpoint: Checkpoint, base_seq: int) -> int:
     ).update(superseded=True)
 
 
-def graph_workspace_build(*, task_id: Any, checkpoint_id: str, snapshot: dict) -> GraphWorkspace:
+def graph_workspace_build(
+    *, task_id: Any, checkpoint_id: str, snapshot: dict[str, Any]
+) -> GraphWorkspace:
     """An unsaved workspace snapshot of a graph checkpoint; the graph runner inserts it with
     the super-step's lease-fenced write."""
     return GraphWorkspace(

@@ -44,7 +44,7 @@ def version_bodies_forget() -> None:
         _stored.clear()
 
 
-def version_body(sha256: str) -> dict | None:
+def version_body(sha256: str) -> dict[str, Any] | None:
     """The body a hash in `versions` stands for (a list, for an MCP server's tools, comes
     wrapped: {"tools": [...]}), or None when it was never stored."""
     return VersionBody.objects.filter(sha256=sha256).values_list("body", flat=True).first()
@@ -60,7 +60,8 @@ def checkpoint_versions(*, task_id: Any) -> dict[str, Any]:
         .first()
     )
     if head:
-        return head
+        versions: dict[str, Any] = head
+        return versions
     # The saver's index (thread, ns, checkpoint id): LangGraph's ids sort by time.
     graph = (
         GraphCheckpoint.objects.filter(thread_id=str(task_id), checkpoint_ns="")

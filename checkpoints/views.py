@@ -4,6 +4,7 @@ retry / resume buttons of the task page. Thin: read through selectors, act throu
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
@@ -51,21 +52,25 @@ def _rollback_post(
 
 
 @operator_required
-def rollback_page(request: AuthedRequest, task_id, checkpoint_id) -> HttpResponse:
+def rollback_page(request: AuthedRequest, task_id: UUID, checkpoint_id: UUID) -> HttpResponse:
     task = access_task(request.user, task_id)
     checkpoint = selectors.checkpoint_get(task=task, checkpoint_id=checkpoint_id)
     error, status = "", 200
     if request.method == "POST":
         result, error, status = _rollback_post(request, task, checkpoint.id)
         if result is not None:
+            restored = result.restored
+            files = (
+                f"{len(restored.written)} file(s) restored, {len(removed_paths(restored))} "
+                "removed (files, links, folders)"
+                if restored is not None
+                # The files could not be restored now (logged): the next run syncs them.
+                else "the files are restored when the task next runs"
+            )
             messages.success(
                 request,
-                (
-                    f"Rolled back to checkpoint #{checkpoint.seq}: {len(result.restored.written)} "
-                    f"file(s) restored, {len(removed_paths(result.restored))} removed (files, "
-                    "links, folders); task is "
-                    f"{result.task.status}."
-                ),
+                f"Rolled back to checkpoint #{checkpoint.seq}: {files}; task is "
+                f"{result.task.status}.",
             )
             return redirect("tasks:detail", task_id=task.id)
         task.refresh_from_db()
@@ -85,7 +90,7 @@ def rollback_page(request: AuthedRequest, task_id, checkpoint_id) -> HttpRespons
 
 
 @operator_required
-def graph_rollback_page(request: AuthedRequest, task_id, checkpoint_id) -> HttpResponse:
+def graph_rollback_page(request: AuthedRequest, task_id: UUID, checkpoint_id: UUID) -> HttpResponse:
     """Preview, then fork a graph task from one of its LangGraph checkpoints."""
     task = access_task(request.user, task_id)
     error, status = "", 200
@@ -118,7 +123,7 @@ def graph_rollback_page(request: AuthedRequest, task_id, checkpoint_id) -> HttpR
 
 
 @viewer_required
-def diff_page(request: AuthedRequest, task_id) -> HttpResponse:
+def diff_page(request: AuthedRequest, task_id: UUID) -> HttpResponse:
     task = access_task(request.user, task_id)
     checkpoints = list(Checkpoint.objects.filter(task=task).order_by("seq"))
     by_id = {str(cp.id): cp for cp in checkpoints}
@@ -174,7 +179,7 @@ COMPENSATION_ACTIONS = tuple(f"compensation_{d}" for d in recovery.COMPENSATION_
 
 @require_POST
 @operator_required
-def recover_action(request: AuthedRequest, task_id) -> HttpResponse:
+def recover_action(request: AuthedRequest, task_id: UUID) -> HttpResponse:
     """Retry (with the form's spec changes) / resume / auto buttons on the task page, and the
     retry / mark done / skip of a rollback's failed compensation; the
     message says what a retry changed and which strategy `auto` chose, and why."""

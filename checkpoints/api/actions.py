@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from ninja import Router, Status
@@ -32,7 +33,7 @@ router = Router()
     response={200: PreviewOut, **ERRORS},
     operation_id="checkpoints_api_rollback_preview",
 )
-def rollback_preview(request: AuthedRequest, task_id: str, checkpoint_id: UUID):
+def rollback_preview(request: AuthedRequest, task_id: str, checkpoint_id: UUID) -> Status[Any]:
     """What rolling back to the checkpoint would do: files restored or deleted, steps and
     tool calls undone, side effects outside the workspace that cannot be undone."""
     task = access_task(request.user, task_id)
@@ -46,7 +47,7 @@ def rollback_preview(request: AuthedRequest, task_id: str, checkpoint_id: UUID):
     response={200: RecoveryOut, **ERRORS},
     operation_id="checkpoints_api_rollback",
 )
-def rollback(request: AuthedRequest, task_id: str, body: RollbackIn):
+def rollback(request: AuthedRequest, task_id: str, body: RollbackIn) -> Status[Any]:
     """Restore the workspace and agent state to the checkpoint (409 while running or
     queued); the new `rollback` checkpoint becomes head, later ones are superseded; then
     resume (queued) or hold (`held`, resume later with POST …/resume)."""
@@ -67,7 +68,7 @@ def rollback(request: AuthedRequest, task_id: str, body: RollbackIn):
     response={200: RecoveryOut, **ERRORS},
     operation_id="checkpoints_api_retry",
 )
-def retry(request: AuthedRequest, task_id: str):
+def retry(request: AuthedRequest, task_id: str) -> Status[Any]:
     """Re-run the failed step from its step checkpoint: failed or timed-out calls run again
     under fresh call_ids, finished ones replay from the ledger. An optional `budget` / `model`
     changes the spec first (a task stopped by `budget_exceeded` gets a higher `max_steps`),
@@ -91,7 +92,7 @@ def retry(request: AuthedRequest, task_id: str):
     response={200: RecoveryOut, **ERRORS},
     operation_id="checkpoints_api_recover",
 )
-def recover(request: AuthedRequest, task_id: str):
+def recover(request: AuthedRequest, task_id: str) -> Status[Any]:
     """Recover with a strategy chosen now: rollback (needs checkpoint_id), retry, forward, or
     auto (see GET …/recovery-plan; the answer's `kind` is the strategy it chose, `why` why)."""
     task = operate(request, task_id)
@@ -113,7 +114,7 @@ def recover(request: AuthedRequest, task_id: str):
     response={200: TaskOut, **ERRORS},
     operation_id="checkpoints_api_resume",
 )
-def resume(request: AuthedRequest, task_id: str):
+def resume(request: AuthedRequest, task_id: str) -> Status[Any]:
     """Resume a held task; a failed, canceled or stalled task goes forward from its newest
     valid checkpoint."""
     task = operate(request, task_id)
@@ -127,7 +128,7 @@ def resume(request: AuthedRequest, task_id: str):
     response={200: TaskOut, **ERRORS},
     operation_id="checkpoints_api_compensation",
 )
-def compensation(request: AuthedRequest, task_id: str, body: CompensationIn):
+def compensation(request: AuthedRequest, task_id: str, body: CompensationIn) -> Status[Any]:
     """A rollback's compensation failed for good (the task is `compensation_failed`, its error
     names the effect still in the world): `retry` it, `mark_done` (undone by hand) or `skip`
     it (the effect stays); the task is queued and goes on with the rollback (409 otherwise)."""

@@ -3,23 +3,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ninja import Status
 from ninja.errors import HttpError
 
 from checkpoints import recovery
 from harness_base.http import AuthedRequest
+from tasks.models import Task
 from tasks.selectors import access_task, user_can_operate
 from tasks.states import IllegalTransition, TransitionConflict
 
 
-def operate(request: AuthedRequest, task_id: str):
+def operate(request: AuthedRequest, task_id: str) -> Task:
     task = access_task(request.user, task_id)
     if not user_can_operate(request.user):
         raise HttpError(403, "only operators may do this")
     return task
 
 
-def run(action, **kwargs) -> Status:
+def run(action: Callable[..., Any], **kwargs: Any) -> Status[Any]:
     """Call a recovery service, mapping its refusals onto HTTP statuses."""
     try:
         result = action(**kwargs)

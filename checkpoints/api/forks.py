@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from ninja import Field, Router, Schema, Status
@@ -29,7 +30,7 @@ class ForkIn(ForkEdits):
     response={201: TaskOut, **ERRORS},
     operation_id="checkpoints_api_fork",
 )
-def fork(request: AuthedRequest, task_id: str, body: ForkIn):
+def fork(request: AuthedRequest, task_id: str, body: ForkIn) -> Status[Any]:
     """A sibling task from one of this task's checkpoints (its state, edited, and its
     workspace): messages by index, pending calls' arguments by call id, the system prompt,
     the budget. The original is left untouched; the sibling's `fork_of` names it."""
@@ -62,7 +63,7 @@ class AdoptIn(Schema):
     response={200: TaskOut, **ERRORS},
     operation_id="checkpoints_api_adopt",
 )
-def adopt(request: AuthedRequest, task_id: str, body: AdoptIn):
+def adopt(request: AuthedRequest, task_id: str, body: AdoptIn) -> Status[Any]:
     """ "Adopt this branch": roll the task forward to its finished fork's head (state and
     workspace) and resume it from there; audited."""
     task = operate(request, task_id)

@@ -49,7 +49,7 @@ class GraphPreviewOut(Schema):
     response={200: list[GraphCheckpointOut], **ERRORS},
     operation_id="checkpoints_api_graph_checkpoints",
 )
-def graph_checkpoints(request: AuthedRequest, task_id: str):
+def graph_checkpoints(request: AuthedRequest, task_id: str) -> Status[Any]:
     """A graph task's LangGraph checkpoints, newest first, with LangGraph's metadata (source,
     step, parents); `superseded` ones were left behind by a rollback. POST …/rollback with one
     of these ids as `checkpoint_id` forks the graph from it."""
@@ -62,7 +62,9 @@ def graph_checkpoints(request: AuthedRequest, task_id: str):
     response={200: GraphPreviewOut, **ERRORS},
     operation_id="checkpoints_api_graph_rollback_preview",
 )
-def graph_rollback_preview(request: AuthedRequest, task_id: str, checkpoint_id: UUID):
+def graph_rollback_preview(
+    request: AuthedRequest, task_id: str, checkpoint_id: UUID
+) -> Status[Any]:
     """What rolling a graph task back to this LangGraph checkpoint would do."""
     task = access_task(request.user, task_id)
     return run(recovery.graph_rollback_preview, task=task, checkpoint_id=str(checkpoint_id))

@@ -3,6 +3,7 @@ checkpoints."""
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from ninja import Router, Status
@@ -22,7 +23,7 @@ router = Router()
     response={200: PlanOut, **ERRORS},
     operation_id="checkpoints_api_recovery_plan",
 )
-def recovery_plan(request: AuthedRequest, task_id: str):
+def recovery_plan(request: AuthedRequest, task_id: str) -> Status[Any]:
     """What `auto` would do now, and why."""
     task = access_task(request.user, task_id)
     return Status(200, selectors.recovery_plan(task=task).__dict__)
@@ -33,7 +34,7 @@ def recovery_plan(request: AuthedRequest, task_id: str):
     response={200: DiffOut, **ERRORS},
     operation_id="checkpoints_api_checkpoint_diff",
 )
-def checkpoint_diff(request: AuthedRequest, task_id: str, a: UUID, b: UUID):
+def checkpoint_diff(request: AuthedRequest, task_id: str, a: UUID, b: UUID) -> Status[Any]:
     """AgentState differences and file changes (with text diffs) from checkpoint a to b."""
     task = access_task(request.user, task_id)
     first = selectors.checkpoint_get(task=task, checkpoint_id=a)

@@ -15,7 +15,8 @@ from checkpoints.models import Blob
 
 @functools.lru_cache(maxsize=8)
 def _store_for(dotted_path: str) -> BlobStore:
-    return import_string(dotted_path)()
+    store: BlobStore = import_string(dotted_path)()
+    return store
 
 
 def blob_store() -> BlobStore:

@@ -90,7 +90,7 @@ def workspace_at(*, task: Task, checkpoint_id: Any = None) -> WorkspaceAt:
     else:
         checkpoint = checkpoint_get(task=task, checkpoint_id=checkpoint_id)
     if checkpoint is None:
-        return WorkspaceAt(task=task, checkpoint=None, manifest={})
+        return WorkspaceAt(task=task, checkpoint=None, manifest=Manifest())
     try:
         manifest = snapshot_manifest(checkpoint_decode(checkpoint).snapshot)
     except (CheckpointCorrupted, BlobMissing, BlobCorrupted) as exc:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Self, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -25,6 +26,42 @@ class AsyncSaverMethods:
     """The async methods of DjangoCheckpointSaver. Mixed in ahead of BaseCheckpointSaver (whose
     async methods raise NotImplementedError); relies on the saver's `_db_thread`,
     `_on_db_thread`, `close` and its `_get_tuple`, `_list`, `_put`, ... implementations."""
+
+    if TYPE_CHECKING:  # what the saver's other parts define (saver, reads, writes, maintenance)
+
+        def _db_thread(self) -> ThreadPoolExecutor: ...
+        @staticmethod
+        def _on_db_thread(
+            fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
+        ) -> T: ...
+        def close(self) -> None: ...
+        def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None: ...
+        def _list(
+            self,
+            config: RunnableConfig | None,
+            *,
+            filter: dict[str, Any] | None,
+            before: RunnableConfig | None,
+            limit: int | None,
+        ) -> list[CheckpointTuple]: ...
+        def _put(
+            self,
+            config: RunnableConfig,
+            checkpoint: Checkpoint,
+            metadata: CheckpointMetadata,
+            new_versions: ChannelVersions,
+        ) -> RunnableConfig: ...
+        def _put_writes(
+            self,
+            config: RunnableConfig,
+            writes: Sequence[tuple[str, Any]],
+            task_id: str,
+            task_path: str,
+        ) -> None: ...
+        def _delete_threads(self, thread_ids: list[str]) -> None: ...
+        def _delete_for_runs(self, run_ids: list[str]) -> None: ...
+        def _copy_thread(self, source: str, target: str) -> None: ...
+        def _prune(self, thread_ids: list[str], strategy: str) -> None: ...
 
     async def _acall(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()

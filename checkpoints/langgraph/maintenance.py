@@ -4,15 +4,18 @@ prune (keep each namespace's latest checkpoint, or delete)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
-from django.db.models import Model, Q
+from django.db.models import Q
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from checkpoints.models import GraphBlob, GraphCheckpoint, GraphWrite
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+
+GraphRow = TypeVar("GraphRow", GraphBlob, GraphCheckpoint, GraphWrite)
 
 
 class ThreadMaintenance:
@@ -57,7 +60,13 @@ class ThreadMaintenance:
             self._copy_rows(GraphCheckpoint, source, target, task_id=None)
             self._copy_rows(GraphWrite, source, target)
 
-    def _copy_rows(self, model: type[Model], source: str, target: str, **overrides: Any) -> None:
+    def _copy_rows(
+        self,
+        model: type[GraphRow],
+        source: str,
+        target: str,
+        **overrides: Any,
+    ) -> None:
         """Copy a thread's rows of one table to another thread (rows it has already stay)."""
         columns = [f.attname for f in model._meta.concrete_fields if not f.primary_key]
         changed = {"thread_id": target, **overrides}

@@ -8,7 +8,12 @@ from typing import Any
 from django.db import connections
 from django.db.models import Q
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id, writes_sort_key
+from langgraph.checkpoint.base import (
+    Checkpoint,
+    CheckpointTuple,
+    get_checkpoint_id,
+    writes_sort_key,
+)
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from checkpoints.langgraph.sql import BLOB_COLUMNS, ROW_FIELDS, WRITE_COLUMNS
@@ -72,7 +77,9 @@ class CheckpointReads:
         """CheckpointTuples for rows of one or more threads: two queries whatever the count."""
         if not rows:
             return []
-        bodies = [self.serde.loads_typed((row["type"], bytes(row["checkpoint"]))) for row in rows]
+        bodies: list[Checkpoint] = [
+            self.serde.loads_typed((row["type"], bytes(row["checkpoint"]))) for row in rows
+        ]
 
         wanted = Q()
         for row, body in zip(rows, bodies, strict=True):
@@ -98,7 +105,7 @@ class CheckpointReads:
                 checkpoint_ns=row["checkpoint_ns"],
                 checkpoint_id=row["checkpoint_id"],
             )
-        writes: dict[tuple[str, str, str], list[tuple]] = {}
+        writes: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
         for w in (
             GraphWrite.objects.using(self.using).filter(of_checkpoint).values_list(*WRITE_COLUMNS)
         ):
@@ -159,5 +166,5 @@ def json_contains(document: Any, pattern: Any) -> bool:
             any(json_contains(item, wanted) for item in document) for wanted in pattern
         )
     if isinstance(document, bool) or isinstance(pattern, bool):
-        return type(document) is type(pattern) and document == pattern
-    return document == pattern
+        return type(document) is type(pattern) and bool(document == pattern)
+    return bool(document == pattern)

@@ -87,7 +87,7 @@ class DjangoCheckpointSaver(
         return self._db_thread().submit(self._on_db_thread, fn, args, kwargs).result()
 
     @staticmethod
-    def _on_db_thread(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+    def _on_db_thread(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
         # A connection broken or past CONN_MAX_AGE since the last call is replaced, as Django
         # does at the start of a request.
         close_old_connections()

@@ -89,6 +89,13 @@ def insert_sql(
     return sql, [value for row in rows for value in row]
 
 
+def _first(row: tuple[Any, ...] | None) -> Any:
+    """The first column of a RETURNING row (an INSERT ... RETURNING always returns one)."""
+    if row is None:
+        raise TypeError("the statement returned no row")
+    return row[0]
+
+
 def execute(db: BaseDatabaseWrapper, sql: str, params: list[Any], *, fetch: bool = False) -> Any:
     if db.vendor == "postgresql":
         # Server-side parameter binding: Django's psycopg cursors bind on the client, which
@@ -96,7 +103,7 @@ def execute(db: BaseDatabaseWrapper, sql: str, params: list[Any], *, fetch: bool
         db.ensure_connection()
         with psycopg.Cursor(db.connection) as cursor:
             cursor.execute(sql, params)
-            return cursor.fetchone()[0] if fetch else None
+            return _first(cursor.fetchone()) if fetch else None
     else:
         with db.cursor() as cursor:
             cursor.execute(sql, params)

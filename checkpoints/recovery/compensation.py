@@ -49,7 +49,11 @@ def compensation_decide(*, task_id: Any, user: User, decision: str, comment: str
             if item is not None
             else None
         )
-        if row is None or row.status not in (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT):
+        if (
+            item is None
+            or row is None
+            or row.status not in (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT)
+        ):
             raise RecoveryConflict("no failed compensation waits for a decision")
         effect = f"{item.original_tool} ({item.original_call_id})"
         before = {"task": task.status, "call": row.status, "attempts": row.attempts}

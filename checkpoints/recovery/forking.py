@@ -45,7 +45,7 @@ class RecoveryResult:
     superseded: int
     graph_checkpoint_id: str = ""
     # The snapshot a rollback restores after its commit.
-    base_snapshot: dict | None = None
+    base_snapshot: dict[str, Any] | None = None
     # What a retry changed of the task's spec (budget, timeouts, model).
     revision: services.SpecRevision | None = None
     # Why `auto` chose this strategy (task_recover).
@@ -66,7 +66,7 @@ def fork_checkpoint(
     resume: bool,
     base: LoadedCheckpoint,
     state: AgentState,
-    snapshot: dict | None,
+    snapshot: dict[str, Any] | None,
     restored: RestoreResult | None = None,
     event: dict[str, Any] | None = None,
     enqueue: bool = True,
@@ -174,7 +174,7 @@ def spec_revise(task: Task, changes: RetryChanges | None) -> services.SpecRevisi
         raise RecoveryInvalid(exc.field, exc.message) from None
 
 
-def workspace_snapshot(task: Task, newest: LoadedCheckpoint) -> dict | None:
+def workspace_snapshot(task: Task, newest: LoadedCheckpoint) -> dict[str, Any] | None:
     """The workspace as it is, where it lives on this machine; else the newest snapshot. A
     rollback's fork no run has continued from yet is its own snapshot: the files on disk may
     still be being restored to it, or a crash may have stopped that (the run syncs them)."""
@@ -184,7 +184,7 @@ def workspace_snapshot(task: Task, newest: LoadedCheckpoint) -> dict | None:
 
 
 def restore_after_commit(
-    restores: list[tuple[Any, Any, dict | None]], enqueue: list[Task]
+    restores: list[tuple[Any, Any, dict[str, Any] | None]], enqueue: list[Task]
 ) -> dict[Any, RestoreResult]:
     """Call once the recovery's transaction has committed, outside any transaction: restore
     each (key, directory, snapshot) — slow file I/O, with no row lock held — then send the

@@ -14,6 +14,8 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.utils import timezone
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.base.id import uuid6
 
 from checkpoints.langgraph import DjangoCheckpointSaver
@@ -118,7 +120,7 @@ def graph_rollback_preview(
     return preview
 
 
-def _graph_workspace_snapshot(task: Task, checkpoint_id: str) -> dict | None:
+def _graph_workspace_snapshot(task: Task, checkpoint_id: str) -> dict[str, Any] | None:
     """The workspace snapshot the graph runner stored with this checkpoint (None for one
     written before snapshots were taken, or by a graph run outside the harness)."""
     return (
@@ -135,7 +137,7 @@ def graph_rollback(
     user: User | None,
     reason: str,
     resume: bool,
-) -> tuple[Task, dict | None]:
+) -> tuple[Task, dict[str, Any] | None]:
     """Fork the task's graph from an earlier checkpoint (LangGraph's checkpoint_id semantics:
     the copy's parent is that checkpoint, so the run continues from there). Inside the
     caller's transaction, task row locked. -> the task and the workspace snapshot the caller
@@ -147,13 +149,15 @@ def graph_rollback(
         versions=graph_checkpoint_versions(task_id=task.id, checkpoint_id=checkpoint_id),
     )
     base = saver.get_tuple(_graph_config(task, checkpoint_id))
+    if base is None:  # the preview found it, in this transaction
+        raise RecoveryInvalid("checkpoint_id", "not a checkpoint of this task's graph")
     step = int(base.metadata.get("step", 0))
-    fork = {
+    fork: Checkpoint = {
         **base.checkpoint,
         "id": str(uuid6(clock_seq=step)),
         "ts": timezone.now().isoformat(),
     }
-    metadata = {**base.metadata, "source": "fork", "step": step}
+    metadata: CheckpointMetadata = {**base.metadata, "source": "fork", "step": step}
     # No new channel versions: the fork names the very blobs its base names.
     forked = saver.put(_graph_config(task, checkpoint_id), fork, metadata, {})
     # The workspace goes back with the graph: the snapshot stored with the checkpoint becomes
@@ -217,7 +221,7 @@ def graph_rollback(
     return task, snapshot
 
 
-def _graph_config(task: Task, checkpoint_id: str) -> dict[str, Any]:
+def _graph_config(task: Task, checkpoint_id: str) -> RunnableConfig:
     return {
         "configurable": {
             "thread_id": str(task.id),

@@ -47,7 +47,9 @@ def checkpoint_rollback(
             )
             result = RecoveryResult(task, "rollback", None, None, None, 0, str(checkpoint_id))
             # A graph checkpoint written without a snapshot leaves the files alone.
-            restores = [("workspace", task.workspace_path, snapshot)] if snapshot else []
+            restores: list[tuple[str, Any, dict[str, Any] | None]] = (
+                [("workspace", task.workspace_path, snapshot)] if snapshot else []
+            )
         else:
             result = _task_rollback(
                 task=task, checkpoint_id=checkpoint_id, user=user, reason=reason, resume=resume

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import TypeVar
 
 from django.db import transaction
 from django.utils import timezone
@@ -118,24 +119,41 @@ def blob_refs_add(kind: str, deltas: Counter[str] | dict[str, int]) -> None:
         blob_refs_add(child, moves)
 
 
+Counted = TypeVar("Counted", Checkpoint, GraphWorkspace)
+
+
+def _count_batch(model: type[Counted]) -> int:
+    """Count the snapshots of one batch of `model`'s rows not counted yet; -> the rows (0:
+    none was left)."""
+    with transaction.atomic():
+        rows = list(
+            model.objects.select_for_update(skip_locked=True)
+            .filter(blobs_counted=False)
+            .order_by("created_at")[:COUNT_BATCH]
+        )
+        if not rows:
+            return 0
+        model.objects.filter(pk__in=[row.pk for row in rows]).update(blobs_counted=True)
+        blob_refs_add("r", Counter(r for r in map(snapshot_root, rows) if r))
+        blob_refs_add("b", Counter(b for b in map(payload_base, rows) if b))
+    return len(rows)
+
+
+def _count_kind(model: type[Counted], counted: int, limit: int) -> int:
+    """Count `model`'s rows batch by batch until none is left or `counted` reaches `limit`."""
+    while counted < limit:
+        batch = _count_batch(model)
+        if not batch:
+            break
+        counted += batch
+    return counted
+
+
 def blobs_count(*, limit: int = MAX_COUNT_PER_RUN) -> bool:
     """Count the snapshots of the checkpoints and graph workspaces written since the last
     count, at most `limit`; -> True when none is left uncounted."""
-    counted = 0
-    for model in (Checkpoint, GraphWorkspace):
-        while counted < limit:
-            with transaction.atomic():
-                rows = list(
-                    model.objects.select_for_update(skip_locked=True)
-                    .filter(blobs_counted=False)
-                    .order_by("created_at")[:COUNT_BATCH]
-                )
-                if not rows:
-                    break
-                model.objects.filter(pk__in=[row.pk for row in rows]).update(blobs_counted=True)
-                blob_refs_add("r", Counter(r for r in map(snapshot_root, rows) if r))
-                blob_refs_add("b", Counter(b for b in map(payload_base, rows) if b))
-                counted += len(rows)
+    counted = _count_kind(Checkpoint, 0, limit)
+    counted = _count_kind(GraphWorkspace, counted, limit)
     return not (
         Checkpoint.objects.filter(blobs_counted=False).exists()
         or GraphWorkspace.objects.filter(blobs_counted=False).exists()

@@ -29,13 +29,14 @@ def checkpoint_get(*, task: Task, checkpoint_id: Any) -> Checkpoint:
 def task_checkpoint_marks(*, task_id: Any) -> list[dict[str, Any]]:
     """The task's checkpoints (by seq) without their payloads, the time as ISO text in `at`:
     what the timeline plots."""
-    return list(
-        Checkpoint.objects.filter(task_id=task_id)
+    return [
+        dict(row)
+        for row in Checkpoint.objects.filter(task_id=task_id)
         .order_by("seq")
         .values(
             "id", "seq", "level", "trigger", "step_index", "superseded", at=as_text("created_at")
         )
-    )
+    ]
 
 
 def checkpoint_supersession_marks(*, task_ids: list[Any]) -> dict[Any, list[dict[str, Any]]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from checkpoints.blobstore import BlobStore, blob_key, blob_store, blob_store_deferred
 from checkpoints.models import Blob
@@ -25,7 +26,7 @@ def snapshot_capture(
     workspace: Path,
     changed: Iterable[str] | None = None,
     defer: dict[str, Blob] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Capture the workspace; -> the snapshot reference stored in the checkpoint payload.
 
     `changed`: the relative paths of every file changed since this process last captured

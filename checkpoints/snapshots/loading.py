@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from typing import Any
 
 from checkpoints.blobstore import blob_store
 from checkpoints.snapshots.index import registry_lock
@@ -22,11 +23,11 @@ def _remember_manifest(root_hash: str, manifest: Manifest) -> None:
             _manifests.popitem(last=False)
 
 
-def snapshot_manifest(snapshot: dict | None) -> Manifest:
+def snapshot_manifest(snapshot: dict[str, Any] | None) -> Manifest:
     """The manifest a snapshot reference points to (empty for None). Blobs are verified;
     raises BlobMissing / BlobCorrupted when the store cannot produce them."""
     if not snapshot:
-        return {}
+        return Manifest()
     root_hash = snapshot["root"]
     with registry_lock:
         cached = _manifests.get(root_hash)
@@ -48,7 +49,7 @@ def snapshot_manifest(snapshot: dict | None) -> Manifest:
     return manifest
 
 
-def snapshot_blob_keys(snapshot: dict | None) -> set[str]:
+def snapshot_blob_keys(snapshot: dict[str, Any] | None) -> set[str]:
     """Every blob a snapshot references: root, chunks and file bodies."""
     if not snapshot:
         return set()

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from checkpoints.blobstore import batched, blob_store
 from checkpoints.snapshots.index import WorkspaceIndex, index_for
@@ -86,7 +87,7 @@ def _restore_changes(root: Path, index: WorkspaceIndex, target: Manifest) -> Res
     """What turns the workspace as surveyed now into `target`. Call with index.lock held."""
     dirs, _ = survey(root, index, None)
     write, delete, modes = manifest_changes(manifest_of(dirs), target)
-    empty = getattr(target, "folders", frozenset())
+    empty: frozenset[str] = getattr(target, "folders", frozenset())
     kept = _folders_of([*target, *(f"{folder}/" for folder in empty)])
     return RestoreResult(
         written=write,
@@ -98,7 +99,7 @@ def _restore_changes(root: Path, index: WorkspaceIndex, target: Manifest) -> Res
     )
 
 
-def snapshot_restore_plan(*, workspace: Path, snapshot: dict | None) -> RestoreResult:
+def snapshot_restore_plan(*, workspace: Path, snapshot: dict[str, Any] | None) -> RestoreResult:
     """What snapshot_restore would write, delete and chmod now, computed without changing
     anything (it reads only the files changed since the last survey)."""
     root = Path(workspace)
@@ -143,7 +144,7 @@ def _restore_lock(root: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def snapshot_restore(*, workspace: Path, snapshot: dict | None) -> RestoreResult:
+def snapshot_restore(*, workspace: Path, snapshot: dict[str, Any] | None) -> RestoreResult:
     """Make the workspace equal to the snapshot: write back files that differ (bytes and
     mode), delete files the snapshot does not have, leave identical files untouched.
 
@@ -202,7 +203,7 @@ def _walk(root: Path) -> Iterator[str]:
 
 
 def snapshot_materialise_if_missing(
-    *, workspace: Path, manifest: dict | None, sync: bool = False
+    *, workspace: Path, manifest: dict[str, Any] | None, sync: bool = False
 ) -> bool:
     """Rebuild the workspace from a snapshot when it holds no files here (another machine, a
     wiped disk); with `sync` (after an operator's recovery), also bring an existing workspace

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 
 from harness_base.http import AuthedRequest
@@ -24,10 +26,10 @@ def forbidden(request: AuthedRequest, message: str) -> HttpResponse:
     return render(request, "403.html", {"message": message}, status=403)
 
 
-def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def operator_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     @login_required
     @wraps(view)
-    def wrapper(request: AuthedRequest, *args, **kwargs) -> HttpResponse:
+    def wrapper(request: AuthedRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not user_can_operate(request.user):
             return forbidden(request, "only operators may do this")
         return view(request, *args, **kwargs)
@@ -35,12 +37,12 @@ def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
     return wrapper
 
 
-def creator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def creator_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """Pages that start tasks (New task, templates): operators and creators."""
 
     @login_required
     @wraps(view)
-    def wrapper(request: AuthedRequest, *args, **kwargs) -> HttpResponse:
+    def wrapper(request: AuthedRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not user_can_create(request.user):
             return forbidden(request, "only operators and creators may start tasks")
         return view(request, *args, **kwargs)
@@ -48,10 +50,10 @@ def creator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRes
     return wrapper
 
 
-def viewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def viewer_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     @login_required
     @wraps(view)
-    def wrapper(request: AuthedRequest, *args, **kwargs) -> HttpResponse:
+    def wrapper(request: AuthedRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not user_can_view(request.user):
             return forbidden(request, "your account has no role here: ask an admin for one")
         return view(request, *args, **kwargs)
