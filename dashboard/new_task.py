@@ -39,6 +39,8 @@ TEXT_FIELDS = (
     "template_name",
     # More tool names, comma-separated: an MCP server's (`server__tool`), known when it starts.
     "tools_more",
+    # "on": the spec's `"mode": "plan"` (a dry run and one review first: docs/plans.md).
+    "plan_mode",
     *(f"budget_{name}" for name in BUDGET_FIELDS),
 )
 # The spec field (as the API names it, union tags dropped) -> the input it is shown beside;
@@ -47,6 +49,7 @@ PLACES = (
     ("title", "title"),
     ("goal", "goal"),
     ("priority", "priority"),
+    ("mode", "plan_mode"),
     ("model.script", "model_script"),
     ("model.model", "model_name"),
     ("model.base_url", "model_base_url"),
@@ -157,6 +160,8 @@ def spec_from_form(form: NewTaskForm) -> dict[str, Any]:
     }
     if budget:
         spec["budget"] = budget
+    if values["plan_mode"]:
+        spec["mode"] = "plan"
     if form.files:
         spec["workspace"] = {"files": files_as_spec(form.files)}
     if values["agent"] in ("", LOOP):
@@ -212,6 +217,8 @@ def form_from_spec(spec: dict[str, Any]) -> NewTaskForm:
     rest = dict(spec)
     for name in ("title", "goal", "priority"):
         values[name] = str(rest.pop(name, "") or "")
+    if rest.get("mode") in ("plan", "run", None):
+        values["plan_mode"] = "on" if rest.pop("mode", None) == "plan" else ""
     for name, value in (rest.pop("budget", None) or {}).items():
         values[f"budget_{name}"] = "" if value is None else str(value)
     files = (rest.get("workspace") or {}).get("files") or {}

@@ -7,6 +7,7 @@ from dashboard.views import (
     review_edit,
     review_inbox,
     review_page,
+    review_plan_decide,
     review_standing_rules,
     review_triage,
 )
@@ -18,6 +19,12 @@ urlpatterns = [
     path("pending-count/", review_inbox.reviews_pending_count, name="pending_count"),
     path("<int:review_id>/", review_page.review_detail, name="detail"),
     path("<int:review_id>/decide/", review_page.review_decide, name="decide"),
+    # A plan review's one decision: every item's choice with the plan's hash (issue #46).
+    path(
+        "<int:review_id>/plan-decide/",
+        review_plan_decide.review_plan_decide,
+        name="plan_decide",
+    ),
     # "Preview edit": the effect of the edit form's arguments, before approving (changes nothing).
     path("<int:review_id>/edit-preview/", review_edit.review_edit_preview, name="edit_preview"),
     # A notification email's signed decision link (review.email_links): GET asks, POST decides.

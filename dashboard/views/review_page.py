@@ -18,6 +18,7 @@ from checkpoints.selectors import checkpoint_recent_messages
 from dashboard.edit_form import EditState, edit_bind, edit_initial
 from dashboard.views.review_drift import drift_arguments, drift_context, drift_decision_fields
 from dashboard.views.review_inbox import inbox_query, inbox_view, selector_filters
+from dashboard.views.review_plan import plan_context
 from harness_base.http import AuthedRequest
 from review import selectors, services, standing, triage
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
@@ -108,6 +109,7 @@ def review_detail_page(
             "can_decide": can_decide and review.status == ReviewStatus.PENDING,
             "unknown_outcome": review.kind == services.UNKNOWN_OUTCOME,
             **drift_context(review),
+            **plan_context(review),
             # What was seen of a call whose outcome is unknown (tasks.outputs).
             "call_attempts": _call_attempts(review)
             if review.kind == services.UNKNOWN_OUTCOME

@@ -75,6 +75,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "reviews/pending-count/": ("GET", "read"),
     "reviews/<int:review_id>/": ("GET", "read"),
     "reviews/<int:review_id>/decide/": ("POST", "operate"),
+    "reviews/<int:review_id>/plan-decide/": ("POST", "operate"),
     "reviews/<int:review_id>/edit-preview/": ("POST", "operate"),
     # The confirmation page of an email's decision link (its POST needs the recipient).
     "reviews/<int:review_id>/email/<str:token>/": ("GET", "read"),
