@@ -10,11 +10,30 @@ from django.contrib.auth.models import User
 
 from review.models import ReviewApproval, ReviewRequest
 from review.receipts import receipt_record
-from review.services.errors import ReviewConflict, ReviewForbidden
+from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.models import Task
 from tasks.services import audit_record, event_record
+
+
+def decision_check_named(*, decision: str, arguments_hash: str | None) -> None:
+    """What a decision must name, checked before anything is read or locked."""
+    if decision not in ("approve", "reject", "respond"):
+        raise ReviewInvalid(
+            "decision must be approve, reject or respond",
+            errors=[{"field": "decision", "message": "approve, reject or respond"}],
+        )
+    if decision == "approve" and not arguments_hash:
+        raise ReviewInvalid(
+            "an approval must name the arguments it approves",
+            errors=[
+                {
+                    "field": "arguments_hash",
+                    "message": "required: the arguments_hash of the arguments you were shown",
+                }
+            ],
+        )
 
 
 def decision_check_seen(*, review: ReviewRequest, seen_hash: str | None, now: datetime) -> None:

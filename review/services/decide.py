@@ -16,10 +16,16 @@ from review.policy import PolicyDecision
 from review.previews import review_preview
 from review.selectors.access import user_can_decide
 from review.services import version_drift
-from review.services.approvals import approval_add, approver_check, decision_check_seen
+from review.services.approvals import (
+    approval_add,
+    approver_check,
+    decision_check_named,
+    decision_check_seen,
+)
 from review.services.edits import edit_tighten, edit_validate
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
 from review.services.graph_interrupts import graph_action_check, graph_decision_check
+from review.services.plans import PLAN, PLAN_DECISIONS
 from review.services.remember import remember_fields, remember_suggestion, standing_rule_create
 from review.services.reopen import target_check
 from review.services.settle import review_settle
@@ -77,11 +83,12 @@ def review_decide(
     showing the new state (review_reopen), and the decider decides that one.
 
     A review of kind `unknown_outcome` takes the decisions of `review_resolve_unknown_outcome`
-    instead (`mark_done` with an optional `result`, `rerun`, `fail_task`); one of kind
-    `version_drift` those of `review_resolve_version_drift` (continue, migrate, restart, cancel).
+    (`mark_done` with an optional `result`, `rerun`, `fail_task`); `version_drift` those of
+    `review_resolve_version_drift` (continue, migrate, restart, cancel); `plan` only
+    review_decide_plan's (plan_hash, items): here it is ReviewInvalid.
 
-    Every decision, an operator's approval short of `approvals_required` included, appends a
-    receipt (review.receipts) in its transaction, saying it was made `via` the page or the API."""
+    Every decision (a partial approval too) appends a receipt (review.receipts) in its
+    transaction, saying it was made `via` the page or the API."""
     if not user_can_decide(user):
         raise ReviewForbidden("only operators may decide reviews")
     if decision in UNKNOWN_OUTCOME_DECISIONS:
@@ -106,7 +113,7 @@ def review_decide(
             comment=comment,
             via=via,
         )
-    _decision_check(decision=decision, arguments_hash=arguments_hash)
+    decision_check_named(decision=decision, arguments_hash=arguments_hash)
     remembered = remember_fields(remember=remember, decision=decision)
     task_id, tool_name, spec, interrupt = ReviewRequest.objects.values_list(
         "task_id", "tool", "task__spec", "interrupt"
@@ -138,6 +145,7 @@ def review_decide(
             hint, kinds = {
                 UNKNOWN_OUTCOME: (UNKNOWN_OUTCOME_HINT, UNKNOWN_OUTCOME_DECISIONS),
                 version_drift.VERSION_DRIFT: version_drift.KIND_DECISIONS,
+                PLAN: PLAN_DECISIONS,
             }.get(review.kind, ("", ()))
             if hint:
                 raise ReviewInvalid(
@@ -177,25 +185,6 @@ def review_decide(
             )
     # The reopened review commits with this transaction; the decision is refused.
     raise reopened
-
-
-def _decision_check(*, decision: str, arguments_hash: str | None) -> None:
-    """What a decision must name, checked before anything is read or locked."""
-    if decision not in ("approve", "reject", "respond"):
-        raise ReviewInvalid(
-            "decision must be approve, reject or respond",
-            errors=[{"field": "decision", "message": "approve, reject or respond"}],
-        )
-    if decision == "approve" and not arguments_hash:
-        raise ReviewInvalid(
-            "an approval must name the arguments it approves",
-            errors=[
-                {
-                    "field": "arguments_hash",
-                    "message": "required: the arguments_hash of the arguments you were shown",
-                }
-            ],
-        )
 
 
 def _approve(

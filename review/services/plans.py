@@ -35,6 +35,8 @@ PLAN_HINT = (
     "a plan review takes approve (with plan_hash, and items to reject or edit) or reject "
     "(the whole plan)"
 )
+# What a decision on a plan review may be, and the hint a wrong one (or review_decide) gets.
+PLAN_DECISIONS = (PLAN_HINT, ("approve", "reject"))
 
 
 def review_decide_plan(

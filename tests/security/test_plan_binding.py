@@ -11,6 +11,7 @@ import pytest
 
 from review.models import ReviewRequest
 from tasks.models import Task
+from tests.conftest import page_client
 from tests.factories import ReviewRuleFactory, run_in_process, scripted_task
 
 pytestmark = pytest.mark.django_db
@@ -107,3 +108,21 @@ def test_a_viewer_cannot_decide_a_plan(api_client, viewer):
     _task, review = plan_review()
     response = decide(api_client(viewer), review, {"decision": "reject"})
     assert response.status_code == 403
+
+
+def test_a_plan_is_not_approved_as_one_call_in_bulk_or_on_the_call_form(api_client, operator):
+    task, review = plan_review()
+    client = api_client(operator)
+    arguments_hash = client.get(f"/api/v1/reviews/{review.id}").json()["arguments_hash"]
+    bulk = client.post(
+        "/api/v1/reviews/bulk-decision",
+        {"decision": "approve", "items": [{"id": review.id, "arguments_hash": arguments_hash}]},
+    )
+    assert bulk.status_code == 200 and bulk.json()["results"][0]["ok"] is False
+    page = page_client(operator).post(
+        f"/reviews/{review.id}/decide/", {"decision": "approve", "arguments_hash": arguments_hash}
+    )
+    assert page.status_code == 422
+    review.refresh_from_db()
+    assert review.status == "pending" and not review.approvals.exists()
+    assert Task.objects.get(id=task.id).status == "waiting_review"
