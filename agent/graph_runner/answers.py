@@ -6,15 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
-
 from agent.graph_runner.calls import GraphRunCalls
 from agent.graph_runner.core import REVIEW_KIND
 from agent.runtime.run import StopRun
-from agent.versions import versions_current
-from review.models import ReviewRequest, ReviewStatus
-from review.recheck import interrupt_recheck
-from review.services.transitions import review_request_open
+from agent.sdk_run.rechecks import approvals_drifted, approvals_reasked, reviews_reopen
+from review.models import ReviewRequest
 from tasks.events import EventType
 from tasks.models import ToolCallStatus
 
@@ -45,47 +41,19 @@ class GraphRunAnswers(GraphRunCalls):
 
     def recheck_approvals(self, reviews: list[ReviewRequest]) -> None:
         """Just before the graph is resumed with them, approved actions are checked again
-        (review.recheck.interrupt_recheck: deadline, approvers, policy). One that no longer
-        holds is not delivered: a new pending review of it says what changed, and the task
+        (agent.sdk_run.rechecks); one that no longer holds reopens its review and the task
         waits for it."""
-        now = timezone.now()
-        drifted = [
-            (review, check)
-            for review in reviews
-            if review.status == ReviewStatus.APPROVED
-            for check in [interrupt_recheck(review=review, task=self.task, now=now)]
-            if not check.holds
-        ]
+        drifted = approvals_drifted(self, reviews)
         if not drifted:
             return
-        for review, check in drifted:
-            self.call_move(review.tool_call, ToolCallStatus.AWAITING_REVIEW)
-            self.event(
-                EventType.REVIEW_REQUESTED,
-                {
-                    "call_id": review.tool_call.call_id,
-                    "tool": review.tool,
-                    "reopened_from": review.id,
-                    "changes": check.changes,
-                },
-            )
-
-        def reopen() -> None:
-            for review, check in drifted:
-                review_request_open(
-                    tool_call=review.tool_call,
-                    checkpoint_id=None,
-                    decision=check.policy,
-                    preview=review.preview,
-                    kind=REVIEW_KIND,
-                    interrupt={k: v for k, v in review.interrupt.items() if k != "decision"},
-                    reopened_from=review,
-                    changes=check.changes,
-                    versions=versions_current(self),
-                )
-
+        approvals_reasked(
+            self, drifted, move=lambda row: self.call_move(row, ToolCallStatus.AWAITING_REVIEW)
+        )
         self.pause(
-            reason=f"graph interrupt: approval no longer holds: {drifted[0][0].tool}", then=reopen
+            reason=f"graph interrupt: approval no longer holds: {drifted[0][0].tool}",
+            then=lambda: reviews_reopen(
+                self, drifted, kind=REVIEW_KIND, checkpoint_of=lambda _review: None
+            ),
         )
 
     @staticmethod

@@ -12,26 +12,13 @@ from agents import Agent, FunctionTool
 from django.db import transaction
 
 from agent.openai_agents_runner.loading import AgentNotRegistered, agent_load
+from agent.runtime.run_writes import LEDGER_FIELDS
 from agent.sdk_run import SdkRun
-from agent.versions import version_bodies_unwritten, version_bodies_written, versions_current
-from checkpoints.models import Blob, Checkpoint
-from checkpoints.services import checkpoint_build
-from checkpoints.snapshots import snapshot_capture, snapshot_distrust
+from agent.versions import version_bodies_unwritten, version_bodies_written
+from checkpoints.models import Blob
+from checkpoints.snapshots import snapshot_distrust
 from tasks import services
 from tasks.models import Task, ToolCall
-
-_LEDGER_FIELDS = [
-    "arguments",
-    "arguments_hash",
-    "status",
-    "result",
-    "error_class",
-    "error_message",
-    "attempts",
-    "started_at",
-    "finished_at",
-    "duration_ms",
-]
 
 
 class RunCore(SdkRun):
@@ -70,22 +57,6 @@ class RunCore(SdkRun):
         keeps the calls' ids, so what succeeded replays from the ledger)."""
         return int((self.state.sdk or {}).get("branch", 0))
 
-    def checkpoint(self, *, trigger: str, level: str) -> Checkpoint:
-        snapshot = snapshot_capture(workspace=self.workspace, defer=self.blobs)
-        checkpoint = checkpoint_build(
-            task_id=self.task_id,
-            seq=self.seq,
-            state=self.state,
-            level=level,
-            trigger=trigger,
-            snapshot=snapshot,
-            parent_id=self.head_id,
-            versions=versions_current(self),
-        )
-        self.seq += 1
-        self.head_id = checkpoint.id
-        return checkpoint
-
     def commit(
         self,
         *,
@@ -95,7 +66,11 @@ class RunCore(SdkRun):
     ) -> None:
         """One fenced write: lease proof + heartbeat + usage + [a checkpoint with its new blobs]
         + the ledger rows changed since the last write + the events."""
-        staged = [self.checkpoint(trigger=checkpoint[0], level=checkpoint[1])] if checkpoint else []
+        staged = (
+            [self.checkpoint_stage(checkpoint[0], level=checkpoint[1], defer=self.blobs)]
+            if checkpoint
+            else []
+        )
         update = {**self.usage(), **(fields or {})}
         if self.head_id != self.written_head:
             update["head_checkpoint_id"] = self.head_id
@@ -110,7 +85,7 @@ class RunCore(SdkRun):
                     *(r for r in changed.values() if r._state.adding),
                     *self.pending_events,
                 ],
-                updates=[(r, _LEDGER_FIELDS) for r in changed.values() if not r._state.adding],
+                updates=[(r, LEDGER_FIELDS) for r in changed.values() if not r._state.adding],
                 **update,
             )
         except BaseException:

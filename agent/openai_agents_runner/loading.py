@@ -8,7 +8,7 @@ import os
 from agents import Agent, OpenAIChatCompletionsModel
 from openai import AsyncOpenAI
 
-from agent.refs import object_at
+from agent.sdk_run.code import registered_object
 from harness_base.config import harness_config
 from tasks.spec import ModelEndpoint
 
@@ -20,15 +20,14 @@ class AgentNotRegistered(Exception):
 def agent_load(name: str) -> Agent:
     """The agent harness.yaml registers as `name`: an `agents.Agent`, or a factory (any
     callable without arguments) returning one. Only operators name code to import."""
-    ref = harness_config().openai_agents.get(name)
-    if ref is None:
-        raise AgentNotRegistered(f"agent {name!r} is not registered in harness.yaml")
-    target = object_at(ref)
-    if not isinstance(target, Agent) and callable(target):
-        target = target()
-    if not isinstance(target, Agent):
-        raise AgentNotRegistered(f"{ref} is not an agents.Agent (or a factory returning one)")
-    return target
+    return registered_object(
+        harness_config().openai_agents.get(name),
+        kind=Agent,
+        kind_name="an agents.Agent",
+        name=name,
+        what="agent",
+        missing=AgentNotRegistered,
+    )
 
 
 def bound_model(endpoint: ModelEndpoint) -> OpenAIChatCompletionsModel:

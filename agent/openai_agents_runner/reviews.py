@@ -9,15 +9,14 @@ import json
 from typing import Any, NoReturn
 
 from django.db import transaction
-from django.utils import timezone
 
 from agent.openai_agents_runner.core import RunCore
 from agent.openai_agents_runner.values import KIND, approval_of
 from agent.runtime.run import Paused
+from agent.sdk_run.rechecks import approvals_drifted, approvals_reasked, reviews_reopen
 from agent.versions import versions_current
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision
-from review.recheck import interrupt_recheck
 from review.services.transitions import review_request_open
 from tasks import services
 from tasks.events import EventType
@@ -45,48 +44,34 @@ class ReviewPauses(RunCore):
         }
         if not rows:
             return
-        now = timezone.now()
-        drifted = [
-            (review, check)
-            for review in ReviewRequest.objects.filter(
+        drifted = approvals_drifted(
+            self,
+            ReviewRequest.objects.filter(
                 tool_call_id__in=list(rows),
                 status=ReviewStatus.APPROVED,
                 reopened_as__isnull=True,
-            )
-            for check in [interrupt_recheck(review=review, task=self.task, now=now)]
-            if not check.holds
-        ]
+            ),
+        )
         if not drifted:
             return
-        for review, check in drifted:
-            row = rows[review.tool_call_id]
+
+        def move(row: ToolCall) -> None:
             services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
             self.pending_rows[row.call_id] = row
-            self.event(
-                EventType.REVIEW_REQUESTED,
-                {
-                    "call_id": row.call_id,
-                    "tool": row.tool,
-                    "reopened_from": review.id,
-                    "changes": check.changes,
-                },
-            )
+
+        def row_of(review: ReviewRequest) -> ToolCall:
+            return rows[review.tool_call_id]
+
+        approvals_reasked(self, drifted, move=move, row_of=row_of)
         with transaction.atomic():
             self.commit(checkpoint=("before_review", "tool"))
-            for review, check in drifted:
-                review_request_open(
-                    tool_call=rows[review.tool_call_id],
-                    checkpoint_id=self.head_id,
-                    decision=check.policy,
-                    preview=review.preview,
-                    kind=REVIEW_KIND,
-                    interrupt={
-                        k: v for k, v in (review.interrupt or {}).items() if k != "decision"
-                    },
-                    reopened_from=review,
-                    changes=check.changes,
-                    versions=versions_current(self),
-                )
+            reviews_reopen(
+                self,
+                drifted,
+                kind=REVIEW_KIND,
+                checkpoint_of=lambda _review: self.head_id,
+                row_of=row_of,
+            )
             self.wait_for_review(f"approval no longer holds: {drifted[0][0].tool}")
         raise Paused()
 

@@ -35,16 +35,7 @@ class ToolInvocation(RunCore):
         assert self.write_lock is not None
         async with self.write_lock:
             self.boundary_checks()
-            services.toolcall_transition(
-                call=row,
-                to=ToolCallStatus.RUNNING,
-                fields={"attempts": row.attempts + 1},
-                write=False,
-            )
-            self.event(
-                EventType.TOOL_STARTED,
-                {"call_id": call_id, "tool": tool, "arguments": row.arguments},
-            )
+            self.call_started(row)
             await sync_to_async(self.commit, thread_sensitive=True)(rows=[row])
         started = time.monotonic()
         self.tools_running += 1

@@ -4,14 +4,12 @@ output type, handoffs - and the function tools' argument schemas on their own.""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff
 
+from agent.sdk_run.code import version_parts_described
 from agent.versions import described, type_schema
-
-log = logging.getLogger(__name__)
 
 
 def _handoff_target(handoff: Any) -> tuple[str, Agent | None]:
@@ -27,13 +25,8 @@ def _tool_schema(tool: Any) -> Any:
 
 
 def agent_version_parts(*, spec: dict[str, Any], agent: Agent) -> dict[str, Any]:
-    """The keyword arguments of agent.versions.versions_build for this SDK's task; an agent
-    this cannot describe runs all the same, recorded by its type alone."""
-    try:
-        return _agent_version_parts(spec=spec, agent=agent)
-    except Exception:
-        log.warning("agent %r: definition not described", agent, exc_info=True)
-        return {"spec": spec, "tools": {}, "agent": {"undescribed": described(type(agent))}}
+    """The keyword arguments of agent.versions.versions_build for this SDK's task."""
+    return version_parts_described(_agent_version_parts, spec=spec, agent=agent)
 
 
 def _agent_version_parts(*, spec: dict[str, Any], agent: Agent) -> dict[str, Any]:

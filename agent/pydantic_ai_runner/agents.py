@@ -12,7 +12,7 @@ from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from agent.refs import object_at
+from agent.sdk_run.code import registered_object
 from harness_base.config import harness_config
 from tasks.spec import OpenAIModelSpec, model_endpoint
 
@@ -24,15 +24,14 @@ class AgentNotRegistered(Exception):
 def agent_load(name: str) -> Any:
     """The agent harness.yaml registers as `name`: a pydantic_ai Agent, or a factory (called
     with no arguments) that returns one. Only operators name code to import."""
-    ref = harness_config().pydantic_ai_agents.get(name)
-    if ref is None:
-        raise AgentNotRegistered(f"Pydantic AI agent {name!r} is not registered in harness.yaml")
-    target = object_at(ref)
-    if not isinstance(target, Agent) and callable(target):
-        target = target()
-    if not isinstance(target, Agent):
-        raise AgentNotRegistered(f"{ref} is not a pydantic_ai.Agent (or a factory of one)")
-    return target
+    return registered_object(
+        harness_config().pydantic_ai_agents.get(name),
+        kind=Agent,
+        kind_name="a pydantic_ai.Agent",
+        name=name,
+        what="Pydantic AI agent",
+        missing=AgentNotRegistered,
+    )
 
 
 def agent_model(spec_model: OpenAIModelSpec | None, agent: Any) -> Any:

@@ -13,9 +13,7 @@ from django.db import transaction
 
 from agent.pydantic_ai_runner.agents import AgentNotRegistered, agent_load
 from agent.sdk_run import SdkRun
-from agent.versions import version_bodies_unwritten, version_bodies_written, versions_current
-from checkpoints.services import checkpoint_build
-from checkpoints.snapshots import snapshot_capture
+from agent.versions import version_bodies_unwritten, version_bodies_written
 from tasks import services
 from tasks.models import Task
 
@@ -55,19 +53,7 @@ class RunCore(SdkRun):
         checkpoint = None
         update = {**self.usage(), **(fields or {})}
         if trigger is not None:
-            configured = self.config.trigger(trigger)
-            checkpoint = checkpoint_build(
-                task_id=self.task_id,
-                seq=self.seq,
-                state=self.state,
-                level=configured.level if configured else "step",
-                trigger=trigger,
-                snapshot=snapshot_capture(workspace=self.workspace),
-                parent_id=self.head_id,
-                versions=versions_current(self),
-            )
-            self.seq += 1
-            self.head_id = checkpoint.id
+            checkpoint = self.checkpoint_stage(trigger)
             update["head_checkpoint_id"] = checkpoint.id
         with transaction.atomic() if then is not None else nullcontext():
             self.cancel_seen = services.task_fenced_write(

@@ -7,16 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
 from pydantic_ai import DeferredToolResults, ToolDenied
 from pydantic_ai.tools import ToolApproved
 
 from agent.pydantic_ai_runner.constants import KIND, REVIEW_KIND
 from agent.pydantic_ai_runner.endings import RunEndings
-from agent.versions import versions_current
+from agent.sdk_run.rechecks import approvals_drifted, approvals_reasked, reviews_reopen
 from review.models import ReviewRequest, ReviewStatus
-from review.recheck import interrupt_recheck
-from review.services.transitions import review_request_open
 from tasks import services
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
@@ -84,48 +81,22 @@ class RunDecisions(RunEndings):
 
     def recheck_approvals(self, reviews: list[ReviewRequest]) -> None:
         """Just before the agent is resumed with them, approvals are checked again
-        (review.recheck.interrupt_recheck: deadline, approvers, policy). One that no longer
-        holds is not delivered: a new pending review of the call says what changed, and the
-        task waits for it."""
-        now = timezone.now()
-        drifted = [
-            (review, check)
-            for review in reviews
-            if review.status == ReviewStatus.APPROVED
-            for check in [interrupt_recheck(review=review, task=self.task, now=now)]
-            if not check.holds
-        ]
+        (agent.sdk_run.rechecks); one that no longer holds reopens its review of the call and
+        the task waits for it."""
+        drifted = approvals_drifted(self, reviews)
         if not drifted:
             return
         updates: list[tuple[Any, list[str]]] = []
-        for review, check in drifted:
-            row = review.tool_call
+
+        def move(row: Any) -> None:
             services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
             updates.append((row, ["status"]))
-            self.event(
-                EventType.REVIEW_REQUESTED,
-                {
-                    "call_id": row.call_id,
-                    "tool": row.tool,
-                    "reopened_from": review.id,
-                    "changes": check.changes,
-                },
-            )
 
-        def reopen(_checkpoint: Any) -> None:
-            for review, check in drifted:
-                review_request_open(
-                    tool_call=review.tool_call,
-                    checkpoint_id=review.checkpoint_id,
-                    decision=check.policy,
-                    preview=review.preview,
-                    kind=REVIEW_KIND,
-                    interrupt={k: v for k, v in review.interrupt.items() if k != "decision"},
-                    reopened_from=review,
-                    changes=check.changes,
-                    versions=versions_current(self),
-                )
-
+        approvals_reasked(self, drifted, move=move)
         self.pause(
-            reason=f"approval no longer holds: {drifted[0][0].tool}", updates=updates, then=reopen
+            reason=f"approval no longer holds: {drifted[0][0].tool}",
+            updates=updates,
+            then=lambda _checkpoint: reviews_reopen(
+                self, drifted, kind=REVIEW_KIND, checkpoint_of=lambda review: review.checkpoint_id
+            ),
         )

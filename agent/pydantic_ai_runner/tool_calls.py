@@ -106,16 +106,7 @@ class ToolCallHooks(ToolCallResults):
                 )
                 self.write_row(row)
                 return Plan("refuse", value=feedback)
-        services.toolcall_transition(
-            call=row,
-            to=ToolCallStatus.RUNNING,
-            fields={"attempts": row.attempts + 1},
-            write=False,
-        )
-        self.event(
-            EventType.TOOL_STARTED,
-            {"call_id": call_id, "tool": row.tool, "attempt": row.attempts, "args": arguments},
-        )
+        self.call_started(row)
         # The intent is durable before the tool runs: a crash during it is never re-run blindly.
         self.write_row(row)
         return Plan("run", row=row)

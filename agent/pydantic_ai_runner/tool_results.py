@@ -14,6 +14,7 @@ from agent.pydantic_ai_runner.constants import RESULT_MAX_CHARS
 from agent.pydantic_ai_runner.core import RunCore
 from agent.pydantic_ai_runner.messages import jsonable
 from agent.runtime.attempt import tool_attempt_record, tool_exception_class, tool_label_known
+from agent.runtime.run_writes import LEDGER_FIELDS
 from tasks import services
 from tasks.events import EventType
 from tasks.models import ToolCall, ToolCallStatus
@@ -23,21 +24,10 @@ class ToolCallResults(RunCore):
     """A tool call's ledger row written and settled."""
 
     def write_row(self, row: ToolCall) -> None:
-        fields = [
-            "status",
-            "arguments",
-            "result",
-            "error_class",
-            "error_message",
-            "attempts",
-            "started_at",
-            "finished_at",
-            "duration_ms",
-        ]
         if row.pk is None:
             self.commit(inserts=[row])
         else:
-            self.commit(updates=[(row, fields)])
+            self.commit(updates=[(row, LEDGER_FIELDS)])
         self.ledger[row.call_id] = row
 
     def tool_end(self, *, row: ToolCall, result: Any = None, error: BaseException | None = None):

@@ -4,14 +4,12 @@ type - and the tools' argument schemas on their own."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from pydantic_ai.toolsets import FunctionToolset
 
+from agent.sdk_run.code import version_parts_described
 from agent.versions import described, type_schema
-
-log = logging.getLogger(__name__)
 
 
 def agent_tool_schemas(agent: Any) -> dict[str, Any]:
@@ -24,13 +22,8 @@ def agent_tool_schemas(agent: Any) -> dict[str, Any]:
 
 
 def agent_version_parts(*, spec: dict[str, Any], agent: Any) -> dict[str, Any]:
-    """The keyword arguments of agent.versions.versions_build for this SDK's task; an agent
-    this cannot describe runs all the same, recorded by its type alone."""
-    try:
-        return _agent_version_parts(spec=spec, agent=agent)
-    except Exception:
-        log.warning("agent %r: definition not described", agent, exc_info=True)
-        return {"spec": spec, "tools": {}, "agent": {"undescribed": described(type(agent))}}
+    """The keyword arguments of agent.versions.versions_build for this SDK's task."""
+    return version_parts_described(_agent_version_parts, spec=spec, agent=agent)
 
 
 def _agent_version_parts(*, spec: dict[str, Any], agent: Any) -> dict[str, Any]:

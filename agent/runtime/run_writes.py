@@ -22,7 +22,8 @@ from tasks.models import ToolCall
 from tasks.paths import call_paths
 from tasks.tracing import checkpoints_traced
 
-_LEDGER_FIELDS = [
+# A ledger row's fields a call's progress changes (every runner's fenced writes update these).
+LEDGER_FIELDS = [
     "arguments",
     "arguments_hash",
     "status",
@@ -124,7 +125,7 @@ class RunWrites(RunBookkeeping):
                         *self.pending_events,
                         *self.pending_outputs,
                     ],
-                    updates=[(row, _LEDGER_FIELDS) for row in extra if not row._state.adding],
+                    updates=[(row, LEDGER_FIELDS) for row in extra if not row._state.adding],
                     **update,
                 )
                 if then is not None:
