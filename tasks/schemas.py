@@ -56,6 +56,9 @@ class TaskOut(Schema):
     parent_id: UUID | None
     # A sibling forked from this task's checkpoint (checkpoints.fork) names it.
     fork_of_id: UUID | None = None
+    # A plan task (`"mode": "plan"`, docs/plans.md): planning (its dry run), executing (its
+    # plan approved) or rejected; "" for any other task. Its plan: GET /tasks/{id}/plan.
+    plan_phase: str = ""
     agent_name: str
     children: list[UUID]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ninja import Router, Schema
-from ninja.errors import HttpError
+from ninja import Router, Schema, Status
 
 from harness_base.http import AuthedRequest
 from review import selectors
+from review.api.schemas import ErrorOut
 from tasks.selectors import access_task
 
 router = Router()
@@ -47,9 +47,15 @@ class PlanOut(Schema):
     items: list[PlanItemOut]
 
 
-@router.get("tasks/{task_id}/plan", response=PlanOut, operation_id="review_api_task_plan")
+@router.get(
+    "tasks/{task_id}/plan",
+    response={200: PlanOut, 404: ErrorOut},
+    operation_id="review_api_task_plan",
+)
 def task_plan(request: AuthedRequest, task_id: str):
+    """A plan task's plan (its `plan` review) with every item's state; 404 before its dry run
+    has ended, or for a task that is not a plan task."""
     plan = selectors.task_plan(task=access_task(request.user, task_id))
     if plan is None:
-        raise HttpError(404, "this task has no plan")
-    return plan
+        return Status(404, {"detail": "this task has no plan (yet)"})
+    return Status(200, plan)

@@ -241,3 +241,17 @@ def test_the_plan_review_and_task_pages_show_the_plan(client, operator):
     assert page.status_code == 200
     task_page = client.get(f"/tasks/{task.id}/")
     assert task_page.status_code == 200
+
+
+def test_the_plan_api_is_404_before_the_dry_run_ends_and_refuses_unknown_parameters(
+    api_client, operator
+):
+    task = plan_task()
+    client = api_client(operator)
+    assert client.get(f"/api/v1/tasks/{task.id}/plan").status_code == 404
+    assert client.get(f"/api/v1/tasks/{task.id}").json()["plan_phase"] == "planning"
+    planned(task)
+    assert client.get(f"/api/v1/tasks/{task.id}/plan", {"x": "1"}).status_code == 422
+    plan = client.get(f"/api/v1/tasks/{task.id}/plan").json()
+    assert plan["status"] == "pending" and plan["phase"] == "planning"
+    assert [i["state"] for i in plan["items"]] == ["pending"] * 4
