@@ -86,3 +86,41 @@ def test_a_plan_run_then_its_execution_bound_to_the_decision(workers, api_client
     assert "gamma waits for the next release" in tool_messages[-1]
     plan = client.get(f"/api/v1/tasks/{task.id}/plan").json()
     assert [i["state"] for i in plan["items"]] == ["executed"] * 4 + ["rejected"]
+
+
+def test_a_target_changed_after_the_plan_pauses_the_execution_for_review(
+    workers, api_client, operator
+):
+    task = scripted_task(
+        SCRIPT[:2] + [{"final": "written"}], ["write_file"], enqueue=True, mode="plan"
+    )
+    wait_status(task, "waiting_review")
+    review = ReviewRequest.objects.get(task=task)
+    client = api_client(operator)
+    plan_hash = client.get(f"/api/v1/reviews/{review.id}").json()["plan_hash"]
+    # Someone writes b.txt in the task's workspace between the plan and the approval.
+    task.workspace_path.mkdir(parents=True, exist_ok=True)
+    (task.workspace_path / "b.txt").write_text("theirs\n")
+    assert (
+        client.post(
+            f"/api/v1/reviews/{review.id}/decision",
+            {"decision": "approve", "plan_hash": plan_hash},
+        ).status_code
+        == 200
+    )
+    wait_for(
+        lambda: ReviewRequest.objects.filter(task=task, status="pending").first(),
+        90,
+        message="the departure's review",
+    )
+    departure = ReviewRequest.objects.get(task=task, status="pending")
+    assert departure.kind == "policy" and departure.tool == "write_file"
+    assert "changed since the plan" in departure.reason
+    assert (task.workspace_path / "a.txt").read_text() == "alpha\n"
+    assert (task.workspace_path / "b.txt").read_text() == "theirs\n"
+    assert client.decide(departure.id, decision="approve").status_code == 200
+    assert wait_status(task, "succeeded", "failed") == "succeeded"
+    assert (task.workspace_path / "b.txt").read_text() == "beta\n"
+    plan = client.get(f"/api/v1/tasks/{task.id}/plan").json()
+    assert [i["state"] for i in plan["items"]] == ["executed", "departed"]
+    assert "changed since the plan" in plan["items"][1]["departed"]
