@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from checkpoints.models import VersionBody
-from checkpoints.versions import version_bodies_store
+from checkpoints.versions import version_bodies_store, version_body
 from harness_base.versions import harness_version
 from review.policy import policy_rules
 from tasks.agent_state import McpTool
@@ -128,6 +128,13 @@ def versions_current(run: Any) -> dict[str, Any]:
     run._versions = versions
     run._version_bodies = bodies
     return versions
+
+
+def version_lookup(run: Any) -> Any:
+    """sha256 -> body for a drift comparison (tasks.drift's `bodies`): the run's own bodies
+    (not written yet, maybe) first, then the stored ones."""
+    own = getattr(run, "_version_bodies", None) or {}
+    return lambda sha: own[sha] if sha in own else version_body(sha)
 
 
 def version_bodies_unwritten(run: Any) -> list[VersionBody]:

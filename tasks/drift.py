@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tasks.drift_schema import arguments_check, mcp_tool_schema, schema_fields
+from tasks.drift_schema import arguments_check, mcp_tool_schema, parts_changed, schema_fields
 
 Bodies = Callable[[str], Any]
 MCP_SEPARATOR = "__"
@@ -44,6 +44,8 @@ class Change:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     required: list[str] = field(default_factory=list)
+    # An SDK agent's definition: the parts that changed ("instructions", "tools.<name>").
+    parts: list[str] = field(default_factory=list)
 
     def label(self) -> str:
         what = f"{self.kind} {self.name}".strip()
@@ -54,6 +56,8 @@ class Change:
             detail.append("added " + ", ".join(self.added))
         if self.removed:
             detail.append("removed " + ", ".join(self.removed))
+        if self.parts:
+            detail.append(", ".join(self.parts))
         return f"{what} {self.change}" + (f" ({'; '.join(detail)})" if detail else "")
 
 
@@ -153,6 +157,9 @@ def _single_change(kind: str, old: Any, new: Any, bodies: Bodies) -> Change | No
         new_body=new_body,
         added=added,
         removed=removed,
+        parts=parts_changed(old_body, new_body)
+        if kind == "agent" and old_body and new_body
+        else [],
     )
 
 

@@ -50,3 +50,24 @@ def arguments_check(schema: Any, arguments: Any) -> tuple[bool | None, list[dict
             continue
         found.append({"field": ".".join(["arguments", *path]), "message": error.message[:300]})
     return not found, found
+
+
+def parts_changed(old: Any, new: Any, *, prefix: str = "", depth: int = 4) -> list[str]:
+    """The dotted paths at which two bodies differ (an SDK agent's definition: its
+    instructions, a tool, its output type...), down to a tool's argument schema, which is
+    named whole."""
+    if old == new:
+        return []
+    both = isinstance(old, Mapping) and isinstance(new, Mapping)
+    if not both or depth == 0 or "properties" in old or "properties" in new:
+        return [prefix or "(all)"]
+    return [
+        part
+        for key in sorted(set(old) | set(new), key=str)
+        for part in parts_changed(
+            old.get(key),
+            new.get(key),
+            prefix=f"{prefix}.{key}" if prefix else str(key),
+            depth=depth - 1,
+        )
+    ]

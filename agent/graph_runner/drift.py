@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from agent.versions import versions_current
-from checkpoints.versions import graph_checkpoint_versions, version_body
+from agent.versions import version_lookup, versions_current
+from checkpoints.versions import graph_checkpoint_versions
 from review.models import ReviewRequest, ReviewStatus
 from review.services.drift_gate import VERSION_DRIFT, review_gate_version_drift
 from tasks import services
@@ -41,11 +41,6 @@ def pending_nodes(checkpoint: dict[str, Any]) -> list[str]:
         if seen is None or version > seen:
             nodes.append(node)
     return nodes
-
-
-def _bodies(run: Any) -> Any:
-    own = getattr(run, "_version_bodies", None) or {}
-    return lambda sha: own[sha] if sha in own else version_body(sha)
 
 
 def _merged(found: list[Drift]) -> Drift:
@@ -79,7 +74,7 @@ def graph_drift_at_pickup(run: Any, graph: Any) -> None:
     if not old or not new:
         return
     nodes = pending_nodes(saved.checkpoint)
-    bodies = _bodies(run)
+    bodies = version_lookup(run)
     found = _merged(
         [drift(old, new, {"node": node}, bodies=bodies) for node in nodes]
         or [drift(old, new, None, bodies=bodies)]
@@ -107,7 +102,7 @@ def graph_drift_at_pickup(run: Any, graph: Any) -> None:
 
 
 def _new_nodes(run: Any, new: dict[str, Any]) -> set[str]:
-    body = _bodies(run)(new["graph"]) if new.get("graph") else None
+    body = version_lookup(run)(new["graph"]) if new.get("graph") else None
     return set((body or {}).get("nodes") or [])
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from django.db import transaction
@@ -123,6 +124,17 @@ class ReviewPauses(RunCore):
                     versions=versions_current(self),
                 )
             self.wait_for_review(f"approval needed: {waiting[0][0].tool}")
+        raise Paused()
+
+    def pause_written(
+        self, reason: str, rows: list[ToolCall], then: Callable[[Any], None]
+    ) -> NoReturn:
+        """Pause for review: `rows` and a before_review checkpoint written, then(checkpoint
+        id) (the reviews opened), the task waiting_review, in one transaction."""
+        with transaction.atomic():
+            self.commit(checkpoint=("before_review", "tool"), rows=rows)
+            then(self.head_id)
+            self.wait_for_review(reason)
         raise Paused()
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.openai_agents_runner.core import RunCore
+from agent.openai_agents_runner.reviews import ReviewPauses
 from agent.openai_agents_runner.values import KIND
 from agent.runtime.run import StopRun
+from agent.sdk_drift import sdk_drift_at_pickup
 from checkpoints.services import NoValidCheckpoint, checkpoint_load_latest_valid
 from checkpoints.snapshots import snapshot_materialise_if_missing
 from tasks.events import EventType
@@ -16,7 +17,7 @@ from tasks.models import ToolCall
 from tasks.paths import file_write
 
 
-class RunStart(RunCore):
+class RunStart(ReviewPauses):
     """AgentsRun's start: start, first_input."""
 
     def start(self) -> None:
@@ -75,6 +76,17 @@ class RunStart(RunCore):
                 "checkpoint_id": str(loaded.checkpoint.id),
                 "seq": loaded.checkpoint.seq,
             },
+        )
+        # The code changed since the head was written (agent.sdk_drift): this branch's calls
+        # approved or allowed and not run yet are pending.
+        sdk_drift_at_pickup(
+            self,
+            loaded.checkpoint,
+            calls=self.ledger.values(),
+            agent=self.spec.agent.name,
+            pause=lambda rows, then: self.pause_written(
+                f"version drift: {rows[0].tool}", rows, then
+            ),
         )
 
     def first_input(self) -> Any:

@@ -13,6 +13,7 @@ from pydantic_ai import DeferredToolResults
 from agent.pydantic_ai_runner.constants import KIND
 from agent.pydantic_ai_runner.decisions import RunDecisions
 from agent.runtime.run import StopRun
+from agent.sdk_drift import sdk_drift_at_pickup
 from checkpoints.services import NoValidCheckpoint, checkpoint_load_latest_valid
 from checkpoints.snapshots import snapshot_materialise_if_missing
 from tasks.agent_state import AgentState
@@ -83,10 +84,29 @@ class RunStart(RunDecisions):
                 "messages": len(self.sdk["messages"]),
             },
         )
+        self.drift_check(loaded.checkpoint)
         results = self.decisions() if self.sdk.get("deferred") else None
         if not self.sdk["messages"]:  # stopped before the first model turn
             return self.first_prompt(), None
         return None, results
+
+    def drift_check(self, checkpoint: Any) -> None:
+        """The code changed since the head was written (agent.sdk_drift): the approvals asked
+        for are the calls pending; a stop writes them with a before_review checkpoint."""
+        deferred = [d["call_id"] for d in self.sdk.get("deferred") or []]
+        sdk_drift_at_pickup(
+            self,
+            checkpoint,
+            calls=[self.ledger[call_id] for call_id in deferred if call_id in self.ledger],
+            agent=self.spec.agent.name,
+            pause=lambda rows, then: self.pause(
+                reason=f"version drift: {rows[0].tool}",
+                trigger="before_review",
+                inserts=[row for row in rows if row.pk is None],
+                updates=[(row, ["status"]) for row in rows if row.pk is not None],
+                then=lambda written: then(written.id if written else None),
+            ),
+        )
 
     def first_prompt(self) -> str:
         """The spec's input (JSON as its text); empty: the task's goal."""

@@ -12,23 +12,12 @@ from typing import Any
 
 from agent.runtime.review_gate import pause_for_version_drift
 from agent.runtime.run import Run
-from agent.versions import versions_current
-from checkpoints.versions import version_body
+from agent.versions import version_lookup, versions_current
 from review import policy
 from tasks.drift import Drift, drift
 from tasks.events import EventType
 from tasks.models import ToolCall
 from tasks.tools.registry import ToolSpec
-
-
-def _bodies(run: Run) -> Any:
-    """Hash -> body: this run's own (not written yet, maybe) first, then the stored ones."""
-    own = getattr(run, "_version_bodies", None) or {}
-
-    def lookup(sha: str) -> Any:
-        return own[sha] if sha in own else version_body(sha)
-
-    return lookup
 
 
 def _next_pending(run: Run) -> dict[str, Any] | None:
@@ -49,7 +38,7 @@ def drift_at_pickup(run: Run, checkpoint: Any) -> Drift | None:
     run.drift_calls = {call.call_id for call in state.pending[state.next_call :]}
     if not old:
         return None
-    found = drift(old, versions_current(run), _next_pending(run), bodies=_bodies(run))
+    found = drift(old, versions_current(run), _next_pending(run), bodies=version_lookup(run))
     if found.any:
         run.event(
             EventType.VERSION_DRIFT,
@@ -74,7 +63,7 @@ def drift_before_call(run: Run, row: ToolCall, tool: ToolSpec | None) -> None:
         run.drift_base,
         versions_current(run),
         {"tool": row.tool, "arguments": row.arguments},
-        bodies=_bodies(run),
+        bodies=version_lookup(run),
     )
     if not found.touches_next:
         return

@@ -22,6 +22,9 @@ from tasks.models import Task
 from tasks.selectors import task_tool
 from tasks.services import audit_record, event_build, toolcall_transition
 
+# The SDK agents' tasks (a spec's agent.kind), whose state a migration does not map.
+SDK_KINDS = ("pydantic-ai", "openai-agents")
+
 
 def drift_new_schema(drift: dict[str, Any] | None) -> Any:
     """The argument schema of the pending call's tool under the new code, as the review shows
@@ -70,6 +73,12 @@ def _choice(
             raise ReviewConflict(
                 "migrate does not apply to a LangGraph task yet (migrations map the harness "
                 "loop's state): restart from one of its graph checkpoints, or cancel"
+            )
+        sdk = (review.task.spec.get("agent") or {}).get("kind")
+        if sdk in SDK_KINDS:
+            raise ReviewConflict(
+                f"migrate does not apply to a {sdk} task yet (migrations map the harness "
+                "loop's state): continue, restart from one of its checkpoints, or cancel"
             )
         known = harness_config().migrations
         if not migration or migration not in known:

@@ -44,18 +44,18 @@ def _drift_policy(*, tool_call: ToolCall, now_policy: PolicyDecision | None) -> 
     )
 
 
-def review_gate_version_drift(
+def version_drift_request(
     *,
     tool_call: ToolCall,
     step_index: int,
     drift: dict[str, Any],
     policy: PolicyDecision | None,
-    pause: Callable[[list[TaskEvent], Callable[[Any], Any]], NoReturn],
     versions: dict[str, Any] | None = None,
-) -> NoReturn:
-    """The call does not run: whatever approved it was given under other code. It awaits a
-    `version_drift` review, which opens against the checkpoint the pause writes (with the
-    versions the worker runs) and carries `drift`; `versions`: the code it opens under."""
+) -> tuple[TaskEvent, Callable[[Any], Any]]:
+    """The call does not run: whatever approved it was given under other code. -> (its
+    `review_requested` event, `open(checkpoint_id)`: the `version_drift` review, opened against
+    the checkpoint the pause writes, carrying `drift`; `versions`: the code it opens under).
+    For a runner that pauses for several such calls at once (review_gate_version_drift: one)."""
     if tool_call.status != ToolCallStatus.AWAITING_REVIEW:
         toolcall_transition(call=tool_call, to=ToolCallStatus.AWAITING_REVIEW, write=False)
     decision = _drift_policy(tool_call=tool_call, now_policy=policy)
@@ -72,9 +72,9 @@ def review_gate_version_drift(
         },
         step_index=step_index,
     )
-    pause(
-        [requested],
-        lambda checkpoint_id: review_request_open(
+
+    def open_review(checkpoint_id: Any) -> Any:
+        return review_request_open(
             tool_call=tool_call,
             checkpoint_id=checkpoint_id,
             decision=decision,
@@ -83,5 +83,23 @@ def review_gate_version_drift(
             + "\n".join(f"- {line}" for line in drift.get("touches") or []),
             drift=drift,
             versions=versions,
-        ),
+        )
+
+    return requested, open_review
+
+
+def review_gate_version_drift(
+    *,
+    tool_call: ToolCall,
+    step_index: int,
+    drift: dict[str, Any],
+    policy: PolicyDecision | None,
+    pause: Callable[[list[TaskEvent], Callable[[Any], Any]], NoReturn],
+    versions: dict[str, Any] | None = None,
+) -> NoReturn:
+    """The call does not run: it awaits a `version_drift` review (version_drift_request),
+    opened by `pause` with the checkpoint it writes."""
+    requested, open_review = version_drift_request(
+        tool_call=tool_call, step_index=step_index, drift=drift, policy=policy, versions=versions
     )
+    pause([requested], open_review)

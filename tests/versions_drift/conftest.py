@@ -4,6 +4,7 @@ module a test rewrites between worker generations, as a deploy would."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 import uuid
@@ -12,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from review.models import ReviewRequest
+from tasks.models import Task
 from tasks.tools.registry import registry
+from tests.conftest import wait_for
 from tests.durable.conftest import (  # noqa: F401  (fixtures)
     Fleet,
     durable_settings,
@@ -80,9 +84,7 @@ def tool_module(tmp_path: Path, settings, worker_pool) -> Iterator[ToolModule]:
         sys.path.remove(str(root))
 
 
-@pytest.fixture
-def harness_config_text() -> str:
-    return """
+DRIFT_CONFIG = """
 retry: {initial_s: 0.2, factor: 2, max_s: 5, jitter: full, max_attempts: 4}
 timeouts: {session_s: 600, turn_s: 60, tool_s: 30}
 review_rules:
@@ -90,6 +92,25 @@ review_rules:
 migrations:
   add-priority: tests.versions_drift.migrations:add_priority
 """
+
+
+@pytest.fixture
+def harness_config_text() -> str:
+    return DRIFT_CONFIG
+
+
+def runs(task: Task) -> list[dict]:
+    """What the test tool or agent ran: the arguments of each execution, in order."""
+    path = task.workspace_path / "runs.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def pending(task: Task, kind: str) -> ReviewRequest:
+    return wait_for(
+        lambda: ReviewRequest.objects.filter(task=task, status="pending", kind=kind).first(),
+        90,
+        message=f"a pending {kind} review",
+    )
 
 
 def restart(workers: Fleet, change: Callable[[], None]) -> None:

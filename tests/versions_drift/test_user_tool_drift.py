@@ -16,24 +16,11 @@ from tasks.canonical import canonical_hash
 from tasks.models import Task, TaskEvent, ToolCall
 from tests.conftest import wait_for
 from tests.factories import scripted_task
-from tests.versions_drift.conftest import restart
+from tests.versions_drift.conftest import pending, restart, runs
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 REQUIRED_PRIORITY = "    priority: int"
-
-
-def runs(task: Task) -> list[dict]:
-    path = task.workspace_path / "runs.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def pending(task: Task, kind: str) -> ReviewRequest:
-    return wait_for(
-        lambda: ReviewRequest.objects.filter(task=task, status="pending", kind=kind).first(),
-        90,
-        message=f"a pending {kind} review",
-    )
 
 
 def paused_then_deployed(fleet, tool_module, operator, api_client) -> tuple[Task, ReviewRequest]:
