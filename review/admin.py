@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from harness_base.http import AuthedRequest
 from review import services
 from review.models import (
     DecisionLinkUse,
@@ -101,7 +105,7 @@ class ReviewRuleAdmin(admin.ModelAdmin):
     )
 
     @admin.action(description="Pause the selected standing rules")
-    def pause_standing_rules(self, request: HttpRequest, queryset: QuerySet[ReviewRule]) -> None:
+    def pause_standing_rules(self, request: AuthedRequest, queryset: QuerySet[ReviewRule]) -> None:
         paused = sum(
             services.standing_rule_pause(
                 rule_id=rule.id,
@@ -114,7 +118,7 @@ class ReviewRuleAdmin(admin.ModelAdmin):
         self.message_user(request, f"{paused} standing rule(s) paused.")
 
     @admin.action(description="Resume the selected standing rules")
-    def resume_standing_rules(self, request: HttpRequest, queryset: QuerySet[ReviewRule]) -> None:
+    def resume_standing_rules(self, request: AuthedRequest, queryset: QuerySet[ReviewRule]) -> None:
         for rule in queryset.filter(kind=RuleKind.STANDING, paused=True):
             try:
                 services.standing_rule_resume(
@@ -135,7 +139,7 @@ class ReviewApprovalInline(admin.TabularInline):
     can_delete = False
     readonly_fields = ("user", "arguments_hash", "comment", "at")
 
-    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -159,13 +163,13 @@ class ReviewRequestAdmin(admin.ModelAdmin):
     date_hierarchy = "requested_at"
     inlines = [ReviewApprovalInline]
 
-    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [f.name for f in self.model._meta.fields]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -173,16 +177,16 @@ class _ReadOnlyAdmin(admin.ModelAdmin):
     """Rows the harness writes itself (triage comments, decision receipts, delivery records,
     the receipt chain's head, page views, roll-ups): shown for inspection, never edited here."""
 
-    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [f.name for f in self.model._meta.fields]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -221,8 +225,11 @@ class ReviewerProfileAdmin(admin.ModelAdmin):
     search_fields = ("user__username", "user__email", "slack_user_id")
     autocomplete_fields = ("user",)
 
-    def save_model(self, request, obj, form, change) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: ReviewerProfile, form: Any, change: bool
+    ) -> None:
         # Through the service: audited, with the administrator as the actor.
-        services.reviewer_slack_id_set(
-            user=obj.user, slack_user_id=obj.slack_user_id, by=request.user
-        )
+        by = request.user
+        if not by.is_authenticated:  # the admin site lets only staff in
+            raise PermissionDenied
+        services.reviewer_slack_id_set(user=obj.user, slack_user_id=obj.slack_user_id, by=by)

@@ -158,7 +158,7 @@ def strictest(decisions: list[PolicyDecision]) -> PolicyDecision:
     if not reviews:
         return decisions[0] if decisions else ALLOW
     expiring = [d for d in reviews if d.expires_after_s]
-    soonest = min(expiring, key=lambda d: d.expires_after_s) if expiring else reviews[0]
+    soonest = min(expiring, key=lambda d: d.expires_after_s or 0.0) if expiring else reviews[0]
     rules: list[dict[str, Any]] = []
     for d in reviews:
         rules.extend(r for r in d.rules if r not in rules)

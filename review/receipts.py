@@ -62,7 +62,7 @@ RULE_DECISIONS = ("rule_pause", "rule_resume", "rule_revoke")
 
 def _subject(*, review: ReviewRequest, comment: str) -> dict[str, Any]:
     approvals = list(review.approvals.order_by("at", "id").values_list("user__username", flat=True))
-    return nul_free(
+    subject: dict[str, Any] = nul_free(
         {
             "tool": review.tool,
             "kind": review.kind,
@@ -80,6 +80,7 @@ def _subject(*, review: ReviewRequest, comment: str) -> dict[str, Any]:
             **({"choice": review.choice} if review.choice is not None else {}),
         }
     )
+    return subject
 
 
 def receipt_document(receipt: DecisionReceipt) -> dict[str, Any]:
@@ -149,7 +150,7 @@ def receipt_record(
 
 def rule_subject(rule: ReviewRule, *, reason: str) -> dict[str, Any]:
     """What a kill-switch receipt is about: the rule, what it matched, its state after."""
-    return nul_free(
+    subject: dict[str, Any] = nul_free(
         {
             "standing_rule": rule.name,
             "rule_id": rule.id,
@@ -166,6 +167,7 @@ def rule_subject(rule: ReviewRule, *, reason: str) -> dict[str, Any]:
             "reason": reason,
         }
     )
+    return subject
 
 
 def rule_receipt_record(

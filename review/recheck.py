@@ -224,7 +224,7 @@ def approval_recheck(
     changes += approver_changes
     if review.kind in ("policy", "version_drift"):
         changes += _policy_changes(policy=policy, approvers=valid, creator_id=task.created_by_id)
-    if review.kind == "standing_rule" and review.standing_rule_id is not None:
+    if review.kind == "standing_rule" and review.standing_rule is not None:
         # A rule's approval holds while the rule would still give it (paused, ended…: not).
         lapsed = standing_rule_lapsed(review.standing_rule, task=task, decision=policy, now=now)
         if lapsed:

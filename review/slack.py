@@ -168,7 +168,13 @@ def slack_user(*, channel: SlackChannelConfig, slack_user_id: str) -> User | str
     slack = info.get("user")
     profile = slack.get("profile") if isinstance(slack, dict) else None
     email = profile.get("email") if isinstance(profile, dict) else None
-    if not isinstance(email, str) or not email or slack.get("deleted") or slack.get("is_bot"):
+    if (
+        not isinstance(slack, dict)
+        or not isinstance(email, str)
+        or not email
+        or slack.get("deleted")
+        or slack.get("is_bot")
+    ):
         return "your Slack profile has no email address the harness can see"
     users = users_with_verified_email(email=email)
     if len(users) != 1:

@@ -89,7 +89,7 @@ def review_unclaim(*, review_id: Any, user: User) -> ReviewRequest:
             return review
         if review.claimed_by_id != user.pk:
             raise ReviewConflict(
-                f"review {review.id} is claimed by {review.claimed_by.get_username()}, not you"
+                f"review {review.id} is claimed by {_username(review.claimed_by)}, not you"
             )
         review.claimed_by = None
         review.claimed_at = None

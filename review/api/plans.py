@@ -52,7 +52,7 @@ class PlanOut(Schema):
     response={200: PlanOut, 404: ErrorOut},
     operation_id="review_api_task_plan",
 )
-def task_plan(request: AuthedRequest, task_id: str):
+def task_plan(request: AuthedRequest, task_id: str) -> Status[Any]:
     """A plan task's plan (its `plan` review) with every item's state; 404 before its dry run
     has ended, or for a task that is not a plan task."""
     plan = selectors.task_plan(task=access_task(request.user, task_id))

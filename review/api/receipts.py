@@ -10,7 +10,8 @@ from typing import Any
 from uuid import UUID
 
 from django.http import StreamingHttpResponse
-from ninja import Query, Router, Schema, Status
+from ninja import Router, Schema, Status
+from ninja.params.functions import Query
 
 from harness_base.http import AuthedRequest
 from review import selectors
@@ -67,7 +68,7 @@ class ReviewReceiptsOut(Schema):
     response=ReviewReceiptsOut,
     operation_id="review_api_review_receipt",
 )
-def review_receipt(request: AuthedRequest, review_id: str):
+def review_receipt(request: AuthedRequest, review_id: str) -> dict[str, Any]:
     review = selectors.access_review(request.user, review_id)
     return {
         "review_id": review.id,
@@ -96,7 +97,9 @@ def _since(value: str) -> dict[str, Any]:
 @router.get(
     "receipts", response={200: None, 422: ErrorOut}, operation_id="review_api_receipts_export"
 )
-def receipts_export(request: AuthedRequest, since: str = Query("", max_length=64)):
+def receipts_export(
+    request: AuthedRequest, since: str = Query("", max_length=64)
+) -> Status[Any] | StreamingHttpResponse:
     """Every decision receipt in chain order as JSON Lines (one ReceiptOut per line), from
     the start or after `since`. A standing rule's pause, resume or revoke (`rule_pause`,
     `rule_resume`, `rule_revoke`) has no `review_id` or `task_id`: its subject names the rule."""

@@ -6,13 +6,15 @@ import dataclasses
 from typing import Any, Literal
 from uuid import UUID
 
-from ninja import Field, Query, Router, Schema, Status
+from django.db.models import QuerySet
+from ninja import Field, Router, Schema, Status
 from ninja.errors import ValidationError
+from ninja.params.functions import Query
 
 from harness_base.http import AuthedRequest
 from review import selectors, services, triage
 from review.api.schemas import ErrorOut, ReviewDetailOut, ReviewOut
-from review.models import ReceiptVia
+from review.models import ReceiptVia, ReviewRequest
 from tasks.web.api_auth import role_auth
 
 router = Router()
@@ -96,7 +98,7 @@ def review_list(
     # Pending first in this order (oldest first by default), then decided, latest first.
     sort: Literal["age", "newest", "time_left", "risk", "tool"] = "age",
     limit: int = Query(100, ge=1, le=500),
-):
+) -> QuerySet[ReviewRequest]:
     if task and task_id and task != task_id:
         raise ValidationError(
             [{"loc": ("query", "task_id"), "msg": "task and task_id name different tasks"}]
@@ -151,7 +153,7 @@ class BulkDecisionOut(Schema):
     response={200: BulkDecisionOut, 403: ErrorOut, 422: ErrorOut},
     operation_id="review_api_review_bulk_decision",
 )
-def review_bulk_decision(request: AuthedRequest, body: BulkDecisionIn):
+def review_bulk_decision(request: AuthedRequest, body: BulkDecisionIn) -> Status[Any]:
     """Decide several reviews, each exactly as `POST /reviews/{id}/decision` would (its own
     transaction, its hash, four-eyes, creator rule, expiry): one failing fails only itself."""
     try:
@@ -171,7 +173,7 @@ def review_bulk_decision(request: AuthedRequest, body: BulkDecisionIn):
 
 
 @router.get("reviews/{review_id}", response=ReviewDetailOut, operation_id="review_api_review_get")
-def review_get(request: AuthedRequest, review_id: str):
+def review_get(request: AuthedRequest, review_id: str) -> ReviewRequest:
     return selectors.access_review(request.user, review_id)
 
 
@@ -181,7 +183,7 @@ def review_get(request: AuthedRequest, review_id: str):
     response={200: ReviewOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
     operation_id="review_api_review_decision",
 )
-def review_decision(request: AuthedRequest, review_id: str, body: DecisionIn):
+def review_decision(request: AuthedRequest, review_id: str, body: DecisionIn) -> Status[Any]:
     review = selectors.access_review(request.user, review_id, related=False)
     try:
         if review.kind == services.PLAN or body.plan_hash or body.items:

@@ -197,19 +197,19 @@ class ReviewOut(Schema):
 
     @staticmethod
     def resolve_edited_by(obj: ReviewRequest) -> str | None:
-        return obj.edited_by.get_username() if obj.edited_by_id else None
+        return obj.edited_by.get_username() if obj.edited_by_id and obj.edited_by else None
 
     @staticmethod
     def resolve_claimed_by(obj: ReviewRequest) -> str | None:
-        return obj.claimed_by.get_username() if obj.claimed_by_id else None
+        return obj.claimed_by.get_username() if obj.claimed_by_id and obj.claimed_by else None
 
     @staticmethod
     def resolve_assigned_to(obj: ReviewRequest) -> str | None:
-        return obj.assigned_to.get_username() if obj.assigned_to_id else None
+        return obj.assigned_to.get_username() if obj.assigned_to_id and obj.assigned_to else None
 
     @staticmethod
     def resolve_assigned_group(obj: ReviewRequest) -> str | None:
-        return obj.assigned_group.name if obj.assigned_group_id else None
+        return obj.assigned_group.name if obj.assigned_group_id and obj.assigned_group else None
 
     @staticmethod
     def resolve_suggested_rules(obj: ReviewRequest) -> list[dict[str, Any]]:
@@ -217,7 +217,7 @@ class ReviewOut(Schema):
 
     @staticmethod
     def resolve_standing_rule(obj: ReviewRequest) -> str | None:
-        return obj.standing_rule.name if obj.standing_rule_id else None
+        return obj.standing_rule.name if obj.standing_rule_id and obj.standing_rule else None
 
     @staticmethod
     def resolve_task_title(obj: ReviewRequest) -> str:
@@ -229,7 +229,7 @@ class ReviewOut(Schema):
 
     @staticmethod
     def resolve_parent_task_title(obj: ReviewRequest) -> str | None:
-        return obj.task.parent.title if obj.task.parent_id else None
+        return obj.task.parent.title if obj.task.parent_id and obj.task.parent else None
 
     @staticmethod
     def resolve_call_id(obj: ReviewRequest) -> str:
@@ -251,7 +251,7 @@ class ReviewOut(Schema):
 
     @staticmethod
     def resolve_decided_by(obj: ReviewRequest) -> str | None:
-        return obj.decided_by.get_username() if obj.decided_by_id else None
+        return obj.decided_by.get_username() if obj.decided_by_id and obj.decided_by else None
 
     @staticmethod
     def resolve_url(obj: ReviewRequest) -> str:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ninja import Field, Query, Router, Schema, Status
+from django.db.models import QuerySet
+from ninja import Field, Router, Schema, Status
+from ninja.params.functions import Query
 from pydantic import field_validator
 
 from harness_base.http import AuthedRequest
@@ -64,15 +66,15 @@ class StandingRuleOut(Schema):
 
     @staticmethod
     def resolve_scope_user(obj: ReviewRule) -> str | None:
-        return obj.scope_user.get_username() if obj.scope_user_id else None
+        return obj.scope_user.get_username() if obj.scope_user_id and obj.scope_user else None
 
     @staticmethod
     def resolve_created_by(obj: ReviewRule) -> str | None:
-        return obj.created_by.get_username() if obj.created_by_id else None
+        return obj.created_by.get_username() if obj.created_by_id and obj.created_by else None
 
     @staticmethod
     def resolve_revoked_by(obj: ReviewRule) -> str | None:
-        return obj.revoked_by.get_username() if obj.revoked_by_id else None
+        return obj.revoked_by.get_username() if obj.revoked_by_id and obj.revoked_by else None
 
     @staticmethod
     def resolve_record(obj: ReviewRule) -> dict[str, int]:
@@ -95,14 +97,16 @@ class StandingRuleSwitchIn(Schema):
         return reason.strip()
 
 
-def _refused(exc: services.ReviewError) -> Status:
+def _refused(exc: services.ReviewError) -> Status[Any]:
     return Status(exc.status, {"detail": exc.message, "errors": exc.errors or None})
 
 
 @router.get(
     "standing-rules", response=list[StandingRuleOut], operation_id="review_api_standing_rule_list"
 )
-def standing_rule_list(request: AuthedRequest, limit: int = Query(100, ge=1, le=500)):
+def standing_rule_list(
+    request: AuthedRequest, limit: int = Query(100, ge=1, le=500)
+) -> QuerySet[ReviewRule]:
     return selectors.standing_rules()[:limit]
 
 
@@ -111,7 +115,7 @@ def standing_rule_list(request: AuthedRequest, limit: int = Query(100, ge=1, le=
     response=StandingRuleOut,
     operation_id="review_api_standing_rule_get",
 )
-def standing_rule_get(request: AuthedRequest, rule_id: str):
+def standing_rule_get(request: AuthedRequest, rule_id: str) -> ReviewRule:
     return selectors.standing_rule_get(rule_id=rule_id)
 
 
@@ -121,7 +125,9 @@ def standing_rule_get(request: AuthedRequest, rule_id: str):
     response={200: StandingRuleOut, 403: ErrorOut, 409: ErrorOut},
     operation_id="review_api_standing_rule_resume",
 )
-def standing_rule_resume(request: AuthedRequest, rule_id: str, body: StandingRuleActionIn):
+def standing_rule_resume(
+    request: AuthedRequest, rule_id: str, body: StandingRuleActionIn
+) -> Status[Any]:
     rule = selectors.standing_rule_get(rule_id=rule_id)
     try:
         services.standing_rule_resume(rule_id=rule.id, user=request.user, reason=body.reason)
@@ -136,7 +142,9 @@ def standing_rule_resume(request: AuthedRequest, rule_id: str, body: StandingRul
     response={200: StandingRuleOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
     operation_id="review_api_standing_rule_pause",
 )
-def standing_rule_pause(request: AuthedRequest, rule_id: str, body: StandingRuleSwitchIn):
+def standing_rule_pause(
+    request: AuthedRequest, rule_id: str, body: StandingRuleSwitchIn
+) -> Status[Any]:
     """Pause: the rule allows nothing until an operator resumes it (409 when it is paused or
     revoked already)."""
     rule = selectors.standing_rule_get(rule_id=rule_id)
@@ -159,7 +167,9 @@ def standing_rule_pause(request: AuthedRequest, rule_id: str, body: StandingRule
     response={200: StandingRuleOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
     operation_id="review_api_standing_rule_revoke",
 )
-def standing_rule_revoke(request: AuthedRequest, rule_id: str, body: StandingRuleSwitchIn):
+def standing_rule_revoke(
+    request: AuthedRequest, rule_id: str, body: StandingRuleSwitchIn
+) -> Status[Any]:
     """Revoke, for good: the rule never allows a call again and cannot be resumed (409 when
     it is revoked already)."""
     rule = selectors.standing_rule_get(rule_id=rule_id)

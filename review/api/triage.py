@@ -30,7 +30,7 @@ class CommentIn(Schema):
     text: str = Field(min_length=1, max_length=triage.COMMENT_MAX)
 
 
-def _triage(request: AuthedRequest, review_id: str, act: Any):
+def _triage(request: AuthedRequest, review_id: str, act: Any) -> Status[Any]:
     review = selectors.access_review(request.user, review_id)
     try:
         act(review)
@@ -39,14 +39,14 @@ def _triage(request: AuthedRequest, review_id: str, act: Any):
     return Status(200, selectors.access_review(request.user, review.id))
 
 
-TRIAGE = {
+TRIAGE: dict[str, Any] = {
     "auth": role_auth(selectors.user_can_decide, "triage reviews (operators may)"),
     "response": {200: ReviewDetailOut, 403: ErrorOut, 409: ErrorOut, 422: ErrorOut},
 }
 
 
 @router.post("reviews/{review_id}/claim", **TRIAGE, operation_id="review_api_review_claim")
-def review_claim(request: AuthedRequest, review_id: str, body: ClaimIn):
+def review_claim(request: AuthedRequest, review_id: str, body: ClaimIn) -> Status[Any]:
     return _triage(
         request,
         review_id,
@@ -55,14 +55,14 @@ def review_claim(request: AuthedRequest, review_id: str, body: ClaimIn):
 
 
 @router.post("reviews/{review_id}/unclaim", **TRIAGE, operation_id="review_api_review_unclaim")
-def review_unclaim(request: AuthedRequest, review_id: str):
+def review_unclaim(request: AuthedRequest, review_id: str) -> Status[Any]:
     return _triage(
         request, review_id, lambda r: triage.review_unclaim(review_id=r.id, user=request.user)
     )
 
 
 @router.post("reviews/{review_id}/assign", **TRIAGE, operation_id="review_api_review_assign")
-def review_assign(request: AuthedRequest, review_id: str, body: AssignIn):
+def review_assign(request: AuthedRequest, review_id: str, body: AssignIn) -> Status[Any]:
     return _triage(
         request,
         review_id,
@@ -73,7 +73,7 @@ def review_assign(request: AuthedRequest, review_id: str, body: AssignIn):
 
 
 @router.post("reviews/{review_id}/comments", **TRIAGE, operation_id="review_api_review_comment")
-def review_comment(request: AuthedRequest, review_id: str, body: CommentIn):
+def review_comment(request: AuthedRequest, review_id: str, body: CommentIn) -> Status[Any]:
     return _triage(
         request,
         review_id,

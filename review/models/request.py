@@ -95,6 +95,9 @@ class EditedCall:
 class ReviewRequest(EditedCall, models.Model):
     """A paused call awaiting a human; decided under select_for_update(): one decision wins."""
 
+    # Not a column: set on the rows task_reviews_pending returns (review.selectors).
+    approvals_missing: int
+
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="reviews")
     tool_call = models.ForeignKey(
         "tasks.ToolCall", on_delete=models.CASCADE, related_name="reviews"
@@ -223,9 +226,10 @@ class ReviewRequest(EditedCall, models.Model):
     @property
     def arguments(self) -> dict[str, Any]:
         """The arguments an approval would run: the latest operator edit, else the proposal."""
-        return (
+        arguments: dict[str, Any] = (
             self.edited_arguments if self.edited_arguments is not None else self.original_arguments
         )
+        return arguments
 
     @property
     def target(self) -> str:

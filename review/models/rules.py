@@ -157,19 +157,23 @@ class ReviewRule(models.Model):
 
     def as_config(self) -> ReviewRuleConfig:
         """The same validated shape as a harness.yaml rule; raises pydantic ValidationError."""
-        return ReviewRuleConfig(
-            name=self.name,
-            tool=self.tool or None,
-            risk=self.risk or None,
-            path_glob=self.path_glob or None,
-            command_regex=self.command_regex or None,
-            url_host=self.url_host or None,
-            action=self.action,
-            reason=self.reason,
-            expires_after=self.expires_after.total_seconds() if self.expires_after else None,
-            on_expiry=self.on_expiry,
-            approvals_required=self.approvals_required,
-            forbid_creator=self.forbid_creator,
+        return ReviewRuleConfig.model_validate(
+            {
+                "name": self.name,
+                "tool": self.tool or None,
+                "risk": self.risk or None,
+                "path_glob": self.path_glob or None,
+                "command_regex": self.command_regex or None,
+                "url_host": self.url_host or None,
+                "action": self.action,
+                "reason": self.reason,
+                "expires_after": (
+                    self.expires_after.total_seconds() if self.expires_after else None
+                ),
+                "on_expiry": self.on_expiry,
+                "approvals_required": self.approvals_required,
+                "forbid_creator": self.forbid_creator,
+            }
         )
 
     def clean(self) -> None:

@@ -29,13 +29,13 @@ notifications_enqueue_due). Callers import from this package.
 
 from __future__ import annotations
 
+from review.models import STANDING_RULE
 from review.notifications.messages import channel_transport, review_message
 from review.notifications.planning import (
     ENQUEUE_GRACE_S,
     SEND_JOB,
     SEND_LEASE_S,
     SEND_QUEUE,
-    STANDING_RULE,
     WHILE_PENDING,
     notifications_plan_closed,
     notifications_plan_edited,

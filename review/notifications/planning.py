@@ -27,7 +27,7 @@ SEND_QUEUE = "high"
 ENQUEUE_GRACE_S = 30.0
 SEND_LEASE_S = 120.0
 
-_CLOSED_EVENTS = {
+_CLOSED_EVENTS: dict[str, NotificationEvent] = {
     ReviewStatus.APPROVED: NotificationEvent.DECIDED,
     ReviewStatus.REJECTED: NotificationEvent.DECIDED,
     ReviewStatus.RESPONDED: NotificationEvent.DECIDED,

@@ -32,7 +32,7 @@ BACKOFF_MAX_S = 3600.0
 
 
 def notification_backoff_s(*, attempts: int) -> float:
-    return min(settings.HARNESS_NOTIFY_RETRY_S * 2 ** (attempts - 1), BACKOFF_MAX_S)
+    return float(min(settings.HARNESS_NOTIFY_RETRY_S * 2 ** (attempts - 1), BACKOFF_MAX_S))
 
 
 def _settle(*, row: Notification, now: datetime, error: str) -> str:
@@ -52,7 +52,8 @@ def _settle(*, row: Notification, now: datetime, error: str) -> str:
     settled = Notification.objects.filter(id=row.id, status=NotificationStatus.SENDING)
     if settled.update(**fields) and fields["status"] == NotificationStatus.FAILED:
         review_rollups_stale(requested_at=row.review.requested_at)
-    return fields["status"]
+    status: str = fields["status"]
+    return status
 
 
 def _deliver(*, row: Notification, now: datetime) -> None:

@@ -93,10 +93,10 @@ def facts(ranges: tuple[tuple[datetime, datetime], ...]) -> Iterable[dict[str, A
 
 def fold(
     facts: Iterable[dict[str, Any]], *, hourly: bool
-) -> tuple[dict[Key, Counter], dict[tuple[Key, str], Counter], int]:
+) -> tuple[dict[Key, Counter[str]], dict[tuple[Key, str], Counter[int]], int]:
     """(counts by (hour, dim, key), histograms by ((hour, dim, key), kind), pending reviews)."""
-    counts: dict[Key, Counter] = defaultdict(Counter)
-    hists: dict[tuple[Key, str], Counter] = defaultdict(Counter)
+    counts: dict[Key, Counter[str]] = defaultdict(Counter)
+    hists: dict[tuple[Key, str], Counter[int]] = defaultdict(Counter)
     pending = 0
     configured = configured_targets()
     for fact in facts:

@@ -48,10 +48,12 @@ def review_hours_roll(*, start: datetime, stop: datetime, now: datetime) -> None
         ReviewHourly.objects.bulk_create(
             ReviewHourly(hour=hour, dim=dim, key=key[:150], **{c: n[c] for c in COUNTS})
             for (hour, dim, key), n in counts.items()
+            if hour is not None  # folded hourly: every key has its hour
         )
         ReviewTimeHourly.objects.bulk_create(
             ReviewTimeHourly(hour=hour, dim=dim, key=key[:150], kind=kind, bucket=bucket, reviews=n)
             for ((hour, dim, key), kind), histogram in hists.items()
+            if hour is not None
             for bucket, n in histogram.items()
         )
         ReviewRolledHour.objects.bulk_create(

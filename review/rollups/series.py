@@ -35,8 +35,8 @@ class _Buckets:
 
     def __init__(self, of: Callable[[datetime], datetime]) -> None:
         self.of = of
-        self.counts: dict[datetime, Counter] = defaultdict(Counter)
-        self.times: dict[datetime, Counter] = defaultdict(Counter)
+        self.counts: dict[datetime, Counter[str]] = defaultdict(Counter)
+        self.times: dict[datetime, Counter[int]] = defaultdict(Counter)
 
     def add(self, at: datetime, **counts: int) -> None:
         self.counts[self.of(at)].update(counts)
@@ -80,13 +80,14 @@ def _read_rolled(into: _Buckets, start: datetime, stop: datetime, *, daily: bool
 
 def _read_raw(into: _Buckets, ranges: tuple[tuple[datetime, datetime], ...]) -> None:
     counts, hists, _ = fold(facts(ranges), hourly=True)
+    # Folded hourly: every key has its hour.
     for (hour, dim, _key), n in counts.items():
-        if dim == _ONCE["dim"]:
+        if dim == _ONCE["dim"] and hour is not None:
             into.add(hour, opened=n["opened"], breached=n["breached"])
     for ((hour, dim, _key), kind), histogram in hists.items():
-        if dim == _ONCE["dim"] and kind == "decision":
-            for bucket, n in histogram.items():
-                into.add_time(hour, bucket, n)
+        if dim == _ONCE["dim"] and kind == "decision" and hour is not None:
+            for bucket, reviews in histogram.items():
+                into.add_time(hour, bucket, reviews)
     pending = ReviewRequest.objects.filter(
         in_ranges("requested_at", ranges), status=ReviewStatus.PENDING
     )

@@ -27,7 +27,7 @@ from tasks.rollups import (
 )
 
 
-def percentile(histogram: Counter, fraction: float) -> float | None:
+def percentile(histogram: Counter[int], fraction: float) -> float | None:
     """percentile_cont over a histogram (tasks.rollups.histogram_percentile, as the statistics
     read theirs), rounded to 0.1 s; None for an empty one."""
     ordered = sorted(histogram.items())
@@ -37,8 +37,11 @@ def percentile(histogram: Counter, fraction: float) -> float | None:
 
 
 def _rolled(
-    hourly: type, daily: type, start: datetime, stop: datetime
-) -> tuple[QuerySet | None, QuerySet]:
+    hourly: type[ReviewHourly] | type[ReviewTimeHourly],
+    daily: type[ReviewDaily] | type[ReviewTimeDaily],
+    start: datetime,
+    stop: datetime,
+) -> tuple[QuerySet[Any] | None, QuerySet[Any]]:
     """The roll-up rows covering the rolled hours [start, stop): the daily sums of the whole
     UTC days inside it (None: there are none), the hourly rows of the hours around them."""
     days, hours = rolled_days_and_hours(start, stop)
@@ -58,8 +61,8 @@ def review_sla(
     if rolled:
         span = ReviewRolledHour.objects.aggregate(first=Min("hour"), last=Max("hour"))
     raw: tuple[tuple[datetime, datetime], ...] = ((since, until),)
-    counts: dict[Key, Counter] = defaultdict(Counter)
-    hists: dict[tuple[Key, str], Counter] = defaultdict(Counter)
+    counts: dict[Key, Counter[str]] = defaultdict(Counter)
+    hists: dict[tuple[Key, str], Counter[int]] = defaultdict(Counter)
     if span["first"] is not None:
         start = max(hour_ceil(since), span["first"])
         stop = min(hour_floor(until), span["last"] + HOUR)
@@ -72,28 +75,28 @@ def review_sla(
             for rows in _rolled(ReviewHourly, ReviewDaily, start, stop):
                 if rows is None:
                     continue
-                for row in rows.values("dim", "key").annotate(**summed).order_by():
-                    counts[(None, row["dim"], row["key"])].update(
-                        {c: row[f"sum_{c}"] for c in COUNTS}
+                for summed_row in rows.values("dim", "key").annotate(**summed).order_by():
+                    counts[(None, summed_row["dim"], summed_row["key"])].update(
+                        {c: summed_row[f"sum_{c}"] for c in COUNTS}
                     )
             days, hours = _rolled(ReviewTimeHourly, ReviewTimeDaily, start, stop)
-            for dim, key, kind, histogram in (
+            for dim, name, kind, histogram in (
                 [] if days is None else days.values_list("dim", "key", "kind", "histogram")
             ):
-                into = hists[((None, dim, key), kind)]
+                into = hists[((None, dim, name), kind)]
                 for bucket, n in histogram.items():
                     into[int(bucket)] += n
-            for row in (
+            for hour_row in (
                 hours.values("dim", "key", "kind", "bucket").annotate(n=Sum("reviews")).order_by()
             ):
-                key = (None, row["dim"], row["key"])
-                hists[(key, row["kind"])][row["bucket"]] += row["n"]
+                at: Key = (None, hour_row["dim"], hour_row["key"])
+                hists[(at, hour_row["kind"])][hour_row["bucket"]] += hour_row["n"]
     if raw:
         raw_counts, raw_hists, _ = fold(facts(raw), hourly=False)
-        for key, n in raw_counts.items():
-            counts[key].update(n)
-        for key, histogram in raw_hists.items():
-            hists[key].update(histogram)
+        for counted, n in raw_counts.items():
+            counts[counted].update(n)
+        for hist_key, raw_histogram in raw_hists.items():
+            hists[hist_key].update(raw_histogram)
     tables: dict[str, list[dict[str, Any]]] = {dim: [] for dim in DIMS}
     for (_, dim, key), n in sorted(
         counts.items(), key=lambda item: (-item[1]["opened"], item[0][2])

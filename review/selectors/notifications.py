@@ -14,18 +14,17 @@ from review.transports import LEGACY_WEBHOOK, LegacyWebhook, transport_for
 def review_notifications(*, review: ReviewRequest) -> list[dict[str, Any]]:
     """The review's notifications, oldest first: {channel, kind, event, status, attempts,
     last_error, sent_at, next_attempt_at}."""
-    return list(
-        Notification.objects.filter(review_id=review.id).values(
-            "channel",
-            "kind",
-            "event",
-            "status",
-            "attempts",
-            "last_error",
-            "sent_at",
-            "next_attempt_at",
-        )
+    rows = Notification.objects.filter(review_id=review.id).values(
+        "channel",
+        "kind",
+        "event",
+        "status",
+        "attempts",
+        "last_error",
+        "sent_at",
+        "next_attempt_at",
     )
+    return [dict(row) for row in rows]
 
 
 def notification_channels_health() -> list[dict[str, Any]]:

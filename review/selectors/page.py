@@ -90,7 +90,7 @@ _MATCHERS = (
 def duration_text(seconds: float) -> str:
     """14400 -> "4h", 90 -> "1m 30s"."""
     seconds = int(round(seconds))
-    parts = []
+    parts: list[str] = []
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if seconds >= size or (unit == "s" and not parts):
             parts.append(f"{seconds // size}{unit}")

@@ -19,9 +19,11 @@ def task_reviews_pending(*, task_id: Any) -> list[ReviewRequest]:
         .annotate(approvals_given=Count("approvals"))
         .order_by("requested_at", "id")
     )
+    pending: list[ReviewRequest] = []
     for review in reviews:
         review.approvals_missing = max(1, review.approvals_required - review.approvals_given)
-    return reviews
+        pending.append(review)
+    return pending
 
 
 def task_reviews(*, task_id: Any) -> QuerySet[ReviewRequest]:

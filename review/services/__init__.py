@@ -33,8 +33,10 @@ of several concurrent decisions sees the review `pending`; the others get Review
 This package re-exports the public names, so `from review.services import review_decide`
 keeps working; code inside the package imports the module that holds a name."""
 
+from review.models import STANDING_RULE
 from review.services.cancel import reviews_cancel_pending
 from review.services.decide import review_decide
+from review.services.drift_gate import VERSION_DRIFT
 from review.services.edits import edit_preview
 from review.services.errors import ReviewConflict, ReviewError, ReviewForbidden, ReviewInvalid
 from review.services.expiry import reviews_expire_overdue
@@ -50,7 +52,6 @@ from review.services.rule_switch import (
     standing_rule_revoke,
 )
 from review.services.standing_rules import (
-    STANDING_RULE,
     StandingWrite,
     review_gate_standing,
     standing_rule_actor,
@@ -63,7 +64,6 @@ from review.services.unknown_outcome import (
     review_resolve_unknown_outcome,
 )
 from review.services.version_drift import (
-    VERSION_DRIFT,
     VERSION_DRIFT_DECISIONS,
     review_resolve_version_drift,
 )

@@ -22,6 +22,7 @@ from review.services.approvals import (
     decision_check_named,
     decision_check_seen,
 )
+from review.services.drift_gate import VERSION_DRIFT
 from review.services.edits import edit_tighten, edit_validate
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
 from review.services.graph_interrupts import graph_action_check, graph_decision_check
@@ -144,7 +145,7 @@ def review_decide(
             # An approval given under other code never runs the call (issue #43).
             hint, kinds = {
                 UNKNOWN_OUTCOME: (UNKNOWN_OUTCOME_HINT, UNKNOWN_OUTCOME_DECISIONS),
-                version_drift.VERSION_DRIFT: version_drift.KIND_DECISIONS,
+                VERSION_DRIFT: version_drift.KIND_DECISIONS,
                 PLAN: PLAN_DECISIONS,
             }.get(review.kind, ("", ()))
             if hint:

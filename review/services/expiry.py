@@ -94,7 +94,7 @@ def _expire(*, task: Task, review: ReviewRequest, now: datetime) -> None:
                 "call_id": call.call_id,
                 "tool": review.tool,
                 "on_expiry": review.on_expiry,
-                "expires_at": review.expires_at.isoformat(),
+                "expires_at": review.expires_at.isoformat() if review.expires_at else None,
                 "arguments_hash": canonical_hash(review.arguments),
                 "wait_s": round((now - review.requested_at).total_seconds(), 3),
             },

@@ -27,6 +27,10 @@ from tasks.services import (
 )
 from tasks.states import TaskStatus
 
+# How a settled review reads, by its status: in the task's event and on its receipt.
+_VERBS: dict[str, str] = {ReviewStatus.APPROVED: "approved", ReviewStatus.RESPONDED: "responded"}
+_DECISIONS: dict[str, str] = {ReviewStatus.APPROVED: "approve", ReviewStatus.RESPONDED: "respond"}
+
 
 def _rejection_feedback(*, tool: str, reason: str, comment: str) -> str:
     return compact_feedback(
@@ -108,9 +112,7 @@ def review_settle(
                 },
             },
         )
-    verb = {ReviewStatus.APPROVED: "approved", ReviewStatus.RESPONDED: "responded"}.get(
-        status, "rejected"
-    )
+    verb = _VERBS.get(status, "rejected")
     payload = {
         "review_id": review.id,
         "call_id": call.call_id,
@@ -159,10 +161,7 @@ def review_settle(
     )
     receipt_record(
         review=review,
-        decision=choice
-        or {ReviewStatus.APPROVED: "approve", ReviewStatus.RESPONDED: "respond"}.get(
-            status, "reject"
-        ),
+        decision=choice or _DECISIONS.get(status, "reject"),
         actor=actor,
         user=user,
         via=via,

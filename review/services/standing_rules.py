@@ -105,7 +105,7 @@ def review_gate_standing(
             decision="approve",
             actor=f"rule:{rule.name}",
             via=ReceiptVia.STANDING_RULE,
-            now=review.decided_at,
+            now=review.decided_at or timezone.now(),  # review_transition set it
             comment=f"allowed by {actor}",
         )
         audit_record(

@@ -17,7 +17,7 @@ Every choice is recorded on the review (`choice`), in an event, the audit log an
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -228,7 +228,9 @@ def _choose(
             reason=f"restart after the code changed under {review.tool}: {comment}"[:2000],
         ):
             if refused:
-                field, message = refused
+                # django-stubs types a receiver's answer as str; checkpoints' answers a
+                # refusal as (field, message).
+                field, message = cast("tuple[str, str]", refused)
                 if field:
                     raise ReviewInvalid(message, errors=[{"field": field, "message": message}])
                 raise ReviewConflict(message)

@@ -156,7 +156,8 @@ class Slack(Transport):
 
     def _api(self, method: str, **fields: Any) -> dict[str, Any]:
         try:
-            return getattr(self._client(), method)(**fields).data
+            data: dict[str, Any] = getattr(self._client(), method)(**fields).data
+            return data
         except SlackApiError as exc:
             error = exc.response.get("error", "error")
             raise NotificationFailed(f"Slack {method}: {error}") from None

@@ -3,9 +3,9 @@ permission-checked lookup of a task (access_task)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import AnonymousUser, User
 
 from tasks.errors import NotFound
 from tasks.models import Task
@@ -23,7 +23,11 @@ READ_PERMISSIONS = (
 )
 
 
-def _active(user: User | None) -> bool:
+# Where a user object keeps its group names for the request (see user_in_group).
+_GROUP_NAMES = "_harness_group_names"
+
+
+def _active(user: User | AnonymousUser | None) -> TypeGuard[User]:
     return bool(user and user.is_authenticated and user.is_active)
 
 
@@ -31,14 +35,14 @@ def user_in_group(user: User, names: tuple[str, ...]) -> bool:
     """Whether the user belongs to one of the groups. The user's group names are read once
     per user object (one request), as Django caches its permissions on it: a request checks
     access several times."""
-    groups = getattr(user, "_harness_group_names", None)
+    groups: frozenset[str] | None = getattr(user, _GROUP_NAMES, None)
     if groups is None:
         groups = frozenset(user.groups.values_list("name", flat=True))
-        user._harness_group_names = groups
+        setattr(user, _GROUP_NAMES, groups)
     return not groups.isdisjoint(names)
 
 
-def user_can_view(user: User | None) -> bool:
+def user_can_view(user: User | AnonymousUser | None) -> TypeGuard[User]:
     """Viewers, creators, operators and superusers read; a logged-in user in no group sees
     nothing."""
     if not _active(user):
@@ -50,7 +54,7 @@ def user_can_view(user: User | None) -> bool:
     return any(user.has_perm(perm) for perm in READ_PERMISSIONS)
 
 
-def user_can_create(user: User | None) -> bool:
+def user_can_create(user: User | AnonymousUser | None) -> bool:
     """Creating a task runs code on the workers: operators and `creators` only."""
     if not user_can_view(user):
         return False
@@ -59,7 +63,7 @@ def user_can_create(user: User | None) -> bool:
     return user_in_group(user, CREATE_GROUPS)
 
 
-def user_can_operate(user: User | None) -> bool:
+def user_can_operate(user: User | AnonymousUser | None) -> bool:
     """Operators act (cancel, retry, roll back, decide); viewers only read."""
     if not user_can_view(user):
         return False

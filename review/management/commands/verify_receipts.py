@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError
 
 from review.receipts import receipts_verify
@@ -11,7 +13,7 @@ class Command(BaseCommand):
         "the one before it, else exit 1 naming the first receipt that does not verify."
     )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         checked, problem = receipts_verify()
         if problem is not None:
             raise CommandError(f"{problem} ({checked} receipts before it verified)")
