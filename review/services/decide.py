@@ -26,7 +26,8 @@ from review.services.drift_gate import VERSION_DRIFT
 from review.services.edits import edit_tighten, edit_validate
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
 from review.services.graph_interrupts import graph_action_check, graph_decision_check
-from review.services.plans import PLAN, PLAN_DECISIONS
+from review.services.plan_gate import PLAN
+from review.services.plans import PLAN_DECISIONS
 from review.services.remember import remember_fields, remember_suggestion, standing_rule_create
 from review.services.reopen import target_check
 from review.services.settle import review_settle
