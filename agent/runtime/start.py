@@ -4,6 +4,7 @@ the workspace and the agent's context in line with it; list the task's MCP tools
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from typing import Any
 
 from agent.context import goal_facts
@@ -41,6 +42,9 @@ def start_or_resume(run: Run) -> None:
         run.state = _initial_state(run)
         run.state.planning = run.planning
         run.state.branch = loaded.state.branch + 1 if loaded is not None else 0
+        if loaded is not None:
+            # The dry run's copy served its review; the plan keeps what it saw of it.
+            shutil.rmtree(run.task.plan_workspace_path, ignore_errors=True)
         for rel, content in run.spec.workspace.files.items():
             file_write(run.workspace, rel, content.encode())
         phase = {"planning": "plan", "executing": "execution"}.get(run.task.plan_phase)

@@ -87,6 +87,7 @@ def test_approving_with_an_item_rejected_runs_the_rest_without_review(api_client
     task.refresh_from_db()
     assert task.status == "queued" and task.plan_phase == "executing"
     assert run_in_process(task) == "succeeded"
+    assert not task.plan_workspace_path.exists()
     assert (task.workspace_path / "a.txt").read_text() == "alpha\n"
     assert (task.workspace_path / "b.txt").read_text() == "beta\n"
     assert not (task.workspace_path / "c.txt").exists()
@@ -255,3 +256,18 @@ def test_the_plan_api_is_404_before_the_dry_run_ends_and_refuses_unknown_paramet
     plan = client.get(f"/api/v1/tasks/{task.id}/plan").json()
     assert plan["status"] == "pending" and plan["phase"] == "planning"
     assert [i["state"] for i in plan["items"]] == ["pending"] * 4
+
+
+def test_dry_runs_are_in_no_failure_statistic(api_client, operator):
+    # A dry run that fails (its script ends without a final answer) and one whose read fails
+    # and whose plan is then rejected.
+    broken = plan_task([{"call": "read_file", "args": {"path": "missing.txt"}}])
+    assert run_in_process(broken) == "failed"
+    rejected = plan_task([{"call": "read_file", "args": {"path": "missing.txt"}}, *SCRIPT])
+    review = planned(rejected)
+    client = api_client(operator)
+    client.post(f"/api/v1/reviews/{review.id}/decision", {"decision": "reject", "comment": "no"})
+    assert run_in_process(rejected) == "canceled"
+    stats = client.get("/api/v1/stats/failures", {"since": "1h"}).json()
+    assert stats["tasks"]["failed"] == 0 and stats["tasks"]["canceled"] == 0
+    assert stats["by_tool"] == [] and stats["groups"] == []
