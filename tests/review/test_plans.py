@@ -271,3 +271,21 @@ def test_dry_runs_are_in_no_failure_statistic(api_client, operator):
     stats = client.get("/api/v1/stats/failures", {"since": "1h"}).json()
     assert stats["tasks"]["failed"] == 0 and stats["tasks"]["canceled"] == 0
     assert stats["by_tool"] == [] and stats["groups"] == []
+
+
+def test_a_forbid_creator_rule_on_an_item_keeps_the_creator_from_approving_the_plan(
+    api_client, operator, second_operator
+):
+    ReviewRuleFactory(name="not-mine", tool="write_file", path_glob="b.txt", forbid_creator=True)
+    task = plan_task(user=operator)
+    review = planned(task)
+    plan_hash = api_client(operator).get(f"/api/v1/reviews/{review.id}").json()["plan_hash"]
+    body = {"decision": "approve", "plan_hash": plan_hash}
+    mine = api_client(operator).post(f"/api/v1/reviews/{review.id}/decision", body)
+    assert mine.status_code == 403
+    # With that item rejected the rule no longer applies to the plan: the creator may approve.
+    body["items"] = {"2": {"decision": "reject", "comment": "not b"}}
+    assert (
+        api_client(operator).post(f"/api/v1/reviews/{review.id}/decision", body).json()["status"]
+        == "approved"
+    )
