@@ -34,14 +34,13 @@ from pydantic_ai.usage import UsageLimits
 
 from bench.common import figure, profile_top, rate_stats, stats, tasks_delete, timed
 from bench.durable_write import chat_text
+from bench.loop import VARIANTS, WRITE_CHARS
 
 TITLE = "Pydantic AI adapter: overhead per step"
 NAME = "bench_pydantic_ai"
 SIZES = {"smoke": {"steps": (3, 6), "repeat": 2}, "full": {"steps": (50, 200), "repeat": 5}}
-VARIANTS = ("read", "write")
 # As the harness runs it: the task's own budget bounds the steps, not the SDK's default limit.
 UNLIMITED = UsageLimits(request_limit=None)
-WRITE_CHARS = 300
 
 
 def _input(messages: list[ModelMessage]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Discover and run the benchmarks: every bench/<name>.py with a module-level `run(size)`."""
+"""Discover and run the benchmarks: every bench/<name>.py (or bench/<name>/ package) with a
+module-level `run(size)`."""
 
 from __future__ import annotations
 
@@ -15,15 +16,15 @@ from bench.common import BENCH_DIR, RESULTS_DIR, SIZES, result_write
 log = logging.getLogger("bench")
 
 # Infrastructure modules of bench/ itself, never benchmarks.
-_NOT_BENCHMARKS = {"common", "hosts", "report", "runner"}
+_NOT_BENCHMARKS = {"chaos", "common", "hosts", "report", "runner"}
 
 
 def benchmarks() -> dict[str, Callable[[str], dict[str, Any]]]:
-    """{name: run} for every bench/*.py that exposes `run(size) -> dict`, in running order:
-    by name, those that set `RUN_LAST = True` (heavy seeds) after the others."""
+    """{name: run} for every bench/<name>.py or bench/<name>/ that exposes `run(size) -> dict`,
+    in running order: by name, those that set `RUN_LAST = True` (heavy seeds) after the others."""
     found = {}
     for module in pkgutil.iter_modules([str(BENCH_DIR)]):
-        if module.ispkg or module.name.startswith("_") or module.name in _NOT_BENCHMARKS:
+        if module.name.startswith("_") or module.name in _NOT_BENCHMARKS:
             continue
         loaded = importlib.import_module(f"bench.{module.name}")
         run = getattr(loaded, "run", None)

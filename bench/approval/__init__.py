@@ -27,19 +27,23 @@ for the worker to go idle).
 from __future__ import annotations
 
 import tempfile
-import time
 import uuid
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import RqWorker, figure, profile_top, stats, tasks_delete, wait_for
+from bench.approval.recheck import _profiled, _recheck_samples
+from bench.approval.steps import _one, _operator, _queues_empty
+from bench.common import RqWorker, figure, stats, tasks_delete, wait_for
 
 TITLE = "Approval latency"
+
+
 SIZES = {
     "smoke": {"n": 2, "warmup": 1, "recheck_n": 20},
     "full": {"n": 40, "warmup": 3, "recheck_n": 500},
 }
+
+
 # Where each phase's time goes and what would cut it next (named in the notes of a miss).
 NEXT_LEVERS = {
     "request": "the decision's round trips to PostgreSQL (details.decision_queries; psycopg's "
@@ -57,212 +61,6 @@ NEXT_LEVERS = {
     "search and the re-check (3 queries); next: checkpoint and ledger in one query.",
     "tool": "the pre-tool write (one fsync'd commit) and the tool thread's start.",
 }
-CONF = "".join(f"setting_{i} = {'x' * 40}\n" for i in range(80))  # ~4 KB
-
-
-def _operator() -> tuple[Any, str]:
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
-
-    from tasks.services import api_token_create
-
-    user = get_user_model().objects.create_user(username=f"bench-operator-{uuid.uuid4().hex[:8]}")
-    user.groups.add(Group.objects.get_or_create(name="operators")[0])
-    return user, api_token_create(user=user, name="bench")
-
-
-def _task(key: str) -> Any:
-    from tasks.services import task_create
-    from tasks.spec import TaskSpec
-
-    spec = TaskSpec.model_validate(
-        {
-            "title": "bench approval",
-            "goal": "benchmark",
-            "tools": ["ledger_append"],
-            "model": {
-                "kind": "scripted",
-                "script": [
-                    {"call": "ledger_append", "args": {"key": key, "value": "approved"}},
-                    {"final": "done"},
-                ],
-            },
-        }
-    )
-    return task_create(spec=spec, user=None)
-
-
-def _queues_empty() -> bool:
-    import django_rq
-    from django.conf import settings
-
-    return all(django_rq.get_queue(name).count == 0 for name in settings.HARNESS_QUEUES)
-
-
-def _status(task_id: Any) -> str:
-    from tasks.models import Task
-
-    return Task.objects.values_list("status", flat=True).get(id=task_id)
-
-
-def _event_time(task_id: Any, type: str, **payload: Any) -> float:
-    from tasks.models import TaskEvent
-
-    events = TaskEvent.objects.filter(task_id=task_id, type=type).order_by("-id")
-    for event in events:
-        if all(event.payload.get(k) == v for k, v in payload.items()):
-            return event.created_at.timestamp()
-    raise LookupError(f"no {type} event {payload} for task {task_id}")
-
-
-def _paused(worker: RqWorker, key: str) -> tuple[Any, Any]:
-    """(a task of `ledger_append` paused for review on the worker, its pending review), the
-    worker idle again."""
-    from review.models import ReviewRequest
-
-    task = _task(key)
-    wait_for(lambda: _status(task.id) == "waiting_review", what="the task to pause for review")
-    # Idle: the work horse that ran the first part has exited and the worker waits on Redis.
-    wait_for(lambda: worker.state() == "idle", what="the worker to be idle")
-    return task, ReviewRequest.objects.get(task_id=task.id, status="pending")
-
-
-def _decide(client: Any, review: Any) -> None:
-    from tasks.canonical import canonical_hash
-
-    response = client.post(
-        f"/api/v1/reviews/{review.id}/decision",
-        data={
-            "decision": "approve",
-            "arguments_hash": canonical_hash(review.arguments),
-            "comment": "bench",
-        },
-        content_type="application/json",
-    )
-    if response.status_code != 200:
-        raise RuntimeError(f"decision failed: {response.status_code} {response.content[:300]}")
-
-
-def _one(client: Any, worker: RqWorker, key: str) -> dict[str, float]:
-    from agent.tools.testing import ledger_records
-
-    task, review = _paused(worker, key)
-    sent = time.time()
-    _decide(client, review)
-    answered = time.time()
-    record = wait_for(lambda: ledger_records(key=key), what="the approved tool to run")[0]
-    tool_ran = datetime.fromisoformat(record["at"]).timestamp()
-    wait_for(lambda: _status(task.id) == "succeeded", what="the task to finish")
-    running = _event_time(task.id, "status", to="running", reason="acquired")
-    started = _event_time(task.id, "tool_started")
-    tasks_delete([task.id])
-    return {
-        "latency": tool_ran - sent,
-        "from_response": tool_ran - answered,
-        "request": answered - sent,
-        "pickup": running - answered,
-        "resume": started - running,
-        "tool": tool_ran - started,
-    }
-
-
-def _recheck_samples(user: Any, n: int) -> tuple[dict[str, list[float]], Any]:
-    """({recheck: wall seconds, recheck_cpu: this process's CPU seconds, policy: wall seconds
-    of the policy evaluation, interleaved} per execution-time re-check of one approved
-    `write_file service.conf`, paused in this process under an admin rule and approved through
-    the review service; the task's id). Leaves the approved task's job on the queue: the
-    worker runs it first, before the approvals are measured."""
-    from django.utils import timezone
-
-    from agent.runtime.loop import task_run
-    from review.models import ReviewRequest, ReviewRule
-    from review.policy import evaluate
-    from review.recheck import approval_recheck
-    from review.services import review_decide
-    from tasks.canonical import canonical_hash
-    from tasks.fingerprint import call_targets
-    from tasks.models import ToolCall
-    from tasks.services import task_create
-    from tasks.spec import TaskSpec
-    from tasks.tools.registry import ToolContext, registry
-
-    name = f"bench-recheck-{uuid.uuid4().hex[:8]}"
-    rule = ReviewRule.objects.create(name=name, tool="write_file", action="review")
-    try:
-        spec = TaskSpec.model_validate(
-            {
-                "title": "bench recheck",
-                "goal": "benchmark",
-                "tools": ["write_file"],
-                "workspace": {"files": {"service.conf": CONF}},
-                "model": {
-                    "kind": "scripted",
-                    "script": [
-                        {"call": "write_file", "args": {"path": "service.conf", "content": "x"}},
-                        {"final": "done"},
-                    ],
-                },
-            }
-        )
-        task = task_create(spec=spec, user=None)  # queued: the worker's job finds it paused
-        if task_run(task_id=task.id) != "paused":
-            raise RuntimeError("the write_file call did not pause for review")
-        review = ReviewRequest.objects.get(task_id=task.id, status="pending")
-        review_decide(
-            review_id=review.id,
-            user=user,
-            decision="approve",
-            arguments_hash=canonical_hash(review.arguments),
-        )
-        task.refresh_from_db()
-        row = ToolCall.objects.get(pk=review.tool_call_id)
-        tool = registry.get("write_file")
-        args = tool.args_model.model_validate(row.arguments)
-        ctx = ToolContext(
-            task_id=str(task.id), call_id=row.call_id, workspace=task.workspace_path, timeout_s=30
-        )
-        samples: dict[str, list[float]] = {"recheck": [], "recheck_cpu": [], "policy": []}
-        for _ in range(n):
-            # Interleaved reference: the policy evaluation every call pays already (one query).
-            started = time.perf_counter()
-            evaluate(tool=tool, args=row.arguments, spec=task.spec)
-            samples["policy"].append(time.perf_counter() - started)
-            started, cpu = time.perf_counter(), time.process_time()
-            check = approval_recheck(
-                tool_call=row,
-                tool=tool,
-                task=task,
-                targets=lambda: call_targets(
-                    tool=tool, ctx=ctx, args=args, arguments=row.arguments
-                ),
-                now=timezone.now(),
-            )
-            samples["recheck"].append(time.perf_counter() - started)
-            samples["recheck_cpu"].append(time.process_time() - cpu)
-            if not check.holds:
-                raise RuntimeError(f"the approval did not hold: {check.changes}")
-    finally:
-        rule.delete()
-    return samples, task.id
-
-
-def _profiled(client: Any, worker: RqWorker) -> tuple[list[dict], int]:
-    """(the profile of one more decision request, in this process; its query count)."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    key = f"bench-approval-{uuid.uuid4().hex}"
-    task, review = _paused(worker, key)
-    with CaptureQueriesContext(connection) as queries:
-        _decide(client, review)
-    counted = len(queries.captured_queries)
-    wait_for(lambda: _status(task.id) == "succeeded", what="the task to finish")
-    tasks_delete([task.id])
-    task, review = _paused(worker, f"bench-approval-{uuid.uuid4().hex}")
-    top = profile_top(lambda: _decide(client, review))
-    wait_for(lambda: _status(task.id) == "succeeded", what="the task to finish")
-    tasks_delete([task.id])
-    return top, counted
 
 
 def run(size: str) -> dict[str, Any]:

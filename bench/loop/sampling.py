@@ -1,0 +1,70 @@
+"""Sampling both sides, alternated per repetition so a busy moment hits both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.common import (
+    profile_top,
+    reference_schema_reset,
+)
+from bench.loop.langgraph_agent import LangGraphAgent
+from bench.loop.ours import (
+    VARIANTS,
+    ours_checkpoint_growth,
+    ours_cleanup,
+    ours_prepare,
+    ours_retention,
+    ours_run,
+    ours_samples,
+)
+
+
+def _measure(small: int, large: int, repeat: int) -> tuple[Any, ...]:
+    """Samples of ours and LangGraph (async and sync durability) per variant and size,
+    alternated per repetition; then ours profiled, its checkpoint growth and retention:
+    -> (seconds, stored, profiles, growth, retention)."""
+    reference_schema_reset()
+    langgraph = LangGraphAgent()
+    seconds: dict[tuple[str, str, int], list[float]] = {}
+    stored: dict[tuple[str, str, int], list[float]] = {}
+    try:
+        for variant in VARIANTS:
+            # Warm both paths up (imports, prepared plans) before measuring.
+            ours_samples(3, 1, variant)
+            langgraph.samples(3, 1, variant, durability="async")
+        # Alternate ours / LangGraph per repetition so a busy moment hits both.
+        for _ in range(repeat):
+            for variant in VARIANTS:
+                for steps in (small, large):
+                    for who, sampler in (
+                        ("ours", lambda s=steps, v=variant: ours_samples(s, 1, v)),
+                        (
+                            "langgraph",
+                            lambda s=steps, v=variant: langgraph.samples(
+                                s, 1, v, durability="async"
+                            ),
+                        ),
+                        (
+                            "langgraph_sync",
+                            lambda s=steps, v=variant: langgraph.samples(
+                                s, 1, v, durability="sync"
+                            ),
+                        ),
+                    ):
+                        t, b = sampler()
+                        seconds.setdefault((who, variant, steps), []).extend(t)
+                        stored.setdefault((who, variant, steps), []).extend(b)
+        profiles, growth = {}, {}
+        for variant in VARIANTS:
+            task = ours_prepare(large, variant)
+            profiles[f"ours: one task_run of {large} {variant} steps"] = profile_top(
+                lambda task=task: ours_run(task)
+            )
+            growth[variant] = ours_checkpoint_growth(task.id)
+            ours_cleanup(task)
+        retention = ours_retention(large)
+    finally:
+        langgraph.close()
+        reference_schema_reset(drop_only=True)
+    return seconds, stored, profiles, growth, retention
