@@ -1,5 +1,5 @@
 """`python -m bench run [--size smoke|full] [--only NAME ...]`, `python -m bench render` and
-`python -m bench chaos [--short]` (the chaos suite, bench/chaos.py).
+`python -m bench chaos [--short]` (the chaos suite, bench/chaos/).
 
 Needs DATABASE_URL pointing at a PostgreSQL database (migrated on start) and, for the approval
 benchmark, REDIS_URL. See bench/README.md."""
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run only this benchmark (repeatable); others keep their last result",
     )
     sub.add_parser("list", help="list the benchmarks")
-    sub.add_parser("chaos", help="the chaos suite (bench/chaos.py; `chaos -h` for its options)")
+    sub.add_parser("chaos", help="the chaos suite (bench/chaos/; `chaos -h` for its options)")
     sub.add_parser("render", help="re-render bench/results.md from bench/results/*.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

@@ -1,6 +1,6 @@
 """(5b) The dashboard pages at ten times the size: 1,000,000 tasks / ~50,000,000 events.
 
-The same seed and the same pages as bench/dashboard.py (read its docstring), with 1,000,000
+The same seed and the same pages as bench/dashboard/ (read its docstring), with 1,000,000
 tasks (~20,000,000 checkpoints, ~50,000,000 events, ~11,000,000 tool calls) or, when the disk
 under PostgreSQL's data directory cannot hold that, the largest multiple of 100,000 tasks it
 can (about 40 KB of database per task, plus room for the index builds); the size used is in

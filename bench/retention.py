@@ -1,7 +1,7 @@
 """Storage lifecycle: what a finished task keeps once retention has thinned it and garbage
 collection has taken the blobs nothing references any more.
 
-A `write` task of N steps (bench/loop.py's: each step writes a new 300-character file) runs
+A `write` task of N steps (bench/loop/'s: each step writes a new 300-character file) runs
 to the end in-process; then, as the sweep does (`checkpoints.retention.retention_run`): its
 checkpoints are counted in the blob reference counts, thinned under a keep rule
 (harness.yaml's, and a lean one keeping only task-level checkpoints whole), and the blobs

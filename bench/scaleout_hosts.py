@@ -1,7 +1,7 @@
 """(7b) Scale-out over hosts: tasks/s and steps/s with 1, 2 and 3 worker hosts × 1 and 2 worker
 processes per host, on one PostgreSQL.
 
-Each host is a network, mount and UTS namespace of its own on this machine (bench/hosts.py):
+Each host is a network, mount and UTS namespace of its own on this machine (bench/hosts/):
 its workers reach PostgreSQL and Redis over a bridge, through a TCP forwarder in this process
 (a thread per direction of each connection), and have their own data directory; workspaces
 are rebuilt from the blob store. For each combination, real `manage.py rqworker` processes
@@ -124,7 +124,7 @@ def run(size: str) -> dict[str, Any]:
         "details": {"steps_per_task": steps, "runs": rows, "knee_at_workers": knee},
         "notes": (
             "Worker hosts are network + mount + UTS namespaces on this one machine "
-            "(bench/hosts.py), reaching PostgreSQL and Redis through a TCP forwarder; tasks "
+            "(bench/hosts/), reaching PostgreSQL and Redis through a TCP forwarder; tasks "
             "created and enqueued through the real services; time from the first enqueue to "
             "the last `succeeded`. "
             + (

@@ -2,7 +2,7 @@
 a live OTLP/HTTP receiver on loopback, and off.
 
 Ours: `agent.runtime.task_run` in-process against PostgreSQL (the `read` variant of
-bench/loop.py: the `noop` test tool, one call per turn), the tracer provider made afresh for
+bench/loop/: the `noop` test tool, one call per turn), the tracer provider made afresh for
 each run and flushed at its end, as a work horse does (harness_base/telemetry/). The
 receiver (`OtlpReceiver`, also the counterpart of tests/durable/test_telemetry.py) decodes
 every request with `opentelemetry-proto` and answers 200, so the export is the real one; it

@@ -31,9 +31,10 @@ from django.db import connections
 from django.test import Client
 from pytest_django.live_server_helper import LiveServer
 
-from bench.common import QUEUES, spawn, worker_environment
+from bench.common import spawn, worker_environment
 from bench.common import wait_for as poll
 from harness_base.config import harness_config
+from harness_base.queues import WORKER_QUEUES
 from review.models import ReviewRequest
 from review.services import review_decide
 from tasks.canonical import canonical_hash
@@ -545,7 +546,7 @@ class WorkerPool:
         started = []
         for _ in range(count):
             process = spawn(
-                ["rqworker", *QUEUES, "--with-scheduler"],
+                ["rqworker", *WORKER_QUEUES, "--with-scheduler"],
                 log=self.log_dir / f"worker-{len(self.processes) + 1}.log",
                 env=self.env,
             )

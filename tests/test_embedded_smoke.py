@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from harness_base.queues import WORKER_QUEUES
 from harness_site.cli.redis_server import redis_embedded_command, redis_ping
-from tests.conftest import QUEUES, ROOT, wait_for
+from tests.conftest import ROOT, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -109,7 +110,7 @@ def test_embedded_defaults_run_a_scripted_task_to_success(data_dir, embedded_env
         with open(tmp_path / "worker.log", "wb") as log:
             started.append(
                 subprocess.Popen(
-                    [*manage, "rqworker", *QUEUES, "--with-scheduler"],
+                    [*manage, "rqworker", *WORKER_QUEUES, "--with-scheduler"],
                     env=embedded_env,
                     cwd=ROOT,
                     stdout=log,

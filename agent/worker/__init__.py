@@ -10,7 +10,7 @@ hard timeout) has its task settled here.
 The horse is forked before its job arrives (Standby): while the worker waits on Redis, the next
 horse already exists, in its own process group, connected to PostgreSQL and Redis, blocked on a
 pipe. A dequeued job is handed to it over the pipe instead of paying the fork and two fresh
-connections while an operator waits for an approved call to run (bench/approval.py). From the
+connections while an operator waits for an approved call to run (bench/approval/). From the
 handoff on it is RQ's work horse like any other: the worker waits for it, heartbeats and
 supervises it, kills it and settles its task exactly as for a horse forked for the job.
 

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAOS_MD = ROOT / "bench" / "chaos.md"
 
 
-# The pool in this namespace serves `default`; the worker hosts (bench/hosts.py) serve `low`
+# The pool in this namespace serves `default`; the worker hosts (bench/hosts/) serve `low`
 # (hosts a and b) and `high` (host c, the one whose clock jumps): a fault's tasks go where the
 # fault is by their priority. Every worker serves the `resume` lane first, as every worker must
 # (harness_base/queues.py): a task resuming after a decision runs on whichever takes it.

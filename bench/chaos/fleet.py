@@ -25,7 +25,7 @@ class Fleet:
         self.sweepers: list[subprocess.Popen] = []
         # Started without waiting: the next wait_registered() of new workers waits for them too.
         self.starting: list[subprocess.Popen] = []
-        # The workers of the hosts (bench/hosts.py), which the hosts start and stop.
+        # The workers of the hosts (bench/hosts/), which the hosts start and stop.
         self.host_workers: list[subprocess.Popen] = []
         self._count = 0
 

@@ -73,4 +73,4 @@ class Fault:
     full: int
     short: int
     batch: int
-    hosts: bool = False  # needs worker hosts (bench/hosts.py: root, network namespaces)
+    hosts: bool = False  # needs worker hosts (bench/hosts/: root, network namespaces)

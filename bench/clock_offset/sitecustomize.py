@@ -1,7 +1,7 @@
 """Puts the wall clock of a process (the harness's view of it) off the true time by the number
 of seconds written in the file HARNESS_CLOCK_OFFSET_FILE names, read again at most every 0.5 s:
 what a worker machine whose clock is stepped (NTP, an operator, a VM resumed) looks like to the
-harness. The chaos suite (bench/chaos.py) puts this directory first on PYTHONPATH of one worker
+harness. The chaos suite (bench/chaos/) puts this directory first on PYTHONPATH of one worker
 host's processes; Python imports `sitecustomize` at start-up.
 
 It moves `time.time` and Django's `timezone.now` (every reading of the wall clock the harness

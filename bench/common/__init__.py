@@ -27,13 +27,12 @@ from bench.common.measure import (
     timed,
 )
 from bench.common.paths import BENCH_DIR, REPO_ROOT, RESULTS_DIR, RESULTS_MD, SIZES, BenchError
-from bench.common.processes import QUEUES, RqWorker, spawn, wait_for, worker_environment
+from bench.common.processes import RqWorker, spawn, wait_for, worker_environment
 from bench.common.results import environment, git_dirty, result_write, results_load
 
 __all__ = [
     "BENCH_DIR",
     "BenchError",
-    "QUEUES",
     "REPO_ROOT",
     "RESULTS_DIR",
     "RESULTS_MD",

@@ -36,10 +36,6 @@ def wait_for(
         time.sleep(interval)
 
 
-# The queues every worker serves, in order (harness_base/queues.py, settings.HARNESS_QUEUES).
-QUEUES = WORKER_QUEUES
-
-
 def worker_environment(*, database_url: str, redis_url: str, **extra: str) -> dict[str, str]:
     """The environment of a worker (or sweeper) subprocess of this checkout: this process's
     environment, the settings module and the repository on the path, the given database and
@@ -65,7 +61,7 @@ def spawn(
 ) -> subprocess.Popen:
     """Start `manage.py <command>` (or `python -m <module> <command>`) from the repository
     root in a process group of its own, its output appended to `log`; `prefix` is a command
-    that runs it (e.g. `nsenter ...`: bench/hosts.py)."""
+    that runs it (e.g. `nsenter ...`: bench/hosts/)."""
     program = ["-m", module] if module else [str(REPO_ROOT / "manage.py")]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as output:
@@ -102,7 +98,7 @@ class RqWorker:
         )
         env.update(self.extra_env)
         self.log_path.unlink(missing_ok=True)
-        self.process = spawn(["rqworker", *QUEUES], log=self.log_path, env=env)
+        self.process = spawn(["rqworker", *WORKER_QUEUES], log=self.log_path, env=env)
         wait_for(
             lambda: self.state() == "idle",
             timeout=60,

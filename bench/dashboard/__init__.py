@@ -174,7 +174,7 @@ def measure(
             f"{seeded['seed_seconds']['total']:.0f} s). "
             "Server-side time of one GET through Django's test client (middleware, "
             "view, SQL, templates), as a logged-in operator, with the database seeded "
-            "as in bench/dashboard.py's docstring; pages interleaved round-robin. The "
+            "as in bench/dashboard/'s docstring; pages interleaved round-robin. The "
             "statistics pages read the sweep's hourly roll-ups (tool calls, finished tasks) "
             "for whole hours and the raw rows only for the partial hours at the window's "
             "edges."

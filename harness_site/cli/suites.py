@@ -16,7 +16,7 @@ def cmd_replay(replay_args: list[str]) -> int:
 
 
 def cmd_chaos(chaos_args: list[str]) -> int:
-    """The chaos suite (bench/chaos.py): it runs its own PostgreSQL and Redis (their binaries
+    """The chaos suite (bench/chaos/): it runs its own PostgreSQL and Redis (their binaries
     are all it needs here)."""
     argv = [sys.executable, "-m", "bench", "chaos", *chaos_args]
     process = subprocess.Popen(argv, cwd=ROOT, env=child_env(HARNESS_ENABLE_TEST_TOOLS="1"))

@@ -1,6 +1,6 @@
 """The worker's lease-fenced durable write (`task_fenced_write`): on PostgreSQL one statement,
 the fenced UPDATE of the task row as a data-modifying CTE with every INSERT/UPDATE of the step
-conditional on it. On the hot path of every step: measured by bench/durable_write.py."""
+conditional on it. On the hot path of every step: measured by bench/durable_write/."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A worker machine whose wall clock is hours off (or was stepped mid-run) does not time its
 tasks out: session timeouts go by the database's clock, as leases do. Here
 Django's clock (`timezone.now`, every reading of the wall clock the harness makes) is moved;
-the chaos suite steps a whole worker host's (bench/chaos.py, clock_jump)."""
+the chaos suite steps a whole worker host's (bench/chaos/, clock_jump)."""
 
 from __future__ import annotations
 

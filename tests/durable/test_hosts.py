@@ -1,4 +1,4 @@
-"""Workers on two hosts (bench/hosts.py: network and mount namespaces of their own, sharing only
+"""Workers on two hosts (bench/hosts/: network and mount namespaces of their own, sharing only
 PostgreSQL, Redis and the outside world's ledger). Host A's network is cut in the middle of a
 call: host B finishes the task from the checkpoint and blob store alone, every side effect runs
 once, and host A, healed, writes nothing more: its lease epoch is fenced, and its worker does
