@@ -7,14 +7,16 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.utils import timezone
 
-from review.models import ReviewApproval, ReviewRequest
+from review.models import ReviewApproval, ReviewRequest, ReviewStatus
 from review.receipts import receipt_record
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.models import Task
 from tasks.services import audit_record, event_record
+from tasks.states import TaskStatus
 
 
 def decision_check_named(*, decision: str, arguments_hash: str | None) -> None:
@@ -53,6 +55,19 @@ def decision_check_seen(*, review: ReviewRequest, seen_hash: str | None, now: da
             f"{seen_hash[:12]}..., now {current[:12]}...): reload and decide again",
             errors=[{"field": "arguments_hash", "message": f"stale; current is {current}"}],
         )
+
+
+def decision_check_open(*, review: ReviewRequest, task: Task, seen_hash: str | None) -> datetime:
+    """A decision may settle `review`: still pending, its task waiting for a review, before its
+    deadline and on the arguments its decider saw (decision_check_seen). Caller holds both
+    locks. -> now, the decision's time."""
+    if review.status != ReviewStatus.PENDING:
+        raise ReviewConflict(f"review {review.id} is already {review.status}")
+    if task.status != TaskStatus.WAITING_REVIEW:
+        raise ReviewConflict(f"task is {task.status}, not waiting for review")
+    now = timezone.now()
+    decision_check_seen(review=review, seen_hash=seen_hash, now=now)
+    return now
 
 
 def approver_check(*, review: ReviewRequest, task: Task, user: User, act: str, what: str) -> None:

@@ -8,7 +8,6 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.notifications import notifications_plan_edited
@@ -20,7 +19,7 @@ from review.services.approvals import (
     approval_add,
     approver_check,
     decision_check_named,
-    decision_check_seen,
+    decision_check_open,
 )
 from review.services.drift_gate import VERSION_DRIFT
 from review.services.edits import edit_tighten, edit_validate
@@ -40,7 +39,6 @@ from review.services.unknown_outcome import (
 from tasks.canonical import canonical_hash
 from tasks.models import Task
 from tasks.services import task_lock
-from tasks.states import TaskStatus
 
 
 def review_decide(
@@ -153,12 +151,7 @@ def review_decide(
                 raise ReviewInvalid(
                     hint, errors=[{"field": "decision", "message": " | ".join(kinds)}]
                 )
-            if review.status != ReviewStatus.PENDING:
-                raise ReviewConflict(f"review {review_id} is already {review.status}")
-            if task.status != TaskStatus.WAITING_REVIEW:
-                raise ReviewConflict(f"task is {task.status}, not waiting for review")
-            now = timezone.now()
-            decision_check_seen(review=review, seen_hash=arguments_hash, now=now)
+            now = decision_check_open(review=review, task=task, seen_hash=arguments_hash)
             if decision == "approve":
                 return _approve(
                     task=task,

@@ -16,12 +16,11 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, evaluate
 from review.selectors.access import user_can_decide
-from review.services.approvals import approval_add, approver_check, decision_check_seen
+from review.services.approvals import approval_add, approver_check, decision_check_open
 from review.services.edits import edit_validate
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
 from review.services.plan_gate import PLAN
@@ -29,7 +28,6 @@ from review.services.settle import review_settle
 from tasks.canonical import canonical_hash
 from tasks.selectors import task_tool
 from tasks.services import task_lock, task_plan_phase_set
-from tasks.states import TaskStatus
 
 PLAN_HINT = (
     "a plan review takes approve (with plan_hash, and items to reject or edit) or reject "
@@ -76,12 +74,7 @@ def review_decide_plan(
         task = task_lock(task_id=task_id)
         review = ReviewRequest.objects.select_for_update().get(id=review_id)
         review.task = task
-        if review.status != ReviewStatus.PENDING:
-            raise ReviewConflict(f"review {review_id} is already {review.status}")
-        if task.status != TaskStatus.WAITING_REVIEW:
-            raise ReviewConflict(f"task is {task.status}, not waiting for review")
-        now = timezone.now()
-        decision_check_seen(review=review, seen_hash=None, now=now)
+        now = decision_check_open(review=review, task=task, seen_hash=None)
         if decision == "reject":
             review.choice = {"decision": "reject"}
             review.save(update_fields=["choice"])

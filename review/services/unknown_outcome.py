@@ -8,13 +8,12 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.receipts import receipt_record
 from review.selectors.access import user_can_decide
-from review.services.approvals import approval_add, approver_check, decision_check_seen
-from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
+from review.services.approvals import approval_add, approver_check, decision_check_open
+from review.services.errors import ReviewForbidden, ReviewInvalid
 from review.services.settle import task_resume_when_decided
 from review.services.transitions import review_transition
 from tasks.canonical import canonical_hash
@@ -92,12 +91,7 @@ def review_resolve_unknown_outcome(
                 "decide this review with approve or reject",
                 errors=[{"field": "decision", "message": "approve | reject"}],
             )
-        if review.status != ReviewStatus.PENDING:
-            raise ReviewConflict(f"review {review_id} is already {review.status}")
-        if task.status != TaskStatus.WAITING_REVIEW:
-            raise ReviewConflict(f"task is {task.status}, not waiting for review")
-        now = timezone.now()
-        decision_check_seen(review=review, seen_hash=arguments_hash, now=now)
+        now = decision_check_open(review=review, task=task, seen_hash=arguments_hash)
         call = review.tool_call
         call_hash = canonical_hash(call.arguments)
         before = {"status": review.status, "call": call.status, "arguments_hash": call_hash}

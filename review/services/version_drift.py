@@ -21,11 +21,10 @@ from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.selectors.access import user_can_decide
-from review.services.approvals import approval_add, approver_check, decision_check_seen
+from review.services.approvals import approval_add, approver_check, decision_check_open
 from review.services.drift_choices import choice_close, drift_edit_check
 from review.services.drift_gate import VERSION_DRIFT
 from review.services.edits import edit_tighten
@@ -83,12 +82,7 @@ def review_resolve_version_drift(
                 f"{decision} applies to reviews of kind version_drift",
                 errors=[{"field": "decision", "message": "not for this review's kind"}],
             )
-        if review.status != ReviewStatus.PENDING:
-            raise ReviewConflict(f"review {review_id} is already {review.status}")
-        if task.status != TaskStatus.WAITING_REVIEW:
-            raise ReviewConflict(f"task is {task.status}, not waiting for review")
-        now = timezone.now()
-        decision_check_seen(review=review, seen_hash=arguments_hash, now=now)
+        now = decision_check_open(review=review, task=task, seen_hash=arguments_hash)
         if decision == "continue":
             return _continue(
                 task=task,
