@@ -7,41 +7,13 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from review.policy import PolicyDecision
+from review.services.gates import policy_asked_again
 from review.services.transitions import review_request_open
 from tasks.events import EventType
 from tasks.models import TaskEvent, ToolCall, ToolCallStatus
 from tasks.services import event_build, toolcall_transition
 
 VERSION_DRIFT = "version_drift"
-
-
-def _drift_policy(*, tool_call: ToolCall, now_policy: PolicyDecision | None) -> PolicyDecision:
-    """Going on under new code is approving the call again: it needs what its earlier reviews
-    needed and what the policy asks now, whichever is stricter."""
-    approvals, forbid_creator = 1, False
-    rules: list[dict[str, Any]] = []
-    # A graph's call standing for its next node is new (unsaved): no earlier reviews.
-    earlier = (
-        tool_call.reviews.values_list("approvals_required", "forbid_creator", "matched_rules")
-        if tool_call.pk is not None
-        else []
-    )
-    for required, forbid, matched in earlier:
-        approvals = max(approvals, required)
-        forbid_creator = forbid_creator or forbid
-        rules += [rule for rule in matched if rule not in rules]
-    if now_policy is not None and now_policy.action == "review":
-        approvals = max(approvals, now_policy.approvals_required)
-        forbid_creator = forbid_creator or now_policy.forbid_creator
-        rules += [rule for rule in now_policy.rules if rule not in rules]
-    own = {"name": VERSION_DRIFT, "tool": tool_call.tool, "action": "review"}
-    return PolicyDecision(
-        action="review",
-        reason="the code changed: continue, migrate, restart or cancel",
-        rules=[own, *(rule for rule in rules if rule != own)],
-        approvals_required=approvals,
-        forbid_creator=forbid_creator,
-    )
 
 
 def version_drift_request(
@@ -58,7 +30,13 @@ def version_drift_request(
     For a runner that pauses for several such calls at once (review_gate_version_drift: one)."""
     if tool_call.status != ToolCallStatus.AWAITING_REVIEW:
         toolcall_transition(call=tool_call, to=ToolCallStatus.AWAITING_REVIEW, write=False)
-    decision = _drift_policy(tool_call=tool_call, now_policy=policy)
+    # Going on under new code is approving the call again, under today's policy too.
+    decision = policy_asked_again(
+        tool_call=tool_call,
+        name=VERSION_DRIFT,
+        reason="the code changed: continue, migrate, restart or cancel",
+        now_policy=policy,
+    )
     requested = event_build(
         task_id=tool_call.task_id,
         type=EventType.REVIEW_REQUESTED,

@@ -77,21 +77,30 @@ def review_gate(
     )
 
 
-def _unknown_outcome_policy(*, tool_call: ToolCall) -> PolicyDecision:
-    """A re-run is the call running again: it needs what running it needed the first time,
-    the strictest of its earlier reviews (approvals, the creator ban, their rules)."""
+def policy_asked_again(
+    *, tool_call: ToolCall, name: str, reason: str, now_policy: PolicyDecision | None = None
+) -> PolicyDecision:
+    """Running a call again is approving it again: it needs what its earlier reviews needed
+    and, given, what the policy asks now, the strictest of them (approvals, the creator ban,
+    their rules after the review's own rule `name`)."""
+    # A graph's call standing for its next node is new (unsaved): no earlier reviews.
+    asked: list[tuple[int, bool, list[dict[str, Any]]]] = (
+        list(tool_call.reviews.values_list("approvals_required", "forbid_creator", "matched_rules"))
+        if tool_call.pk is not None
+        else []
+    )
+    if now_policy is not None and now_policy.action == "review":
+        asked.append((now_policy.approvals_required, now_policy.forbid_creator, now_policy.rules))
     approvals, forbid_creator = 1, False
     rules: list[dict[str, Any]] = []
-    for required, forbid, matched in tool_call.reviews.values_list(
-        "approvals_required", "forbid_creator", "matched_rules"
-    ):
+    for required, forbid, matched in asked:
         approvals = max(approvals, required)
         forbid_creator = forbid_creator or forbid
         rules += [rule for rule in matched if rule not in rules]
-    own = {"name": "unknown-outcome", "tool": tool_call.tool, "action": "review"}
+    own = {"name": name, "tool": tool_call.tool, "action": "review"}
     return PolicyDecision(
         action="review",
-        reason="outcome unknown: mark it done, re-run it or fail the task",
+        reason=reason,
         rules=[own, *(rule for rule in rules if rule != own)],
         approvals_required=approvals,
         forbid_creator=forbid_creator,
@@ -148,7 +157,12 @@ def review_gate_unknown_outcome(
             )
         )
     open_review = not tool_call.reviews.filter(status=ReviewStatus.PENDING).exists()
-    decision = _unknown_outcome_policy(tool_call=tool_call)
+    # A re-run is the call running again: it needs what running it needed the first time.
+    decision = policy_asked_again(
+        tool_call=tool_call,
+        name="unknown-outcome",
+        reason="outcome unknown: mark it done, re-run it or fail the task",
+    )
     if open_review:
         events.append(
             event_build(
