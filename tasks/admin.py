@@ -105,35 +105,6 @@ class RolledHourAdmin(ReadOnlyAdmin):
     date_hierarchy = "hour"
 
 
-@admin.register(TaskHourly)
-class TaskHourlyAdmin(ReadOnlyAdmin):
-    list_display = ("hour", "status", "error_class", "error_fingerprint", "calls_failed", "tasks")
-    list_filter = ("status",)
-
-
-@admin.register(TaskWaitHourly)
-class TaskWaitHourlyAdmin(ReadOnlyAdmin):
-    list_display = ("hour", "kind", "bucket", "tasks")
-    list_filter = ("kind",)
-
-
-@admin.register(ToolCallHourly)
-class ToolCallHourlyAdmin(ReadOnlyAdmin):
-    list_display = ("hour", "tool", "status", "error_class", "attempts", "calls")
-    list_filter = ("tool", "status")
-
-
-@admin.register(ToolCallStepHourly)
-class ToolCallStepHourlyAdmin(ReadOnlyAdmin):
-    list_display = ("hour", "step_index", "calls", "failed")
-
-
-@admin.register(ToolCallDurationHourly)
-class ToolCallDurationHourlyAdmin(ReadOnlyAdmin):
-    list_display = ("hour", "tool", "bucket", "calls")
-    list_filter = ("tool",)
-
-
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     """Tokens are created with `manage.py createapitoken`; here they can only be revoked."""
@@ -148,30 +119,22 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return False
 
 
-@admin.register(TaskDaily)
-class TaskDailyAdmin(ReadOnlyAdmin):
-    list_display = ("day", "status", "error_class", "error_fingerprint", "calls_failed", "tasks")
-    list_filter = ("status",)
+# The roll-up tables, per hour and per day (tasks.models.rollups): (hourly, daily, the counts
+# listed after the period and the key, the filters).
+ROLLUP_ADMINS = (
+    (TaskHourly, TaskDaily, ("tasks",), ("status",)),
+    (TaskWaitHourly, TaskWaitDaily, ("tasks",), ("kind",)),
+    (ToolCallHourly, ToolCallDaily, ("calls",), ("tool", "status")),
+    (ToolCallStepHourly, ToolCallStepDaily, ("calls", "failed"), ()),
+    (ToolCallDurationHourly, ToolCallDurationDaily, ("calls",), ("tool",)),
+)
 
 
-@admin.register(TaskWaitDaily)
-class TaskWaitDailyAdmin(ReadOnlyAdmin):
-    list_display = ("day", "kind", "bucket", "tasks")
-    list_filter = ("kind",)
+def _rollup_admins_register() -> None:
+    for hourly, daily, counts, filters in ROLLUP_ADMINS:
+        for model, period in ((hourly, "hour"), (daily, "day")):
+            fields = {"list_display": (period, *model.KEY, *counts), "list_filter": filters}
+            admin.site.register(model, type(f"{model.__name__}Admin", (ReadOnlyAdmin,), fields))
 
 
-@admin.register(ToolCallDaily)
-class ToolCallDailyAdmin(ReadOnlyAdmin):
-    list_display = ("day", "tool", "status", "error_class", "attempts", "calls")
-    list_filter = ("tool", "status")
-
-
-@admin.register(ToolCallStepDaily)
-class ToolCallStepDailyAdmin(ReadOnlyAdmin):
-    list_display = ("day", "step_index", "calls", "failed")
-
-
-@admin.register(ToolCallDurationDaily)
-class ToolCallDurationDailyAdmin(ReadOnlyAdmin):
-    list_display = ("day", "tool", "bucket", "calls")
-    list_filter = ("tool",)
+_rollup_admins_register()
