@@ -67,6 +67,14 @@ class EditedCall:
     edited_arguments: Any
 
     @property
+    def arguments(self) -> dict[str, Any]:
+        """The arguments an approval would run: the latest operator edit, else the proposal."""
+        arguments: dict[str, Any] = (
+            self.edited_arguments if self.edited_arguments is not None else self.original_arguments
+        )
+        return arguments
+
+    @property
     def shown_preview(self) -> str:
         """The preview of `arguments`: the edited call's effect once an approval edited them,
         else the proposal's."""
@@ -222,14 +230,6 @@ class ReviewRequest(EditedCall, models.Model):
 
     def __str__(self) -> str:
         return f"review {self.pk} {self.tool} ({self.status})"
-
-    @property
-    def arguments(self) -> dict[str, Any]:
-        """The arguments an approval would run: the latest operator edit, else the proposal."""
-        arguments: dict[str, Any] = (
-            self.edited_arguments if self.edited_arguments is not None else self.original_arguments
-        )
-        return arguments
 
     @property
     def target(self) -> str:
