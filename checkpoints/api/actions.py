@@ -8,7 +8,7 @@ from uuid import UUID
 from ninja import Router, Status
 
 from checkpoints import recovery, selectors
-from checkpoints.api.calls import operate, run
+from checkpoints.api.calls import operate, run, task_get, task_post
 from checkpoints.api.schemas import (
     CompensationIn,
     PreviewOut,
@@ -19,20 +19,15 @@ from checkpoints.api.schemas import (
     RollbackIn,
 )
 from harness_base.http import AuthedRequest
-from tasks.schemas import ERRORS, TaskOut
+from tasks.schemas import TaskOut
 from tasks.selectors import access_task
 from tasks.spec import RetryChanges
-from tasks.web.api_auth import OPERATE
 from tasks.web.api_utils import optional_body
 
 router = Router()
 
 
-@router.get(
-    "tasks/{task_id}/rollback/preview",
-    response={200: PreviewOut, **ERRORS},
-    operation_id="checkpoints_api_rollback_preview",
-)
+@task_get(router, "rollback/preview", "rollback_preview", PreviewOut)
 def rollback_preview(request: AuthedRequest, task_id: str, checkpoint_id: UUID) -> Status[Any]:
     """What rolling back to the checkpoint would do: files restored or deleted, steps and
     tool calls undone, side effects outside the workspace that cannot be undone."""
@@ -41,12 +36,7 @@ def rollback_preview(request: AuthedRequest, task_id: str, checkpoint_id: UUID) 
     return Status(200, selectors.rollback_preview(task=task, checkpoint=checkpoint).as_dict())
 
 
-@router.post(
-    "tasks/{task_id}/rollback",
-    auth=OPERATE,
-    response={200: RecoveryOut, **ERRORS},
-    operation_id="checkpoints_api_rollback",
-)
+@task_post(router, "rollback", "rollback", RecoveryOut)
 def rollback(request: AuthedRequest, task_id: str, body: RollbackIn) -> Status[Any]:
     """Restore the workspace and agent state to the checkpoint (409 while running or
     queued); the new `rollback` checkpoint becomes head, later ones are superseded; then
@@ -62,12 +52,7 @@ def rollback(request: AuthedRequest, task_id: str, body: RollbackIn) -> Status[A
     )
 
 
-@router.post(
-    "tasks/{task_id}/retry",
-    auth=OPERATE,
-    response={200: RecoveryOut, **ERRORS},
-    operation_id="checkpoints_api_retry",
-)
+@task_post(router, "retry", "retry", RecoveryOut)
 def retry(request: AuthedRequest, task_id: str) -> Status[Any]:
     """Re-run the failed step from its step checkpoint: failed or timed-out calls run again
     under fresh call_ids, finished ones replay from the ledger. An optional `budget` / `model`
@@ -86,12 +71,7 @@ def retry(request: AuthedRequest, task_id: str) -> Status[Any]:
     )
 
 
-@router.post(
-    "tasks/{task_id}/recover",
-    auth=OPERATE,
-    response={200: RecoveryOut, **ERRORS},
-    operation_id="checkpoints_api_recover",
-)
+@task_post(router, "recover", "recover", RecoveryOut)
 def recover(request: AuthedRequest, task_id: str) -> Status[Any]:
     """Recover with a strategy chosen now: rollback (needs checkpoint_id), retry, forward, or
     auto (see GET …/recovery-plan; the answer's `kind` is the strategy it chose, `why` why)."""
@@ -108,12 +88,7 @@ def recover(request: AuthedRequest, task_id: str) -> Status[Any]:
     )
 
 
-@router.post(
-    "tasks/{task_id}/resume",
-    auth=OPERATE,
-    response={200: TaskOut, **ERRORS},
-    operation_id="checkpoints_api_resume",
-)
+@task_post(router, "resume", "resume", TaskOut)
 def resume(request: AuthedRequest, task_id: str) -> Status[Any]:
     """Resume a held task; a failed, canceled or stalled task goes forward from its newest
     valid checkpoint."""
@@ -122,12 +97,7 @@ def resume(request: AuthedRequest, task_id: str) -> Status[Any]:
     return run(recovery.task_resume, task_id=task.id, user=request.user, reason=body.reason)
 
 
-@router.post(
-    "tasks/{task_id}/compensation",
-    auth=OPERATE,
-    response={200: TaskOut, **ERRORS},
-    operation_id="checkpoints_api_compensation",
-)
+@task_post(router, "compensation", "compensation", TaskOut)
 def compensation(request: AuthedRequest, task_id: str, body: CompensationIn) -> Status[Any]:
     """A rollback's compensation failed for good (the task is `compensation_failed`, its error
     names the effect still in the world): `retry` it, `mark_done` (undone by hand) or `skip`

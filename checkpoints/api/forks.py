@@ -8,13 +8,12 @@ from uuid import UUID
 from ninja import Field, Router, Schema, Status
 
 from checkpoints import recovery
-from checkpoints.api.calls import operate
+from checkpoints.api.calls import operate, task_post
 from checkpoints.fork import ForkEdits, ForkRefused, task_adopt, task_fork
 from harness_base.http import AuthedRequest
-from tasks.schemas import ERRORS, TaskOut
+from tasks.schemas import TaskOut
 from tasks.selectors import access_task
 from tasks.states import IllegalTransition, TransitionConflict
-from tasks.web.api_auth import OPERATE
 
 router = Router()
 
@@ -24,12 +23,7 @@ class ForkIn(ForkEdits):
     reason: str = Field(default="", max_length=2000)
 
 
-@router.post(
-    "tasks/{task_id}/fork",
-    auth=OPERATE,
-    response={201: TaskOut, **ERRORS},
-    operation_id="checkpoints_api_fork",
-)
+@task_post(router, "fork", "fork", TaskOut, status=201)
 def fork(request: AuthedRequest, task_id: str, body: ForkIn) -> Status[Any]:
     """A sibling task from one of this task's checkpoints (its state, edited, and its
     workspace): messages by index, pending calls' arguments by call id, the system prompt,
@@ -57,12 +51,7 @@ class AdoptIn(Schema):
     reason: str = Field(min_length=1, max_length=2000)
 
 
-@router.post(
-    "tasks/{task_id}/adopt",
-    auth=OPERATE,
-    response={200: TaskOut, **ERRORS},
-    operation_id="checkpoints_api_adopt",
-)
+@task_post(router, "adopt", "adopt", TaskOut)
 def adopt(request: AuthedRequest, task_id: str, body: AdoptIn) -> Status[Any]:
     """ "Adopt this branch": roll the task forward to its finished fork's head (state and
     workspace) and resume it from there; audited."""

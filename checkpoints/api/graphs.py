@@ -8,9 +8,8 @@ from uuid import UUID
 from ninja import Router, Schema, Status
 
 from checkpoints import recovery, selectors
-from checkpoints.api.calls import run
+from checkpoints.api.calls import run, task_get
 from harness_base.http import AuthedRequest
-from tasks.schemas import ERRORS
 from tasks.selectors import access_task
 
 router = Router()
@@ -44,11 +43,7 @@ class GraphPreviewOut(Schema):
     workspace: dict[str, Any] = {}
 
 
-@router.get(
-    "tasks/{task_id}/graph-checkpoints",
-    response={200: list[GraphCheckpointOut], **ERRORS},
-    operation_id="checkpoints_api_graph_checkpoints",
-)
+@task_get(router, "graph-checkpoints", "graph_checkpoints", list[GraphCheckpointOut])
 def graph_checkpoints(request: AuthedRequest, task_id: str) -> Status[Any]:
     """A graph task's LangGraph checkpoints, newest first, with LangGraph's metadata (source,
     step, parents); `superseded` ones were left behind by a rollback. POST …/rollback with one
@@ -57,11 +52,7 @@ def graph_checkpoints(request: AuthedRequest, task_id: str) -> Status[Any]:
     return Status(200, selectors.graph_checkpoints(task=task))
 
 
-@router.get(
-    "tasks/{task_id}/graph-rollback/preview",
-    response={200: GraphPreviewOut, **ERRORS},
-    operation_id="checkpoints_api_graph_rollback_preview",
-)
+@task_get(router, "graph-rollback/preview", "graph_rollback_preview", GraphPreviewOut)
 def graph_rollback_preview(
     request: AuthedRequest, task_id: str, checkpoint_id: UUID
 ) -> Status[Any]:

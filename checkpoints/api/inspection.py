@@ -9,31 +9,23 @@ from uuid import UUID
 from ninja import Router, Status
 
 from checkpoints import selectors
+from checkpoints.api.calls import task_get
 from checkpoints.api.schemas import DiffOut, PlanOut
 from checkpoints.services import CheckpointCorrupted
 from harness_base.http import AuthedRequest
-from tasks.schemas import ERRORS
 from tasks.selectors import access_task
 
 router = Router()
 
 
-@router.get(
-    "tasks/{task_id}/recovery-plan",
-    response={200: PlanOut, **ERRORS},
-    operation_id="checkpoints_api_recovery_plan",
-)
+@task_get(router, "recovery-plan", "recovery_plan", PlanOut)
 def recovery_plan(request: AuthedRequest, task_id: str) -> Status[Any]:
     """What `auto` would do now, and why."""
     task = access_task(request.user, task_id)
     return Status(200, selectors.recovery_plan(task=task).__dict__)
 
 
-@router.get(
-    "tasks/{task_id}/checkpoints/diff",
-    response={200: DiffOut, **ERRORS},
-    operation_id="checkpoints_api_checkpoint_diff",
-)
+@task_get(router, "checkpoints/diff", "checkpoint_diff", DiffOut)
 def checkpoint_diff(request: AuthedRequest, task_id: str, a: UUID, b: UUID) -> Status[Any]:
     """AgentState differences and file changes (with text diffs) from checkpoint a to b."""
     task = access_task(request.user, task_id)
