@@ -148,3 +148,36 @@ def test_restart_on_a_graph_s_version_drift_review_runs_the_new_graph_from_that_
     assert api.decide(before_c.id, decision="approve").status_code == 200
     assert run_task(task.id) == "succeeded"
     assert runs(tmp_path) == ["first", "first", "c"]
+
+
+def test_continue_when_the_next_node_changed_resumes_the_new_graph_once(
+    durable_settings, harness_yaml, operator, second_operator, api_client, tmp_path
+):
+    task = spec_task(
+        graph_spec("pipeline", {"marker_dir": str(tmp_path)}), user=operator, enqueue=True
+    )
+    assert run_task(task.id) == "paused"
+    # The deploy keeps b and its breakpoint, but b now goes on to a new node c.
+    harness_yaml(BASE + GRAPHS.format(graph="b_then_c"))
+    api = api_client(operator)
+    breakpoint_review = ReviewRequest.objects.get(task=task)
+    assert api.decide(breakpoint_review.id, decision="approve").status_code == 200
+    assert run_task(task.id) == "paused"
+    review = ReviewRequest.objects.get(task=task, kind="version_drift", status="pending")
+    assert runs(tmp_path) == ["first"]
+    drift = review.drift
+    assert drift["touches"] == ["the graph's next node b changed (its edges or interrupt points)"]
+    assert drift["next"] == ["b"] and drift["nodes_gone"] == []
+    (change,) = [c for c in drift["changes"] if c["kind"] == "graph"]
+    assert change["added"] == ["c"] and change["removed"] == []
+
+    body = api.get(f"/api/v1/reviews/{review.id}").json()
+    response = api_client(second_operator).decide(
+        review.id, decision="continue", arguments_hash=body["arguments_hash"]
+    )
+    assert response.status_code == 200, response.content
+    # Under the new graph, from the breakpoint: b once, then the new c; not asked again.
+    assert run_task(task.id) == "succeeded"
+    assert runs(tmp_path) == ["first", "b", "c"]
+    assert ReviewRequest.objects.filter(task=task, kind="version_drift").count() == 1
+    assert DecisionReceipt.objects.filter(review_id=review.id).get().decision == "continue"
