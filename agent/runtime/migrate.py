@@ -3,7 +3,9 @@ names a function in harness.yaml `migrations:`; the worker that picks the task u
 once on the head checkpoint's state and goes on from what it returns, recorded as a
 `migration` checkpoint (its diff against the head is the migration's effect) and a
 `version_migrated` event. The migrated state's pending calls get fresh call_ids: they are
-calls nobody approved yet, so they pass the policy gate (and a review, if it asks) again."""
+calls nobody approved yet, so they pass the policy gate (and a review, if it asks) again.
+A migration that fails reopens the version_drift review, saying why (agent.runtime
+.migrate_failed)."""
 
 from __future__ import annotations
 
@@ -13,15 +15,14 @@ from typing import Any
 from django.utils.module_loading import import_string
 from pydantic import ValidationError
 
-from agent.runtime.run import Run, StopRun
+from agent.runtime.migrate_failed import migration_failed
+from agent.runtime.run import Run
 from checkpoints.recovery import calls_rekey, new_branch
 from harness_base.config import migration_entry
 from review.selectors import task_migrations_chosen
 from tasks.agent_state import AgentState
 from tasks.events import EventType
 from tasks.models import TaskEvent
-
-MIGRATION_FAILED = "migration_failed"
 
 
 def _pending(state: AgentState) -> list[dict[str, Any]]:
@@ -31,22 +32,24 @@ def _pending(state: AgentState) -> list[dict[str, Any]]:
     ]
 
 
+class MigrationFailed(Exception):
+    """The migration raised, returned no valid state, or is no longer registered."""
+
+
 def _migrated(run: Run, *, name: str, drift: dict[str, Any]) -> AgentState:
     configured = run.config.migrations.get(name)
     if configured is None:
-        raise StopRun(MIGRATION_FAILED, f"migration {name!r} is no longer in harness.yaml")
+        raise MigrationFailed(f"migration {name!r} is no longer in harness.yaml")
     function = migration_entry(configured).function
     try:
         migrate = import_string(function.replace(":", "."))
         result = migrate(state=copy.deepcopy(run.state.model_dump(mode="json")), drift=drift)
         return AgentState.model_validate(result)
     except ValidationError as exc:
-        raise StopRun(
-            MIGRATION_FAILED, f"migration {name} returned no valid state: {exc}"[:2000]
-        ) from None
+        raise MigrationFailed(f"migration {name} returned no valid state: {exc}"[:2000]) from None
     except Exception as exc:
-        raise StopRun(
-            MIGRATION_FAILED, f"migration {name} failed: {type(exc).__name__}: {exc}"[:2000]
+        raise MigrationFailed(
+            f"migration {name} failed: {type(exc).__name__}: {exc}"[:2000]
         ) from None
 
 
@@ -65,7 +68,11 @@ def migrations_apply(run: Run) -> None:
         if review_id in applied:
             continue
         before = _pending(run.state)
-        state = _migrated(run, name=name, drift=drift)
+        try:
+            state = _migrated(run, name=name, drift=drift)
+        except MigrationFailed as exc:
+            # A person chooses again, shown why (or, with no call pending, the task fails).
+            migration_failed(run, review_id=review_id, drift=drift, error=str(exc))
         state.branch = new_branch(run.task, state)
         calls_rekey(state, None)
         run.state = state

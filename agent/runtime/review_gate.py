@@ -130,7 +130,13 @@ def escalate_unknown_outcome(run: Run, row: ToolCall, *, message: str | None = N
 
 
 def pause_for_version_drift(
-    run: Run, row: ToolCall, *, drift: dict[str, Any], policy: PolicyDecision | None
+    run: Run,
+    row: ToolCall,
+    *,
+    drift: dict[str, Any],
+    policy: PolicyDecision | None,
+    reopened_from: ReviewRequest | None = None,
+    changes: list[str] | None = None,
 ) -> NoReturn:
     """The code changed under this call in a way that touches it: it does not run (whatever
     approved it was given under other code); a `version_drift` review asks how to go on."""
@@ -142,4 +148,6 @@ def pause_for_version_drift(
         policy=policy,
         pause=_pause_for_human(run, row, reason=f"version drift: {row.tool}"),
         versions=versions_current(run),
+        reopened_from=reopened_from,
+        changes=changes,
     )

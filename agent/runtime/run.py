@@ -58,6 +58,11 @@ class Run(RunPauses):
     """One run of a task by one worker, from acquisition to the end of the job: the task, the
     lease epoch, the agent state and what is not written yet (events, read-only calls)."""
 
+    # Set at pick-up (agent.runtime.drift_check): the head's versions and the calls pending
+    # since before, each checked once just before it runs.
+    drift_base: dict[str, Any]
+    drift_calls: set[str]
+
     def __init__(self, task: Task, worker_id: str) -> None:
         self.task = task
         self.task_id = task.id

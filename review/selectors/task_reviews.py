@@ -60,6 +60,8 @@ def task_migrations_chosen(*, task_id: Any) -> list[tuple[int, str, dict[str, An
             kind="version_drift",
             status=ReviewStatus.APPROVED,
             choice__decision="migrate",
+            # A migration that failed reopened its review (agent.runtime.migrate_failed).
+            reopened_as__isnull=True,
         )
         .order_by("decided_at", "id")
         .values_list("id", "choice", "drift")

@@ -91,6 +91,7 @@ review_rules:
   - {name: external, risk: external, action: review}
 migrations:
   add-priority: tests.versions_drift.migrations:add_priority
+  broken: tests.versions_drift.migrations:broken
 """
 
 

@@ -15,3 +15,8 @@ def add_priority(*, state: dict[str, Any], drift: dict[str, Any]) -> dict[str, A
                 call["args"].setdefault("priority", 3)
             break
     return state
+
+
+def broken(*, state: dict[str, Any], drift: dict[str, Any]) -> dict[str, Any]:
+    """A migration with a bug: it raises."""
+    raise RuntimeError("no priority table in this deploy")

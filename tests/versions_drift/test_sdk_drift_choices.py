@@ -17,6 +17,7 @@ from review.models import ReviewRequest, ReviewRule
 from tasks.models import Task, TaskEvent, ToolCall
 from tests.versions_drift.conftest import DRIFT_CONFIG, runs
 from tests.versions_drift.sdk_agents import AgentModule, sdk_spec
+from tests.versions_drift.test_drift_page import logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -80,6 +81,9 @@ def test_restart_runs_the_new_agent_from_the_chosen_checkpoint(
     kind, module, task_api, api_client, operator
 ):
     task, review = drift_review(task_api, api_client, operator, module, kind)
+    # The page names what of the agent's definition changed.
+    page = logged_in(operator).get(f"/reviews/{review.id}/").content.decode()
+    assert 'data-testid="drift-parts"' in page and "instructions</code>" in page
     client = api_client(operator)
     assert client.decide(review.id, decision="migrate", migration="add-priority").status_code == 409
     first = Checkpoint.objects.filter(task=task).order_by("seq").first()
