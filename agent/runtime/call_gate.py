@@ -64,6 +64,21 @@ def refuse(
     )
 
 
+def refuse_denied(run: Run, row: ToolCall, what: str) -> ToolOutcome:
+    """The policy denies the call (`what` says how): it does not run, and the model is told to
+    choose a safer action."""
+    return refuse(
+        run,
+        row,
+        ProposedCall(call_id=row.call_id, tool=row.tool, args=row.arguments),
+        error_class="denied",
+        status=ToolCallStatus.DENIED,
+        what=what,
+        expected="a call the policy allows",
+        check="choose a safer action or explain in the final answer why it is needed",
+    )
+
+
 def gate_and_execute(
     run: Run,
     row: ToolCall,
@@ -76,16 +91,7 @@ def gate_and_execute(
     if decision.action == "allow" and review_floor is not None:
         decision = review_floor
     if decision.action == "deny":
-        return refuse(
-            run,
-            row,
-            ProposedCall(call_id=row.call_id, tool=row.tool, args=row.arguments),
-            error_class="denied",
-            status=ToolCallStatus.DENIED,
-            what=f"{tool.name} was denied by policy: {decision.reason}",
-            expected="a call the policy allows",
-            check="choose a safer action or explain in the final answer why it is needed",
-        )
+        return refuse_denied(run, row, f"{tool.name} was denied by policy: {decision.reason}")
     if decision.action == "review" and run.oracle is not None:
         replay_review(
             run,
@@ -115,16 +121,8 @@ def recheck_approval(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> Tool
     if check.holds:
         return None
     if check.denied:
-        return refuse(
-            run,
-            row,
-            ProposedCall(call_id=row.call_id, tool=row.tool, args=row.arguments),
-            error_class="denied",
-            status=ToolCallStatus.DENIED,
-            what=f"{tool.name} was approved, but the policy now denies it: {check.policy.reason}",
-            expected="a call the policy allows",
-            check="choose a safer action or explain in the final answer why it is needed",
-        )
+        what = f"{tool.name} was approved, but the policy now denies it: {check.policy.reason}"
+        return refuse_denied(run, row, what)
     decision = check.policy
     if decision.action != "review" and check.review is not None:
         decision = review_requirements(review=check.review)
