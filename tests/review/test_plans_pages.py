@@ -27,6 +27,8 @@ def planned_review() -> tuple[Task, ReviewRequest]:
 def test_the_plan_page_lists_the_items_and_decides_them_in_one_form(operator):
     task, review = planned_review()
     client = page_client(operator)
+    inbox = client.get("/reviews/")
+    assert inbox.status_code == 200 and f"/reviews/{review.id}/" in inbox.content.decode()
     page = client.get(f"/reviews/{review.id}/").content.decode()
     assert page.count('data-testid="plan-item"') == 4
     assert page.count('data-testid="plan-item-reject"') == 4
