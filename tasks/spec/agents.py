@@ -13,6 +13,20 @@ from tasks.spec.model import OpenAIModelSpec
 AGENT_INPUT_MAX_BYTES = 256 * 1024
 
 
+def input_bounded(value: Any) -> Any:
+    """A registered agent's `input`: JSON (no NaN, no infinities) of at most
+    AGENT_INPUT_MAX_BYTES."""
+    import json
+
+    try:
+        size = len(json.dumps(value, allow_nan=False).encode())
+    except ValueError:
+        raise ValueError("must be JSON without NaN or infinite numbers") from None
+    if size > AGENT_INPUT_MAX_BYTES:
+        raise ValueError(f"at most {AGENT_INPUT_MAX_BYTES} bytes of JSON (got {size})")
+    return value
+
+
 class LangGraphAgentSpec(SpecModel):
     """An operator-registered LangGraph graph (harness.yaml `langgraph_graphs`) instead of the
     harness's own loop; `input` is the graph's first input (its state's JSON)."""
@@ -24,15 +38,7 @@ class LangGraphAgentSpec(SpecModel):
     @field_validator("input")
     @classmethod
     def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
-        import json
-
-        try:
-            size = len(json.dumps(value, allow_nan=False).encode())
-        except ValueError:
-            raise ValueError("must be JSON without NaN or infinite numbers") from None
-        if size > AGENT_INPUT_MAX_BYTES:
-            raise ValueError(f"at most {AGENT_INPUT_MAX_BYTES} bytes of JSON (got {size})")
-        return value
+        return input_bounded(value)
 
 
 class PydanticAIAgentSpec(SpecModel):
@@ -50,15 +56,7 @@ class PydanticAIAgentSpec(SpecModel):
     @field_validator("input")
     @classmethod
     def _bounded(cls, value: Any) -> Any:
-        import json
-
-        try:
-            size = len(json.dumps(value, allow_nan=False).encode())
-        except ValueError:
-            raise ValueError("must be JSON without NaN or infinite numbers") from None
-        if size > AGENT_INPUT_MAX_BYTES:
-            raise ValueError(f"at most {AGENT_INPUT_MAX_BYTES} bytes of JSON (got {size})")
-        return value
+        return input_bounded(value)
 
 
 class OpenAIAgentsSpec(SpecModel):
@@ -76,7 +74,7 @@ class OpenAIAgentsSpec(SpecModel):
     @field_validator("input")
     @classmethod
     def _bounded(cls, value: Any) -> Any:
-        return PydanticAIAgentSpec._bounded(value)
+        return input_bounded(value)
 
 
 AgentKindSpec = Annotated[
