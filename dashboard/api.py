@@ -9,7 +9,7 @@ from django.utils import timezone
 from ninja import Router, Schema, Status
 
 from dashboard import stats
-from dashboard.windows import WindowError, window_parse
+from dashboard.windows import Window, WindowError, window_parse
 
 router = Router(tags=["stats"])
 
@@ -130,17 +130,24 @@ class FailureStatsOut(Schema):
     waits: list[HumanWaitOut]
 
 
-@router.get("stats/failures", response={200: FailureStatsOut, 422: ErrorOut})
-def failure_stats(request: HttpRequest, since: str | None = None, bucket: str | None = None):
-    """Failure statistics over `since` (`24h`, `7d`, or an ISO datetime; default 24h), with
-    time series bucketed by `bucket` (`hour` | `day`; default: hour up to 48h, else day)."""
+def _window(*, since: str | None, bucket: str | None) -> Window | Status:
+    """The statistics' window, or the 422 that names the bad parameter."""
     try:
-        window = window_parse(since=since, bucket=bucket, now=timezone.now())
+        return window_parse(since=since, bucket=bucket, now=timezone.now())
     except WindowError as exc:
         return Status(
             422,
             {"detail": "invalid input", "errors": [{"field": exc.field, "message": exc.message}]},
         )
+
+
+@router.get("stats/failures", response={200: FailureStatsOut, 422: ErrorOut})
+def failure_stats(request: HttpRequest, since: str | None = None, bucket: str | None = None):
+    """Failure statistics over `since` (`24h`, `7d`, or an ISO datetime; default 24h), with
+    time series bucketed by `bucket` (`hour` | `day`; default: hour up to 48h, else day)."""
+    window = _window(since=since, bucket=bucket)
+    if isinstance(window, Status):
+        return window
     return Status(200, stats.failure_statistics(window))
 
 
@@ -209,11 +216,7 @@ def review_stats(request: HttpRequest, since: str | None = None, bucket: str | N
     """Review SLA statistics over the reviews opened since `since` (`24h`, `7d`, or an ISO
     datetime; default 24h): per rule, tool, operator and via; breaches of the target time to
     decision; and the series per `bucket` (hour or day; by the window's length by default)."""
-    try:
-        window = window_parse(since=since, bucket=bucket, now=timezone.now())
-    except WindowError as exc:
-        return Status(
-            422,
-            {"detail": "invalid input", "errors": [{"field": exc.field, "message": exc.message}]},
-        )
+    window = _window(since=since, bucket=bucket)
+    if isinstance(window, Status):
+        return window
     return Status(200, stats.review_sla_statistics(window))
