@@ -12,15 +12,13 @@ from django.contrib.auth.models import User
 from harness_base.config import harness_config
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision
-from review.receipts import receipt_record
+from review.services.closing import review_close_recorded
 from review.services.edits import edit_policy
 from review.services.errors import ReviewConflict, ReviewInvalid
-from review.services.transitions import review_transition
 from tasks.drift_schema import arguments_check
-from tasks.events import EventType
 from tasks.models import Task
 from tasks.selectors import task_tool
-from tasks.services import audit_record, event_build, toolcall_transition
+from tasks.services import toolcall_transition
 
 # The SDK agents' tasks (a spec's agent.kind), whose state a migration does not map.
 SDK_KINDS = ("pydantic-ai", "openai-agents")
@@ -131,7 +129,6 @@ def choice_close(
     choice = _choice(
         review=review, decision=decision, migration=migration, checkpoint_id=checkpoint_id
     )
-    actor = user.get_username()
     call = review.tool_call
     instead = {
         "migrate": f"migration {migration} applied instead",
@@ -150,43 +147,20 @@ def choice_close(
         },
     )
     review.choice = choice
-    review_transition(
+    review_close_recorded(
+        task=task,
         review=review,
-        to=ReviewStatus.APPROVED if decision == "migrate" else ReviewStatus.REJECTED,
-        now=now,
-        task_locked=True,
-        fields={
-            "decided_by": user,
-            "comment": comment,
-            "decision_reason": decision,
-            "choice": choice,
-        },
-        event=event_build(
-            task_id=task.id,
-            type=EventType.REVIEW_DECIDED,
-            actor=actor,
-            step_index=task.current_step,
-            payload={
-                "review_id": review.id,
-                "call_id": call.call_id,
-                "tool": review.tool,
-                "kind": review.kind,
-                "decision": decision,
-                "choice": choice,
-                "comment": comment,
-            },
-        ),
-    )
-    audit_record(
+        call=call,
         user=user,
-        action=f"review_{decision}",
-        task_id=task.id,
-        target=f"review {review.id}",
-        reason=comment,
+        to=ReviewStatus.APPROVED if decision == "migrate" else ReviewStatus.REJECTED,
+        decision=decision,
+        comment=comment,
+        now=now,
+        via=via,
+        fields={"choice": choice},
+        payload={"kind": review.kind, "choice": choice},
         before={"status": "pending", "call": "awaiting_review"},
-        after={"status": review.status, "choice": choice},
-    )
-    receipt_record(
-        review=review, decision=decision, actor=actor, user=user, via=via, now=now, comment=comment
+        after={"choice": choice},
+        task_locked=True,
     )
     return choice

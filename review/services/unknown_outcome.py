@@ -10,18 +10,14 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
-from review.receipts import receipt_record
 from review.selectors.access import user_can_decide
 from review.services.approvals import approval_add, approver_check, decision_check_open
+from review.services.closing import review_close_recorded
 from review.services.errors import ReviewForbidden, ReviewInvalid
 from review.services.settle import task_resume_when_decided
-from review.services.transitions import review_transition
 from tasks.canonical import canonical_hash
-from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.services import (
-    audit_record,
-    event_build,
     task_lock,
     task_transition,
     toolcall_transition,
@@ -182,51 +178,24 @@ def _resolution_record(
 ) -> None:
     """The resolution closes the review (approved, or rejected for fail_task) with its event,
     audit entry and receipt, naming every approver. Caller holds both locks."""
-    actor = user.get_username()
     approvers = list(review.approvals.values_list("user__username", flat=True))
-    review_transition(
+    review_close_recorded(
+        task=task,
         review=review,
-        to=ReviewStatus.REJECTED if decision == "fail_task" else ReviewStatus.APPROVED,
-        now=now,
-        fields={"decided_by": user, "comment": comment, "decision_reason": decision},
-        event=event_build(
-            task_id=task.id,
-            type=EventType.REVIEW_DECIDED,
-            actor=actor,
-            step_index=task.current_step,
-            payload={
-                "review_id": review.id,
-                "call_id": call.call_id,
-                "tool": review.tool,
-                "kind": UNKNOWN_OUTCOME,
-                "decision": decision,
-                "comment": comment,
-                "approvers": approvers,
-                "arguments_hash": call_hash,
-            },
-        ),
-    )
-    audit_record(
+        call=call,
         user=user,
-        action=f"review_{decision}",
-        task_id=task.id,
-        target=f"review {review.id}",
-        reason=comment,
+        to=ReviewStatus.REJECTED if decision == "fail_task" else ReviewStatus.APPROVED,
+        decision=decision,
+        comment=comment,
+        now=now,
+        via=via,
+        fields={},
+        payload={"kind": UNKNOWN_OUTCOME, "approvers": approvers, "arguments_hash": call_hash},
         before=before,
         after={
-            "status": review.status,
             "call": call.status,
             "decision": decision,
             "arguments_hash": call_hash,
             "approvers": approvers,
         },
-    )
-    receipt_record(
-        review=review,
-        decision=decision,
-        actor=actor,
-        user=user,
-        via=via,
-        now=now,
-        comment=comment,
     )
