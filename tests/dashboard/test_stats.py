@@ -156,7 +156,7 @@ def test_sqlite_percentiles_match_postgresql():
     db.execute(
         'CREATE TABLE "tasks_toolcall" '
         "(task_id TEXT, tool TEXT, duration_ms REAL, created_at TEXT, status TEXT, "
-        "error_class TEXT)"
+        "error_class TEXT, plan_mark TEXT DEFAULT '')"
     )
     db.execute('CREATE TABLE "tasks_task" (id TEXT, is_replay BOOLEAN)')
     db.executemany('INSERT INTO "tasks_task" VALUES (?, ?)', [("t", 0), ("r", 1)])
@@ -168,7 +168,12 @@ def test_sqlite_percentiles_match_postgresql():
     rows = [("t", *row) for row in rows]
     # A replay's call (answered from its recording): not the tool's duration, left out.
     rows.append(("r", "a", 9000, "succeeded", ""))
-    db.executemany("INSERT INTO tasks_toolcall VALUES (?, ?, ?, '2026-01-01', ?, ?)", rows)
+    db.executemany("INSERT INTO tasks_toolcall VALUES (?, ?, ?, '2026-01-01', ?, ?, '')", rows)
+    # A plan run's dry-run call (never ran): not the tool's duration, left out.
+    db.execute(
+        "INSERT INTO tasks_toolcall VALUES ('t', 'a', 8000, '2026-01-01', 'succeeded', '', "
+        "'planned')"
+    )
     sql = stats.sqlite_percentiles_sql(
         table='"tasks_toolcall"', tasks='"tasks_task"', statuses=2
     ).replace("%s", "?")
