@@ -1,26 +1,37 @@
 """SdkRun, the base of the SDK runners (OpenAI Agents, Pydantic AI) on ForeignRun: the
 harness's own AgentState in the harness's own checkpoints (the SDK's state in `state.sdk`),
 the counters read from it, a stop recorded as its last error; the step checkpoint
-(`checkpoint_stage`) and a call's start on the ledger (`call_started`)."""
+(`checkpoint_stage`), a call's start on the ledger (`call_started`) and the shared pick-up
+path (`pick_up`: the head checkpoint verified, the workspace in line with it, a new task's
+files; `resumed`: on the timeline, then drift since the head was written, agent.sdk_run.drift).
+
+A runner supplies `calls_pending` (the ledger rows its head holds pending) and `pause_written`
+(its pause for review: rows and a before_review checkpoint written, reviews opened)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NoReturn
 
 from agent.runtime.run import StopRun
+from agent.sdk_run.drift import sdk_drift_at_pickup
 from agent.sdk_run.ending import ForeignRun
 from agent.versions import versions_current
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import (
+    LoadedCheckpoint,
+    NoValidCheckpoint,
     checkpoint_build,
+    checkpoint_load_latest_valid,
     checkpoint_next_seq,
 )
-from checkpoints.snapshots import snapshot_capture
+from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
 from harness_base.config import harness_config
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo
 from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.paths import file_write
 
 
 class SdkRun(ForeignRun):
@@ -92,3 +103,75 @@ class SdkRun(ForeignRun):
                 "args": row.arguments,
             },
         )
+
+    def pick_up(self, fresh: dict[str, Any]) -> LoadedCheckpoint | None:
+        """The head checkpoint (verified; a fallback to an older one recorded), its state and
+        the workspace brought in line with it. None: a new task, its workspace files written and
+        its state's SDK part `fresh` (the caller writes its task_start checkpoint)."""
+        try:
+            loaded = checkpoint_load_latest_valid(
+                task_id=self.task_id, head_id=self.head_id, epoch=self.epoch
+            )
+        except NoValidCheckpoint as exc:
+            raise StopRun("checkpoint_corrupted", str(exc)) from None
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        if loaded is None:
+            for rel, content in self.spec.workspace.files.items():
+                file_write(self.workspace, rel, content.encode())
+            self.state = AgentState(sdk=fresh)
+            self.event(EventType.TASK_STARTED, {"worker": self.worker_id, "epoch": self.epoch})
+            return None
+        self.state = loaded.state
+        if (self.state.sdk or {}).get("kind") != fresh["kind"]:
+            raise StopRun(
+                "checkpoint_corrupted", f"the head checkpoint holds no {fresh['kind']} state"
+            )
+        if loaded.checkpoint.id != self.head_id:
+            self.event(
+                EventType.CHECKPOINT_FALLBACK,
+                {"checkpoint_id": str(loaded.checkpoint.id), "seq": loaded.checkpoint.seq},
+            )
+            self.head_id = loaded.checkpoint.id
+        if snapshot_materialise_if_missing(
+            workspace=self.workspace,
+            manifest=loaded.snapshot,
+            sync=self.state.recovery is not None,
+        ):
+            self.event(
+                EventType.WORKSPACE_MATERIALISED, {"checkpoint_id": str(loaded.checkpoint.id)}
+            )
+        return loaded
+
+    def resumed(self, loaded: LoadedCheckpoint, **extra: Any) -> None:
+        self.event(
+            EventType.RESUMED,
+            {
+                "worker": self.worker_id,
+                "epoch": self.epoch,
+                "checkpoint_id": str(loaded.checkpoint.id),
+                "seq": loaded.checkpoint.seq,
+                **extra,
+            },
+        )
+        # The code changed since the head was written: drift that touches what runs next stops.
+        sdk_drift_at_pickup(
+            self,
+            loaded.checkpoint,
+            calls=self.calls_pending(),
+            agent=str(getattr(self.spec.agent, self.NAME_KEY)),
+            pause=lambda rows, then: self.pause_written(
+                f"version drift: {rows[0].tool}", rows, then
+            ),
+        )
+
+    def calls_pending(self) -> Iterable[ToolCall]:
+        """The ledger rows of the calls the head checkpoint holds pending."""
+        raise NotImplementedError
+
+    def pause_written(
+        self, reason: str, rows: list[ToolCall], then: Callable[[Any], None]
+    ) -> NoReturn:
+        """Pause for review: `rows` (new ones inserted, others' status updated) and a
+        before_review checkpoint written, then(its id) (the reviews opened), the task
+        waiting_review, in one transaction."""
+        raise NotImplementedError

@@ -1,7 +1,8 @@
 """Drift found before an SDK agent goes on (issue #43): when a worker picks up a Pydantic AI or
 OpenAI Agents SDK task (after a decision, a redispatch, a retry, a resume) it compares the
 versions its head checkpoint was written with to the agent it loaded now (tasks.drift), before
-anything runs. One function for both runners (`sdk_drift_at_pickup`).
+anything runs. One function for both runners (`sdk_drift_at_pickup`, called by agent.sdk_run.state's
+SdkRun.resumed, the shared pick-up path).
 
 What happens next is the agent's: its pending calls (approved or allowed under the old code,
 not run yet) and then its next turn. Drift that touches neither (the policy, which every
