@@ -12,7 +12,7 @@ from django.http import QueryDict
 from checkpoints.selectors import graph_checkpoints, graph_task, task_checkpoints
 from harness_base.config import harness_config, migration_entry
 from review.models import ReviewRequest
-from review.services import VERSION_DRIFT
+from review.services import VERSION_DRIFT, migrate_refusal
 
 # The newest checkpoints a restart may choose from, on the page (the API takes any id).
 RESTART_CHOICES = 50
@@ -56,6 +56,9 @@ def drift_context(review: ReviewRequest) -> dict[str, Any]:
             for name, ref in sorted(harness_config().migrations.items())
         ],
         "drift_checkpoints": checkpoints,
+        # A graph or SDK agent's task has no harness-loop state to migrate: the page says so
+        # instead of offering a form the decision would refuse.
+        "drift_migrate_refused": migrate_refusal(review),
     }
 
 

@@ -36,6 +36,7 @@ keeps working; code inside the package imports the module that holds a name."""
 from review.models import STANDING_RULE
 from review.services.cancel import reviews_cancel_pending
 from review.services.decide import review_decide
+from review.services.drift_choices import migrate_refusal
 from review.services.drift_gate import VERSION_DRIFT
 from review.services.edits import edit_preview
 from review.services.errors import ReviewConflict, ReviewError, ReviewForbidden, ReviewInvalid
@@ -75,6 +76,7 @@ __all__ = [
     "UNKNOWN_OUTCOME",
     "UNKNOWN_OUTCOME_DECISIONS",
     "VERSION_DRIFT",
+    "migrate_refusal",
     "VERSION_DRIFT_DECISIONS",
     "PLAN",
     "ReviewConflict",

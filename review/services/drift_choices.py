@@ -63,21 +63,30 @@ def drift_edit_check(*, review: ReviewRequest, arguments: Any) -> PolicyDecision
     return edit_policy(tool=tool, arguments=arguments, spec=review.task.spec)
 
 
+def migrate_refusal(review: ReviewRequest) -> str | None:
+    """Why `migrate` does not apply to this review's task (None when it does): migrations map
+    the harness loop's state, which a LangGraph or SDK agent's task does not have."""
+    if review.task.graph_checkpoints.exists():
+        return (
+            "migrate does not apply to a LangGraph task yet (migrations map the harness "
+            "loop's state): restart from one of its graph checkpoints, or cancel"
+        )
+    sdk = (review.task.spec.get("agent") or {}).get("kind")
+    if sdk in SDK_KINDS:
+        return (
+            f"migrate does not apply to a {sdk} task yet (migrations map the harness "
+            "loop's state): continue, restart from one of its checkpoints, or cancel"
+        )
+    return None
+
+
 def _choice(
     *, review: ReviewRequest, decision: str, migration: str | None, checkpoint_id: Any
 ) -> dict[str, Any]:
     if decision == "migrate":
-        if review.task.graph_checkpoints.exists():
-            raise ReviewConflict(
-                "migrate does not apply to a LangGraph task yet (migrations map the harness "
-                "loop's state): restart from one of its graph checkpoints, or cancel"
-            )
-        sdk = (review.task.spec.get("agent") or {}).get("kind")
-        if sdk in SDK_KINDS:
-            raise ReviewConflict(
-                f"migrate does not apply to a {sdk} task yet (migrations map the harness "
-                "loop's state): continue, restart from one of its checkpoints, or cancel"
-            )
+        refused = migrate_refusal(review)
+        if refused:
+            raise ReviewConflict(refused)
         known = harness_config().migrations
         if not migration or migration not in known:
             raise ReviewInvalid(

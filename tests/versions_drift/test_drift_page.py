@@ -89,6 +89,8 @@ def test_the_page_shows_the_drift_side_by_side_and_the_four_choices(operator):
     for choice in ("drift-continue", "drift-restart", "drift-cancel"):
         assert f'data-testid="{choice}"' in html
     assert 'data-testid="approve"' not in html  # no plain approval of this kind
+    # The harness loop's state can be migrated: the page does not call migrate refused.
+    assert 'data-testid="drift-migrate-refused"' not in html
 
 
 def test_continue_from_the_page_without_the_field_is_refused_naming_it_and_cancel_cancels(

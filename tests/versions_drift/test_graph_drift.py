@@ -126,6 +126,8 @@ def test_restart_on_a_graph_s_version_drift_review_runs_the_new_graph_from_that_
     # The page offers the graph's own checkpoints to restart from.
     for row in GraphCheckpoint.objects.filter(task=task, checkpoint_ns=""):
         assert f'value="{row.checkpoint_id}"' in page.content.decode()
+    # ...and says migrate does not apply to a graph task, rather than offer it.
+    assert 'data-testid="drift-migrate-refused"' in page.content.decode()
     earliest = (
         GraphCheckpoint.objects.filter(task=task, checkpoint_ns="")
         .order_by("checkpoint_id")

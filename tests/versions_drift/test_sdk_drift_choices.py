@@ -84,6 +84,9 @@ def test_restart_runs_the_new_agent_from_the_chosen_checkpoint(
     # The page names what of the agent's definition changed.
     page = logged_in(operator).get(f"/reviews/{review.id}/").content.decode()
     assert 'data-testid="drift-parts"' in page and "instructions</code>" in page
+    # It does not offer the migrate form the decision would refuse: it says why instead.
+    assert 'data-testid="drift-migrate"' not in page
+    assert 'data-testid="drift-migrate-refused"' in page and f"{kind} task" in page
     client = api_client(operator)
     assert client.decide(review.id, decision="migrate", migration="add-priority").status_code == 409
     first = Checkpoint.objects.filter(task=task).order_by("seq").first()
