@@ -12,7 +12,8 @@ opens with the items in order and the run's usage as the plan's estimate (plan_f
 The execution run (`Run.plan`: the decided plan) starts from the task's start against the
 original workspace. A side-effecting call that matches the next unused item of its tool (same
 arguments as planned, its targets as the plan saw them) is answered by the plan's decision:
-an approved item runs without a further review (with the reviewer's edit, if any); a rejected
+an approved item runs without a further review (with the reviewer's edit, if any: the edited
+call's targets must be as they were at the decision, else it departs); a rejected
 one is answered with the rejection and its reason (plan_gate). Any other call pauses for an
 ordinary review that says how it departs from the plan."""
 
@@ -32,7 +33,7 @@ from tasks import services
 from tasks.agent_state import ProposedCall
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
-from tasks.fingerprint import previewed
+from tasks.fingerprint import call_targets, fingerprint_changes, previewed
 from tasks.models import ToolCall, ToolCallStatus
 from tasks.paths import call_paths
 from tasks.tools.registry import ToolSpec
@@ -186,6 +187,28 @@ def plan_gate(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome
             item=item,
             how=f"the target of plan item {item['id']} ({tool.name}) changed since the plan",
         )
+    if item["decision"] == "edit" and item.get("edited_fingerprint") is not None:
+        # What runs is the edited call: its targets must be as they were when it was decided.
+        row.arguments = item["arguments"]
+        args = tool.args_model.model_validate(row.arguments)
+        row.arguments_hash = canonical_hash(row.arguments)
+        current = call_targets(
+            tool=tool, ctx=run.tool_context(row), args=args, arguments=row.arguments, local=True
+        )
+        changes = fingerprint_changes(
+            recorded=item["edited_fingerprint"], current=current, since="since the plan's decision"
+        )
+        if changes:
+            return _departure(
+                run,
+                row,
+                tool,
+                args,
+                mark="departed",
+                item=item,
+                how=f"the target of edited plan item {item['id']} ({tool.name}) changed: "
+                + "; ".join(changes),
+            )
     run.state.plan_used.append(item["id"])
     row.plan_mark, row.plan_item = "in_plan", item["id"]
     run.event(

@@ -27,6 +27,7 @@ def plan_context(review: ReviewRequest) -> dict[str, Any]:
             "arguments_text": json.dumps(item["arguments"], indent=2, ensure_ascii=False),
             "state": states.get(item["id"], {}).get("state", ""),
             "departed": states.get(item["id"], {}).get("departed", ""),
+            "edited_preview": states.get(item["id"], {}).get("edited_preview", ""),
         }
         for item in review.plan["items"]
     ]

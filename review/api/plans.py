@@ -29,6 +29,9 @@ class PlanItemOut(Schema):
     state: str
     # The decision on this item ({"decision": approve | reject | edit, ...}); null: pending.
     decision: dict[str, Any] | None
+    # An edited item: the preview of the edited call against the workspace at the decision
+    # ("" for any other item).
+    edited_preview: str
     # How the execution run departed from this item ("" if it did not).
     departed: str
     # The execution run's calls matched to this item.

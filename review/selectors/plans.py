@@ -25,7 +25,8 @@ def plan_review_latest(*, task_id: Any) -> ReviewRequest | None:
 def plan_for_execution(*, task_id: Any) -> dict[str, Any] | None:
     """The approved plan of the task, as its execution run matches calls against it: each item
     with its `planned` arguments, the `arguments` approved (None: rejected), the decision,
-    the rejection's reason and the state of its targets the plan saw."""
+    the rejection's reason and the state of its targets the plan saw (and, edited, the state
+    of the edited call's targets when the plan was decided)."""
     review = plan_review_latest(task_id=task_id)
     if review is None or review.status != ReviewStatus.APPROVED or not review.choice:
         return None
@@ -44,6 +45,8 @@ def plan_for_execution(*, task_id: Any) -> dict[str, Any] | None:
                 "decision": decision["decision"],
                 "comment": decision.get("comment", ""),
                 "target_hash": item["target_fingerprint"].get("hash"),
+                # An edited item: the state of the edited call's targets at the decision.
+                "edited_fingerprint": decision.get("target_fingerprint"),
             }
         )
     return {
@@ -87,7 +90,13 @@ def task_plan(*, task: Task) -> dict[str, Any] | None:
                 "simulated": item["simulated"],
                 "after_simulated": item["after_simulated"],
                 "state": state,
-                "decision": decision,
+                "decision": {
+                    k: v for k, v in decision.items() if k not in ("preview", "target_fingerprint")
+                }
+                if decision
+                else None,
+                # An edited item: what the edited call would do, previewed at the decision.
+                "edited_preview": (decision or {}).get("preview", ""),
                 "departed": departed,
                 "calls": [c.call_id for c in calls.get(item["id"], [])],
             }

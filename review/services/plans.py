@@ -19,6 +19,7 @@ from django.db import transaction
 
 from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, evaluate
+from review.previews import plan_item_preview
 from review.selectors.access import user_can_decide
 from review.services.approvals import approval_add, approver_check, decision_check_open
 from review.services.edits import edit_validate
@@ -61,15 +62,14 @@ def review_decide_plan(
             "an approval must name the plan it approves",
             errors=[{"field": "plan_hash", "message": "required: the plan_hash you were shown"}],
         )
-    task_id, plan, spec = ReviewRequest.objects.values_list("task_id", "plan", "task__spec").get(
-        id=review_id
-    )
+    shown = ReviewRequest.objects.select_related("task", "tool_call").get(id=review_id)
+    task_id, plan, spec = shown.task_id, shown.plan, shown.task.spec
     if plan is None:
         raise ReviewInvalid(
             "plan_hash and items apply to reviews of kind plan",
             errors=[{"field": "plan_hash", "message": "not for this review's kind"}],
         )
-    decided = _items_decided(task_id=task_id, plan=plan, items=items or {}, spec=spec)
+    decided = _items_decided(review=shown, plan=plan, items=items or {}, spec=spec)
     with transaction.atomic():
         task = task_lock(task_id=task_id)
         review = ReviewRequest.objects.select_for_update().get(id=review_id)
@@ -134,9 +134,9 @@ def _approve(
         now=now,
         via=via,
         decision="approve",
-        event={"kind": PLAN, "items": choice["items"]},
+        event={"kind": PLAN, "items": _brief(choice["items"])},
         before={"plan_hash": choice["plan_hash"]},
-        after={"items": choice["items"]},
+        after={"items": _brief(choice["items"])},
     ):
         return review
     return _settle(
@@ -170,13 +170,24 @@ def _settle(
     )
 
 
+def _brief(items: dict[str, Any]) -> dict[str, Any]:
+    """The decided items for the event and the audit: without an edit's preview and targets."""
+    return {
+        i: {k: v for k, v in d.items() if k not in ("preview", "target_fingerprint")}
+        for i, d in items.items()
+    }
+
+
 def _items_decided(
-    *, task_id: Any, plan: dict[str, Any], items: dict[str, Any], spec: dict[str, Any]
+    *, review: ReviewRequest, plan: dict[str, Any], items: dict[str, Any], spec: dict[str, Any]
 ) -> dict[str, Any]:
     """Every item's decision: approve (not named), reject (with its reason) or edit (its
-    arguments through edit_validate), each with the policy its approved arguments meet. A
+    arguments through edit_validate, with the preview of the edited call and the state of its
+    targets now, which the execution run holds it to), each with the policy its approved
+    arguments meet. A
     named id the plan lacks, a rejection without a reason, or an approved item the policy
     denies is ReviewInvalid naming `items.<id>`."""
+    task_id = review.task_id
     known = {item["id"]: item for item in plan["items"]}
     for item_id in items:
         if item_id not in known:
@@ -220,6 +231,11 @@ def _items_decided(
                 edited=kind == "edit",
             ),
         }
+        if kind == "edit":
+            preview, fingerprint = plan_item_preview(
+                review=review, tool_name=item["tool"], arguments=arguments
+            )
+            out[item_id] |= {"preview": preview, "target_fingerprint": fingerprint}
     return out
 
 

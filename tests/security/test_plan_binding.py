@@ -126,3 +126,33 @@ def test_a_plan_is_not_approved_as_one_call_in_bulk_or_on_the_call_form(api_clie
     review.refresh_from_db()
     assert review.status == "pending" and not review.approvals.exists()
     assert Task.objects.get(id=task.id).status == "waiting_review"
+
+
+def test_an_edited_item_whose_new_target_changed_after_the_decision_does_not_run(
+    api_client, operator
+):
+    """The reviewer points the plan's write at another file; that file changes after the
+    decision: the edited write must not run on the plan's approval (it pauses naming it)."""
+    task, review = plan_review()
+    client = api_client(operator)
+    plan_hash = client.get(f"/api/v1/reviews/{review.id}").json()["plan_hash"]
+    edit = {"path": "other.txt", "content": "edited\n"}
+    response = decide(
+        client,
+        review,
+        {
+            "decision": "approve",
+            "plan_hash": plan_hash,
+            "items": {"1": {"decision": "edit", "arguments": edit}},
+        },
+    )
+    assert response.status_code == 200, response.content
+    task.workspace_path.mkdir(parents=True, exist_ok=True)
+    (task.workspace_path / "other.txt").write_text("someone else's\n")
+    assert run_in_process(task) == "paused"
+    assert (task.workspace_path / "other.txt").read_text() == "someone else's\n"
+    departure = ReviewRequest.objects.get(task=task, status="pending")
+    assert departure.tool == "write_file" and departure.arguments == edit
+    assert "edited plan item 1" in departure.reason and "changed" in departure.reason
+    plan = client.get(f"/api/v1/tasks/{task.id}/plan").json()
+    assert plan["items"][0]["state"] == "departed"
