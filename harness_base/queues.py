@@ -13,3 +13,11 @@ RESUME_QUEUE = "resume"
 # A task's own priority names its queue otherwise (TaskSpec.priority, changed by an operator).
 PRIORITY_QUEUES = ("high", "default", "low")
 WORKER_QUEUES = (RESUME_QUEUE, *PRIORITY_QUEUES)
+
+
+def redis_text(value: bytes | str | None) -> str:
+    """A value read from Redis as text ("" for a missing one): the connections the queues use
+    return bytes."""
+    if isinstance(value, bytes):
+        return value.decode()
+    return value or ""

@@ -3,7 +3,10 @@ machine, the audit log), never through a form that assigns fields."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.http import HttpRequest
 
 from tasks.models import (
     ApiToken,
@@ -28,13 +31,13 @@ from tasks.models import (
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -115,7 +118,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     fields = ("prefix", "user", "name", "created_at", "last_used_at", "revoked")
     readonly_fields = ("prefix", "user", "name", "created_at", "last_used_at")
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 

@@ -3,6 +3,8 @@ beyond this machine; Django's own W009 does not flag it (it is long and varied).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.checks import Error, Tags, register
 
@@ -14,7 +16,7 @@ def secret_key_is_default() -> bool:
 
 
 @register(Tags.security, deploy=True)
-def default_secret_key_check(app_configs, **kwargs) -> list[Error]:
+def default_secret_key_check(app_configs: Any, **kwargs: Any) -> list[Error]:
     if not secret_key_is_default():
         return []
     return [

@@ -246,7 +246,9 @@ def drift(
         if one is not None:
             changes.append(one)
     touches: list[str] = []
-    valid, errors, schema, gone = None, [], None, False
+    valid: bool | None = None
+    errors: list[dict[str, str]] = []
+    schema, gone = None, False
     pending = pending or {}
     if pending.get("tool"):
         why, schema = _touches_call(str(pending["tool"]), changes)

@@ -35,7 +35,7 @@ def _compiled(pattern: str) -> tuple[Any, str | None]:
         return None, f"the pattern {pattern[:200]!r} cannot be used: {exc}"
 
 
-def _pattern(validator: Any, pattern: str, instance: Any, schema: dict) -> Iterator[Any]:
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
     if not validator.is_type(instance, "string"):
         return
     compiled, problem = _compiled(pattern)
@@ -46,7 +46,7 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: dict) -> Itera
 
 
 def _pattern_properties(
-    validator: Any, patterns: dict, instance: Any, schema: dict
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]
 ) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
@@ -61,7 +61,7 @@ def _pattern_properties(
 
 
 def _additional_properties(
-    validator: Any, additional: Any, instance: Any, schema: dict
+    validator: Any, additional: Any, instance: Any, schema: dict[str, Any]
 ) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
@@ -111,14 +111,15 @@ def _re2_class(base: type[Validator]) -> type[Validator]:
     checker = copy.copy(base.FORMAT_CHECKER)
     checker.checkers = dict(checker.checkers)
     checker.checks("regex", raises=ValueError)(_is_re2)
-    return jsonschema.validators.extend(
+    extended: type[Validator] = jsonschema.validators.extend(
         base,
         validators={k: v for k, v in keywords.items() if k in base.VALIDATORS},
         format_checker=checker,
     )
+    return extended
 
 
-def _objects(schema: Any, where: str = "") -> Iterator[tuple[str, dict]]:
+def _objects(schema: Any, where: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     """(place, object) for every JSON object in the schema, itself included."""
     if isinstance(schema, dict):
         yield where, schema
@@ -144,7 +145,8 @@ def json_schema_check(*, schema: Any) -> None:
     patterns all compile on RE2."""
     validator_cls = _validator_class(schema)
     try:
-        validator_cls.check_schema(schema, format_checker=validator_cls.FORMAT_CHECKER)
+        # types-jsonschema's Validator.check_schema lacks format_checker (jsonschema has it).
+        validator_cls.check_schema(schema, format_checker=validator_cls.FORMAT_CHECKER)  # type: ignore[call-arg]
     except jsonschema.SchemaError as exc:
         where = exc.json_path.removeprefix("$").removeprefix(".") or "(top level)"
         because = f": {exc.cause}" if exc.cause is not None else ""

@@ -70,7 +70,7 @@ class CallOutput:
         # Moves on every change: the live publisher sends only a changed output.
         self.version = 0
 
-    def _part(self, name: str, **kind: str) -> Part | None:
+    def _part(self, name: str, **kind: Any) -> Part | None:
         part = self._parts.get(name)
         if part is None:
             if len(self._parts) >= MAX_PARTS:

@@ -71,7 +71,7 @@ class TaskOut(Schema):
 
     @staticmethod
     def resolve_created_by(obj: Task) -> str | None:
-        return obj.created_by.get_username() if obj.created_by_id else None
+        return obj.created_by.get_username() if obj.created_by_id and obj.created_by else None
 
     @staticmethod
     def resolve_head_checkpoint(obj: Task) -> UUID | None:

@@ -38,7 +38,8 @@ def segment_span_id(task_id: Any, epoch: int) -> int:
 
 def trace_id_hex(root_id: Any) -> str:
     """The trace id (32 hex digits) of the group whose root task is `root_id`."""
-    return root_id.hex
+    hex_id: str = root_id.hex
+    return hex_id
 
 
 def task_trace_id(task: Task) -> str:

@@ -103,9 +103,6 @@ class EditedCall:
 class ReviewRequest(EditedCall, models.Model):
     """A paused call awaiting a human; decided under select_for_update(): one decision wins."""
 
-    # Not a column: set on the rows task_reviews_pending returns (review.selectors).
-    approvals_missing: int
-
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="reviews")
     tool_call = models.ForeignKey(
         "tasks.ToolCall", on_delete=models.CASCADE, related_name="reviews"

@@ -10,6 +10,8 @@ from django.db.models import Count, QuerySet
 from review.models import ReviewRequest, ReviewStatus
 from review.selectors.facts import review_edit
 
+_APPROVALS_MISSING = "approvals_missing"
+
 
 def task_reviews_pending(*, task_id: Any) -> list[ReviewRequest]:
     """A task's pending reviews, oldest first, each with `approvals_given` and
@@ -21,7 +23,9 @@ def task_reviews_pending(*, task_id: Any) -> list[ReviewRequest]:
     )
     pending: list[ReviewRequest] = []
     for review in reviews:
-        review.approvals_missing = max(1, review.approvals_required - review.approvals_given)
+        # Not a column of the model: the banner's own number, set on these rows only.
+        missing = max(1, review.approvals_required - review.approvals_given)
+        setattr(review, _APPROVALS_MISSING, missing)
         pending.append(review)
     return pending
 

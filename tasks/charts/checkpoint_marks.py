@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from tasks.charts.formatting import plotly_hover, plotly_time
@@ -17,6 +17,9 @@ from tasks.selectors.event_fields import iso_datetime
 BEFORE_CALL_TRIGGERS = frozenset(
     {"before_write_operation", "before_external_call", "before_review"}
 )
+
+
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
 
 
 def superseded_ranges(checkpoints: list[dict[str, Any]]) -> list[tuple[datetime, datetime]]:
@@ -60,7 +63,7 @@ def checkpoint_names(
             for e in events
             if e["type"] in ("tool_started", "review_requested") and e["at"]
         ),
-        key=lambda moment: moment[0],
+        key=lambda moment: moment[0] or _NO_TIME,  # every row has its time (`e["at"]`)
     )
     names = {}
     for cp in checkpoints:

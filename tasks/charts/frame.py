@@ -103,10 +103,10 @@ class Frame:
         }
     )
     steps: dict[int, list[datetime]] = field(default_factory=dict)
-    marks: dict[str, dict[str, list]] = field(
+    marks: dict[str, dict[str, list[Any]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
-    errors: dict[str, list] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
     # Each call's outcome for the text alternative: (label, outcome, attempts, seconds).
     outcomes: list[tuple[str, str, int, float]] = field(default_factory=list)
 
@@ -136,6 +136,8 @@ class Frame:
         open_spans: dict[str, datetime] = {}
         for e in events:
             at, kind = iso_datetime(e["at"]), e["type"]
+            if at is None:  # every event has its time
+                continue
             if kind == "model_decision":
                 ms = _number(e["duration_ms"]) or 0.0
                 start = at - milliseconds(ms)

@@ -21,7 +21,7 @@ RECOVERY_MARKS = {
 }
 
 
-def mark_add(marks: dict[str, dict[str, list]], kind: str, at: datetime, text: str) -> None:
+def mark_add(marks: dict[str, dict[str, list[Any]]], kind: str, at: datetime, text: str) -> None:
     name = RECOVERY_MARKS[kind][0]
     marks[name]["x"].append(at)
     marks[name]["text"].append(text)
@@ -39,7 +39,7 @@ def recovery_text(e: dict[str, Any]) -> str:
     return f"{kind.replace('_', ' ')}{who}{why}"[:300]
 
 
-def mark_traces(marks: dict[str, dict[str, list]]) -> list[dict[str, Any]]:
+def mark_traces(marks: dict[str, dict[str, list[Any]]]) -> list[dict[str, Any]]:
     traces = []
     for name, mark in marks.items():
         _, symbol, color = RECOVERY_MARKS[mark["kind"][0]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 from django.conf import settings
 from django.db import models
@@ -194,10 +195,10 @@ class Task(models.Model):
         return notes
 
     @property
-    def workspace_path(self):
+    def workspace_path(self) -> Path:
         return settings.HARNESS_WORKSPACE_ROOT / str(self.id)
 
     @property
-    def plan_workspace_path(self):
+    def plan_workspace_path(self) -> Path:
         """A plan task's dry run works on this copy (agent.runtime.plan), never the original."""
         return settings.HARNESS_WORKSPACE_ROOT / f"{self.id}.plan"

@@ -99,7 +99,9 @@ def hours_advance(
         hour__gte=now - RESETTLE_WITHIN,
         rolled_at__lte=now - RESETTLE_EVERY,
     )
-    again = rolled.objects.filter(Q(stale=True) | young_and_open).order_by("rolled_at", "hour")
+    again = rolled._default_manager.filter(Q(stale=True) | young_and_open).order_by(
+        "rolled_at", "hour"
+    )
     for hour in list(again[:MAX_RESETTLE_PER_RUN].values_list("hour", flat=True)):
         roll(start=hour, stop=hour + HOUR, now=now)
         count += 1

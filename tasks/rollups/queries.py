@@ -29,7 +29,7 @@ PLANNED = "planned"
 PLAN_DRY_PHASES = ("planning", "rejected")
 
 
-def log_bucket(field: str):
+def log_bucket(field: str) -> Floor:
     """SQL expression: the histogram bucket of `field` (floor(log2(value) * per doubling))."""
     return Floor(
         Ln(Greatest(F(field), Value(MIN_BUCKETED), output_field=FloatField()))
@@ -104,7 +104,7 @@ def task_aggregates() -> dict[str, Any]:
     }
 
 
-def wait_histogram(tasks: QuerySet[Task], kind: str, *keys: str) -> QuerySet:
+def wait_histogram(tasks: QuerySet[Task], kind: str, *keys: str) -> QuerySet[Task, Any]:
     """[{*keys, bucket, tasks}]: the tasks of `tasks` that waited for a human (`kind`, one of
     WAIT_FIELDS) by log-scale bucket of the seconds waited."""
     field = WAIT_FIELDS[kind]

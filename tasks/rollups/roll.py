@@ -38,7 +38,7 @@ from tasks.rollups.tables import (
 )
 
 
-def _hour_of(field: str):
+def _hour_of(field: str) -> Trunc:
     return Trunc(field, "hour", tzinfo=UTC)
 
 
@@ -119,15 +119,17 @@ def days_roll(*, days: list[datetime]) -> None:
     """Replace the daily sums of these UTC days from their rolled hours (in the caller's
     transaction, after the hours): a day's sums follow each roll of one of its hours."""
     for table in DAILY:
-        table.daily.objects.filter(day__in=days).delete()
+        table.daily._default_manager.filter(day__in=days).delete()
         rows = (
-            table.hourly.objects.filter(in_ranges("hour", tuple((day, day + DAY) for day in days)))
+            table.hourly._default_manager.filter(
+                in_ranges("hour", tuple((day, day + DAY) for day in days))
+            )
             .annotate(rolled_day=TruncDay("hour", tzinfo=UTC))
             .values("rolled_day", *table.keys)
             .annotate(**{f"sum_{c}": aggregate(c) for c, aggregate in table.columns.items()})
             .order_by()
         )
-        table.daily.objects.bulk_create(
+        table.daily._default_manager.bulk_create(
             table.daily(
                 day=row["rolled_day"],
                 **{key: row[key] for key in table.keys},

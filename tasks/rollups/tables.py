@@ -24,7 +24,7 @@ from tasks.models import (
     ToolCallStepDaily,
     ToolCallStepHourly,
 )
-from tasks.models.rollups import Period
+from tasks.models import rollups as rollup_models
 
 S = ToolCallStatus
 FAILED_CALL = (S.FAILED, S.TIMED_OUT, S.UNKNOWN_OUTCOME)
@@ -87,8 +87,8 @@ class Daily:
     """A daily table: the sums over each UTC day of an hourly one's rows with equal keys (the
     key of both tables after its period: tasks.models.rollups)."""
 
-    hourly: type[Period]
-    daily: type[Period]
+    hourly: type[rollup_models.Hourly]
+    daily: type[rollup_models.Daily]
     # {column: aggregate over the day's hours}
     columns: dict[str, type[Aggregate]]
 

@@ -103,8 +103,9 @@ def task_tool_call_attempts(*, task: Task, from_step: int | None = None) -> list
         calls = calls.filter(
             Q(step_index__gte=from_step) | ~Q(status=ToolCallStatus.SUCCEEDED) | Q(attempts__gt=1)
         )
-    rows = list(
-        calls.order_by("id").values(
+    rows = [
+        dict(row)
+        for row in calls.order_by("id").values(
             "id",
             "call_id",
             "tool",
@@ -117,7 +118,7 @@ def task_tool_call_attempts(*, task: Task, from_step: int | None = None) -> list
             proposed=as_text("created_at"),
             arguments_text=Left(Cast("arguments", output_field=TextField()), ARGUMENTS_TEXT_CHARS),
         )
-    )
+    ]
     if from_step is None:
         numbers = {row["id"]: n for n, row in enumerate(rows, 1)}
     else:

@@ -239,4 +239,5 @@ def _checked(task: Task, name: str, arguments: Any) -> dict[str, Any]:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
             raise _Uncomputable(f"{name} refuses the arguments: {where}: {first['msg']}") from None
-    return arguments
+    checked: dict[str, Any] = arguments
+    return checked

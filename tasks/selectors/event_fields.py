@@ -7,7 +7,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import CharField
-from django.db.models.fields.json import KeyTextTransform, compile_json_path
+from django.db.models.fields.json import (  # type: ignore[attr-defined]  # django-stubs omits compile_json_path
+    KeyTextTransform,
+    compile_json_path,
+)
 from django.db.models.functions import Cast
 
 # Payload keys the timeline and the compact event view read. Extracted in SQL (->>) so a
@@ -42,8 +45,10 @@ class PayloadText(KeyTextTransform):
     def __init__(self, key: str) -> None:
         super().__init__(key, "payload")
 
-    def as_sqlite(self, compiler: Any, connection: Any) -> tuple[str, tuple]:
-        sql, params = super().as_sqlite(compiler, connection)
+    def as_sqlite(
+        self, compiler: Any, connection: Any, **extra_context: Any
+    ) -> tuple[str, tuple[Any, ...]]:
+        sql, params = super().as_sqlite(compiler, connection, **extra_context)
         lhs, lhs_params, keys = self.preprocess_lhs(compiler, connection)
         path = compile_json_path(keys)
         return (

@@ -22,7 +22,7 @@ def task_events(*, task: Task, after: int | None = None) -> QuerySet[TaskEvent]:
     return qs
 
 
-def task_event_summaries(*, task: Task) -> QuerySet:
+def task_event_summaries(*, task: Task) -> QuerySet[TaskEvent, Any]:
     """The task's events, oldest first, as dicts {id, type, step_index, actor, created_at,
     <each of _EVENT_KEYS from the payload, or None>} — never the whole payload. Served by
     event_task_seq."""
@@ -57,7 +57,7 @@ def task_timeline_events(
             | Q(type__in=list(kept))
             | Q(type__in=list(kept_failed), error_class__isnull=False)
         )
-    return list(events)
+    return [dict(row) for row in events]
 
 
 # How a call's lifecycle events read in the compact view; others show their type.

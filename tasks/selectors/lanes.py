@@ -11,6 +11,7 @@ from django.conf import settings
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 
+from harness_base.queues import redis_text
 from tasks.models import Task
 from tasks.states import TaskStatus
 
@@ -37,15 +38,15 @@ def task_lane_place(*, task: Task) -> LanePlace | None:
         origin, worker = connection.hmget(Job.key_for(task.rq_job_id), ["origin", "worker_name"])
     except Exception:  # Redis unreachable: the page still renders, without the place
         return None
-    queue_name = origin.decode() if origin else ""
+    queue_name = redis_text(origin)
     if queue_name not in settings.HARNESS_QUEUES:
         return None
     if task.status == TaskStatus.RUNNING:
-        return LanePlace(queue=queue_name, worker=worker.decode() if worker else "")
+        return LanePlace(queue=queue_name, worker=redis_text(worker))
     queue = django_rq.get_queue(queue_name)
     ahead = connection.lpos(queue.key, task.rq_job_id)
-    if ahead is not None:
-        return LanePlace(queue=queue_name, ahead=int(ahead))
+    if isinstance(ahead, int):  # LPOS without COUNT: the index, or None
+        return LanePlace(queue=queue_name, ahead=ahead)
     due = connection.zscore(ScheduledJobRegistry(queue=queue).key, task.rq_job_id)
     return LanePlace(
         queue=queue_name,

@@ -14,7 +14,9 @@ from django.conf import settings
 from django.utils import timezone
 from rq import Worker
 from rq.job import Job
+from rq.worker import BaseWorker
 
+from harness_base.queues import redis_text
 from tasks.models import Task
 
 # Where the sweep notes, in a dead worker's own hash, when it first saw it dead.
@@ -81,7 +83,7 @@ def _process_gone(host: str, pid: int | None) -> bool:
         return False
 
 
-def worker_dead(worker: Worker, *, now: datetime) -> bool:
+def worker_dead(worker: BaseWorker, *, now: datetime) -> bool:
     """Its heartbeat expired (RQ beats at least every HARNESS_WORKER_TTL_S), or its process is
     gone from this host. RQ keeps the entry until its key expires; until then it is dead."""
     if _process_gone(worker.hostname or "", worker.pid):
@@ -91,7 +93,7 @@ def worker_dead(worker: Worker, *, now: datetime) -> bool:
     return (now - worker.last_heartbeat).total_seconds() > settings.HARNESS_WORKER_TTL_S
 
 
-def rq_workers() -> list[Worker]:
+def rq_workers() -> list[BaseWorker]:
     """Every worker registered with the harness's Redis."""
     return Worker.all(connection=django_rq.get_connection(settings.HARNESS_QUEUES[0]))
 
@@ -108,7 +110,7 @@ def workers_overview() -> list[WorkerInfo]:
             else None
         )
         announced = connection.hmget(worker.key, [VERSION_FIELD, COMMIT_FIELD])
-        rows.append((worker, job_id, job_task_id(job), [(v or b"").decode() for v in announced]))
+        rows.append((worker, job_id, job_task_id(job), [redis_text(v) for v in announced]))
     task_ids = [task_id for _, _, task_id, _ in rows if task_id]
     horses = dict(Task.objects.filter(id__in=task_ids).values_list("id", "worker_id"))
     out = []

@@ -24,11 +24,11 @@ def audit_record(
 ) -> AuditEntry:
     """Record an operator action; call it inside the transaction that performs the action.
     With no user, `actor_name` names what acted (a standing rule), else "system"."""
-    authenticated = user is not None and user.is_authenticated
+    actor = user if user is not None and user.is_authenticated else None
     return AuditEntry.objects.create(
         at=timezone.now(),
-        actor=user if authenticated else None,
-        actor_name=user.get_username() if authenticated else (actor_name[:150] or "system"),
+        actor=actor,
+        actor_name=actor.get_username() if actor is not None else (actor_name[:150] or "system"),
         action=action,
         task_id=task_id,
         target=target or (str(task_id) if task_id else ""),

@@ -18,7 +18,10 @@ from tasks.services.enqueue import task_enqueue
 from tasks.services.events import event_record
 from tasks.services.task_transitions import task_transition
 from tasks.spec import (
+    AgentKindSpec,
     ModelEndpointError,
+    OpenAIAgentsSpec,
+    PydanticAIAgentSpec,
     TaskSpec,
     model_endpoint,
 )
@@ -43,7 +46,7 @@ def task_spec_check(spec: TaskSpec, *, user: User | None) -> None:
     schema."""
     _tools_check(spec.tools, spec.model, prefix="")
     if spec.agent is not None:
-        _agent_spec_check(spec, user=user)
+        _agent_spec_check(spec.agent, user=user)
     for name, agent in (spec.agents or {}).items():
         _tools_check(agent.tools, agent.model, prefix=f"agents.{name}.")
         _model_spec_check(agent.model, user=user, field=f"agents.{name}.model")
@@ -100,24 +103,22 @@ def _timeouts_check(spec: TaskSpec) -> None:
         )
 
 
-def _agent_spec_check(spec: TaskSpec, *, user: User | None) -> None:
-    if spec.agent.kind in ("pydantic-ai", "openai-agents"):
+def _agent_spec_check(agent: AgentKindSpec, *, user: User | None) -> None:
+    if isinstance(agent, PydanticAIAgentSpec | OpenAIAgentsSpec):
         key, what = {
             "pydantic-ai": ("pydantic_ai_agents", "Pydantic AI agent"),
             "openai-agents": ("openai_agents", "OpenAI Agents SDK agent"),
-        }[spec.agent.kind]
+        }[agent.kind]
         agents = getattr(harness_config(), key)
-        if spec.agent.name not in agents:
+        if agent.name not in agents:
             known = ", ".join(sorted(agents)) or f"none (harness.yaml {key})"
-            raise SpecError(
-                "agent.name", f"unknown {what} {spec.agent.name!r}; registered: {known}"
-            )
-        _model_spec_check(spec.agent.model, user=user, field="agent.model")
+            raise SpecError("agent.name", f"unknown {what} {agent.name!r}; registered: {known}")
+        _model_spec_check(agent.model, user=user, field="agent.model")
         return
     graphs = harness_config().langgraph_graphs
-    if spec.agent.graph not in graphs:
+    if agent.graph not in graphs:
         known = ", ".join(sorted(graphs)) or "none (harness.yaml langgraph_graphs)"
-        raise SpecError("agent.graph", f"unknown graph {spec.agent.graph!r}; registered: {known}")
+        raise SpecError("agent.graph", f"unknown graph {agent.graph!r}; registered: {known}")
 
 
 def _model_spec_check(model: Any, *, user: User | None, field: str) -> None:

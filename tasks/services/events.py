@@ -20,7 +20,7 @@ def event_build(
     *,
     task_id: Any,
     type: str,
-    payload: dict | None = None,
+    payload: dict[str, Any] | None = None,
     step_index: int | None = None,
     actor: str = "",
     at: datetime | None = None,
@@ -43,7 +43,7 @@ def event_record(
     *,
     task_id: Any,
     type: str,
-    payload: dict | None = None,
+    payload: dict[str, Any] | None = None,
     step_index: int | None = None,
     actor: str = "",
 ) -> TaskEvent:
@@ -54,7 +54,9 @@ def event_record(
     return event
 
 
-def event_record_while_held(*, task_id: Any, worker_id: str, type: str, payload: dict) -> bool:
+def event_record_while_held(
+    *, task_id: Any, worker_id: str, type: str, payload: dict[str, Any]
+) -> bool:
     """Record an event from the worker process supervising a task, only while the task is
     running under that worker (-> whether it was recorded). No row lock is taken: the horse
     being reported on may be stuck holding one."""

@@ -8,8 +8,10 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.db.models.functions import Now
+from django.db.models.options import Options
 from django.utils import timezone
 
 from tasks.models import Task
@@ -44,7 +46,7 @@ def task_fenced_write(
         with transaction.atomic():
             task_fence(task_id=task_id, epoch=epoch, **fields)
             for model, rows in _by_model(inserts_if_absent).items():
-                model.objects.bulk_create(rows, ignore_conflicts=True)
+                model._default_manager.bulk_create(rows, ignore_conflicts=True)
             for row in inserts:
                 row.save(force_insert=True)
             for row, update_fields in updates:
@@ -102,8 +104,16 @@ def _numbered(sql: str) -> str:
     return "".join(out)
 
 
+def _column(opts: Options[Any], name: str) -> models.Field[Any, Any]:
+    """The model's field `name`, a column (not a relation's reverse side)."""
+    field = opts.get_field(name)
+    if not isinstance(field, models.Field):
+        raise FieldDoesNotExist(f"{opts.label}.{name} is not a column")
+    return field
+
+
 @functools.cache
-def _insert_shape(model: type[models.Model]) -> tuple[list[Any], str, str, str | None]:
+def _insert_shape(model: type[models.Model]) -> tuple[list[Any], str, list[str], str | None]:
     """(columns, "table (col, …)", NULL placeholders by column, returned pk column) of an
     INSERT of `model`: the auto primary key is left to the database and returned."""
     qn = connection.ops.quote_name
@@ -131,7 +141,7 @@ def _fenced_statement(
     `django.db.connection` proxy, which costs a context-local lookup per attribute."""
     qn = db.ops.quote_name
     meta = Task._meta
-    task_fields = [meta.get_field(name) for name in fields]
+    task_fields = [_column(meta, name) for name in fields]
     # Now() is the database's clock (heartbeats: see task_acquire).
     params: list[Any] = [
         f.get_db_prep_save(value, db)
@@ -150,7 +160,7 @@ def _fenced_statement(
     ]
     for row, update_fields in updates:
         opts = row._meta
-        changed = [opts.get_field(name) for name in update_fields]
+        changed = [_column(opts, name) for name in update_fields]
         ctes.append(
             f"w{len(ctes)} AS (UPDATE {qn(opts.db_table)} SET "
             + ", ".join(f"{qn(f.column)} = %s" for f in changed)

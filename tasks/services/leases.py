@@ -63,7 +63,9 @@ def task_supervisor_heartbeat(*, task_id: Any, worker_id: str) -> bool:
         return bool(row)
 
 
-def _task_release(*, task_id: Any, epoch: int, reason: str, type: str, payload: dict) -> bool:
+def _task_release(
+    *, task_id: Any, epoch: int, reason: str, type: str, payload: dict[str, Any]
+) -> bool:
     """Give a running task back under the caller's lease: queued (a lease that moved on
     meanwhile is left alone), the event recorded and its job enqueued, so a worker carries it
     on from its newest checkpoint at once. -> released."""

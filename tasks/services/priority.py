@@ -57,7 +57,7 @@ def job_move(*, job_id: str, to: str) -> bool:
         ScheduledJobRegistry(queue=new).key,
         new.redis_queues_keys,
     ]
-    return connection.eval(_MOVE, len(keys), *keys, job_id, to) == 1
+    return bool(connection.eval(_MOVE, len(keys), *keys, job_id, to) == 1)
 
 
 class PriorityRefused(Exception):

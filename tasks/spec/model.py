@@ -107,8 +107,9 @@ def model_endpoints() -> dict[str, str | None]:
     An entry naming OPENAI_BASE_URL rebinds its key."""
     endpoints: dict[str, str | None] = {settings.OPENAI_BASE_URL: "OPENAI_API_KEY"}
     for entry in settings.HARNESS_MODEL_ENDPOINTS:
-        url, sep, env = entry.strip().rpartition("=")
-        if not sep or not _KEY_ENV.fullmatch(env):
+        url, sep, key_env = entry.strip().rpartition("=")
+        env: str | None = key_env
+        if not sep or not _KEY_ENV.fullmatch(key_env):
             url, env = entry.strip(), None
         endpoints[url.rstrip("/")] = env
     return endpoints

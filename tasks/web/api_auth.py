@@ -62,7 +62,10 @@ class Session(SessionAuth):
         return super().__call__(request)
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Any:
-        return _authorize(request.user, self.check, self.need)
+        user = request.user
+        if not user.is_authenticated:  # __call__ lets only a logged-in session through
+            return None
+        return _authorize(user, self.check, self.need)
 
 
 def role_auth(check: RoleCheck, need: str) -> list[Any]:

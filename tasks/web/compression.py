@@ -19,12 +19,18 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.middleware.gzip import GZipMiddleware
+
+# The mark `uncompressed` leaves on a response.
+_UNCOMPRESSED = "uncompressed"
 
 
 class HtmlGZipMiddleware(GZipMiddleware):
-    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        if getattr(response, "uncompressed", False) or response.streaming:
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
+        if getattr(response, _UNCOMPRESSED, False) or response.streaming:
             return response
         if not response.get("Content-Type", "").startswith("text/html"):
             return response
@@ -37,7 +43,7 @@ def uncompressed(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         response = view(request, *args, **kwargs)
-        response.uncompressed = True
+        setattr(response, _UNCOMPRESSED, True)
         return response
 
     return wrapper

@@ -88,7 +88,7 @@ def _invalid(request: HttpRequest, errors: list[dict[str, Any]], status: int) ->
     return HttpResponse(lines, status=status, content_type="text/plain; charset=utf-8")
 
 
-def _nul_fields(data: QueryDict | MultiValueDict) -> list[dict[str, Any]]:
+def _nul_fields(data: QueryDict | MultiValueDict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"field": name, "message": "NUL characters are not allowed"}
         for name, values in data.lists()

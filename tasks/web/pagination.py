@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from django.core.paginator import Paginator
 from django.db import connections, transaction
@@ -14,7 +15,13 @@ from ninja.pagination import PageNumberPagination
 MAX_API_PAGE = 10_000
 
 
-class CountingPaginator(Paginator):
+if TYPE_CHECKING:
+    _Paginator = Paginator[Any]
+else:  # Django's Paginator is not subscriptable at run time
+    _Paginator = Paginator
+
+
+class CountingPaginator(_Paginator):
     """Says how many match: counted exactly up to `exact_up_to` (COUNT over a LIMIT subquery,
     so a broad filter on a large table stops counting there), beyond that PostgreSQL's
     planner estimate for the filtered query (`estimated`: the page says "about"), never less
@@ -45,7 +52,7 @@ class CountingPaginator(Paginator):
         return self.count > self.exact_up_to
 
     @staticmethod
-    def _planned_rows(rows: QuerySet) -> int:
+    def _planned_rows(rows: QuerySet[Any]) -> int:
         """The planner's row estimate of the query (EXPLAIN, not run): statistics-based, so
         off by a margin, and instant at any size."""
         sql, params = rows.order_by().query.sql_with_params()

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tasks.services import api_token_create
 
@@ -9,11 +11,11 @@ from tasks.services import api_token_create
 class Command(BaseCommand):
     help = "Create a bearer token for the REST API and print it (it is shown only once)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--name", default="", help="a label for the token")
 
-    def handle(self, *args, username: str, name: str, **options) -> None:
+    def handle(self, *args: Any, username: str, name: str, **options: Any) -> None:
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user named {username!r}")

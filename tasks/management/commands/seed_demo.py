@@ -7,8 +7,10 @@ tasks exist."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tasks.models import Task
 from tasks.services import task_create
@@ -19,7 +21,7 @@ DEMO_PREFIX = "Demo: "
 # Needs the example tools (HARNESS_TOOL_MODULES=examples.ticket_tools, `harness up`'s default).
 TICKET_DEMO = "report the outage (a tool with a compensation)"
 
-DEMO_SPECS: list[dict] = [
+DEMO_SPECS: list[dict[str, Any]] = [
     {
         # A multi-agent task: three sub-agents research in parallel, each also adding a line
         # to the group's shared directory (/shared/regions.md); a global checkpoint (with the
@@ -245,14 +247,14 @@ DEMO_SPECS: list[dict] = [
 class Command(BaseCommand):
     help = "Create a few scripted demo tasks (skipped when demo tasks already exist)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--username",
             default="admin",
             help="the user the demo tasks are created by (default: admin)",
         )
 
-    def handle(self, *args, username: str, **options) -> None:
+    def handle(self, *args: Any, username: str, **options: Any) -> None:
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user {username!r}; create it first")

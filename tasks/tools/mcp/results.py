@@ -91,7 +91,7 @@ def content_text(blocks: list[Any]) -> str:
 
 def content_media(blocks: list[Any]) -> list[MediaPart]:
     """The images of a result a model that takes images sees as images (bounded)."""
-    media = []
+    media: list[MediaPart] = []
     for block in blocks:
         if (
             getattr(block, "type", "") == "image"
