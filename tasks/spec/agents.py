@@ -3,7 +3,7 @@ agent, an OpenAI Agents SDK agent."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, field_validator
 
@@ -12,8 +12,10 @@ from tasks.spec.model import OpenAIModelSpec
 
 AGENT_INPUT_MAX_BYTES = 256 * 1024
 
+T = TypeVar("T")
 
-def input_bounded(value: Any) -> Any:
+
+def input_bounded(value: T) -> T:
     """A registered agent's `input`: JSON (no NaN, no infinities) of at most
     AGENT_INPUT_MAX_BYTES."""
     import json
