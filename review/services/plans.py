@@ -231,7 +231,7 @@ def _items_decided(
                 edited=kind == "edit",
             ),
         }
-        if kind == "edit":
+        if kind == "edit" and isinstance(arguments, dict):  # _item_policy validated the edit
             preview, fingerprint = plan_item_preview(
                 review=review, tool_name=item["tool"], arguments=arguments
             )
