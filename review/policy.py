@@ -243,6 +243,8 @@ def graph_action_policy(
     arguments, as for a harness tool): a deny wins, else the strictest review, else allow.
     `risk`: what an agent SDK's tool declares (an MCP server's annotations), for risk rules."""
     action = _GraphAction(name=tool_name, risk=risk)
+    # The ignore: rule_matches is typed for a ToolSpec; it reads only the name and risk that
+    # _GraphAction carries (a Protocol of what it reads would drop it).
     decisions = [
         _decision(rule, source)
         for source, rule in policy_rules()
@@ -273,6 +275,7 @@ def agent_tool_policy(
     harness.yaml and admin rules by tool name, risk and arguments, the spec's `review.always`,
     `execute` reviewed by default)."""
     tool = _AgentTool(name=tool_name, risk=risk, input_schema=input_schema)
+    # The ignore: evaluate is typed for a ToolSpec; it reads only what _AgentTool carries.
     return evaluate(tool=tool, args=args, spec=spec)  # type: ignore[arg-type]
 
 
