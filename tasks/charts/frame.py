@@ -109,6 +109,8 @@ class Frame:
     errors: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
     # Each call's outcome for the text alternative: (label, outcome, attempts, seconds).
     outcomes: list[tuple[str, str, int, float]] = field(default_factory=list)
+    # A plan task's phases, each from its first pick-up: (when, "plan" | "execution").
+    phases: list[tuple[datetime, str]] = field(default_factory=list)
 
     def bar_traces(self) -> list[Bars]:
         return [
@@ -173,6 +175,9 @@ class Frame:
                 )
             elif kind == "task_stopped":
                 self.error(ROW_STEPS, at, [f"task stopped: {e['error_class'] or ''}"])
+            elif kind == "task_started" and e.get("plan"):
+                if not self.phases or self.phases[-1][1] != e["plan"]:
+                    self.phases.append((at, str(e["plan"])))
             elif kind == "status":
                 self._status(e, at, open_spans)
             elif kind in RECOVERY_MARKS:

@@ -19,6 +19,10 @@ from tasks.charts.legend import ROW_HUMAN
 from tasks.charts.marks import RECOVERY_MARKS
 from tasks.charts.overview import add_overview
 
+# A plan task's phases (Frame.phases) as the timeline names them.
+PHASE_LABELS = {"plan": "plan phase (dry run)", "execution": "execution phase"}
+PHASE_COLOR = "#0b7285"
+
 
 def _vline(x: Any, *, color: str, width: int, dash: str) -> dict[str, Any]:
     """A vertical line across the whole plot at time `x` (a break, a rollback)."""
@@ -68,7 +72,25 @@ def timeline_layout(
         _vline(x, color=RECOVERY_MARKS["rollback"][2], width=1, dash="dash")
         for x in frame.marks.get("rollbacks", {}).get("x", [])
     ]
+    # A plan task's phases: where its dry run and its execution run begin.
+    shapes += [_vline(at, color=PHASE_COLOR, width=2, dash="solid") for at, _ in frame.phases]
     annotations = [
+        {
+            "x": plotly_time(at),
+            "xref": "x",
+            "y": 0,
+            "yref": "paper",
+            "yanchor": "top",
+            "xanchor": "left",
+            "text": PHASE_LABELS.get(phase, phase),
+            "showarrow": False,
+            "font": {"size": 11, "color": PHASE_COLOR},
+            "bgcolor": "rgba(255,255,255,0.85)",
+            "name": "plan phase",
+        }
+        for at, phase in frame.phases
+    ]
+    annotations += [
         {
             "x": plotly_time(b.start),
             "xref": "x",

@@ -18,6 +18,7 @@ TIMELINE_EVENT_TYPES = frozenset(
         # The call a tool-level checkpoint was taken before (see checkpoint_names).
         *("tool_started", "review_requested"),
         *("rollback", "retry", "forward", "retry_scheduled", "redispatched"),
+        "task_started",  # a plan task's phases begin with it (its `plan` key)
     }
 )
 
@@ -36,6 +37,7 @@ TIMELINE_KEPT_EVENTS = frozenset(
         "status",
         "review_requested",
         *("rollback", "retry", "forward", "retry_scheduled", "redispatched"),
+        "task_started",
     }
 )
 TIMELINE_KEPT_FAILED_EVENTS = frozenset({"graph_node"})

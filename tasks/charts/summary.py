@@ -7,6 +7,7 @@ from typing import Any
 
 from tasks.charts.formatting import duration_text, plotly_time, span_end, time_zone_name
 from tasks.charts.frame import Collapsed, Frame
+from tasks.charts.layout import PHASE_LABELS
 from tasks.models import ToolCallStatus
 
 # Calls the text alternative lists one by one (the newest; the calls tab has them all).
@@ -32,6 +33,10 @@ def timeline_summary(
             f"steps 0 to {collapsed.steps - 1} are collapsed: only their calls that failed or"
             " were retried, errors, waits, recoveries and key checkpoints are shown"
         )
+    items += [
+        f"{PHASE_LABELS.get(phase, phase)} from {plotly_time(at)[:19]} {time_zone_name()}"
+        for at, phase in frame.phases
+    ]
     for row, bars in frame.waits.items():
         for start, ms in zip(bars.starts, bars.durations, strict=True):
             items.append(

@@ -34,6 +34,7 @@ _EVENT_KEYS = (
     "completion_tokens",
     "cost_usd",
     "node",
+    "plan",  # task_started of a plan task: its phase (plan, execution)
 )
 
 

@@ -9,12 +9,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from agent.tools.testing import ledger_records
+from checkpoints.selectors import task_checkpoint_marks
 from checkpoints.services import checkpoint_decode
 from review.models import ReviewRequest
-from tasks.models import Task, ToolCall
+from tasks import charts
+from tasks.charts.formatting import plotly_time
+from tasks.models import Task, TaskEvent, ToolCall
 from tasks.rollups.queries import finished_tasks, settled_calls
+from tasks.selectors import task_timeline_events, task_tool_call_attempts
 from tests.factories import ReviewRuleFactory, run_in_process, scripted_task
 
 pytestmark = pytest.mark.django_db
@@ -289,3 +294,37 @@ def test_a_forbid_creator_rule_on_an_item_keeps_the_creator_from_approving_the_p
         api_client(operator).post(f"/api/v1/reviews/{review.id}/decision", body).json()["status"]
         == "approved"
     )
+
+
+def test_the_timeline_shows_the_plan_phase_then_the_execution_phase(api_client, operator):
+    task = plan_task()
+    review = planned(task)
+    client = api_client(operator)
+    plan_hash = client.get(f"/api/v1/reviews/{review.id}").json()["plan_hash"]
+    decided = client.post(
+        f"/api/v1/reviews/{review.id}/decision", {"decision": "approve", "plan_hash": plan_hash}
+    )
+    assert decided.status_code == 200, decided.content
+    assert run_in_process(task) == "succeeded"
+    figure = charts.task_timeline(
+        task=task,
+        events=task_timeline_events(task=task, types=charts.TIMELINE_EVENT_TYPES),
+        calls=task_tool_call_attempts(task=task),
+        checkpoints=task_checkpoint_marks(task_id=task.id),
+        now=timezone.now(),
+    )
+    started = list(
+        TaskEvent.objects.filter(task=task, type="task_started")
+        .order_by("id")
+        .values_list("created_at", "payload")
+    )
+    # Each phase is marked where it began: the dry run's first pick-up, the execution's.
+    phases = [a for a in figure["layout"]["annotations"] if a.get("name") == "plan phase"]
+    assert [a["text"] for a in phases] == ["plan phase (dry run)", "execution phase"]
+    assert [a["x"][:19] for a in phases] == [
+        plotly_time(started[0][0])[:19],
+        plotly_time(next(at for at, p in started if p.get("plan") == "execution"))[:19],
+    ]
+    # ...and the text alternative says so too.
+    items = figure["summary"]["items"]
+    assert [i.split(" from ")[0] for i in items[:2]] == ["plan phase (dry run)", "execution phase"]
