@@ -10,6 +10,7 @@ from typing import Any
 from review.models import ReviewRequest, ReviewStatus
 from tasks.models import Task, ToolCall, ToolCallStatus
 
+# The kind of a plan task's one review (opened by review.services.plan_gate).
 PLAN = "plan"
 
 

@@ -34,6 +34,7 @@ This package re-exports the public names, so `from review.services import review
 keeps working; code inside the package imports the module that holds a name."""
 
 from review.models import STANDING_RULE
+from review.selectors.plans import PLAN
 from review.services.cancel import reviews_cancel_pending
 from review.services.decide import review_decide
 from review.services.drift_choices import migrate_refusal
@@ -44,7 +45,7 @@ from review.services.expiry import reviews_expire_overdue
 from review.services.gates import ReviewPause, review_gate, review_gate_unknown_outcome
 from review.services.graph_interrupts import graph_resume_value
 from review.services.identities import reviewer_slack_id_set
-from review.services.plan_gate import PLAN, review_gate_plan
+from review.services.plan_gate import review_gate_plan
 from review.services.plans import review_decide_plan
 from review.services.reopen import TARGET_CHANGED, review_reopen
 from review.services.rule_switch import (

@@ -14,6 +14,7 @@ from review.notifications import notifications_plan_edited
 from review.policy import PolicyDecision
 from review.previews import review_preview
 from review.selectors.access import user_can_decide
+from review.selectors.plans import PLAN
 from review.services import version_drift
 from review.services.approvals import (
     approval_add,
@@ -25,7 +26,6 @@ from review.services.drift_gate import VERSION_DRIFT
 from review.services.edits import edit_tighten, edit_validate
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
 from review.services.graph_interrupts import graph_action_check, graph_decision_check
-from review.services.plan_gate import PLAN
 from review.services.plans import PLAN_DECISIONS
 from review.services.remember import remember_fields, remember_suggestion, standing_rule_create
 from review.services.reopen import target_check

@@ -6,13 +6,12 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from review.policy import PolicyDecision
+from review.selectors.plans import PLAN
 from review.services.gates import ReviewPause
 from review.services.transitions import review_request_open
 from tasks.events import EventType
 from tasks.models import TaskEvent, ToolCall, ToolCallStatus
 from tasks.services import event_build, toolcall_transition
-
-PLAN = "plan"
 
 
 def review_gate_plan(

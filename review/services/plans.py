@@ -21,10 +21,10 @@ from review.models import ReceiptVia, ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, evaluate
 from review.previews import plan_item_preview
 from review.selectors.access import user_can_decide
+from review.selectors.plans import PLAN
 from review.services.approvals import approval_add, approver_check, decision_check_open
 from review.services.edits import edit_validate
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
-from review.services.plan_gate import PLAN
 from review.services.settle import review_settle
 from tasks.canonical import canonical_hash
 from tasks.selectors import task_tool
