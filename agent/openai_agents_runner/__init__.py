@@ -33,12 +33,13 @@ workspace and the RunState go back together, calls on the new branch get new cal
 The modules, from the bottom: `values` (KIND, clipped text, JSON, Approval and approval_of),
 `loading` (agent_load, bound_model), then AgentsRun's parts: `core` (RunCore: the run's state,
 events, usage, call ids, the checkpoint and the fenced write), `model_turns` (ModelTurns and
-the SDK's Hooks), `tool_calls` (ToolInvocation: a call through the ledger), `wrapping`
-(AgentWrapping: the agent graph, wrapped), `reviews` (ReviewPauses: reviews opened, approvals
-rechecked, unknown outcomes), `approvals` (ApprovalGate: the policy's decisions), `start`
-(RunStart: a new task or the head checkpoint resumed), `endings` (RunEndings), and `run`
-(AgentsRun itself: execute, the turns; openai_agents_task_run, the job's entry, enqueued as
-"agent.openai_agents_runner:openai_agents_task_run"). Callers import from this package.
+the SDK's Hooks), `tool_calls` (ToolInvocation: a call through the ledger), `mcp_sandbox`
+(McpSandbox: the agent's MCP servers, a stdio one in the task's sandbox, or refused),
+`wrapping` (AgentWrapping: the agent graph, wrapped), `reviews` (ReviewPauses: reviews opened,
+approvals rechecked, unknown outcomes), `approvals` (ApprovalGate: the policy's decisions),
+`start` (RunStart: a new task or the head checkpoint resumed), `endings` (RunEndings), and
+`run` (AgentsRun itself: execute, the turns; openai_agents_task_run, the job's entry, enqueued
+as "agent.openai_agents_runner:openai_agents_task_run"). Callers import from this package.
 """
 
 from __future__ import annotations

@@ -38,8 +38,11 @@ class RunCore(SdkRun):
         # SDK call id -> whether the tool itself asked for approval (its own needs_approval).
         self.sdk_asked: dict[str, bool] = {}
         self.tools_of: dict[str, FunctionTool] = {}
-        # The agents' MCP servers (connected for the run) and their tools' risk by tool name.
+        # The agents' MCP servers (the run's sandboxed copies, connected for the run: by the
+        # operator's object's id), a stdio copy's name and start, and their tools' risk by name.
         self.mcp_servers: list[Any] = []
+        self.mcp_copies: dict[int, Any] = {}
+        self.mcp_started: dict[int, tuple[str, Any]] = {}
         self.mcp_risk: dict[str, str] = {}
         # Serialises the wrapper's writes when the SDK runs several tools at once.
         self.write_lock: asyncio.Lock | None = None

@@ -9,7 +9,7 @@ from agents import Agent, OpenAIChatCompletionsModel
 from openai import AsyncOpenAI
 
 from agent.sdk_run.code import registered_object
-from harness_base.config import harness_config
+from harness_base.config import OpenAIAgentEntry, harness_config, openai_agent_entry
 from tasks.spec import ModelEndpoint
 
 
@@ -20,14 +20,21 @@ class AgentNotRegistered(Exception):
 def agent_load(name: str) -> Agent:
     """The agent harness.yaml registers as `name`: an `agents.Agent`, or a factory (any
     callable without arguments) returning one. Only operators name code to import."""
+    entry = agent_entry(name)
     return registered_object(
-        harness_config().openai_agents.get(name),
+        entry.agent if entry is not None else None,
         kind=Agent,
         kind_name="an agents.Agent",
         name=name,
         what="agent",
         missing=AgentNotRegistered,
     )
+
+
+def agent_entry(name: str) -> OpenAIAgentEntry | None:
+    """harness.yaml's entry for the agent `name` (its reference and its MCP servers' grants)."""
+    ref = harness_config().openai_agents.get(name)
+    return openai_agent_entry(ref) if ref is not None else None
 
 
 def bound_model(endpoint: ModelEndpoint) -> OpenAIChatCompletionsModel:

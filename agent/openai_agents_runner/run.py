@@ -90,18 +90,12 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
         return StopRun("guardrail_tripwire", f"{which} guardrail {name!r} tripped its wire: {info}")
 
     async def drive(self, agent: Agent) -> str:
-        connected = []
+        connected: list[Any] = []
         try:
-            for server in self.mcp_servers:
-                await server.connect()
-                connected.append(server)
+            connected = await self.servers_connect()
             return await self.turns(agent)
         finally:
-            for server in reversed(connected):
-                try:
-                    await server.cleanup()
-                except Exception:
-                    log.warning("task %s: closing MCP server %s failed", self.task_id, server)
+            await self.servers_close(connected)
             # The writes made from the SDK's loop use the executor thread's connection.
             await sync_to_async(connections.close_all, thread_sensitive=True)()
 

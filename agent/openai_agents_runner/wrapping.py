@@ -1,6 +1,7 @@
 """The agent, wrapped (AgentWrapping, part of AgentsRun): a copy of the operator's agent
 graph whose function tools (and MCP servers' tools) always ask for approval and run through
-the harness's ledger (ToolInvocation), the model bound to the operator's endpoint."""
+the harness's ledger (ToolInvocation), its MCP servers as the harness runs them (McpSandbox),
+the model bound to the operator's endpoint."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from typing import Any
 from agents import Agent, FunctionTool, Handoff, Model
 
 from agent.openai_agents_runner.loading import bound_model
+from agent.openai_agents_runner.mcp_sandbox import McpSandbox
 from agent.openai_agents_runner.tool_calls import ToolInvocation
 from tasks.spec import OpenAIModelSpec, model_endpoint
 from tasks.tools.mcp import tool_policy
 
 
-class AgentWrapping(ToolInvocation):
+class AgentWrapping(ToolInvocation, McpSandbox):
     """AgentsRun's agent graph, wrapped: harness_agent, wrap_tool."""
 
     def harness_agent(self, root: Agent) -> Agent:
@@ -29,7 +31,13 @@ class AgentWrapping(ToolInvocation):
         def copy(agent: Agent) -> Agent:
             if id(agent) in copies:
                 return copies[id(agent)]
-            clone = agent.clone(tools=[self.wrap_tool(t) for t in agent.tools])
+            clone = agent.clone(
+                tools=[self.wrap_tool(t) for t in agent.tools],
+                # Each server as the harness runs it: a stdio one in the task's sandbox.
+                mcp_servers=[
+                    self.server_sandboxed(s, agent_name=agent.name) for s in agent.mcp_servers
+                ],
+            )
             self.tool_names.update(t.name for t in agent.tools if isinstance(t, FunctionTool))
             copies[id(agent)] = clone
             if not isinstance(agent.model, Model) and self.spec.agent.model is None:
@@ -38,7 +46,6 @@ class AgentWrapping(ToolInvocation):
                 endpoint = model_endpoint(OpenAIModelSpec(kind="openai", model=agent.model))
                 clone.model = bound_model(endpoint)
             if agent.mcp_servers:
-                self.mcp_servers.extend(s for s in agent.mcp_servers if s not in self.mcp_servers)
                 listed = clone.get_mcp_tools
 
                 async def mcp_tools(run_context: Any, listed: Any = listed) -> list[Any]:

@@ -12,7 +12,14 @@ file) and `loading` (load_config, harness_config). Callers import from this pack
 
 from __future__ import annotations
 
-from harness_base.config.adapters import GraphName, GraphRef, LangGraphEntry, langgraph_entry
+from harness_base.config.adapters import (
+    GraphName,
+    GraphRef,
+    LangGraphEntry,
+    OpenAIAgentEntry,
+    langgraph_entry,
+    openai_agent_entry,
+)
 from harness_base.config.compensations import (
     TEMPLATE_ROOTS,
     HttpCompensation,
@@ -31,7 +38,7 @@ from harness_base.config.fields import (
 )
 from harness_base.config.harness import HarnessConfig
 from harness_base.config.loading import harness_config, load_config
-from harness_base.config.mcp import McpServerConfig, McpServerName
+from harness_base.config.mcp import AgentMcpServer, McpServerConfig, McpServerName
 from harness_base.config.migrations import MigrationEntry, MigrationName, migration_entry
 from harness_base.config.notifications import (
     CHANNEL_KINDS,
@@ -62,6 +69,7 @@ from harness_base.config.policies import (
 )
 
 __all__ = [
+    "AgentMcpServer",
     "MigrationEntry",
     "MigrationName",
     "migration_entry",
@@ -84,6 +92,7 @@ __all__ = [
     "HttpRequestTemplate",
     "HttpUrl",
     "LangGraphEntry",
+    "OpenAIAgentEntry",
     "McpCompensation",
     "McpServerConfig",
     "McpServerName",
@@ -107,6 +116,7 @@ __all__ = [
     "compile_pattern",
     "harness_config",
     "langgraph_entry",
+    "openai_agent_entry",
     "load_config",
     "parse_duration",
 ]

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import StringConstraints
 
 from harness_base.config.fields import Strict
+from harness_base.config.mcp import AgentMcpServer
 
 GraphName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
 GraphRef = Annotated[
@@ -32,3 +33,16 @@ class LangGraphEntry(Strict):
 def langgraph_entry(ref: str | LangGraphEntry) -> LangGraphEntry:
     """A `langgraph_graphs` value as an entry (a bare reference has the default options)."""
     return ref if isinstance(ref, LangGraphEntry) else LangGraphEntry(graph=ref)
+
+
+class OpenAIAgentEntry(Strict):
+    """A registered OpenAI Agents SDK agent with how its own MCP servers run, by the SDK's
+    server name (docs/openai-agents.md)."""
+
+    agent: GraphRef
+    mcp_servers: dict[Annotated[str, StringConstraints(max_length=200)], AgentMcpServer] = {}
+
+
+def openai_agent_entry(ref: str | OpenAIAgentEntry) -> OpenAIAgentEntry:
+    """An `openai_agents` value as an entry (a bare reference grants its servers nothing)."""
+    return ref if isinstance(ref, OpenAIAgentEntry) else OpenAIAgentEntry(agent=ref)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from harness_base.config.adapters import GraphName, GraphRef, LangGraphEntry
+from harness_base.config.adapters import GraphName, GraphRef, LangGraphEntry, OpenAIAgentEntry
 from harness_base.config.compensations import HttpConfig
 from harness_base.config.fields import Strict
 from harness_base.config.mcp import McpServerConfig, McpServerName
@@ -54,7 +54,9 @@ class HarnessConfig(Strict):
     pydantic_ai_agents: dict[GraphName, GraphRef] = {}
     # OpenAI Agents SDK agents a TaskSpec may name (`"agent": {"kind": "openai-agents", "name":
     # NAME}`): NAME -> "package.module:attribute", an `agents.Agent` or a factory returning one.
-    openai_agents: dict[GraphName, GraphRef] = {}
+    # Or NAME -> {agent: "package.module:attribute", mcp_servers: {SERVER: {ro_paths, network,
+    # remote}}}: how the agent's own MCP servers run (AgentMcpServer).
+    openai_agents: dict[GraphName, GraphRef | OpenAIAgentEntry] = {}
     mcp_servers: dict[McpServerName, McpServerConfig] = {}
     multi_agent: MultiAgentConfig = MultiAgentConfig()
     # `http_request`: compensating requests for the calls a rollback undoes.

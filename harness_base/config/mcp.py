@@ -16,6 +16,35 @@ McpServerName = Annotated[
 ]
 
 
+def ro_paths_checked(paths: list[str]) -> list[str]:
+    """Read-only mounts of a sandboxed server: absolute paths (or under `{harness}/`)."""
+    for path in paths:
+        if not path.startswith(("/", "{harness}/")) or "\0" in path:
+            raise ValueError(
+                f"{path!r}: read-only mounts must be absolute paths (or start {{harness}}/)"
+            )
+    return paths
+
+
+class AgentMcpServer(Strict):
+    """How the harness runs one MCP server of a registered OpenAI agent
+    (`Agent(mcp_servers=[...])`), named as the SDK names it (`server.name`). A stdio server
+    (`MCPServerStdio`) always runs in the task's sandbox, as a harness.yaml stdio server does:
+    its command, args and env as the agent gives them, the workspace as its root and working
+    directory (a `cwd` must lie inside it), `ro_paths` mounted read-only, no network unless
+    `network: true`. A remote server (SSE, streamable HTTP) is connected from the worker only
+    when `remote: true` says the operator allows its URL, as a harness.yaml `url` server."""
+
+    ro_paths: list[str] = []
+    network: bool = False
+    remote: bool = False
+
+    @field_validator("ro_paths")
+    @classmethod
+    def _absolute(cls, paths: list[str]) -> list[str]:
+        return ro_paths_checked(paths)
+
+
 class McpServerConfig(Strict):
     """One MCP server whose tools join the registry as `<server>__<tool>` (tasks/tools/mcp/).
 
@@ -46,12 +75,7 @@ class McpServerConfig(Strict):
     @field_validator("ro_paths")
     @classmethod
     def _absolute(cls, paths: list[str]) -> list[str]:
-        for path in paths:
-            if not path.startswith(("/", "{harness}/")) or "\0" in path:
-                raise ValueError(
-                    f"{path!r}: read-only mounts must be absolute paths (or start {{harness}}/)"
-                )
-        return paths
+        return ro_paths_checked(paths)
 
     @field_validator("url")
     @classmethod

@@ -224,17 +224,15 @@ hosted = Agent(
 
 def notes_agent() -> Agent:
     """A factory: an agent using the harness's demo MCP server (examples.mcp_notes, stdio) for
-    notes under HARNESS_LEDGER_DIR/mcp-notes: lists them (read-only), then deletes one
+    the notes of the task's workspace (the server runs in the task's sandbox; harness.yaml's
+    entry mounts `{harness}/examples` for it): lists them (read-only), then deletes one
     (destructive: the harness's `destructive` rule reviews it)."""
     from agents.mcp import MCPServerStdio
 
-    root = Path(settings.HARNESS_LEDGER_DIR) / "mcp-notes"
-    (root / "notes").mkdir(parents=True, exist_ok=True)
     server = MCPServerStdio(
         params={
             "command": sys.executable,
             "args": ["-m", "examples.mcp_notes"],
-            "cwd": str(root),
             "env": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
         },
         name="notes",

@@ -6,6 +6,7 @@ tests/durable/test_openai_agents_durable.py drives the same through real rqworke
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +29,9 @@ openai_agents:
   release_writer: "examples.openai_agents_agent:agent"
   hosted: "tests.durable.openai_agents:hosted"
   flaky_writer: "tests.durable.openai_agents:flaky_writer"
-  notes_keeper: "tests.durable.openai_agents:notes_agent"
+  notes_keeper:
+    agent: "tests.durable.openai_agents:notes_agent"
+    mcp_servers: {notes: {ro_paths: ["{harness}/examples"]}}
 """
 
 
@@ -244,15 +247,16 @@ def test_retry_after_a_failed_model_call_replays_the_executed_tool(task_api, ope
 
 
 def test_mcp_server_tools_are_reviewed_by_their_annotations(
-    task_api, api_client, operator, harness_yaml, settings
+    task_api, api_client, operator, harness_yaml
 ):
     harness_yaml(
         CONFIG + "review_rules:\n  - {name: destructive, risk: destructive, action: review}\n"
     )
-    notes = settings.HARNESS_LEDGER_DIR / "mcp-notes" / "notes"
-    notes.mkdir(parents=True)
-    (notes / "old.txt").write_text("old\n")
-    task = task_api.create(agent_spec("notes_keeper"))
+    # The server runs in the task's sandbox: the notes are the workspace's.
+    task = task_api.create(
+        {**agent_spec("notes_keeper"), "workspace": {"files": {"notes/old.txt": "old\n"}}}
+    )
+    notes = Path(Task.objects.get(id=task["id"]).workspace_path) / "notes"
     assert run_task(task["id"]) == "paused"
     # list_notes (readOnlyHint) ran without review; delete_note (destructiveHint) waits.
     assert calls(task["id"]) == {"list_notes:": "succeeded", "delete_note:": "awaiting_review"}

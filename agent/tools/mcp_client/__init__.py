@@ -23,6 +23,17 @@ from __future__ import annotations
 from agent.tools.mcp_client.connections import McpConnections
 from agent.tools.mcp_client.discovery import mcp_tools_discover, mcp_tools_now
 from agent.tools.mcp_client.errors import McpUnavailable
-from agent.tools.mcp_client.launch import venv_mounts
+from agent.tools.mcp_client.launch import Started, venv_mounts
+from agent.tools.mcp_client.start_failures import start_failure
+from agent.tools.mcp_client.stdio import sandboxed_stdio
 
-__all__ = ["McpConnections", "McpUnavailable", "mcp_tools_discover", "mcp_tools_now", "venv_mounts"]
+__all__ = [
+    "McpConnections",
+    "McpUnavailable",
+    "Started",
+    "mcp_tools_discover",
+    "mcp_tools_now",
+    "sandboxed_stdio",
+    "start_failure",
+    "venv_mounts",
+]

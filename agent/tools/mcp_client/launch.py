@@ -85,15 +85,16 @@ def server_argv(config: McpServerConfig) -> list[str]:
 
 
 def server_spawn(
-    *, config: McpServerConfig, workspace: Path, stderr: StderrTail | None = None
+    *, config: McpServerConfig, workspace: Path, stderr: StderrTail | None = None, cwd: str = "."
 ) -> SandboxProcess:
     """Start a stdio server in a sandbox of its own over the task's workspace (its working
-    directory): its configured environment (plus PATH and the sandbox's basics) and nothing
-    else, `ro_paths` read-only, no network unless configured. The limits of `run_command`
-    apply for the whole sandbox, without a wall or CPU clock: the server lives as long as the
-    run and is killed, with everything it started, when the run ends. A command that lives in
-    a Python venv gets the venv and its base interpreter mounted read-only (venv_mounts);
-    `{python}` gets the worker's. Its stderr goes to `stderr` (the last lines are kept)."""
+    directory, or `cwd` inside it): its configured environment (plus PATH and the sandbox's
+    basics) and nothing else, `ro_paths` read-only, no network unless configured. The limits
+    of `run_command` apply for the whole sandbox, without a wall or CPU clock: the server lives
+    as long as the run and is killed, with everything it started, when the run ends. A command
+    that lives in a Python venv gets the venv and its base interpreter mounted read-only
+    (venv_mounts); `{python}` gets the worker's. Its stderr goes to `stderr` (the last lines
+    are kept)."""
     argv = server_argv(config)
     ro_paths = [Path(_expand(path)) for path in config.ro_paths]
     if any("{python}" in part for part in config.command or []):
@@ -105,6 +106,7 @@ def server_spawn(
     process = sandbox_spawn(
         argv=argv,
         workspace=workspace,
+        cwd=cwd,
         limits=limits,
         env={
             # Without network npm can only use what is installed: say so at once (npx -y

@@ -43,17 +43,20 @@ def _exit_code(process: SandboxProcess, wait_s: float) -> int | None:
 
 @asynccontextmanager
 async def sandboxed_stdio(
-    *, config: McpServerConfig, workspace: Path, started: Started | None = None
+    *, config: McpServerConfig, workspace: Path, started: Started | None = None, cwd: str = "."
 ) -> AsyncIterator[tuple[Any, Any, SandboxProcess]]:
     """The SDK's stdio transport, over a sandboxed process: newline-delimited JSON-RPC on its
     stdin and stdout (blocking pipe I/O in worker threads), and at the end a `close()` that
     kills everything the server started. Yields the streams and the process. `started` gets
     the process, its stderr's last lines and, when the session fails, its exit code if it
-    exited (given EXIT_WAIT_S once its stdout closed)."""
+    exited (given EXIT_WAIT_S once its stdout closed). `cwd`: its working directory, relative
+    to the workspace."""
     started = started or Started()
     started.argv, started.network = server_argv(config), config.network
     process = await anyio.to_thread.run_sync(
-        functools.partial(server_spawn, config=config, workspace=workspace, stderr=started.stderr)
+        functools.partial(
+            server_spawn, config=config, workspace=workspace, stderr=started.stderr, cwd=cwd
+        )
     )
     started.process = process
     stdout_closed = anyio.Event()
