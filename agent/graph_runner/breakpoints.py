@@ -16,7 +16,9 @@ from tasks.events import EventType
 
 # A static breakpoint (interrupt_before / interrupt_after): before a tools node, one review per
 # pending tool call; anywhere else, one review of going on past it.
-BREAKPOINT_TOOL_DECISIONS = ["approve", "edit", "reject"]
+# respond answers a tool call on the tool's behalf: the tool never runs, the graph gets the
+# response as its ToolMessage (agent.graph_runner.past_breakpoints).
+BREAKPOINT_TOOL_DECISIONS = ["approve", "edit", "reject", "respond"]
 BREAKPOINT_DECISIONS = ["approve", "reject"]
 # The channel key under which a checkpoint's versions_seen records the versions a breakpoint
 # stop saw (langgraph.constants.INTERRUPT, no longer public).

@@ -1,6 +1,7 @@
 """Going on past a static breakpoint (GraphRunPastBreakpoints, part of GraphRun): ask,
-wait or stop on its reviews, or write the reviewers' edits and rejections into the graph's
-state (update_state) so the resumed run goes past it."""
+wait or stop on its reviews, or write the reviewers' edits, rejections and responses (a
+response is the tool's answer: it never runs) into the graph's state (update_state) so the
+resumed run goes past it."""
 
 from __future__ import annotations
 
@@ -30,7 +31,15 @@ class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWork
             self.pause(reason="reviews still pending")
         self.recheck_approvals(reviews)
         go = [r for r in reviews if r.status == ReviewStatus.APPROVED]
-        refused = [r for r in reviews if r.status != ReviewStatus.APPROVED]
+        # Answered (respond): the response is the tool's answer; the tool never runs.
+        responses = {
+            r.interrupt.get("tool_call_id"): str((r.interrupt.get("decision") or {}).get("message"))
+            for r in reviews
+            if r.status == ReviewStatus.RESPONDED
+        }
+        refused = [
+            r for r in reviews if r.status not in (ReviewStatus.APPROVED, ReviewStatus.RESPONDED)
+        ]
         generic = [r for r in refused if r.interrupt.get("mode") == "breakpoint"]
         if generic:
             message = (generic[0].interrupt.get("decision") or {}).get("message") or ""
@@ -52,8 +61,10 @@ class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWork
         }
         self.calls_delivered(go)
         updated = None
-        if edits or rejections:
-            updated = self.breakpoint_update(graph, state, edits=edits, rejections=rejections)
+        if edits or rejections or responses:
+            updated = self.breakpoint_update(
+                graph, state, edits=edits, rejections=rejections, responses=responses
+            )
         self.event(
             EventType.GRAPH_RESUMED,
             {
@@ -62,6 +73,7 @@ class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWork
                 "approved": [r.interrupt.get("tool_call_id") or r.tool for r in go],
                 "edited": sorted(str(k) for k in edits),
                 "rejected": sorted(str(k) for k in rejections),
+                "answered": sorted(str(k) for k in responses),
                 **({"updated_checkpoint_id": updated} if updated else {}),
             },
         )
@@ -74,12 +86,15 @@ class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWork
         *,
         edits: dict[str, dict[str, Any]],
         rejections: dict[str, str],
+        responses: dict[str, str] | None = None,
     ) -> str:
-        """Write the reviewers' edits and rejections into the graph's state: the edited args
-        replace the AIMessage's tool calls; each rejected call gets a ToolMessage saying so
-        (written as the tools node when every call was rejected, so the model runs next;
-        otherwise the turn is split: the rejected calls and their answers, then a message
-        with the calls that run). -> the new checkpoint's id."""
+        """Write the reviewers' edits, rejections and responses into the graph's state: the
+        edited args replace the AIMessage's tool calls; each rejected call gets a ToolMessage
+        saying so, each answered one the response as its ToolMessage (written as the tools node
+        when no call runs, so the model runs next; otherwise the turn is split: the calls
+        that do not run and their answers, then a message with the calls that run). -> the
+        new checkpoint's id."""
+        responses = responses or {}
         self.commit()  # the delivered calls are `running` before the state moves on
         tools, calls = self.pending_tool_calls(graph, state)
         messages = state.values["messages"]
@@ -88,10 +103,12 @@ class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWork
             {**call, "args": edits[call["id"]]} if call.get("id") in edits else call
             for call in calls
         ]
-        refused = [c for c in calls if c.get("id") in rejections]
-        kept = [c for c in calls if c.get("id") not in rejections]
+        refused = [c for c in calls if c.get("id") in rejections or c.get("id") in responses]
+        kept = [c for c in calls if c not in refused]
         answers = [
-            ToolMessage(
+            ToolMessage(content=responses[c["id"]], name=c["name"], tool_call_id=c["id"])
+            if c["id"] in responses
+            else ToolMessage(
                 content=f"A human reviewer rejected this call to {c['name']}; it did not run."
                 + (f" Reason: {rejections[c['id']]}" if rejections[c["id"]] else ""),
                 name=c["name"],

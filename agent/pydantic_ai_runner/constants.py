@@ -17,6 +17,9 @@ REVIEW_KIND = "pydantic-ai"
 # The decisions a reviewer may give a Pydantic AI approval: ToolApproved, ToolApproved with
 # override_args, ToolDenied.
 DECISIONS = ["approve", "edit", "reject"]
+# ... and an external call (CallDeferred): respond with the tool's result, or reject (the model
+# is told the call failed).
+EXTERNAL_DECISIONS = ["respond", "reject"]
 # A tool's risk when its metadata names none (no risk rule matches it; tool rules do).
 DEFAULT_RISK = "agent"
 RESULT_MAX_CHARS = 5000

@@ -1,5 +1,6 @@
 """Resuming from approvals (RunDecisions, part of PydanticAIRun): the reviewers' decisions as
-Pydantic AI takes them (`decisions`: DeferredToolResults), each approval checked again
+Pydantic AI takes them (`decisions`: DeferredToolResults; an external call's answer is its
+result, a rejection a ToolFailed the model sees), each approval checked again
 before it is delivered (`recheck_approvals`: one that no longer holds reopens its review
 and the task waits again)."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_ai import DeferredToolResults, ToolDenied
+from pydantic_ai import DeferredToolResults, ToolDenied, ToolFailed
 from pydantic_ai.tools import ToolApproved
 
 from agent.pydantic_ai_runner.constants import KIND, REVIEW_KIND
@@ -49,10 +50,16 @@ class RunDecisions(RunEndings):
             self.pause(reason="reviews still pending")
         self.recheck_approvals(list(reviews.values()))
         approvals: dict[str, Any] = {}
+        calls: dict[str, Any] = {}
+        answered_by: dict[str, str] = {}
         for item in deferred:
             review = reviews[item["call_id"]]
             row = review.tool_call
-            if row.status == ToolCallStatus.APPROVED:
+            if item.get("external"):
+                calls[item["tool_call_id"]] = _external_answer(review)
+                if review.status == ReviewStatus.RESPONDED:
+                    answered_by[item["tool_call_id"]] = (row.result or {}).get("answered_by", "")
+            elif row.status == ToolCallStatus.APPROVED:
                 edited = canonical_hash(row.arguments) != canonical_hash(review.original_arguments)
                 approvals[item["tool_call_id"]] = (
                     ToolApproved(override_args=row.arguments) if edited else ToolApproved()
@@ -72,12 +79,15 @@ class RunDecisions(RunEndings):
             {
                 "agent": KIND,
                 "answers": {
-                    d["call_id"]: type(approvals[d["tool_call_id"]]).__name__ for d in deferred
+                    d["call_id"]: "answered"
+                    if d["tool_call_id"] in answered_by
+                    else type({**approvals, **calls}[d["tool_call_id"]]).__name__
+                    for d in deferred
                 },
             },
         )
         self.sdk["deferred"] = []
-        return DeferredToolResults(approvals=approvals)
+        return DeferredToolResults(approvals=approvals, calls=calls, answered_by=answered_by)
 
     def recheck_approvals(self, reviews: list[ReviewRequest]) -> None:
         """Just before the agent is resumed with them, approvals are checked again
@@ -100,3 +110,18 @@ class RunDecisions(RunEndings):
                 self, drifted, kind=REVIEW_KIND, checkpoint_of=lambda review: review.checkpoint_id
             ),
         )
+
+
+def _external_answer(review: ReviewRequest) -> Any:
+    """What an external call returns to the agent: the operator's response (settled on the
+    call as its result when they answered, review.services), or a failure the model is told
+    of when they rejected it or the review expired."""
+    row = review.tool_call
+    if review.status == ReviewStatus.RESPONDED:
+        return (row.result or {}).get("value")
+    if review.status == ReviewStatus.EXPIRED:
+        return ToolFailed(f"the review of {row.tool} expired before anyone answered; no result")
+    reason = review.comment or review.decision_reason or row.error_message
+    return ToolFailed(
+        f"a reviewer rejected {row.tool}: {reason or 'no reason given'}; it has no result"
+    )

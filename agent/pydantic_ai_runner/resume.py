@@ -51,8 +51,9 @@ class RunStart(RunDecisions):
         return None, results
 
     def calls_pending(self) -> Iterable[ToolCall]:
-        """The approvals asked for: their calls are what runs next."""
-        deferred = [d["call_id"] for d in self.sdk.get("deferred") or []]
+        """The approvals asked for: their calls are what runs next (an external call's tool
+        never runs: its answer is its result)."""
+        deferred = [d["call_id"] for d in self.sdk.get("deferred") or [] if not d.get("external")]
         return [self.ledger[call_id] for call_id in deferred if call_id in self.ledger]
 
     def pause_written(

@@ -4,11 +4,18 @@ with."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from review.models import ReviewRequest, ReviewStatus
 from review.policy import PolicyDecision, graph_action_policy
 from review.services.errors import ReviewInvalid
+
+# The interrupts whose `respond` is the call's result: the tool never runs and the call is
+# settled by the decision (a Pydantic AI external call, a graph's tool call at a breakpoint).
+# An external call's result is any JSON, up to RESPONSE_MAX_CHARS as JSON text.
+ANSWERED = ("external", "breakpoint_tool")
+RESPONSE_MAX_CHARS = 100_000
 
 
 def graph_action_check(*, review: ReviewRequest, approved: dict[str, Any]) -> PolicyDecision:
@@ -52,7 +59,12 @@ def graph_decision_check(
                 "respond needs a response",
                 errors=[{"field": "response", "message": "required for respond"}],
             )
-        if interrupt.get("mode") != "plain" and not isinstance(response, str):
+        if len(json.dumps(response, default=str)) > RESPONSE_MAX_CHARS:
+            raise ReviewInvalid(
+                f"the response is longer than {RESPONSE_MAX_CHARS} characters",
+                errors=[{"field": "response", "message": f"at most {RESPONSE_MAX_CHARS}"}],
+            )
+        if interrupt.get("mode") not in ("plain", "external") and not isinstance(response, str):
             raise ReviewInvalid(
                 "the response to a tool approval is the tool's answer: a string",
                 errors=[{"field": "response", "message": "must be a string"}],

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 
 from review.models import ReviewRequest, ReviewStatus
 from review.receipts import receipt_record
-from review.services.graph_interrupts import graph_resume_value
+from review.services.graph_interrupts import ANSWERED, graph_resume_value
 from review.services.transitions import review_transition
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
@@ -83,6 +83,19 @@ def review_settle(
             to=ToolCallStatus.APPROVED,
             fields={"arguments": approved, "arguments_hash": canonical_hash(approved)},
         )
+    elif status == ReviewStatus.RESPONDED and (review.interrupt or {}).get("mode") in ANSWERED:
+        # The response is the call's result: its tool never runs (a Pydantic AI external call,
+        # a graph's tool call at a breakpoint). The runner hands it to the agent on resume.
+        toolcall_transition(
+            call=call,
+            task_locked=True,
+            to=ToolCallStatus.SUCCEEDED,
+            now=now,
+            fields={
+                "arguments_hash": canonical_hash(call.arguments),
+                "result": {"value": response, "answered_by": actor},
+            },
+        )
     elif status == ReviewStatus.RESPONDED:
         # A graph answered with a response goes on with it: a plain interrupt() returns it,
         # a middleware action gets it as its tool's answer. Not a rejection: the call ends
@@ -148,11 +161,7 @@ def review_settle(
     )
     audit_record(
         user=user,
-        action=f"review_{choice}"
-        if choice
-        else "review_approve"
-        if approved is not None
-        else "review_reject",
+        action=f"review_{choice or _DECISIONS.get(status, 'reject')}",
         task_id=task.id,
         target=f"review {review.id}",
         reason=reason or comment,

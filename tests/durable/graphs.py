@@ -15,6 +15,7 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import create_react_agent
@@ -220,6 +221,14 @@ def send_announcement(channel: str, text: str) -> str:
     return f"posted to {channel}: {text}"
 
 
+@tool
+def charge_card(amount: int, config: RunnableConfig) -> str:
+    """Charge the customer's card (its side effect: a line in the workspace's charges.txt)."""
+    with open(Path(config["configurable"]["harness_workspace"]) / "charges.txt", "a") as out:
+        out.write(f"{amount}\n")
+    return f"charged {amount}"
+
+
 def agent_input(*calls: dict, tool: str = "add") -> dict:
     return {
         "messages": [{"role": "user", "content": json.dumps({"tool": tool, "calls": list(calls)})}]
@@ -233,6 +242,7 @@ with warnings.catch_warnings():
     # LangGraph's prebuilt ReAct agent stopped by static breakpoints.
     react_before_tools = create_react_agent(ToolCallingFake(), [add], interrupt_before=["tools"])
     react_after_agent = create_react_agent(ToolCallingFake(), [add], interrupt_after=["agent"])
+    react_charge = create_react_agent(ToolCallingFake(), [charge_card], interrupt_before=["tools"])
 
 # LangChain v1's agent whose announcements wait for a human (one batched review per turn).
 announcer_batched = create_agent(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.exceptions import ApprovalRequired
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -219,3 +219,34 @@ long_run = Agent(FunctionModel(long_model), deps_type=TaskDeps)
 def tick() -> str:
     """Count one."""
     return "ok"
+
+
+# --- external: a tool a person answers (CallDeferred), asked twice ----------------------------
+
+
+def external_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    step = turns(messages)
+    if step < 3:
+        return _call("ask_warehouse", sku=f"sku-{step}")
+    return ModelResponse(parts=[TextPart(f"stock: {answers(messages)}")])
+
+
+def answers(messages: list[ModelMessage]) -> str:
+    """Every tool answer the model was given, in order (a failed call as `failed: ...`)."""
+    seen = []
+    for message in messages:
+        for part in getattr(message, "parts", []):
+            if part.part_kind in ("tool-return", "retry-prompt"):
+                failed = getattr(part, "outcome", "success") != "success"
+                seen.append(("failed: " if failed else "") + str(part.content))
+    return " | ".join(seen)
+
+
+external = Agent(FunctionModel(external_model), deps_type=TaskDeps)
+
+
+@external.tool
+def ask_warehouse(ctx: RunContext[TaskDeps], sku: str) -> str:
+    """How many of `sku` the warehouse holds: a person there answers."""
+    mark(ctx.messages, f"ask:{sku}")
+    raise CallDeferred()

@@ -7,10 +7,13 @@ is not asked about again once decided."""
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import ToolMessage
 
+from agent.graph_runner.loading import graph_thread_config
+from checkpoints.langgraph.saver import DjangoCheckpointSaver
 from review.models import ReviewRequest
-from tasks.models import ToolCall
-from tests.conftest import approve
+from tasks.models import AuditEntry, ToolCall
+from tests.conftest import ApiClient, approve, page_client
 from tests.factories import graph_task
 
 from .conftest import TEST_CONFIG, wait_status
@@ -25,6 +28,7 @@ def harness_config_text() -> str:
         "langgraph_graphs:\n"
         '  react_before_tools: "tests.durable.graphs:react_before_tools"\n'
         '  react_after_agent: "tests.durable.graphs:react_after_agent"\n'
+        '  react_charge: "tests.durable.graphs:react_charge"\n'
     )
 
 
@@ -43,7 +47,7 @@ def test_interrupt_before_tools_opens_a_review_and_an_approval_runs_the_tool(fle
     assert review.original_arguments == {"a": 1, "b": 2}
     assert review.interrupt["mode"] == "breakpoint_tool"
     assert review.interrupt["tool_call_id"] == "call-0"
-    assert review.interrupt["allowed"] == ["approve", "edit", "reject"]
+    assert review.interrupt["allowed"] == ["approve", "edit", "reject", "respond"]
     assert task.events.filter(type="graph_breakpoint").count() == 1
     approve(review, operator)
 
@@ -95,3 +99,52 @@ def test_interrupt_after_the_model_reviews_its_tool_calls_and_a_rejection_skips_
     assert task.status == "succeeded", task.error_message
     assert "no maths today" in task.result and "2+2=4" not in task.result
     assert ToolCall.objects.get(task=task).status == "rejected"
+
+
+def test_respond_answers_the_tool_call_without_running_the_tool(fleet, operator):
+    fleet.worker(1)
+    task = graph_task("react_charge", react_input({"amount": 5}, tool="charge_card"))
+    wait_status(task.id, "waiting_review")
+    review = ReviewRequest.objects.get(task=task)
+    assert review.tool == "charge_card" and "respond" in review.interrupt["allowed"]
+    response = ApiClient(operator).decide(
+        review.id, decision="respond", response="card declined: send an invoice"
+    )
+    assert response.status_code == 200, response.content
+
+    task = wait_status(task.id, "succeeded", "failed")
+    assert task.status == "succeeded", task.error_message
+    # The graph went on as if the tool had returned the response; the tool never ran.
+    assert task.result == "results: card declined: send an invoice"
+    assert not (task.workspace_path / "charges.txt").exists()
+    saved = DjangoCheckpointSaver(task_id=task.id).get_tuple(graph_thread_config(task_id=task.id))
+    answers = [
+        m for m in saved.checkpoint["channel_values"]["messages"] if isinstance(m, ToolMessage)
+    ]
+    assert [(m.tool_call_id, m.content, m.status) for m in answers] == [
+        ("call-0", "card declined: send an invoice", "success")
+    ]
+    call = ToolCall.objects.get(task=task)
+    assert call.status == "succeeded"
+    assert call.result == {"value": "card declined: send an invoice", "answered_by": "operator"}
+    assert AuditEntry.objects.get(action="review_respond").actor == operator
+    assert ReviewRequest.objects.filter(task=task).count() == 1
+
+
+def test_respond_on_a_breakpoint_from_the_review_page(fleet, operator):
+    fleet.worker(1)
+    task = graph_task("react_charge", react_input({"amount": 7}, tool="charge_card"))
+    wait_status(task.id, "waiting_review")
+    review = ReviewRequest.objects.get(task=task)
+    client = page_client(operator)
+    page = client.get(f"/reviews/{review.id}/")
+    assert b'data-testid="respond"' in page.content
+    response = client.post(
+        f"/reviews/{review.id}/decide/", {"decision": "respond", "response": "paid in cash"}
+    )
+    assert response.status_code == 302, response.content
+
+    task = wait_status(task.id, "succeeded", "failed")
+    assert task.status == "succeeded", task.error_message
+    assert task.result == "results: paid in cash"
+    assert not (task.workspace_path / "charges.txt").exists()
