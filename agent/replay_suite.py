@@ -10,11 +10,13 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from agent.jobs import agent_runner
 from agent.runtime import task_run
 from cases.models import Case
 from cases.selectors import case_run_report, cases_list
 from cases.services import case_replay_start
 from tasks.services import SpecError, task_transition
+from tasks.spec import spec_agent_kind
 from tasks.states import TaskStatus
 
 
@@ -55,7 +57,9 @@ def replay_one(*, case: Case, model: str | None, on_divergence: str, user: User 
         message = f"{exc.field}: {exc.message}" if isinstance(exc, SpecError) else str(exc)
         return SuiteRow(case.name, False, f"not started ({message})", 0.0, {})
     task_transition(task_id=run.task_id, to=TaskStatus.QUEUED, reason="replay suite")
-    task_run(task_id=run.task_id)
+    # The harness's own loop, or the runner of the case's agent kind (a Pydantic AI agent).
+    kind = spec_agent_kind(run.task.spec)
+    (task_run if kind is None else agent_runner(kind))(task_id=run.task_id)
     run.task.refresh_from_db()
     report = case_run_report(case_run=run)
     divergence = report["divergence"]

@@ -15,10 +15,24 @@ from cases.models import Case, CaseRun, OnDivergence
 from cases.selectors import CaseUnsavable, first_checkpoint_files, task_recording
 from tasks.models import Task
 from tasks.services import SpecError, audit_record, task_create
-from tasks.spec import TaskSpec
+from tasks.spec import TaskSpec, spec_agent_kind
 from tasks.states import TERMINAL
 
 MAX_TAGS = 20
+# Agent kinds whose runs a replay cannot play back yet, and why (issue #47): the harness's own
+# loop and Pydantic AI agents record model decisions a replay plays back; these do not.
+UNREPLAYABLE_KINDS = {
+    "openai-agents": (
+        "an OpenAI Agents SDK task cannot be saved as a case yet: its model turns are not "
+        "recorded in a form a replay can play back (the harness's own loop and Pydantic AI "
+        "agents can be)"
+    ),
+    "langgraph": (
+        "a LangGraph task cannot be saved as a case yet: a graph's nodes are not recorded as "
+        "model decisions a replay can play back (the harness's own loop and Pydantic AI "
+        "agents can be)"
+    ),
+}
 
 
 def case_save(
@@ -44,9 +58,12 @@ def case_save(
             "a fork cannot be saved as a case (it starts mid-run, from its original's "
             "checkpoint); save the original, or compare the fork with it"
         )
+    kind = spec_agent_kind(task.spec)
+    if kind in UNREPLAYABLE_KINDS:
+        raise CaseUnsavable(UNREPLAYABLE_KINDS[kind])
     recording = task_recording(task=task)
     if not recording["decisions"]:
-        raise CaseUnsavable("the task has no recorded model decisions (a graph or SDK agent?)")
+        raise CaseUnsavable("the task has no recorded model decisions")
     workspace = first_checkpoint_files(task=task)
     try:
         effects = command_effects(task=task)
@@ -92,6 +109,9 @@ def _replay_spec(case: Case, model: dict[str, Any] | None) -> TaskSpec:
     """The case's spec, starting from the case's workspace, with the candidate model if one is
     given (else the runtime plays the recorded decisions: agent.runtime.run)."""
     spec = dict(case.spec)
+    if model is not None and spec_agent_kind(spec) is not None:
+        # An SDK agent's model is the agent's own code; its case replays what it recorded.
+        raise SpecError("model", "a case of an SDK agent replays its recorded decisions only")
     spec["title"] = f"replay: {case.name}"[:200]
     spec["workspace"] = {"files": dict(case.workspace)}
     if model is not None:

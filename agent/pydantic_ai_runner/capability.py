@@ -1,6 +1,7 @@
 """HarnessTools: the Pydantic AI capability that takes every tool call of the agent through
 the run's tool hooks (tool_calls: before, tool_results: after), in the job's thread, with
-the call's `execute_tool` span."""
+the call's `execute_tool` span; in a replay of a case, a matched call answered from the
+recording or run and checked against it (replay)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ class HarnessTools(AbstractCapability):
         if plan.action == "approval":
             raise ApprovalRequired(metadata={"harness": plan.value})
         row, raised = plan.row, None
+        if plan.recorded is not None and not plan.live:
+            # A replay's call the recording answers, without running the tool.
+            return await sync_to_async(self.run.replay_answer)(row=row, recorded=plan.recorded)
         with tool_span(
             tool=row.tool,
             call_id=row.call_id,
@@ -56,6 +60,9 @@ class HarnessTools(AbstractCapability):
                 error_message=row.error_message if raised is not None else "",
                 result=None if raised is not None else result,
             )
+        if plan.recorded is not None:
+            # A replay's call that ran: its answer is the recorded one, or the divergence.
+            await sync_to_async(self.run.replay_compare)(row=row, recorded=plan.recorded)
         if raised is not None:  # raised here: the span's status is the row's, not the raise's
             raise raised
         return result

@@ -13,6 +13,7 @@ from django.db import transaction
 
 from agent.pydantic_ai_runner.agents import AgentNotRegistered, agent_load
 from agent.sdk_run import SdkRun
+from agent.sdk_run.replay import SdkReplay
 from agent.versions import version_bodies_unwritten, version_bodies_written
 from tasks import services
 from tasks.models import Task
@@ -33,6 +34,8 @@ class RunCore(SdkRun):
         # may have; an MCP server's tools are `other`) and when the step being run began.
         self.tool_names: frozenset[str] = frozenset()
         self.step_began = time.monotonic()
+        # A replay of a saved case: its decisions and the tool oracle (agent.sdk_run.replay).
+        self.replay = SdkReplay.of(task)
 
     @property
     def sdk(self) -> dict[str, Any]:

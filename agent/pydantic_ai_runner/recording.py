@@ -11,7 +11,7 @@ from typing import Any
 from pydantic_ai.agent import CallToolsNode, ModelRequestNode
 from pydantic_ai.messages import ModelResponse
 
-from agent.pydantic_ai_runner.constants import TEXT_MAX_CHARS
+from agent.pydantic_ai_runner.constants import RESULT_MAX_CHARS, TEXT_MAX_CHARS
 from agent.pydantic_ai_runner.core import RunCore
 from agent.pydantic_ai_runner.messages import jsonable, messages_dump
 from harness_base.metrics import STEP_SECONDS, metric_observe
@@ -66,6 +66,8 @@ class RunRecording(RunCore):
                 "calls": [
                     {
                         "call_id": self.call_id(part.tool_call_id),
+                        # The SDK's own id: a replay's model answers with it (replay).
+                        "tool_call_id": part.tool_call_id,
                         "tool": part.tool_name,
                         "args": jsonable(part.args_as_dict()),
                     }
@@ -73,5 +75,7 @@ class RunRecording(RunCore):
                 ],
                 "final": None,
                 "text": text[:TEXT_MAX_CHARS],
+                # A longer answer whole (up to the result's bound), for a replay to give.
+                **({"text_full": text[:RESULT_MAX_CHARS]} if len(text) > TEXT_MAX_CHARS else {}),
             },
         )

@@ -43,7 +43,10 @@ class PydanticAIRun(RunDrive, RunStart, RunApprovals):
             for name in toolset.tools
         )
         try:
-            model = agent_model(self.spec.agent.model, agent)
+            # A replay of a saved case: the case's recorded decisions.
+            model = (
+                self.replay_model() if self.replay else agent_model(self.spec.agent.model, agent)
+            )
         except ValueError as exc:
             raise StopRun("model_endpoint", str(exc)) from None
         prompt, results = self.start_or_resume()

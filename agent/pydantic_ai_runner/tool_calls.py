@@ -11,7 +11,7 @@ from typing import Any
 
 from agent.pydantic_ai_runner.constants import DEFAULT_RISK
 from agent.pydantic_ai_runner.messages import jsonable
-from agent.pydantic_ai_runner.tool_results import ToolCallResults
+from agent.pydantic_ai_runner.replay import RunReplay
 from agent.runtime.run import StopRun
 from review.policy import agent_tool_policy
 from tasks import services
@@ -27,6 +27,10 @@ class Plan:
     action: str  # run | replay | refuse | retry | approval
     value: Any = None
     row: ToolCall | None = None
+    # A replay of a case: the recorded call answering this one, and whether the tool runs
+    # (its answer then checked against the recorded one) or the recorded answer stands.
+    recorded: dict[str, Any] | None = None
+    live: bool = False
 
 
 class Escalate(Exception):
@@ -37,11 +41,12 @@ class Escalate(Exception):
         self.row = row
 
 
-class ToolCallHooks(ToolCallResults):
+class ToolCallHooks(RunReplay):
     """What the harness does with a tool call before the tool runs."""
 
     def tool_begin(self, *, call: Any, tool_def: Any, args: Any, approved: bool) -> Plan:
         call_id = self.call_id(call.tool_call_id)
+        recorded: dict[str, Any] | None = None
         arguments = jsonable(args if isinstance(args, dict) else call.args_as_dict())
         row = self.ledger.get(call_id)
         status = row.status if row is not None else None
@@ -74,6 +79,17 @@ class ToolCallHooks(ToolCallResults):
                 input_schema=tool_def.parameters_json_schema,
                 spec=self.task.spec,
             )
+            if self.replay is not None:
+                # A replay never waits for a person: a call reviewed in the recording stands.
+                recorded = self.replay.claim(
+                    self,
+                    call_id=call_id,
+                    tool=call.tool_name,
+                    args=arguments,
+                    action=decision.action,
+                    rules=decision.rules,
+                )
+                approved = approved or bool(recorded.get("reviewed"))
             if decision.action == "review" and not approved:
                 return Plan("approval", value={"rules": decision.rules, "reason": decision.reason})
             if row is None:
@@ -109,4 +125,7 @@ class ToolCallHooks(ToolCallResults):
         self.call_started(row)
         # The intent is durable before the tool runs: a crash during it is never re-run blindly.
         self.write_row(row)
+        if recorded is not None:
+            live = self.replay is not None and self.replay.live(tool_def.metadata, DEFAULT_RISK)
+            return Plan("run", row=row, recorded=recorded, live=live)
         return Plan("run", row=row)

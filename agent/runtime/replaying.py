@@ -34,7 +34,7 @@ _ANSWERABLE = {
 }
 
 
-def _recorded_brief(recorded: dict[str, Any] | None) -> dict[str, Any] | None:
+def recorded_brief(recorded: dict[str, Any] | None) -> dict[str, Any] | None:
     if recorded is None:
         return None
     return {
@@ -56,7 +56,7 @@ def replay_diverged(
             "tool": call.tool,
             "args": call.args,
             "reason": reason[:1000],
-            "recorded": _recorded_brief(run.oracle.current if run.oracle else None),
+            "recorded": recorded_brief(run.oracle.current if run.oracle else None),
             "ran": "no" if stop else "sandbox",
         },
     )
