@@ -14,6 +14,8 @@ from pydantic_ai import Agent, RunContext
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import ExternalToolset
 
 from agent.pydantic_ai_runner import TaskDeps
 from tasks.paths import file_write
@@ -250,3 +252,33 @@ def ask_warehouse(ctx: RunContext[TaskDeps], sku: str) -> str:
     """How many of `sku` the warehouse holds: a person there answers."""
     mark(ctx.messages, f"ask:{sku}")
     raise CallDeferred()
+
+
+# --- declared external: a tool the agent's code never implements (ExternalToolset) ------------
+
+
+def refund_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if turns(messages) == 0:
+        return _call("issue_refund", order="o-17", amount=30)
+    return ModelResponse(parts=[TextPart(f"refund: {answers(messages)}")])
+
+
+declared_external = Agent(
+    FunctionModel(refund_model),
+    deps_type=TaskDeps,
+    toolsets=[
+        ExternalToolset(
+            [
+                ToolDefinition(
+                    name="issue_refund",
+                    description="Refund an order (done by the billing team).",
+                    parameters_json_schema={
+                        "type": "object",
+                        "properties": {"order": {"type": "string"}, "amount": {"type": "integer"}},
+                        "required": ["order", "amount"],
+                    },
+                )
+            ]
+        )
+    ],
+)
