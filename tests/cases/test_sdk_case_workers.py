@@ -48,9 +48,12 @@ def pai_case(harness_dirs, harness_yaml, worker_pool, task_api, api_client, oper
     assert done["status"] == "succeeded", done
     assert runs(marker_dir) == RECORDED_RUNS
     client = api_client(operator)
-    saved = client.post(f"/api/v1/tasks/{done['id']}/save-case", {"name": "pricing"})
-    assert saved.status_code == 201, saved.content
-    case = saved.json()
+    # Saved from the task page's button, as for the harness's own tasks.
+    page = page_client(operator)
+    assert b'data-testid="save-case-button"' in page.get(f"/tasks/{done['id']}/").content
+    saved = page.post(f"/tasks/{done['id']}/save-case/", {"name": "pricing"})
+    assert saved.status_code == 302, saved.content
+    case = client.get(f"/api/v1/cases/{Case.objects.get(name='pricing').id}").json()
     assert case["steps"] == 4 and case["calls"] == 3
     return {"case": case, "client": client, "pool": worker_pool, "markers": marker_dir}
 
@@ -117,3 +120,7 @@ def test_kinds_a_replay_cannot_play_back_are_refused_naming_why(operator, agent,
     assert response.status_code == 409, response.content
     assert named in response.json()["detail"]
     assert not Case.objects.exists()
+    # The task page says so instead of offering a form that would be refused.
+    page = page_client(operator).get(f"/tasks/{task.id}/").content.decode()
+    assert 'data-testid="save-case-unavailable"' in page and named in page
+    assert 'data-testid="save-case-button"' not in page
