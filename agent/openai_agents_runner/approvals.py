@@ -9,6 +9,7 @@ from typing import Any
 
 from agent.openai_agents_runner.reviews import ReviewPauses
 from agent.openai_agents_runner.values import Approval, approval_of
+from agent.sdk_run.unknown import INTERRUPTED, unknown_outcomes_ask
 from review.policy import PolicyDecision, graph_action_policy
 from tasks import services
 from tasks.canonical import canonical_hash
@@ -43,7 +44,7 @@ class ApprovalGate(ReviewPauses):
                 if row.status == ToolCallStatus.AWAITING_REVIEW:
                     waiting.append((row, decision, why))
                     continue
-            if row.status == ToolCallStatus.RUNNING and row.call_id not in self.pending_rows:
+            if row.status in INTERRUPTED and row.call_id not in self.pending_rows:
                 unknown.append(row)  # the worker died while it ran: its outcome is unknown
             elif row.status == ToolCallStatus.AWAITING_REVIEW:
                 waiting.append((row, PolicyDecision(action="review"), ""))
@@ -53,10 +54,10 @@ class ApprovalGate(ReviewPauses):
                 state.approve(item)
                 if approval.hosted and row.status != ToolCallStatus.SUCCEEDED:
                     self.hosted_delivered(row)
-            else:  # unknown_outcome and the like: a person settles it first
+            else:  # a person settles it first
                 waiting.append((row, PolicyDecision(action="review"), ""))
         if unknown:
-            self.ask_about_unknown(unknown)
+            unknown_outcomes_ask(self, unknown)
         if waiting:
             self.pause_for_reviews(waiting)
         self.recheck_approvals(state)

@@ -1,6 +1,6 @@
 """Pausing for people (ReviewPauses, part of AgentsRun): one review per call that needs one,
-a person's approval checked again before the SDK gets it, calls of unknown outcome asked
-about; each ends the job with the task waiting for review."""
+a person's approval checked again before the SDK gets it (calls of unknown outcome are
+agent.sdk_run.unknown's); each ends the job with the task waiting for review."""
 
 from __future__ import annotations
 
@@ -28,8 +28,7 @@ DECISIONS = ["approve", "edit", "reject"]
 
 
 class ReviewPauses(RunCore):
-    """AgentsRun's pauses for review: recheck_approvals, ask_about_unknown,
-    pause_for_reviews."""
+    """AgentsRun's pauses for review: recheck_approvals, pause_for_reviews, pause_written."""
 
     def recheck_approvals(self, state: Any) -> None:
         """Just before the SDK is resumed with them, a person's approvals are checked again
@@ -75,26 +74,6 @@ class ReviewPauses(RunCore):
             )
             self.wait_for_review(f"approval no longer holds: {drifted[0][0].tool}")
         raise Paused()
-
-    def ask_about_unknown(self, rows: list[ToolCall]) -> NoReturn:
-        """Calls that were running when a worker died: their effect may or may not have
-        happened. Never run again unasked: a person approves running them again, or rejects."""
-        waiting = []
-        for row in rows:
-            services.toolcall_transition(
-                call=row,
-                to=ToolCallStatus.UNKNOWN_OUTCOME,
-                fields={
-                    "error_class": "unknown_outcome",
-                    "error_message": "the worker stopped while the call ran; approve to run it "
-                    "again, reject if it took effect",
-                },
-                write=False,
-            )
-            self.pending_rows[row.call_id] = row
-            self.event(EventType.TOOL_UNKNOWN_OUTCOME, {"call_id": row.call_id, "tool": row.tool})
-            waiting.append((row, PolicyDecision(action="review"), "outcome unknown"))
-        self.pause_for_reviews(waiting)
 
     def pause_for_reviews(self, waiting: list[tuple[ToolCall, PolicyDecision, str]]) -> NoReturn:
         pending = [

@@ -1,5 +1,6 @@
 """Tool calls (ToolInvocation, part of AgentsRun): an approved function tool call through the
-ledger, its row running -> succeeded/failed in fenced writes, a finished call replayed."""
+ledger, its row running -> succeeded/failed in fenced writes, a finished call replayed (a call
+of unknown outcome an operator marked done: with their result)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from asgiref.sync import sync_to_async
 from agent.openai_agents_runner.core import RunCore
 from agent.openai_agents_runner.values import jsonable, short_text
 from agent.runtime.attempt import tool_attempt_record, tool_exception_class, tool_label_known
+from agent.sdk_run.unknown import settled_output
 from agent.tracing import tool_span
 from tasks import beacon, services
 from tasks.events import EventType
@@ -30,8 +32,11 @@ class ToolInvocation(RunCore):
         if row is None:  # approved without a row: cannot happen through the harness's gate
             raise RuntimeError(f"tool call {call_id} has no ledger row")
         if row.status == ToolCallStatus.SUCCEEDED:
+            # Its own output, or what an operator marked it done with (a call of unknown
+            # outcome): the tool does not run again.
             self.event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": tool})
-            return (row.result or {}).get("output", "")
+            output = settled_output(row, "output")
+            return output if isinstance(output, str) else json.dumps(output, default=str)
         assert self.write_lock is not None
         async with self.write_lock:
             self.boundary_checks()

@@ -17,8 +17,7 @@ from agent.pydantic_ai_runner.core import RunCore
 from agent.pydantic_ai_runner.messages import jsonable, messages_dump
 from agent.retry import TRANSIENT, retry_policy
 from agent.runtime.run import Paused, StopRun
-from agent.versions import versions_current
-from review.services.gates import review_gate_unknown_outcome
+from agent.sdk_run.unknown import unknown_outcomes_ask
 from tasks import services
 from tasks.agent_state import ErrorInfo
 from tasks.events import EventType
@@ -53,29 +52,14 @@ class RunEndings(RunCore):
 
     def escalate(self, row: ToolCall) -> str:
         """A tool that was running when its worker died, not declared idempotent: whether it
-        took effect is unknown, so a human decides (review.services: mark done, re-run, fail)."""
-
-        def pause(events: list[Any], open_review: Any) -> NoReturn:
-            self.pending_events.extend(events)
-            self.pause(
-                reason=f"unknown outcome: {row.tool}",
-                updates=[(row, ["status", "finished_at", "error_class", "error_message"])],
-                then=lambda _checkpoint: open_review(self.head_id),
-            )
-
+        took effect is unknown, so a person decides (agent.sdk_run.unknown: mark it done with
+        its result, run it again, fail the task)."""
         try:
-            review_gate_unknown_outcome(
-                tool_call=row,
-                step_index=self.state.step_index,
-                message=None,
-                pause=pause,
-                versions=versions_current(self),
-            )
+            unknown_outcomes_ask(self, [row])
         except Paused:
             return "paused"
         except LeaseLost:
             return "lease_lost"
-        return "paused"
 
     def retry_model(self, exc: Exception) -> str:
         """A transient model error: back off through RQ's scheduler (retry_wait, then the task

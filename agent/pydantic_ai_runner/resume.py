@@ -13,6 +13,7 @@ from pydantic_ai import DeferredToolResults
 
 from agent.pydantic_ai_runner.constants import KIND
 from agent.pydantic_ai_runner.decisions import RunDecisions
+from agent.runtime.run_writes import LEDGER_FIELDS
 from tasks.events import EventType
 from tasks.models import ToolCall
 
@@ -63,7 +64,7 @@ class RunStart(RunDecisions):
             reason=reason,
             trigger="before_review",
             inserts=[row for row in rows if row.pk is None],
-            updates=[(row, ["status"]) for row in rows if row.pk is not None],
+            updates=[(row, LEDGER_FIELDS) for row in rows if row.pk is not None],
             then=lambda written: then(written.id if written else None),
         )
 

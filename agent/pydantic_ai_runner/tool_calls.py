@@ -13,6 +13,7 @@ from agent.pydantic_ai_runner.constants import DEFAULT_RISK
 from agent.pydantic_ai_runner.messages import jsonable
 from agent.pydantic_ai_runner.replay import RunReplay
 from agent.runtime.run import StopRun
+from agent.sdk_run.unknown import INTERRUPTED, settled_output
 from review.policy import agent_tool_policy
 from tasks import services
 from tasks.canonical import canonical_hash
@@ -53,18 +54,17 @@ class ToolCallHooks(RunReplay):
         if status == ToolCallStatus.SUCCEEDED:
             self.event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": row.tool})
             self.commit()
-            result = row.result if isinstance(row.result, dict) else {"value": row.result}
-            return Plan("replay", value=result.get("value", result))
+            # Its own value, or what an operator marked it done with (a call of unknown outcome).
+            return Plan("replay", value=settled_output(row, "value"))
         if status in (ToolCallStatus.DENIED, ToolCallStatus.REJECTED):
             return Plan("refuse", value=(row.result or {}).get("observation", row.error_message))
         if status in (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT) and not self.rerun_failed:
             self.event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": row.tool})
             return Plan("retry", value=row.error_message or "the tool failed")
-        if status == ToolCallStatus.RUNNING:
-            if (tool_def.metadata or {}).get("idempotent"):
-                self.event(EventType.TOOL_RERUN_IDEMPOTENT, {"call_id": call_id, "tool": row.tool})
-            else:
-                raise Escalate(row)
+        if status == ToolCallStatus.RUNNING and (tool_def.metadata or {}).get("idempotent"):
+            self.event(EventType.TOOL_RERUN_IDEMPOTENT, {"call_id": call_id, "tool": row.tool})
+        elif status in INTERRUPTED:
+            raise Escalate(row)
         if status == ToolCallStatus.APPROVED:
             if canonical_hash(arguments) != canonical_hash(row.arguments):
                 raise StopRun(
