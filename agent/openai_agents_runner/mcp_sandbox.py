@@ -25,7 +25,12 @@ from pydantic import ValidationError
 from agent.openai_agents_runner.core import RunCore
 from agent.openai_agents_runner.loading import agent_entry
 from agent.runtime.run import StopRun
-from agent.tools.mcp_client import Started, sandboxed_stdio, start_failure
+from agent.tools.mcp_client import (
+    Started,
+    output_schemas_on_re2,
+    sandboxed_stdio,
+    start_failure,
+)
 from agent.tools.mcp_client.errors import describe_error
 from agent.tools.sandbox import SandboxUnavailable, sandbox_check
 from harness_base.config import AgentMcpServer, McpServerConfig
@@ -150,7 +155,8 @@ class McpSandbox(RunCore):
     async def servers_connect(self) -> list[Any]:
         """Connect the run's servers; the ones connected so far. A stdio server needs the
         sandbox (fail closed: none starts without it); one that does not start fails the task
-        `mcp_server_unavailable` with its exit code and last stderr lines."""
+        `mcp_server_unavailable` with its exit code and last stderr lines. Each session checks
+        its tools' structured results on RE2, as the harness's own MCP sessions do."""
         connected: list[Any] = []
         try:
             if any(id(s) in self.mcp_started for s in self.mcp_servers):
@@ -167,6 +173,9 @@ class McpSandbox(RunCore):
                     error = start_failure(name, started, reason)
                     raise StopRun("mcp_server_unavailable", str(error)[:4000]) from None
                 connected.append(server)
+                if server.session is not None:
+                    # A server's outputSchema patterns never run on Python's backtracking re.
+                    output_schemas_on_re2(server.session)
         except BaseException:
             await self.servers_close(connected)
             raise

@@ -33,10 +33,10 @@ def harness_config_text() -> str:
     )
 
 
-def agent_task(name: str, paths: list[str] = (), files: dict[str, str] | None = None):
+def agent_task(name: str, ask: str, files: dict[str, str] | None = None):
     spec = {
         "title": name,
-        "goal": f"task {uuid.uuid4().hex}: read {' '.join(paths)}",
+        "goal": f"task {uuid.uuid4().hex}: {ask}",
         "agent": {"kind": "openai-agents", "name": name},
         **({"workspace": {"files": files}} if files else {}),
     }
@@ -51,7 +51,9 @@ def test_an_agents_own_stdio_server_reads_its_workspace_and_nothing_outside(
     secret.write_text(SECRET)
     fleet.worker()
     paths = ["inside.txt", str(secret), str(settings.BASE_DIR / "manage.py")]
-    task = agent_task("reader", paths, files={"inside.txt": "the workspace's own words"})
+    task = agent_task(
+        "reader", "read " + " ".join(paths), files={"inside.txt": "the workspace's own words"}
+    )
     task = wait_status(task.id, "succeeded", "failed")
     assert task.status == "succeeded", task.error_message
     # Each read went through the harness's ledger, as the agent's MCP tools always do.
@@ -67,7 +69,7 @@ def test_an_agents_own_stdio_server_reads_its_workspace_and_nothing_outside(
 
 def test_servers_the_sandbox_cannot_hold_are_refused_naming_them(fleet):  # noqa: F811
     fleet.worker()
-    elsewhere, remote = agent_task("elsewhere", ["x"]), agent_task("remote", ["x"])
+    elsewhere, remote = agent_task("elsewhere", "read x"), agent_task("remote", "read x")
     elsewhere = wait_status(elsewhere.id, "failed", "succeeded")
     assert elsewhere.error_class == "mcp_server_refused"
     assert "'etc-reader'" in elsewhere.error_message
@@ -83,8 +85,21 @@ def test_no_server_starts_when_the_sandbox_cannot_be_set_up(fleet, tmp_path):  #
     secret.write_text(SECRET)
     fleet.pool.env["HARNESS_BWRAP"] = str(tmp_path / "no-such-bwrap")
     fleet.worker()
-    task = agent_task("reader", [str(secret)])
+    task = agent_task("reader", f"read {secret}")
     task = wait_status(task.id, "failed", "succeeded")
     assert task.error_class == "mcp_server_unavailable"
     assert "sandbox" in task.error_message
     assert not ToolCall.objects.filter(task=task).exists()
+
+
+def test_an_agents_own_server_cannot_pin_a_worker_with_its_output_schema(fleet):  # noqa: F811
+    """Its `echo_code` answers "aaa…a!" under an outputSchema pattern `^(a+)+$`: on Python's
+    backtracking `re` (the MCP SDK's validator) that holds the worker for hours; on RE2, as
+    the harness's own MCP sessions check it, the call fails at once."""
+    fleet.worker()
+    task = agent_task("reader", f"echo {'a' * 40}!")
+    task = wait_status(task.id, "succeeded", "failed", timeout=90)
+    assert task.status == "succeeded", task.error_message
+    # The SDK tells the model the tool failed (its failure_error_function), and the run goes on.
+    (row,) = ToolCall.objects.filter(task=task)
+    assert row.tool == "echo_code" and "error occurred" in str(row.result)

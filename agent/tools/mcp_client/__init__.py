@@ -24,6 +24,7 @@ from agent.tools.mcp_client.connections import McpConnections
 from agent.tools.mcp_client.discovery import mcp_tools_discover, mcp_tools_now
 from agent.tools.mcp_client.errors import McpUnavailable
 from agent.tools.mcp_client.launch import Started, venv_mounts
+from agent.tools.mcp_client.session import output_schemas_on_re2
 from agent.tools.mcp_client.start_failures import start_failure
 from agent.tools.mcp_client.stdio import sandboxed_stdio
 
@@ -33,6 +34,7 @@ __all__ = [
     "Started",
     "mcp_tools_discover",
     "mcp_tools_now",
+    "output_schemas_on_re2",
     "sandboxed_stdio",
     "start_failure",
     "venv_mounts",

@@ -5,6 +5,7 @@ on RE2."""
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -50,6 +51,14 @@ class _ClientSession(ClientSession):
             validator = json_schema_validator(schema=output_schema)
             self._tool_output_validators[name] = validator
         return validator
+
+
+def output_schemas_on_re2(session: Any) -> None:
+    """A session the MCP SDK made itself (an OpenAI agent's own server's, opened by the Agents
+    SDK) checks its tools' structured results on RE2 as _ClientSession does."""
+    session._output_schema_validator = types.MethodType(
+        _ClientSession._output_schema_validator, session
+    )
 
 
 @asynccontextmanager
