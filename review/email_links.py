@@ -35,9 +35,11 @@ class DecisionLink:
     nonce: str
 
 
-def decision_link_urls(*, review_id: int, arguments_hash: str, email: str) -> dict[str, str]:
-    """decision -> link for the mail to `email` (empty unless it is the verified email of
-    exactly one active account)."""
+def decision_link_urls(
+    *, review_id: int, arguments_hash: str, email: str, decisions: tuple[str, ...] = LINK_DECISIONS
+) -> dict[str, str]:
+    """decision -> link for the mail to `email`, for each of `decisions` the links offer
+    (empty unless it is the verified email of exactly one active account)."""
     users = [user.pk for user in users_with_verified_email(email=email)]
     if len(users) != 1:
         return {}
@@ -52,6 +54,7 @@ def decision_link_urls(*, review_id: int, arguments_hash: str, email: str) -> di
         )
         + "/"
         for decision in LINK_DECISIONS
+        if decision in decisions
     }
 
 

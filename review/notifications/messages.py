@@ -20,6 +20,9 @@ from review.transports import (
 )
 from tasks.canonical import canonical_hash
 
+# The decisions a message may carry as a button or a link.
+ONE_CLICK = ("approve", "reject")
+
 
 def review_message(*, review: ReviewRequest, event: str, now: datetime) -> ReviewMessage:
     if review.status == ReviewStatus.PENDING and review.expires_at is not None:
@@ -55,6 +58,9 @@ def review_message(*, review: ReviewRequest, event: str, now: datetime) -> Revie
         ),
         edited_by=review.edited_by.get_username() if review.edited_by else "",
         edited_at=review.edited_at if review.edited_arguments is not None else None,
+        decisions=tuple(
+            d for d in ONE_CLICK if d in ((review.interrupt or {}).get("allowed") or ONE_CLICK)
+        ),
     )
 
 

@@ -58,6 +58,10 @@ class ReviewMessage:
     edit: tuple[dict[str, Any], ...] = ()
     edited_by: str = ""
     edited_at: datetime | None = None
+    # The one-click decisions (buttons, mail links) the review accepts: no approve for a
+    # review that only a result answers (an external call, a graph interrupt that takes a
+    # value); the review page offers respond.
+    decisions: tuple[str, ...] = ("approve", "reject")
 
     @property
     def rule(self) -> str:

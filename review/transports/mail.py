@@ -48,6 +48,7 @@ class Email(Transport):
                     review_id=message.review_id,
                     arguments_hash=message.arguments_hash,
                     email=address,
+                    decisions=message.decisions,
                 )
                 if message.status == "pending"
                 else {}

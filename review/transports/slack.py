@@ -99,18 +99,13 @@ def slack_blocks(message: ReviewMessage) -> list[dict[str, Any]]:
         buttons += [
             {
                 "type": "button",
-                "action_id": "review_approve",
-                "style": "primary",
-                "text": {"type": "plain_text", "text": "Approve"},
+                "action_id": f"review_{decision}",
+                "style": style,
+                "text": {"type": "plain_text", "text": decision.capitalize()},
                 "value": value,
-            },
-            {
-                "type": "button",
-                "action_id": "review_reject",
-                "style": "danger",
-                "text": {"type": "plain_text", "text": "Reject"},
-                "value": value,
-            },
+            }
+            for decision, style in (("approve", "primary"), ("reject", "danger"))
+            if decision in message.decisions
         ]
     buttons.append(
         {

@@ -1,16 +1,23 @@
 """A Pydantic AI external call (a tool raising CallDeferred) is answered only through the
 review gate: a viewer cannot answer it (API and page), an answer is a `respond` with a bounded
-result (approve or edit would have nothing to run and are refused), and an approval's review
-cannot be answered with a made-up result instead of running its tool."""
+result (approve or edit would have nothing to run and are refused; no message about it carries
+an Approve button or link), and an approval's review cannot be answered with a made-up result
+instead of running its tool."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from django.core import mail
+from django.utils import timezone
 
 from agent.jobs import run_task
+from harness_base.config import EmailChannelConfig
 from review.models import ReviewRequest
+from review.notifications import review_message
+from review.transports import Email
+from review.transports.slack import slack_blocks
 from tasks.canonical import canonical_hash
 from tasks.models import ToolCall
 from tests.conftest import page_client
@@ -31,19 +38,23 @@ def _config(harness_yaml, harness_dirs) -> None:
     harness_yaml(CONFIG)
 
 
-def test_only_an_operator_answers_an_external_call_and_only_with_a_result(
-    task_api, api_client, operator, viewer, tmp_path
-):
+def external_task(task_api, marker_dir) -> dict:
     spec = {
         "title": "stock",
         "goal": "ask",
         "agent": {
             "kind": "pydantic-ai",
             "name": "external",
-            "input": json.dumps({"marker_dir": str(tmp_path)}),
+            "input": json.dumps({"marker_dir": str(marker_dir)}),
         },
     }
-    task = task_api.create(spec)
+    return task_api.create(spec)
+
+
+def test_only_an_operator_answers_an_external_call_and_only_with_a_result(
+    task_api, api_client, operator, viewer, tmp_path
+):
+    task = external_task(task_api, tmp_path)
     assert run_task(task["id"]) == "paused"
     review = ReviewRequest.objects.get(task_id=task["id"], status="pending")
     assert review.interrupt["mode"] == "external"
@@ -91,3 +102,21 @@ def test_an_approval_cannot_be_answered_with_a_result_instead_of_running(
     review.refresh_from_db()
     assert review.status == "pending"
     assert ToolCall.objects.get(task_id=task["id"], tool="publish").status == "awaiting_review"
+
+
+def test_no_message_about_an_external_call_offers_to_approve_it(task_api, operator, tmp_path):
+    task = external_task(task_api, tmp_path)
+    assert run_task(task["id"]) == "paused"
+    review = ReviewRequest.objects.get(task_id=task["id"], status="pending")
+    message = review_message(review=review, event="review.requested", now=timezone.now())
+
+    (actions,) = [b for b in slack_blocks(message) if b["type"] == "actions"]
+    assert [e["action_id"] for e in actions["elements"]] == ["review_reject", "review_open"]
+    operator.email = "ops@example.com"
+    operator.save(update_fields=["email"])
+    Email(EmailChannelConfig(kind="email", to=["ops@example.com"])).notify(
+        message=message, delivery_id="d1"
+    )
+    [sent] = mail.outbox
+    assert "Reject:" in sent.body and "Approve" not in sent.body
+    assert "Approve" not in sent.alternatives[0][0]
