@@ -38,7 +38,7 @@ def resume_kind(*, task_id: Any, state: AgentState) -> str | None:
     return _REQUEUE_KIND.get(previous) if isinstance(previous, str) else None
 
 
-def _short(value: Any, limit: int = RESULT_CHARS) -> str:
+def brief(value: Any, limit: int = RESULT_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -57,9 +57,9 @@ def _steps(task_id: Any, state: AgentState) -> list[dict[str, Any]]:
             {
                 "call_id": c.call_id,
                 "tool": c.tool,
-                "args": _short(c.args, 100),
+                "args": brief(c.args, 100),
                 "status": status.get(c.call_id, "not run"),
-                "result": _short(results[c.call_id]) if c.call_id in results else None,
+                "result": brief(results[c.call_id]) if c.call_id in results else None,
             }
             for c in message.calls or []
         ]
@@ -87,7 +87,7 @@ def _last_failure(task_id: Any, state: AgentState, kind: str) -> dict[str, Any] 
     error = state.recovery.last_failure if state.recovery else None
     error = error or state.last_error
     if error is not None:
-        return {"error_class": error.error_class, "message": _short(error.message, 300)}
+        return {"error_class": error.error_class, "message": brief(error.message, 300)}
     row = (
         ToolCall.objects.filter(
             task_id=task_id,
@@ -103,7 +103,7 @@ def _last_failure(task_id: Any, state: AgentState, kind: str) -> dict[str, Any] 
     if row is not None:
         return {
             "error_class": row.error_class or row.status,
-            "message": _short(f"{row.tool} {row.call_id}: {row.error_message}", 300),
+            "message": brief(f"{row.tool} {row.call_id}: {row.error_message}", 300),
         }
     if kind == "redispatch":
         return {"error_class": "worker_lost", "message": "the previous worker stopped heartbeating"}
@@ -117,9 +117,12 @@ def alignment_summary(
     kind: str,
     checkpoint: Checkpoint,
     snapshot: dict[str, Any] | None,
+    steps: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """`steps`: the steps completed, when the state's messages do not hold them (an SDK
+    agent's history is the SDK's: agent.sdk_run.alignment reads them from the ledger)."""
     note = state.recovery
-    steps = _steps(task_id, state)
+    steps = _steps(task_id, state) if steps is None else steps[-MAX_STEPS:]
     if state.phase == "tools":
         names = ", ".join(f"{c.tool} ({c.call_id})" for c in state.pending[state.next_call :])
         continue_at = (

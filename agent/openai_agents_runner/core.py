@@ -52,6 +52,11 @@ class RunCore(SdkRun):
         self.step_began: float | None = None
         self.run_model: Any = None
 
+    def alignments(self) -> list[dict[str, Any]]:
+        """The alignments after recoveries (RunStart): {text, at: the input item it goes
+        before; None until the first request after the recovery puts it at the end}."""
+        return list((self.state.sdk or {}).get("alignments") or [])
+
     def call_id(self, sdk_call_id: str) -> str:
         return f"oa{self.sdk_branch()}:{sdk_call_id}"[:100]
 

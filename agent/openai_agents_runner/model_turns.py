@@ -28,9 +28,27 @@ class ModelTurns(RunCore):
             metric_observe(STEP_SECONDS, now - self.step_began)
         self.step_began = now
 
+    def turn_next(self) -> int:
+        return self.state.turn_index + 1
+
+    def aligned(self, input: str | list[Any]) -> str | list[Any]:
+        """A model request's input with the alignments in it, each where the run resumed."""
+        alignments = (self.state.sdk or {}).get("alignments") or []
+        if not alignments:
+            return input
+        items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+        for entry in alignments:
+            if entry.get("at") is None:
+                entry["at"] = len(items)
+        placed = sorted(enumerate(alignments), key=lambda p: (p[1]["at"], p[0]), reverse=True)
+        for _, entry in placed:
+            items.insert(min(entry["at"], len(items)), {"role": "user", "content": entry["text"]})
+        return items
+
     def model_name(self, agent: Any) -> str:
         """The model the SDK calls for `agent` (the run's bound model overrides the agent's)."""
         model = self.run_model or getattr(agent, "model", None)
+        model = getattr(model, "inner", model)  # harness_model.HarnessModel
         if model is None or isinstance(model, str):
             return model or ""
         return str(getattr(model, "model", "") or type(model).__name__)

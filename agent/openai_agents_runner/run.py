@@ -26,6 +26,7 @@ from django.db import connections
 
 from agent.openai_agents_runner.approvals import ApprovalGate
 from agent.openai_agents_runner.endings import RunEndings
+from agent.openai_agents_runner.harness_model import HarnessModel
 from agent.openai_agents_runner.loading import bound_model
 from agent.openai_agents_runner.model_turns import Hooks, ModelTurns
 from agent.openai_agents_runner.start import RunStart
@@ -49,7 +50,8 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
         worker's environment; it then serves every agent of the run."""
         kwargs: dict[str, Any] = {"tracing_disabled": True, "workflow_name": str(self.task_id)}
         if self.spec.agent.model is not None:
-            kwargs["model"] = self.run_model = bound_model(model_endpoint(self.spec.agent.model))
+            self.run_model = bound_model(model_endpoint(self.spec.agent.model))
+            kwargs["model"] = HarnessModel(self.run_model, self)
         return RunConfig(**kwargs)
 
     def segment(self) -> str:
@@ -128,7 +130,9 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
                 hooks.llm_failed(exc)
                 raise
             state = result.to_state()
+            alignments = self.alignments()
             self.state.sdk = {
+                **({"alignments": alignments} if alignments else {}),
                 "kind": KIND,
                 "agent": self.spec.agent.name,
                 "branch": self.sdk_branch(),

@@ -9,6 +9,7 @@ from typing import Any
 
 from agent.openai_agents_runner.reviews import ReviewPauses
 from agent.openai_agents_runner.values import KIND
+from agent.sdk_run.alignment import sdk_alignment
 from tasks.events import EventType
 from tasks.models import ToolCall
 
@@ -29,9 +30,22 @@ class RunStart(ReviewPauses):
             # under new call ids (the rollback's branch).
             self.state.sdk = {**(self.state.sdk or {}), "branch": self.state.branch}
         if recovery is not None:
+            aligned = sdk_alignment(task_id=self.task_id, state=self.state, loaded=loaded)
+            summary, text = aligned if aligned else ({}, "")
+            # Told the agent as the native loop tells it, at the point of the history where
+            # it resumes (agent.openai_agents_runner.harness_model: `aligned`).
+            self.state.sdk = {
+                **(self.state.sdk or {}),
+                "alignments": [*self.alignments(), {"text": text, "at": None}],
+            }
             self.event(
                 EventType.CONTEXT_ALIGNED,
-                {"kind": recovery.kind, "reason": recovery.reason, "undone": recovery.undone},
+                {
+                    **summary,
+                    "kind": recovery.kind,
+                    "reason": recovery.reason,
+                    "undone": recovery.undone,
+                },
             )
             self.state.recovery = None
             self.state.last_error = None

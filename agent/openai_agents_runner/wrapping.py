@@ -11,6 +11,7 @@ from typing import Any
 
 from agents import Agent, FunctionTool, Handoff, Model
 
+from agent.openai_agents_runner.harness_model import HarnessModel
 from agent.openai_agents_runner.loading import bound_model
 from agent.openai_agents_runner.mcp_sandbox import McpSandbox
 from agent.openai_agents_runner.tool_calls import ToolInvocation
@@ -45,6 +46,9 @@ class AgentWrapping(ToolInvocation, McpSandbox):
                 # endpoint (OPENAI_BASE_URL with its bound key), never the SDK's default one.
                 endpoint = model_endpoint(OpenAIModelSpec(kind="openai", model=agent.model))
                 clone.model = bound_model(endpoint)
+            if isinstance(clone.model, Model):
+                # Streamed to the live view, aligned after a recovery (harness_model).
+                clone.model = HarnessModel(clone.model, self)
             if agent.mcp_servers:
                 listed = clone.get_mcp_tools
 

@@ -1,7 +1,8 @@
 """Driving the agent (RunDrive, part of PydanticAIRun): Agent.iter node by node on the
 agent's event loop, with the HarnessTools capability and TaskDeps; a model turn bounded by
-the turn timeout and traced as a `chat` span; each node's bookkeeping back in the job's
-thread (recording)."""
+the turn timeout, traced as a `chat` span and, when its model streams, its text on the task
+page's live view as it arrives (agent.sdk_run.model_stream); each node's bookkeeping back in
+the job's thread (recording)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from pydantic_ai import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.agent import ModelRequestNode
+from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+from pydantic_ai.models import Model
+from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.usage import UsageLimits
 from pydantic_graph import End
 
@@ -49,6 +54,16 @@ def _chat_ended(chat: ModelCall, node: Any) -> None:
     )
 
 
+def _streams(model: Any) -> bool:
+    """Whether `model` answers a streamed request (a FunctionModel only with its
+    stream_function; a wrapper as the model it wraps)."""
+    while isinstance(model, WrapperModel):
+        model = model.wrapped
+    if isinstance(model, FunctionModel):
+        return model.stream_function is not None
+    return type(model).request_stream is not Model.request_stream
+
+
 class RunDrive(RunRecording, ToolCallHooks):
     """The agent run node by node, its tool calls through the harness."""
 
@@ -85,7 +100,9 @@ class RunDrive(RunRecording, ToolCallHooks):
                         **_model_names(model or agent.model), parent=self.trace_parent
                     )
                     try:
-                        node = await asyncio.wait_for(run.next(ran), timeout=self.turn_s)
+                        node = await asyncio.wait_for(
+                            self.model_request(run, ran), timeout=self.turn_s
+                        )
                     except TimeoutError:
                         chat.failed("timeout", f"turn timeout: {self.turn_s:g}s exceeded")
                         raise StopRun(
@@ -101,6 +118,25 @@ class RunDrive(RunRecording, ToolCallHooks):
                 beacon.progress()
                 await sync_to_async(self.after_node)(run, ran, node)
             return run.result.output, list(run.all_messages())
+
+    async def model_request(self, run: Any, node: ModelRequestNode[Any, Any]) -> Any:
+        """The model turn: streamed when its model streams, its text deltas on the live view
+        (the node's result, and so the history and checkpoints, are the same either way)."""
+        if not _streams(run.ctx.deps.model):
+            return await run.next(node)
+        self.model_stream.begin(turn=self.state.turn_index + 1)
+        try:
+            async with node.stream(run.ctx) as events:
+                async for event in events:
+                    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                        self.model_stream.text(event.part.content)
+                    elif isinstance(event, PartDeltaEvent) and isinstance(
+                        event.delta, TextPartDelta
+                    ):
+                        self.model_stream.text(event.delta.content_delta)
+        finally:
+            self.model_stream.end()
+        return await run.next(node)
 
     def deps(self, agent: Any) -> Any:
         """TaskDeps for an agent that declares it (or declares none)."""

@@ -10,10 +10,14 @@ from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 from pydantic_ai import DeferredToolResults
+from pydantic_ai.messages import ModelRequest, UserPromptPart
 
 from agent.pydantic_ai_runner.constants import KIND
 from agent.pydantic_ai_runner.decisions import RunDecisions
+from agent.pydantic_ai_runner.messages import messages_dump, messages_load
 from agent.runtime.run_writes import LEDGER_FIELDS
+from agent.sdk_run.alignment import sdk_alignment
+from checkpoints.services import LoadedCheckpoint
 from tasks.events import EventType
 from tasks.models import ToolCall
 
@@ -34,9 +38,11 @@ class RunStart(RunDecisions):
                 # Calls on the new branch get new ids: nothing of the undone branch replays.
                 self.sdk["gen"] = self.state.branch
             self.rerun_failed = recovery.kind == "retry"
+            summary = self.align(loaded)
             self.event(
                 EventType.CONTEXT_ALIGNED,
                 {
+                    **summary,
                     "kind": recovery.kind,
                     "reason": recovery.reason,
                     "actor": recovery.actor,
@@ -50,6 +56,21 @@ class RunStart(RunDecisions):
         if not self.sdk["messages"]:  # stopped before the first model turn
             return self.first_prompt(), None
         return None, results
+
+    def align(self, loaded: LoadedCheckpoint) -> dict[str, Any]:
+        """What the recovery undid, told the agent as the native loop tells it
+        (agent.sdk_run.alignment): a user prompt added to the history's last request, so the
+        next model request holds it. -> the summary."""
+        aligned = sdk_alignment(task_id=self.task_id, state=self.state, loaded=loaded)
+        if aligned is None:
+            return {}
+        summary, text = aligned
+        messages = messages_load(self.sdk["messages"])
+        last = next((m for m in reversed(messages) if isinstance(m, ModelRequest)), None)
+        if last is not None:
+            last.parts = [*last.parts, UserPromptPart(text)]
+            self.sdk["messages"] = messages_dump(messages)
+        return summary
 
     def calls_pending(self) -> Iterable[ToolCall]:
         """The approvals asked for: their calls are what runs next (an external call's tool

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 from agent.runtime.run import StopRun
 from agent.sdk_run.drift import sdk_drift_at_pickup
 from agent.sdk_run.ending import ForeignRun
+from agent.sdk_run.model_stream import ModelStream
 from agent.versions import versions_current
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import (
@@ -45,6 +46,8 @@ class SdkRun(ForeignRun):
         self.seq = checkpoint_next_seq(task_id=task.id)
         # call_id -> this task's ledger row (loaded when the run starts).
         self.ledger: dict[str, ToolCall] = {}
+        # The model's text while a turn runs, on the task page's live view.
+        self.model_stream = ModelStream(task_id=task.id)
 
     @property
     def step_index(self) -> int:  # type: ignore[override]
@@ -57,6 +60,9 @@ class SdkRun(ForeignRun):
     @property
     def tokens_used(self) -> int:  # type: ignore[override]
         return self.state.budget.tokens
+
+    def closed(self) -> None:
+        self.model_stream.close()
 
     def stopping(self, stop: StopRun) -> None:
         self.state.last_error = ErrorInfo(

@@ -2,7 +2,9 @@
 
 Tests queue the replies it gives, in order, and read back every request it received. Replies
 are shaped exactly like real ones (`chat.completion` objects with `tool_calls` whose
-`arguments` are JSON strings, `finish_reason`, `usage`; errors as `{"error": {...}}`)."""
+`arguments` are JSON strings, `finish_reason`, `usage`; errors as `{"error": {...}}`). A
+request with `"stream": true` gets its reply as server-sent `chat.completion.chunk` events, as
+a real endpoint streams it (the OpenAI Agents SDK adapter streams its model turns)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ class ChatServer:
         self.requests: list[Received] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        # False: a `"stream": true` request is answered with plain JSON, as some endpoints do.
+        self.streams = True
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,9 +53,12 @@ class ChatServer:
                         path=self.path, headers=dict(self.headers), body=body, at=time.monotonic()
                     )
                 )
-                data = json.dumps(reply.body).encode()
+                streamed = server.streams and bool(body.get("stream")) and reply.status == 200
+                data = sse_chunks(reply.body) if streamed else json.dumps(reply.body).encode()
                 self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header(
+                    "Content-Type", "text/event-stream" if streamed else "application/json"
+                )
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
@@ -161,3 +168,26 @@ def error_reply(status: int, message: str) -> Reply:
         else ("server_error" if status >= 500 else "invalid_request_error")
     )
     return Reply(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
+
+
+def sse_chunks(completion: dict[str, Any]) -> bytes:
+    """A `chat.completion` as the event stream a real endpoint sends for it: the message in one
+    delta, the finish reason, the usage, then [DONE]."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [
+            {"index": index, **call} for index, call in enumerate(message["tool_calls"])
+        ]
+    head = {key: completion[key] for key in ("id", "created", "model")}
+    chunks = [
+        {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+        {"choices": [], "usage": completion["usage"]},
+    ]
+    events = [
+        f"data: {json.dumps({**head, 'object': 'chat.completion.chunk', **chunk})}\n\n"
+        for chunk in chunks
+    ]
+    return ("".join(events) + "data: [DONE]\n\n").encode()

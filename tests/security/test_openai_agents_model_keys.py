@@ -107,3 +107,18 @@ def test_a_spec_cannot_pair_a_key_with_another_endpoint_or_pick_its_own(servers,
         create(model)
     assert exc.value.field == "agent.model"
     assert all(not server.requests for server in servers.values())
+
+
+def test_an_endpoint_that_does_not_stream_is_asked_again_without_streaming(servers):
+    """The adapter streams its model turns (to the task page's live view); an endpoint that
+    answers a streamed request with plain JSON is asked once more without `stream`, and from
+    then on never streamed to: the agent gets its real answers."""
+    default = servers["default"]
+    default.streams = False
+    default.answer("lost: a JSON body where events were expected")
+    default.tool_calls(("echo", {"text": "hi"}))
+    default.answer("hi without streaming")
+    task = create(None)
+    assert run(task) == "succeeded", (task.error_class, task.error_message)
+    assert task.result == "hi without streaming"
+    assert [bool(r.get("stream")) for r in default.chat_requests()] == [True, False, False]
