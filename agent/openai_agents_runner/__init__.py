@@ -26,8 +26,8 @@ The SDK runs its own loop; the harness is its approver and its ledger:
 
 A worker killed mid-run is redispatched and resumes from the last checkpoint: the model's turn
 is not asked again (its response is in the RunState), tools that finished replay from the
-ledger, a tool that was running when the worker died (outcome unknown) is not run again without
-a person's approval. Rollback and retry are the harness's own (checkpoints.recovery): the
+ledger, a tool that was running when the worker died (outcome unknown) is not run again unasked:
+the native loop's `unknown_outcome` review (agent.sdk_run.unknown) decides it. Rollback and retry are the harness's own (checkpoints.recovery): the
 workspace and the RunState go back together, calls on the new branch get new call ids.
 
 The modules, from the bottom: `values` (KIND, clipped text, JSON, Approval and approval_of),
@@ -36,7 +36,7 @@ events, usage, call ids, the checkpoint and the fenced write), `model_turns` (Mo
 the SDK's Hooks), `tool_calls` (ToolInvocation: a call through the ledger), `mcp_sandbox`
 (McpSandbox: the agent's MCP servers, a stdio one in the task's sandbox, or refused),
 `wrapping` (AgentWrapping: the agent graph, wrapped), `reviews` (ReviewPauses: reviews opened,
-approvals rechecked, unknown outcomes), `approvals` (ApprovalGate: the policy's decisions),
+approvals rechecked), `approvals` (ApprovalGate: the policy's decisions),
 `start` (RunStart: a new task or the head checkpoint resumed), `endings` (RunEndings), and
 `run` (AgentsRun itself: execute, the turns; openai_agents_task_run, the job's entry, enqueued
 as "agent.openai_agents_runner:openai_agents_task_run"). Callers import from this package.

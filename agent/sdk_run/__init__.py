@@ -2,7 +2,10 @@
 agent.pydantic_ai_runner), from the bottom: `base` (RunBase: the lease's job, the code
 loaded, clocks, events, usage, the checks between steps; harness_cause), `ending` (ForeignRun:
 the stop and error ladder, the last transitions), `state` (SdkRun: the SDK runners'
-AgentState, head checkpoint and ledger). Each runner keeps only its SDK's translation."""
+AgentState, head checkpoint and ledger), and beside them `drift` (drift at pick-up),
+`rechecks` (approvals checked again), `unknown` (a call its worker died in: the native
+unknown-outcome review, its answer the tool's output). Each runner keeps only its SDK's
+translation."""
 
 from __future__ import annotations
 
