@@ -27,8 +27,9 @@ The SDK runs its own loop; the harness is its approver and its ledger:
 A worker killed mid-run is redispatched and resumes from the last checkpoint: the model's turn
 is not asked again (its response is in the RunState), tools that finished replay from the
 ledger, a tool that was running when the worker died (outcome unknown) is not run again unasked:
-the native loop's `unknown_outcome` review (agent.sdk_run.unknown) decides it. Rollback and retry are the harness's own (checkpoints.recovery): the
-workspace and the RunState go back together, calls on the new branch get new call ids.
+the native loop's `unknown_outcome` review (agent.sdk_run.unknown) decides it. Rollback and
+retry are the harness's own (checkpoints.recovery): the workspace and the RunState go back
+together, calls on the new branch get new call ids.
 
 The modules, from the bottom: `values` (KIND, clipped text, JSON, Approval and approval_of),
 `loading` (agent_load, bound_model), then AgentsRun's parts: `core` (RunCore: the run's state,
