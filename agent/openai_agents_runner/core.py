@@ -43,6 +43,7 @@ class RunCore(SdkRun):
         self.mcp_servers: list[Any] = []
         self.mcp_copies: dict[int, Any] = {}
         self.mcp_started: dict[int, tuple[str, Any]] = {}
+        self.mcp_started_by_name: dict[str, Any] = {}
         self.mcp_risk: dict[str, str] = {}
         # Serialises the wrapper's writes when the SDK runs several tools at once.
         self.write_lock: asyncio.Lock | None = None

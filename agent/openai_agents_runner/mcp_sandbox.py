@@ -14,20 +14,25 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agents.mcp import MCPServer, MCPServerSse, MCPServerStdio, MCPServerStreamableHttp
+from agents.mcp._logging import get_mcp_server_log_name
+from agents.tool import get_function_tool_origin
 from pydantic import ValidationError
 
 from agent.openai_agents_runner.core import RunCore
 from agent.openai_agents_runner.loading import agent_entry
 from agent.runtime.run import StopRun
 from agent.tools.mcp_client import (
+    LimitCrossed,
     Started,
+    limit_text,
     output_schemas_on_re2,
+    quota_end_checked,
     sandboxed_stdio,
     start_failure,
 )
@@ -99,6 +104,14 @@ def _fresh_copy(server: MCPServer) -> Any:
     return clone
 
 
+def _limits_after(process: Any, tool: str) -> None:
+    crossed = process.check_limits()
+    if crossed is not None:
+        process.kill(crossed)
+        raise LimitCrossed(limit_text(crossed, process), crossed).error
+    quota_end_checked(process, tool)
+
+
 class McpSandbox(RunCore):
     """AgentsRun's MCP servers: server_sandboxed (for the wrapped agent graph), servers_connect."""
 
@@ -138,6 +151,7 @@ class McpSandbox(RunCore):
 
             clone.create_streams = streams
             self.mcp_started[id(clone)] = (name, started)
+            self.mcp_started_by_name[get_mcp_server_log_name(name)] = started
             return clone
         if isinstance(server, (MCPServerSse, MCPServerStreamableHttp)):
             if grant.remote:
@@ -151,6 +165,27 @@ class McpSandbox(RunCore):
             f"{type(server).__name__} is neither a stdio server (run in the task's sandbox) "
             "nor an SSE / streamable HTTP one: the harness cannot sandbox it"
         )
+
+    def quota_guarded(self, tool: Any, original: Callable[..., Any]) -> Callable[..., Any]:
+        """A tool of a sandboxed stdio server, called as the harness calls a harness.yaml
+        server's: the workspace quota measured afresh before (its processes' per-file cap is
+        what is left), and after it a server past a limit is stopped and the call fails
+        (additions past the quota taken back). Other tools: `original` itself."""
+        origin = get_function_tool_origin(tool)
+        started = self.mcp_started_by_name.get(str(getattr(origin, "mcp_server_name", "")))
+        if started is None:
+            return original
+
+        async def guarded(context: Any, arguments: str) -> Any:
+            process = started.process
+            if process is None:
+                return await original(context, arguments)
+            await asyncio.to_thread(process.quota_restart)
+            output = await original(context, arguments)
+            await asyncio.to_thread(_limits_after, process, str(tool.name))
+            return output
+
+        return guarded
 
     async def servers_connect(self) -> list[Any]:
         """Connect the run's servers; the ones connected so far. A stdio server needs the

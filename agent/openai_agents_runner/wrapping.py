@@ -80,7 +80,7 @@ class AgentWrapping(ToolInvocation, McpSandbox):
     def wrap_tool(self, tool: Any) -> Any:
         if not isinstance(tool, FunctionTool):
             return tool  # hosted tools run at the provider; MCP approvals come as interruptions
-        original_invoke = tool.on_invoke_tool
+        original_invoke = self.quota_guarded(tool, tool.on_invoke_tool)
         original_needs = tool.needs_approval
         run = self
 

@@ -1,7 +1,7 @@
 """OpenAI Agents SDK agents that bring their own MCP servers (tests/security/
 test_openai_agent_mcp_sandbox.py), on a scripted model: `reader` reads, through its own stdio
 server, every path its goal names ("task <key>: read <path> <path> ..."), or has it echo a
-text ("task <key>: echo <text>"), then answers."""
+text ("task <key>: echo <text>") or write MiBs ("task <key>: fill <mib>"), then answers."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ SERVER = Path(__file__).with_name("mcp_reader_server.py")
 def _reads(items: list[Any]) -> list[tuple[str, dict[str, str]]]:
     first = items[0] if items else {}
     goal = str(first.get("content", "") if isinstance(first, dict) else "")
+    if " fill " in goal:
+        return [("fill", {"mib": int(goal.split(" fill ", 1)[1])})]
     if " echo " in goal:
         return [("echo_code", {"text": goal.split(" echo ", 1)[1].strip()})]
     paths = goal.split(" read ", 1)[1].split() if " read " in goal else []

@@ -8,6 +8,7 @@ be set up. Real rqworkers run the tasks."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -24,6 +25,7 @@ SECRET = f"sk-outside-the-sandbox-{uuid.uuid4().hex}"
 @pytest.fixture
 def harness_config_text() -> str:
     return TEST_CONFIG + (
+        "sandbox: {disk_mb: 1}\n"
         "openai_agents:\n"
         "  reader:\n"
         '    agent: "tests.security.openai_mcp_agents:reader"\n'
@@ -103,3 +105,17 @@ def test_an_agents_own_server_cannot_pin_a_worker_with_its_output_schema(fleet):
     # The SDK tells the model the tool failed (its failure_error_function), and the run goes on.
     (row,) = ToolCall.objects.filter(task=task)
     assert row.tool == "echo_code" and "error occurred" in str(row.result)
+
+
+def test_an_agents_own_server_is_held_to_the_workspace_quota(fleet):  # noqa: F811
+    """harness.yaml `sandbox.disk_mb` (1 MiB here) holds the agent's own server as it holds
+    harness.yaml's: a call that leaves the workspace past it fails, its writes taken back."""
+    fleet.worker()
+    task = agent_task("reader", "fill 3")
+    task = wait_status(task.id, "succeeded", "failed")
+    (row,) = ToolCall.objects.filter(task=task)
+    assert row.tool == "fill" and row.status == "failed"
+    assert "disk quota exceeded" in row.error_message and "1.0 MiB" in row.error_message
+    assert not list(Path(task.workspace_path).glob("fill-*.bin"))
+    # The SDK does not go on past a tool that raised: the task fails saying why.
+    assert task.status == "failed" and "disk quota exceeded" in task.error_message

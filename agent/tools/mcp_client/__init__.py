@@ -20,6 +20,7 @@ Callers import from this package.
 
 from __future__ import annotations
 
+from agent.tools.mcp_client.connection import LimitCrossed, limit_text, quota_end_checked
 from agent.tools.mcp_client.connections import McpConnections
 from agent.tools.mcp_client.discovery import mcp_tools_discover, mcp_tools_now
 from agent.tools.mcp_client.errors import McpUnavailable
@@ -29,12 +30,15 @@ from agent.tools.mcp_client.start_failures import start_failure
 from agent.tools.mcp_client.stdio import sandboxed_stdio
 
 __all__ = [
+    "LimitCrossed",
     "McpConnections",
     "McpUnavailable",
     "Started",
     "mcp_tools_discover",
     "mcp_tools_now",
+    "limit_text",
     "output_schemas_on_re2",
+    "quota_end_checked",
     "sandboxed_stdio",
     "start_failure",
     "venv_mounts",

@@ -14,11 +14,14 @@ from typing import Any
 from mcp import MCPError
 
 from agent.retry import TIMEOUT, TRANSIENT, UNKNOWN_OUTCOME
-from agent.tools.mcp_client.connection import Connection, LimitCrossed, limit_text
+from agent.tools.mcp_client.connection import (
+    Connection,
+    LimitCrossed,
+    quota_end_checked,
+)
 from agent.tools.mcp_client.content import progress_writer, show_content
 from agent.tools.mcp_client.errors import McpUnavailable, describe_error
 from agent.tools.mcp_client.sessions import McpSessions
-from agent.tools.quota import DiskQuotaExceeded
 from tasks.agent_state import McpTool
 from tasks.tools.mcp import content_media, content_text, result_json
 from tasks.tools.registry import PermanentToolError, ToolContext, ToolError, TransientToolError
@@ -94,17 +97,8 @@ class McpToolCalls(McpSessions):
         a write at what was left of it."""
         if connection.process is None:
             return
-        error, capped = connection.process.quota_end(tool.name)
-        if error is not None:
-            raise error
-        if capped:
-            said = f" ({content_text(result.content)[:200]})" if result.is_error else ""
-            quota = connection.process.limits.disk_bytes // 1024**2
-            raise DiskQuotaExceeded(
-                f'disk quota reached (limits_hit: ["disk"]): {tool.name} wrote up to what was '
-                f"left of the workspace's quota of {quota} MiB (harness.yaml sandbox.disk_mb) "
-                f"and a write past it failed with 'File too large'{said}"
-            )
+        said = f" ({content_text(result.content)[:200]})" if result.is_error else ""
+        quota_end_checked(connection.process, tool.name, said)
 
     @staticmethod
     async def _call_tool(
@@ -139,9 +133,9 @@ class McpToolCalls(McpSessions):
                     checked = time.monotonic()
                     if (crossed := connection.limit_crossed()) is not None:
                         future.cancel()
-                        raise LimitCrossed(limit_text(crossed, connection), crossed) from None
+                        raise LimitCrossed(connection.stopped_text(crossed), crossed) from None
         if (crossed := connection.limit_crossed()) is not None:
-            raise LimitCrossed(limit_text(crossed, connection), crossed)
+            raise LimitCrossed(connection.stopped_text(crossed), crossed)
         return result
 
     def _call_failure(

@@ -39,6 +39,11 @@ class Connection:
             self.dead = True
         return crossed
 
+    def stopped_text(self, crossed: str) -> str:
+        """What the call that found its server past `crossed` ends with (limit_text)."""
+        assert self.process is not None
+        return limit_text(crossed, self.process)
+
 
 class LimitCrossed(Exception):
     def __init__(self, message: str, crossed: str) -> None:
@@ -48,14 +53,30 @@ class LimitCrossed(Exception):
         )
 
 
-def limit_text(crossed: str, connection: Connection) -> str:
-    assert connection.process is not None
+def limit_text(crossed: str, process: SandboxProcess) -> str:
     if crossed == "disk":
-        connection.process.wait()  # killed: nothing writes while its additions are taken back
-        error, _ = connection.process.quota_end("the MCP server's call")
+        process.wait()  # killed: nothing writes while its additions are taken back
+        error, _ = process.quota_end("the MCP server's call")
         if error is not None:
             return f"the MCP server was stopped: {error}"
     return (
-        f"the MCP server was stopped: {limit_message(crossed, connection.process.limits)}; "
+        f"the MCP server was stopped: {limit_message(crossed, process.limits)}; "
         "what it wrote so far stays in the workspace (a rollback undoes it)"
     )
+
+
+def quota_end_checked(process: SandboxProcess, tool: str, said: str = "") -> None:
+    """After a stdio server answered a call of `tool`: DiskQuotaExceeded if it left the
+    workspace past its quota (its additions are taken back; a late write its limit check
+    missed) or the kernel refused a write at what was left of it (`said`: what the server
+    answered, if it reported an error)."""
+    error, capped = process.quota_end(tool)
+    if error is not None:
+        raise error
+    if capped:
+        quota = process.limits.disk_bytes // 1024**2
+        raise DiskQuotaExceeded(
+            f'disk quota reached (limits_hit: ["disk"]): {tool} wrote up to what was '
+            f"left of the workspace's quota of {quota} MiB (harness.yaml sandbox.disk_mb) "
+            f"and a write past it failed with 'File too large'{said}"
+        )
