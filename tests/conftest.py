@@ -41,6 +41,7 @@ from tasks.canonical import canonical_hash
 from tests.factories import PASSWORD, UserFactory, run_in_process, scripted_task
 from tests.flush import flush_by_delete
 from tests.strays import harness_processes, strays_stop
+from tests.zygote import zygote
 
 ROOT = Path(__file__).resolve().parent.parent
 TERMINAL = frozenset({"succeeded", "failed", "canceled"})
@@ -513,6 +514,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def manage_spawn(command: list[str], *, log: Path, env: dict[str, str]) -> Any:
+    """`manage.py <command>` in a session of its own (bench.common.spawn), forked from this
+    test process's warm server where its environment allows (tests/zygote.py): the same
+    process without its seconds of imports. A subprocess.Popen or a ZygoteProcess."""
+    server = zygote(env)
+    if server is not None and server.fits(env):
+        return server.spawn(command, log=log, env=env)
+    return spawn(command, log=log, env=env)
+
+
 class WorkerPool:
     """Real `manage.py rqworker resume high default low --with-scheduler` processes, each in its own
     process group (so stopping one also stops its forked work horse and scheduler)."""
@@ -523,7 +534,7 @@ class WorkerPool:
         self.log_dir = log_dir
         self.redis_url = django_settings.REDIS_URL
         self.redis = redis.Redis.from_url(self.redis_url)
-        self.processes: list[subprocess.Popen] = []
+        self.processes: list[Any] = []  # subprocess.Popen or tests.zygote.ZygoteProcess
         self.env = worker_environment(
             database_url=database_url_for_subprocess(),
             redis_url=self.redis_url,
@@ -541,11 +552,11 @@ class WorkerPool:
 
         return {worker.pid for worker in Worker.all(connection=self.redis)}
 
-    def start(self, count: int = 1, *, timeout: float = 60.0) -> list[subprocess.Popen]:
+    def start(self, count: int = 1, *, timeout: float = 60.0) -> list[Any]:
         """Start `count` workers and wait until each has registered with Redis."""
         started = []
         for _ in range(count):
-            process = spawn(
+            process = manage_spawn(
                 ["rqworker", *WORKER_QUEUES, "--with-scheduler"],
                 log=self.log_dir / f"worker-{len(self.processes) + 1}.log",
                 env=self.env,

@@ -16,8 +16,11 @@ import signal
 import warnings
 from pathlib import Path
 
-# What a harness subprocess's command line holds (python manage.py ..., python -m bench ...).
-HARNESS_COMMANDS = (b"manage.py", b"bench", b"harness_sweep", b"rqworker")
+from tests.zygote import server_pid
+
+# What a harness subprocess's command line holds (python manage.py ..., python -m bench ...;
+# a worker forked by the tests' fork server shows the server's, python -m tests.zygote).
+HARNESS_COMMANDS = (b"manage.py", b"bench", b"harness_sweep", b"rqworker", b"tests.zygote")
 
 
 def _marks() -> set[bytes]:
@@ -34,9 +37,11 @@ def harness_processes() -> dict[int, str]:
     """{pid: command line} of this test process's harness subprocesses."""
     wanted = _marks()
     found: dict[int, str] = {}
+    # The fork server itself lives as long as the test process (tests/zygote.py).
+    own = {os.getpid(), server_pid()}
     for entry in Path("/proc").glob("[0-9]*"):
         pid = int(entry.name)
-        if pid == os.getpid():
+        if pid in own:
             continue
         try:
             environ = (entry / "environ").read_bytes().split(b"\0")

@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 
 from tasks.models import Task
-from tests.conftest import WorkerPool, parent_pid, spawn, wait_for
+from tests.conftest import WorkerPool, manage_spawn, parent_pid, wait_for
 from tests.durable.private_redis import PrivateRedis
 
 # Heartbeat every 0.3 s, stale after 1.2 s, sweep every 0.3 s: recovery within ~2 s.
@@ -115,7 +115,7 @@ class Fleet:
         return self.pool.start(count)
 
     def sweeper(self) -> subprocess.Popen:
-        process = spawn(
+        process = manage_spawn(
             ["harness_sweep", "--loop"],
             log=self.log_dir / f"sweeper-{len(self.sweepers) + 1}.log",
             env=self.pool.env,

@@ -25,7 +25,7 @@ from harness_base.config import load_config
 from review.models import Notification, ReviewRequest
 from review.notifications import notification_send, notifications_enqueue_due
 from tasks.canonical import canonical_hash
-from tests.conftest import approve, free_port, http_serving, spawn, wait_for
+from tests.conftest import approve, free_port, http_serving, manage_spawn, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -119,7 +119,7 @@ def notify_env(settings, harness_dirs, harness_yaml, worker_pool, tmp_path: Path
         )
 
     def sweeper() -> subprocess.Popen:
-        process = spawn(
+        process = manage_spawn(
             ["harness_sweep", "--loop"], log=tmp_path / "sweeper.log", env=worker_pool.env
         )
         sweepers.append(process)
