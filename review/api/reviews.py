@@ -42,7 +42,9 @@ class PlanItemDecisionIn(Schema):
 class DecisionIn(Schema):
     # approve | reject; for a call whose outcome is unknown: mark_done | rerun | fail_task.
     # respond: answer a LangGraph interrupt (`response`: any JSON for a plain interrupt, the
-    # tool's answer as a string for a HumanInTheLoopMiddleware action).
+    # tool's answer as a string for a HumanInTheLoopMiddleware action or a tool call at a
+    # breakpoint) or a Pydantic AI external call (any JSON: the tool's result). At most
+    # 100,000 characters as JSON; under a four-eyes rule not by the task's creator.
     # For a review of kind version_drift: continue | migrate | restart | cancel.
     decision: Literal[
         "approve",

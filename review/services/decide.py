@@ -166,6 +166,8 @@ def review_decide(
                     now=now,
                     via=via,
                 )
+            if decision == "respond":  # an answer is the call's result: four-eyes holds
+                approver_check(review=review, task=task, user=user, act="answer", what="this call")
             return review_settle(
                 task=task,
                 review=review,

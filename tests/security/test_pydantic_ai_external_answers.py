@@ -22,6 +22,7 @@ from tasks.canonical import canonical_hash
 from tasks.models import ToolCall
 from tests.conftest import page_client
 from tests.durable.pai_agents import runs
+from tests.factories import ReviewRuleFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -120,3 +121,29 @@ def test_no_message_about_an_external_call_offers_to_approve_it(task_api, operat
     [sent] = mail.outbox
     assert "Reject:" in sent.body and "Approve" not in sent.body
     assert "Approve" not in sent.alternatives[0][0]
+
+
+def test_under_a_four_eyes_rule_the_task_s_creator_cannot_answer_its_external_call(
+    task_api, api_client, operator, tmp_path
+):
+    ReviewRuleFactory(tool="ask_warehouse", forbid_creator=True)
+    task = external_task(task_api, tmp_path)  # created by `operator`
+    other = UserFactory(username="operator2", roles=["operators"])
+    # Our rule reviews the call before the tool runs; approved, the tool defers it.
+    assert run_task(task["id"]) == "paused"
+    asked = ReviewRequest.objects.get(task_id=task["id"], status="pending")
+    assert asked.interrupt["mode"] == "per_call"
+    assert api_client(other).decide(asked.id, decision="approve").status_code == 200
+    assert run_task(task["id"]) == "paused"
+    review = ReviewRequest.objects.get(task_id=task["id"], status="pending")
+    assert review.interrupt["mode"] == "external" and review.forbid_creator
+
+    own = api_client(operator).decide(review.id, decision="respond", response="plenty")
+    assert own.status_code == 403, own.content
+    review.refresh_from_db()
+    assert review.status == "pending"
+    assert api_client(other).decide(review.id, decision="respond", response="3").status_code == 200
+    assert ToolCall.objects.get(task_id=task["id"]).result == {
+        "value": "3",
+        "answered_by": "operator2",
+    }
