@@ -135,7 +135,7 @@ def _enabled_admin_rules_sql(vendor: str) -> tuple[str, tuple[Any, ...], list[st
     return sql, tuple(params), [f.attname for f in ReviewRule._meta.concrete_fields]
 
 
-def _decision(rule: ReviewRuleConfig, source: str) -> PolicyDecision:
+def rule_decision(rule: ReviewRuleConfig, source: str) -> PolicyDecision:
     return PolicyDecision(
         action=rule.action,
         rules=[_describe(rule, source)],
@@ -185,7 +185,7 @@ def evaluate(
     ]
     for source, rule in matched:
         if rule.action == "deny":
-            return _decision(rule, source)
+            return rule_decision(rule, source)
     for source, rule in matched:
         if rule.action == "allow" and tool.name in always:
             continue
@@ -194,7 +194,7 @@ def evaluate(
                 action="allow", rules=[_describe(rule, source)], reason=rule.reason
             )
         reviews = [(s, r) for s, r in matched if r.action == "review"]
-        return strictest([_decision(r, s) for s, r in reviews])
+        return strictest([rule_decision(r, s) for s, r in reviews])
     if tool.name in always:
         return PolicyDecision(
             action="review",
@@ -246,7 +246,7 @@ def graph_action_policy(
     # The ignore: rule_matches is typed for a ToolSpec; it reads only the name and risk that
     # _GraphAction carries (a Protocol of what it reads would drop it).
     decisions = [
-        _decision(rule, source)
+        rule_decision(rule, source)
         for source, rule in policy_rules()
         if rule.action in ("review", "deny") and rule_matches(rule, tool=action, args=args)  # type: ignore[arg-type]
     ]

@@ -52,6 +52,10 @@ class RunCore(SdkRun):
         self.tool_names: set[str] = set()
         self.step_began: float | None = None
         self.run_model: Any = None
+        # The agent the SDK is about to ask the model for (the hosted tools' gate names it);
+        # whether any agent of the graph has hosted tools (its model is then gated).
+        self.turn_agent = ""
+        self.has_hosted = False
 
     def alignments(self) -> list[dict[str, Any]]:
         """The alignments after recoveries (RunStart): {text, at: the input item it goes

@@ -96,6 +96,7 @@ class Hooks(RunHooks):
     async def on_llm_start(self, context: Any, agent: Any, *args: Any, **kwargs: Any) -> None:
         # The model call is promised to the worker within the turn timeout (tasks.beacon).
         beacon.expect("turn", self.run.turn_s)
+        self.run.turn_agent = agent.name
         self.run.step_begin()
         self.chat = model_call(
             provider="openai", model=self.run.model_name(agent), parent=self.run.trace_parent

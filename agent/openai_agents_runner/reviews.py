@@ -25,6 +25,7 @@ from tasks.models import ToolCall, ToolCallStatus
 
 REVIEW_KIND = "openai-agents"
 DECISIONS = ["approve", "edit", "reject"]
+HOSTED_DECISIONS = ["approve", "reject"]
 
 
 class ReviewPauses(RunCore):
@@ -75,7 +76,12 @@ class ReviewPauses(RunCore):
             self.wait_for_review(f"approval no longer holds: {drifted[0][0].tool}")
         raise Paused()
 
-    def pause_for_reviews(self, waiting: list[tuple[ToolCall, PolicyDecision, str]]) -> NoReturn:
+    def pause_for_reviews(
+        self, waiting: list[tuple[ToolCall, PolicyDecision, str]], *, hosted: bool = False
+    ) -> NoReturn:
+        """One review per call of `waiting` not reviewed yet, the task waiting_review. `hosted`:
+        the calls are model turns' permissions to use hosted tools (agent.sdk_run.hosted):
+        approve or reject, no edit."""
         pending = [
             row
             for row, _d, _w in waiting
@@ -99,7 +105,7 @@ class ReviewPauses(RunCore):
                     decision=_as_review(decision, why),
                     preview=json.dumps(row.arguments, indent=2, ensure_ascii=False, default=str),
                     kind=REVIEW_KIND,
-                    interrupt={"mode": "per_call", "allowed": DECISIONS, "adapter": KIND},
+                    interrupt=_interrupt(row, hosted=hosted),
                     versions=versions_current(self),
                 )
             self.wait_for_review(f"approval needed: {waiting[0][0].tool}")
@@ -115,6 +121,17 @@ class ReviewPauses(RunCore):
             then(self.head_id)
             self.wait_for_review(reason)
         raise Paused()
+
+
+def _interrupt(row: ToolCall, *, hosted: bool) -> dict[str, Any]:
+    if hosted:
+        return {
+            "mode": "hosted_turn",
+            "allowed": HOSTED_DECISIONS,
+            "adapter": KIND,
+            "hosted": row.tool,
+        }
+    return {"mode": "per_call", "allowed": DECISIONS, "adapter": KIND}
 
 
 def _as_review(decision: PolicyDecision, why: str) -> PolicyDecision:

@@ -27,6 +27,7 @@ from django.db import connections
 from agent.openai_agents_runner.approvals import ApprovalGate
 from agent.openai_agents_runner.endings import RunEndings
 from agent.openai_agents_runner.harness_model import HarnessModel
+from agent.openai_agents_runner.hosted import HostedGateModel
 from agent.openai_agents_runner.loading import bound_model
 from agent.openai_agents_runner.model_turns import Hooks, ModelTurns
 from agent.openai_agents_runner.start import RunStart
@@ -52,6 +53,8 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
         if self.spec.agent.model is not None:
             self.run_model = bound_model(model_endpoint(self.spec.agent.model))
             kwargs["model"] = HarnessModel(self.run_model, self)
+            if self.has_hosted:
+                kwargs["model"] = HostedGateModel(self, kwargs["model"])
         return RunConfig(**kwargs)
 
     def segment(self) -> str:

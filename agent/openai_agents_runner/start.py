@@ -10,6 +10,7 @@ from typing import Any
 from agent.openai_agents_runner.reviews import ReviewPauses
 from agent.openai_agents_runner.values import KIND
 from agent.sdk_run.alignment import sdk_alignment
+from agent.sdk_run.hosted import hosted_permission
 from tasks.events import EventType
 from tasks.models import ToolCall
 
@@ -58,8 +59,9 @@ class RunStart(ReviewPauses):
         self.resumed(loaded)
 
     def calls_pending(self) -> Iterable[ToolCall]:
-        """This branch's calls (the gate runs those approved or allowed and not run yet)."""
-        return self.ledger.values()
+        """This branch's calls (the gate runs those approved or allowed and not run yet); a
+        model turn's permission to use a hosted tool is no call."""
+        return [row for row in self.ledger.values() if not hosted_permission(row)]
 
     def first_input(self) -> Any:
         given = self.spec.agent.input

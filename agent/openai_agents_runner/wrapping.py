@@ -12,6 +12,7 @@ from typing import Any
 from agents import Agent, FunctionTool, Handoff, Model
 
 from agent.openai_agents_runner.harness_model import HarnessModel
+from agent.openai_agents_runner.hosted import HostedGateModel, HostedTools, is_hosted
 from agent.openai_agents_runner.loading import bound_model
 from agent.openai_agents_runner.mcp_sandbox import McpSandbox
 from agent.openai_agents_runner.tool_calls import ToolInvocation
@@ -19,7 +20,7 @@ from tasks.spec import OpenAIModelSpec, model_endpoint
 from tasks.tools.mcp import tool_policy
 
 
-class AgentWrapping(ToolInvocation, McpSandbox):
+class AgentWrapping(HostedTools, ToolInvocation, McpSandbox):
     """AgentsRun's agent graph, wrapped: harness_agent, wrap_tool."""
 
     def harness_agent(self, root: Agent) -> Agent:
@@ -49,6 +50,12 @@ class AgentWrapping(ToolInvocation, McpSandbox):
             if isinstance(clone.model, Model):
                 # Streamed to the live view, aligned after a recovery (harness_model).
                 clone.model = HarnessModel(clone.model, self)
+            if any(is_hosted(t) for t in agent.tools):
+                # Hosted tools run at the provider inside the model's turn: the gate stands in
+                # front of the model (agent.openai_agents_runner.hosted).
+                self.has_hosted = True
+                if isinstance(clone.model, Model):
+                    clone.model = HostedGateModel(self, clone.model)
             if agent.mcp_servers:
                 listed = clone.get_mcp_tools
 

@@ -21,6 +21,7 @@ from pydantic_graph import End
 
 from agent.pydantic_ai_runner.capability import HarnessTools
 from agent.pydantic_ai_runner.deps import TaskDeps
+from agent.pydantic_ai_runner.hosted import HostedGate
 from agent.pydantic_ai_runner.messages import messages_load
 from agent.pydantic_ai_runner.recording import RunRecording
 from agent.pydantic_ai_runner.tool_calls import ToolCallHooks
@@ -83,7 +84,7 @@ class RunDrive(RunRecording, ToolCallHooks):
             output_type=output_types,
             model=model,
             deps=self.deps(agent),
-            capabilities=[HarnessTools(self)],
+            capabilities=[HarnessTools(self), HostedGate(self)],
             # The task's budget (max_steps, max_tokens) bounds the run, checked between nodes;
             # Pydantic AI's own default of 50 requests per run would end a long task early.
             usage_limits=UsageLimits(request_limit=None),

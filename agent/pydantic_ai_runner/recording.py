@@ -12,13 +12,13 @@ from pydantic_ai.agent import CallToolsNode, ModelRequestNode
 from pydantic_ai.messages import ModelResponse
 
 from agent.pydantic_ai_runner.constants import RESULT_MAX_CHARS, TEXT_MAX_CHARS
-from agent.pydantic_ai_runner.core import RunCore
+from agent.pydantic_ai_runner.hosted import RunHosted
 from agent.pydantic_ai_runner.messages import jsonable, messages_dump
 from harness_base.metrics import STEP_SECONDS, metric_observe
 from tasks.events import EventType
 
 
-class RunRecording(RunCore):
+class RunRecording(RunHosted):
     """The bookkeeping of each node the agent ran."""
 
     def after_node(self, run: Any, ran: Any, node: Any) -> None:
@@ -31,7 +31,8 @@ class RunRecording(RunCore):
         self.sdk["messages"] = messages_dump(messages)
         if isinstance(ran, ModelRequestNode) and isinstance(node, CallToolsNode):
             self.record_model_response(node.model_response, run)
-            self.commit(trigger="after_model")
+            # The native tools the provider ran in this turn: their rows with the response.
+            self.commit(trigger="after_model", inserts=self.hosted_record(node.model_response))
             self.boundary_checks(model_next=False)
         elif isinstance(ran, CallToolsNode) and isinstance(node, ModelRequestNode):
             self.state.step_index += 1

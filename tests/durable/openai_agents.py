@@ -16,12 +16,21 @@ from agents import (
     Agent,
     GuardrailFunctionOutput,
     HostedMCPTool,
+    ModelResponse,
     RunContextWrapper,
+    Usage,
+    WebSearchTool,
     function_tool,
     handoff,
     input_guardrail,
 )
+from agents.testing import assistant_message
 from django.conf import settings
+from openai.types.responses.response_function_web_search import (
+    ActionSearch,
+    ActionSearchSource,
+    ResponseFunctionWebSearch,
+)
 from openai.types.responses.response_output_item import McpApprovalRequest
 
 from examples.openai_agents_agent import ScriptedTurns, last_output, workspace
@@ -291,4 +300,57 @@ breaks = Agent(
     model=CountingModel(
         [[("write_file", {"path": "a.txt", "text": "one\n"})], [("fetch", {"url": "x"})]]
     ),
+)
+
+
+# --- searcher: a hosted tool (agent.openai_agents_runner.hosted) ------------------------------
+
+
+class SearchingModel(CountingModel):
+    """Searches the web when the request offers it the hosted `web_search` tool: its answer
+    holds the provider's `web_search_call` item (query and sources) and the text citing it;
+    offered no web search, it answers without. It logs the hosted tools each turn was offered
+    (`offered web_search`) in the task's model log."""
+
+    async def get_response(
+        self,
+        system_instructions: Any,
+        input: Any,
+        model_settings: Any,
+        tools: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+        offered = sorted(t.name for t in tools if isinstance(t, WebSearchTool))
+        path = log_path(_task_id_of(items), "model")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as fh:
+            fh.write(f"offered {' '.join(offered) or 'nothing'}\n")
+        if not offered:
+            output = [assistant_message("answered without searching", item_id="msg_t0")]
+        else:
+            search = ResponseFunctionWebSearch(
+                id="ws_t0_0",
+                type="web_search_call",
+                status="completed",
+                action=ActionSearch(
+                    type="search",
+                    query="durable agent harness",
+                    sources=[ActionSearchSource(type="url", url="https://example.org/harness")],
+                ),
+            )
+            output = [search, assistant_message("found example.org/harness", item_id="msg_t0")]
+        return ModelResponse(
+            output=output,
+            usage=Usage(requests=1, input_tokens=10, output_tokens=4, total_tokens=14),
+            response_id=None,
+        )
+
+
+searcher = Agent(
+    name="searcher",
+    instructions="Search the web, then answer.",
+    tools=[WebSearchTool()],
+    model=SearchingModel([]),
 )

@@ -11,9 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_ai import Agent, RunContext
+from pydantic_ai.capabilities import NativeTool
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    TextPart,
+    ToolCallPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.native_tools import WebSearchTool
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import ExternalToolset
 
@@ -281,4 +291,39 @@ declared_external = Agent(
             ]
         )
     ],
+)
+
+
+# --- searcher: a native (hosted) tool the provider runs (agent.pydantic_ai_runner.hosted) ------
+
+
+def searcher_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Searches the web when the request offers it the native `web_search` tool (the call and
+    its result in the response, as a provider returns them), else answers without; marks what
+    each turn was offered (`offered:web_search`, `offered:nothing`)."""
+    offered = [tool.kind for tool in info.model_request_parameters.native_tools]
+    mark(messages, "offered:" + ("+".join(offered) or "nothing"))
+    if "web_search" not in offered:
+        return ModelResponse(parts=[TextPart("answered without searching")])
+    return ModelResponse(
+        parts=[
+            NativeToolCallPart(
+                tool_name="web_search",
+                args={"query": "durable agent harness"},
+                tool_call_id="ws_1",
+                provider_name="function",
+            ),
+            NativeToolReturnPart(
+                tool_name="web_search",
+                content=[{"url": "https://example.org/harness", "title": "Harness"}],
+                tool_call_id="ws_1",
+                provider_name="function",
+            ),
+            TextPart("found example.org/harness"),
+        ]
+    )
+
+
+searcher = Agent(
+    FunctionModel(searcher_model), deps_type=TaskDeps, capabilities=[NativeTool(WebSearchTool())]
 )
