@@ -14,6 +14,7 @@ from django.db import transaction
 from agent.openai_agents_runner.loading import AgentNotRegistered, agent_load
 from agent.runtime.run_writes import LEDGER_FIELDS
 from agent.sdk_run import SdkRun
+from agent.sdk_run.replay import SdkReplay
 from agent.versions import version_bodies_unwritten, version_bodies_written
 from checkpoints.snapshots import snapshot_distrust
 from tasks import services
@@ -56,6 +57,10 @@ class RunCore(SdkRun):
         # whether any agent of the graph has hosted tools (its model is then gated).
         self.turn_agent = ""
         self.has_hosted = False
+        # A replay of a saved case (agent.sdk_run.replay; replay): the recorded call each new
+        # call was matched with, by ledger id.
+        self.replay = SdkReplay.of(task)
+        self.replay_recorded: dict[str, dict[str, Any]] = {}
 
     def alignments(self) -> list[dict[str, Any]]:
         """The alignments after recoveries (RunStart): {text, at: the input item it goes

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 from django.db import transaction
 
-from agent.openai_agents_runner.core import RunCore
+from agent.openai_agents_runner.replay import RunReplay
 from agent.openai_agents_runner.values import KIND, approval_of
 from agent.runtime.run import Paused
 from agent.sdk_run.rechecks import approvals_drifted, approvals_reasked, reviews_reopen
@@ -28,7 +28,7 @@ DECISIONS = ["approve", "edit", "reject"]
 HOSTED_DECISIONS = ["approve", "reject"]
 
 
-class ReviewPauses(RunCore):
+class ReviewPauses(RunReplay):
     """AgentsRun's pauses for review: recheck_approvals, pause_for_reviews, pause_written."""
 
     def recheck_approvals(self, state: Any) -> None:
