@@ -11,10 +11,9 @@ from typing import Any, NoReturn
 
 from django.db import transaction
 
-from agent.openai_agents_runner.replay import RunReplay
+from agent.openai_agents_runner.core import RunCore
 from agent.openai_agents_runner.values import KIND, approval_of
 from agent.runtime.run import Paused
-from agent.sdk_run.hosted import HostedTurn
 from agent.sdk_run.rechecks import approvals_drifted, approvals_reasked, reviews_reopen
 from agent.versions import versions_current
 from review.models import ReviewRequest, ReviewStatus
@@ -29,7 +28,7 @@ DECISIONS = ["approve", "edit", "reject"]
 HOSTED_DECISIONS = ["approve", "reject"]
 
 
-class ReviewPauses(RunReplay):
+class ReviewPauses(RunCore):
     """AgentsRun's pauses for review: recheck_approvals, pause_for_reviews, pause_written."""
 
     def recheck_approvals(self, state: Any) -> None:
@@ -78,14 +77,11 @@ class ReviewPauses(RunReplay):
         raise Paused()
 
     def pause_for_reviews(
-        self,
-        waiting: list[tuple[ToolCall, PolicyDecision, str]],
-        *,
-        hosted: HostedTurn | None = None,
+        self, waiting: list[tuple[ToolCall, PolicyDecision, str]], *, hosted: bool = False
     ) -> NoReturn:
         """One review per call of `waiting` not reviewed yet, the task waiting_review. `hosted`:
         the calls are model turns' permissions to use hosted tools (agent.sdk_run.hosted):
-        approve or reject, no edit; the approvals of it that no longer hold reopened."""
+        approve or reject, no edit."""
         pending = [
             row
             for row, _d, _w in waiting
@@ -95,18 +91,13 @@ class ReviewPauses(RunReplay):
                 status=ReviewStatus.PENDING,
             ).exists()
         ]
-        reasked = hosted.reasked if hosted is not None else []
-        fresh = [(r, d, w) for r, d, w in waiting if r not in pending and r not in reasked]
+        fresh = [(r, d, w) for r, d, w in waiting if r not in pending]
         for row, _decision, why in fresh:
             self.event(
                 EventType.REVIEW_REQUESTED, {"call_id": row.call_id, "tool": row.tool, "why": why}
             )
         with transaction.atomic():
-            self.commit(
-                checkpoint=("before_review", "tool"), rows=[*(r for r, _d, _w in fresh), *reasked]
-            )
-            if hosted is not None:
-                hosted.reopen(self, kind=REVIEW_KIND, checkpoint_id=self.head_id)
+            self.commit(checkpoint=("before_review", "tool"), rows=[r for r, _d, _w in fresh])
             for row, decision, why in fresh:
                 review_request_open(
                     tool_call=row,
@@ -114,7 +105,7 @@ class ReviewPauses(RunReplay):
                     decision=_as_review(decision, why),
                     preview=json.dumps(row.arguments, indent=2, ensure_ascii=False, default=str),
                     kind=REVIEW_KIND,
-                    interrupt=_interrupt(row, hosted=hosted is not None),
+                    interrupt=_interrupt(row, hosted=hosted),
                     versions=versions_current(self),
                 )
             self.wait_for_review(f"approval needed: {waiting[0][0].tool}")

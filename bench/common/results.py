@@ -92,7 +92,6 @@ def _versions() -> dict[str, str]:
         "langgraph",
         "langgraph-checkpoint-postgres",
         "langchain-core",
-        "dbos",
         "rq",
     ):
         try:

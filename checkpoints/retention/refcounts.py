@@ -11,7 +11,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, batched, blob_store
-from checkpoints.history import chunk_prev, history_heads
 from checkpoints.models import BlobRef, Checkpoint, GraphWorkspace
 from checkpoints.services import CheckpointCorrupted, checkpoint_base_key, checkpoint_decode
 
@@ -19,9 +18,7 @@ from checkpoints.services import CheckpointCorrupted, checkpoint_base_key, check
 # manifest chunks, a chunk lists file bodies. BlobRef counts, per blob, the holders one level
 # up: a root's count is its checkpoints and graph workspaces, a chunk's the live roots (count
 # > 0) listing it, a file body's the live chunks listing it. A checkpoint whose payload is
-# compressed against a base (checkpoints.services) also counts that base ("b", a leaf). An
-# SDK agent's history chunk ("h", checkpoints.history) counts the checkpoints naming it as a
-# chain's head and the live chunks naming it as the one before them.
+# compressed against a base (checkpoints.services) also counts that base ("b", a leaf).
 # A blob going live or dead moves
 # the counts of what it lists, so the collection reads only blobs whose count fell to 0, never
 # the checkpoints. Counts are kept by retention alone (the sweep runs it one at a time): every
@@ -34,22 +31,18 @@ COUNT_BATCH = 500
 # Holders counted per run at most; a backlog (the first run on an existing database) is
 # worked off over the following runs, and holds the collection back until it is.
 MAX_COUNT_PER_RUN = 5_000
-_CHILD = {"r": "c", "c": "f", "h": "h"}
-# Every kind of count (a blob may be live as any of them).
-KINDS = "rcfbh"
+_CHILD = {"r": "c", "c": "f"}
 
 
-def blobs_held(row: Checkpoint | GraphWorkspace) -> tuple[str | None, list[str]]:
-    """(the snapshot root, the history chain heads) a checkpoint or graph workspace names."""
+def snapshot_root(row: Checkpoint | GraphWorkspace) -> str | None:
     if isinstance(row, GraphWorkspace):
-        snapshot, heads = row.snapshot, []
+        snapshot = row.snapshot
     else:
         try:
-            loaded = checkpoint_decode(row)
+            snapshot = checkpoint_decode(row).snapshot
         except CheckpointCorrupted:
-            return None, []
-        snapshot, heads = loaded.snapshot, list(history_heads(loaded.state.sdk))
-    return (snapshot.get("root") if isinstance(snapshot, dict) else None), heads
+            return None
+    return snapshot.get("root") if isinstance(snapshot, dict) else None
 
 
 def payload_base(row: Checkpoint | GraphWorkspace) -> str | None:
@@ -73,9 +66,6 @@ def _listed(digests: set[str], kind: str) -> dict[str, list[str]]:
                     continue
     out: dict[str, list[str]] = {}
     for digest in digests:
-        if kind == "h":
-            out[digest] = chunk_prev(bodies[digest]) if digest in bodies else []
-            continue
         try:
             body = json.loads(bodies[digest])
             out[digest] = body["chunks"] if kind == "r" else [entry[1] for entry in body]
@@ -85,21 +75,11 @@ def _listed(digests: set[str], kind: str) -> dict[str, list[str]]:
 
 
 def blob_refs_add(kind: str, deltas: Counter[str] | dict[str, int]) -> None:
-    """Add to the counts of these blobs of one kind ("r", "c", "f", "b", "h"); a blob going live
-    (0 -> more) or dead (more -> 0) adds to or takes from the counts of what it lists (level by
-    level: a history chain is as long as its run)."""
-    moves: Counter[str] | dict[str, int] | None = deltas
-    current: str | None = kind
-    while current is not None and moves is not None:
-        moves = _refs_add_level(current, moves)
-        current = _CHILD.get(current)
-
-
-def _refs_add_level(kind: str, deltas: Counter[str] | dict[str, int]) -> Counter[str] | None:
-    """One level of blob_refs_add: -> the moves of the counts of what these blobs list."""
+    """Add to the counts of these blobs of one kind ("r", "c", "f", "b"); a blob going live (0 ->
+    more) or dead (more -> 0) adds to or takes from the counts of what it lists."""
     deltas = {digest: delta for digest, delta in deltas.items() if delta}
     if not deltas:
-        return None
+        return
     now = timezone.now()
     born: set[str] = set()
     died: set[str] = set()
@@ -128,15 +108,15 @@ def _refs_add_level(kind: str, deltas: Counter[str] | dict[str, int]) -> Counter
                 changed.append(row)
         BlobRef.objects.bulk_create(new)
         BlobRef.objects.bulk_update(changed, ["refs", "zero_since"])
-    if not _CHILD.get(kind) or not (born or died):
-        return None
-    listed = _listed(born | died, kind)
-    moves: Counter[str] = Counter()
-    for digest in born:
-        moves.update(listed[digest])
-    for digest in died:
-        moves.subtract(listed[digest])
-    return moves
+    child = _CHILD.get(kind)
+    if child and (born or died):
+        listed = _listed(born | died, kind)
+        moves: Counter[str] = Counter()
+        for digest in born:
+            moves.update(listed[digest])
+        for digest in died:
+            moves.subtract(listed[digest])
+        blob_refs_add(child, moves)
 
 
 Counted = TypeVar("Counted", Checkpoint, GraphWorkspace)
@@ -154,10 +134,8 @@ def _count_batch(model: type[Counted]) -> int:
         if not rows:
             return 0
         model.objects.filter(pk__in=[row.pk for row in rows]).update(blobs_counted=True)
-        held = [blobs_held(row) for row in rows]
-        blob_refs_add("r", Counter(root for root, _heads in held if root))
+        blob_refs_add("r", Counter(r for r in map(snapshot_root, rows) if r))
         blob_refs_add("b", Counter(b for b in map(payload_base, rows) if b))
-        blob_refs_add("h", Counter(head for _root, heads in held for head in heads))
     return len(rows)
 
 
