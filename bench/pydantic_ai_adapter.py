@@ -11,9 +11,13 @@ Ours: `agent.pydantic_ai_runner.pydantic_ai_task_run` in-process against Postgre
 each model response and each tools node (with a workspace snapshot), a ledger row written
 before and after each tool call, events, the lease fence on every write.
 
+DBOS (full size only): the same agent with Pydantic AI's `DBOSDurability` capability, run in a
+`@DBOS.workflow` on the same PostgreSQL (bench.common.dbos_ref): each model request a step.
+
 The figure that matters is the per-step overhead, (ours − plain) ÷ steps; the ratio of steps/s
-is shown beside it. Stored bytes per step: checkpoints + events + tool calls of the task (the
-message history is re-stored whole in each checkpoint, so this grows with the run).
+is shown beside it. Stored bytes per step: the task's rows (checkpoints, events, tool calls) and
+the blobs its run stored (the history's chunks, checkpoints.history, and the workspace
+snapshots), as bench.loop measures the native loop; DBOS: its workflow row and step outputs.
 
 Expected run time (quiet 2-CPU machine): smoke ~5 s; full ~2 min.
 """
@@ -23,7 +27,9 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +38,17 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
-from bench.common import figure, profile_top, rate_stats, stats, tasks_delete, timed
+from bench.common import profile_top, tasks_delete, timed
+from bench.common.sdk_figures import sdk_figures
 from bench.durable_write import chat_text
-from bench.loop import VARIANTS, WRITE_CHARS
+from bench.loop import VARIANTS, WRITE_CHARS, ours_stored_bytes
 
 TITLE = "Pydantic AI adapter: overhead per step"
 NAME = "bench_pydantic_ai"
-SIZES = {"smoke": {"steps": (3, 6), "repeat": 2}, "full": {"steps": (50, 200), "repeat": 5}}
+SIZES = {
+    "smoke": {"steps": (3, 6), "repeat": 2, "dbos": False},
+    "full": {"steps": (50, 200), "repeat": 5, "dbos": True},
+}
 # As the harness runs it: the task's own budget bounds the steps, not the SDK's default limit.
 UNLIMITED = UsageLimits(request_limit=None)
 
@@ -63,12 +73,14 @@ def _model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[ToolCallPart("write", {"path": f"notes/{turn}.txt", "text": text})])
 
 
-def make_agent() -> Agent:
+def make_agent(capabilities: list[Any] | None = None) -> Agent:
     """The benchmark's agent (registered as NAME for the harness runs)."""
     from agent.pydantic_ai_runner import TaskDeps
     from tasks.paths import file_write
 
-    agent = Agent(FunctionModel(_model), deps_type=TaskDeps)
+    agent = Agent(
+        FunctionModel(_model), deps_type=TaskDeps, name=NAME, capabilities=capabilities or []
+    )
 
     @agent.tool_plain
     def noop() -> str:
@@ -88,22 +100,60 @@ def _job(steps: int, variant: str) -> str:
     return json.dumps({"steps": steps, "variant": variant, "run": uuid.uuid4().hex})
 
 
-# --- plain: Pydantic AI's own loop ------------------------------------------------------------
+def _timed_in_workspace(call: Callable[[str, Any], Any], steps: int, variant: str) -> Any:
+    """(seconds, what it returned) of `call(job, deps)` in a workspace of its own."""
+    from agent.pydantic_ai_runner import TaskDeps
+
+    workspace = Path(tempfile.mkdtemp(prefix="bench-pai-"))
+    job, deps = _job(steps, variant), TaskDeps(workspace=workspace, task_id="bench")
+    started = time.perf_counter()
+    out = call(job, deps)
+    seconds = time.perf_counter() - started
+    shutil.rmtree(workspace, ignore_errors=True)
+    return seconds, out
+
+
+# --- plain: Pydantic AI's own loop; DBOS: the same agent under DBOS's integration -------------
 
 
 def plain_samples(agent: Agent, steps: int, repeat: int, variant: str) -> list[float]:
+    def call(job: str, deps: Any) -> Any:
+        return agent.run_sync(job, deps=deps, usage_limits=UNLIMITED)
+
+    return [_timed_in_workspace(call, steps, variant)[0] for _ in range(repeat)]
+
+
+DBOS_WORKFLOW: dict[str, Any] = {}
+
+
+def dbos_declare() -> None:
+    """The DBOS agent and its workflow, declared once (before DBOS launches)."""
+    if DBOS_WORKFLOW:
+        return
+    from dbos import DBOS
+    from pydantic_ai.durable_exec.dbos import DBOSDurability
+
     from agent.pydantic_ai_runner import TaskDeps
 
-    seconds = []
-    for _ in range(repeat):
-        workspace = Path(tempfile.mkdtemp(prefix="bench-pai-"))
-        deps = TaskDeps(workspace=workspace, task_id="bench")
-        job = _job(steps, variant)
-        seconds.append(
-            timed(lambda job=job, deps=deps: agent.run_sync(job, deps=deps, usage_limits=UNLIMITED))
-        )
-        shutil.rmtree(workspace, ignore_errors=True)
-    return seconds
+    agent = make_agent([DBOSDurability()])
+
+    @DBOS.workflow(name="bench_pydantic_ai")
+    def workflow(job: str, workspace: str) -> str:
+        deps = TaskDeps(workspace=Path(workspace), task_id="bench")
+        return str(agent.run_sync(job, deps=deps, usage_limits=UNLIMITED).output)
+
+    DBOS_WORKFLOW["run"] = workflow
+
+
+def dbos_samples(steps: int, variant: str) -> tuple[float, float]:
+    """(seconds of one run, stored bytes per step)."""
+    from bench.common.dbos_ref import dbos_run, dbos_stored_bytes
+
+    def call(job: str, deps: Any) -> str:
+        return dbos_run(DBOS_WORKFLOW["run"], job, str(deps.workspace))
+
+    seconds, workflow_id = _timed_in_workspace(call, steps, variant)
+    return seconds, dbos_stored_bytes(workflow_id) / steps
 
 
 # --- ours: the same agent as a harness task ---------------------------------------------------
@@ -139,22 +189,6 @@ def ours_run(task: Any) -> None:
         )
 
 
-def ours_stored_bytes(task_id: Any) -> int:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT (SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM checkpoints_checkpoint c"
-            "        WHERE c.task_id = %(t)s)"
-            "     + (SELECT coalesce(sum(pg_column_size(e.*)), 0) FROM tasks_taskevent e"
-            "        WHERE e.task_id = %(t)s)"
-            "     + (SELECT coalesce(sum(pg_column_size(k.*)), 0) FROM tasks_toolcall k"
-            "        WHERE k.task_id = %(t)s)",
-            {"t": task_id},
-        )
-        return int(cursor.fetchone()[0])
-
-
 def ours_cleanup(task: Any) -> None:
     tasks_delete([task.id])
     shutil.rmtree(task.workspace_path, ignore_errors=True)
@@ -162,11 +196,14 @@ def ours_cleanup(task: Any) -> None:
 
 def ours_samples(steps: int, repeat: int, variant: str) -> tuple[list[float], list[float]]:
     """(seconds per run, stored bytes per step per run)."""
+    from django.utils import timezone
+
     seconds, per_step = [], []
     for _ in range(repeat):
         task = ours_prepare(steps, variant)
+        started = timezone.now()
         seconds.append(timed(lambda task=task: ours_run(task)))
-        per_step.append(ours_stored_bytes(task.id) / steps)
+        per_step.append(ours_stored_bytes(task.id, started) / steps)
         ours_cleanup(task)
     return seconds, per_step
 
@@ -179,62 +216,52 @@ def _register() -> None:
 
 
 def run(size: str) -> dict[str, Any]:
+    from bench.common.dbos_ref import dbos_launch, dbos_stop
+
     params = SIZES[size]
     small, large = params["steps"]
     repeat = params["repeat"]
     _register()
     agent = make_agent()
+    if params["dbos"]:
+        dbos_declare()
+        dbos_launch()
     seconds: dict[tuple[str, str, int], list[float]] = {}
-    stored: dict[tuple[str, int], list[float]] = {}
-    for variant in VARIANTS:  # warm both paths up (imports, prepared plans)
-        ours_samples(2, 1, variant)
-        plain_samples(agent, 2, 1, variant)
-    # Alternate plain / ours per repetition so a busy moment hits both.
-    for _ in range(repeat):
-        for variant in VARIANTS:
-            for steps in (small, large):
-                seconds.setdefault(("plain", variant, steps), []).extend(
-                    plain_samples(agent, steps, 1, variant)
-                )
-                t, b = ours_samples(steps, 1, variant)
-                seconds.setdefault(("ours", variant, steps), []).extend(t)
-                stored.setdefault((variant, steps), []).extend(b)
+    stored: dict[tuple[str, str, int], list[float]] = {}
+    try:
+        for variant in VARIANTS:  # warm every path up (imports, prepared plans)
+            ours_samples(2, 1, variant)
+            plain_samples(agent, 2, 1, variant)
+            if params["dbos"]:
+                dbos_samples(2, variant)
+        # Alternate the contenders per repetition so a busy moment hits all of them.
+        for _ in range(repeat):
+            for variant in VARIANTS:
+                for steps in (small, large):
+                    key = (variant, steps)
+                    seconds.setdefault(("plain", *key), []).extend(
+                        plain_samples(agent, steps, 1, variant)
+                    )
+                    t, b = ours_samples(steps, 1, variant)
+                    seconds.setdefault(("ours", *key), []).extend(t)
+                    stored.setdefault(("ours", *key), []).extend(b)
+                    if params["dbos"]:
+                        dt, db = dbos_samples(steps, variant)
+                        seconds.setdefault(("dbos", *key), []).append(dt)
+                        stored.setdefault(("dbos", *key), []).append(db)
+    finally:
+        dbos_stop()
     task = ours_prepare(large, "write")
     profile = profile_top(lambda: ours_run(task))
     ours_cleanup(task)
-
-    rate = {key: rate_stats(values, count=key[2]) for key, values in seconds.items()}
-    figures = []
-    for variant in VARIANTS:
-        tool = "no-op" if variant == "read" else "file write"
-        for steps in (large, small):
-            ours_s, plain_s = seconds[("ours", variant, steps)], seconds[("plain", variant, steps)]
-            overhead = [
-                max(o - p, 1e-9) / steps
-                for o, p in zip(sorted(ours_s), sorted(plain_s), strict=True)
-            ]
-            figures += [
-                figure(
-                    figure=f"{tool}: steps/s at {steps} steps",
-                    unit="steps/s",
-                    ours=rate[("ours", variant, steps)],
-                    reference=rate[("plain", variant, steps)],
-                    reference_label="Pydantic AI alone (Agent.run_sync)",
-                    target="(info) the adapter's cost",
-                ),
-                figure(
-                    figure=f"{tool}: overhead per step at {steps} steps",
-                    unit="ms",
-                    ours=stats(overhead, scale=1000),
-                    target="(info) (ours − plain) ÷ steps",
-                ),
-                figure(
-                    figure=f"{tool}: stored per step at {steps} steps",
-                    unit="KB",
-                    ours=stats(stored[(variant, steps)], scale=1 / 1000),
-                    target="(info) the history is re-stored in each checkpoint",
-                ),
-            ]
+    figures = sdk_figures(
+        seconds,
+        stored,
+        steps=(large, small),
+        variants={"read": "no-op", "write": "file write"},
+        plain="Pydantic AI alone (Agent.run_sync)",
+        dbos="the same agent under DBOS (DBOSDurability)",
+    )
     return {
         "title": TITLE,
         "figures": figures,
@@ -247,7 +274,9 @@ def run(size: str) -> dict[str, Any]:
             "(acquire → succeeded: Agent.iter node by node, the message history and a "
             "workspace snapshot checkpointed after each model response and each tools node, a "
             "ledger row before and after each tool call, events, every write lease-fenced). "
-            "Runs alternate between the two. A step = one model turn + one tool call. Stored "
-            "bytes are `pg_column_size` of the task's checkpoints, events and tool calls."
+            "Runs alternate between the contenders. A step = one model turn + one tool call. "
+            "Stored: `pg_column_size` of the task's rows and of the blobs its run stored "
+            "(history chunks, snapshots). DBOS (full size): the agent with `DBOSDurability` in "
+            "a `@DBOS.workflow` on the same PostgreSQL; its workflow row and step outputs."
         ),
     }

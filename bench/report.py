@@ -28,6 +28,21 @@ def _value(stats: dict[str, Any] | None, unit: str) -> str:
     return text
 
 
+def _others(f: dict[str, Any], reference: str, ratio: str) -> tuple[str, str]:
+    """The reference and ratio cells with the row's other contenders (same run) beside them:
+    `LangGraph: …<br>DBOS: …` and `1.20× / 0.80× DBOS`."""
+    others = f.get("others") or []
+    if not others:
+        return reference, ratio
+    cells = [reference] if f.get("reference") else []
+    ratios = [ratio] if f.get("reference") else []
+    for other in others:
+        cells.append(f"{other['label']}: {_value(other['stats'], f['unit'])}")
+        value = f"{other['ratio']:.2f}×" if other.get("ratio") is not None else "—"
+        ratios.append(f"{value} {other['label']}")
+    return "<br>".join(cells), " / ".join(ratios)
+
+
 def _met(met: bool | None) -> str:
     return {True: "✅ met", False: "❌ missed", None: "—"}[met]
 
@@ -92,6 +107,7 @@ def render(results: list[dict[str, Any]], levers: str = "") -> str:
             if f.get("reference_label") and f["reference"]:
                 reference = f"{f['reference_label']}: {reference}"
             ratio = f"{f['ratio']:.2f}×" if f.get("ratio") is not None else "—"
+            reference, ratio = _others(f, reference, ratio)
             name = f["figure"] + (f" — {f['note']}" if f.get("note") else "")
             lines.append(
                 f"| {name} | {_value(f['ours'], f['unit'])} | {reference} | {ratio} | "

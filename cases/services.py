@@ -20,17 +20,13 @@ from tasks.states import TERMINAL
 
 MAX_TAGS = 20
 # Agent kinds whose runs a replay cannot play back yet, and why (issue #47): the harness's own
-# loop and Pydantic AI agents record model decisions a replay plays back; these do not.
+# loop and the SDK agents (Pydantic AI, OpenAI Agents SDK) record model decisions a replay
+# plays back; a graph does not.
 UNREPLAYABLE_KINDS = {
-    "openai-agents": (
-        "an OpenAI Agents SDK task cannot be saved as a case yet: its model turns are not "
-        "recorded in a form a replay can play back (the harness's own loop and Pydantic AI "
-        "agents can be)"
-    ),
     "langgraph": (
         "a LangGraph task cannot be saved as a case yet: a graph's nodes are not recorded as "
-        "model decisions a replay can play back (the harness's own loop and Pydantic AI "
-        "agents can be)"
+        "model decisions a replay can play back (the harness's own loop, Pydantic AI and "
+        "OpenAI Agents SDK agents can be)"
     ),
 }
 

@@ -79,6 +79,11 @@ class ApprovalGate(ReviewPauses):
         self.pending_rows[row.call_id] = row
 
     def new_call(self, approval: Approval, call_id: str) -> tuple[ToolCall, PolicyDecision, str]:
+        decision, why = self.policy(approval)
+        if self.replay is not None:
+            decision = self.replay_claim(
+                call_id=call_id, tool=approval.tool, args=approval.arguments, decision=decision
+            )
         row = ToolCall(
             task_id=self.task_id,
             call_id=call_id,
@@ -90,7 +95,6 @@ class ApprovalGate(ReviewPauses):
         )
         self.ledger[call_id] = row
         self.pending_rows[call_id] = row
-        decision, why = self.policy(approval)
         if decision.action == "deny":
             services.toolcall_transition(
                 call=row,

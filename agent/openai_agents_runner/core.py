@@ -14,8 +14,8 @@ from django.db import transaction
 from agent.openai_agents_runner.loading import AgentNotRegistered, agent_load
 from agent.runtime.run_writes import LEDGER_FIELDS
 from agent.sdk_run import SdkRun
+from agent.sdk_run.replay import SdkReplay
 from agent.versions import version_bodies_unwritten, version_bodies_written
-from checkpoints.models import Blob
 from checkpoints.snapshots import snapshot_distrust
 from tasks import services
 from tasks.models import Task, ToolCall
@@ -26,6 +26,8 @@ class RunCore(SdkRun):
 
     NOT_REGISTERED = (AgentNotRegistered, ImportError, AttributeError)
     load_code = staticmethod(agent_load)
+    # The SDK's RunState (its JSON text): its lists of items and responses stored as chunks.
+    HISTORY_JSON = ("run_state",)
 
     def __init__(self, task: Task, worker_id: str, *, loaded: Agent | None = None) -> None:
         super().__init__(task, worker_id, loaded=loaded)
@@ -34,7 +36,6 @@ class RunCore(SdkRun):
         self.tools_running = 0
         self.written_head: Any = task.head_checkpoint_id
         self.pending_rows: dict[str, ToolCall] = {}
-        self.blobs: dict[str, Blob] = {}
         # SDK call id -> whether the tool itself asked for approval (its own needs_approval).
         self.sdk_asked: dict[str, bool] = {}
         self.tools_of: dict[str, FunctionTool] = {}
@@ -56,6 +57,10 @@ class RunCore(SdkRun):
         # whether any agent of the graph has hosted tools (its model is then gated).
         self.turn_agent = ""
         self.has_hosted = False
+        # A replay of a saved case (agent.sdk_run.replay; replay): the recorded call each new
+        # call was matched with, by ledger id.
+        self.replay = SdkReplay.of(task)
+        self.replay_recorded: dict[str, dict[str, Any]] = {}
 
     def alignments(self) -> list[dict[str, Any]]:
         """The alignments after recoveries (RunStart): {text, at: the input item it goes
@@ -104,11 +109,12 @@ class RunCore(SdkRun):
         except BaseException:
             if self.blobs:
                 snapshot_distrust(self.workspace)
+            self.written(False)
             raise
         for row in changed.values():
             row._state.adding = False
         version_bodies_written(self)
-        self.blobs = {}
+        self.written(True)
         self.pending_events = []
         self.pending_rows = {}
         self.written_head = self.head_id

@@ -87,7 +87,7 @@ class HostedTools(ReviewPauses):
             self, tools=hosted, agent=self.turn_agent, call_id=self.call_id, spec=self.task.spec
         )
         if turn.waiting:
-            self.pause_for_reviews(turn.waiting, hosted=True)
+            self.pause_for_reviews(turn.waiting, hosted=turn)
         return [tool for tool in tools if not is_hosted(tool) or tool.name in turn.offered]
 
     def hosted_record(self, response: Any) -> None:

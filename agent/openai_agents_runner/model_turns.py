@@ -10,7 +10,7 @@ from typing import Any
 from agents import RunHooks
 
 from agent.openai_agents_runner.core import RunCore
-from agent.openai_agents_runner.values import field, short_text
+from agent.openai_agents_runner.values import call_arguments, field, short_text
 from agent.tracing import ModelCall, model_call
 from harness_base.metrics import STEP_SECONDS, metric_observe
 from tasks import beacon
@@ -65,7 +65,17 @@ class ModelTurns(RunCore):
         for item in getattr(response, "output", None) or []:
             kind = field(item, "type")
             if kind == "function_call":
-                calls.append({"tool": field(item, "name"), "call_id": field(item, "call_id")})
+                sdk_call_id = str(field(item, "call_id") or "")
+                calls.append(
+                    {
+                        "tool": field(item, "name"),
+                        # The ledger's id (a case's recording reads the call's row by it) and
+                        # the SDK's (a replay's model answers with it: replay).
+                        "call_id": self.call_id(sdk_call_id),
+                        "sdk_call_id": sdk_call_id,
+                        "args": call_arguments(field(item, "arguments")),
+                    }
+                )
             elif kind == "message":
                 for part in field(item, "content") or []:
                     if field(part, "type") == "output_text":
@@ -75,11 +85,13 @@ class ModelTurns(RunCore):
         self.event(
             EventType.MODEL_DECISION,
             {
+                "turn": self.state.turn_index,
                 "agent": agent.name,
                 "model": str(getattr(agent, "model", "") or ""),
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "calls": calls,
+                "text": short_text(" ".join(text)),
                 **({"final": short_text(" ".join(text))} if text and not calls else {}),
             },
         )

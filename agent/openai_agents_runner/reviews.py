@@ -11,9 +11,10 @@ from typing import Any, NoReturn
 
 from django.db import transaction
 
-from agent.openai_agents_runner.core import RunCore
+from agent.openai_agents_runner.replay import RunReplay
 from agent.openai_agents_runner.values import KIND, approval_of
 from agent.runtime.run import Paused
+from agent.sdk_run.hosted import HostedTurn
 from agent.sdk_run.rechecks import approvals_drifted, approvals_reasked, reviews_reopen
 from agent.versions import versions_current
 from review.models import ReviewRequest, ReviewStatus
@@ -28,7 +29,7 @@ DECISIONS = ["approve", "edit", "reject"]
 HOSTED_DECISIONS = ["approve", "reject"]
 
 
-class ReviewPauses(RunCore):
+class ReviewPauses(RunReplay):
     """AgentsRun's pauses for review: recheck_approvals, pause_for_reviews, pause_written."""
 
     def recheck_approvals(self, state: Any) -> None:
@@ -77,11 +78,14 @@ class ReviewPauses(RunCore):
         raise Paused()
 
     def pause_for_reviews(
-        self, waiting: list[tuple[ToolCall, PolicyDecision, str]], *, hosted: bool = False
+        self,
+        waiting: list[tuple[ToolCall, PolicyDecision, str]],
+        *,
+        hosted: HostedTurn | None = None,
     ) -> NoReturn:
         """One review per call of `waiting` not reviewed yet, the task waiting_review. `hosted`:
         the calls are model turns' permissions to use hosted tools (agent.sdk_run.hosted):
-        approve or reject, no edit."""
+        approve or reject, no edit; the approvals of it that no longer hold reopened."""
         pending = [
             row
             for row, _d, _w in waiting
@@ -91,13 +95,18 @@ class ReviewPauses(RunCore):
                 status=ReviewStatus.PENDING,
             ).exists()
         ]
-        fresh = [(r, d, w) for r, d, w in waiting if r not in pending]
+        reasked = hosted.reasked if hosted is not None else []
+        fresh = [(r, d, w) for r, d, w in waiting if r not in pending and r not in reasked]
         for row, _decision, why in fresh:
             self.event(
                 EventType.REVIEW_REQUESTED, {"call_id": row.call_id, "tool": row.tool, "why": why}
             )
         with transaction.atomic():
-            self.commit(checkpoint=("before_review", "tool"), rows=[r for r, _d, _w in fresh])
+            self.commit(
+                checkpoint=("before_review", "tool"), rows=[*(r for r, _d, _w in fresh), *reasked]
+            )
+            if hosted is not None:
+                hosted.reopen(self, kind=REVIEW_KIND, checkpoint_id=self.head_id)
             for row, decision, why in fresh:
                 review_request_open(
                     tool_call=row,
@@ -105,7 +114,7 @@ class ReviewPauses(RunCore):
                     decision=_as_review(decision, why),
                     preview=json.dumps(row.arguments, indent=2, ensure_ascii=False, default=str),
                     kind=REVIEW_KIND,
-                    interrupt=_interrupt(row, hosted=hosted),
+                    interrupt=_interrupt(row, hosted=hosted is not None),
                     versions=versions_current(self),
                 )
             self.wait_for_review(f"approval needed: {waiting[0][0].tool}")

@@ -30,6 +30,7 @@ from agent.openai_agents_runner.harness_model import HarnessModel
 from agent.openai_agents_runner.hosted import HostedGateModel
 from agent.openai_agents_runner.loading import bound_model
 from agent.openai_agents_runner.model_turns import Hooks, ModelTurns
+from agent.openai_agents_runner.replay import ReplayTurns
 from agent.openai_agents_runner.start import RunStart
 from agent.openai_agents_runner.values import KIND, jsonable, short_text
 from agent.openai_agents_runner.versions import agent_version_parts
@@ -50,7 +51,10 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
         the operator allows (HARNESS_MODEL_ENDPOINTS) and the key bound to it stays in the
         worker's environment; it then serves every agent of the run."""
         kwargs: dict[str, Any] = {"tracing_disabled": True, "workflow_name": str(self.task_id)}
-        if self.spec.agent.model is not None:
+        if self.replay is not None:
+            # A replay of a saved case: the case's recorded decisions serve every agent.
+            kwargs["model"] = self.run_model = ReplayTurns(self)
+        elif self.spec.agent.model is not None:
             self.run_model = bound_model(model_endpoint(self.spec.agent.model))
             kwargs["model"] = HarnessModel(self.run_model, self)
             if self.has_hosted:

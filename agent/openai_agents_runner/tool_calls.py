@@ -11,7 +11,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from agent.openai_agents_runner.core import RunCore
+from agent.openai_agents_runner.replay import RunReplay
 from agent.openai_agents_runner.values import jsonable, short_text
 from agent.runtime.attempt import tool_attempt_record, tool_exception_class, tool_label_known
 from agent.sdk_run.unknown import settled_output
@@ -21,7 +21,7 @@ from tasks.events import EventType
 from tasks.models import ToolCall, ToolCallStatus
 
 
-class ToolInvocation(RunCore):
+class ToolInvocation(RunReplay):
     """AgentsRun's tool calls: invoke, call_end."""
 
     async def invoke(self, context: Any, arguments: str, *, tool: str, original: Callable) -> Any:
@@ -43,6 +43,14 @@ class ToolInvocation(RunCore):
             self.call_started(row)
             await sync_to_async(self.commit, thread_sensitive=True)(rows=[row])
         started = time.monotonic()
+        recorded = self.replay_recorded.get(call_id)
+        if recorded is not None and not self.replay_live(tool):
+            # A replay's call the recording answers (replay), without running the tool.
+            value, error = self.replay_answer(row, recorded)
+            await self.call_end(row, output=value, error=error, started=started)
+            if error is not None:
+                raise error
+            return value
         self.tools_running += 1
         beacon.expect("tool", self.tool_s)
         with tool_span(
@@ -62,6 +70,8 @@ class ToolInvocation(RunCore):
                     error_message=row.error_message,
                     result=None,
                 )
+                if recorded is not None:  # a replay's live call: checked against the recording
+                    self.replay_compare(row, recorded)
                 raise
             finally:
                 self.tools_running -= 1
@@ -69,6 +79,8 @@ class ToolInvocation(RunCore):
                     beacon.progress()
             await self.call_end(row, output=output, started=started)
             traced.finished(status=row.status, error_class="", error_message="", result=output)
+        if recorded is not None:
+            self.replay_compare(row, recorded)
         return output
 
     async def call_end(

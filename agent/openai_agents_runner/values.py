@@ -59,3 +59,12 @@ def approval_of(item: Any) -> Approval:
         arguments=_arguments(field(raw, "arguments")),
         hosted=hosted,
     )
+
+
+def call_arguments(arguments: Any) -> Any:
+    """A function call's arguments (the SDK's JSON text) as JSON; text that is not JSON as
+    it is."""
+    try:
+        return json.loads(arguments or "{}")
+    except (TypeError, ValueError):
+        return arguments

@@ -15,7 +15,7 @@ from pydantic_ai import DeferredToolRequests
 
 from agent.pydantic_ai_runner.constants import DECISIONS, EXTERNAL_DECISIONS, KIND, REVIEW_KIND
 from agent.pydantic_ai_runner.endings import RunEndings
-from agent.pydantic_ai_runner.messages import jsonable, messages_dump
+from agent.pydantic_ai_runner.messages import jsonable
 from agent.versions import versions_current
 from review.policy import PolicyDecision, interrupt_policy
 from review.services.transitions import review_request_open
@@ -52,7 +52,7 @@ class RunApprovals(RunEndings):
     """The approvals and external calls an agent asked for, made reviews."""
 
     def pause_for_approvals(self, requests: DeferredToolRequests, messages: list[Any]) -> NoReturn:
-        self.sdk["messages"] = messages_dump(messages)
+        self.sdk["messages"] = self.messages_dumped(messages)
         inserts: list[ToolCall] = []
         updates: list[tuple[Any, list[str]]] = []
         asked: list[tuple[ToolCall, Any, bool]] = []

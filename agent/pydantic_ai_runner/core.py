@@ -12,6 +12,7 @@ from typing import Any
 from django.db import transaction
 
 from agent.pydantic_ai_runner.agents import AgentNotRegistered, agent_load
+from agent.pydantic_ai_runner.messages import MessagesDumped
 from agent.sdk_run import SdkRun
 from agent.sdk_run.replay import SdkReplay
 from agent.versions import version_bodies_unwritten, version_bodies_written
@@ -36,6 +37,8 @@ class RunCore(SdkRun):
         self.step_began = time.monotonic()
         # A replay of a saved case: its decisions and the tool oracle (agent.sdk_run.replay).
         self.replay = SdkReplay.of(task)
+        # The history as JSON, each message dumped once (what the checkpoints store).
+        self.messages_dumped = MessagesDumped()
 
     @property
     def sdk(self) -> dict[str, Any]:
@@ -58,18 +61,23 @@ class RunCore(SdkRun):
         if trigger is not None:
             checkpoint = self.checkpoint_stage(trigger)
             update["head_checkpoint_id"] = checkpoint.id
-        with transaction.atomic() if then is not None else nullcontext():
-            self.cancel_seen = services.task_fenced_write(
-                task_id=self.task_id,
-                epoch=self.epoch,
-                inserts=[*([checkpoint] if checkpoint else []), *inserts, *self.pending_events],
-                inserts_if_absent=version_bodies_unwritten(self),
-                updates=list(updates),
-                **update,
-            )
-            self.pending_events = []
-            if then is not None:
-                then(checkpoint)
+        try:
+            with transaction.atomic() if then is not None else nullcontext():
+                self.cancel_seen = services.task_fenced_write(
+                    task_id=self.task_id,
+                    epoch=self.epoch,
+                    inserts=[*([checkpoint] if checkpoint else []), *inserts, *self.pending_events],
+                    inserts_if_absent=[*self.blobs.values(), *version_bodies_unwritten(self)],
+                    updates=list(updates),
+                    **update,
+                )
+                self.pending_events = []
+                if then is not None:
+                    then(checkpoint)
+        except BaseException:
+            self.written(False)
+            raise
+        self.written(True)
         version_bodies_written(self)
         return checkpoint
 

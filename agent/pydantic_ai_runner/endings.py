@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from agent.pydantic_ai_runner.constants import RESULT_MAX_CHARS, TEXT_MAX_CHARS
 from agent.pydantic_ai_runner.core import RunCore
-from agent.pydantic_ai_runner.messages import jsonable, messages_dump
+from agent.pydantic_ai_runner.messages import jsonable
 from agent.retry import TRANSIENT, retry_policy
 from agent.runtime.run import Paused, StopRun
 from agent.sdk_run.unknown import unknown_outcomes_ask
@@ -107,7 +107,7 @@ class RunEndings(RunCore):
         return "paused"
 
     def finish(self, output: Any, messages: list[Any]) -> str:
-        self.sdk["messages"] = messages_dump(messages)
+        self.sdk["messages"] = self.messages_dumped(messages)
         result = _text(jsonable(output), RESULT_MAX_CHARS)
         self.state.final = result
         self.state.phase = "done"

@@ -65,6 +65,7 @@ class RunHosted(RunEndings):
                 )
 
         def open_reviews(checkpoint: Any) -> None:
+            turn.reopen(self, kind=REVIEW_KIND, checkpoint_id=checkpoint.id if checkpoint else None)
             for row, decision, why in turn.waiting:
                 if row not in fresh:
                     continue
@@ -89,6 +90,7 @@ class RunHosted(RunEndings):
             reason=f"approval needed: hosted tool {turn.waiting[0][0].tool}",
             trigger="before_review",
             inserts=fresh,
+            updates=[(row, ["status"]) for row in turn.reasked],
             then=open_reviews,
         )
 

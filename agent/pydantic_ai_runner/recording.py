@@ -13,7 +13,7 @@ from pydantic_ai.messages import ModelResponse
 
 from agent.pydantic_ai_runner.constants import RESULT_MAX_CHARS, TEXT_MAX_CHARS
 from agent.pydantic_ai_runner.hosted import RunHosted
-from agent.pydantic_ai_runner.messages import jsonable, messages_dump
+from agent.pydantic_ai_runner.messages import jsonable
 from harness_base.metrics import STEP_SECONDS, metric_observe
 from tasks.events import EventType
 
@@ -28,7 +28,7 @@ class RunRecording(RunHosted):
         messages = list(run.all_messages())
         if isinstance(node, ModelRequestNode):
             messages.append(node.request)
-        self.sdk["messages"] = messages_dump(messages)
+        self.sdk["messages"] = self.messages_dumped(messages)
         if isinstance(ran, ModelRequestNode) and isinstance(node, CallToolsNode):
             self.record_model_response(node.model_response, run)
             # The native tools the provider ran in this turn: their rows with the response.

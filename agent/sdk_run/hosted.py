@@ -12,15 +12,20 @@ sees a call only in the response, after it ran. Both SDK runners share what they
   tool and turn, call id `…hosted<step>:<tool>` (its arguments: the agent and the tool's
   configuration), reviewed like any call; approve -> that turn is offered the tool, reject ->
   that turn goes without it. The row stays `approved` (it is a permission, not a call: the
-  calls the turn made are their own rows), so it is in no statistic of outcomes."""
+  calls the turn made are their own rows), so it is in no statistic of outcomes; its approval
+  is checked again each time a turn is to use it, and one that no longer holds is asked
+  again (a reopened review saying what changed)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any
 
+from agent.sdk_run.rechecks import Drifted, approvals_drifted, approvals_reasked, reviews_reopen
 from review.hosted import HOSTED_RISK, hosted_tool_policy
+from review.models import ReviewRequest
 from review.policy import PolicyDecision
 from tasks import services
 from tasks.canonical import canonical_hash
@@ -103,6 +108,21 @@ class HostedTurn:
     waiting: list[tuple[ToolCall, PolicyDecision, str]] = dataclasses.field(default_factory=list)
     # The permission rows made now (unsaved).
     new: list[ToolCall] = dataclasses.field(default_factory=list)
+    # Approvals that no longer hold (agent.sdk_run.rechecks): their rows are back to awaiting
+    # review (to update), each review to reopen in the pause (reviews_reopen).
+    drifted: Drifted = dataclasses.field(default_factory=list)
+    reasked: list[ToolCall] = dataclasses.field(default_factory=list)
+
+    def reopen(self, run: Any, *, kind: str, checkpoint_id: Any) -> None:
+        """The drifted approvals' reviews reopened (inside the runner's pause)."""
+        rows = {row.pk: row for row in self.reasked}
+        reviews_reopen(
+            run,
+            self.drifted,
+            kind=kind,
+            checkpoint_of=lambda _review: checkpoint_id,
+            row_of=lambda review: rows[review.tool_call_id],
+        )
 
 
 def hosted_turn(
@@ -130,12 +150,33 @@ def hosted_turn(
             turn.new.append(row)
             turn.waiting.append((row, decision, why))
         elif row.status == ToolCallStatus.APPROVED:
-            turn.offered.add(name)
+            drifted = approvals_drifted(
+                run, ReviewRequest.objects.filter(tool_call=row, reopened_as__isnull=True)
+            )
+            if not drifted:
+                turn.offered.add(name)
+                continue
+            # The approval is checked again when it takes effect (deadline, approvers, rules).
+            approvals_reasked(run, drifted, move=_back_to_review, row_of=_constant(row))
+            turn.drifted.extend(drifted)
+            turn.reasked.append(row)
+            turn.waiting.append((row, decision, why))
         elif row.status in _REFUSED:
             turn.withheld.add(name)
         else:
             turn.waiting.append((row, decision, why))
     return turn
+
+
+def _constant(row: ToolCall) -> Callable[[ReviewRequest], ToolCall]:
+    def row_of(_review: ReviewRequest) -> ToolCall:
+        return row
+
+    return row_of
+
+
+def _back_to_review(row: ToolCall) -> None:
+    services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
 
 
 def hosted_permission(row: ToolCall) -> bool:

@@ -1,6 +1,6 @@
-"""A replay of a saved case run by an SDK runner (issue #47; Pydantic AI today): the case's
-recorded model decisions played back by the runner's replaying model, and its tool calls
-matched with the recorded ones by the same oracle the harness's own loop uses
+"""A replay of a saved case run by an SDK runner (issue #47: Pydantic AI, OpenAI Agents
+SDK): the case's recorded model decisions played back by the runner's replaying model, and its
+tool calls matched with the recorded ones by the same oracle the harness's own loop uses
 (agent.runtime.oracle), so that nothing runs live that the recording answers.
 
 What a matched call does follows agent.runtime.replaying: a tool whose effect stays in the
@@ -48,11 +48,13 @@ def _short(value: Any) -> str:
 
 def outcome_of(status: str, result: Any, error_message: str) -> tuple[str, Any]:
     """A call's outcome as a replay compares it: (status, the value a success returned or
-    the message a failure gave). A runner's value is stored as {"value": ...}."""
-    if status == ToolCallStatus.SUCCEEDED:
-        value = result.get("value", result) if isinstance(result, dict) else result
-        return status, value
-    return status, error_message
+    the message a failure gave). A runner stores a value as {"value": ...} or {"output": ...}."""
+    if status != ToolCallStatus.SUCCEEDED:
+        return status, error_message
+    for key in ("value", "output"):  # Pydantic AI's rows, the OpenAI Agents SDK's
+        if isinstance(result, dict) and key in result:
+            return status, result[key]
+    return status, result
 
 
 class SdkReplay:
@@ -99,7 +101,7 @@ class SdkReplay:
         return StopRun("replay_diverged", f"step {turn}: {reason[:1000]}")
 
     def claim(
-        self, run: Any, *, call_id: str, tool: str, args: Any, action: str, rules: list[str]
+        self, run: Any, *, call_id: str, tool: str, args: Any, action: str, rules: list[Any]
     ) -> dict[str, Any]:
         """The recorded call answering this one, checked against what the policy decides now
         (`action`: allow, deny, review); raises the divergence otherwise."""
@@ -112,7 +114,8 @@ class SdkReplay:
             reason = f"recorded {recorded['status']}; now refused (denied by policy)"
             raise self.diverged(run, **where, reason=reason)
         if action == "review" and not recorded.get("reviewed"):
-            named = ", ".join(rules) or "a review rule"
+            names = [str(r.get("name") or "") if isinstance(r, dict) else str(r) for r in rules]
+            named = ", ".join(n for n in names if n) or "a review rule"
             reason = f"the policy now sends this call to review ({named}); recorded without"
             raise self.diverged(run, **where, reason=reason)
         return recorded

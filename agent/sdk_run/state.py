@@ -4,6 +4,8 @@ the counters read from it, a stop recorded as its last error; the step checkpoin
 (`checkpoint_stage`), a call's start on the ledger (`call_started`) and the shared pick-up
 path (`pick_up`: the head checkpoint verified, the workspace in line with it, a new task's
 files; `resumed`: on the timeline, then drift since the head was written, agent.sdk_run.drift).
+The SDK's history is stored content-addressed, in chunks shared across checkpoints
+(agent.sdk_run.history).
 
 A runner supplies `calls_pending` (the ledger rows its head holds pending) and `pause_written`
 (its pause for review: rows and a before_review checkpoint written, reviews opened)."""
@@ -16,6 +18,7 @@ from typing import Any, NoReturn
 from agent.runtime.run import StopRun
 from agent.sdk_run.drift import sdk_drift_at_pickup
 from agent.sdk_run.ending import ForeignRun
+from agent.sdk_run.history import SdkHistory
 from agent.sdk_run.model_stream import ModelStream
 from agent.versions import versions_current
 from checkpoints.models import Blob, Checkpoint
@@ -35,7 +38,7 @@ from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.paths import file_write
 
 
-class SdkRun(ForeignRun):
+class SdkRun(SdkHistory, ForeignRun):
     """A run segment whose state is an AgentState checkpointed by the harness."""
 
     def __init__(self, task: Task, worker_id: str, *, loaded: Any = None) -> None:
@@ -48,6 +51,7 @@ class SdkRun(ForeignRun):
         self.ledger: dict[str, ToolCall] = {}
         # The model's text while a turn runs, on the task page's live view.
         self.model_stream = ModelStream(task_id=task.id)
+        self.history_init()
 
     @property
     def step_index(self) -> int:  # type: ignore[override]
@@ -76,14 +80,15 @@ class SdkRun(ForeignRun):
     ) -> Checkpoint:
         """The step checkpoint (unsaved; the caller's fenced write inserts it): the state with
         the SDK's, a workspace snapshot (its new blobs into `defer`, to insert with it), the
-        code's versions; made head. `level`: the trigger's configured level, else `step`."""
+        code's versions; made head. `level`: the trigger's configured level, else `step`. The
+        SDK's history as chunks: the new ones into `blobs` (the write inserts them)."""
         if level is None:
             configured = self.config.trigger(trigger)
             level = configured.level if configured else "step"
         checkpoint = checkpoint_build(
             task_id=self.task_id,
             seq=self.seq,
-            state=self.state,
+            state=self.state_stored(),
             level=level,
             trigger=trigger,
             snapshot=snapshot_capture(workspace=self.workspace, defer=defer),
@@ -132,6 +137,7 @@ class SdkRun(ForeignRun):
             raise StopRun(
                 "checkpoint_corrupted", f"the head checkpoint holds no {fresh['kind']} state"
             )
+        self.history_restored()
         if loaded.checkpoint.id != self.head_id:
             self.event(
                 EventType.CHECKPOINT_FALLBACK,

@@ -8,7 +8,7 @@ import math
 import pstats
 import statistics
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from bench.common.paths import BENCH_DIR
@@ -77,13 +77,23 @@ def figure(
     target: str = "",
     met: bool | None = None,
     note: str = "",
+    others: Sequence[tuple[str, Mapping[str, float]]] = (),
 ) -> dict[str, Any]:
     """One row of the results table. `ratio` is always ours ÷ reference (medians); whether
-    higher or lower is better is said by the target."""
+    higher or lower is better is said by the target. `others`: more contenders measured in the
+    same run, `(label, stats)`, each shown beside the reference with its own ratio."""
     ratio = None
     if reference is not None and reference.get("median"):
         ratio = ours["median"] / reference["median"]
     return {
+        "others": [
+            {
+                "label": label,
+                "stats": dict(value),
+                "ratio": ours["median"] / value["median"] if value.get("median") else None,
+            }
+            for label, value in others
+        ],
         "figure": figure,
         "unit": unit,
         "ours": dict(ours),

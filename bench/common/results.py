@@ -92,6 +92,7 @@ def _versions() -> dict[str, str]:
         "langgraph",
         "langgraph-checkpoint-postgres",
         "langchain-core",
+        "dbos",
         "rq",
     ):
         try:

@@ -71,6 +71,7 @@ def _variant_figures(
                 ours=ours_large,
                 reference=rate[("langgraph", variant, large)],
                 reference_label="LangGraph ReAct",
+                others=[("DBOS", rate[("dbos", variant, large)])],
                 target=f"≥ {target_ratio}× LangGraph",
                 met=large_ratio >= target_ratio,
             ),
@@ -80,6 +81,7 @@ def _variant_figures(
                 ours=ours_small,
                 reference=rate[("langgraph", variant, small)],
                 reference_label="LangGraph ReAct",
+                others=[("DBOS", rate[("dbos", variant, small)])],
                 target=f"≥ {small_ratio_target}× LangGraph" if small_ratio_target else "(info)",
                 met=small_ratio >= small_ratio_target if small_ratio_target else None,
             ),
@@ -106,6 +108,7 @@ def _variant_figures(
                 ours=kb[("ours", variant, large)],
                 reference=kb[("langgraph", variant, large)],
                 reference_label="LangGraph ReAct",
+                others=[("DBOS", kb[("dbos", variant, large)])],
                 target=f"≤ ~{kb_target:g} KB",
                 met=kb_large <= kb_target,
             ),
@@ -115,6 +118,7 @@ def _variant_figures(
                 ours=kb[("ours", variant, small)],
                 reference=kb[("langgraph", variant, small)],
                 reference_label="LangGraph ReAct",
+                others=[("DBOS", kb[("dbos", variant, small)])],
                 target=f"≤ ~{kb_target:g} KB, flat",
                 met=kb_small <= kb_target and kb_large <= kb_small * 1.1,
             ),
@@ -162,7 +166,11 @@ def run(size: str) -> dict[str, Any]:
             "a `@tool` doing the same (nothing, or the same atomic file write), "
             "`PostgresSaver` on the same database; its default durability (`async`, "
             "checkpoint writes overlap the next step) is the reference, `sync` is shown for "
-            "information. A step = one model turn + one tool call. Stored bytes are "
+            "information. DBOS: the same loop as a DBOS Transact workflow (a `@DBOS.step` "
+            "model step returning the same call and a `@DBOS.step` tool step doing the same "
+            "work per turn; its step outputs recorded in its system tables, schema "
+            "`bench_dbos` on the same PostgreSQL; its bytes = the growth of every row in that "
+            "schema over the run). A step = one model turn + one tool call. Stored bytes are "
             "`pg_column_size` of the rows each run leaves (ours: checkpoints + events + tool "
             "calls + the snapshot blobs the run created; LangGraph: checkpoints + blobs + "
             "writes), indexes excluded for both. Our average checkpoint row per 50 steps of "

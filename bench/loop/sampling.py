@@ -8,6 +8,8 @@ from bench.common import (
     profile_top,
     reference_schema_reset,
 )
+from bench.common.dbos_ref import dbos_stop
+from bench.loop.dbos_agent import DbosAgent
 from bench.loop.langgraph_agent import LangGraphAgent
 from bench.loop.ours import (
     VARIANTS,
@@ -21,11 +23,12 @@ from bench.loop.ours import (
 
 
 def _measure(small: int, large: int, repeat: int) -> tuple[Any, ...]:
-    """Samples of ours and LangGraph (async and sync durability) per variant and size,
+    """Samples of ours, LangGraph (async and sync durability) and DBOS per variant and size,
     alternated per repetition; then ours profiled, its checkpoint growth and retention:
     -> (seconds, stored, profiles, growth, retention)."""
     reference_schema_reset()
     langgraph = LangGraphAgent()
+    dbos = DbosAgent()
     seconds: dict[tuple[str, str, int], list[float]] = {}
     stored: dict[tuple[str, str, int], list[float]] = {}
     try:
@@ -33,6 +36,7 @@ def _measure(small: int, large: int, repeat: int) -> tuple[Any, ...]:
             # Warm both paths up (imports, prepared plans) before measuring.
             ours_samples(3, 1, variant)
             langgraph.samples(3, 1, variant, durability="async")
+            dbos.samples(3, 1, variant)
         # Alternate ours / LangGraph per repetition so a busy moment hits both.
         for _ in range(repeat):
             for variant in VARIANTS:
@@ -51,6 +55,7 @@ def _measure(small: int, large: int, repeat: int) -> tuple[Any, ...]:
                                 s, 1, v, durability="sync"
                             ),
                         ),
+                        ("dbos", lambda s=steps, v=variant: dbos.samples(s, 1, v)),
                     ):
                         t, b = sampler()
                         seconds.setdefault((who, variant, steps), []).extend(t)
@@ -66,5 +71,7 @@ def _measure(small: int, large: int, repeat: int) -> tuple[Any, ...]:
         retention = ours_retention(large)
     finally:
         langgraph.close()
+        dbos.close()
+        dbos_stop()
         reference_schema_reset(drop_only=True)
     return seconds, stored, profiles, growth, retention

@@ -11,7 +11,7 @@ from django.utils.module_loading import import_string
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, batched, blob_store
 from checkpoints.models import BlobRef
-from checkpoints.retention.refcounts import blobs_count
+from checkpoints.retention.refcounts import KINDS, blobs_count
 from checkpoints.snapshots import snapshot_blob_keys
 
 BLOB_GRACE_S = 24 * 3600
@@ -70,7 +70,7 @@ def blobs_collect_garbage(
     candidates = dead_digests | walked
     if not candidates or not blobs_count():
         return Collected(0, cursor)
-    kinds = [f"{kind}:{digest}" for digest in candidates for kind in "rcfb"]
+    kinds = [f"{kind}:{digest}" for digest in candidates for kind in KINDS]
     counted: set[str] = set()
     live: set[str] = set()
     for batch in batched(kinds):

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, batched, blob_store
+from checkpoints.history import chunk_prev, history_heads
 from checkpoints.models import BlobRef, Checkpoint, GraphWorkspace
 from checkpoints.services import CheckpointCorrupted, checkpoint_base_key, checkpoint_decode
 
@@ -18,7 +19,9 @@ from checkpoints.services import CheckpointCorrupted, checkpoint_base_key, check
 # manifest chunks, a chunk lists file bodies. BlobRef counts, per blob, the holders one level
 # up: a root's count is its checkpoints and graph workspaces, a chunk's the live roots (count
 # > 0) listing it, a file body's the live chunks listing it. A checkpoint whose payload is
-# compressed against a base (checkpoints.services) also counts that base ("b", a leaf).
+# compressed against a base (checkpoints.services) also counts that base ("b", a leaf). An
+# SDK agent's history chunk ("h", checkpoints.history) counts the checkpoints naming it as a
+# chain's head and the live chunks naming it as the one before them.
 # A blob going live or dead moves
 # the counts of what it lists, so the collection reads only blobs whose count fell to 0, never
 # the checkpoints. Counts are kept by retention alone (the sweep runs it one at a time): every
@@ -31,18 +34,22 @@ COUNT_BATCH = 500
 # Holders counted per run at most; a backlog (the first run on an existing database) is
 # worked off over the following runs, and holds the collection back until it is.
 MAX_COUNT_PER_RUN = 5_000
-_CHILD = {"r": "c", "c": "f"}
+_CHILD = {"r": "c", "c": "f", "h": "h"}
+# Every kind of count (a blob may be live as any of them).
+KINDS = "rcfbh"
 
 
-def snapshot_root(row: Checkpoint | GraphWorkspace) -> str | None:
+def blobs_held(row: Checkpoint | GraphWorkspace) -> tuple[str | None, list[str]]:
+    """(the snapshot root, the history chain heads) a checkpoint or graph workspace names."""
     if isinstance(row, GraphWorkspace):
-        snapshot = row.snapshot
+        snapshot, heads = row.snapshot, []
     else:
         try:
-            snapshot = checkpoint_decode(row).snapshot
+            loaded = checkpoint_decode(row)
         except CheckpointCorrupted:
-            return None
-    return snapshot.get("root") if isinstance(snapshot, dict) else None
+            return None, []
+        snapshot, heads = loaded.snapshot, list(history_heads(loaded.state.sdk))
+    return (snapshot.get("root") if isinstance(snapshot, dict) else None), heads
 
 
 def payload_base(row: Checkpoint | GraphWorkspace) -> str | None:
@@ -66,6 +73,9 @@ def _listed(digests: set[str], kind: str) -> dict[str, list[str]]:
                     continue
     out: dict[str, list[str]] = {}
     for digest in digests:
+        if kind == "h":
+            out[digest] = chunk_prev(bodies[digest]) if digest in bodies else []
+            continue
         try:
             body = json.loads(bodies[digest])
             out[digest] = body["chunks"] if kind == "r" else [entry[1] for entry in body]
@@ -75,11 +85,21 @@ def _listed(digests: set[str], kind: str) -> dict[str, list[str]]:
 
 
 def blob_refs_add(kind: str, deltas: Counter[str] | dict[str, int]) -> None:
-    """Add to the counts of these blobs of one kind ("r", "c", "f", "b"); a blob going live (0 ->
-    more) or dead (more -> 0) adds to or takes from the counts of what it lists."""
+    """Add to the counts of these blobs of one kind ("r", "c", "f", "b", "h"); a blob going live
+    (0 -> more) or dead (more -> 0) adds to or takes from the counts of what it lists (level by
+    level: a history chain is as long as its run)."""
+    moves: Counter[str] | dict[str, int] | None = deltas
+    current: str | None = kind
+    while current is not None and moves is not None:
+        moves = _refs_add_level(current, moves)
+        current = _CHILD.get(current)
+
+
+def _refs_add_level(kind: str, deltas: Counter[str] | dict[str, int]) -> Counter[str] | None:
+    """One level of blob_refs_add: -> the moves of the counts of what these blobs list."""
     deltas = {digest: delta for digest, delta in deltas.items() if delta}
     if not deltas:
-        return
+        return None
     now = timezone.now()
     born: set[str] = set()
     died: set[str] = set()
@@ -108,15 +128,15 @@ def blob_refs_add(kind: str, deltas: Counter[str] | dict[str, int]) -> None:
                 changed.append(row)
         BlobRef.objects.bulk_create(new)
         BlobRef.objects.bulk_update(changed, ["refs", "zero_since"])
-    child = _CHILD.get(kind)
-    if child and (born or died):
-        listed = _listed(born | died, kind)
-        moves: Counter[str] = Counter()
-        for digest in born:
-            moves.update(listed[digest])
-        for digest in died:
-            moves.subtract(listed[digest])
-        blob_refs_add(child, moves)
+    if not _CHILD.get(kind) or not (born or died):
+        return None
+    listed = _listed(born | died, kind)
+    moves: Counter[str] = Counter()
+    for digest in born:
+        moves.update(listed[digest])
+    for digest in died:
+        moves.subtract(listed[digest])
+    return moves
 
 
 Counted = TypeVar("Counted", Checkpoint, GraphWorkspace)
@@ -134,8 +154,10 @@ def _count_batch(model: type[Counted]) -> int:
         if not rows:
             return 0
         model.objects.filter(pk__in=[row.pk for row in rows]).update(blobs_counted=True)
-        blob_refs_add("r", Counter(r for r in map(snapshot_root, rows) if r))
+        held = [blobs_held(row) for row in rows]
+        blob_refs_add("r", Counter(root for root, _heads in held if root))
         blob_refs_add("b", Counter(b for b in map(payload_base, rows) if b))
+        blob_refs_add("h", Counter(head for _root, heads in held for head in heads))
     return len(rows)
 
 

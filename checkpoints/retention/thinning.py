@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from checkpoints.models import Checkpoint, Level
-from checkpoints.retention.refcounts import blob_refs_add, payload_base, snapshot_root
+from checkpoints.retention.refcounts import blob_refs_add, blobs_held, payload_base
 from harness_base.config import RetentionConfig, harness_config
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.signals import checkpoints_needed_ids
@@ -83,12 +83,15 @@ def checkpoints_thin_task(*, task_id: Any, policy: RetentionConfig) -> int:
             return 0
         _relink_children(task_id=task_id, doomed=set(doomed))
         counted_rows = list(Checkpoint.objects.filter(id__in=doomed, blobs_counted=True))
-        uncounted = Counter(root for row in counted_rows if (root := snapshot_root(row)))
+        held = [blobs_held(row) for row in counted_rows]
+        uncounted = Counter(root for root, _heads in held if root)
+        heads = Counter(head for _root, row_heads in held for head in row_heads)
         bases = Counter(base for row in counted_rows if (base := payload_base(row)))
         deleted = Checkpoint.objects.filter(id__in=doomed).delete()[0]
     # After the commit: a crash before this leaves counts too high, which only keeps blobs.
     blob_refs_add("r", {root: -n for root, n in uncounted.items()})
     blob_refs_add("b", {base: -n for base, n in bases.items()})
+    blob_refs_add("h", {head: -n for head, n in heads.items()})
     return deleted
 
 

@@ -20,6 +20,12 @@ def _harness_settings(harness_dirs) -> None:
     pass
 
 
+# The reference contenders each of these benchmarks measures beside ours, in the same run.
+DBOS_ROWS = {
+    "loop": "steps/s at 6 steps",
+}
+
+
 def test_the_runner_finds_the_benchmarks():
     assert {"durable_write", "loop"} <= set(benchmarks())
 
@@ -41,3 +47,21 @@ def test_benchmark_runs_at_smoke_size_and_its_figures_reach_the_table(name, tmp_
     table = render(results_load(results))
     for row in document["figures"]:
         assert row["figure"] in table
+        for other in row.get("others", []):
+            assert other["stats"]["n"] >= 1 and other["stats"]["median"] > 0
+            assert f"{other['label']}: " in table
+    if name in DBOS_ROWS:
+        _dbos_measured_beside_ours(document, table, DBOS_ROWS[name])
+
+
+def _dbos_measured_beside_ours(document, table, figure):
+    """DBOS Transact (the `bench` extra) measured in the same run: its figure and ratio in the
+    row, beside LangGraph's where the row has one."""
+    rows = [r for r in document["figures"] if r["figure"].endswith(figure)]
+    assert rows
+    for row in rows:
+        (dbos,) = [o for o in row["others"] if o["label"] == "DBOS"]
+        assert dbos["stats"]["median"] > 0
+        assert dbos["ratio"] == pytest.approx(row["ours"]["median"] / dbos["stats"]["median"])
+        line = next(x for x in table.splitlines() if x.startswith(f"| {row['figure']} "))
+        assert "DBOS: " in line and "× DBOS" in line

@@ -2,7 +2,7 @@
 recorded model decisions (the agent's model is not asked) and the recorded answer of its
 external tool (which does not run again); when its read tool's answer changes, the replay turns
 red at that step, the two answers and their diff shown. Tasks a replay cannot play back yet
-(OpenAI Agents SDK, LangGraph) are refused with a 4xx naming why."""
+(LangGraph) are refused with a 4xx naming why."""
 
 from __future__ import annotations
 
@@ -109,7 +109,6 @@ def test_a_changed_tool_answer_turns_the_pydantic_ai_case_red_with_the_diff(pai_
 @pytest.mark.parametrize(
     ("agent", "named"),
     [
-        ({"kind": "openai-agents", "name": "release_writer"}, "OpenAI Agents SDK"),
         ({"kind": "langgraph", "graph": "release_bot"}, "LangGraph"),
     ],
 )

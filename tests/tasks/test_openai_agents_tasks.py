@@ -32,6 +32,9 @@ openai_agents:
   notes_keeper:
     agent: "tests.durable.openai_agents:notes_agent"
     mcp_servers: {notes: {ro_paths: ["{harness}/examples"]}}
+  remote_allowed:
+    agent: "tests.security.openai_mcp_agents:remote"
+    mcp_servers: {somewhere-remote: {remote: true}}
 """
 
 
@@ -287,3 +290,13 @@ def test_an_approval_that_no_longer_holds_reopens_before_the_tool_runs(
     assert any("2 approvals" in change for change in reopened.changes)
     assert calls(task["id"])["publish:"] == "awaiting_review"
     assert "publish 1.0" not in executions(task["id"])
+
+
+def test_a_remote_server_the_operator_allows_is_connected_from_the_worker(task_api):
+    """`remote: true` in the agent's entry: the worker connects it (here nothing listens, so
+    the task fails saying the server did not start, not that it was refused)."""
+    task = task_api.create(agent_spec("remote_allowed", key="read x"))
+    assert run_task(task["id"]) == "failed"
+    row = Task.objects.get(id=task["id"])
+    assert row.error_class == "mcp_server_unavailable"
+    assert "'somewhere-remote'" in row.error_message

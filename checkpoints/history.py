@@ -1,0 +1,190 @@
+"""A long list (an SDK agent's message history) stored content-addressed across checkpoints.
+
+Each checkpoint of an SDK agent used to embed the SDK's whole history, so a run stored
+O(steps²) bytes. Here a list is cut into blocks of BLOCK items from its start; each full block
+is a blob (`checkpoints.blobstore`) holding its items and the key of the block before it:
+
+    chunk = canonical JSON of {"items": [... BLOCK items ...], "prev": <key of the previous
+    chunk> | null}
+
+so the chunks form a chain (a hash chain: a head key fixes every item before it). The
+checkpoint keeps, in place of the list, `{"$history": <head key>, "n": <items in the chain>,
+"tail": [<the items after the last full block>]}`: its size does not grow with the run, and a
+block is stored once for every checkpoint that shares it (a rollback, a fork, a replay keep
+the head their checkpoint names: exactly that checkpoint's list). A list shorter than one
+block stays a plain list, as every checkpoint written before this stays readable as it is.
+
+`HistoryChunks` is one run's writer (its blocks remembered so a checkpoint hashes only the
+new ones; the chunks it made are for the caller to insert with the checkpoint that names
+them); `history_expand` reads a list back (verified: the blob store checks each chunk
+against its key); `history_heads` names the chains a value holds, for the reference counts
+(checkpoints.retention.refcounts, kind "h": a chunk's holders are the checkpoints naming it
+as head and the live chunks naming it as `prev`).
+
+A value whose text is JSON (the OpenAI Agents SDK's RunState) is stored as `{"$json": {...}}`,
+its top-level lists compacted the same way (`history_compact_json`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_key, blob_store
+from tasks.canonical import canonical_bytes
+
+BLOCK = 16
+MARK = "$history"
+JSON_MARK = "$json"
+
+
+class HistoryBroken(Exception):
+    """A chain cannot be read back whole (a chunk missing, damaged or inconsistent)."""
+
+
+def _chunk(items: list[Any], prev: str | None) -> bytes:
+    return canonical_bytes({"items": items, "prev": prev})
+
+
+class HistoryChunks:
+    """One run's writer of chained chunks: `compact` a list (by its name in the state),
+    `take_chunks` the new chunks to store with the checkpoint, `forget` after a failed write."""
+
+    def __init__(self) -> None:
+        # name -> [(a block's items, its key)]: the chain as last written (or read back).
+        self.blocks: dict[str, list[tuple[list[Any], str]]] = {}
+        self.unstored: dict[str, bytes] = {}
+
+    def compact(self, name: str, items: Any) -> Any:
+        """`items` as a checkpoint keeps it: a list of BLOCK items or more as its chain's head
+        and the items after the last full block; anything else unchanged."""
+        if not isinstance(items, list) or len(items) < BLOCK:
+            return items
+        full = len(items) // BLOCK
+        known = self.blocks.get(name, [])
+        keep = 0
+        while (
+            keep < min(len(known), full)
+            and known[keep][0] == items[keep * BLOCK : (keep + 1) * BLOCK]
+        ):
+            keep += 1
+        chain = known[:keep]
+        for index in range(keep, full):
+            block = items[index * BLOCK : (index + 1) * BLOCK]
+            body = _chunk(block, chain[-1][1] if chain else None)
+            key = blob_key(body)
+            self.unstored[key] = body
+            chain.append((block, key))
+        self.blocks[name] = chain
+        return {MARK: chain[-1][1], "n": full * BLOCK, "tail": items[full * BLOCK :]}
+
+    def compact_json(self, name: str, text: Any) -> Any:
+        """A JSON text whose top-level lists are histories (an SDK's serialized state)."""
+        if not isinstance(text, str):
+            return text
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            return text
+        return {JSON_MARK: {k: self.compact(f"{name}.{k}", v) for k, v in value.items()}}
+
+    def compact_state(self, state: Any, json_keys: tuple[str, ...] = ()) -> Any:
+        """An SDK's state (a dict) as a checkpoint keeps it: its lists compacted, and the
+        top-level lists of the JSON texts under `json_keys`."""
+        if not isinstance(state, dict):
+            return state
+        return {
+            key: self.compact_json(key, value) if key in json_keys else self.compact(key, value)
+            for key, value in state.items()
+        }
+
+    def take_chunks(self) -> dict[str, bytes]:
+        chunks, self.unstored = self.unstored, {}
+        return chunks
+
+    def forget(self) -> None:
+        """The last write failed: its chunks may not be stored, so the next one writes every
+        chunk it names again (inserts skip the stored ones)."""
+        self.blocks = {}
+        self.unstored = {}
+
+
+def _chain(head: str, n: int) -> list[tuple[list[Any], str]]:
+    store = blob_store()
+    blocks: list[tuple[list[Any], str]] = []
+    key: str | None = head
+    while key is not None:
+        if len(blocks) * BLOCK >= n:
+            raise HistoryBroken(f"history chain {head[:12]} is longer than its {n} items")
+        try:
+            body = json.loads(store.get(key))
+            blocks.append((body["items"], key))
+            key = body["prev"]
+        except (BlobMissing, BlobCorrupted, ValueError, KeyError, TypeError) as exc:
+            raise HistoryBroken(f"history chunk {key[:12]} unreadable ({exc})") from None
+    blocks.reverse()
+    if sum(len(items) for items, _key in blocks) != n:
+        raise HistoryBroken(f"history chain {head[:12]} does not hold its {n} items")
+    return blocks
+
+
+def history_expand(value: Any, *, name: str = "", into: HistoryChunks | None = None) -> Any:
+    """The list (or JSON text) a compacted value stands for; anything else unchanged. `into`:
+    the run's writer learns the chain (its next checkpoint stores only new blocks). Raises
+    HistoryBroken."""
+    if isinstance(value, dict) and MARK in value:
+        blocks = _chain(str(value[MARK]), int(value["n"]))
+        if into is not None:
+            into.blocks[name] = blocks
+        return [item for items, _key in blocks for item in items] + list(value["tail"])
+    if isinstance(value, dict) and JSON_MARK in value:
+        return json.dumps(
+            {
+                k: history_expand(v, name=f"{name}.{k}", into=into)
+                for k, v in value[JSON_MARK].items()
+            }
+        )
+    return value
+
+
+def history_expand_state(state: Any, *, into: HistoryChunks | None = None) -> Any:
+    """An SDK's state as `HistoryChunks.compact_state` kept it, whole again."""
+    if not isinstance(state, dict):
+        return state
+    return {key: history_expand(value, name=key, into=into) for key, value in state.items()}
+
+
+def history_heads(value: Any) -> Iterator[str]:
+    """The chain heads a (compacted) state names, at any depth."""
+    if isinstance(value, dict):
+        if MARK in value and isinstance(value[MARK], str):
+            yield value[MARK]
+            return
+        for inner in value.values():
+            yield from history_heads(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            if isinstance(inner, dict | list):
+                yield from history_heads(inner)
+
+
+def history_chunk_keys(heads: Iterator[str] | list[str]) -> set[str]:
+    """Every chunk of these chains (for accounting: what a task's history stores)."""
+    store = blob_store()
+    keys: set[str] = set()
+    for head in heads:
+        key: str | None = head
+        while key is not None and key not in keys:
+            keys.add(key)
+            prev = chunk_prev(store.get(key))
+            key = prev[0] if prev else None
+    return keys
+
+
+def chunk_prev(body: bytes) -> list[str]:
+    """What a stored chunk names (the chunk before it), for the reference counts."""
+    try:
+        prev = json.loads(body).get("prev")
+    except (ValueError, AttributeError):
+        return []
+    return [prev] if isinstance(prev, str) else []
