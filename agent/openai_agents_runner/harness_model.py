@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from agents import Model, ModelResponse, Usage
 from agents.exceptions import ModelBehaviorError
 
+from agent.openai_agents_runner.model_wrap import WrappedModel
 from agent.sdk_run.model_stream import ModelStream
 
 
@@ -82,35 +83,14 @@ async def _completed(events: AsyncIterator[Any], stream: ModelStream) -> ModelRe
     )
 
 
-class HarnessModel(Model):
+class HarnessModel(WrappedModel):
     """`inner`, streamed to the live view and aligned after a recovery."""
 
     def __init__(self, inner: Model, run: StreamingRun) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.run = run
         # False once the model showed it does not stream: asked with get_response from then on.
         self.streams = True
-
-    def __getattr__(self, name: str) -> Any:
-        # What the harness reads of a model (its `model` name) and anything else: the inner's.
-        if name in ("inner", "run"):
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def __repr__(self) -> str:
-        return repr(self.inner)
-
-    def __str__(self) -> str:
-        return str(self.inner)
-
-    def get_retry_advice(self, request: Any) -> Any:
-        return self.inner.get_retry_advice(request)
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    async def _cleanup_on_run_end(self, owner: object) -> None:
-        await self.inner._cleanup_on_run_end(owner)
 
     async def get_response(
         self,

@@ -19,6 +19,7 @@ from typing import Any
 from agents import FunctionTool, HostedMCPTool, Model
 from asgiref.sync import sync_to_async
 
+from agent.openai_agents_runner.model_wrap import WrappedModel
 from agent.openai_agents_runner.reviews import ReviewPauses
 from agent.openai_agents_runner.values import jsonable
 from agent.sdk_run.hosted import hosted_call_record, hosted_turn
@@ -109,12 +110,12 @@ class HostedTools(ReviewPauses):
                 self.pending_rows[row.call_id] = row
 
 
-class HostedGateModel(Model):
+class HostedGateModel(WrappedModel):
     """The agent's model behind the harness's gate for hosted tools (HostedTools)."""
 
     def __init__(self, run: HostedTools, inner: Model) -> None:
+        super().__init__(inner)
         self.run = run
-        self.inner = inner
 
     async def get_response(
         self,
@@ -147,12 +148,3 @@ class HostedGateModel(Model):
         )
         async for event in events:
             yield event
-
-    def get_retry_advice(self, request: Any) -> Any:
-        return self.inner.get_retry_advice(request)
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    async def _cleanup_on_run_end(self, owner: object) -> None:
-        await self.inner._cleanup_on_run_end(owner)
