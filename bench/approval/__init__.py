@@ -31,9 +31,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bench.approval.dbos_wait import DbosApproval
 from bench.approval.recheck import _profiled, _recheck_samples
 from bench.approval.steps import _one, _operator, _queues_empty
 from bench.common import RqWorker, figure, stats, tasks_delete, wait_for
+from bench.common.dbos_ref import dbos_stop
 
 TITLE = "Approval latency"
 
@@ -73,6 +75,7 @@ def run(size: str) -> dict[str, Any]:
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
     log = Path(tempfile.gettempdir()) / f"bench-approval-worker-{uuid.uuid4().hex[:8]}.log"
     samples: dict[str, list[float]] = {}
+    dbos = DbosApproval()
     try:
         rechecks, recheck_task = _recheck_samples(user, params["recheck_n"])
         samples.update(rechecks)
@@ -86,12 +89,16 @@ def run(size: str) -> dict[str, Any]:
             )
             for i in range(params["warmup"] + params["n"]):
                 one = _one(client, worker, key=f"bench-approval-{uuid.uuid4().hex}")
+                dbos_one = dbos.one()  # DBOS's approval right after ours: a busy moment hits both
                 if i >= params["warmup"]:
                     for name, value in one.items():
                         samples.setdefault(name, []).append(value)
+                    samples.setdefault("dbos", []).append(dbos_one)
             decision_profile, decision_queries = _profiled(client, worker)
         tasks_delete([recheck_task])
     finally:
+        dbos.close()
+        dbos_stop()
         try:
             user.delete()
         except ProtectedError:
@@ -104,6 +111,7 @@ def run(size: str) -> dict[str, Any]:
     breakdown = ", ".join(
         f"{name} {ms[name]['median']:.1f} ms" for name in ("request", "pickup", "resume", "tool")
     )
+    dbos_ratio = p50 / ms["dbos"]["median"]
     met = p50 <= 30 and p95 <= 50
     largest = max(NEXT_LEVERS, key=lambda name: ms[name]["median"])
     missed = (
@@ -119,8 +127,9 @@ def run(size: str) -> dict[str, Any]:
                 figure="Click (decision request sent) → approved tool running in an idle worker",
                 unit="ms",
                 ours=ms["latency"],
-                target="p50 ≤ 30 ms, p95 ≤ 50 ms",
-                met=met,
+                target="p50 ≤ 30 ms, p95 ≤ 50 ms; ≤ 1.2× DBOS",
+                met=met and dbos_ratio <= 1.2,
+                others=[("DBOS", ms["dbos"])],
                 note=f"median breakdown: {breakdown}; {decision_queries} queries a decision",
             ),
             figure(
@@ -167,6 +176,11 @@ def run(size: str) -> dict[str, Any]:
             "forked while it waited, already connected to PostgreSQL and Redis; the horse "
             "acquires the lease); *resume* = `running` → `tool_started` (head checkpoint "
             "loaded, ledger, approved arguments checked); *tool* = `tool_started` → the tool "
-            "runs (pre-tool checkpoint written, tool thread started)." + missed
+            "runs (pre-tool checkpoint written, tool thread started). DBOS: a DBOS Transact "
+            "workflow waiting in `DBOS.recv`, woken by `DBOS.send` from an HTTP endpoint "
+            "(`POST /decision/<workflow id>`, a `ThreadingHTTPServer` thread of the bench "
+            "process), each approval right after ours; latency = its tool step's own timestamp "
+            "− the moment the request was sent. DBOS holds a thread per waiting workflow in the "
+            "process that waits; ours frees the worker while the task waits." + missed
         ),
     }

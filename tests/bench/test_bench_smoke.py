@@ -23,6 +23,8 @@ def _harness_settings(harness_dirs) -> None:
 # The reference contenders each of these benchmarks measures beside ours, in the same run.
 DBOS_ROWS = {
     "loop": "steps/s at 6 steps",
+    "durable_write": "Durable write per step vs LangGraph",
+    "approval": "Click (decision request sent) → approved tool running in an idle worker",
 }
 
 
