@@ -21,8 +21,11 @@ against its key); `history_heads` names the chains a value holds, for the refere
 (checkpoints.retention.refcounts, kind "h": a chunk's holders are the checkpoints naming it
 as head and the live chunks naming it as `prev`).
 
-A value whose text is JSON (the OpenAI Agents SDK's RunState) is stored as `{"$json": {...}}`,
-its top-level lists compacted the same way (`history_compact_json`).
+An SDK's serialized state (the OpenAI Agents SDK's RunState, as its dict: `{"$tree": {...}}`,
+or as a JSON text: `{"$json": {...}}`) has its lists compacted the same way at any depth, and
+its dicts of BLOCK keys or more (the SDK's approvals and tool invocations by call id) stored
+as chains of their [key, value] pairs, `"dict": true` in their mark
+(`HistoryChunks.compact_json`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from tasks.canonical import canonical_bytes
 BLOCK = 16
 MARK = "$history"
 JSON_MARK = "$json"
+TREE_MARK = "$tree"
 
 
 class HistoryBroken(Exception):
@@ -56,37 +60,69 @@ class HistoryChunks:
         self.blocks: dict[str, list[tuple[list[Any], str]]] = {}
         self.unstored: dict[str, bytes] = {}
 
-    def compact(self, name: str, items: Any) -> Any:
+    def compact(self, name: str, items: Any, *, deep: bool = False) -> Any:
         """`items` as a checkpoint keeps it: a list of BLOCK items or more as its chain's head
-        and the items after the last full block; anything else unchanged."""
-        if not isinstance(items, list) or len(items) < BLOCK:
-            return items
-        full = len(items) // BLOCK
+        and the items after the last full block. `deep` (inside a JSON text): a dict of BLOCK
+        keys or more as a chain of its [key, value] pairs, and what shorter lists and dicts
+        hold compacted the same way; anything else unchanged."""
+        if isinstance(items, list) and len(items) >= BLOCK:
+            return self._chained(name, items, self._kept(name, items))
+        if deep and isinstance(items, dict) and len(items) >= BLOCK:
+            return self._pairs_chained(name, items)
+        if deep and isinstance(items, dict):
+            return {k: self.compact(f"{name}.{k}", v, deep=True) for k, v in items.items()}
+        if deep and isinstance(items, list):
+            return [self.compact(f"{name}.{i}", v, deep=True) for i, v in enumerate(items)]
+        return items
+
+    def _kept(self, name: str, items: list[Any]) -> list[tuple[list[Any], str]]:
+        """The blocks of the chain last written that `items` still starts with."""
         known = self.blocks.get(name, [])
         keep = 0
         while (
-            keep < min(len(known), full)
+            keep < min(len(known), len(items) // BLOCK)
             and known[keep][0] == items[keep * BLOCK : (keep + 1) * BLOCK]
         ):
             keep += 1
-        chain = known[:keep]
-        for index in range(keep, full):
+        return known[:keep]
+
+    def _chained(
+        self, name: str, items: list[Any], chain: list[tuple[list[Any], str]], **mark: Any
+    ) -> dict[str, Any]:
+        """`items` (the first ones already in `chain`) as a chain's head and a tail."""
+        full = len(items) // BLOCK
+        for index in range(len(chain), full):
             block = items[index * BLOCK : (index + 1) * BLOCK]
             body = _chunk(block, chain[-1][1] if chain else None)
             key = blob_key(body)
             self.unstored[key] = body
             chain.append((block, key))
         self.blocks[name] = chain
-        return {MARK: chain[-1][1], "n": full * BLOCK, "tail": items[full * BLOCK :]}
+        return {MARK: chain[-1][1], "n": full * BLOCK, "tail": items[full * BLOCK :], **mark}
 
-    def compact_json(self, name: str, text: Any) -> Any:
-        """A JSON text whose top-level lists are histories (an SDK's serialized state)."""
-        if not isinstance(text, str):
-            return text
-        value = json.loads(text)
+    def _pairs_chained(self, name: str, value: dict[str, Any]) -> dict[str, Any]:
+        """A dict as a chain of its [key, value] pairs: the pairs of the chain last written
+        first, while they hold (an SDK may serialize its keys sorted: a new key would move
+        every block after it), then the new keys in the dict's order."""
+        chain: list[tuple[list[Any], str]] = []
+        for pairs, key in self.blocks.get(name, []):
+            if not all(k in value and value[k] == v for k, v in pairs):
+                break
+            chain.append((pairs, key))
+        done = {k for pairs, _key in chain for k, _v in pairs}
+        items = [pair for pairs, _key in chain for pair in pairs]
+        items += [[k, v] for k, v in value.items() if k not in done]
+        return self._chained(name, items, chain, dict=True)
+
+    def compact_json(self, name: str, value: Any) -> Any:
+        """An SDK's serialized state, as a JSON text or its dict (the OpenAI Agents SDK's
+        RunState): its lists and large dicts compacted at any depth (`compact`, deep)."""
+        mark = TREE_MARK
+        if isinstance(value, str):
+            mark, value = JSON_MARK, json.loads(value)
         if not isinstance(value, dict):
-            return text
-        return {JSON_MARK: {k: self.compact(f"{name}.{k}", v) for k, v in value.items()}}
+            return value
+        return {mark: {k: self.compact(f"{name}.{k}", v, deep=True) for k, v in value.items()}}
 
     def compact_state(self, state: Any, json_keys: tuple[str, ...] = ()) -> Any:
         """An SDK's state (a dict) as a checkpoint keeps it: its lists compacted, and the
@@ -128,22 +164,32 @@ def _chain(head: str, n: int) -> list[tuple[list[Any], str]]:
     return blocks
 
 
-def history_expand(value: Any, *, name: str = "", into: HistoryChunks | None = None) -> Any:
-    """The list (or JSON text) a compacted value stands for; anything else unchanged. `into`:
-    the run's writer learns the chain (its next checkpoint stores only new blocks). Raises
-    HistoryBroken."""
+def history_expand(
+    value: Any, *, name: str = "", into: HistoryChunks | None = None, deep: bool = False
+) -> Any:
+    """The list, dict or JSON text a compacted value stands for; anything else unchanged.
+    `into`: the run's writer learns the chains (its next checkpoint stores only new blocks).
+    Raises HistoryBroken."""
     if isinstance(value, dict) and MARK in value:
         blocks = _chain(str(value[MARK]), int(value["n"]))
         if into is not None:
             into.blocks[name] = blocks
-        return [item for items, _key in blocks for item in items] + list(value["tail"])
-    if isinstance(value, dict) and JSON_MARK in value:
-        return json.dumps(
-            {
-                k: history_expand(v, name=f"{name}.{k}", into=into)
-                for k, v in value[JSON_MARK].items()
-            }
-        )
+        items = [item for block, _key in blocks for item in block] + list(value["tail"])
+        return {k: v for k, v in items} if value.get("dict") else items
+    if isinstance(value, dict) and (JSON_MARK in value or TREE_MARK in value):
+        inner = value[JSON_MARK] if JSON_MARK in value else value[TREE_MARK]
+        tree = {
+            k: history_expand(v, name=f"{name}.{k}", into=into, deep=True) for k, v in inner.items()
+        }
+        return json.dumps(tree) if JSON_MARK in value else tree
+    if deep and isinstance(value, dict):
+        return {
+            k: history_expand(v, name=f"{name}.{k}", into=into, deep=True) for k, v in value.items()
+        }
+    if deep and isinstance(value, list):
+        return [
+            history_expand(v, name=f"{name}.{i}", into=into, deep=True) for i, v in enumerate(value)
+        ]
     return value
 
 

@@ -5,7 +5,8 @@ dispatches here when the spec's agent kind is `openai-agents`).
 The SDK runs its own loop; the harness is its approver and its ledger:
 
     acquire (lease epoch) -> the head checkpoint's AgentState.sdk holds the SDK's RunState
-    (`RunState.to_string()`), or nothing yet (start with spec.agent.input)
+    (`RunState.to_json()`; its lists stored as shared chunks, checkpoints.history), or nothing
+    yet (start with spec.agent.input)
     loop:
       decide the pending approvals of the RunState (`state.get_interruptions()`):
           every function tool of the agent (and of every agent it hands off to) asks for

@@ -26,7 +26,8 @@ class RunCore(SdkRun):
 
     NOT_REGISTERED = (AgentNotRegistered, ImportError, AttributeError)
     load_code = staticmethod(agent_load)
-    # The SDK's RunState (its JSON text): its lists of items and responses stored as chunks.
+    # The SDK's RunState (its dict): its lists of items and responses and its dicts by call id
+    # stored as chunks.
     HISTORY_JSON = ("run_state",)
 
     def __init__(self, task: Task, worker_id: str, *, loaded: Agent | None = None) -> None:

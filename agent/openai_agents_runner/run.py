@@ -115,7 +115,9 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
         context = {"harness_workspace": str(self.workspace), "harness_task_id": str(self.task_id)}
         serialized = (self.state.sdk or {}).get("run_state")
         if serialized:
-            state: Any = await RunState.from_string(agent, serialized, context_override=context)
+            # The RunState's dict (to_json); a checkpoint written before holds its JSON text.
+            load = RunState.from_string if isinstance(serialized, str) else RunState.from_json
+            state: Any = await load(agent, serialized, context_override=context)
             # The step paused for its calls' reviews goes on: they run before the next turn.
             self.step_began = time.monotonic()
         else:
@@ -143,7 +145,9 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
                 "kind": KIND,
                 "agent": self.spec.agent.name,
                 "branch": self.sdk_branch(),
-                "run_state": state.to_string(),
+                # Its dict: to_string is the same dict as an indented JSON text (slower to
+                # write, and parsed again to store its history as chunks).
+                "run_state": state.to_json(),
                 "current_agent": result.last_agent.name,
             }
             if not result.interruptions:

@@ -17,7 +17,14 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from agent.jobs import run_task
-from checkpoints.history import MARK, history_chunk_keys, history_expand, history_heads
+from checkpoints.blobstore import blob_store
+from checkpoints.history import (
+    MARK,
+    HistoryChunks,
+    history_chunk_keys,
+    history_expand,
+    history_heads,
+)
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.recovery import checkpoint_rollback
 from checkpoints.retention import BLOB_GRACE_S, blobs_collect_garbage
@@ -148,3 +155,27 @@ def test_garbage_collection_keeps_the_chunks_a_checkpoint_names(task_api, api_cl
     assert api_client(operator).decide(review.id, decision="approve").status_code == 200
     assert run_task(task_id) == "succeeded"
     assert task_api.get(task_id)["result"] == "done 41 40 True kept"
+
+
+def test_a_json_state_whose_dicts_grow_with_sorted_keys_stores_flat_and_reads_back_whole():
+    """The OpenAI Agents SDK's RunState keeps an entry per tool call in dicts (approvals, tool
+    invocations) serialized with sorted keys: a new call's entry lands among the old ones, yet
+    what each checkpoint stores stays flat, and every checkpoint reads back whole."""
+    writer = HistoryChunks()
+    stored: list[int] = []
+    for step in range(1, 201):
+        calls = sorted(f"call_t{i}_0" for i in range(step))
+        state = {
+            "context": {
+                "tool_invocations": {c: {"completed": True, "scope": "ab" * 16} for c in calls}
+            },
+            "tool_use_tracker": {"bench": ["noop"] * step},
+            "current_turn": step,
+        }
+        kept = writer.compact_json("run_state", json.dumps(state, sort_keys=True))
+        chunks = writer.take_chunks()
+        blob_store().put_many(chunks)
+        stored.append(len(json.dumps(kept)) + sum(len(body) for body in chunks.values()))
+        if step % 40 == 0:
+            assert json.loads(history_expand(kept, name="run_state")) == state
+    assert sum(stored[150:200]) <= sum(stored[50:100]) * 1.1, (stored[50:100], stored[150:200])
