@@ -18,8 +18,10 @@ one dashboard page view cost PostgreSQL and Redis, counted on the real code path
 Counted (bench/capacity/probe.py): SQL statements from every thread of this process and the
 commits (round trips = statements + BEGIN and COMMIT per transaction), rows inserted /
 updated / deleted per table (each statement's rowcount), Redis commands and round trips
-(redis-py, a pipeline one round trip), WAL bytes (pg_current_wal_lsn before and after), CPU
-seconds of this process and of this database's PostgreSQL backends (/proc). Statement, row and
+(redis-py, a pipeline one round trip; a step's are the metrics buffer's flushes,
+harness_base/metrics.py, at most one a second: they follow time, not steps), WAL bytes
+(pg_current_wal_lsn before and after), CPU seconds of this process and of this database's
+PostgreSQL backends (/proc). Statement, row and
 Redis counts are deterministic. WAL is server-wide: other databases on the same server add to
 it, so the figure is the smallest over the repetitions (an upper bound on a shared server).
 CPU moves with load: indicative. Bytes: pg_column_size of the rows each run left, per table
