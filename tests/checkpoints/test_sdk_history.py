@@ -23,6 +23,7 @@ from checkpoints.history import (
     HistoryChunks,
     history_chunk_keys,
     history_expand,
+    history_expand_state,
     history_heads,
 )
 from checkpoints.models import Blob, Checkpoint
@@ -37,6 +38,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 CONFIG = """
 pydantic_ai_agents:
   history: "tests.checkpoints.sdk_history_agents:history_agent"
+openai_agents:
+  writer: "tests.durable.openai_agents:writer"
 """
 
 
@@ -179,3 +182,28 @@ def test_a_json_state_whose_dicts_grow_with_sorted_keys_stores_flat_and_reads_ba
         if step % 40 == 0:
             assert json.loads(history_expand(kept, name="run_state")) == state
     assert sum(stored[150:200]) <= sum(stored[50:100]) * 1.1, (stored[50:100], stored[150:200])
+
+
+def test_an_openai_checkpoint_written_with_the_run_state_as_text_still_resumes(
+    task_api, api_client, operator, quiet_watchdog
+):
+    """Before, the RunState was stored as its JSON text (to_string): such a head resumes."""
+    created = task_api.create(
+        {"title": "writer", "goal": "write", "agent": {"kind": "openai-agents", "name": "writer"}}
+    )
+    task_id = created["id"]
+    assert run_task(task_id) == "paused"
+    head = Task.objects.get(id=task_id).head_checkpoint
+    loaded = checkpoint_decode(head)
+    sdk = history_expand_state(loaded.state.sdk)
+    assert isinstance(sdk["run_state"], dict)
+    loaded.state.sdk = {**sdk, "run_state": json.dumps(sdk["run_state"], indent=2)}
+    head.payload, head.checksum, head.size_bytes = checkpoint_encode(
+        state=loaded.state, snapshot=loaded.snapshot
+    )
+    head.save(update_fields=["payload", "checksum", "size_bytes"])
+
+    review = ReviewRequest.objects.get(task_id=task_id)
+    assert api_client(operator).decide(review.id, decision="approve").status_code == 200
+    assert run_task(task_id) == "succeeded"
+    assert task_api.get(task_id)["result"] == "done: published 1.0"
