@@ -40,7 +40,7 @@ from review.services import review_decide
 from tasks.canonical import canonical_hash
 from tests.factories import PASSWORD, UserFactory, run_in_process, scripted_task
 from tests.flush import flush_by_delete
-from tests.strays import harness_processes, strays_stop
+from tests.strays import group_kill_ours, harness_processes, strays_stop
 from tests.zygote import zygote
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -599,11 +599,9 @@ class WorkerPool:
             if process.poll() is None:
                 self.kill(process)
             else:
-                # A work horse whose worker already exited keeps the worker's pid as its group.
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                # A work horse whose worker already exited keeps the worker's pid as its group
+                # (only this process's: the pid may be another's by now).
+                group_kill_ours(process.pid)
             process.wait(timeout=10)
 
     def logs(self, tail: int = 60) -> str:

@@ -53,6 +53,26 @@ def harness_processes() -> dict[int, str]:
     return found
 
 
+def group_kill_ours(pgid: int) -> None:
+    """SIGKILL what is left of the process group `pgid` that is this test process's (a work
+    horse of a worker that already exited): only those. The pid space is small (32768 here)
+    and reused within minutes, so the group of a pid this process saw exit may by now be
+    another test process's new worker, which a plain killpg would kill."""
+    wanted = _marks()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if os.getpgid(int(entry.name)) != pgid:
+                continue
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, ProcessLookupError):
+            continue
+        if wanted <= set(environ):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def strays_stop(nodeid: str, before: dict[int, str]) -> None:
     """Warn of, and kill, this test process's harness subprocesses that were not running
     before the test `nodeid`."""

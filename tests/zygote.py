@@ -146,6 +146,9 @@ def serve() -> None:
             pid = os.fork()
             if pid == 0:
                 _child(request["argv"], request["env"], request["cwd"], request["log"])
+            # A pid is reused within minutes (pid_max 32768): an earlier child's code is not
+            # this one's.
+            exits.pop(pid, None)
             reply: dict[str, Any] = {"pid": pid}
         else:
             reply = {"code": exits.get(request["pid"])}

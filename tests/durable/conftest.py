@@ -16,6 +16,7 @@ from django.db import connection
 from tasks.models import Task
 from tests.conftest import WorkerPool, manage_spawn, parent_pid, wait_for
 from tests.durable.private_redis import PrivateRedis
+from tests.strays import group_kill_ours
 
 # Heartbeat every 0.3 s, stale after 1.2 s, sweep every 0.3 s: recovery within ~2 s.
 FAST_CLOCKS = {
@@ -146,7 +147,10 @@ class Fleet:
 
     def stop(self) -> None:
         for process in self.sweepers:
-            _killpg(process.pid)
+            if process.poll() is None:
+                _killpg(process.pid)
+            else:  # its pid (and group) may be another test process's by now
+                group_kill_ours(process.pid)
             process.wait(timeout=10)
 
 

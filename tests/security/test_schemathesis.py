@@ -5,11 +5,11 @@ request with a body is sent again as text/plain, urlencoded, multipart and with 
 Content-Type (the check in schemathesis_hooks.py), since the API parses each as JSON.
 
 The operations are split into SHARDS test items (every operation in exactly one per phase,
-each checked against schemathesis's report; creating a task, the slowest by far, alone in two:
-one per phase group), balanced by each operation's measured cost, so that pytest-xdist runs
-them on every process instead of one process spending ten minutes on all of them, and no shard
-holds the others up. Sized to a few minutes on two cores; `SCHEMATHESIS_MAX_EXAMPLES` raises
-the effort for a deeper run."""
+each checked against schemathesis's report; creating a task and saving a template, the slowest
+by far, each alone in three: by phase group and generation mode), balanced by each operation's
+measured cost, so that pytest-xdist runs them on every process instead of one process spending
+ten minutes on all of them, and no shard holds the others up. Sized to a few minutes on two
+cores; `SCHEMATHESIS_MAX_EXAMPLES` raises the effort for a deeper run."""
 
 from __future__ import annotations
 
@@ -42,21 +42,22 @@ def operations() -> dict[str, list[str]]:
     }
 
 
-# Creating a task (the TaskSpec's large, nested body) took 45 % of the whole run alone, most of
-# it the coverage phase: its cases are split over three shards by phase and generation mode,
-# together the cases of one `--mode all` run of every phase.
+# Creating a task and saving a template (both a TaskSpec's large, nested body) took 45 % and
+# 25 % of the whole run, most of it the coverage phase: the cases of each are split over three
+# shards by phase and generation mode, together the cases of one `--mode all` run of every
+# phase (a template in one shard took 300 s of a loaded machine, twice the next longest).
+BY_PHASE_AND_MODE = (
+    ("examples,coverage", "positive"),
+    ("examples,coverage", "negative"),
+    ("fuzzing", "all"),
+)
 SPLIT = {
-    "POST /api/v1/tasks": (
-        ("examples,coverage", "positive"),
-        ("examples,coverage", "negative"),
-        ("fuzzing", "all"),
-    )
+    "POST /api/v1/tasks": BY_PHASE_AND_MODE,
+    "POST /api/v1/templates": BY_PHASE_AND_MODE,
 }
 # Seconds an operation took (all three phases, a loaded two-core machine), for the operations
-# above ten; any other counts as DEFAULT_COST_S. Only the balance of the shards depends on them
-# (saving a template, a TaskSpec body too, ends in a shard of its own).
+# above ten; any other counts as DEFAULT_COST_S. Only the balance of the shards depends on them.
 COST_S = {
-    "POST /api/v1/templates": 265,
     "POST /api/v1/reviews/bulk-decision": 72,
     "POST /api/v1/tasks/{task_id}/fork": 53,
     "POST /api/v1/reviews/{review_id}/decision": 43,
