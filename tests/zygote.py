@@ -79,9 +79,10 @@ def _child(argv: list[str], env: dict[str, str], cwd: str, log: str) -> None:
     """In the forked child: become `python <argv>` in a session of its own; never returns."""
     code = 1
     try:
+        # The server never changes a signal's handling: the child keeps what a fresh Python
+        # starts with (SIGPIPE ignored, so a write to a closed pipe raises BrokenPipeError
+        # instead of killing the worker's work horse, as it did when this reset SIGPIPE).
         os.setsid()
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)
         out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(out, 1)
         os.dup2(out, 2)
