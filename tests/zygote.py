@@ -75,14 +75,17 @@ def _own(key: str) -> bool:
 # --- the server ---------------------------------------------------------------------------------
 
 
-def _child(argv: list[str], env: dict[str, str], cwd: str, log: str) -> None:
-    """In the forked child: become `python <argv>` in a session of its own; never returns."""
+def _child(argv: list[str], env: dict[str, str], cwd: str, log: str, started: int) -> None:
+    """In the forked child: become `python <argv>` in a session of its own (said on the pipe
+    `started` once it leads it); never returns."""
     code = 1
     try:
         # The server never changes a signal's handling: the child keeps what a fresh Python
         # starts with (SIGPIPE ignored, so a write to a closed pipe raises BrokenPipeError
         # instead of killing the worker's work horse, as it did when this reset SIGPIPE).
         os.setsid()
+        os.write(started, b".")
+        os.close(started)
         out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(out, 1)
         os.dup2(out, 2)
@@ -144,9 +147,17 @@ def serve() -> None:
                 break
             exits[pid] = os.waitstatus_to_exitcode(status)
         if request["op"] == "spawn":
+            # Answered once the child leads its own session and process group, as a Popen
+            # with start_new_session is by the time it returns: a killpg of its pid at once
+            # must reach it.
+            started, told = os.pipe()
             pid = os.fork()
             if pid == 0:
-                _child(request["argv"], request["env"], request["cwd"], request["log"])
+                os.close(started)
+                _child(request["argv"], request["env"], request["cwd"], request["log"], told)
+            os.close(told)
+            os.read(started, 1)
+            os.close(started)
             # A pid is reused within minutes (pid_max 32768): an earlier child's code is not
             # this one's.
             exits.pop(pid, None)
