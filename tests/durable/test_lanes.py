@@ -62,8 +62,10 @@ def test_an_approved_task_runs_before_a_waiting_batch(fleet, paused_review, oper
     fleet.worker(2)
     # The workers are busy with the batch when the decision comes.
     wait_for(lambda: acquired_event_ids(batch_ids), 60, message="the batch to start")
-    before_decision = len(acquired_event_ids(batch_ids))
     approve(review, operator)
+    # Counted once the decision is committed and its job enqueued (not before approving: the
+    # cheap batch tasks went on starting while the decision was being made).
+    at_decision = len(acquired_event_ids(batch_ids))
 
     done = wait_status(review.task_id, "succeeded", "failed")
     assert done.status == "succeeded"
@@ -76,8 +78,11 @@ def test_an_approved_task_runs_before_a_waiting_batch(fleet, paused_review, oper
         .first()
     )
     started_before = [i for i in acquired_event_ids(batch_ids).values() if i < resumed_at]
-    # Each of the two workers finishes at most the batch job it already held; its next job is
-    # the decided one, taken from the `resume` lane while most of the batch still waits.
-    assert len(started_before) <= before_decision + 2
+    # After the decision, a worker's next job is the decided one, taken from the `resume` lane
+    # while most of the batch still waits. Besides the batch tasks started by then: each of the
+    # two workers may have held one taken but not yet started, and the worker that does not
+    # take the decided job may start one more while the other starts it. On `default` the
+    # decided job would wait behind half the batch.
+    assert len(started_before) <= at_decision + 2 + 2
     assert len(started_before) < BATCH
     assert Task.objects.filter(id__in=batch_ids, status=TaskStatus.QUEUED).exists()
