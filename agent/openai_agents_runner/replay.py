@@ -15,7 +15,6 @@ from agents.testing import assistant_message, function_call
 
 from agent.openai_agents_runner.core import RunCore
 from agent.runtime.run import StopRun
-from agent.sdk_run.replay import outcome_of
 from review.policy import PolicyDecision
 from tasks.models import ToolCall, ToolCallStatus
 
@@ -91,20 +90,10 @@ class RunReplay(RunCore):
     ) -> tuple[Any, Exception | None]:
         """The recorded outcome: (the output, None) or (None, the error to raise)."""
         assert self.replay is not None
-        status, value = outcome_of(
-            recorded["status"], recorded.get("result"), recorded.get("error_message") or ""
-        )
+        status, value = self.replay.answer(self, row=row, recorded=recorded)
         if status == ToolCallStatus.SUCCEEDED:
             return value, None
-        if status == ToolCallStatus.FAILED:
-            return None, RuntimeError(value or "the tool failed")
-        raise self.replay.diverged(
-            self,
-            call_id=row.call_id,
-            tool=row.tool,
-            args=row.arguments,
-            reason=f"the recording has no outcome a replay can give for this call ({status})",
-        )
+        return None, RuntimeError(value or "the tool failed")
 
     def replay_compare(self, row: ToolCall, recorded: dict[str, Any]) -> None:
         assert self.replay is not None

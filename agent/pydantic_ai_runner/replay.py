@@ -71,23 +71,13 @@ class RunReplay(ToolCallResults):
         """The recorded outcome of a call that does not run: its value, or the retry the
         model was asked for. An outcome a replay cannot give is the divergence."""
         assert self.replay is not None
-        status = recorded["status"]
+        status, value = self.replay.answer(self, row=row, recorded=recorded)
         if status == ToolCallStatus.SUCCEEDED:
-            result = recorded.get("result")
-            value = result.get("value", result) if isinstance(result, dict) else result
             self.tool_end(row=row, result=value)
             return value
-        if status == ToolCallStatus.FAILED:
-            error = ModelRetry(recorded.get("error_message") or "the tool failed")
-            self.tool_end(row=row, error=error)
-            raise error
-        raise self.replay.diverged(
-            self,
-            call_id=row.call_id,
-            tool=row.tool,
-            args=row.arguments,
-            reason=f"the recording has no outcome a replay can give for this call ({status})",
-        )
+        error = ModelRetry(value or "the tool failed")
+        self.tool_end(row=row, error=error)
+        raise error
 
     def replay_compare(self, *, row: ToolCall, recorded: dict[str, Any]) -> None:
         """A live call's settled outcome against the recording's."""

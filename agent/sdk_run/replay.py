@@ -120,6 +120,23 @@ class SdkReplay:
             raise self.diverged(run, **where, reason=reason)
         return recorded
 
+    def answer(self, run: Any, *, row: Any, recorded: dict[str, Any]) -> tuple[str, Any]:
+        """The recorded outcome a call that does not run is given: (SUCCEEDED, its value) or
+        (FAILED, the message). Any other outcome (denied, unknown...) cannot be given back:
+        it is the divergence."""
+        status, value = outcome_of(
+            recorded["status"], recorded.get("result"), recorded.get("error_message") or ""
+        )
+        if status in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
+            return status, value
+        raise self.diverged(
+            run,
+            call_id=row.call_id,
+            tool=row.tool,
+            args=row.arguments,
+            reason=f"the recording has no outcome a replay can give for this call ({status})",
+        )
+
     def compare(self, run: Any, *, row: Any, recorded: dict[str, Any]) -> None:
         """A live call's outcome (its settled ledger row) against the recorded one: the
         divergence, with both answers and their diff, when they differ."""
