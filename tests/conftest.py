@@ -517,7 +517,12 @@ def free_port() -> int:
 def manage_spawn(command: list[str], *, log: Path, env: dict[str, str]) -> Any:
     """`manage.py <command>` in a session of its own (bench.common.spawn), forked from this
     test process's warm server where its environment allows (tests/zygote.py): the same
-    process without its seconds of imports. A subprocess.Popen or a ZygoteProcess."""
+    process without its seconds of imports. A subprocess.Popen or a ZygoteProcess.
+
+    The command skips Django's system checks: they took 0.7 of the 2 CPU-seconds a forked
+    worker needed to register, paid by every worker and sweeper of the suite (hundreds),
+    while the suite runs them itself (tests/security/test_deploy.py)."""
+    command = [command[0], "--skip-checks", *command[1:]]
     server = zygote(env)
     if server is not None and server.fits(env):
         return server.spawn(command, log=log, env=env)

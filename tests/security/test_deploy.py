@@ -70,6 +70,13 @@ def test_check_deploy_reports_the_default_secret_key(settings):
     assert "harness.E001" not in output
 
 
+def test_djangos_system_checks_pass():
+    # Models, URLs, admin, templates: the workers and sweepers the suite starts skip the checks
+    # (tests/conftest.py manage_spawn), so this is where they run.
+    code, out, err = manage_py("check", "--fail-level", "ERROR")
+    assert code == 0, out + err
+
+
 def test_an_operator_turns_on_secure_cookies_hsts_and_https_redirects(tmp_path):
     """The settings a TLS deployment needs follow its environment (Django's defaults would be
     there whatever the settings file said), and the Content-Security-Policy is enforced."""
