@@ -76,13 +76,18 @@ class HistoryChunks:
         return items
 
     def _kept(self, name: str, items: list[Any]) -> list[tuple[list[Any], str]]:
-        """The blocks of the chain last written that `items` still starts with."""
+        """The blocks of the chain last written that `items` still starts with. A block equal
+        to its items is kept as those items: an SDK may dump a message again (a new object,
+        the same content) before it settles, and compared by identity next time, the check
+        costs the same however long the history is, not a deep compare of every block."""
         known = self.blocks.get(name, [])
         keep = 0
-        while (
-            keep < min(len(known), len(items) // BLOCK)
-            and known[keep][0] == items[keep * BLOCK : (keep + 1) * BLOCK]
-        ):
+        while keep < min(len(known), len(items) // BLOCK):
+            block = items[keep * BLOCK : (keep + 1) * BLOCK]
+            stored, key = known[keep]
+            if stored != block:
+                break
+            known[keep] = (block, key)
             keep += 1
         return known[:keep]
 

@@ -13,9 +13,11 @@ dispatches here when the spec's agent kind is `pydantic-ai`).
     history, ModelMessagesTypeAdapter JSON, + a workspace snapshot), each finished tools node
     closes a step (`after_step`); between nodes: lease, cancel, session timeout, step budget.
     Every tool call goes through HarnessTools.wrap_tool_execute: a ledger row (call_id =
-    `<gen>.<step>.<tool_call_id>`) written `running` before the tool runs and settled right
-    after, so a crash never runs an executed tool again (its stored result is replayed); our
-    review rules decide the call (deny -> the model is told; review -> ApprovalRequired).
+    `<gen>.<step>.<tool_call_id>`) written `running` before the tool runs (in one write with
+    the `after_model` checkpoint) and settled after it (written with the step's `after_step`,
+    or at once while another call of the node still runs), so a crash never runs an executed
+    tool again (its stored result is replayed); our review rules decide the call (deny -> the
+    model is told; review -> ApprovalRequired). A step is two durable writes.
     end: DeferredToolRequests -> one review per approval (kind `pydantic-ai`), waiting_review,
          the job ends; any other output -> succeeded; an exception -> failed.
 
@@ -26,7 +28,7 @@ The modules, from the bottom: `constants` (the kind, the decisions, the bounds, 
 model errors), `agents` (agent_load, agent_model), `messages` (the message history and values
 as JSON), `deps` (TaskDeps), then PydanticAIRun's parts: `core` (RunCore: the state, events,
 usage and the one fenced write `commit`), `endings` (pause, escalate, retry_model, finish,
-finish_stopped), `tool_results` (tool_end, tool_deferred, write_row), `tool_calls`
+finish_stopped), `tool_results` (tool_end, tool_deferred, write_row, outcome_written), `tool_calls`
 (tool_begin, Plan, Escalate), `capability` (HarnessTools, the hook every tool call goes
 through), `recording` (after_node, record_model_response), `decisions` (the reviewers'
 decisions, recheck_approvals), `approvals` (pause_for_approvals), `resume` (start_or_resume),

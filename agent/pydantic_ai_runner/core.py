@@ -1,6 +1,8 @@
 """The base of PydanticAIRun (RunCore, on agent.sdk_run's SdkRun: the lease, clocks, agent
 state, events, usage, the checks between nodes, the stop ladder): its one way to write
-(`commit`: fenced, optionally a checkpoint; `write_then`) and a call's ledger id (`call_id`)."""
+(`commit`: fenced, optionally a checkpoint; `write_then`), what rides with the next write
+(`stage`: a checkpoint built now; `deferred_rows`: calls' outcomes) and a call's ledger id
+(`call_id`)."""
 
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ from django.db import transaction
 
 from agent.pydantic_ai_runner.agents import AgentNotRegistered, agent_load
 from agent.pydantic_ai_runner.messages import MessagesDumped
+from agent.runtime.run_writes import LEDGER_FIELDS
 from agent.sdk_run import SdkRun
 from agent.sdk_run.replay import SdkReplay
 from agent.versions import version_bodies_unwritten, version_bodies_written
+from checkpoints.models import Checkpoint
+from checkpoints.snapshots import snapshot_distrust
 from tasks import services
-from tasks.models import Task
+from tasks.models import Task, ToolCall
 
 
 class RunCore(SdkRun):
@@ -39,10 +44,25 @@ class RunCore(SdkRun):
         self.replay = SdkReplay.of(task)
         # The history as JSON, each message dumped once (what the checkpoints store).
         self.messages_dumped = MessagesDumped()
+        # What the next write carries besides its own: checkpoints built earlier (a model
+        # turn's, with its hosted calls' rows) and the outcomes of calls that ran (`commit`).
+        self.staged: list[Any] = []
+        self.deferred_rows: list[ToolCall] = []
+        self.written_head = self.head_id
+        # The calls of the tools node that were started and have not settled yet.
+        self.calls_running = 0
 
     @property
     def sdk(self) -> dict[str, Any]:
         return self.state.sdk  # type: ignore[return-value]
+
+    def stage(self, trigger: str, *, inserts: list[Any] = (), rescan: bool = True) -> Checkpoint:
+        """The checkpoint of `trigger`, built now (the state as it is), written by the next
+        commit with `inserts`: a model turn's rides with the intent of its first call, before
+        the tool runs. `rescan` False: no tool ran since the last checkpoint."""
+        checkpoint = self.checkpoint_stage(trigger, defer=self.blobs, rescan=rescan)
+        self.staged += [checkpoint, *inserts]
+        return checkpoint
 
     def commit(
         self,
@@ -53,30 +73,37 @@ class RunCore(SdkRun):
         then: Callable[[Any], None] | None = None,
         fields: dict[str, Any] | None = None,
     ) -> Any:
-        """One fenced write: lease proof + heartbeat + usage + events (+ rows) [+ the
-        checkpoint of `trigger`: the state with the message history and a workspace snapshot,
-        made head]; `then(checkpoint)` runs last in the same transaction."""
-        checkpoint = None
+        """One fenced write: lease proof + heartbeat + usage + events + what was staged and
+        deferred since the last write (+ rows) [+ the checkpoint of `trigger`: the state with
+        the message history and a workspace snapshot, made head]; `then(checkpoint)` runs
+        last in the same transaction."""
+        checkpoint = self.stage(trigger) if trigger is not None else None
         update = {**self.usage(), **(fields or {})}
-        if trigger is not None:
-            checkpoint = self.checkpoint_stage(trigger)
-            update["head_checkpoint_id"] = checkpoint.id
+        if self.head_id != self.written_head:
+            update["head_checkpoint_id"] = self.head_id
+        named = {id(row) for row, _fields in updates}
+        deferred = [(row, LEDGER_FIELDS) for row in self.deferred_rows if id(row) not in named]
         try:
             with transaction.atomic() if then is not None else nullcontext():
                 self.cancel_seen = services.task_fenced_write(
                     task_id=self.task_id,
                     epoch=self.epoch,
-                    inserts=[*([checkpoint] if checkpoint else []), *inserts, *self.pending_events],
+                    inserts=[*self.staged, *inserts, *self.pending_events],
                     inserts_if_absent=[*self.blobs.values(), *version_bodies_unwritten(self)],
-                    updates=list(updates),
+                    updates=[*deferred, *updates],
                     **update,
                 )
                 self.pending_events = []
                 if then is not None:
                     then(checkpoint)
         except BaseException:
+            if self.blobs:
+                snapshot_distrust(self.workspace)
             self.written(False)
             raise
+        self.staged = []
+        self.deferred_rows = []
+        self.written_head = self.head_id
         self.written(True)
         version_bodies_written(self)
         return checkpoint

@@ -1,7 +1,7 @@
 """After each node of Agent.iter, in the job's thread (RunRecording, part of PydanticAIRun):
 a model response recorded (its turn, tokens and the calls it asks for) and checkpointed
-before its tools run (`after_model`), a tools node closing the step (`after_step`), and
-the checks between nodes."""
+before its tools run (`after_model`, staged for the first call's intent), a tools node
+closing the step (`after_step`, with the calls' outcomes), and the checks between nodes."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ class RunRecording(RunHosted):
         if isinstance(ran, ModelRequestNode) and isinstance(node, CallToolsNode):
             self.record_model_response(node.model_response, run)
             # The native tools the provider ran in this turn: their rows with the response.
-            self.commit(trigger="after_model", inserts=self.hosted_record(node.model_response))
+            # Written with the intent of the turn's first call, before the tool runs (or with
+            # whatever write comes first: a pause, the end); only tools change the workspace.
+            self.stage("after_model", inserts=self.hosted_record(node.model_response), rescan=False)
             self.boundary_checks(model_next=False)
         elif isinstance(ran, CallToolsNode) and isinstance(node, ModelRequestNode):
             self.state.step_index += 1

@@ -125,6 +125,7 @@ class ToolCallHooks(RunReplay):
         self.call_started(row)
         # The intent is durable before the tool runs: a crash during it is never re-run blindly.
         self.write_row(row)
+        self.calls_running += 1
         if recorded is not None:
             live = self.replay is not None and self.replay.live(tool_def.metadata, DEFAULT_RISK)
             return Plan("run", row=row, recorded=recorded, live=live)

@@ -1,7 +1,8 @@
 """A tool call's outcome (ToolCallResults, part of PydanticAIRun; called from HarnessTools in
 the job's thread): its ledger row settled succeeded or failed, with the attempt's metric
-and event (`tool_end`), left awaiting review when the tool asked for approval itself
-(`tool_deferred`), and written in one fenced commit (`write_row`)."""
+and event (`tool_end`; written with the step's next write, `outcome_written`), left awaiting
+review when the tool asked for approval itself (`tool_deferred`); a row written in one fenced
+commit (`write_row`)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,19 @@ class ToolCallResults(RunCore):
             self.commit(inserts=[row])
         else:
             self.commit(updates=[(row, LEDGER_FIELDS)])
+        self.ledger[row.call_id] = row
+
+    def outcome_written(self, row: ToolCall) -> None:
+        """A settled call's row: written now while another call of the node still runs (a
+        crash then would not lose this outcome), else with the next write — the step's
+        `after_step`, the next call's intent, a pause or the end — which comes before anything
+        else runs, so a crash in between leaves the call running, of unknown outcome, as a
+        crash during the tool would."""
+        self.calls_running -= 1
+        if self.calls_running > 0:
+            self.write_row(row)
+            return
+        self.deferred_rows.append(row)
         self.ledger[row.call_id] = row
 
     def tool_end(self, *, row: ToolCall, result: Any = None, error: BaseException | None = None):
@@ -72,11 +86,12 @@ class ToolCallResults(RunCore):
                 "error_class": row.error_class,
             },
         )
-        self.write_row(row)
+        self.outcome_written(row)
 
     def tool_deferred(self, *, row: ToolCall) -> None:
         """The tool raised ApprovalRequired itself when it started: its row waits for review
         (written with the pause)."""
+        self.calls_running -= 1
         services.toolcall_transition(call=row, to=ToolCallStatus.AWAITING_REVIEW, write=False)
 
 

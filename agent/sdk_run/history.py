@@ -2,16 +2,19 @@
 content-addressed (checkpoints.history): a checkpoint names the chain of chunks its lists share
 with the checkpoints before it and keeps only the items after the last full chunk, so what a
 step stores does not grow with the run. The new chunks go into `blobs`, which the runner's
-fenced write inserts with the checkpoint that names them (`written` after it)."""
+fenced write inserts with the checkpoint that names them (`written` after it). The checkpoints'
+payloads are compressed against a recent one (checkpoints.services.CheckpointCodec: its new
+bases go into `blobs` too), so the tail a checkpoint keeps costs what changed since."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from agent.runtime.run import StopRun
 from checkpoints.blobstore import blob_store_deferred
 from checkpoints.history import HistoryBroken, HistoryChunks, history_expand_state
 from checkpoints.models import Blob
+from checkpoints.services import CheckpointCodec
 from checkpoints.snapshots import DEFER_BLOB_BYTES
 from tasks.agent_state import AgentState
 
@@ -28,6 +31,10 @@ class SdkHistory:
         # The chunks' chains as last written, and the new blobs for the next fenced write.
         self.history = HistoryChunks()
         self.blobs: dict[str, Blob] = {}
+        self.codec = CheckpointCodec()
+        # The workspace snapshot of the last checkpoint (reused by one made with no tool run
+        # since: agent.sdk_run.state checkpoint_stage).
+        self.snapshot: dict[str, Any] | None = None
 
     def state_stored(self) -> AgentState:
         """The state as the next checkpoint keeps it: the SDK's lists as chunk chains, the
@@ -38,12 +45,21 @@ class SdkHistory:
             blob_store_deferred(self.blobs, DEFER_BLOB_BYTES).put_absent(chunks)
         return self.state.model_copy(update={"sdk": sdk})
 
+    def bases_stored(self) -> None:
+        """The codec's new bases into `blobs`, for the write of the checkpoint using them."""
+        bases = self.codec.take_bases()
+        if bases:
+            blob_store_deferred(self.blobs, DEFER_BLOB_BYTES).put_absent(bases)
+
     def written(self, ok: bool) -> None:
         """After a fenced write: its blobs are stored (or, failed, the next one writes every
-        chunk its checkpoint names again)."""
+        chunk its checkpoint names again, starts a base of its own and captures the workspace
+        again)."""
         self.blobs = {}
         if not ok:
             self.history.forget()
+            self.codec.forget()
+            self.snapshot = None
 
     def history_restored(self) -> None:
         """The loaded state's SDK part whole again (its chains read, the writer told them)."""

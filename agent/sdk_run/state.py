@@ -76,25 +76,36 @@ class SdkRun(SdkHistory, ForeignRun):
         )
 
     def checkpoint_stage(
-        self, trigger: str, *, level: str | None = None, defer: dict[str, Blob] | None = None
+        self,
+        trigger: str,
+        *,
+        level: str | None = None,
+        defer: dict[str, Blob] | None = None,
+        rescan: bool = True,
     ) -> Checkpoint:
         """The step checkpoint (unsaved; the caller's fenced write inserts it): the state with
         the SDK's, a workspace snapshot (its new blobs into `defer`, to insert with it), the
         code's versions; made head. `level`: the trigger's configured level, else `step`. The
-        SDK's history as chunks: the new ones into `blobs` (the write inserts them)."""
+        SDK's history as chunks and the payload's new compression base: into `blobs` (the
+        write inserts them). `rescan` False: no tool ran since the last checkpoint (a model
+        turn's), so its snapshot stands."""
         if level is None:
             configured = self.config.trigger(trigger)
             level = configured.level if configured else "step"
+        if rescan or self.snapshot is None:
+            self.snapshot = snapshot_capture(workspace=self.workspace, defer=defer)
         checkpoint = checkpoint_build(
             task_id=self.task_id,
             seq=self.seq,
             state=self.state_stored(),
             level=level,
             trigger=trigger,
-            snapshot=snapshot_capture(workspace=self.workspace, defer=defer),
+            snapshot=self.snapshot,
             parent_id=self.head_id,
+            codec=self.codec,
             versions=versions_current(self),
         )
+        self.bases_stored()
         self.seq += 1
         self.head_id = checkpoint.id
         return checkpoint
