@@ -60,8 +60,13 @@ RECEIPT_DECISIONS = (
 RULE_DECISIONS = ("rule_pause", "rule_resume", "rule_revoke")
 
 
-def _subject(*, review: ReviewRequest, comment: str) -> dict[str, Any]:
-    approvals = list(review.approvals.order_by("at", "id").values_list("user__username", flat=True))
+def _subject(
+    *, review: ReviewRequest, comment: str, approvals: list[str] | None = None
+) -> dict[str, Any]:
+    if approvals is None:
+        approvals = list(
+            review.approvals.order_by("at", "id").values_list("user__username", flat=True)
+        )
     subject: dict[str, Any] = nul_free(
         {
             "tool": review.tool,
@@ -104,7 +109,7 @@ def _hashed(receipt: DecisionReceipt) -> dict[str, Any]:
     }
 
 
-def _chain_head() -> ReceiptChainHead:
+def receipt_chain_lock() -> ReceiptChainHead:
     # The lock every append takes (and holds until its decision commits): appends are
     # serialised deployment-wide, after the task and review locks the decision already holds
     # (lock order: task, review, chain head). The row is created on first use; of two first
@@ -132,20 +137,54 @@ def receipt_record(
     chain. Call it inside the decision's transaction, after the review changed: the receipt
     commits or rolls back with the decision. `actor` is the deciding user's username or a
     system label ("system:sweep"; a standing rule's "rule:NAME")."""
-    if decision not in RECEIPT_DECISIONS:
-        raise ValueError(f"unknown decision {decision!r} for a receipt")
     return _append(
-        DecisionReceipt(
-            at=now,
-            review_id=review.id,
-            task_id=review.task_id,
+        receipt_build(
+            review=review,
             decision=decision,
+            actor=actor,
+            user=user,
             via=via,
-            actor=actor[:150],
-            actor_user_id=user.pk if user is not None else None,
-            subject=_subject(review=review, comment=comment),
+            now=now,
+            comment=comment,
         )
     )
+
+
+def receipt_build(
+    *,
+    review: ReviewRequest,
+    decision: str,
+    actor: str,
+    user: User | None = None,
+    via: str,
+    now: datetime,
+    comment: str = "",
+    approvals: list[str] | None = None,
+) -> DecisionReceipt:
+    """The receipt receipt_record appends, not yet on the chain (receipt_link puts it there).
+    `approvals`: the usernames of the review's approvals in their order, if the caller knows
+    them (else they are read)."""
+    if decision not in RECEIPT_DECISIONS:
+        raise ValueError(f"unknown decision {decision!r} for a receipt")
+    return DecisionReceipt(
+        at=now,
+        review_id=review.id,
+        task_id=review.task_id,
+        decision=decision,
+        via=via,
+        actor=actor[:150],
+        actor_user_id=user.pk if user is not None else None,
+        subject=_subject(review=review, comment=comment, approvals=approvals),
+    )
+
+
+def receipt_link(receipt: DecisionReceipt, *, head_seq: int, head_hash: str) -> ReceiptChainHead:
+    """Put the unsaved `receipt` after the chain's head (`head_seq`, `head_hash`, read under
+    the head's lock, which the caller's transaction holds) and -> the head as it is once the
+    receipt is inserted: the caller saves both (seq, hash) in that transaction."""
+    receipt.seq, receipt.prev_hash = head_seq + 1, head_hash or GENESIS_HASH
+    receipt.hash = canonical_hash(_hashed(receipt))
+    return ReceiptChainHead(pk=CHAIN_HEAD_ID, seq=receipt.seq, hash=receipt.hash)
 
 
 def rule_subject(rule: ReviewRule, *, reason: str) -> dict[str, Any]:
@@ -192,11 +231,10 @@ def rule_receipt_record(
 
 
 def _append(receipt: DecisionReceipt) -> DecisionReceipt:
-    head = _chain_head()
-    receipt.seq, receipt.prev_hash = head.seq + 1, head.hash or GENESIS_HASH
-    receipt.hash = canonical_hash(_hashed(receipt))
+    head = receipt_chain_lock()
+    linked = receipt_link(receipt, head_seq=head.seq, head_hash=head.hash)
     receipt.save(force_insert=True)
-    head.seq, head.hash = receipt.seq, receipt.hash
+    head.seq, head.hash = linked.seq, linked.hash
     head.save(update_fields=["seq", "hash"])
     return receipt
 

@@ -24,8 +24,8 @@ def user_can_decide(user: User | None) -> bool:
 
 def access_review(user: User, review_id: Any, *, related: bool = True) -> ReviewRequest:
     """The review `user` may read; `NotFound` for an unknown or malformed id, or a user
-    without a role. `related=False`: only its id, for a service that reads (and locks) what it
-    needs itself, e.g. a decision, without the rows a page shows with it."""
+    without a role. `related=False`: only its id and kind, for a service that reads (and locks)
+    what it needs itself, e.g. a decision, without the rows a page shows with it."""
     if not user_can_view(user):
         raise NotFound("review not found")
     rows = (
@@ -42,7 +42,7 @@ def access_review(user: User, review_id: Any, *, related: bool = True) -> Review
             "edited_by",
         )
         if related
-        else ReviewRequest.objects.only("id")
+        else ReviewRequest.objects.only("id", "kind")
     )
     try:
         return rows.get(id=int(review_id))

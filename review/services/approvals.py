@@ -73,10 +73,15 @@ def decision_check_open(*, review: ReviewRequest, task: Task, seen_hash: str | N
 def approver_check(*, review: ReviewRequest, task: Task, user: User, act: str, what: str) -> None:
     """`user` may add an approval to `review`: not the task's creator under forbid_creator
     (four-eyes), and not twice."""
-    if review.forbid_creator and task.created_by_id == user.pk:
-        raise ReviewForbidden(f"the task's creator may not {act} (four-eyes rule)")
+    creator_check(review=review, task=task, user=user, act=act)
     if review.approvals.filter(user=user).exists():
         raise ReviewConflict(f"you already approved {what}; another operator must")
+
+
+def creator_check(*, review: ReviewRequest, task: Task, user: User, act: str) -> None:
+    """Under forbid_creator (four-eyes) the task's creator may not `act`."""
+    if review.forbid_creator and task.created_by_id == user.pk:
+        raise ReviewForbidden(f"the task's creator may not {act} (four-eyes rule)")
 
 
 def approval_add(

@@ -22,6 +22,7 @@ from review.services.approvals import (
     decision_check_named,
     decision_check_open,
 )
+from review.services.approve_plain import review_approve_plain
 from review.services.drift_gate import VERSION_DRIFT
 from review.services.edits import edit_tighten, edit_validate
 from review.services.errors import ReviewConflict, ReviewForbidden, ReviewInvalid
@@ -115,6 +116,19 @@ def review_decide(
         )
     decision_check_named(decision=decision, arguments_hash=arguments_hash)
     remembered = remember_fields(remember=remember, decision=decision)
+    if decision == "approve" and arguments is None and remembered is None and arguments_hash:
+        # Most decisions: the call approved as proposed, by its one approver (approve_plain).
+        plain = review_approve_plain(
+            review_id=review_id,
+            user=user,
+            arguments_hash=arguments_hash,
+            target_hash=target_hash,
+            comment=comment,
+            reason=reason,
+            via=via,
+        )
+        if plain is not None:
+            return plain
     task_id, tool_name, spec, interrupt = ReviewRequest.objects.values_list(
         "task_id", "tool", "task__spec", "interrupt"
     ).get(id=review_id)

@@ -126,21 +126,17 @@ def review_settle(
             },
         )
     verb = _VERBS.get(status, "rejected")
-    payload = {
-        "review_id": review.id,
-        "call_id": call.call_id,
-        "tool": review.tool,
-        "decision": verb,
-        **({"kind": review.kind, "choice": choice} if choice else {}),
-        "comment": comment,
-        "reason": reason,
-        "approvers": list(review.approvals.values_list("user__username", flat=True)),
-        "original_arguments": review.original_arguments,
-        "approved_arguments": approved,
-        "edited": approved is not None and approved != review.original_arguments,
-        "arguments_hash": canonical_hash(approved if approved is not None else review.arguments),
-        "wait_s": round((now - review.requested_at).total_seconds(), 3),
-    }
+    payload = decided_payload(
+        review=review,
+        call_id=call.call_id,
+        status=status,
+        comment=comment,
+        reason=reason,
+        approvers=list(review.approvals.values_list("user__username", flat=True)),
+        approved=approved,
+        now=now,
+        choice=choice,
+    )
     # The task says so once it ends ("succeeded · 1 call rejected").
     task_review_outcome_count(
         task_id=task.id, rejected=status == ReviewStatus.REJECTED, edited=payload["edited"]
@@ -160,13 +156,15 @@ def review_settle(
         ),
     )
     audit_record(
-        user=user,
-        action=f"review_{choice or _DECISIONS.get(status, 'reject')}",
-        task_id=task.id,
-        target=f"review {review.id}",
-        reason=reason or comment,
-        before={"arguments": review.original_arguments, "status": "pending"},
-        after={"arguments": approved, "status": status, "comment": comment},
+        **decided_audit(
+            review=review,
+            user=user,
+            status=status,
+            comment=comment,
+            reason=reason,
+            approved=approved,
+            choice=choice,
+        )
     )
     receipt_record(
         review=review,
@@ -181,6 +179,59 @@ def review_settle(
         task=task, review=review, reason=f"review {verb}: {review.tool}", actor=actor, now=now
     )
     return review
+
+
+def decided_payload(
+    *,
+    review: ReviewRequest,
+    call_id: str,
+    status: str,
+    comment: str,
+    reason: str,
+    approvers: list[str],
+    approved: dict[str, Any] | None,
+    now: datetime,
+    choice: str = "",
+) -> dict[str, Any]:
+    """The `review_decided` event's payload of a settled review (review_settle, and a plain
+    approval's one-statement write, approve_plain)."""
+    return {
+        "review_id": review.id,
+        "call_id": call_id,
+        "tool": review.tool,
+        "decision": _VERBS.get(status, "rejected"),
+        **({"kind": review.kind, "choice": choice} if choice else {}),
+        "comment": comment,
+        "reason": reason,
+        "approvers": approvers,
+        "original_arguments": review.original_arguments,
+        "approved_arguments": approved,
+        "edited": approved is not None and approved != review.original_arguments,
+        "arguments_hash": canonical_hash(approved if approved is not None else review.arguments),
+        "wait_s": round((now - review.requested_at).total_seconds(), 3),
+    }
+
+
+def decided_audit(
+    *,
+    review: ReviewRequest,
+    user: User,
+    status: str,
+    comment: str,
+    reason: str,
+    approved: dict[str, Any] | None,
+    choice: str = "",
+) -> dict[str, Any]:
+    """The audit entry of a settled review, as audit_record's (or audit_build's) arguments."""
+    return {
+        "user": user,
+        "action": f"review_{choice or _DECISIONS.get(status, 'reject')}",
+        "task_id": review.task_id,
+        "target": f"review {review.id}",
+        "reason": reason or comment,
+        "before": {"arguments": review.original_arguments, "status": "pending"},
+        "after": {"arguments": approved, "status": status, "comment": comment},
+    }
 
 
 def task_resume_when_decided(

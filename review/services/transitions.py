@@ -59,14 +59,15 @@ def review_transition(
         notifications_plan_closed(review=review, to=to, now=updates["decided_at"])
         review_rollups_stale(requested_at=review.requested_at)
         if frm == ReviewStatus.PENDING:
-            _count_wait(review=review, to=to, decided_at=updates["decided_at"])
+            review_wait_count(review=review, to=to, decided_at=updates["decided_at"])
     for key, value in updates.items():
         setattr(review, key, value)
     return review
 
 
-def _count_wait(*, review: ReviewRequest, to: str, decided_at: datetime) -> None:
-    """The review's wait in harness_review_wait_seconds, per matched rule, once it commits."""
+def review_wait_count(*, review: ReviewRequest, to: str, decided_at: datetime) -> None:
+    """The review's wait in harness_review_wait_seconds, per matched rule, once it commits
+    (review_transition; a plain approval's one-statement write, approve_plain)."""
     wait_s = (decided_at - review.requested_at).total_seconds()
     rules = review_rule_labels(matched_rules=review.matched_rules)
     # A canceled review (its task ended) was nobody's decision to make in time.

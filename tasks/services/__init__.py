@@ -10,13 +10,14 @@ looked up in the module that defines it: a test that replaces one patches that m
 
 from __future__ import annotations
 
+from tasks.services.acquire import task_acquire
 from tasks.services.api_tokens import (
     api_token_create,
     api_token_hash,
     api_token_used,
     api_tokens_revoke,
 )
-from tasks.services.audit import audit_record
+from tasks.services.audit import audit_build, audit_record
 from tasks.services.creation import SpecError, task_create, task_spec_check
 from tasks.services.enqueue import (
     JOB_TIMEOUT_SLACK_S,
@@ -24,6 +25,7 @@ from tasks.services.enqueue import (
     queue_name_for,
     task_defer,
     task_enqueue,
+    task_job_id_new,
     task_job_record,
     task_job_timeout_s,
     task_wake,
@@ -62,7 +64,7 @@ from tasks.services.task_fields import (
     tasks_hold,
     tasks_release,
 )
-from tasks.services.task_transitions import CapacityFull, task_acquire, task_lock, task_transition
+from tasks.services.task_transitions import CapacityFull, task_lock, task_transition
 from tasks.services.templates import spec_changed, template_create, template_start
 from tasks.services.toolcall_transitions import ToolCallConflict, toolcall_transition
 from tasks.services.workers import workers_dead_forget
@@ -79,6 +81,7 @@ __all__ = [
     "api_token_hash",
     "api_token_used",
     "api_tokens_revoke",
+    "audit_build",
     "audit_record",
     "event_build",
     "event_insert",
@@ -103,6 +106,7 @@ __all__ = [
     "task_fenced_write",
     "task_fork_head",
     "task_heartbeat",
+    "task_job_id_new",
     "task_job_record",
     "task_job_timeout_s",
     "task_priority_set",

@@ -5,7 +5,9 @@ resumes the task (`decided=True`), on its priority's queue otherwise."""
 
 from __future__ import annotations
 
+import os
 import random
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -13,6 +15,7 @@ import django_rq
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from redis import Redis
 
 from harness_base.config import harness_config
 from harness_base.queues import PRIORITY_QUEUES, RESUME_QUEUE
@@ -33,11 +36,17 @@ def queue_name_for(priority: str) -> str:
 RUN_TASK_JOB = "agent.jobs.run_task"
 
 
-def task_enqueue(*, task: Task, delay_s: float | None = None, decided: bool = False) -> None:
+def task_enqueue(
+    *, task: Task, delay_s: float | None = None, decided: bool = False, job_id: str | None = None
+) -> None:
     """Put `run_task` on the task's priority queue once the surrounding transaction commits;
     with `decided` (the task resumes because a person acted on it) on the `resume` lane, which
     every worker serves first; with `delay_s`, RQ's scheduler (a worker started
     `--with-scheduler`) enqueues it then.
+
+    `job_id`: the job's id, which the caller's transaction wrote on the task (`rq_job_id`,
+    task_job_id_new) with the change that queues it: the job is enqueued under it, and not
+    recorded again after the enqueue.
 
     A failure to reach Redis is logged, not raised: the task is durable in the database and
     the sweep re-enqueues queued tasks whose job is missing."""
@@ -48,12 +57,13 @@ def task_enqueue(*, task: Task, delay_s: float | None = None, decided: bool = Fa
     epoch = task.lease_epoch
 
     def send() -> None:
-        queue = django_rq.get_queue(queue_name)
+        queue = django_rq.get_queue(queue_name, connection=queue_connection(queue_name))
         options = {
             "job_timeout": task_job_timeout_s(task=task),
             "result_ttl": 600,
             "failure_ttl": 7 * 86400,
             "description": f"run_task {task_id}",
+            **({"job_id": job_id} if job_id else {}),
         }
         if delay_s:
             # RQ's scheduler keeps whole seconds (truncated): round up, so a job never runs
@@ -63,9 +73,36 @@ def task_enqueue(*, task: Task, delay_s: float | None = None, decided: bool = Fa
             job = queue.enqueue_at(at, RUN_TASK_JOB, task_id, **options)
         else:
             job = queue.enqueue(RUN_TASK_JOB, task_id, **options)
-        task_job_record(task_id=task_id, epoch=epoch, job_id=job.id)
+        if not job_id:
+            task_job_record(task_id=task_id, epoch=epoch, job_id=job.id)
 
     transaction.on_commit(send, robust=True)
+
+
+# One Redis client per process and queue: django_rq builds a new client (a new connection
+# pool, so a new TCP connection and its handshake) on every get_queue, which an approval's
+# enqueue paid on its path to the worker. Kept per process (a forked child opens its own) and
+# for the queue's configuration as it reads now (tests point the queues at another Redis).
+_CONNECTIONS: dict[str, tuple[int, str, Redis]] = {}
+
+
+def queue_connection(queue_name: str) -> Redis:
+    """The Redis client this process enqueues `queue_name`'s jobs with (created on first
+    use, then reused: its pool reconnects after a Redis restart)."""
+    config = repr(sorted(settings.RQ_QUEUES[queue_name].items()))
+    pid = os.getpid()
+    cached = _CONNECTIONS.get(queue_name)
+    if cached is not None and cached[:2] == (pid, config):
+        return cached[2]
+    connection = django_rq.get_connection(queue_name)
+    _CONNECTIONS[queue_name] = (pid, config, connection)
+    return connection
+
+
+def task_job_id_new() -> str:
+    """An id for the job a transaction is about to queue, written on the task (`rq_job_id`)
+    with the change that queues it; task_enqueue(job_id=...) then enqueues under it."""
+    return str(uuid.uuid4())
 
 
 def task_job_record(*, task_id: Any, epoch: int, job_id: str) -> bool:

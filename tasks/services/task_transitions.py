@@ -9,19 +9,16 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import F
-from django.db.models.functions import Coalesce, Now
+from django.db import transaction
 from django.utils import timezone
 
-from harness_base.config import harness_config
 from harness_base.metrics import TASKS_FINISHED, TASKS_STARTED, metric_inc
 from tasks.errors import error_fingerprint
 from tasks.events import EventType
 from tasks.models import Task, TaskEvent, ToolCall
 from tasks.rollups import calls_failed_q, rollups_task_reopened
 from tasks.rollups.queries import PLANNED
-from tasks.services.events import event_record
+from tasks.services.events import event_build, event_record
 from tasks.states import (
     TERMINAL,
     IllegalTransition,
@@ -150,6 +147,34 @@ def task_transition(
         return task
 
 
+def task_requeue_decided_build(
+    *, task: Task, reason: str, actor: str, entered: datetime | None
+) -> tuple[list[str], TaskEvent]:
+    """waiting_review -> queued, as task_transition moves a task whose last review was
+    decided, for a caller that writes it with the decision's other rows in one statement
+    (review.services.approve_plain, tasks.services.locked_write): sets the status and its
+    derived fields on `task` and -> (the fields to save, the unsaved `status` event). The
+    caller's transaction holds the row's lock (task_lock) and has not changed it since;
+    `entered`: when the task started waiting (its newest `status` event)."""
+    frm, to = task.status, TaskStatus.QUEUED
+    if frm != TaskStatus.WAITING_REVIEW:
+        raise TransitionConflict(f"task {task.id} is {frm}, expected waiting_review")
+    now = timezone.now()
+    updates: dict[str, Any] = {"status": to, "updated_at": now}
+    updates.update(_derived_fields(task=task, frm=frm, to=to, now=now, entered=entered))
+    _count_transition(to=to, first_start=task.started_at is None)
+    for key, value in updates.items():
+        setattr(task, key, value)
+    event = event_build(
+        task_id=task.id,
+        type=EventType.STATUS,
+        payload={"from": frm, "to": to, "reason": reason},
+        step_index=task.current_step,
+        actor=actor,
+    )
+    return list(updates), event
+
+
 def _count_transition(*, to: str, first_start: bool) -> None:
     """The metrics of a status change (harness_base.metrics), counted once it commits."""
     if to == TaskStatus.RUNNING and first_start:
@@ -158,8 +183,12 @@ def _count_transition(*, to: str, first_start: bool) -> None:
         transaction.on_commit(lambda: metric_inc(TASKS_FINISHED, outcome=to))
 
 
-def _derived_fields(*, task: Task, frm: str, to: str, now: datetime) -> dict[str, Any]:
-    """What entering `to` from `frm` sets besides the status (task_transition only)."""
+def _derived_fields(
+    *, task: Task, frm: str, to: str, now: datetime, entered: datetime | None = None
+) -> dict[str, Any]:
+    """What entering `to` from `frm` sets besides the status (task_transition only).
+    `entered`: when the task entered `frm` (its newest `status` event), if the caller read it
+    already."""
     updates: dict[str, Any] = {}
     if to in TERMINAL:
         updates["finished_at"] = now
@@ -179,70 +208,10 @@ def _derived_fields(*, task: Task, frm: str, to: str, now: datetime) -> dict[str
         # still waited for its review); review time and held time kept apart: a task held
         # (or stopped) and resumed never waited for a review.
         wait = "review_wait_s" if frm == TaskStatus.WAITING_REVIEW else "held_wait_s"
-        updates[wait] = getattr(task, wait) + _seconds_in_status(task_id=task.id, now=now)
+        waited = (
+            _seconds_in_status(task_id=task.id, now=now)
+            if entered is None
+            else max(0.0, (now - entered).total_seconds())
+        )
+        updates[wait] = getattr(task, wait) + waited
     return updates
-
-
-# Any constant works: every acquisition under a concurrency limit takes this one lock.
-_CAPACITY_LOCK_KEY = 0x6861726E657373  # "harness"
-
-
-def _lock_capacity() -> None:
-    """Serialise acquisitions while a global limit applies, for the rest of the transaction.
-    PostgreSQL: a transaction-scoped advisory lock (held by whichever worker, on any machine,
-    is acquiring). SQLite: transactions are IMMEDIATE, so writers are serialised already."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CAPACITY_LOCK_KEY])
-
-
-def task_acquire(*, task_id: Any, worker_id: str) -> Task | None:
-    """queued -> running for this worker: the state machine's one transition a worker takes
-    without a row lock — a conditional UPDATE on `queued` (the table's own check) that bumps
-    the lease epoch (the fencing token), with its `status` event in the same transaction.
-    Returns None when the task is not queued (a duplicate job, or already taken); raises
-    CapacityFull, changing nothing, when `max_concurrent_tasks` are already running."""
-    limit = harness_config().max_concurrent_tasks
-    now = timezone.now()
-    frm, to = TaskStatus.QUEUED, TaskStatus.RUNNING
-    assert can_transition(frm, to)
-    with transaction.atomic():
-        if limit is not None:
-            _lock_capacity()
-        # A task held by a global checkpoint round (multiagent.coordinator) is not taken: the
-        # round enqueues it again when it ends.
-        updated = Task.objects.filter(id=task_id, status=frm, hold_round_id__isnull=True).update(
-            status=to,
-            lease_epoch=F("lease_epoch") + 1,
-            attempt=F("attempt") + 1,
-            worker_id=worker_id,
-            # Database time: the sweep compares heartbeats with the database clock, so the
-            # clocks of the worker machines do not matter.
-            heartbeat_at=Now(),
-            # _derived_fields' rule for running, without reading the row first.
-            started_at=Coalesce(F("started_at"), Now()),
-            updated_at=now,
-        )
-        if updated != 1:
-            return None
-        # Counted after the update (so it includes this task) and under the lock: rolling
-        # back undoes the update, leaving the task queued.
-        if limit is not None and Task.objects.filter(status=TaskStatus.RUNNING).count() > limit:
-            raise CapacityFull(f"{limit} tasks are already running")
-        task = Task.objects.get(id=task_id)
-        # Coalesce kept an earlier start: this is the task's first when it set the
-        # transaction's time, which the heartbeat got too.
-        _count_transition(to=to, first_start=task.started_at == task.heartbeat_at)
-        event_record(
-            task_id=task_id,
-            type=EventType.STATUS,
-            payload={
-                "from": frm,
-                "to": to,
-                "reason": "acquired",
-                "worker": worker_id,
-                "epoch": task.lease_epoch,
-            },
-            step_index=task.current_step,
-        )
-    return task
