@@ -133,7 +133,11 @@ class Task(models.Model):
         # `status` and `error_class` are served by the composite indexes below (their leading
         # column); the sweeper's stale-heartbeat scan reads the few running tasks by status.
         indexes = [
-            models.Index(fields=["status", "-created_at"], name="task_status_created"),
+            # `id` included: the list's count of a status + tool filter probes the tool-call
+            # ledger for each task from the index alone (tasks.web.pagination), never the heap.
+            models.Index(
+                fields=["status", "-created_at"], name="task_status_created", include=["id"]
+            ),
             models.Index(fields=["error_class", "-finished_at"], name="task_error_finished"),
             # The statistics' task outcomes and error-class mix over a window of finished_at,
             # answered from the index alone (index-only scans; no column the worker updates

@@ -53,7 +53,7 @@ def tasks_list(
 
     Indexes: status -> task_status_created, error_class -> task_error_finished, fingerprint ->
     task_fprint_finished, creator -> task_creator_created, dates -> created_at / finished_at,
-    tool -> the (task, call_id) unique index of the tool-call ledger."""
+    tool -> toolcall_task_tool (the list's count probes it from task_status_created's `id`)."""
     qs = Task.objects.select_related("created_by").order_by(*TASK_SORTS[sort])
     if with_children:
         qs = qs.prefetch_related(

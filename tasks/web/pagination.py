@@ -35,7 +35,11 @@ class CountingPaginator(_Paginator):
         rows = self.object_list
         if not isinstance(rows, QuerySet):
             return len(rows)
-        counted = rows[: self.exact_up_to + 1]
+        # Any exact_up_to + 1 rows count the same, so they are asked for in no order. In the
+        # list's order the planner may evaluate every match and sort them all before the LIMIT
+        # (status + tool at 100,000 tasks: all 12,000 failed tasks probed for the tool, then
+        # sorted; p95 107 ms, 890 ms at 1,000,000); unordered, the scan stops at the 10,001st.
+        counted = rows.order_by()[: self.exact_up_to + 1]
         if connections[rows.db].vendor != "postgresql":
             return counted.count()
         # At most exact_up_to + 1 rows: starting parallel workers costs more than it saves (a
