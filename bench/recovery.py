@@ -23,7 +23,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -31,7 +30,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from bench.common import BENCH_DIR, RqWorker, figure, stats, tasks_delete, wait_for
+from bench.common import RqWorker, figure, stats, tasks_delete, wait_for
 
 TITLE = "Crash recovery"
 # (heartbeat s, sweep period s) pairs; `n` kills each.
@@ -128,32 +127,17 @@ def _one(
 
 
 def _sweeper(env: dict[str, str], interval: float, log_path: Path) -> subprocess.Popen:
-    from bench.common import database_url
+    """`manage.py harness_sweep --loop` on the benchmark's database and clocks (`env`), in a
+    session of its own."""
+    from bench.common import database_url, processes
 
-    full_env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="harness_site.settings",
-        PYTHONPATH=str(BENCH_DIR.parent),
-        DATABASE_URL=database_url(),
-        **env,
+    extra = {key: value for key, value in env.items() if key != "REDIS_URL"}
+    full_env = processes.worker_environment(
+        database_url=database_url(), redis_url=env["REDIS_URL"], **extra
     )
-    with open(log_path, "wb") as log:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                str(BENCH_DIR.parent / "manage.py"),
-                "harness_sweep",
-                "--loop",
-                "--interval",
-                str(interval),
-            ],
-            cwd=BENCH_DIR.parent,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    return processes.spawn(
+        ["harness_sweep", "--loop", "--interval", str(interval)], log=log_path, env=full_env
+    )
 
 
 def _measure(heartbeat: float, sweep: float, n: int) -> dict[str, list[float]]:

@@ -514,19 +514,36 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def manage_spawn(command: list[str], *, log: Path, env: dict[str, str]) -> Any:
+def manage_spawn(
+    command: list[str], *, log: Path, env: dict[str, str], module: str = "", prefix: Any = ()
+) -> Any:
     """`manage.py <command>` in a session of its own (bench.common.spawn), forked from this
     test process's warm server where its environment allows (tests/zygote.py): the same
-    process without its seconds of imports. A subprocess.Popen or a ZygoteProcess.
+    process without its seconds of imports. A subprocess.Popen or a ZygoteProcess. A module
+    or a prefix command (bench.common.spawn's) is always started afresh.
 
-    The command skips Django's system checks: they took 0.7 of the 2 CPU-seconds a forked
-    worker needed to register, paid by every worker and sweeper of the suite (hundreds),
+    A manage.py command skips Django's system checks: they took 0.7 of the 2 CPU-seconds a
+    forked worker needed to register, paid by every worker and sweeper of the suite (hundreds),
     while the suite runs them itself (tests/security/test_deploy.py)."""
-    command = [command[0], "--skip-checks", *command[1:]]
-    server = zygote(env)
+    if not module:
+        command = [command[0], "--skip-checks", *command[1:]]
+    server = None if module or prefix else zygote(env)
     if server is not None and server.fits(env):
         return server.spawn(command, log=log, env=env)
-    return spawn(command, log=log, env=env)
+    return spawn(command, log=log, env=env, module=module, prefix=prefix)
+
+
+@pytest.fixture
+def bench_processes_forked(monkeypatch) -> None:
+    """The rqworkers and sweepers a benchmark starts (bench.common.spawn: RqWorker, the
+    recovery benchmark's sweeper) forked as the worker pool's are (manage_spawn), instead of
+    each importing Django, RQ and the agent SDKs afresh: a benchmark at smoke size starts
+    several. They run the benchmark's code as before: only how the process begins differs."""
+    import bench.common
+    import bench.common.processes
+
+    monkeypatch.setattr(bench.common.processes, "spawn", manage_spawn)
+    monkeypatch.setattr(bench.common, "spawn", manage_spawn)
 
 
 class WorkerPool:

@@ -39,7 +39,9 @@ def test_a_missing_database_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_sigterm_stops_the_workers_a_benchmark_started(harness_dirs, tmp_path):
+def test_sigterm_stops_the_workers_a_benchmark_started(
+    harness_dirs, bench_processes_forked, tmp_path
+):
     # The workers run in their own sessions: a SIGTERM to `python -m bench` does not reach
     # them. Without the handler the run died at once and left them taking the next run's jobs.
     previous = signal.getsignal(signal.SIGTERM)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _harness_settings(harness_dirs) -> None:
+def _harness_settings(harness_dirs, bench_processes_forked) -> None:
     pass
 
 
