@@ -45,7 +45,8 @@ def _blob_bytes(keys: set[str]) -> int:
 def _needed(task_id: Any) -> set[str]:
     """Every blob the task's remaining checkpoints reference (snapshots and payload bases)."""
     from checkpoints.models import Checkpoint
-    from checkpoints.services import checkpoint_base_key, checkpoint_decode
+    from checkpoints.payload import checkpoint_base_key
+    from checkpoints.services import checkpoint_decode
     from checkpoints.snapshots import snapshot_blob_keys
 
     rows = list(Checkpoint.objects.filter(task_id=task_id))

@@ -1,34 +1,22 @@
 """Checkpoint services: writing checkpoints and loading them with checksum verification.
 
-A checkpoint's payload is its canonical JSON, zlib-compressed, in one of two forms:
-
-- plain: `zlib.compress(raw)` (every checkpoint before payload bases, and those written
-  without a `CheckpointCodec`: recovery forks, the SDK runners);
-- against a base: `b"B" + <the base's sha256, 32 bytes> + deflate(raw, zdict=base)`, where the base
-  is the canonical JSON of an earlier checkpoint of the same run, stored once as a
-  content-addressed blob (`checkpoints.blobstore`). Consecutive checkpoints of a run differ by
-  a message or two, so one compressed against a recent one stores a few hundred bytes instead
-  of the whole state (`CheckpointCodec` picks and rotates the base).
-
-Both decode with `checkpoint_decode`, which verifies the sha256 of the uncompressed bytes
-either way: a wrong or damaged base cannot produce a checkpoint that passes. A base the blob
-store cannot produce makes the checkpoint corrupted (the loaders then fall back to an older
-one). Retention counts the bases as it counts snapshot roots (`checkpoints.retention`).
+A checkpoint's payload is its canonical JSON in one of three forms (checkpoints.payload: plain
+zlib, compressed against a base blob, or another checkpoint's); `checkpoint_decode` verifies the
+sha256 of the canonical bytes whatever the form.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import zlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
 
-from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_key, blob_store
+from checkpoints.blobstore import BlobCorrupted, BlobMissing
 from checkpoints.models import Checkpoint, GraphWorkspace
+from checkpoints.payload import SAME_MARK, CheckpointCodec, checkpoint_raw, checkpoint_same_as
 from tasks.agent_state import SCHEMA_VERSION, AgentState
 from tasks.canonical import canonical_bytes, sha256_hex
 from tasks.events import EventType
@@ -50,92 +38,13 @@ class LoadedCheckpoint:
     snapshot: dict[str, Any] | None
 
 
-# The first byte of a payload compressed against a base (a zlib stream starts with 0x78).
-BASE_MARK = b"B"
-_BASE_END = 1 + 32
-# A run starts a new base when a checkpoint compressed against the current one exceeds this
-# share of its uncompressed size (the state has drifted from it: its window of messages moved).
-REBASE_SHARE = 1 / 16
-BASE_CACHE_LIMIT = 32
-_bases: OrderedDict[str, bytes] = OrderedDict()
-_bases_lock = threading.Lock()
-
-
-def _remember_base(key: str, raw: bytes) -> None:
-    with _bases_lock:
-        _bases[key] = raw
-        _bases.move_to_end(key)
-        while len(_bases) > BASE_CACHE_LIMIT:
-            _bases.popitem(last=False)
-
-
-def _deflate(raw: bytes, key: str, base: bytes) -> bytes:
-    compressor = zlib.compressobj(1, zdict=base)
-    return BASE_MARK + bytes.fromhex(key) + compressor.compress(raw) + compressor.flush()
-
-
-class CheckpointCodec:
-    """Compresses one run's checkpoints against a base: the canonical bytes of one of its
-    earlier checkpoints, rotated when the state has drifted from it (REBASE_SHARE). A new
-    base is a blob to store with the write of the checkpoints that use it (`take_bases`); a
-    write that fails `forget`s it, so the next checkpoint starts a base of its own."""
-
-    def __init__(self) -> None:
-        self.base: tuple[str, bytes] | None = None
-        self.unstored: dict[str, bytes] = {}
-
-    def encode(self, raw: bytes) -> bytes:
-        if self.base is not None:
-            payload = _deflate(raw, *self.base)
-            if len(payload) - _BASE_END <= len(raw) * REBASE_SHARE:
-                return payload
-        key = blob_key(raw)
-        self.base = (key, raw)
-        self.unstored[key] = raw
-        _remember_base(key, raw)
-        return _deflate(raw, key, raw)
-
-    def take_bases(self) -> dict[str, bytes]:
-        """{key: content} of the bases not stored yet; the caller stores them with the
-        checkpoints that name them."""
-        bases, self.unstored = self.unstored, {}
-        return bases
-
-    def forget(self) -> None:
-        self.base = None
-        self.unstored = {}
-
-
-def checkpoint_base_key(payload: bytes | memoryview) -> str | None:
-    """The blob key of the base a payload was compressed against (None: plain zlib)."""
-    head = bytes(payload[:_BASE_END])
-    if head[:1] != BASE_MARK or len(head) != _BASE_END:
-        return None
-    return head[1:].hex()
-
-
-def _base_bytes(key: str) -> bytes:
-    with _bases_lock:
-        cached = _bases.get(key)
-    if cached is not None:
-        return cached
-    raw = blob_store().get(key)  # verified against its key
-    _remember_base(key, raw)
-    return raw
-
-
-def checkpoint_raw(payload: bytes | memoryview) -> bytes:
-    """The canonical bytes of a payload (either form); raises zlib.error, BlobMissing,
-    BlobCorrupted or ValueError when they cannot be produced."""
-    data = bytes(payload)
-    key = checkpoint_base_key(data)
-    if key is None:
-        return zlib.decompress(data)
-    decompressor = zlib.decompressobj(zdict=_base_bytes(key))
-    raw = decompressor.decompress(data[_BASE_END:]) + decompressor.flush()
-    if not decompressor.eof:
-        raise zlib.error("truncated payload")
-    return raw
+def checkpoint_dedupe(checkpoint: Checkpoint, staged: list[Checkpoint]) -> None:
+    """Store `checkpoint` as the last of `staged` (unwritten, to be inserted in the same write)
+    when their canonical bytes are the same."""
+    last = staged[-1] if staged else None
+    if last is not None and last.checksum == checkpoint.checksum:
+        if checkpoint_same_as(last.payload) is None and last.task_id == checkpoint.task_id:
+            checkpoint.payload = SAME_MARK + last.id.bytes
 
 
 def checkpoint_encode(
@@ -182,8 +91,14 @@ def checkpoint_build(
 
 def checkpoint_decode(checkpoint: Checkpoint) -> LoadedCheckpoint:
     """Verify the checksum and parse the payload; raises CheckpointCorrupted."""
+    payload = checkpoint.payload
+    if (source := checkpoint_same_as(payload)) is not None:
+        rows = Checkpoint.objects.filter(id=source, task_id=checkpoint.task_id)
+        payload = rows.values_list("payload", flat=True).first() or b""
+        if checkpoint_same_as(payload) is not None:
+            payload = b""  # one step only: a source is never a reference itself
     try:
-        raw = checkpoint_raw(checkpoint.payload)
+        raw = checkpoint_raw(payload)
     except (zlib.error, BlobMissing, BlobCorrupted, ValueError) as exc:
         raise CheckpointCorrupted(
             f"checkpoint {checkpoint.id}: payload unreadable ({exc})"

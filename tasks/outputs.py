@@ -169,6 +169,10 @@ def _row(
     partial: bool,
 ) -> ToolOutput:
     text = part.kind in (OutputKind.TEXT, OutputKind.LINK)
+    preview = _text(data[-PREVIEW_BYTES:] if partial else data[:PREVIEW_BYTES]) if text else ""
+    # A text part the preview holds exactly (a file tool's diff, a short stdout) is stored
+    # once, as its preview: `data` stays empty (output_content reads the preview back).
+    whole = text and not partial and len(data) <= PREVIEW_BYTES and preview.encode() == data
     return ToolOutput(
         task_id=task_id,
         call_id=call_id,
@@ -180,9 +184,9 @@ def _row(
         href=part.href,
         size=part.size,
         stored=len(data),
-        data=zlib.compress(data, 6),
+        data=b"" if whole else zlib.compress(data, 6),
         # What was last seen of a lost call: its end.
-        preview=_text(data[-PREVIEW_BYTES:] if partial else data[:PREVIEW_BYTES]) if text else "",
+        preview=preview,
         partial=partial,
     )
 
@@ -227,7 +231,11 @@ def output_rows_last_seen(*, task_id: Any, record: dict[str, Any]) -> list[ToolO
 
 
 def output_content(row: ToolOutput) -> bytes:
-    return zlib.decompress(bytes(row.data))
+    data = bytes(row.data)
+    if not data:
+        # Stored as its preview alone (`_row`): the preview is the whole part.
+        return row.preview.encode() if row.stored else b""
+    return zlib.decompress(data)
 
 
 # --- the live record of a running call (Redis) -------------------------------------------------

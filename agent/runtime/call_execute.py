@@ -52,7 +52,7 @@ def execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
             "call_id": row.call_id,
             "tool": tool.name,
             "attempt": row.attempts,
-            "args": row.arguments,
+            **_args_if_changed(run, row),
         },
     )
     if side_effect:
@@ -130,6 +130,18 @@ def execute(run: Run, row: ToolCall, tool: ToolSpec, args: Any) -> ToolOutcome:
         if not is_retryable(outcome.error_class, idempotent=tool.idempotent):
             distrust_standing_rules(row, error=f"{outcome.error_class}: {outcome.error_message}")
     return outcome
+
+
+def _args_if_changed(run: Run, row: ToolCall) -> dict[str, Any]:
+    """The arguments a call runs with, for its `tool_started` event, when they are not the ones
+    the model proposed (in the step's `model_decision` event): edited by a reviewer, or a
+    call no model proposed (a compensation). Otherwise the event leaves them out: the
+    ledger row and the decision already hold them, and a write's content is not stored a
+    third time."""
+    proposed = next((c for c in run.state.pending if c.call_id == row.call_id), None)
+    if proposed is not None and proposed.args == row.arguments:
+        return {}
+    return {"args": row.arguments}
 
 
 def _record_outcome(run: Run, row: ToolCall, tool: ToolSpec, outcome: ToolOutcome) -> None:

@@ -30,7 +30,8 @@ from agent.tools.mcp_client import McpConnections
 from agent.validation import check_limits
 from cases.selectors import replay_setup
 from checkpoints.models import Blob, Checkpoint
-from checkpoints.services import CheckpointCodec, checkpoint_next_seq
+from checkpoints.payload import CheckpointCodec
+from checkpoints.services import checkpoint_next_seq
 from harness_base.config import harness_config
 from multiagent.shared import shared_dir
 from review.selectors import plan_for_execution

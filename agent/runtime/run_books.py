@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from agent.runtime.session_clock import SessionClock
     from agent.tools.mcp_client import McpConnections
     from checkpoints.models import Blob, Checkpoint
-    from checkpoints.services import CheckpointCodec
+    from checkpoints.payload import CheckpointCodec
     from harness_base.config import HarnessConfig
     from tasks.agent_state import AgentState
     from tasks.models import Task, TaskEvent, ToolOutput

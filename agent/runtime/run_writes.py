@@ -14,7 +14,7 @@ from agent.runtime.run_books import RunBookkeeping
 from agent.versions import version_bodies_unwritten, version_bodies_written, versions_current
 from checkpoints.blobstore import blob_store_deferred
 from checkpoints.models import Checkpoint
-from checkpoints.services import checkpoint_build
+from checkpoints.services import checkpoint_build, checkpoint_dedupe
 from checkpoints.snapshots import DEFER_BLOB_BYTES, snapshot_capture, snapshot_distrust
 from harness_base.metrics import CHECKPOINT_WRITE_SECONDS, metric_observe
 from tasks import services
@@ -48,12 +48,15 @@ class RunWrites(RunBookkeeping):
         tool calls change the workspace during a run, so a checkpoint with no call since the
         last capture (after a model turn) reuses that manifest instead of rescanning; after
         calls of tools that report their changes, only the changed files' folders are
-        scanned; after any other tool (commands, user tools), the whole workspace."""
+        scanned; after any other tool (commands, user tools), the whole workspace. A few
+        changed files are listed in the manifest reference itself (`delta`) rather than
+        stored as a new manifest."""
         if self.snapshot is None or self.changed:
             self.snapshot = snapshot_capture(
                 workspace=self.workspace,
                 changed=self.changed if self.snapshot is not None else None,
                 defer=self.blobs,
+                delta=True,
             )
             self.changed = set()
         return self.snapshot
@@ -80,6 +83,10 @@ class RunWrites(RunBookkeeping):
             versions=versions_current(self),
         )
         checkpoint.subject = subject
+        if trigger in _BEFORE_CALL:
+            # Nothing changed since the checkpoint staged last (the model's turn, in the same
+            # write): stored as that one's payload, not again.
+            checkpoint_dedupe(checkpoint, self.staged)
         bases = self.codec.take_bases()
         if bases:
             blob_store_deferred(self.blobs, DEFER_BLOB_BYTES).put_absent(bases)

@@ -39,7 +39,8 @@ class Ours:
     def stored_bytes(self) -> bytes:
         """What one step stores: the checkpoint payload (compressed against the run's current
         base, as its next step's is) and the event payload."""
-        from checkpoints.services import CheckpointCodec, checkpoint_build
+        from checkpoints.payload import CheckpointCodec
+        from checkpoints.services import checkpoint_build
 
         run = self.run
         codec = CheckpointCodec()

@@ -13,12 +13,15 @@ from django.utils import timezone
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, batched, blob_store
 from checkpoints.history import chunk_prev, history_heads
 from checkpoints.models import BlobRef, Checkpoint, GraphWorkspace
-from checkpoints.services import CheckpointCorrupted, checkpoint_base_key, checkpoint_decode
+from checkpoints.payload import checkpoint_base_key
+from checkpoints.services import CheckpointCorrupted, checkpoint_decode
+from checkpoints.snapshots import snapshot_delta_files
 
 # Blobs form a tree: a checkpoint (or graph workspace) names a snapshot root, a root lists
 # manifest chunks, a chunk lists file bodies. BlobRef counts, per blob, the holders one level
 # up: a root's count is its checkpoints and graph workspaces, a chunk's the live roots (count
-# > 0) listing it, a file body's the live chunks listing it. A checkpoint whose payload is
+# > 0) listing it, a file body's the live chunks listing it and the checkpoints whose snapshot
+# lists it beside its root (a `delta`, checkpoints.snapshots.capture). A checkpoint whose payload is
 # compressed against a base (checkpoints.services) also counts that base ("b", a leaf). An
 # SDK agent's history chunk ("h", checkpoints.history) counts the checkpoints naming it as a
 # chain's head and the live chunks naming it as the one before them.
@@ -39,17 +42,19 @@ _CHILD = {"r": "c", "c": "f", "h": "h"}
 KINDS = "rcfbh"
 
 
-def blobs_held(row: Checkpoint | GraphWorkspace) -> tuple[str | None, list[str]]:
-    """(the snapshot root, the history chain heads) a checkpoint or graph workspace names."""
+def blobs_held(row: Checkpoint | GraphWorkspace) -> tuple[str | None, list[str], list[str]]:
+    """(the snapshot root, the history chain heads, the file bodies its snapshot lists beside
+    its root: `delta`) a checkpoint or graph workspace names."""
     if isinstance(row, GraphWorkspace):
         snapshot, heads = row.snapshot, []
     else:
         try:
             loaded = checkpoint_decode(row)
         except CheckpointCorrupted:
-            return None, []
+            return None, [], []
         snapshot, heads = loaded.snapshot, list(history_heads(loaded.state.sdk))
-    return (snapshot.get("root") if isinstance(snapshot, dict) else None), heads
+    root = snapshot.get("root") if isinstance(snapshot, dict) else None
+    return root, heads, snapshot_delta_files(snapshot)
 
 
 def payload_base(row: Checkpoint | GraphWorkspace) -> str | None:
@@ -155,9 +160,10 @@ def _count_batch(model: type[Counted]) -> int:
             return 0
         model.objects.filter(pk__in=[row.pk for row in rows]).update(blobs_counted=True)
         held = [blobs_held(row) for row in rows]
-        blob_refs_add("r", Counter(root for root, _heads in held if root))
+        blob_refs_add("r", Counter(root for root, _heads, _files in held if root))
+        blob_refs_add("f", Counter(f for _root, _heads, files in held for f in files))
         blob_refs_add("b", Counter(b for b in map(payload_base, rows) if b))
-        blob_refs_add("h", Counter(head for _root, heads in held for head in heads))
+        blob_refs_add("h", Counter(head for _root, heads, _files in held for head in heads))
     return len(rows)
 
 

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from checkpoints.models import Checkpoint, Level
+from checkpoints.payload import checkpoint_same_as
 from checkpoints.retention.refcounts import blob_refs_add, blobs_held, payload_base
 from harness_base.config import RetentionConfig, harness_config
 from tasks.models import Task, ToolCall, ToolCallStatus
@@ -79,20 +80,36 @@ def checkpoints_thin_task(*, task_id: Any, policy: RetentionConfig) -> int:
                 .values_list("id", flat=True)[policy.keep_last_per_task :]
             )
             doomed.extend(i for i in ids if i not in protected)
+        doomed = _sources_kept(task_id=task_id, doomed=doomed)
         if not doomed:
             return 0
         _relink_children(task_id=task_id, doomed=set(doomed))
         counted_rows = list(Checkpoint.objects.filter(id__in=doomed, blobs_counted=True))
         held = [blobs_held(row) for row in counted_rows]
-        uncounted = Counter(root for root, _heads in held if root)
-        heads = Counter(head for _root, row_heads in held for head in row_heads)
+        uncounted = Counter(root for root, _heads, _files in held if root)
+        files = Counter(f for _root, _heads, row_files in held for f in row_files)
+        heads = Counter(head for _root, row_heads, _files in held for head in row_heads)
         bases = Counter(base for row in counted_rows if (base := payload_base(row)))
         deleted = Checkpoint.objects.filter(id__in=doomed).delete()[0]
     # After the commit: a crash before this leaves counts too high, which only keeps blobs.
     blob_refs_add("r", {root: -n for root, n in uncounted.items()})
+    blob_refs_add("f", {f: -n for f, n in files.items()})
     blob_refs_add("b", {base: -n for base, n in bases.items()})
     blob_refs_add("h", {head: -n for head, n in heads.items()})
     return deleted
+
+
+def _sources_kept(*, task_id: Any, doomed: list[Any]) -> list[Any]:
+    """`doomed` less the checkpoints whose payload a surviving one is stored as
+    (checkpoints.payload.checkpoint_same_as): they stay while it does."""
+    gone = set(doomed)
+    survivors = Checkpoint.objects.filter(task_id=task_id).exclude(id__in=gone)
+    sources = {
+        source
+        for payload in survivors.values_list("payload", flat=True).iterator(chunk_size=500)
+        if (source := checkpoint_same_as(payload)) is not None
+    }
+    return [i for i in doomed if i not in sources]
 
 
 def _relink_children(*, task_id: Any, doomed: set[Any]) -> None:

@@ -12,6 +12,11 @@ and the root (~2 KB), not the whole manifest, and unchanged workspaces share eve
 root hash covers the chunks, which cover the files, and blobs are verified on read, so the
 checkpoint checksum protects the whole tree.
 
+A run's checkpoints may instead name the root of the manifest last stored in full and list
+the few entries that differ from it (`{"v": 2, "root", "delta", ...}`, capture's `delta`): a
+step that writes one file then adds one entry to its checkpoint instead of storing a chunk
+and a root. The delta's file bodies are counted by retention directly.
+
 Capture is incremental: a per-process index (in memory, keyed by workspace and blob store —
 never inside the workspace, so it is never captured) remembers each file's size, mtime, inode
 and hash. A file whose stat is unchanged reuses its hash without being read. As in git's
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 from checkpoints.snapshots.capture import (
     DEFER_BLOB_BYTES,
+    DELTA_MAX,
     TRUST_STORED_S,
     snapshot_capture,
     snapshot_distrust,
@@ -41,6 +47,7 @@ from checkpoints.snapshots.index import INDEX_LIMIT
 from checkpoints.snapshots.loading import (
     MANIFEST_CACHE_LIMIT,
     snapshot_blob_keys,
+    snapshot_delta_files,
     snapshot_manifest,
 )
 from checkpoints.snapshots.manifest import (
@@ -66,6 +73,7 @@ __all__ = [
     "CHUNK_MAX",
     "CHUNK_TARGET",
     "DEFER_BLOB_BYTES",
+    "DELTA_MAX",
     "INDEX_LIMIT",
     "MANIFEST_CACHE_LIMIT",
     "RACY_NS",
@@ -79,6 +87,7 @@ __all__ = [
     "removed_paths",
     "restore_blocked",
     "snapshot_blob_keys",
+    "snapshot_delta_files",
     "snapshot_capture",
     "snapshot_distrust",
     "snapshot_manifest",

@@ -3,6 +3,7 @@ lacks uploaded (or deferred to the checkpoint's own write), -> the snapshot refe
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,13 +11,19 @@ from typing import Any
 
 from checkpoints.blobstore import BlobStore, blob_key, blob_store, blob_store_deferred
 from checkpoints.models import Blob
-from checkpoints.snapshots.index import IndexedDir, index_for
+from checkpoints.snapshots.index import IndexedDir, SnapshotBase, WorkspaceIndex, index_for
 from checkpoints.snapshots.manifest import CHUNK_MAX, SNAPSHOT_VERSION, entry_serialise
 from checkpoints.snapshots.survey import empty_folders, survey, survey_known
 from tasks import beacon
 from tasks.canonical import canonical_bytes
 
 TRUST_STORED_S = 600
+# Entries a snapshot may list against the last manifest stored in full (`delta`) before a new
+# one is stored: every checkpoint until then carries the list (~50 compressed bytes an entry,
+# about three checkpoints a step), a full store costs a chunk and a root (~2 KB).
+DELTA_MAX = 4
+# The `v` of a reference that lists changes against its root.
+DELTA_VERSION = 2
 # Compressed bytes of new blobs a capture may leave to its caller's write (`defer`).
 DEFER_BLOB_BYTES = 4 * 1024 * 1024
 
@@ -26,6 +33,7 @@ def snapshot_capture(
     workspace: Path,
     changed: Iterable[str] | None = None,
     defer: dict[str, Blob] | None = None,
+    delta: bool = False,
 ) -> dict[str, Any]:
     """Capture the workspace; -> the snapshot reference stored in the checkpoint payload.
 
@@ -36,7 +44,14 @@ def snapshot_capture(
     `defer`: with blobs in the database, the new ones (up to DEFER_BLOB_BYTES) are not stored
     but added to it as unsaved rows, for the caller to insert in the write of the checkpoint
     that references them (one transaction instead of two). A caller whose write then fails
-    calls `snapshot_distrust`."""
+    calls `snapshot_distrust`.
+
+    `delta`: when at most DELTA_MAX entries differ from the manifest this process last stored
+    in full for the workspace (and its blobs are still known stored), the reference names that
+    manifest's root and lists the differences (`"delta"`: entries, or `[path]` for one gone)
+    instead of storing a new root and chunk: a step that wrote one file stores ~100 bytes in
+    its checkpoint instead of a chunk and a root (~2 KB). Retention counts the listed file
+    bodies directly (checkpoints.retention)."""
     root = Path(workspace)
     store = blob_store() if defer is None else blob_store_deferred(defer, DEFER_BLOB_BYTES)
     index = index_for(root)
@@ -55,6 +70,18 @@ def snapshot_capture(
         unverified = hashes - index.referenced - stored
         if unverified:
             _upload_missing_files(root, dirs, store, unverified)
+        entries = _entries(dirs) if delta else None
+        changes = _delta(index, entries) if entries is not None else None
+        if changes is not None and index.base is not None:
+            index.referenced = hashes | index.base.keys
+            index.referenced_at = time.monotonic()
+            listed = {"v": DELTA_VERSION, "delta": changes} if changes else {"v": SNAPSHOT_VERSION}
+            return {
+                **listed,
+                "root": index.base.root,
+                "files": sum(d.files for d in dirs.values()),
+                "bytes": sum(d.bytes for d in dirs.values()),
+            }
         chunks: list[str] = []
         new_blobs: dict[str, bytes] = {}
         parts: list[bytes] = []
@@ -94,12 +121,43 @@ def snapshot_capture(
         referenced.add(root_hash)
         index.referenced = referenced
         index.referenced_at = time.monotonic()
+        if entries is not None:
+            index.base = SnapshotBase(root_hash, entries, frozenset([root_hash, *chunks]))
     return {
         "v": SNAPSHOT_VERSION,
         "root": root_hash,
         "files": sum(d.files for d in dirs.values()),
         "bytes": sum(d.bytes for d in dirs.values()),
     }
+
+
+def _entries(dirs: dict[str, IndexedDir]) -> dict[str, bytes]:
+    """{path: serialised entry} of every file and empty folder (its path ends with "/")."""
+    entries = {
+        prefix + name: known[6][0] for prefix, d in dirs.items() for name, known in d.known.items()
+    }
+    for prefix in empty_folders(dirs):
+        entries[prefix] = entry_serialise((prefix, "", 0, 0))[0]
+    return entries
+
+
+def _delta(index: WorkspaceIndex, entries: dict[str, bytes]) -> list[list[Any]] | None:
+    """The entries that differ from the index's base manifest (sorted by path; `[path]` for
+    one the base has and the workspace no longer), or None: no usable base (none yet, or its
+    blobs not known stored: distrusted, or trusted too long ago), or too many changes."""
+    base = index.base
+    if base is None or not base.keys <= index.referenced:
+        return None
+    old = base.entries
+    changed = [path for path, body in entries.items() if old.get(path) != body]
+    if len(changed) > DELTA_MAX:
+        return None
+    gone = [path for path in old.keys() - entries.keys()]
+    if len(changed) + len(gone) > DELTA_MAX:
+        return None
+    listed: list[list[Any]] = [json.loads(entries[path]) for path in changed]
+    listed += [[path] for path in gone]
+    return sorted(listed, key=lambda entry: entry[0])
 
 
 def snapshot_distrust(workspace: Path) -> None:
@@ -109,6 +167,7 @@ def snapshot_distrust(workspace: Path) -> None:
     with index.lock:
         index.referenced = set()
         index.referenced_at = 0.0
+        index.base = None
 
 
 def _upload_missing_files(

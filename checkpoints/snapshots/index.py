@@ -39,6 +39,16 @@ class IndexedDir:
     others: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class SnapshotBase:
+    """The last manifest a capture stored in full (checkpoints.snapshots.capture, `delta`): its
+    root, its entries ({path: serialised entry}) and the keys of its root and chunks."""
+
+    root: str
+    entries: dict[str, bytes]
+    keys: frozenset[str]
+
+
 @dataclass
 class WorkspaceIndex:
     dirs: dict[str, IndexedDir] = field(default_factory=dict)
@@ -46,6 +56,8 @@ class WorkspaceIndex:
     referenced: set[str] = field(default_factory=set)
     referenced_at: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # What a capture with `delta` lists its changes against (while its blobs are referenced).
+    base: SnapshotBase | None = None
 
 
 _indexes: OrderedDict[tuple[str, str], WorkspaceIndex] = OrderedDict()

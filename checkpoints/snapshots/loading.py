@@ -24,11 +24,40 @@ def _remember_manifest(root_hash: str, manifest: Manifest) -> None:
 
 
 def snapshot_manifest(snapshot: dict[str, Any] | None) -> Manifest:
-    """The manifest a snapshot reference points to (empty for None). Blobs are verified;
-    raises BlobMissing / BlobCorrupted when the store cannot produce them."""
+    """The manifest a snapshot reference points to (empty for None): its root's, with the
+    changes it lists against it (`delta`, checkpoints.snapshots.capture) applied. Blobs are
+    verified; raises BlobMissing / BlobCorrupted when the store cannot produce them."""
     if not snapshot:
         return Manifest()
-    root_hash = snapshot["root"]
+    base = _root_manifest(snapshot["root"])
+    delta = snapshot.get("delta")
+    if not delta:
+        return base
+    manifest = Manifest(base)
+    folders = set(base.folders)
+    for entry in delta:
+        rel = entry[0]
+        if len(entry) == 1:  # gone since the root's manifest
+            if rel.endswith("/"):
+                folders.discard(rel[:-1])
+            else:
+                manifest.pop(rel, None)
+        elif rel.endswith("/"):
+            folders.add(rel[:-1])
+        else:
+            manifest[rel] = FileEntry(entry[1], entry[2], entry[3])
+    manifest.folders = frozenset(folders)
+    return manifest
+
+
+def snapshot_delta_files(snapshot: dict[str, Any] | None) -> list[str]:
+    """The file bodies a snapshot reference lists itself (its `delta`), beside its root's."""
+    if not isinstance(snapshot, dict) or not isinstance(snapshot.get("delta"), list):
+        return []
+    return [entry[1] for entry in snapshot["delta"] if len(entry) == 4 and entry[1]]
+
+
+def _root_manifest(root_hash: str) -> Manifest:
     with registry_lock:
         cached = _manifests.get(root_hash)
     if cached is not None:
@@ -50,7 +79,8 @@ def snapshot_manifest(snapshot: dict[str, Any] | None) -> Manifest:
 
 
 def snapshot_blob_keys(snapshot: dict[str, Any] | None) -> set[str]:
-    """Every blob a snapshot references: root, chunks and file bodies."""
+    """Every blob a snapshot references: root, chunks and file bodies (the root's, and those
+    its delta lists)."""
     if not snapshot:
         return set()
     root = json.loads(blob_store().get(snapshot["root"]))

@@ -100,6 +100,7 @@ class ToolOutput(models.Model):
     # Bytes the tool produced, and bytes stored (less when it produced more than is kept).
     size = models.PositiveBigIntegerField(default=0)
     stored = models.PositiveIntegerField(default=0)
+    # zlib-compressed; empty when `preview` holds the whole part (tasks.outputs.output_content).
     data = models.BinaryField()
     # The first PREVIEW_BYTES as text (a text part), so pages never decompress `data`.
     preview = models.TextField(blank=True, default="")

@@ -7,13 +7,12 @@ import zlib
 
 import pytest
 
-from checkpoints import services
+from checkpoints import payload
 from checkpoints.blobstore import blob_store
 from checkpoints.models import Blob, Checkpoint
+from checkpoints.payload import CheckpointCodec, checkpoint_base_key
 from checkpoints.services import (
-    CheckpointCodec,
     CheckpointCorrupted,
-    checkpoint_base_key,
     checkpoint_build,
     checkpoint_decode,
 )
@@ -92,7 +91,7 @@ def test_a_runs_checkpoints_compressed_against_a_base_decode_and_store_a_fractio
     )
     assert checkpoint_base_key(built[-1].payload) is not None
     assert len(built[-1].payload) * 3 < len(plain.payload)
-    services._bases.clear()  # read back from the blob store, as another process would
+    payload._bases.clear()  # read back from the blob store, as another process would
     for turn, cp in enumerate(built, start=1):
         assert checkpoint_decode(cp).state == _conversation(turn)
 
@@ -120,7 +119,7 @@ def test_a_checkpoint_whose_base_is_missing_or_altered_is_corrupted_never_loaded
         task_id=None, seq=1, state=_state(), level="step", trigger="after_step", codec=codec
     )
     ((key, raw),) = codec.take_bases().items()
-    services._bases.clear()
+    payload._bases.clear()
     with pytest.raises(CheckpointCorrupted, match="unreadable"):
         checkpoint_decode(cp)  # not stored
     # Stored bytes that are not the base's: the blob store refuses them, never inflates.

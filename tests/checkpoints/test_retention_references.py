@@ -12,8 +12,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from checkpoints import services
+from checkpoints import payload
 from checkpoints.models import Blob, BlobRef, Checkpoint
+from checkpoints.payload import checkpoint_base_key, checkpoint_same_as
 from checkpoints.retention import (
     BLOB_GRACE_S,
     blobs_collect_garbage,
@@ -21,11 +22,11 @@ from checkpoints.retention import (
     checkpoints_apply_retention,
 )
 from checkpoints.services import (
-    checkpoint_base_key,
     checkpoint_build,
     checkpoint_decode,
     checkpoint_next_seq,
 )
+from checkpoints.snapshots import capture as snapshot_capture_module
 from checkpoints.snapshots import snapshot_blob_keys, snapshot_capture, snapshot_restore
 from harness_base import config
 from multiagent.models import CheckpointRound, GlobalCheckpoint
@@ -131,8 +132,11 @@ def _snapshots(task) -> dict:
 
 
 def test_garbage_collection_keeps_blobs_other_tasks_and_global_checkpoints_reference(
-    finished, make_task, run_inline, operator, tmp_path
+    finished, make_task, run_inline, operator, tmp_path, monkeypatch
 ):
+    # Every write stores its manifest in full (no `delta`): the thinned checkpoints' roots are
+    # theirs alone (tests/checkpoints/test_snapshot_delta.py covers the file bodies of deltas).
+    monkeypatch.setattr(snapshot_capture_module, "DELTA_MAX", 0)
     thinned, kept = finished(), finished()
     # Files of its own: the snapshots of its thinned checkpoints are referenced nowhere else.
     unique = make_task(writes("u"), user=operator)
@@ -195,19 +199,21 @@ def test_a_checkpoint_payloads_base_stays_while_a_checkpoint_needs_it_and_goes_a
 ):
     """A checkpoint compressed against a base (checkpoints.services) needs that blob to load:
     the collection keeps it while a checkpoint names it, and takes it once none does."""
-    monkeypatch.setattr(services, "REBASE_SHARE", 0)  # a base of its own for each checkpoint
+    monkeypatch.setattr(payload, "REBASE_SHARE", 0)  # a base of its own for each checkpoint
     task = finished()
-    bases = {checkpoint_base_key(c.payload) for c in Checkpoint.objects.filter(task=task)}
+    # (A checkpoint stored as the one before it, `checkpoint_same_as`, names no base itself.)
+    rows = [c for c in Checkpoint.objects.filter(task=task) if not checkpoint_same_as(c.payload)]
+    bases = {checkpoint_base_key(c.payload) for c in rows}
     assert None not in bases and len(bases) > 2
     assert blobs_count()
     assert checkpoints_apply_retention().checkpoints_deleted > 0
     with time_machine.travel(timezone.now() + timedelta(seconds=BLOB_GRACE_S + 60)):
         blobs_collect_garbage()
 
-    services._bases.clear()  # read them from the store, as another process would
+    payload._bases.clear()  # read them from the store, as another process would
     left = list(Checkpoint.objects.filter(task=task))
     assert all(checkpoint_decode(c).state.step_index >= 0 for c in left)
-    needed = {checkpoint_base_key(c.payload) for c in left}
+    needed = {checkpoint_base_key(c.payload) for c in left if not checkpoint_same_as(c.payload)}
     stored = set(Blob.objects.values_list("sha256", flat=True))
     assert needed <= stored
     assert bases - needed and not (bases - needed) & stored

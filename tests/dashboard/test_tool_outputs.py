@@ -62,6 +62,27 @@ def test_a_file_tools_change_shows_as_a_diff(as_user, viewer, run_task):
     assert "-old\n+new" in html
 
 
+def test_a_short_text_output_is_stored_once_and_downloads_whole(
+    as_user, viewer, run_task, commands_allowed
+):
+    """A part its preview holds exactly is stored as the preview alone; bytes that are not
+    text keep their compressed copy, downloaded as they were."""
+    task = run_task(
+        [
+            {"call": "write_file", "args": {"path": "a.txt", "content": "one\n"}},
+            {"call": "run_command", "args": {"command": "printf 'caf\\351\\n'"}},
+            {"final": "done"},
+        ],
+        ["write_file", "run_command"],
+    )
+    diff = ToolOutput.objects.get(task=task, name="diff")
+    stdout = ToolOutput.objects.get(task=task, name="stdout")
+    assert bytes(diff.data) == b"" and bytes(stdout.data) != b""
+    client = as_user(viewer)
+    assert client.get(f"/tasks/{task.id}/outputs/{diff.id}/").content == diff.preview.encode()
+    assert client.get(f"/tasks/{task.id}/outputs/{stdout.id}/").content == b"caf\xe9\n"
+
+
 def test_a_large_output_is_cut_on_the_page_and_downloaded_as_stored(
     as_user, viewer, run_task, commands_allowed
 ):
