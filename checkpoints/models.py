@@ -67,6 +67,9 @@ class Checkpoint(models.Model):
     # The code the checkpoint was made with (agent.versions): {"harness": {"version", "commit"},
     # "spec", "tools", "mcp", "graph", "agent", "policy"}, each hash naming a VersionBody.
     versions = models.JSONField(default=dict, blank=True)
+    # Not a column: the payload of the checkpoint this one is stored as (checkpoints.payload
+    # `checkpoint_same_as`), when a list read it ahead (services.checkpoints_with_sources).
+    source_payload: bytes | memoryview | None = None
 
     class Meta:
         ordering = ["task", "seq"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,8 +94,10 @@ def checkpoint_decode(checkpoint: Checkpoint) -> LoadedCheckpoint:
     """Verify the checksum and parse the payload; raises CheckpointCorrupted."""
     payload = checkpoint.payload
     if (source := checkpoint_same_as(payload)) is not None:
-        rows = Checkpoint.objects.filter(id=source, task_id=checkpoint.task_id)
-        payload = rows.values_list("payload", flat=True).first() or b""
+        payload = checkpoint.source_payload
+        if payload is None:
+            rows = Checkpoint.objects.filter(id=source, task_id=checkpoint.task_id)
+            payload = rows.values_list("payload", flat=True).first() or b""
         if checkpoint_same_as(payload) is not None:
             payload = b""  # one step only: a source is never a reference itself
     try:
@@ -113,6 +116,21 @@ def checkpoint_decode(checkpoint: Checkpoint) -> LoadedCheckpoint:
     except (ValueError, KeyError, TypeError) as exc:
         raise CheckpointCorrupted(f"checkpoint {checkpoint.id}: invalid payload ({exc})") from None
     return LoadedCheckpoint(checkpoint=checkpoint, state=state, snapshot=data.get("snapshot"))
+
+
+def checkpoints_with_sources(checkpoints: Iterable[Checkpoint]) -> list[Checkpoint]:
+    """The checkpoints, each stored as another's payload (`checkpoint_same_as`) given that
+    payload (`source_payload`, read by checkpoint_decode): a list verifies in one query more,
+    not one per such checkpoint."""
+    rows = list(checkpoints)
+    wanted = {source: row for row in rows if (source := checkpoint_same_as(row.payload))}
+    if wanted:
+        found = dict(Checkpoint.objects.filter(id__in=list(wanted)).values_list("id", "payload"))
+        for row in rows:
+            source = checkpoint_same_as(row.payload)
+            if source is not None and source in found:
+                row.source_payload = found[source]
+    return rows
 
 
 def checkpoint_verify(checkpoint: Checkpoint) -> bool:

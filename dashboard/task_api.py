@@ -12,6 +12,7 @@ from ninja.pagination import paginate
 from checkpoints import recovery
 from checkpoints.api import CheckpointOut
 from checkpoints.models import Checkpoint
+from checkpoints.services import checkpoints_with_sources
 from dashboard.outputs import output_download
 from harness_base.http import AuthedRequest
 from tasks import selectors, services
@@ -122,7 +123,7 @@ def task_get(request: AuthedRequest, task_id: str):
 @router.get("tasks/{task_id}/checkpoints", response=list[CheckpointOut])
 def task_checkpoints(request: AuthedRequest, task_id: str):
     task = selectors.access_task(request.user, task_id)
-    return Checkpoint.objects.filter(task=task).order_by("seq")
+    return checkpoints_with_sources(Checkpoint.objects.filter(task=task).order_by("seq"))
 
 
 @router.get("tasks/{task_id}/events", response=list[EventOut])

@@ -22,7 +22,7 @@ from checkpoints.selectors import (
     task_checkpoint_marks,
     task_checkpoints,
 )
-from checkpoints.services import checkpoint_verify
+from checkpoints.services import checkpoint_verify, checkpoints_with_sources
 from dashboard.outputs import live_output
 from dashboard.selectors import user_time_zone
 from harness_base.http import AuthedRequest
@@ -162,7 +162,9 @@ def _tab_context(request: AuthedRequest, task: Task, tab: str) -> dict[str, Any]
             page_number = checkpoints.filter(seq__lt=int(seq)).count() // TAB_PAGE_SIZE + 1
         page = Paginator(checkpoints, TAB_PAGE_SIZE).get_page(page_number)
         context["page"] = page
-        context["checkpoints"] = [(cp, checkpoint_verify(cp)) for cp in page.object_list]
+        context["checkpoints"] = [
+            (cp, checkpoint_verify(cp)) for cp in checkpoints_with_sources(page.object_list)
+        ]
     context["can_operate"] = selectors.user_can_operate(request.user)
     context["tabs_live"] = task.status not in TERMINAL
     return context

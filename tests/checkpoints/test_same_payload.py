@@ -8,6 +8,8 @@ from __future__ import annotations
 import zlib
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from checkpoints.models import Checkpoint
 from checkpoints.payload import checkpoint_raw, checkpoint_same_as
@@ -79,3 +81,19 @@ def test_retention_keeps_the_checkpoint_a_kept_one_is_stored_as(
     # though the keep rule alone would let that one go.
     assert last_before.id in left and last_turn.id in left
     assert all(checkpoint_decode(c).state.step_index >= 0 for c in left.values())
+
+
+def test_the_checkpoint_list_verifies_them_without_a_query_each(
+    make_task, run_inline, operator, viewer, api_client
+):
+    short, long = make_task(_writes(1), user=operator), make_task(_writes(4), user=operator)
+    assert run_inline(short) == "succeeded" and run_inline(long) == "succeeded"
+    client = api_client(viewer)
+
+    counts = []
+    for task in (short, long):
+        with CaptureQueriesContext(connection) as queries:
+            rows = client.get(f"/api/v1/tasks/{task.id}/checkpoints").json()
+        assert rows and all(row["checksum_ok"] for row in rows)
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
