@@ -85,13 +85,13 @@ def test_more_changes_than_the_bound_store_a_full_manifest_again(workspace):
         (workspace / "docs" / f"{i}.txt").write_text(f"v2 {i}")
 
     full = snapshot_capture(workspace=workspace, delta=True)
+    _same(full, workspace)
     (workspace / "docs" / "9.txt").write_text("v2 9")
     after = snapshot_capture(workspace=workspace, delta=True)
 
     assert "delta" not in full and full["root"] != first["root"]
     # The next delta is against the new full manifest.
     assert after["root"] == full["root"] and [e[0] for e in after["delta"]] == ["docs/9.txt"]
-    _same(full, workspace)
     _same(after, workspace)
 
 
