@@ -92,12 +92,13 @@ def checkpoint_build(
 
 def checkpoint_decode(checkpoint: Checkpoint) -> LoadedCheckpoint:
     """Verify the checksum and parse the payload; raises CheckpointCorrupted."""
-    payload = checkpoint.payload
+    payload: bytes | memoryview = checkpoint.payload
     if (source := checkpoint_same_as(payload)) is not None:
-        payload = checkpoint.source_payload
-        if payload is None:
+        read_ahead = checkpoint.source_payload
+        if read_ahead is None:
             rows = Checkpoint.objects.filter(id=source, task_id=checkpoint.task_id)
-            payload = rows.values_list("payload", flat=True).first() or b""
+            read_ahead = rows.values_list("payload", flat=True).first() or b""
+        payload = read_ahead
         if checkpoint_same_as(payload) is not None:
             payload = b""  # one step only: a source is never a reference itself
     try:

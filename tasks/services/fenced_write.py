@@ -110,7 +110,7 @@ def _cursor_class() -> Any:
 
         # One signature for psycopg's overloads (query with params, or a template): it only
         # fills in `prepare` and passes everything on.
-        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
             kwargs.setdefault("prepare", self.prepare_statements or None)
             return super().execute(query, params, **kwargs)
 
