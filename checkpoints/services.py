@@ -17,7 +17,12 @@ from django.utils import timezone
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing
 from checkpoints.models import Checkpoint, GraphWorkspace
-from checkpoints.payload import SAME_MARK, CheckpointCodec, checkpoint_raw, checkpoint_same_as
+from checkpoints.payload import SAME_MARK, checkpoint_raw, checkpoint_same_as
+
+# The codec and the payload forms live in checkpoints.payload (re-exported for those callers
+# that import them from here).
+from checkpoints.payload import CheckpointCodec as CheckpointCodec
+from checkpoints.payload import checkpoint_base_key as checkpoint_base_key
 from tasks.agent_state import SCHEMA_VERSION, AgentState
 from tasks.canonical import canonical_bytes, sha256_hex
 from tasks.events import EventType

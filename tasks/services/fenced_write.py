@@ -80,7 +80,7 @@ def task_fenced_write(
     return bool(cancel_requested)
 
 
-def _raw_cursor(db: Any, *, prepare: bool) -> Any:
+def _raw_cursor(db: Any, *, prepare: bool = False) -> Any:
     """A cursor on Django's PostgreSQL connection that sends parameters apart from the SQL
     (binary bytea, no escaping) and takes the statement's `$n` placeholders as they are: the
     fenced statement is long and its text changes with its rows, which psycopg would otherwise
