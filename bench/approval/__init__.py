@@ -48,19 +48,20 @@ SIZES = {
 
 # Where each phase's time goes and what would cut it next (named in the notes of a miss).
 NEXT_LEVERS = {
-    "request": "the decision's round trips to PostgreSQL (details.decision_queries; psycopg's "
-    "waits lead the profile): the API token and the operator's groups, the review read for the "
-    "access check and again for the decision, the task and review locks, the approval, tool "
-    "call, review, event, audit and receipt rows, the receipt chain head and the review "
-    "roll-up row locked per decision, the requeue; then the enqueue on commit opens a new "
-    "Redis connection (django_rq builds a client per get_queue; redis-py reads its version "
-    "from the package metadata per connection). Next: one Redis connection per process for "
-    "enqueues, the decision's rows written in fewer statements.",
+    "request": "the decision's round trips to PostgreSQL (details.decision_queries): the API "
+    "token and the operator's groups, the review's kind for the access check; a plain approval "
+    "is then BEGIN, the task and the review (with its call) locked, the roll-up lock and the "
+    "receipt chain head, one statement of every row, COMMIT (review.services.approve_plain); "
+    "after the enqueue, the response's review with its relations and approvals. Next: the "
+    "response read in fewer queries (it competes with the worker's pick-up for the CPU).",
     "pickup": "RQ's bookkeeping in Redis (dequeue and execution records in the worker, then "
-    "the job fetched and prepared in the horse: about eight round trips) and the lease "
-    "(5 statements); next: fewer round trips (one pipeline), the lease taken with RETURNING.",
-    "resume": "the head checkpoint (2 queries), the ledger, the context alignment's event "
-    "search and the re-check (3 queries); next: checkpoint and ledger in one query.",
+    "the job fetched and prepared in the horse: about eight round trips), the job's read of "
+    "the spec, and the lease (one statement: UPDATE … RETURNING with its event); next: fewer "
+    "Redis round trips (one pipeline).",
+    "resume": "about ten statements between the lease and the tool: the next checkpoint seq, "
+    "the head checkpoint, the ledger, the context alignment's event search, the review rules "
+    "(twice: policy and re-check) and the re-check's review, drift and approver reads; next: "
+    "seq, head and ledger in one query, the rules once per run.",
     "tool": "the pre-tool write (one fsync'd commit) and the tool thread's start.",
 }
 
