@@ -38,6 +38,7 @@ from harness_base.queues import WORKER_QUEUES
 from review.models import ReviewRequest
 from review.services import review_decide
 from tasks.canonical import canonical_hash
+from tests.chromium import SharedChromium
 from tests.factories import PASSWORD, UserFactory, run_in_process, scripted_task
 from tests.flush import flush_by_delete
 from tests.strays import group_kill_ours, harness_processes, strays_stop
@@ -676,24 +677,32 @@ needs_chromium = pytest.mark.skipif(
 BROWSER = [pytest.mark.browser, pytest.mark.django_db(transaction=True), needs_chromium]
 
 
-@pytest.fixture
-def browser(monkeypatch):
-    """Debian's Chromium driven by Playwright (never a downloaded browser)."""
-    from django.db import connections
-    from playwright.sync_api import sync_playwright
+@pytest.fixture(scope="session")
+def _chromium() -> Iterator[SharedChromium]:
+    shared = SharedChromium(executable=CHROMIUM, args=CHROMIUM_ARGS)
+    try:
+        yield shared
+    finally:
+        shared.close()
 
+
+@pytest.fixture
+def browser(_chromium: SharedChromium, monkeypatch):
+    """Debian's Chromium driven by Playwright (never a downloaded browser): this test process's
+    one browser (tests/chromium.py), whose contexts the test opens are closed when it ends."""
     # Playwright's sync API keeps an event loop on this thread; the ORM calls the test makes
     # between browser steps are still plain synchronous code.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    try:
+        yield _chromium.take()
+    finally:
         try:
-            yield browser
-        finally:
-            browser.close()
             # ORM calls made while Playwright's loop runs get their own connection (Django's
-            # connections are context-local): close it, or the test database cannot be dropped.
+            # connections are context-local): close it while the loop still counts as
+            # running, or the test database cannot be dropped.
             connections.close_all()
+        finally:
+            _chromium.give_back()
 
 
 @pytest.fixture(scope="session")
