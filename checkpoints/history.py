@@ -59,6 +59,10 @@ class HistoryChunks:
         # name -> [(a block's items, its key)]: the chain as last written (or read back).
         self.blocks: dict[str, list[tuple[list[Any], str]]] = {}
         self.unstored: dict[str, bytes] = {}
+        # name -> (the serialized state compact_json was last given, what it made of it): the
+        # same object again (an SDK state kept while a run records what follows it) is not
+        # walked again, so a checkpoint's cost does not grow with it.
+        self.json_last: dict[str, tuple[Any, Any]] = {}
 
     def compact(self, name: str, items: Any, *, deep: bool = False) -> Any:
         """`items` as a checkpoint keeps it: a list of BLOCK items or more as its chain's head
@@ -122,6 +126,14 @@ class HistoryChunks:
     def compact_json(self, name: str, value: Any) -> Any:
         """An SDK's serialized state, as a JSON text or its dict (the OpenAI Agents SDK's
         RunState): its lists and large dicts compacted at any depth (`compact`, deep)."""
+        last = self.json_last.get(name)
+        if last is not None and last[0] is value:
+            return last[1]
+        kept = self._json_compacted(name, value)
+        self.json_last[name] = (value, kept)
+        return kept
+
+    def _json_compacted(self, name: str, value: Any) -> Any:
         mark = TREE_MARK
         if isinstance(value, str):
             mark, value = JSON_MARK, json.loads(value)
@@ -148,6 +160,7 @@ class HistoryChunks:
         chunk it names again (inserts skip the stored ones)."""
         self.blocks = {}
         self.unstored = {}
+        self.json_last = {}
 
 
 def _chain(head: str, n: int) -> list[tuple[list[Any], str]]:

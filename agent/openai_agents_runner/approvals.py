@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any
 
 from agent.openai_agents_runner.reviews import ReviewPauses
-from agent.openai_agents_runner.values import Approval, approval_of
+from agent.openai_agents_runner.values import Approval, approval_of, arguments_of
 from agent.sdk_run.unknown import INTERRUPTED, unknown_outcomes_ask
 from review.policy import PolicyDecision, graph_action_policy
 from tasks import services
@@ -25,6 +25,8 @@ _RUNS = {
     ToolCallStatus.FAILED,
 }
 _REFUSED = {ToolCallStatus.REJECTED, ToolCallStatus.DENIED}
+# Ledger statuses whose call the gate lets run without a pause (gate_inline).
+_RUNS_INLINE = {ToolCallStatus.PROPOSED, ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED}
 
 
 class ApprovalGate(ReviewPauses):
@@ -64,6 +66,32 @@ class ApprovalGate(ReviewPauses):
         if self.pending_rows:
             self.commit()
 
+    def gate_inline(self, tool: str, params: Any, sdk_call_id: str) -> bool:
+        """The gate in the SDK's loop (the wrapped tool's needs_approval): whether the call
+        stops the run for `decide`. A new call the policy allows gets its row and runs, as a
+        call that ran (it replays) or failed (it runs again) does; any other call stops the
+        run (a review, a deny, a person's approval rechecked, an unknown outcome), as does a
+        call of a turn that was not recorded (its response would not be durable before it
+        runs: turns.RecordedTurns)."""
+        if not self.inline or sdk_call_id not in self.recorded_calls:
+            return True
+        call_id = self.call_id(sdk_call_id)
+        row = self.ledger.get(call_id)
+        if row is not None:
+            return row.status not in _RUNS_INLINE
+        approval = Approval(
+            item=None,
+            sdk_call_id=sdk_call_id,
+            tool=tool[:100],
+            arguments=arguments_of(params),
+            hosted=False,
+        )
+        decision, why = self.policy(approval)
+        if decision.action != "allow":
+            return True  # `decide` opens its review or refuses it, as for any paused call
+        self.new_call(approval, call_id, decided=(decision, why))
+        return False
+
     def hosted_delivered(self, row: ToolCall) -> None:
         """A hosted MCP call runs at the provider once approved: the approval delivered to the
         SDK is as far as the harness sees it."""
@@ -78,8 +106,14 @@ class ApprovalGate(ReviewPauses):
         )
         self.pending_rows[row.call_id] = row
 
-    def new_call(self, approval: Approval, call_id: str) -> tuple[ToolCall, PolicyDecision, str]:
-        decision, why = self.policy(approval)
+    def new_call(
+        self,
+        approval: Approval,
+        call_id: str,
+        *,
+        decided: tuple[PolicyDecision, str] | None = None,
+    ) -> tuple[ToolCall, PolicyDecision, str]:
+        decision, why = decided or self.policy(approval)
         if self.replay is not None:
             decision = self.replay_claim(
                 call_id=call_id, tool=approval.tool, args=approval.arguments, decision=decision

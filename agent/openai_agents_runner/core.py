@@ -62,6 +62,16 @@ class RunCore(SdkRun):
         # call was matched with, by ledger id.
         self.replay = SdkReplay.of(task)
         self.replay_recorded: dict[str, dict[str, Any]] = {}
+        # The gate decides in the SDK's loop (one Runner.run for the job; ApprovalGate's
+        # gate_inline), the model's turns recorded (turns.RecordedTurns): set by the run.
+        self.inline = False
+        # Recorded turns: those left to answer the model with, whether the last one is in a
+        # checkpoint yet, the SDK call ids they hold, and the branch of the calls that ran
+        # before the head was written (a rollback runs only the later ones again).
+        self.turns_replay: list[Any] = []
+        self.turns_unwritten = False
+        self.recorded_calls: set[str] = set()
+        self.call_branches: dict[str, int] = {}
 
     def alignments(self) -> list[dict[str, Any]]:
         """The alignments after recoveries (RunStart): {text, at: the input item it goes
@@ -69,7 +79,8 @@ class RunCore(SdkRun):
         return list((self.state.sdk or {}).get("alignments") or [])
 
     def call_id(self, sdk_call_id: str) -> str:
-        return f"oa{self.sdk_branch()}:{sdk_call_id}"[:100]
+        branch = self.call_branches.get(sdk_call_id, self.sdk_branch())
+        return f"oa{branch}:{sdk_call_id}"[:100]
 
     def sdk_branch(self) -> int:
         """The branch the call ids belong to: moved on by a rollback only (a retry or forward
@@ -82,14 +93,24 @@ class RunCore(SdkRun):
         checkpoint: tuple[str, str] | None = None,
         rows: list[ToolCall] = (),
         fields: dict[str, Any] | None = None,
+        starting: ToolCall | None = None,
     ) -> None:
         """One fenced write: lease proof + heartbeat + usage + [a checkpoint with its new blobs]
-        + the ledger rows changed since the last write + the events."""
+        + the ledger rows changed since the last write + the events. A model turn recorded
+        since the last checkpoint goes into one (`after_model`) with the first write after it:
+        the turn is durable before any call it made runs (turns.RecordedTurns). `starting`: a
+        call's row marked running after the checkpoint is taken (a rollback to it undoes the
+        call: checkpoints.selectors.calls_undone)."""
+        if checkpoint is None and self.turns_unwritten:
+            checkpoint = ("after_model", "step")
         staged = (
             [self.checkpoint_stage(checkpoint[0], level=checkpoint[1], defer=self.blobs)]
             if checkpoint
             else []
         )
+        if starting is not None:
+            self.call_started(starting)
+            rows = [*rows, starting]
         update = {**self.usage(), **(fields or {})}
         if self.head_id != self.written_head:
             update["head_checkpoint_id"] = self.head_id
@@ -115,6 +136,8 @@ class RunCore(SdkRun):
         for row in changed.values():
             row._state.adding = False
         version_bodies_written(self)
+        if checkpoint:
+            self.turns_unwritten = False
         self.written(True)
         self.pending_events = []
         self.pending_rows = {}

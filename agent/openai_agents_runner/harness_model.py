@@ -28,6 +28,10 @@ class StreamingRun(Protocol):
 
     def aligned(self, input: str | list[Any]) -> str | list[Any]: ...
 
+    def turn_replayed(self) -> ModelResponse | None: ...
+
+    def turn_recorded(self, response: ModelResponse) -> None: ...
+
 
 def _usage(usage: Any) -> Usage:
     if usage is None:
@@ -98,6 +102,16 @@ class HarnessModel(WrappedModel):
         input: str | list[Any],
         *args: Any,
         **kwargs: Any,
+    ) -> ModelResponse:
+        replayed = self.run.turn_replayed()
+        if replayed is not None:
+            return replayed  # a turn the run made before it resumed (turns.RecordedTurns)
+        response = await self.response(system_instructions, input, *args, **kwargs)
+        self.run.turn_recorded(response)
+        return response
+
+    async def response(
+        self, system_instructions: str | None, input: str | list[Any], *args: Any, **kwargs: Any
     ) -> ModelResponse:
         input = self.run.aligned(input)
         stream = self.run.model_stream

@@ -9,7 +9,7 @@ from typing import Any
 
 from agents import RunHooks
 
-from agent.openai_agents_runner.core import RunCore
+from agent.openai_agents_runner.turns import RecordedTurns
 from agent.openai_agents_runner.values import call_arguments, field, short_text
 from agent.tracing import ModelCall, model_call
 from harness_base.metrics import STEP_SECONDS, metric_observe
@@ -17,7 +17,7 @@ from tasks import beacon
 from tasks.events import EventType
 
 
-class ModelTurns(RunCore):
+class ModelTurns(RecordedTurns):
     """AgentsRun's model turns: step_begin, model_name, model_turn."""
 
     def step_begin(self) -> None:
@@ -102,10 +102,19 @@ class Hooks(RunHooks):
 
     def __init__(self, run: ModelTurns) -> None:
         self.run = run
-        # The model call in flight (the SDK makes one at a time): its `chat` span.
+        # The model call in flight (the SDK makes one at a time): its `chat` span; whether a
+        # recorded turn answers it (counted and on the timeline when it was made).
         self.chat: ModelCall | None = None
+        self.replayed = False
 
     async def on_llm_start(self, context: Any, agent: Any, *args: Any, **kwargs: Any) -> None:
+        self.replayed = bool(self.run.turns_replay)
+        if self.replayed:
+            return
+        if self.run.inline:
+            # Between the turns of the one Runner.run: the lease, a cancel, the clocks, the
+            # budget, as before each Runner.run of a turn.
+            self.run.boundary_checks()
         # The model call is promised to the worker within the turn timeout (tasks.beacon).
         beacon.expect("turn", self.run.turn_s)
         self.run.turn_agent = agent.name
@@ -115,6 +124,9 @@ class Hooks(RunHooks):
         )
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        if self.replayed:
+            self.replayed = False
+            return
         beacon.progress()
         self.run.model_turn(agent, response)
         if self.chat is not None:

@@ -24,7 +24,6 @@ from agents import (
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from agent.openai_agents_runner.approvals import ApprovalGate
 from agent.openai_agents_runner.endings import RunEndings
 from agent.openai_agents_runner.harness_model import HarnessModel
 from agent.openai_agents_runner.hosted import HostedGateModel
@@ -43,7 +42,7 @@ from tasks.spec import model_endpoint
 log = logging.getLogger(__name__)
 
 
-class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
+class AgentsRun(RunStart, AgentWrapping, ModelTurns, RunEndings):
     """One run segment: the SDK's loop under the harness's gate and ledger."""
 
     def run_config(self) -> RunConfig:
@@ -113,6 +112,10 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
         run_config = self.run_config()
         hooks = Hooks(self)
         context = {"harness_workspace": str(self.workspace), "harness_task_id": str(self.task_id)}
+        # One Runner.run for the job: the gate decides in the SDK's loop, the model's turns are
+        # recorded (turns.RecordedTurns). Not for a saved case's replay (its model answers from
+        # the recording) nor with hosted tools (their gate is the model's: hosted).
+        self.inline = self.replay is None and not self.has_hosted
         serialized = (self.state.sdk or {}).get("run_state")
         if serialized:
             # The RunState's dict (to_json); a checkpoint written before holds its JSON text.
@@ -122,6 +125,7 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
             self.step_began = time.monotonic()
         else:
             state = None
+        self.turns_restore(state)
         while True:
             if state is not None:
                 await sync_to_async(self.decide, thread_sensitive=True)(state)
@@ -150,6 +154,9 @@ class AgentsRun(RunStart, ApprovalGate, AgentWrapping, ModelTurns, RunEndings):
                 "run_state": state.to_json(),
                 "current_agent": result.last_agent.name,
             }
+            # The RunState holds every turn so far: none to record until the SDK goes on.
+            self.turns_unwritten = False
+            self.turns_replay = []
             if not result.interruptions:
                 return await sync_to_async(self.finish, thread_sensitive=True)(result)
             # The model's response and its pending calls, before any of them runs.

@@ -50,18 +50,23 @@ class RunStart(ReviewPauses):
             )
             self.state.recovery = None
             self.state.last_error = None
+        # Every branch's calls: a recorded turn's calls that ran before a rollback replay from
+        # the branch they ran on (turns.RecordedTurns).
         self.ledger = {
             row.call_id: row
-            for row in ToolCall.objects.filter(
-                task_id=self.task_id, call_id__startswith=f"oa{self.sdk_branch()}:"
-            )
+            for row in ToolCall.objects.filter(task_id=self.task_id, call_id__startswith="oa")
         }
         self.resumed(loaded)
 
     def calls_pending(self) -> Iterable[ToolCall]:
         """This branch's calls (the gate runs those approved or allowed and not run yet); a
         model turn's permission to use a hosted tool is no call."""
-        return [row for row in self.ledger.values() if not hosted_permission(row)]
+        branch = f"oa{self.sdk_branch()}:"
+        return [
+            row
+            for row in self.ledger.values()
+            if row.call_id.startswith(branch) and not hosted_permission(row)
+        ]
 
     def first_input(self) -> Any:
         given = self.spec.agent.input

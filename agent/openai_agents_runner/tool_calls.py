@@ -40,8 +40,7 @@ class ToolInvocation(RunReplay):
         assert self.write_lock is not None
         async with self.write_lock:
             self.boundary_checks()
-            self.call_started(row)
-            await sync_to_async(self.commit, thread_sensitive=True)(rows=[row])
+            await sync_to_async(self.commit, thread_sensitive=True)(starting=row)
         started = time.monotonic()
         recorded = self.replay_recorded.get(call_id)
         if recorded is not None and not self.replay_live(tool):

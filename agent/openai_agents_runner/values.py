@@ -24,7 +24,8 @@ def field(raw: Any, name: str) -> Any:
     return raw.get(name) if isinstance(raw, dict) else getattr(raw, name, None)
 
 
-def _arguments(text: Any) -> dict[str, Any]:
+def arguments_of(text: Any) -> dict[str, Any]:
+    """A call's arguments (the SDK's JSON text, or its parsed dict) as the ledger keeps them."""
     if isinstance(text, dict):
         return jsonable(text)
     try:
@@ -56,7 +57,7 @@ def approval_of(item: Any) -> Approval:
         item=item,
         sdk_call_id=str(call_id),
         tool=str(name)[:100],
-        arguments=_arguments(field(raw, "arguments")),
+        arguments=arguments_of(field(raw, "arguments")),
         hosted=hosted,
     )
 

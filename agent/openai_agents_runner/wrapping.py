@@ -1,7 +1,8 @@
 """The agent, wrapped (AgentWrapping, part of AgentsRun): a copy of the operator's agent
-graph whose function tools (and MCP servers' tools) always ask for approval and run through
-the harness's ledger (ToolInvocation), its MCP servers as the harness runs them (McpSandbox),
-the model bound to the operator's endpoint."""
+graph whose function tools (and MCP servers' tools) ask the harness's gate for approval
+(ApprovalGate.gate_inline, in the SDK's loop) and run through the harness's ledger
+(ToolInvocation), its MCP servers as the harness runs them (McpSandbox), the model bound to the
+operator's endpoint."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import dataclasses
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff, Model
+from asgiref.sync import sync_to_async
 
+from agent.openai_agents_runner.approvals import ApprovalGate
 from agent.openai_agents_runner.harness_model import HarnessModel
 from agent.openai_agents_runner.hosted import HostedGateModel, HostedTools, is_hosted
 from agent.openai_agents_runner.loading import bound_model
@@ -20,13 +23,13 @@ from tasks.spec import OpenAIModelSpec, model_endpoint
 from tasks.tools.mcp import tool_policy
 
 
-class AgentWrapping(HostedTools, ToolInvocation, McpSandbox):
+class AgentWrapping(ApprovalGate, HostedTools, ToolInvocation, McpSandbox):
     """AgentsRun's agent graph, wrapped: harness_agent, wrap_tool."""
 
     def harness_agent(self, root: Agent) -> Agent:
         """A copy of the agent graph (the agent and every agent it can hand off to) whose
-        function tools run through the harness: they always ask for approval (the harness
-        answers: its policy, or a person) and their calls go through the ledger. The operator's
+        function tools run through the harness: they ask for approval (the harness answers:
+        its policy, or a person) and their calls go through the ledger. The operator's
         objects are not changed."""
         copies: dict[int, Agent] = {}
 
@@ -98,7 +101,13 @@ class AgentWrapping(HostedTools, ToolInvocation, McpSandbox):
                 if asyncio.iscoroutine(asked):
                     asked = await asked
             run.sdk_asked[call_id] = bool(asked)
-            return True
+            # The ledger and the policy's rules are read and written in the thread of the
+            # run's other writes.
+            return bool(
+                await sync_to_async(run.gate_inline, thread_sensitive=True)(
+                    tool.name, params, call_id
+                )
+            )
 
         async def invoke(context: Any, arguments: str) -> Any:
             return await run.invoke(context, arguments, tool=tool.name, original=original_invoke)
