@@ -225,17 +225,7 @@ def _fenced_statement(
     inserted: list[list[models.Model]] = []
     for model, batch, if_absent in batches:
         columns, target, nulls, returning = _insert_shape(model)
-        values = []
-        for row in batch:
-            placeholders = []
-            for f, null in zip(columns, nulls, strict=True):
-                value = f.get_db_prep_save(f.pre_save(row, True), db)
-                if value is None:
-                    placeholders.append(null)
-                else:
-                    placeholders.append("%s")
-                    params.append(value)
-            values.append(f"({', '.join(placeholders)})")
+        values = _values_rows(batch, columns, nulls, db, params)
         name = f"w{len(ctes)}"
         ctes.append(
             f"{name} AS (INSERT INTO {target} SELECT * FROM (VALUES {', '.join(values)})"
@@ -250,6 +240,25 @@ def _fenced_statement(
         ["EXISTS (SELECT 1 FROM fence)", "(SELECT bool_or(cancel_requested) FROM fence)", *returned]
     )
     return f"WITH {', '.join(ctes)} SELECT {select}", params, inserted
+
+
+def _values_rows(
+    batch: Sequence[models.Model], columns: list[Any], nulls: list[str], db: Any, params: list[Any]
+) -> list[str]:
+    """Each row of `batch` as a VALUES tuple of `columns`, its values appended to `params` (a
+    NULL written as its column's typed NULL, `nulls`)."""
+    values = []
+    for row in batch:
+        placeholders = []
+        for f, null in zip(columns, nulls, strict=True):
+            value = f.get_db_prep_save(f.pre_save(row, True), db)
+            if value is None:
+                placeholders.append(null)
+            else:
+                placeholders.append("%s")
+                params.append(value)
+        values.append(f"({', '.join(placeholders)})")
+    return values
 
 
 def _by_model(rows: Iterable[models.Model]) -> dict[type[models.Model], list[models.Model]]:

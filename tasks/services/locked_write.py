@@ -10,7 +10,14 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 
-from tasks.services.fenced_write import _by_model, _column, _insert_shape, _numbered, _raw_cursor
+from tasks.services.fenced_write import (
+    _by_model,
+    _column,
+    _insert_shape,
+    _numbered,
+    _raw_cursor,
+    _values_rows,
+)
 from tasks.states import TransitionConflict
 
 # (model, the columns to set, the columns to match): an UPDATE of the rows that match, however
@@ -76,17 +83,7 @@ def rows_write(
     inserted: list[list[models.Model]] = []
     for model, batch in _by_model(inserts).items():
         columns, target, nulls, returning = _insert_shape(model)
-        values_sql = []
-        for row in batch:
-            placeholders = []
-            for f, null in zip(columns, nulls, strict=True):
-                value = f.get_db_prep_save(f.pre_save(row, True), db)
-                if value is None:
-                    placeholders.append(null)
-                else:
-                    placeholders.append("%s")
-                    params.append(value)
-            values_sql.append(f"({', '.join(placeholders)})")
+        values_sql = _values_rows(batch, columns, nulls, db, params)
         name = f"w{len(ctes)}"
         # A VALUES list is inserted in its order: the rows take their keys in the order given
         # (a task's events are read back by id).
