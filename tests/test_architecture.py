@@ -46,7 +46,7 @@ GOVERNED_MODELS = {"Task", "ToolCall", "ReviewRequest"}
 # create rows with the model's default status and no `status` argument).
 OWNERS = {
     ("tasks/services/task_transitions.py", "task_transition"),
-    ("tasks/services/task_transitions.py", "task_acquire"),
+    ("tasks/services/acquire.py", "task_acquire"),
     ("tasks/services/toolcall_transitions.py", "toolcall_transition"),
     ("review/services/transitions.py", "review_transition"),
 }

@@ -83,12 +83,11 @@ class SdkRun(SdkHistory, ForeignRun):
         defer: dict[str, Blob] | None = None,
         rescan: bool = True,
     ) -> Checkpoint:
-        """The step checkpoint (unsaved; the caller's fenced write inserts it): the state with
-        the SDK's, a workspace snapshot (its new blobs into `defer`, to insert with it), the
-        code's versions; made head. `level`: the trigger's configured level, else `step`. The
-        SDK's history as chunks and the payload's new compression base: into `blobs` (the
-        write inserts them). `rescan` False: no tool ran since the last checkpoint (a model
-        turn's), so its snapshot stands."""
+        """The step checkpoint, made head, unsaved (the caller's fenced write inserts it with
+        `defer`'s new snapshot blobs and `blobs`' history chunks and compression base): the
+        state, a workspace snapshot, the code's versions. `level`: the trigger's configured
+        level, else `step`. `rescan` False: no tool ran since the last (a model turn's), so
+        its snapshot stands."""
         if level is None:
             configured = self.config.trigger(trigger)
             level = configured.level if configured else "step"
@@ -116,15 +115,8 @@ class SdkRun(SdkHistory, ForeignRun):
         services.toolcall_transition(
             call=row, to=ToolCallStatus.RUNNING, fields={"attempts": row.attempts + 1}, write=False
         )
-        self.event(
-            EventType.TOOL_STARTED,
-            {
-                "call_id": row.call_id,
-                "tool": row.tool,
-                "attempt": row.attempts,
-                "args": row.arguments,
-            },
-        )
+        started = {"call_id": row.call_id, "tool": row.tool, "attempt": row.attempts}
+        self.event(EventType.TOOL_STARTED, started | {"args": row.arguments})
 
     def pick_up(self, fresh: dict[str, Any]) -> LoadedCheckpoint | None:
         """The head checkpoint (verified; a fallback to an older one recorded), its state and
@@ -166,15 +158,9 @@ class SdkRun(SdkHistory, ForeignRun):
         return loaded
 
     def resumed(self, loaded: LoadedCheckpoint, **extra: Any) -> None:
+        head = {"checkpoint_id": str(loaded.checkpoint.id), "seq": loaded.checkpoint.seq}
         self.event(
-            EventType.RESUMED,
-            {
-                "worker": self.worker_id,
-                "epoch": self.epoch,
-                "checkpoint_id": str(loaded.checkpoint.id),
-                "seq": loaded.checkpoint.seq,
-                **extra,
-            },
+            EventType.RESUMED, {"worker": self.worker_id, "epoch": self.epoch, **head, **extra}
         )
         # The code changed since the head was written: drift that touches what runs next stops.
         sdk_drift_at_pickup(

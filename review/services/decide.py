@@ -42,6 +42,17 @@ from tasks.models import Task
 from tasks.services import task_lock
 
 
+def _kind_check(review: ReviewRequest) -> None:
+    """A review kind with decisions of its own refuses these, naming its own (issue #43)."""
+    hint, kinds = {
+        UNKNOWN_OUTCOME: (UNKNOWN_OUTCOME_HINT, UNKNOWN_OUTCOME_DECISIONS),
+        VERSION_DRIFT: version_drift.KIND_DECISIONS,
+        PLAN: PLAN_DECISIONS,
+    }.get(review.kind, ("", ()))
+    if hint:
+        raise ReviewInvalid(hint, errors=[{"field": "decision", "message": " | ".join(kinds)}])
+
+
 def review_decide(
     *,
     review_id: Any,
@@ -86,9 +97,7 @@ def review_decide(
     A review of kind `unknown_outcome` takes the decisions of `review_resolve_unknown_outcome`
     (`mark_done` with an optional `result`, `rerun`, `fail_task`); `version_drift` those of
     `review_resolve_version_drift` (continue, migrate, restart, cancel); `plan` only
-    review_decide_plan's (plan_hash, items): here it is ReviewInvalid.
-
-    Every decision (a partial approval too) appends a receipt (review.receipts) in its
+    review_decide_plan's (plan_hash, items): here it is ReviewInvalid. Every decision (a partial approval too) appends a receipt (review.receipts) in its
     transaction, saying it was made `via` the page or the API."""
     if not user_can_decide(user):
         raise ReviewForbidden("only operators may decide reviews")
@@ -155,16 +164,7 @@ def review_decide(
         if interrupt is None and decision == "approve":
             reopened = target_check(review=review, target_hash=target_hash, actor=actor)
         if reopened is None:
-            # An approval given under other code never runs the call (issue #43).
-            hint, kinds = {
-                UNKNOWN_OUTCOME: (UNKNOWN_OUTCOME_HINT, UNKNOWN_OUTCOME_DECISIONS),
-                VERSION_DRIFT: version_drift.KIND_DECISIONS,
-                PLAN: PLAN_DECISIONS,
-            }.get(review.kind, ("", ()))
-            if hint:
-                raise ReviewInvalid(
-                    hint, errors=[{"field": "decision", "message": " | ".join(kinds)}]
-                )
+            _kind_check(review)
             now = decision_check_open(review=review, task=task, seen_hash=arguments_hash)
             if decision == "approve":
                 return _approve(

@@ -65,5 +65,5 @@ def _dbos_measured_beside_ours(document, table, figure):
         (dbos,) = [o for o in row["others"] if o["label"] == "DBOS"]
         assert dbos["stats"]["median"] > 0
         assert dbos["ratio"] == pytest.approx(row["ours"]["median"] / dbos["stats"]["median"])
-        line = next(x for x in table.splitlines() if x.startswith(f"| {row['figure']} "))
+        line = next(x for x in table.splitlines() if x.startswith(f"| {row['figure']} |"))
         assert "DBOS: " in line and "× DBOS" in line
