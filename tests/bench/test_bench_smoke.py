@@ -65,5 +65,8 @@ def _dbos_measured_beside_ours(document, table, figure):
         (dbos,) = [o for o in row["others"] if o["label"] == "DBOS"]
         assert dbos["stats"]["median"] > 0
         assert dbos["ratio"] == pytest.approx(row["ours"]["median"] / dbos["stats"]["median"])
-        line = next(x for x in table.splitlines() if x.startswith(f"| {row['figure']} |"))
+        # The figure's own row: its cell is the figure, or the figure and " — " a breakdown
+        # (not another figure that begins with this one's words, "... vs DBOS").
+        cell = (f"| {row['figure']} |", f"| {row['figure']} — ")
+        line = next(x for x in table.splitlines() if x.startswith(cell))
         assert "DBOS: " in line and "× DBOS" in line
