@@ -97,8 +97,8 @@ def review_decide(
     A review of kind `unknown_outcome` takes the decisions of `review_resolve_unknown_outcome`
     (`mark_done` with an optional `result`, `rerun`, `fail_task`); `version_drift` those of
     `review_resolve_version_drift` (continue, migrate, restart, cancel); `plan` only
-    review_decide_plan's (plan_hash, items): here it is ReviewInvalid. Every decision (a partial approval too) appends a receipt (review.receipts) in its
-    transaction, saying it was made `via` the page or the API."""
+    review_decide_plan's (plan_hash, items): here it is ReviewInvalid. Every decision (a
+    partial approval too) appends a receipt (review.receipts), saying it was made `via`."""
     if not user_can_decide(user):
         raise ReviewForbidden("only operators may decide reviews")
     if decision in UNKNOWN_OUTCOME_DECISIONS:
