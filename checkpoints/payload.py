@@ -23,12 +23,11 @@ one). Retention counts the bases as it counts snapshot roots (`checkpoints.reten
 
 from __future__ import annotations
 
-import threading
 import uuid
 import zlib
-from collections import OrderedDict
 
 from checkpoints.blobstore import blob_key, blob_store
+from checkpoints.lru import BoundedCache
 
 # The first byte of a payload compressed against a base (a zlib stream starts with 0x78), and
 # of one that is another checkpoint's.
@@ -40,16 +39,7 @@ _SAME_END = 1 + 16
 # share of its uncompressed size (the state has drifted from it: its window of messages moved).
 REBASE_SHARE = 1 / 16
 BASE_CACHE_LIMIT = 32
-_bases: OrderedDict[str, bytes] = OrderedDict()
-_bases_lock = threading.Lock()
-
-
-def _remember_base(key: str, raw: bytes) -> None:
-    with _bases_lock:
-        _bases[key] = raw
-        _bases.move_to_end(key)
-        while len(_bases) > BASE_CACHE_LIMIT:
-            _bases.popitem(last=False)
+_bases: BoundedCache[str, bytes] = BoundedCache(BASE_CACHE_LIMIT)
 
 
 def _deflate(raw: bytes, key: str, base: bytes) -> bytes:
@@ -75,7 +65,7 @@ class CheckpointCodec:
         key = blob_key(raw)
         self.base = (key, raw)
         self.unstored[key] = raw
-        _remember_base(key, raw)
+        _bases.put(key, raw)
         return _deflate(raw, key, raw)
 
     def take_bases(self) -> dict[str, bytes]:
@@ -106,12 +96,11 @@ def checkpoint_same_as(payload: bytes | memoryview) -> uuid.UUID | None:
 
 
 def _base_bytes(key: str) -> bytes:
-    with _bases_lock:
-        cached = _bases.get(key)
+    cached = _bases.get(key)
     if cached is not None:
         return cached
     raw = blob_store().get(key)  # verified against its key
-    _remember_base(key, raw)
+    _bases.put(key, raw)
     return raw
 
 

@@ -4,23 +4,14 @@ every blob a snapshot references."""
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from typing import Any
 
 from checkpoints.blobstore import blob_store
-from checkpoints.snapshots.index import registry_lock
+from checkpoints.lru import BoundedCache
 from checkpoints.snapshots.manifest import FileEntry, Manifest
 
 MANIFEST_CACHE_LIMIT = 16
-_manifests: OrderedDict[str, Manifest] = OrderedDict()
-
-
-def _remember_manifest(root_hash: str, manifest: Manifest) -> None:
-    with registry_lock:
-        _manifests[root_hash] = manifest
-        _manifests.move_to_end(root_hash)
-        while len(_manifests) > MANIFEST_CACHE_LIMIT:
-            _manifests.popitem(last=False)
+_manifests: BoundedCache[str, Manifest] = BoundedCache(MANIFEST_CACHE_LIMIT)
 
 
 def snapshot_manifest(snapshot: dict[str, Any] | None) -> Manifest:
@@ -58,8 +49,7 @@ def snapshot_delta_files(snapshot: dict[str, Any] | None) -> list[str]:
 
 
 def _root_manifest(root_hash: str) -> Manifest:
-    with registry_lock:
-        cached = _manifests.get(root_hash)
+    cached = _manifests.get(root_hash)
     if cached is not None:
         return cached
     store = blob_store()
@@ -74,7 +64,7 @@ def _root_manifest(root_hash: str) -> Manifest:
             else:
                 manifest[rel] = FileEntry(h, size, mode)
     manifest.folders = frozenset(folders)
-    _remember_manifest(root_hash, manifest)
+    _manifests.put(root_hash, manifest)
     return manifest
 
 
