@@ -42,6 +42,7 @@ from tests.chromium import SharedChromium
 from tests.factories import PASSWORD, UserFactory, run_in_process, scripted_task
 from tests.flush import flush_by_delete
 from tests.strays import group_kill_ours, harness_processes, strays_stop
+from tests.template_db import setup_from_template
 from tests.zygote import zygote
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,6 +121,27 @@ def pytest_configure(config: pytest.Config) -> None:
     # The ledger counts executions by key: keep processes from counting each other's.
     for name in ("HARNESS_WORKSPACE_ROOT", "HARNESS_LEDGER_DIR"):
         setattr(django_settings, name, Path(getattr(django_settings, name)) / XDIST_WORKER)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request, django_test_environment, django_db_blocker, django_db_modify_db_settings
+):
+    """pytest-django's test database, cloned from a migrated template rather than migrated
+    in every test process (tests/template_db.py); pytest-django's own set-up elsewhere."""
+    from django.test.utils import setup_databases, teardown_databases
+
+    verbosity = request.config.option.verbose
+    with django_db_blocker.unblock():
+        old_config = setup_from_template(verbosity) or setup_databases(
+            verbosity=verbosity, interactive=False, aliases={"default"}
+        )
+    yield
+    with django_db_blocker.unblock():
+        try:
+            teardown_databases(old_config, verbosity=verbosity)
+        except Exception as exc:  # noqa: BLE001 - as pytest-django: a warning, not an error
+            request.node.warn(pytest.PytestWarning(f"test database teardown: {exc!r}"))
 
 
 @pytest.fixture(autouse=True)
