@@ -27,6 +27,7 @@ def _text_part(text: str) -> dict[str, Any]:
 def _input_messages(state: AgentState) -> str:
     messages = []
     for message in state.messages:
+        parts: list[dict[str, Any]]
         if message.role == "tool":
             parts = [
                 {

@@ -63,7 +63,7 @@ class GraphRunAnswers(GraphRunCalls):
         answers: dict[str, Any] = {}
         batched: dict[str, list[tuple[int, Any]]] = {}
         for review in reviews:
-            interrupt = review.interrupt
+            interrupt = interrupt_of(review)
             decision = (
                 interrupt["decision"]
                 if "decision" in interrupt
@@ -78,9 +78,12 @@ class GraphRunAnswers(GraphRunCalls):
         return answers
 
 
+def interrupt_of(review: ReviewRequest) -> dict[str, Any]:
+    """What a graph review records of its interrupt ({} for a review without one)."""
+    return review.interrupt or {}
+
+
 def stop(error_class: str, message: str, reviews: list[ReviewRequest]) -> StopRun:
     """The task stops on these decided reviews (its `task_stopped` event names them, so a
     retry asks again instead of stopping on them once more)."""
-    stop = StopRun(error_class, message)
-    stop.payload = {"stopped_reviews": [r.id for r in reviews]}
-    return stop
+    return StopRun(error_class, message, payload={"stopped_reviews": [r.id for r in reviews]})

@@ -44,7 +44,7 @@ class GraphRunBreakpoints(GraphRunAsking):
         checkpoint = saved.checkpoint
         seen = checkpoint["versions_seen"].get(INTERRUPT, {})
         if not any(
-            version > seen.get(channel, type(version)())
+            _newer(version, seen.get(channel))
             for channel, version in checkpoint["channel_versions"].items()
         ):
             return ""
@@ -136,3 +136,12 @@ class GraphRunBreakpoints(GraphRunAsking):
 def _any_named(nodes: Any, names: Any) -> bool:
     """Whether a breakpoint list ("*" or node names) names any of `names`."""
     return bool(names) and (nodes == "*" or any(name in nodes for name in names))
+
+
+def _newer(version: str | int | float, seen: str | int | float | None) -> bool:
+    """Whether a channel's version is past the one the last breakpoint stop saw (none seen:
+    its type's zero, as LangGraph's loop compares them). A checkpointer's versions are all of
+    one type (this saver's are strings)."""
+    if isinstance(version, str):
+        return version > (seen if isinstance(seen, str) else "")
+    return version > (seen if seen is not None and not isinstance(seen, str) else 0)

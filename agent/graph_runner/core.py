@@ -5,6 +5,7 @@ config; one fenced write (commit); a pause for review (pause: commit, then waiti
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from django.db import transaction
@@ -16,6 +17,7 @@ from checkpoints.langgraph import DjangoCheckpointSaver
 from harness_base.config import harness_config, langgraph_entry
 from tasks import services
 from tasks.models import Task, ToolCall
+from tasks.spec import LangGraphAgentSpec
 
 REVIEW_KIND = "langgraph"
 
@@ -53,11 +55,11 @@ class GraphRunCore(ForeignRun):
         # (a middleware's node writes its model's message again).
         self.chats_traced: set[str] = set()
         self.saver = DjangoCheckpointSaver(task_id=task.id, epoch=self.epoch)
-        self.config = {
+        self.config: dict[str, Any] = {
             **graph_thread_config(task_id=task.id),
             "recursion_limit": budget.max_steps + 10,
         }
-        registered = harness_config().langgraph_graphs.get(self.spec.agent.graph)
+        registered = harness_config().langgraph_graphs.get(self.graph_spec.graph)
         self.interrupt_resume = (
             langgraph_entry(registered).interrupt_resume if registered else "envelope"
         )
@@ -65,7 +67,14 @@ class GraphRunCore(ForeignRun):
         # LangGraph checkpoint ids whose workspace snapshot is stored (or known to be).
         self.snapshotted: set[str] = set()
 
-    def commit(self, *, inserts: list[Any] = (), **fields: Any) -> None:
+    @property
+    def graph_spec(self) -> LangGraphAgentSpec:
+        """The task's `agent`: a LangGraph graph's (agent.jobs runs only those here)."""
+        agent = self.spec.agent
+        assert isinstance(agent, LangGraphAgentSpec), f"not a LangGraph task: {agent!r}"
+        return agent
+
+    def commit(self, *, inserts: Sequence[Any] = (), **fields: Any) -> None:
         """One fenced write: lease proof + heartbeat + usage + this step's events (+ rows,
         + the tool calls settled since the last write)."""
         self.cancel_seen = services.task_fenced_write(
@@ -78,12 +87,12 @@ class GraphRunCore(ForeignRun):
         self.pending_events = []
         self.pending_calls = {}
 
-    def write_then(self, then: Any, *, inserts: list[Any] = ()) -> None:
+    def write_then(self, then: Any, *, inserts: Sequence[Any] = ()) -> None:
         with transaction.atomic():
             self.commit(inserts=list(inserts))
             then()
 
-    def pause(self, *, reason: str, inserts: list[Any] = (), then: Any = None) -> NoReturn:
+    def pause(self, *, reason: str, inserts: Sequence[Any] = (), then: Any = None) -> NoReturn:
         def transition() -> None:
             if then is not None:
                 then()

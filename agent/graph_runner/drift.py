@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from agent.graph_runner.core import GraphRunCore
 from agent.versions import version_lookup, versions_current
 from checkpoints.versions import graph_checkpoint_versions
 from review.models import ReviewRequest, ReviewStatus
@@ -107,7 +108,12 @@ def _new_nodes(run: Any, new: dict[str, Any]) -> set[str]:
 
 
 def _pause_for_graph_drift(
-    run: Any, checkpoint_id: str, nodes: list[str], found: Drift, *, new_nodes: set[str]
+    run: GraphRunCore,
+    checkpoint_id: str,
+    nodes: list[str],
+    found: Drift,
+    *,
+    new_nodes: set[str],
 ) -> NoReturn:
     """The next node does not run: a graph call standing for it awaits a version_drift
     review carrying `drift`, plus `nodes_gone` (the next nodes the new graph lacks)."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
-from agent.graph_runner.answers import GraphRunAnswers, stop
+from agent.graph_runner.answers import GraphRunAnswers, interrupt_of, stop
 from agent.graph_runner.breakpoints import GraphRunBreakpoints
 from agent.graph_runner.workspace import GraphRunWorkspace
 from review.models import ReviewRequest, ReviewStatus
@@ -31,33 +31,38 @@ class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWork
             self.pause(reason="reviews still pending")
         self.recheck_approvals(reviews)
         go = [r for r in reviews if r.status == ReviewStatus.APPROVED]
+        # Each review's interrupt: its tool call's id, and the decision given.
+        call_of: dict[int, str | None] = {
+            r.id: interrupt_of(r).get("tool_call_id") for r in reviews
+        }
+        decision_of: dict[int, dict[str, Any]] = {
+            r.id: interrupt_of(r).get("decision") or {} for r in reviews
+        }
         # Answered (respond): the response is the tool's answer; the tool never runs.
-        responses = {
-            r.interrupt.get("tool_call_id"): str((r.interrupt.get("decision") or {}).get("message"))
+        responses: dict[str | None, str] = {
+            call_of[r.id]: str(decision_of[r.id].get("message"))
             for r in reviews
             if r.status == ReviewStatus.RESPONDED
         }
         refused = [
             r for r in reviews if r.status not in (ReviewStatus.APPROVED, ReviewStatus.RESPONDED)
         ]
-        generic = [r for r in refused if r.interrupt.get("mode") == "breakpoint"]
+        generic = [r for r in refused if interrupt_of(r).get("mode") == "breakpoint"]
         if generic:
-            message = (generic[0].interrupt.get("decision") or {}).get("message") or ""
+            message = decision_of[generic[0].id].get("message") or ""
             raise stop(
                 "breakpoint_rejected",
                 f"a reviewer stopped the graph at its breakpoint before "
                 f"{generic[0].tool}" + (f": {message}" if message else ""),
                 reviews,
             )
-        edits = {
-            r.interrupt.get("tool_call_id"): r.interrupt["decision"]["edited_action"]["args"]
+        edits: dict[str | None, dict[str, Any]] = {
+            call_of[r.id]: decision_of[r.id]["edited_action"]["args"]
             for r in go
-            if (r.interrupt.get("decision") or {}).get("type") == "edit"
+            if decision_of[r.id].get("type") == "edit"
         }
-        rejections = {
-            r.interrupt.get("tool_call_id"): (r.interrupt.get("decision") or {}).get("message")
-            or ""
-            for r in refused
+        rejections: dict[str | None, str] = {
+            call_of[r.id]: decision_of[r.id].get("message") or "" for r in refused
         }
         self.calls_delivered(go)
         updated = None
@@ -70,7 +75,7 @@ class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWork
             {
                 "checkpoint_id": checkpoint_id,
                 "breakpoint": True,
-                "approved": [r.interrupt.get("tool_call_id") or r.tool for r in go],
+                "approved": [call_of[r.id] or r.tool for r in go],
                 "edited": sorted(str(k) for k in edits),
                 "rejected": sorted(str(k) for k in rejections),
                 "answered": sorted(str(k) for k in responses),
@@ -84,9 +89,9 @@ class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWork
         graph: Any,
         state: Any,
         *,
-        edits: dict[str, dict[str, Any]],
-        rejections: dict[str, str],
-        responses: dict[str, str] | None = None,
+        edits: dict[str | None, dict[str, Any]],
+        rejections: dict[str | None, str],
+        responses: dict[str | None, str] | None = None,
     ) -> str:
         """Write the reviewers' edits, rejections and responses into the graph's state: the
         edited args replace the AIMessage's tool calls; each rejected call gets a ToolMessage

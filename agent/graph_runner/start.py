@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
-from agent.graph_runner.answers import stop
+from agent.graph_runner.answers import interrupt_of, stop
 from agent.graph_runner.past_breakpoints import GraphRunPastBreakpoints
 from agent.graph_runner.values import jsonable
 from harness_base import telemetry
@@ -26,12 +26,15 @@ class GraphRunStart(GraphRunPastBreakpoints):
         state = graph.get_state(self.config)
         if state.created_at is None:
             self.event(EventType.TASK_STARTED, {"worker": self.worker_id, "epoch": self.epoch})
-            return self.spec.agent.input
+            return self.graph_spec.input
         checkpoint_id = state.config["configurable"]["checkpoint_id"]
         self.head_at_start = checkpoint_id
         if telemetry.enabled() and isinstance(state.values, dict):
+            # (A message without an id is traced whatever this holds: agent.graph_runner.tracing.)
             self.chats_traced = {
-                m.id for m in state.values.get("messages") or [] if isinstance(m, AIMessage)
+                m.id
+                for m in state.values.get("messages") or []
+                if isinstance(m, AIMessage) and m.id is not None
             }
         self.calls_in_flight()
         self.restore_workspace(checkpoint_id, source=(state.metadata or {}).get("source"))
@@ -56,7 +59,7 @@ class GraphRunStart(GraphRunPastBreakpoints):
                 and r.status != ReviewStatus.RESPONDED
             ]
             if refused:  # interrupt_resume: value has no answer that means "no"
-                message = (refused[0].interrupt.get("decision") or {}).get("message") or ""
+                message = (interrupt_of(refused[0]).get("decision") or {}).get("message") or ""
                 raise stop(
                     "interrupt_rejected",
                     f"a reviewer rejected the interrupt of {refused[0].tool}"

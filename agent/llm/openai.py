@@ -214,7 +214,8 @@ class OpenAIChatModel(ModelAdapter):
         return message
 
     def _usage(self, data: dict[str, Any]) -> dict[str, Any]:
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        given = data.get("usage")
+        usage: dict[str, Any] = given if isinstance(given, dict) else {}
 
         def count(key: str) -> int:
             value = usage.get(key)

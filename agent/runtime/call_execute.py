@@ -147,6 +147,9 @@ def _args_if_changed(run: Run, row: ToolCall) -> dict[str, Any]:
 def _record_outcome(run: Run, row: ToolCall, tool: ToolSpec, outcome: ToolOutcome) -> None:
     """The attempt's outcome on the row (unsaved) and its `tool_finished` event."""
     finished = timezone.now()
+    started = row.started_at
+    assert started is not None  # set when `execute` moved the attempt to running
+    duration_ms = (finished - started).total_seconds() * 1000
     services.toolcall_transition(
         call=row,
         to=outcome.status,
@@ -162,7 +165,7 @@ def _record_outcome(run: Run, row: ToolCall, tool: ToolSpec, outcome: ToolOutcom
             ),
             "error_class": outcome.error_class,
             "error_message": outcome.error_message,
-            "duration_ms": (finished - row.started_at).total_seconds() * 1000,
+            "duration_ms": duration_ms,
         },
         write=False,
     )
@@ -170,7 +173,7 @@ def _record_outcome(run: Run, row: ToolCall, tool: ToolSpec, outcome: ToolOutcom
         *row.attempt_log,
         {
             "n": row.attempts,
-            "started_at": row.started_at.isoformat(),
+            "started_at": started.isoformat(),
             "finished_at": finished.isoformat(),
             "status": outcome.status,
             "error_class": outcome.error_class,
@@ -185,7 +188,7 @@ def _record_outcome(run: Run, row: ToolCall, tool: ToolSpec, outcome: ToolOutcom
             "tool": tool.name,
             "status": outcome.status,
             "attempt": row.attempts,
-            "duration_ms": round(row.duration_ms, 3),
+            "duration_ms": round(duration_ms, 3),
             "error_class": outcome.error_class,
             # An MCP answer's non-text content: what it is and its URI (never its data).
             **(

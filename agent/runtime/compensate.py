@@ -89,7 +89,7 @@ def compensation_next(run: Run) -> None:
                 "if it took effect, re-run if it did not (nothing to undo then)"
             ),
         )
-    if status != ToolCallStatus.SUCCEEDED:
+    if original is None or status != ToolCallStatus.SUCCEEDED:
         _settle(
             run,
             item,

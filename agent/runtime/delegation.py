@@ -104,7 +104,11 @@ def await_delegations(run: Run) -> None:
         state.budget.cost_usd += cost
         run.event(
             EventType.DELEGATION_FINISHED,
-            {"call_id": row.call_id, "status": row.status, "child": row.result.get("task_id")},
+            {
+                "call_id": row.call_id,
+                "status": row.status,
+                "child": (row.result or {}).get("task_id"),
+            },
         )
     if started or refused:
         run.commit(trigger=None, extra=[*refused, *started])

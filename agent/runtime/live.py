@@ -79,10 +79,9 @@ class LiveOutput(threading.Thread):
         while not self._wake.wait(PUBLISH_S / 2):
             with self._lock:
                 call = self._call
-                due = (
+                if (
                     call is not None
                     and (timezone.now() - call.started_at).total_seconds() >= PUBLISH_S
                     and call.sent != call.output.version
-                )
-                if due:
+                ):
                     self._send(call)

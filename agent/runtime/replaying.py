@@ -11,7 +11,7 @@ run. The divergence is a `replay_diverged` event the report highlights."""
 from __future__ import annotations
 
 import base64
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn, overload
 
 from agent.runtime.attempt import ToolOutcome, invoke, observation
 from agent.runtime.oracle import WORKSPACE_TOOLS
@@ -42,9 +42,17 @@ def recorded_brief(recorded: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+@overload
 def replay_diverged(
-    run: Run, call: ProposedCall, *, reason: str, stop: bool = True
-) -> None | NoReturn:
+    run: Run, call: ProposedCall, *, reason: str, stop: Literal[True] = True
+) -> NoReturn: ...
+
+
+@overload
+def replay_diverged(run: Run, call: ProposedCall, *, reason: str, stop: bool) -> None: ...
+
+
+def replay_diverged(run: Run, call: ProposedCall, *, reason: str, stop: bool = True) -> None:
     """Record the divergence; stop the replay there (default) or go on (a call the replay
     runs in the sandbox)."""
     run.event(

@@ -31,7 +31,7 @@ class RunPauses(RunWrites):
         reason: str,
         extra: list[Any] | None = None,
         fields: dict[str, Any] | None = None,
-        then: Callable[[Any], None] | None = None,
+        then: Callable[[Any], object] | None = None,
     ) -> NoReturn:
         """End the job leaving the task in `to` (waiting_review, waiting_children or
         retry_wait): checkpoint, rows, events, `then(checkpoint)` and the transition commit

@@ -68,14 +68,18 @@ class RunWrites(RunBookkeeping):
         durable write, which inserts it (and makes it the head) with whatever else that write
         carries. `trigger` None, or a trigger switched off in harness.yaml, builds none; a
         `level` builds one at that level whatever harness.yaml says."""
-        configured = self.config.trigger(trigger) if trigger else None
-        if configured is None and not (trigger and level):
+        if not trigger:
             return None
+        configured = self.config.trigger(trigger)
+        if not level:
+            if configured is None:
+                return None
+            level = configured.level
         checkpoint = checkpoint_build(
             task_id=self.task_id,
             seq=self.seq,
             state=self.state,
-            level=level or configured.level,
+            level=level,
             trigger=trigger,
             snapshot=self.capture_snapshot(),
             parent_id=self.head_id,
@@ -101,7 +105,7 @@ class RunWrites(RunBookkeeping):
         trigger: str | None,
         extra: list[Any] | None = None,
         fields: dict[str, Any] | None = None,
-        then: Callable[[Any], None] | None = None,
+        then: Callable[[Any], object] | None = None,
         level: str | None = None,
     ) -> None:
         """One durable write: what was staged since the last one (checkpoints with the new

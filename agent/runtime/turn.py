@@ -53,7 +53,8 @@ def model_turn(run: Run) -> None:
     )
     state.turn_index += 1
     state.last_error = None
-    final = decision.final is not None and not calls
+    # The final answer: the model's, unless it also proposed calls.
+    final = decision.final if not calls else None
     run.event(
         EventType.MODEL_DECISION,
         {
@@ -73,14 +74,14 @@ def model_turn(run: Run) -> None:
             "duration_ms": round(duration_ms, 3),
         },
     )
-    failure = _check_final_answer(run, decision.final) if final else None
-    if final and failure is None:
-        state.final = decision.final
-        state.phase = "done"
-    elif final:
+    failure = _check_final_answer(run, final) if final is not None else None
+    if failure is not None:
         # The model tries again: the feedback is the next step's input.
         state.messages.append(Message(role="user", name=HARNESS_AUTHOR, content=failure.feedback))
         run.note_check_failure(failure.what)
+    elif final is not None:
+        state.final = final
+        state.phase = "done"
     else:
         state.pending = calls
         state.next_call = 0

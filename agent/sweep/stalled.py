@@ -79,7 +79,10 @@ def task_recover_stalled(
         )
         if task is None:
             return ""
-        silent_s = (timezone.now() - task.heartbeat_at).total_seconds()
+        # Not null: the row matched heartbeat_at < now - stale_after_s.
+        heartbeat_at = task.heartbeat_at
+        assert heartbeat_at is not None
+        silent_s = (timezone.now() - heartbeat_at).total_seconds()
         services.task_transition(
             task_id=task.id,
             to=TaskStatus.STALLED,
@@ -87,7 +90,7 @@ def task_recover_stalled(
             fields={"worker_id": ""},
             payload={
                 "worker": task.worker_id,
-                "heartbeat_at": task.heartbeat_at.isoformat(),
+                "heartbeat_at": heartbeat_at.isoformat(),
                 "epoch": task.lease_epoch,
             },
         )

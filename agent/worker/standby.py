@@ -105,6 +105,11 @@ class StandbyHorses(rq.Worker):
     """Worker's standby horses: forked ahead of the job, handed it, ended with the worker.
     `_standby` is set by `Worker.__init__`."""
 
+    # Set by Worker.__init__: the idle horse forked ahead of the next job, and the task (with
+    # the worker's id for it) the horse just forked runs.
+    _standby: Standby | None
+    _supervised: tuple[str, str] | None
+
     def setup_work_horse_signals(self) -> None:
         super().setup_work_horse_signals()  # in the horse, standby or forked for its job
         die_with_parent(self.pid)
@@ -187,7 +192,9 @@ class StandbyHorses(rq.Worker):
 
     def fork_work_horse(self, job: rq.job.Job, queue: rq.Queue) -> None:
         standby, self._standby = self._standby, None
-        message = {"job": job.id, "queue": queue.name, "execution": self.execution.id}
+        execution = self.execution
+        assert execution is not None  # RQ's execute_job prepared it before the fork
+        message = {"job": job.id, "queue": queue.name, "execution": execution.id}
         if standby is not None and standby.hand(message):
             os.environ["RQ_WORKER_ID"] = self.name
             os.environ["RQ_JOB_ID"] = job.id

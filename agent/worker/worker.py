@@ -24,7 +24,7 @@ from agent.runtime import drain
 from agent.sweep import task_recover_stalled
 from agent.versions import versions_warm_up
 from agent.worker.redis_retry import redis_patience
-from agent.worker.standby import Standby, StandbyHorses
+from agent.worker.standby import StandbyHorses
 from harness_base.metrics import metrics_flush
 from harness_base.versions import harness_version
 from tasks import beacon, services
@@ -179,9 +179,9 @@ class Worker(StandbyHorses):
             kwargs["worker_ttl"] = settings.HARNESS_WORKER_TTL_S
         super().__init__(*args, **kwargs)
         redis_patience(self.connection, settings.HARNESS_REDIS_RETRY_S)
-        self._supervised: tuple[str, str] | None = None
+        self._supervised = None
         self._supervision: Supervision | None = None
-        self._standby: Standby | None = None
+        self._standby = None
         # Drain (SIGTERM): the horse gives its task back at its next checkpoint, or is killed
         # at this moment (monotonic). The flag is shared with every horse this worker forks.
         self.drain_deadline: float | None = None

@@ -40,7 +40,7 @@ def address_check(host: str, port: int) -> str:
     allowed_networks = [
         ipaddress.ip_network(n, strict=False) for n in settings.HARNESS_HTTP_ALLOW_NETWORKS
     ]
-    addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
     refused = [
         a for a in addresses if _special(a) and not any(a in net for net in allowed_networks)
     ]

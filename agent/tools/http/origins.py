@@ -37,6 +37,7 @@ _ORIGIN = re.compile(r"(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\[\]@?#\s]+)(?::(?P<port>
 def origin_parse(entry: str) -> Origin:
     """One HARNESS_HTTP_ALLOWLIST entry. Raises ValueError naming what is wrong."""
     entry = entry.strip()
+    scheme: str | None
     scheme, sep, rest = entry.partition("://")
     if not sep:
         scheme, rest = None, entry

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from agent.tools.quota import DiskQuotaExceeded
 from agent.tools.sandbox.limits import DISK_POLL_MIN_S, POLL_S, DiskWatch, Limits
@@ -22,26 +22,32 @@ from agent.tools.sandbox.process import sandbox_spawn
 MAX_OUTPUT_BYTES = 64 * 1024
 
 
-def _exit_waiter(proc: subprocess.Popen) -> Any:
-    """wait(timeout) -> whether `proc` has exited, waking as soon as it does (a pidfd), not at
-    the next poll."""
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        pidfd = None
+class _ExitWaiter:
+    """waiter(timeout) -> whether `proc` has exited, waking as soon as it does (a pidfd), not
+    at the next poll; close() releases the pidfd."""
 
-    def wait(timeout: float) -> bool:
-        if pidfd is not None:
-            select.select([pidfd], [], [], timeout)
-            return proc.poll() is not None
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.pidfd: int | None
         try:
-            proc.wait(timeout=timeout)
+            self.pidfd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+
+    def __call__(self, timeout: float) -> bool:
+        if self.pidfd is not None:
+            select.select([self.pidfd], [], [], timeout)
+            return self.proc.poll() is not None
+        try:
+            self.proc.wait(timeout=timeout)
             return True
         except subprocess.TimeoutExpired:
             return False
 
-    wait.close = lambda: pidfd is not None and os.close(pidfd)  # type: ignore[attr-defined]
-    return wait
+    def close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
 
 class _Capture(threading.Thread):
@@ -58,6 +64,7 @@ class _Capture(threading.Thread):
 
     def run(self) -> None:
         try:
+            # A Popen pipe is a BufferedReader; IO[bytes] does not declare read1.
             while chunk := self.pipe.read1(65536):  # type: ignore[attr-defined]
                 if self.seen is not None:
                     self.seen(chunk)
@@ -129,7 +136,7 @@ def sandbox_run(
         stderr.start()
         deadline = None if limits.wall_s is None else started + limits.wall_s
         watch = DiskWatch(next_check=started + DISK_POLL_MIN_S)
-        exited = _exit_waiter(proc.proc)
+        exited = _ExitWaiter(proc.proc)
         try:
             while True:
                 if exited(POLL_S):
