@@ -23,6 +23,7 @@ from review.services.transitions import review_request_open
 from tasks import services
 from tasks.events import EventType
 from tasks.models import ToolCall, ToolCallStatus
+from tasks.spec import OpenAIAgentsSpec
 
 REVIEW_KIND = "openai-agents"
 DECISIONS = ["approve", "edit", "reject"]
@@ -31,6 +32,13 @@ HOSTED_DECISIONS = ["approve", "reject"]
 
 class ReviewPauses(RunReplay):
     """AgentsRun's pauses for review: recheck_approvals, pause_for_reviews, pause_written."""
+
+    @property
+    def agent_spec(self) -> OpenAIAgentsSpec:
+        """The task's `agent`: an OpenAI Agents SDK agent's (agent.jobs runs only those here)."""
+        agent = self.spec.agent
+        assert isinstance(agent, OpenAIAgentsSpec), f"not an OpenAI Agents task: {agent!r}"
+        return agent
 
     def recheck_approvals(self, state: Any) -> None:
         """Just before the SDK is resumed with them, a person's approvals are checked again

@@ -12,12 +12,14 @@ from typing import Any
 
 from agents import (
     Agent,
+    GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
     OutputGuardrailTripwireTriggered,
     RunConfig,
     Runner,
     RunState,
+    ToolGuardrailFunctionOutput,
     ToolInputGuardrailTripwireTriggered,
     ToolOutputGuardrailTripwireTriggered,
 )
@@ -53,8 +55,8 @@ class AgentsRun(RunStart, AgentWrapping, ModelTurns, RunEndings):
         if self.replay is not None:
             # A replay of a saved case: the case's recorded decisions serve every agent.
             kwargs["model"] = self.run_model = ReplayTurns(self)
-        elif self.spec.agent.model is not None:
-            self.run_model = bound_model(model_endpoint(self.spec.agent.model))
+        elif self.agent_spec.model is not None:
+            self.run_model = bound_model(model_endpoint(self.agent_spec.model))
             kwargs["model"] = HarnessModel(self.run_model, self)
             if self.has_hosted:
                 kwargs["model"] = HostedGateModel(self, kwargs["model"])
@@ -80,6 +82,7 @@ class AgentsRun(RunStart, AgentWrapping, ModelTurns, RunEndings):
         if isinstance(exc, (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered)):
             name = exc.guardrail_result.guardrail.get_name()
             which = "input" if isinstance(exc, InputGuardrailTripwireTriggered) else "output"
+            output: GuardrailFunctionOutput | ToolGuardrailFunctionOutput
             output = exc.guardrail_result.output
         elif isinstance(
             exc, (ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)
@@ -147,7 +150,7 @@ class AgentsRun(RunStart, AgentWrapping, ModelTurns, RunEndings):
             self.state.sdk = {
                 **({"alignments": alignments} if alignments else {}),
                 "kind": KIND,
-                "agent": self.spec.agent.name,
+                "agent": self.agent_spec.name,
                 "branch": self.sdk_branch(),
                 # Its dict: to_string is the same dict as an indented JSON text (slower to
                 # write, and parsed again to store its history as chunks).

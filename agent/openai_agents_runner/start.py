@@ -21,7 +21,7 @@ class RunStart(ReviewPauses):
     def start(self) -> None:
         """A new task: its workspace files and the task_start checkpoint. Otherwise resume the
         head checkpoint (SdkRun.pick_up): a recovery's branch taken, the ledger loaded."""
-        loaded = self.pick_up({"kind": KIND, "agent": self.spec.agent.name, "run_state": None})
+        loaded = self.pick_up({"kind": KIND, "agent": self.agent_spec.name, "run_state": None})
         if loaded is None:
             self.commit(checkpoint=("task_start", "task"))
             return
@@ -69,5 +69,5 @@ class RunStart(ReviewPauses):
         ]
 
     def first_input(self) -> Any:
-        given = self.spec.agent.input
+        given = self.agent_spec.input
         return given if given else self.spec.goal

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 from agents import Agent, FunctionTool, Handoff, Model
 from asgiref.sync import sync_to_async
 
 from agent.openai_agents_runner.approvals import ApprovalGate
-from agent.openai_agents_runner.harness_model import HarnessModel
+from agent.openai_agents_runner.harness_model import HarnessModel, StreamingRun
 from agent.openai_agents_runner.hosted import HostedGateModel, HostedTools, is_hosted
 from agent.openai_agents_runner.loading import bound_model
 from agent.openai_agents_runner.mcp_sandbox import McpSandbox
@@ -45,14 +45,15 @@ class AgentWrapping(ApprovalGate, HostedTools, ToolInvocation, McpSandbox):
             )
             self.tool_names.update(t.name for t in agent.tools if isinstance(t, FunctionTool))
             copies[id(agent)] = clone
-            if not isinstance(agent.model, Model) and self.spec.agent.model is None:
+            if not isinstance(agent.model, Model) and self.agent_spec.model is None:
                 # No model object of its own (none, or a name): the operator's default
                 # endpoint (OPENAI_BASE_URL with its bound key), never the SDK's default one.
                 endpoint = model_endpoint(OpenAIModelSpec(kind="openai", model=agent.model))
                 clone.model = bound_model(endpoint)
             if isinstance(clone.model, Model):
                 # Streamed to the live view, aligned after a recovery (harness_model).
-                clone.model = HarnessModel(clone.model, self)
+                # `self` is an AgentsRun, whose ModelTurns stream and record the turns.
+                clone.model = HarnessModel(clone.model, cast(StreamingRun, self))
             if any(is_hosted(t) for t in agent.tools):
                 # Hosted tools run at the provider inside the model's turn: the gate stands in
                 # front of the model (agent.openai_agents_runner.hosted).
@@ -95,7 +96,7 @@ class AgentWrapping(ApprovalGate, HostedTools, ToolInvocation, McpSandbox):
         run = self
 
         async def needs_approval(context: Any, params: dict[str, Any], call_id: str) -> bool:
-            asked = original_needs
+            asked: object = original_needs  # a bool, or a callable (sync or async) deciding
             if callable(asked):
                 asked = asked(context, params, call_id)
                 if asyncio.iscoroutine(asked):

@@ -22,7 +22,7 @@ class HarnessTools(AbstractCapability):
     def __init__(self, run: ToolCallHooks) -> None:
         self.run = run
 
-    async def wrap_tool_execute(self, ctx, *, call, tool_def, args, handler):  # type: ignore[override]
+    async def wrap_tool_execute(self, ctx, *, call, tool_def, args, handler):
         plan = await sync_to_async(self.run.tool_begin)(
             call=call, tool_def=tool_def, args=args, approved=ctx.tool_call_approved
         )

@@ -6,7 +6,7 @@ ForeignRun.finish_stopped."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -22,6 +22,7 @@ from tasks import services
 from tasks.agent_state import ErrorInfo
 from tasks.events import EventType
 from tasks.models import ToolCall
+from tasks.spec import PydanticAIAgentSpec
 from tasks.states import LeaseLost, TaskStatus
 
 
@@ -33,13 +34,20 @@ def _text(value: Any, limit: int = TEXT_MAX_CHARS) -> str:
 class RunEndings(RunCore):
     """The ends of a run segment: each writes its last commit and the task's transition."""
 
+    @property
+    def agent_spec(self) -> PydanticAIAgentSpec:
+        """The task's `agent`: a Pydantic AI agent's (agent.jobs runs only those here)."""
+        agent = self.spec.agent
+        assert isinstance(agent, PydanticAIAgentSpec), f"not a Pydantic AI task: {agent!r}"
+        return agent
+
     def pause(
         self,
         *,
         reason: str,
         trigger: str | None = None,
-        inserts: list[Any] = (),
-        updates: list[tuple[Any, list[str]]] = (),
+        inserts: Sequence[Any] = (),
+        updates: Sequence[tuple[Any, list[str]]] = (),
         then: Callable[[Any], None] | None = None,
     ) -> NoReturn:
         def transition(checkpoint: Any) -> None:

@@ -91,7 +91,7 @@ class RunStart(RunDecisions):
 
     def first_prompt(self) -> str:
         """The spec's input (JSON as its text); empty: the task's goal."""
-        prompt = self.spec.agent.input
+        prompt = self.agent_spec.input
         if prompt == "":
             return self.spec.goal
         return prompt if isinstance(prompt, str) else json.dumps(prompt)

@@ -45,7 +45,7 @@ class PydanticAIRun(RunDrive, RunStart, RunApprovals):
         try:
             # A replay of a saved case: the case's recorded decisions.
             model = (
-                self.replay_model() if self.replay else agent_model(self.spec.agent.model, agent)
+                self.replay_model() if self.replay else agent_model(self.agent_spec.model, agent)
             )
         except ValueError as exc:
             raise StopRun("model_endpoint", str(exc)) from None

@@ -51,21 +51,29 @@ class ToolCallHooks(RunReplay):
         arguments = jsonable(args if isinstance(args, dict) else call.args_as_dict())
         row = self.ledger.get(call_id)
         status = row.status if row is not None else None
-        if status == ToolCallStatus.SUCCEEDED:
+        if row is not None and status == ToolCallStatus.SUCCEEDED:
             self.event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": row.tool})
             self.commit()
             # Its own value, or what an operator marked it done with (a call of unknown outcome).
             return Plan("replay", value=settled_output(row, "value"))
-        if status in (ToolCallStatus.DENIED, ToolCallStatus.REJECTED):
+        if row is not None and status in (ToolCallStatus.DENIED, ToolCallStatus.REJECTED):
             return Plan("refuse", value=(row.result or {}).get("observation", row.error_message))
-        if status in (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT) and not self.rerun_failed:
+        if (
+            row is not None
+            and status in (ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT)
+            and not self.rerun_failed
+        ):
             self.event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": row.tool})
             return Plan("retry", value=row.error_message or "the tool failed")
-        if status == ToolCallStatus.RUNNING and (tool_def.metadata or {}).get("idempotent"):
+        if (
+            row is not None
+            and status == ToolCallStatus.RUNNING
+            and (tool_def.metadata or {}).get("idempotent")
+        ):
             self.event(EventType.TOOL_RERUN_IDEMPOTENT, {"call_id": call_id, "tool": row.tool})
-        elif status in INTERRUPTED:
+        elif row is not None and status in INTERRUPTED:
             raise Escalate(row)
-        if status == ToolCallStatus.APPROVED:
+        if row is not None and status == ToolCallStatus.APPROVED:
             if canonical_hash(arguments) != canonical_hash(row.arguments):
                 raise StopRun(
                     "internal_error", f"call {call_id}: approved arguments changed after approval"
@@ -122,6 +130,7 @@ class ToolCallHooks(RunReplay):
                 )
                 self.write_row(row)
                 return Plan("refuse", value=feedback)
+        assert row is not None  # found in the ledger, or built above for a new call
         self.call_started(row)
         # The intent is durable before the tool runs: a crash during it is never re-run blindly.
         self.write_row(row)

@@ -46,7 +46,9 @@ class ToolCallResults(RunCore):
 
     def tool_end(self, *, row: ToolCall, result: Any = None, error: BaseException | None = None):
         finished = timezone.now()
-        duration_ms = (finished - row.started_at).total_seconds() * 1000
+        started = row.started_at
+        assert started is not None  # set when tool_begin moved the call to running
+        duration_ms = (finished - started).total_seconds() * 1000
         if error is None:
             value = jsonable(result)
             services.toolcall_transition(
