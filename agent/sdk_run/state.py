@@ -54,15 +54,15 @@ class SdkRun(SdkHistory, ForeignRun):
         self.history_init()
 
     @property
-    def step_index(self) -> int:  # type: ignore[override]
+    def step_index(self) -> int:  # type: ignore[override]  # read-only: the state holds it
         return self.state.step_index
 
     @property
-    def steps_used(self) -> int:  # type: ignore[override]
+    def steps_used(self) -> int:  # type: ignore[override]  # read-only: the state holds it
         return self.state.budget.steps
 
     @property
-    def tokens_used(self) -> int:  # type: ignore[override]
+    def tokens_used(self) -> int:  # type: ignore[override]  # read-only: the state holds it
         return self.state.budget.tokens
 
     def closed(self) -> None:

@@ -64,8 +64,8 @@ class _Capture(threading.Thread):
 
     def run(self) -> None:
         try:
-            # A Popen pipe is a BufferedReader; IO[bytes] does not declare read1.
-            while chunk := self.pipe.read1(65536):  # type: ignore[attr-defined]
+            read = self.pipe.read1  # type: ignore[attr-defined]  # Popen's pipes are BufferedReaders
+            while chunk := read(65536):
                 if self.seen is not None:
                     self.seen(chunk)
                 room = MAX_OUTPUT_BYTES - len(self.kept)
