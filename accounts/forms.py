@@ -27,4 +27,4 @@ class RoleForm(forms.Form):
 def form_problem(form: forms.Form) -> tuple[str, str]:
     """The first problem of an invalid form: (field, message)."""
     field, errors = next(iter(form.errors.items()))
-    return field if field != "__all__" else "", " ".join(errors)
+    return field if field != "__all__" else "", " ".join(str(message) for message in errors)

@@ -16,6 +16,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.flows.people import (
+    Invited,
     PeopleError,
     person_deactivate,
     person_invite,
@@ -48,7 +49,7 @@ def _page(
     status: int = 200,
     error: PeopleError | None = None,
     form: InviteForm | None = None,
-    invited: object = None,
+    invited: Invited | None = None,
 ) -> HttpResponse:
     config = oidc_config()
     context = {

@@ -6,6 +6,7 @@ precision that reads, and moments as `<time>` elements the browser shows in its 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -97,7 +98,7 @@ _TIME_STYLES = {
     "ms": "%H:%M:%S.%f",
     "date": "%Y-%m-%d",
 }
-_RELATIVE = {
+_RELATIVE: dict[str, Callable[[datetime], str]] = {
     "ago": lambda moment: f"{timesince(moment)} ago",
     "since": timesince,
     "until": timeuntil,
@@ -110,10 +111,11 @@ def as_time(moment: datetime | str | None, style: str = "datetime") -> SafeStrin
     `style` is one of _TIME_STYLES or _RELATIVE; the title (hover) always holds the UTC moment.
     "—" for None. An ISO string is read as its moment; a naive time (RQ's) is UTC."""
     if isinstance(moment, str):
+        text = moment
         try:
-            moment = datetime.fromisoformat(moment)
+            moment = datetime.fromisoformat(text)
         except ValueError:
-            return moment
+            return text
     if not moment:
         return "—"
     if moment.tzinfo is None:

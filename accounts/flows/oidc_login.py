@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.db import IntegrityError, transaction
+from django.db.models import CharField
 from django.utils import timezone
 
 from accounts.config import MAPPABLE_ROLES, OidcConfig
@@ -42,6 +43,8 @@ def _username_free(claims: Mapping[str, Any]) -> str:
     """A readable, unused username (display only: logins never match by it)."""
     user_model = get_user_model()
     field = user_model._meta.get_field(user_model.USERNAME_FIELD)
+    # The username is a bounded text column (Django's User: 150 characters).
+    assert isinstance(field, CharField) and field.max_length is not None, field
     base = next(
         (
             str(claims[k]).strip()

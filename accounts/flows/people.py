@@ -17,6 +17,7 @@ from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from accounts.invites import invite_path
@@ -95,8 +96,10 @@ def _last_admin_guard(*, user: User, field: str) -> None:
 def _valid(**values: str) -> None:
     model = get_user_model()
     for name, value in values.items():
+        field = model._meta.get_field(name)
+        assert isinstance(field, Field), field  # the user model's own columns
         try:
-            model._meta.get_field(name).clean(value, None)
+            field.clean(value, None)
         except ValidationError as exc:
             raise PeopleError(" ".join(exc.messages), field=name) from None
 
@@ -128,9 +131,12 @@ def person_invite(
             field="sign_in",
         )
     subject = sso_subject.strip()
+    # The provider's issuer for an identity of the provider (`sso`); None for a password.
+    issuer = None
     if sign_in == "sso":
         if config is None:
             raise PeopleError("single sign-on is not configured", field="sign_in")
+        issuer = config.issuer
         if not 0 < len(subject) <= 255 or "\x00" in subject:
             raise PeopleError(
                 "the provider's subject (sub), 1 to 255 characters", field="sso_subject"
@@ -142,8 +148,8 @@ def person_invite(
             # No password (an unusable one) until the link sets it.
             user = get_user_model().objects.create_user(username, email=email, is_staff=admin)
             _role_groups_set(user, role)
-            if sign_in == "sso":
-                SsoIdentity.objects.create(user=user, issuer=config.issuer, subject=subject)
+            if issuer is not None:
+                SsoIdentity.objects.create(user=user, issuer=issuer, subject=subject)
             audit_record(
                 user=by,
                 action="person_invite",

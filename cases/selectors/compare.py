@@ -9,6 +9,7 @@ from cases.selectors.recording import ledger_step, task_recording
 from cases.selectors.verdict import replay_verdict
 from checkpoints.files import FilesUnreadable, workspace_at
 from checkpoints.selectors import file_changes
+from checkpoints.snapshots import Manifest
 from tasks.events import EventType
 from tasks.models import Task, TaskEvent
 
@@ -142,7 +143,7 @@ def _heads_diff(task: Task, other: Task) -> list[dict[str, Any]]:
         try:
             manifests.append(workspace_at(task=t).manifest)
         except FilesUnreadable:
-            manifests.append({})
+            manifests.append(Manifest())
     before, after = manifests
     paths = sorted(set(before) | set(after))
     return [f.__dict__ for f in file_changes(before=before, after=after, paths=paths)]

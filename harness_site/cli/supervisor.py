@@ -24,7 +24,7 @@ class Child:
     name: str
     argv: list[str]
     env: dict[str, str]
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     history: RestartHistory
     # Redis stops last: workers finishing a job still talk to it.
     stop_last: bool = False
@@ -57,25 +57,39 @@ def _signal_group(child: Child, sig: int) -> None:
         pass
 
 
-def child_spawn(child: Child, *, wake: threading.Event) -> None:
-    """Start (or restart) `child` in a new session, its output pumped with its name, `wake`
-    set the moment it exits (the supervising loop acts at once instead of at its next poll)."""
-    child.process = subprocess.Popen(
-        child.argv,
+def _process_start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A child's process, in a new session, its output (both streams) on one pipe."""
+    return subprocess.Popen(
+        argv,
         cwd=ROOT,
-        env=child.env,
+        env=env,
         start_new_session=True,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+
+
+def _exit_wait(process: subprocess.Popen[bytes], wake: threading.Event) -> None:
+    process.wait()
+    wake.set()
+
+
+def _child_watch(child: Child, *, wake: threading.Event) -> None:
+    """`child`'s process just started: its output pumped with its name, `wake` set the moment
+    it exits (the supervising loop acts at once instead of at its next poll)."""
     child.state, child.started_at = "running", time.time()
     child.pump = threading.Thread(
         target=_pump, args=(f"{child.name:<9}| ", child.process.stdout), daemon=True
     )
     child.pump.start()
-    process = child.process
-    threading.Thread(target=lambda: (process.wait(), wake.set()), daemon=True).start()
+    threading.Thread(target=_exit_wait, args=(child.process, wake), daemon=True).start()
+
+
+def child_spawn(child: Child, *, wake: threading.Event) -> None:
+    """Start (or restart) `child` in a new session, watched (_child_watch)."""
+    child.process = _process_start(child.argv, child.env)
+    _child_watch(child, wake=wake)
 
 
 def child_status(child: Child) -> dict[str, Any]:
@@ -147,12 +161,12 @@ class Supervisor:
             name=name,
             argv=list(argv),
             env=env,
-            process=None,  # type: ignore[arg-type]  # set by child_spawn, right below
+            process=_process_start(list(argv), env),
             history=RestartHistory(self.policy),
             stop_last=stop_last,
             critical=critical,
         )
-        child_spawn(child, wake=self._wake)
+        _child_watch(child, wake=self._wake)
         self.children.append(child)
         self.status_publish()
         return child

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.models import Checkpoint
@@ -22,7 +23,7 @@ from multiagent.shared import shared_path
 from tasks.models import Task
 from tasks.states import TaskStatus
 
-_BLOCKING = {
+_BLOCKING: dict[str, str] = {
     TaskStatus.RUNNING: "is running",
     TaskStatus.QUEUED: "is queued and a worker may take it at any moment",
     TaskStatus.PREPARED: "is held by a global checkpoint round",
@@ -45,7 +46,7 @@ class SharedRestore:
     """The group's shared directory going back to the cut."""
 
     path: Path
-    snapshot: dict
+    snapshot: dict[str, Any]
     files: RestoreResult
 
 
@@ -58,10 +59,10 @@ class GroupPlan:
     blocked: str
     shared: SharedRestore | None = None
 
-    def restores(self, *, shared: bool = True) -> list[tuple[str, Path, dict]]:
+    def restores(self, *, shared: bool = True) -> list[tuple[str, Path, dict[str, Any] | None]]:
         """(what, directory, snapshot) for every directory the rollback restores (without the
         shared directory: `shared=False`)."""
-        out = (
+        out: list[tuple[str, Path, dict[str, Any] | None]] = (
             [("the shared directory", self.shared.path, self.shared.snapshot)]
             if self.shared and shared
             else []
