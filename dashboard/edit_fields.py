@@ -96,14 +96,19 @@ def _long(prop: dict[str, Any], value: Any) -> bool:
     return isinstance(value, str) and ("\n" in value or "\r" in value or len(value) > SHORT_CHARS)
 
 
+_SCALAR_KINDS = {"boolean": "boolean", "integer": "integer", "number": "number"}
+
+
 def _kind(prop: dict[str, Any], value: Any) -> str:
     enum = [prop["const"]] if "const" in prop else prop.get("enum")
     if isinstance(enum, list) and enum and all(isinstance(v, str | int | float) for v in enum):
         return "enum"
-    kind = {"boolean": "boolean", "integer": "integer", "number": "number"}.get(prop.get("type"))
+    declared = prop.get("type")
+    # A `type` that is not a name (a list left after _typed, a malformed object) draws as JSON.
+    kind = _SCALAR_KINDS.get(declared) if isinstance(declared, str) else None
     if kind is not None:
         return kind
-    if prop.get("type") == "string":
+    if declared == "string":
         return "text" if _long(prop, value) else "string"
     return "json"
 
@@ -176,4 +181,5 @@ def edit_fields(*, schema: Any, arguments: dict[str, Any]) -> list[EditField] | 
     if any(name not in properties for name in arguments):
         return None
     fields = [_field(schema, str(name), prop, arguments) for name, prop in properties.items()]
-    return None if any(f is None for f in fields) else fields  # type: ignore[return-value]
+    drawn = [f for f in fields if f is not None]
+    return drawn if len(drawn) == len(fields) else None

@@ -7,6 +7,13 @@ from django import forms
 from dashboard.selectors import SEARCH_MAX_LENGTH, time_zones
 
 
+def choices_set(form: forms.Form, name: str, choices: list[tuple[str, str]]) -> None:
+    """Give the form's own copy of the choice field `name` choices known only at run time."""
+    field = form.fields[name]
+    assert isinstance(field, forms.ChoiceField), field
+    field.choices = choices
+
+
 class AuditFilterForm(forms.Form):
     actor = forms.CharField(required=False, max_length=150)
     action = forms.CharField(required=False, max_length=50)
@@ -32,9 +39,9 @@ class ReviewFilterForm(forms.Form):
 
     def __init__(self, data: Any, *, statuses: list[str], risks: list[str], sorts: tuple[str, ...]):
         super().__init__(data)
-        self.fields["status"].choices = [(s, s) for s in statuses]
-        self.fields["risk"].choices = [("", "any"), *((r, r) for r in risks)]
-        self.fields["sort"].choices = [(s, s) for s in sorts]
+        choices_set(self, "status", [(s, s) for s in statuses])
+        choices_set(self, "risk", [("", "any"), *((r, r) for r in risks)])
+        choices_set(self, "sort", [(s, s) for s in sorts])
         self.defaults = {"status": statuses[1], "sort": sorts[0]}
 
     def values(self) -> tuple[dict[str, str], list[str]]:
@@ -62,7 +69,8 @@ class PreferencesForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["time_zone"].choices = [
-            ("", "The browser's time zone"),
-            *((zone, zone) for zone in sorted(time_zones())),
-        ]
+        choices_set(
+            self,
+            "time_zone",
+            [("", "The browser's time zone"), *((zone, zone) for zone in sorted(time_zones()))],
+        )

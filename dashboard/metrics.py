@@ -154,14 +154,15 @@ def _redis_metrics() -> list[Metric]:
         labels = list(metric.labels)
         rows = _bounded(metric.name, sorted(series.items()))
         if metric.buckets is None:
-            family: Metric = CounterMetricFamily(metric.name, metric.help, labels=labels)
+            counter = CounterMetricFamily(metric.name, metric.help, labels=labels)
             for values, one in rows:
-                family.add_metric(list(values), one.value)
+                counter.add_metric(list(values), one.value)
+            families.append(counter)
         else:
-            family = HistogramMetricFamily(metric.name, metric.help, labels=labels)
+            histogram = HistogramMetricFamily(metric.name, metric.help, labels=labels)
             for values, one in rows:
-                family.add_metric(list(values), _cumulative(metric.buckets, one), one.sum)
-        families.append(family)
+                histogram.add_metric(list(values), _cumulative(metric.buckets, one), one.sum)
+            families.append(histogram)
     return families
 
 

@@ -44,7 +44,7 @@ class FailedJob:
 
 # What a requeued `run_task` job would do to its task, by the task's status: only a queued task
 # (or one whose retry is due) is taken by the job; anything else is refused, saying why.
-_REFUSALS = {
+_REFUSALS: dict[str, str] = {
     TaskStatus.WAITING_REVIEW: "its task is waiting for a decision (a review): decide it",
     TaskStatus.RUNNING: "its task is running under another job",
     TaskStatus.HELD: "its task is held: resume it from the task page",
@@ -103,7 +103,7 @@ def failed_jobs(*, limit: int = FAILED_JOBS_SHOWN) -> list[FailedJob]:
                 FailedJob(
                     id=job.id,
                     queue=name,
-                    description=job.description or job.func_name,
+                    description=job.description or job.func_name or "",
                     task_id=job_task_id(job),
                     ended_at=job.ended_at,
                     error=error.splitlines()[-1] if error else "",

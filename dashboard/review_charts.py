@@ -36,7 +36,7 @@ def review_decision_time_figure(
     decided = [row for row in series if row["decision_p50_s"] is not None]
     x = [plotly_time(row["bucket"]) for row in decided]
     late = [row["breached"] for row in decided]
-    data = [
+    data: list[dict[str, Any]] = [
         {
             "type": "scatter",
             "mode": "lines+markers",

@@ -147,12 +147,19 @@ def time_zones() -> frozenset[str]:
     return frozenset(available_timezones())
 
 
+# Where user_time_zone keeps its answer on the user object (services.preference_time_zone_set
+# updates it).
+USER_TIME_ZONE_ATTR = "_harness_time_zone"
+
+
 def user_time_zone(*, user: User) -> str:
     """The zone `user` chose for the pages, or "" (the browser's zone). One primary-key read
     per user object (a request's layout and its charts share it)."""
     if not user.is_authenticated:
         return ""
-    if not hasattr(user, "_harness_time_zone"):
-        zone = UserPreference.objects.filter(user=user).values_list("time_zone", flat=True).first()
-        user._harness_time_zone = zone or ""
-    return user._harness_time_zone
+    zone: str | None = getattr(user, USER_TIME_ZONE_ATTR, None)
+    if zone is None:
+        stored = UserPreference.objects.filter(user=user).values_list("time_zone", flat=True)
+        zone = stored.first() or ""
+        setattr(user, USER_TIME_ZONE_ATTR, zone)
+    return zone

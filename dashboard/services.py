@@ -12,7 +12,7 @@ from rq.job import Job
 
 from dashboard.models import UserPreference
 from dashboard.queues import requeue_refusal
-from dashboard.selectors import time_zones
+from dashboard.selectors import USER_TIME_ZONE_ATTR, time_zones
 from tasks.models import Task
 from tasks.selectors import job_task_id
 from tasks.services import audit_record
@@ -67,5 +67,5 @@ def preference_time_zone_set(*, user: User, time_zone: str) -> UserPreference:
     preference, _ = UserPreference.objects.update_or_create(
         user=user, defaults={"time_zone": time_zone}
     )
-    user._harness_time_zone = time_zone  # what selectors.user_time_zone read for this user
+    setattr(user, USER_TIME_ZONE_ATTR, time_zone)  # what selectors.user_time_zone answers
     return preference

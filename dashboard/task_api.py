@@ -77,6 +77,10 @@ class ToolCallOut(Schema):
     outputs: list[ToolOutputOut] = []
 
 
+# What ToolCallOut reads off a call's row; its outputs are the call's ToolOutput rows.
+_CALL_COLUMNS = tuple(name for name in ToolCallOut.model_fields if name != "outputs")
+
+
 class CancelIn(Schema):
     reason: str = ""
 
@@ -149,9 +153,13 @@ def task_tool_calls(request: AuthedRequest, task_id: str):
     task = selectors.access_task(request.user, task_id)
     calls = list(selectors.task_tool_calls(task=task))
     outputs = selectors.task_call_outputs(task=task, call_ids=[call.call_id for call in calls])
-    for call in calls:
-        call.outputs = [row for part in outputs.get(call.call_id, {}).values() for row in part]
-    return calls
+    return [
+        {
+            **{name: getattr(call, name) for name in _CALL_COLUMNS},
+            "outputs": [row for part in outputs.get(call.call_id, {}).values() for row in part],
+        }
+        for call in calls
+    ]
 
 
 @router.get("tasks/{task_id}/outputs/{output_id}", response={200: None, 404: ErrorOut})

@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 
+from dashboard.forms import choices_set
 from tasks.selectors import TASK_SORTS
 from tasks.states import TaskStatus
 
@@ -16,7 +17,12 @@ BULK_LIMIT = 500
 class TaskFilterForm(forms.Form):
     status = forms.MultipleChoiceField(choices=TaskStatus.choices, required=False)
     tool = forms.CharField(required=False, max_length=100)
-    error_class = forms.CharField(required=False, max_length=50)
+    # Named as BaseForm's error-list class, which it does not replace: the form's metaclass
+    # takes declared fields off the class (the stubs do not model that).
+    error_class = forms.CharField(  # type: ignore[assignment]  # a field, not BaseForm's
+        required=False,
+        max_length=50,
+    )
     fingerprint = forms.CharField(required=False, max_length=16)
     creator = forms.CharField(required=False, max_length=150)
     created_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
@@ -60,7 +66,7 @@ class BulkActionForm(forms.Form):
 
     def __init__(self, *args: Any, actions: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["action"].choices = [(a, a) for a in actions]
+        choices_set(self, "action", [(a, a) for a in actions])
 
     def clean_next(self) -> str:
         # Only ever redirect back into the task list.

@@ -75,8 +75,10 @@ def template_list(request: AuthedRequest):
 @router.post("templates", auth=CREATE, response={201: TemplateOut, **ERRORS})
 def template_create(request: AuthedRequest, body: TemplateIn):
     source = None
-    spec = body.spec
-    if body.task_id is not None:
+    if body.task_id is None:
+        assert body.spec is not None  # TemplateIn._one_source: exactly one of the two
+        spec = body.spec
+    else:
         source = selectors.access_task(request.user, body.task_id)
         try:
             spec = TaskSpec.model_validate(source.spec)

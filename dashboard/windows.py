@@ -61,7 +61,11 @@ def window_parse(
         raise WindowError("since", f"the window may span at most {MAX_SPAN.days} days")
     if bucket not in (None, "", "hour", "day"):
         raise WindowError("bucket", f"bucket must be hour or day, not {bucket!r}")
-    chosen: Bucket = bucket or ("hour" if now - start <= timedelta(hours=48) else "day")
+    chosen: Bucket = "hour" if now - start <= timedelta(hours=48) else "day"
+    if bucket == "hour":
+        chosen = "hour"
+    elif bucket == "day":
+        chosen = "day"
     if chosen == "hour" and now - start > timedelta(hours=MAX_HOUR_BUCKETS):
         raise WindowError("bucket", "hourly buckets cover at most 31 days; use bucket=day")
     return Window(since=start, until=now, bucket=chosen, label=label)

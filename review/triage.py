@@ -17,7 +17,7 @@ edited arguments' hash as well (`edited_arguments_hash`), saying its operator sa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -214,7 +214,7 @@ def _edit_unseen(*, review: ReviewRequest, seen: str, edited_named: str) -> str:
 def reviews_decide_bulk(
     *,
     user: User,
-    decision: Literal["approve", "reject"],
+    decision: str,
     items: list[tuple[Any, str, str]],
     via: str,
     comment: str = "",

@@ -4,10 +4,10 @@ review SLA statistics (review.rollups.review_sla)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from dashboard.stats.durations import duration_percentiles
-from dashboard.stats.parts import window_parts
+from dashboard.stats.parts import WindowParts, window_parts
 from dashboard.stats.reviews import review_outcomes
 from dashboard.stats.task_tables import failure_groups, human_waits, task_outcomes, task_totals
 from dashboard.stats.tool_calls import (
@@ -37,8 +37,21 @@ TABLES: dict[str, Callable[[Window], list[dict[str, Any]]]] = {
 }
 
 
+class _RolledTable(Protocol):
+    def __call__(
+        self, window: Window, *, parts: WindowParts | None = None
+    ) -> list[dict[str, Any]]: ...
+
+
 # The tables read from the roll-ups (and the raw rows of the rest): they take the window's parts.
-_ROLLED_TABLES = {"by_step", "over_time", "heatmap", "retries", "durations", "groups"}
+_ROLLED_TABLES: dict[str, _RolledTable] = {
+    "by_step": failure_rate_by_step,
+    "over_time": failure_rate_over_time,
+    "heatmap": error_heatmap,
+    "retries": retry_distribution,
+    "durations": duration_percentiles,
+    "groups": failure_groups,
+}
 
 
 def failure_statistics(window: Window) -> dict[str, Any]:
@@ -46,7 +59,7 @@ def failure_statistics(window: Window) -> dict[str, Any]:
     parts = window_parts(window)
     totals = task_totals(window, parts=parts)
     tables = {
-        key: table(window, parts=parts) if key in _ROLLED_TABLES else table(window)
+        key: _ROLLED_TABLES[key](window, parts=parts) if key in _ROLLED_TABLES else table(window)
         for key, table in TABLES.items()
         if key not in ("by_tool", "waits")
     }

@@ -5,15 +5,16 @@ the ratio and histogram percentile they report."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from dashboard.windows import Window
 from tasks.models import ToolCall
+from tasks.models.rollups import Hourly
 from tasks.rollups import (
     CANCELED_CALL,
     DAILY_OF,
@@ -61,7 +62,7 @@ ROLLED_SETTLED = ~CANCELED_CALL
 
 
 def rolled_groups(
-    model,
+    model: type[Hourly],
     parts: WindowParts,
     *,
     keys: tuple[str, ...],
@@ -78,9 +79,12 @@ def rolled_groups(
     if parts.rolled is None:
         return []
     days, hours = (None, (parts.rolled,)) if hourly else rolled_days_and_hours(*parts.rolled)
-    tables = [(model.objects.filter(in_ranges("hour", hours)), "hour")]
+    # (the rows, their period's column): the hours, and the days' sums.
+    tables: list[tuple[QuerySet[Any], str]] = [
+        (model._default_manager.filter(in_ranges("hour", hours)), "hour")
+    ]
     if days is not None:
-        daily = DAILY_OF[model].daily.objects.filter(day__gte=days[0], day__lt=days[1])
+        daily = DAILY_OF[model].daily._default_manager.filter(day__gte=days[0], day__lt=days[1])
         tables.append((daily, "day"))
     queries = []
     for rows, period in tables:
@@ -105,10 +109,10 @@ def _sum(a: Any, b: Any) -> Any:
 
 
 def merge(
-    rows,
+    rows: Iterable[Mapping[str, Any]],
     key: tuple[str, ...],
     fields: tuple[str, ...],
-    combine: dict[str, Callable[[Any, Any], Any]] | None = None,
+    combine: Mapping[str, Callable[[Any, Any], Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Combine `fields` of rows (from the raw rows and from the roll-ups) with equal `key`,
     sorted by key: summed, unless `combine` names another function for a field."""

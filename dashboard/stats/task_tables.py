@@ -61,13 +61,9 @@ def _task_groups(
         .annotate(**{name: aggregates[name] for name in fields})
         .order_by()
     )
-    rolled = rolled_groups(
-        TaskHourly,
-        parts,
-        keys=keys,
-        where=where,
-        **{name: _TASK_ROLLED.get(name, (Sum, None))[0](name) for name in fields},
-    )
+    # {name: aggregate}, as rolled_groups takes its sums.
+    sums: dict[str, Any] = {name: _TASK_ROLLED.get(name, (Sum, None))[0](name) for name in fields}
+    rolled = rolled_groups(TaskHourly, parts, keys=keys, where=where, **sums)
     combine = {name: _TASK_ROLLED[name][1] for name in fields if name in _TASK_ROLLED}
     return merge([*raw, *rolled], keys, fields, combine)
 

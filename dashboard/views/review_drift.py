@@ -9,6 +9,7 @@ from typing import Any
 
 from django.http import QueryDict
 
+from checkpoints.models import Checkpoint
 from checkpoints.selectors import graph_checkpoints, graph_task, task_checkpoints
 from harness_base.config import harness_config, migration_entry
 from review.models import ReviewRequest
@@ -35,6 +36,7 @@ def drift_context(review: ReviewRequest) -> dict[str, Any]:
         }
         for change in drift.get("changes") or []
     ]
+    checkpoints: list[dict[str, Any]] | list[Checkpoint]
     if graph_task(review.task):  # a graph restarts from one of its LangGraph checkpoints
         checkpoints = [
             {"id": c["checkpoint_id"], "seq": c["step"], "trigger": c["source"] or "graph"}

@@ -128,6 +128,7 @@ def reviews_pending_count(request: AuthedRequest) -> HttpResponse:
     raw = "|".join(map(str, facts))
     etag = 'W/"' + hashlib.sha256(raw.encode()).hexdigest()[:32] + '"'
     not_modified = get_conditional_response(request, etag=etag)
+    response: HttpResponse
     if not_modified is None:
         for item in summary["new"]:
             item["url"] = reverse("review:detail", kwargs={"review_id": item["id"]})

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from dashboard import bulk
 from dashboard.task_forms import BULK_LIMIT, BulkActionForm, TaskFilterForm
-from dashboard.views.common import sort_headers
+from dashboard.views.common import SortCycle, sort_headers
 from harness_base.http import AuthedRequest
 from tasks import selectors
 from tasks.models import Task
@@ -21,7 +21,7 @@ LIST_PAGE_SIZE = 50
 
 
 # The list's sortable columns (tasks.selectors.TASK_SORTS), in click order.
-TASK_COLUMNS = {
+TASK_COLUMNS: dict[str, SortCycle] = {
     "title": (("title", "ascending"), ("-title", "descending")),
     "status": (("status", "ascending"), ("-status", "descending")),
     "created": (("-created", "descending"), ("created", "ascending")),

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.core.paginator import Page, Paginator
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 
 from cases.family import task_family
-from checkpoints import files
 from checkpoints.selectors import (
     graph_checkpoints,
     graph_task,
@@ -25,6 +26,7 @@ from checkpoints.selectors import (
 from checkpoints.services import checkpoint_verify, checkpoints_with_sources
 from dashboard.outputs import live_output
 from dashboard.selectors import user_time_zone
+from dashboard.views.task_files import files_tab_context
 from harness_base.http import AuthedRequest
 from harness_base.queues import PRIORITY_QUEUES
 from review.context_processors import pending_reviews_count
@@ -98,21 +100,27 @@ def _live_context(request: AuthedRequest, task: Task) -> dict[str, Any]:
     }
 
 
+# What a request reads once for the page and its ETag alike, kept while the request lives.
+_lanes: WeakKeyDictionary[HttpRequest, selectors.LanePlace | None] = WeakKeyDictionary()
+_change_tokens: WeakKeyDictionary[HttpRequest, str] = WeakKeyDictionary()
+
+
 def _lane(request: AuthedRequest, task: Task) -> selectors.LanePlace | None:
     """Where the queued task waits (read from Redis once per request: the page and its ETag)."""
-    if not hasattr(request, "_task_lane"):
-        request._task_lane = selectors.task_lane_place(task=task)
-    return request._task_lane
+    if request not in _lanes:
+        _lanes[request] = selectors.task_lane_place(task=task)
+    return _lanes[request]
 
 
 def _tab_context(request: AuthedRequest, task: Task, tab: str) -> dict[str, Any]:
-    page_number = request.GET.get("page")
+    page_number: str | int | None = request.GET.get("page")
     context: dict[str, Any] = {"tab": tab, "tabs": TABS, "task": task, "view": ""}
+    page: Page[Any]
     if tab == "events":
         view = "frames" if request.GET.get("view") == "frames" else "compact"
         if view == "frames":
             page = Paginator(selectors.task_events(task=task), TAB_PAGE_SIZE).get_page(page_number)
-            rows = page.object_list
+            rows: Iterable[Any] = page.object_list
         else:
             # Folded per page of raw events, so the tab costs a page, not the whole log.
             page = Paginator(selectors.task_event_summaries(task=task), EVENTS_PAGE_SIZE).get_page(
@@ -150,7 +158,7 @@ def _tab_context(request: AuthedRequest, task: Task, tab: str) -> dict[str, Any]
     elif tab == "reviews":
         context["reviews"] = task_reviews(task_id=task.id)
     elif tab == "files":
-        context.update(_files_context(request, task))
+        context.update(files_tab_context(request, task))
     elif graph_task(task):
         # A graph task's checkpoints are LangGraph's (checkpoints.langgraph).
         context["graph_checkpoints"] = graph_checkpoints(task=task)[:GRAPH_CHECKPOINTS_SHOWN]
@@ -170,34 +178,13 @@ def _tab_context(request: AuthedRequest, task: Task, tab: str) -> dict[str, Any]
     return context
 
 
-def _files_context(request: AuthedRequest, task: Task) -> dict[str, Any]:
-    """The Files tab: one folder (?dir=) of the workspace at a checkpoint (?checkpoint=, the
-    head when absent), read from its snapshot (checkpoints.files)."""
-    pinned = request.GET.get("checkpoint", "")
-    context: dict[str, Any] = {
-        "pinned": pinned,
-        "checkpoint_options": task_checkpoints(task_id=task.id).defer("payload"),
-    }
-    try:
-        at = files.workspace_at(task=task, checkpoint_id=pinned)
-        listing = files.folder_listing(at=at, folder=files.folder_check(request.GET.get("dir")))
-    except (files.FilesUnreadable, files.FilesInvalid) as exc:
-        return {**context, "files_error": str(exc)}
-    return {
-        **context,
-        "at": at,
-        "listing": listing,
-        "archive_refusal": files.archive_refusal(at),
-        "archive_formats": files.ARCHIVE_FORMATS,
-    }
-
-
 def _etag(request: AuthedRequest, task: Task, fragment: str, *extra: Any) -> str:
     """A weak validator for one live fragment of the task page as this user sees it: the
     task's change token (read once per request) plus whatever else the fragment shows."""
-    if not hasattr(request, "_task_change_token"):
-        request._task_change_token = selectors.task_change_token(task=task)
-    raw = "|".join([request._task_change_token, fragment, str(request.user.pk), *map(str, extra)])
+    token = _change_tokens.get(request)
+    if token is None:
+        token = _change_tokens[request] = selectors.task_change_token(task=task)
+    raw = "|".join([token, fragment, str(request.user.pk), *map(str, extra)])
     return 'W/"' + hashlib.sha256(raw.encode()).hexdigest()[:32] + '"'
 
 
@@ -242,7 +229,8 @@ def task_detail(request: AuthedRequest, task_id) -> HttpResponse:
     JavaScript; HTMX swaps just the tab region for them and, while the task is not terminal,
     polls that region (a 304 while nothing changed)."""
     task = selectors.access_task(request.user, task_id)
-    tab = request.GET.get("tab") if request.GET.get("tab") in TABS else "events"
+    requested = request.GET.get("tab", "")
+    tab = requested if requested in TABS else "events"
     tabs_etag = _tabs_etag(request, task)
     if is_htmx(request) and not request.headers.get("HX-History-Restore-Request"):
         not_modified = get_conditional_response(request, etag=tabs_etag)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import overload
 
 from django.http import HttpResponse, StreamingHttpResponse
 
@@ -20,6 +21,12 @@ def safe_filename(name: str, *, fallback: str = "download") -> str:
     return cleaned or fallback
 
 
+@overload
+def attachment(body: bytes, *, filename: str, content_type: str = ...) -> HttpResponse: ...
+@overload
+def attachment(
+    body: Iterator[bytes], *, filename: str, content_type: str = ...
+) -> StreamingHttpResponse: ...
 def attachment(
     body: bytes | Iterator[bytes], *, filename: str, content_type: str = "application/octet-stream"
 ) -> HttpResponse | StreamingHttpResponse:

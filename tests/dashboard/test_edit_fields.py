@@ -116,3 +116,11 @@ def test_schemas_that_cannot_be_drawn_fall_back_to_json():
         schema=None, arguments={"a": 1}, data=QueryDict("arguments=" + json.dumps({"a": 2}))
     )
     assert state.mode == "json" and state.arguments == {"a": 2}
+
+
+def test_a_property_whose_type_is_not_a_name_is_a_json_field():
+    # An MCP server's schema is foreign: a malformed `type` (an object) drew a TypeError
+    # (an unhashable dictionary key) instead of a field.
+    schema = {"type": "object", "properties": {"q": {"type": {"kind": "string"}}}}
+    fields = edit_fields(schema=schema, arguments={"q": "x"})
+    assert [(f.name, f.kind) for f in fields] == [("q", "json")]
