@@ -94,14 +94,18 @@ class RunCore(SdkRun):
         rows: list[ToolCall] = (),
         fields: dict[str, Any] | None = None,
         starting: ToolCall | None = None,
+        behind: bool = False,
     ) -> None:
         """One fenced write: lease proof + heartbeat + usage + [a checkpoint with its new blobs]
         + the ledger rows changed since the last write + the events. A model turn recorded
         since the last checkpoint goes into one (`after_model`) with the first write after it:
         the turn is durable before any call it made runs (turns.RecordedTurns). `starting`: a
         call's row marked running after the checkpoint is taken (a rollback to it undoes the
-        call: checkpoints.selectors.calls_undone)."""
-        if checkpoint is None and self.turns_unwritten:
+        call: checkpoints.selectors.calls_undone). `behind`: sent without waiting for its
+        commit, collected before the next write (a call's outcome:
+        agent.sdk_run.write_behind). A write in flight is collected first."""
+        self.collect()
+        if checkpoint is None and self.turns_unwritten and not behind:
             checkpoint = ("after_model", "step")
         staged = (
             [self.checkpoint_stage(checkpoint[0], level=checkpoint[1], defer=self.blobs)]
@@ -115,24 +119,28 @@ class RunCore(SdkRun):
         if self.head_id != self.written_head:
             update["head_checkpoint_id"] = self.head_id
         changed = {row.call_id: row for row in [*self.pending_rows.values(), *rows]}
-        try:
-            self.cancel_seen = services.task_fenced_write(
-                task_id=self.task_id,
-                epoch=self.epoch,
-                inserts_if_absent=[*self.blobs.values(), *version_bodies_unwritten(self)],
-                inserts=[
-                    *staged,
-                    *(r for r in changed.values() if r._state.adding),
-                    *self.pending_events,
-                ],
-                updates=[(r, LEDGER_FIELDS) for r in changed.values() if not r._state.adding],
-                **update,
-            )
-        except BaseException:
-            if self.blobs:
-                snapshot_distrust(self.workspace)
-            self.written(False)
-            raise
+        write = {
+            "task_id": self.task_id,
+            "epoch": self.epoch,
+            "inserts_if_absent": [*self.blobs.values(), *version_bodies_unwritten(self)],
+            "inserts": [
+                *staged,
+                *(r for r in changed.values() if r._state.adding),
+                *self.pending_events,
+            ],
+            "updates": [(r, LEDGER_FIELDS) for r in changed.values() if not r._state.adding],
+            **update,
+        }
+        if behind:
+            self.write_behind(failed=_undo_behind(self, changed), **write)
+        else:
+            try:
+                self.cancel_seen = services.task_fenced_write(**write)
+            except BaseException:
+                if self.blobs:
+                    snapshot_distrust(self.workspace)
+                self.written(False)
+                raise
         for row in changed.values():
             row._state.adding = False
         version_bodies_written(self)
@@ -147,3 +155,25 @@ class RunCore(SdkRun):
         with transaction.atomic():
             self.commit()
             then()
+
+
+def _undo_behind(run: RunCore, changed: dict[str, ToolCall]) -> Callable[[], None]:
+    """What a write sent behind undoes if it does not commit: its events and rows pending
+    again (a new row inserted again), the head back to the last written one, the workspace
+    scanned anew. It carries no checkpoint (RunCore.commit's `behind` takes none)."""
+    events, head, had_blobs = run.pending_events, run.written_head, bool(run.blobs)
+    adding = [row for row in changed.values() if row._state.adding]
+    bodies = getattr(run, "_version_bodies", None)
+
+    def failed() -> None:
+        if had_blobs:
+            snapshot_distrust(run.workspace)
+        run.written(False)
+        for row in adding:
+            row._state.adding = True
+        run.pending_events = [*events, *run.pending_events]
+        run.pending_rows = {**changed, **run.pending_rows}
+        run.head_id = run.written_head = head
+        run._version_bodies = bodies
+
+    return failed

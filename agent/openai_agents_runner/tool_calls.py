@@ -111,4 +111,6 @@ class ToolInvocation(RunReplay):
                     **({"error_class": fields["error_class"]} if error is not None else {}),
                 },
             )
-            await sync_to_async(self.commit, thread_sensitive=True)(rows=[row])
+            # The outcome is sent behind, collected before the next write (the next call's
+            # intent, a pause, the end): agent.sdk_run.write_behind.
+            await sync_to_async(self.commit, thread_sensitive=True)(rows=[row], behind=True)

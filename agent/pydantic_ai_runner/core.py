@@ -72,41 +72,71 @@ class RunCore(SdkRun):
         updates: list[tuple[Any, list[str]]] = (),
         then: Callable[[Any], None] | None = None,
         fields: dict[str, Any] | None = None,
+        behind: bool = False,
     ) -> Any:
         """One fenced write: lease proof + heartbeat + usage + events + what was staged and
         deferred since the last write (+ rows) [+ the checkpoint of `trigger`: the state with
         the message history and a workspace snapshot, made head]; `then(checkpoint)` runs
-        last in the same transaction."""
+        last in the same transaction. `behind`: sent without waiting for its commit, collected
+        before the next write (a step's outcome: agent.sdk_run.write_behind). A write in
+        flight is collected first."""
+        self.collect()
         checkpoint = self.stage(trigger) if trigger is not None else None
         update = {**self.usage(), **(fields or {})}
         if self.head_id != self.written_head:
             update["head_checkpoint_id"] = self.head_id
         named = {id(row) for row, _fields in updates}
         deferred = [(row, LEDGER_FIELDS) for row in self.deferred_rows if id(row) not in named]
-        try:
-            with transaction.atomic() if then is not None else nullcontext():
-                self.cancel_seen = services.task_fenced_write(
-                    task_id=self.task_id,
-                    epoch=self.epoch,
-                    inserts=[*self.staged, *inserts, *self.pending_events],
-                    inserts_if_absent=[*self.blobs.values(), *version_bodies_unwritten(self)],
-                    updates=[*deferred, *updates],
-                    **update,
-                )
-                self.pending_events = []
-                if then is not None:
-                    then(checkpoint)
-        except BaseException:
-            if self.blobs:
-                snapshot_distrust(self.workspace)
-            self.written(False)
-            raise
+        write = {
+            "task_id": self.task_id,
+            "epoch": self.epoch,
+            "inserts": [*self.staged, *inserts, *self.pending_events],
+            "inserts_if_absent": [*self.blobs.values(), *version_bodies_unwritten(self)],
+            "updates": [*deferred, *updates],
+            **update,
+        }
+        if behind and then is None:
+            self.write_behind(failed=self.undo_behind(), **write)
+            self.pending_events = []
+        else:
+            try:
+                with transaction.atomic() if then is not None else nullcontext():
+                    self.cancel_seen = services.task_fenced_write(**write)
+                    self.pending_events = []
+                    if then is not None:
+                        then(checkpoint)
+            except BaseException:
+                if self.blobs:
+                    snapshot_distrust(self.workspace)
+                self.written(False)
+                raise
         self.staged = []
         self.deferred_rows = []
         self.written_head = self.head_id
         self.written(True)
         version_bodies_written(self)
         return checkpoint
+
+    def undo_behind(self) -> Callable[[], None]:
+        """What a write sent behind (from what is pending now) undoes if it does not commit:
+        its events and rows pending again, its checkpoints (and those built on them since)
+        dropped, the head back to the last written one, the workspace scanned anew."""
+        events, rows, staged = self.pending_events, self.deferred_rows, self.staged
+        head, had_blobs = self.written_head, bool(self.blobs)
+        bodies = getattr(self, "_version_bodies", None)
+
+        def failed() -> None:
+            if had_blobs:
+                snapshot_distrust(self.workspace)
+            self.written(False)
+            self.pending_events = [*events, *self.pending_events]
+            self.deferred_rows = [*rows, *self.deferred_rows]
+            kept = [row for row in [*staged, *self.staged] if not isinstance(row, Checkpoint)]
+            self.staged = kept
+            self.head_id = self.written_head = head
+            self._version_bodies = bodies
+
+        return failed
 
     def write_then(self, then: Callable[[], Any]) -> None:
         self.commit(then=lambda _checkpoint: then())

@@ -1,7 +1,8 @@
 """After each node of Agent.iter, in the job's thread (RunRecording, part of PydanticAIRun):
 a model response recorded (its turn, tokens and the calls it asks for) and checkpointed
 before its tools run (`after_model`, staged for the first call's intent), a tools node
-closing the step (`after_step`, with the calls' outcomes), and the checks between nodes."""
+closing the step (`after_step`, with the calls' outcomes: sent behind, collected before the
+next write, agent.sdk_run.write_behind), and the checks between nodes."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class RunRecording(RunHosted):
             self.state.step_index += 1
             self.state.budget.steps += 1
             self.event(EventType.STEP_FINISHED, {"step": self.state.step_index})
-            self.commit(trigger="after_step")
+            self.commit(trigger="after_step", behind=True)
             now = time.monotonic()
             metric_observe(STEP_SECONDS, now - self.step_began)
             self.step_began = now

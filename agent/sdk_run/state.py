@@ -5,7 +5,7 @@ the counters read from it, a stop recorded as its last error; the step checkpoin
 path (`pick_up`: the head checkpoint verified, the workspace in line with it, a new task's
 files; `resumed`: on the timeline, then drift since the head was written, agent.sdk_run.drift).
 The SDK's history is stored content-addressed, in chunks shared across checkpoints
-(agent.sdk_run.history).
+(agent.sdk_run.history); a step's outcome is written behind (agent.sdk_run.write_behind).
 
 A runner supplies `calls_pending` (the ledger rows its head holds pending) and `pause_written`
 (its pause for review: rows and a before_review checkpoint written, reviews opened)."""
@@ -20,6 +20,7 @@ from agent.sdk_run.drift import sdk_drift_at_pickup
 from agent.sdk_run.ending import ForeignRun
 from agent.sdk_run.history import SdkHistory
 from agent.sdk_run.model_stream import ModelStream
+from agent.sdk_run.write_behind import WriteBehind
 from agent.versions import versions_current
 from checkpoints.models import Blob, Checkpoint
 from checkpoints.services import (
@@ -38,7 +39,7 @@ from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.paths import file_write
 
 
-class SdkRun(SdkHistory, ForeignRun):
+class SdkRun(SdkHistory, WriteBehind, ForeignRun):
     """A run segment whose state is an AgentState checkpointed by the harness."""
 
     def __init__(self, task: Task, worker_id: str, *, loaded: Any = None) -> None:
@@ -66,6 +67,7 @@ class SdkRun(SdkHistory, ForeignRun):
         return self.state.budget.tokens
 
     def closed(self) -> None:
+        self.collect_at_end()
         self.model_stream.close()
 
     def stopping(self, stop: StopRun) -> None:

@@ -54,18 +54,16 @@ def task_fenced_write(
             for row, update_fields in updates:
                 row.save(update_fields=update_fields)
             return Task.objects.filter(id=task_id).values_list("cancel_requested", flat=True).get()
-    now = timezone.now()
     db = connections[DEFAULT_DB_ALIAS]
-    sql, params, inserted = _fenced_statement(
+    numbered, params, inserted = fenced_statement_for(
         db=db,
         task_id=task_id,
         epoch=epoch,
-        fields={"heartbeat_at": Now(), "updated_at": now, **fields},
+        fields=fields,
         inserts=inserts,
         updates=updates,
         inserts_if_absent=inserts_if_absent,
     )
-    numbered = _numbered(sql)
     with _raw_cursor(db, prepare=_prepare(numbered)) as cursor:
         cursor.execute(numbered, params)
         fenced, cancel_requested, *new_ids = cursor.fetchone()
@@ -78,6 +76,31 @@ def task_fenced_write(
         row._state.adding = False
         row._state.db = db.alias
     return bool(cancel_requested)
+
+
+def fenced_statement_for(
+    *,
+    db: Any,
+    task_id: Any,
+    epoch: int,
+    fields: dict[str, Any],
+    inserts: Sequence[models.Model],
+    updates: Sequence[tuple[models.Model, Sequence[str]]],
+    inserts_if_absent: Sequence[models.Model],
+) -> tuple[str, list[Any], list[list[models.Model]]]:
+    """task_fenced_write's statement on PostgreSQL (`$n` placeholders), its parameters and
+    the batches of inserted rows its result numbers (tasks.services.write_behind sends it
+    from another thread)."""
+    sql, params, inserted = _fenced_statement(
+        db=db,
+        task_id=task_id,
+        epoch=epoch,
+        fields={"heartbeat_at": Now(), "updated_at": timezone.now(), **fields},
+        inserts=inserts,
+        updates=updates,
+        inserts_if_absent=inserts_if_absent,
+    )
+    return _numbered(sql), params, inserted
 
 
 def _raw_cursor(db: Any, *, prepare: bool = False) -> Any:

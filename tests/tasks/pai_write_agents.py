@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import connection
+from django.db import connection, models
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -60,3 +60,35 @@ def probe_agent() -> Agent[TaskDeps, str]:
             connection.close()  # this thread's own connection
 
     return agent
+
+
+# The turns `steal`'s tool ran in (this process), and the turn after which it takes the lease
+# away as another worker would (the lease epoch moved on from a connection of its own).
+STOLEN_AFTER = 1
+stolen_turns: list[int] = []
+
+
+def steal_agent() -> Agent[TaskDeps, str]:
+    agent: Agent[TaskDeps, str] = Agent(FunctionModel(_model_steal), deps_type=TaskDeps)
+
+    @agent.tool
+    def steal(ctx: RunContext[TaskDeps], turn: int) -> str:
+        """Take the lease after turn STOLEN_AFTER."""
+        stolen_turns.append(turn)
+        try:
+            if turn == STOLEN_AFTER:
+                Task.objects.filter(id=ctx.deps.task_id).update(
+                    lease_epoch=models.F("lease_epoch") + 1
+                )
+            return "ok"
+        finally:
+            connection.close()
+
+    return agent
+
+
+def _model_steal(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    turn = sum(isinstance(m, ModelResponse) for m in messages)
+    if turn < _steps(messages):
+        return ModelResponse(parts=[ToolCallPart("steal", {"turn": turn})])
+    return ModelResponse(parts=[TextPart("done")])

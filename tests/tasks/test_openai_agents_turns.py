@@ -14,7 +14,8 @@ from agent.jobs import run_task
 from checkpoints.models import Checkpoint
 from checkpoints.recovery import task_retry
 from checkpoints.services import checkpoint_decode
-from tasks.models import Task
+from tasks.models import Task, ToolCall
+from tasks.services import write_behind
 from tests.durable.openai_agents import executions
 from tests.tasks.oa_turns_agents import DOWN_AT, TURNS
 
@@ -59,3 +60,29 @@ def test_a_retried_run_answers_its_recorded_turns_and_replays_their_calls(task_a
     row = Task.objects.get(id=task_id)
     assert row.events.filter(type="tool_replayed").count() == DOWN_AT
     assert row.events.filter(type="model_decision").count() == TURNS + 1
+
+
+def test_each_calls_outcome_is_sent_behind_and_collected_before_the_next_write(
+    task_api, monkeypatch
+):
+    behind: list[str] = []
+    sent = write_behind._execute
+
+    def counted(sql, params, prepare):
+        behind.append(sql)
+        return sent(sql, params, prepare)
+
+    monkeypatch.setattr(write_behind, "_execute", counted)
+    task_id = task_api.create(
+        {
+            "title": "notes",
+            "goal": f"task {uuid.uuid4().hex}: record",
+            "agent": {"kind": "openai-agents", "name": "noter"},
+            "budget": {"max_steps": TURNS + 5},
+        }
+    )["id"]
+    assert run_task(task_id) == "failed"  # the model endpoint was down at turn DOWN_AT
+    assert len(behind) == DOWN_AT
+    # Every outcome sent behind was committed by the time the run ended.
+    statuses = ToolCall.objects.filter(task_id=task_id).values_list("status", flat=True)
+    assert sorted(statuses) == ["succeeded"] * DOWN_AT

@@ -1,7 +1,8 @@
 """A Pydantic AI task's step is two durable writes: the model turn's checkpoint rides with the
 intent of its call, before the tool runs; the call's outcome rides with the step's
-checkpoint, before the model is asked again. The tool sees both from a connection of its own
-(only what is committed). Run by the RQ job function in this process."""
+checkpoint, sent behind (agent.sdk_run.write_behind: committed while the model is asked again)
+and collected before the next write. The tool sees both from a connection of its own (only
+what is committed). Run by the RQ job function in this process."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 from django.db import connection
 
 from agent.jobs import run_task
-from tasks.models import ToolCall
+from tasks.models import Task, ToolCall
+from tasks.services import write_behind
+from tests.tasks import pai_write_agents
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,17 +24,21 @@ STEPS = 4
 
 @pytest.fixture(autouse=True)
 def _config(harness_yaml, harness_dirs) -> None:
-    harness_yaml('pydantic_ai_agents:\n  probe: "tests.tasks.pai_write_agents:probe_agent"\n')
+    harness_yaml(
+        "pydantic_ai_agents:\n"
+        '  probe: "tests.tasks.pai_write_agents:probe_agent"\n'
+        '  steal: "tests.tasks.pai_write_agents:steal_agent"\n'
+    )
 
 
-def _probe_task(task_api: Any) -> str:
+def _probe_task(task_api: Any, name: str = "probe") -> str:
     created = task_api.create(
         {
-            "title": "probe",
+            "title": name,
             "goal": "probe the writes",
             "agent": {
                 "kind": "pydantic-ai",
-                "name": "probe",
+                "name": name,
                 "input": json.dumps({"steps": STEPS}),
             },
         }
@@ -58,16 +65,38 @@ def test_a_tool_runs_once_its_intent_and_turn_are_committed_and_the_last_outcome
         assert view["latest"] == ["after_model", step] and view["head_is_latest"]
 
 
-def test_a_step_is_two_fenced_writes(task_api):
+def test_a_step_is_two_fenced_writes_its_outcome_sent_behind(task_api, monkeypatch):
     task_id = _probe_task(task_api)
     fenced: list[str] = []
+    behind: list[str] = []
 
     def count(execute, sql, params, many, context):
         if sql.lstrip().startswith("WITH fence AS"):
             fenced.append(sql)
         return execute(sql, params, many, context)
 
+    sent = write_behind._execute
+
+    def counted(sql, params, prepare):
+        behind.append(sql)
+        return sent(sql, params, prepare)
+
+    monkeypatch.setattr(write_behind, "_execute", counted)
     with connection.execute_wrapper(count):
         assert run_task(task_id) == "succeeded"
-    # task_start, two per step, the final turn with the task's end.
-    assert len(fenced) == 2 * STEPS + 2
+    # In place: task_start, each step's intent, the final turn with the task's end; behind:
+    # each step's outcome.
+    assert len(fenced) == STEPS + 2
+    assert len(behind) == STEPS
+
+
+def test_a_lease_lost_while_an_outcome_is_in_flight_stops_the_run_before_the_next_tool(task_api):
+    pai_write_agents.stolen_turns.clear()
+    task_id = _probe_task(task_api, "steal")
+    assert run_task(task_id) == "lease_lost"
+    # The outcome of the turn that took the lease was refused when the next write collected
+    # it: that write (the next call's intent) was never made and its tool never ran.
+    assert pai_write_agents.stolen_turns == [0, pai_write_agents.STOLEN_AFTER]
+    calls = dict(ToolCall.objects.filter(task_id=task_id).values_list("step_index", "status"))
+    assert calls == {0: "succeeded", 1: "running"}
+    assert Task.objects.get(id=task_id).status == "running"
