@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 
 from checkpoints.models import VersionBody
 from checkpoints.versions import version_bodies_store, version_body
+from checkpoints.versions_ref import StoredVersions
 from harness_base.versions import harness_version
 from review.policy import policy_rules
 from tasks.agent_state import McpTool
@@ -124,7 +125,11 @@ def versions_current(run: Any) -> dict[str, Any]:
         }
     if parts is None:
         return {}
-    versions, bodies = versions_build(**parts)
+    built, bodies = versions_build(**parts)
+    # The whole dict is a body too: the run's checkpoints name it (checkpoints.versions_ref),
+    # written with the other bodies by the run's first durable write.
+    versions = StoredVersions(built)
+    bodies[versions.ref] = built
     run._versions = versions
     run._version_bodies = bodies
     return versions

@@ -5,6 +5,8 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from checkpoints.versions_ref import VersionsField
+
 
 class Level(models.TextChoices):
     TASK = "task"
@@ -65,8 +67,9 @@ class Checkpoint(models.Model):
     # on list pages without a query per row.
     subject = models.CharField(max_length=200, blank=True, default="")
     # The code the checkpoint was made with (agent.versions): {"harness": {"version", "commit"},
-    # "spec", "tools", "mcp", "graph", "agent", "policy"}, each hash naming a VersionBody.
-    versions = models.JSONField(default=dict, blank=True)
+    # "spec", "tools", "mcp", "graph", "agent", "policy"}, each hash naming a VersionBody; a
+    # run's stored by reference to a VersionBody of the whole dict (checkpoints.versions_ref).
+    versions = VersionsField(default=dict, blank=True)
     # Not a column: the payload of the checkpoint this one is stored as (checkpoints.payload
     # `checkpoint_same_as`), when a list read it ahead (services.checkpoints_with_sources).
     source_payload: bytes | memoryview | None = None
