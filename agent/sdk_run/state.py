@@ -87,14 +87,15 @@ class SdkRun(SdkHistory, WriteBehind, ForeignRun):
     ) -> Checkpoint:
         """The step checkpoint, made head, unsaved (the caller's fenced write inserts it with
         `defer`'s new snapshot blobs and `blobs`' history chunks and compression base): the
-        state, a workspace snapshot, the code's versions. `level`: the trigger's configured
-        level, else `step`. `rescan` False: no tool ran since the last (a model turn's), so
-        its snapshot stands."""
+        state, a workspace snapshot (a few changed files listed against the last manifest
+        stored in full, `delta`, as the native loop stores them), the code's versions.
+        `level`: the trigger's configured level, else `step`. `rescan` False: no tool ran
+        since the last (a model turn's), so its snapshot stands."""
         if level is None:
             configured = self.config.trigger(trigger)
             level = configured.level if configured else "step"
         if rescan or self.snapshot is None:
-            self.snapshot = snapshot_capture(workspace=self.workspace, defer=defer)
+            self.snapshot = snapshot_capture(workspace=self.workspace, defer=defer, delta=True)
         checkpoint = checkpoint_build(
             task_id=self.task_id,
             seq=self.seq,
