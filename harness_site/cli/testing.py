@@ -65,21 +65,7 @@ def lint() -> int:
     return 0
 
 
-def bytecode_cached() -> None:
-    """Compiled modules kept for the run and its subprocesses (pytest's processes, the fork
-    servers, every rqworker and `manage.py` the tests start), under .data/pycache: where
-    PYTHONDONTWRITEBYTECODE is set (as in this machine's sessions), with a venv installed by
-    uv (which compiles nothing), every process compiled Django, the agent SDKs and the
-    harness from source on each import: 0.3 of the ~1 CPU-second a forked worker took to
-    register, 2.7 of the 6.3 a fork server took to preload, paid hundreds of times a run on
-    two cores. The first import writes the file (atomically: the processes share it); the
-    checkout gets no __pycache__ folders."""
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = str(ROOT / ".data" / "pycache")
-
-
 def cmd_test(pytest_args: list[str]) -> int:
-    bytecode_cached()
     if os.environ.get("HARNESS_SKIP_LINT") != "1":
         code = lint()
         if code:
