@@ -5,7 +5,7 @@ the checkpoint and the fenced write (commit, write_then)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agents import Agent, FunctionTool
@@ -29,6 +29,8 @@ class RunCore(SdkRun):
     # The SDK's RunState (its dict): its lists of items and responses and its dicts by call id
     # stored as chunks.
     HISTORY_JSON = ("run_state",)
+    # The bodies of its versions not stored yet (agent.versions sets and clears it).
+    _version_bodies: dict[str, Any] | None
 
     def __init__(self, task: Task, worker_id: str, *, loaded: Agent | None = None) -> None:
         super().__init__(task, worker_id, loaded=loaded)
@@ -91,7 +93,7 @@ class RunCore(SdkRun):
         self,
         *,
         checkpoint: tuple[str, str] | None = None,
-        rows: list[ToolCall] = (),
+        rows: Sequence[ToolCall] = (),
         fields: dict[str, Any] | None = None,
         starting: ToolCall | None = None,
         behind: bool = False,

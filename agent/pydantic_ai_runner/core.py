@@ -7,7 +7,7 @@ state, events, usage, the checks between nodes, the stop ladder): its one way to
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -54,9 +54,13 @@ class RunCore(SdkRun):
 
     @property
     def sdk(self) -> dict[str, Any]:
-        return self.state.sdk  # type: ignore[return-value]
+        sdk = self.state.sdk
+        assert sdk is not None  # the runner's part of the state, set when the task started
+        return sdk
 
-    def stage(self, trigger: str, *, inserts: list[Any] = (), rescan: bool = True) -> Checkpoint:
+    def stage(
+        self, trigger: str, *, inserts: Sequence[Any] = (), rescan: bool = True
+    ) -> Checkpoint:
         """The checkpoint of `trigger`, built now (the state as it is), written by the next
         commit with `inserts`: a model turn's rides with the intent of its first call, before
         the tool runs. `rescan` False: no tool ran since the last checkpoint."""
@@ -68,8 +72,8 @@ class RunCore(SdkRun):
         self,
         *,
         trigger: str | None = None,
-        inserts: list[Any] = (),
-        updates: list[tuple[Any, list[str]]] = (),
+        inserts: Sequence[Any] = (),
+        updates: Sequence[tuple[Any, list[str]]] = (),
         then: Callable[[Any], None] | None = None,
         fields: dict[str, Any] | None = None,
         behind: bool = False,
