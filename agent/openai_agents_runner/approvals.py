@@ -90,6 +90,8 @@ class ApprovalGate(ReviewPauses):
         if decision.action != "allow":
             return True  # `decide` opens its review or refuses it, as for any paused call
         self.new_call(approval, call_id, decided=(decision, why))
+        # As the turn's model_decision event lists it (model_turns).
+        self.proposed[call_id] = canonical_hash(approval.arguments)
         return False
 
     def hosted_delivered(self, row: ToolCall) -> None:

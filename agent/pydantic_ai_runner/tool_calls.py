@@ -109,6 +109,8 @@ class ToolCallHooks(RunReplay):
                     risk=risk[:20],
                     step_index=self.state.step_index,
                 )
+                # As this step's model_decision event lists it (recording).
+                self.proposed[call_id] = canonical_hash(jsonable(call.args_as_dict()))
             if decision.action == "deny":
                 feedback = (
                     f"{call.tool_name} was denied by policy: {decision.reason}; choose a safer "

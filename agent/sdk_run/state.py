@@ -34,6 +34,7 @@ from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_miss
 from harness_base.config import harness_config
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo
+from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.paths import file_write
@@ -52,6 +53,7 @@ class SdkRun(SdkHistory, WriteBehind, ForeignRun):
         self.ledger: dict[str, ToolCall] = {}
         # The model's text while a turn runs, on the task page's live view.
         self.model_stream = ModelStream(task_id=task.id)
+        self.proposed: dict[str, str] = {}  # call_id -> hash of the model's args (call_started)
         self.history_init()
 
     @property
@@ -87,10 +89,9 @@ class SdkRun(SdkHistory, WriteBehind, ForeignRun):
     ) -> Checkpoint:
         """The step checkpoint, made head, unsaved (the caller's fenced write inserts it with
         `defer`'s new snapshot blobs and `blobs`' history chunks and compression base): the
-        state, a workspace snapshot (a few changed files listed against the last manifest
-        stored in full, `delta`, as the native loop stores them), the code's versions.
-        `level`: the trigger's configured level, else `step`. `rescan` False: no tool ran
-        since the last (a model turn's), so its snapshot stands."""
+        state, a workspace snapshot (`delta` as the native loop's), the code's versions.
+        `level`: the trigger's configured level, else `step`. `rescan` False: no tool ran since
+        the last (a model turn's), so its snapshot stands."""
         if level is None:
             configured = self.config.trigger(trigger)
             level = configured.level if configured else "step"
@@ -114,12 +115,14 @@ class SdkRun(SdkHistory, WriteBehind, ForeignRun):
 
     def call_started(self, row: ToolCall) -> None:
         """A call's row running, one more attempt, on the timeline as the native loop puts it
-        (the caller's fenced write saves both before the tool runs)."""
+        (the caller's fenced write saves both before the tool runs); its arguments only if
+        not those the model proposed (the decision and the row hold them)."""
         services.toolcall_transition(
             call=row, to=ToolCallStatus.RUNNING, fields={"attempts": row.attempts + 1}, write=False
         )
         started = {"call_id": row.call_id, "tool": row.tool, "attempt": row.attempts}
-        self.event(EventType.TOOL_STARTED, started | {"args": row.arguments})
+        proposed = self.proposed.pop(row.call_id, None) == canonical_hash(row.arguments)
+        self.event(EventType.TOOL_STARTED, started | ({} if proposed else {"args": row.arguments}))
 
     def pick_up(self, fresh: dict[str, Any]) -> LoadedCheckpoint | None:
         """The head checkpoint (verified; a fallback to an older one recorded), its state and

@@ -86,3 +86,7 @@ def test_each_calls_outcome_is_sent_behind_and_collected_before_the_next_write(
     # Every outcome sent behind was committed by the time the run ended.
     statuses = ToolCall.objects.filter(task_id=task_id).values_list("status", flat=True)
     assert sorted(statuses) == ["succeeded"] * DOWN_AT
+    # Each call's arguments are in the turn's decision and its row, not again in tool_started.
+    started = Task.objects.get(id=task_id).events.filter(type="tool_started")
+    assert started.count() == DOWN_AT
+    assert all("args" not in payload for payload in started.values_list("payload", flat=True))

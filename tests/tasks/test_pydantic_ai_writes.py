@@ -100,3 +100,18 @@ def test_a_lease_lost_while_an_outcome_is_in_flight_stops_the_run_before_the_nex
     calls = dict(ToolCall.objects.filter(task_id=task_id).values_list("step_index", "status"))
     assert calls == {0: "succeeded", 1: "running"}
     assert Task.objects.get(id=task_id).status == "running"
+
+
+def test_a_proposed_calls_tool_started_leaves_out_the_arguments_the_decision_holds(task_api):
+    task_id = _probe_task(task_api)
+    assert run_task(task_id) == "succeeded"
+    events = Task.objects.get(id=task_id).events
+    started = list(events.filter(type="tool_started").values_list("payload", flat=True))
+    assert len(started) == STEPS and all("args" not in payload for payload in started)
+    decided = [
+        call["args"]
+        for payload in events.filter(type="model_decision").values_list("payload", flat=True)
+        for call in payload["calls"]
+    ]
+    rows = ToolCall.objects.filter(task_id=task_id).order_by("step_index")
+    assert decided == [row.arguments for row in rows] == [{"turn": i} for i in range(STEPS)]
