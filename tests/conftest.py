@@ -569,6 +569,21 @@ def bench_processes_forked(monkeypatch) -> None:
     monkeypatch.setattr(bench.common, "spawn", manage_spawn)
 
 
+def scheduler_kill(worker_pid: int) -> None:
+    """End the RQ scheduler a stopping worker runs (its child in its process group: horses,
+    standby or running, have groups of their own) at once. The scheduler looks for its stop
+    only between runs, a second apart (RQScheduler's interval), and the worker waits for it:
+    a pool's stop took 0.3-1.7 s instead of the 0.05 s a worker without it takes, on every
+    test with workers. What it holds (its locks, the scheduled jobs) is in this test's Redis
+    database, which the next test flushes."""
+    for pid in child_pids(worker_pid):
+        try:
+            if os.getpgid(pid) == worker_pid:
+                os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 class WorkerPool:
     """Real `manage.py rqworker resume high default low --with-scheduler` processes, each in its own
     process group (so stopping one also stops its forked work horse and scheduler)."""
@@ -637,6 +652,7 @@ class WorkerPool:
         for process in self.processes:
             if process.poll() is None:
                 self.kill(process, signal.SIGTERM)
+                scheduler_kill(process.pid)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and any(p.poll() is None for p in self.processes):
             time.sleep(0.05)

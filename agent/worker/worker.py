@@ -205,6 +205,15 @@ class Worker(StandbyHorses):
             self.key, mapping={VERSION_FIELD: running["version"], COMMIT_FIELD: running["commit"]}
         )
 
+    def unsubscribe(self) -> None:
+        # RQ unsubscribes, then stops its pubsub thread and joins it for up to 1 s: a thread
+        # that took the unsubscribe's reply before the stop went back to wait for the next
+        # message (60 s), and every other stop of an idle worker took that second. Stopped
+        # first, the thread ends on the reply.
+        if self.pubsub_thread:
+            self.pubsub_thread.stop()
+        super().unsubscribe()
+
     def execute_job(self, job: rq.job.Job, queue: rq.Queue) -> None:
         self._supervised = None
         self._supervision = None
