@@ -58,18 +58,20 @@ def user_can_create(user: User | AnonymousUser | None) -> bool:
     """Creating a task runs code on the workers: operators and `creators` only."""
     if not user_can_view(user):
         return False
-    if user.is_superuser or user.has_perm("tasks.add_task"):
+    # Groups first, as user_can_view: the group names are read already, where the permissions
+    # take two more queries (a quarter of the server's time on `POST /api/v1/tasks`).
+    if user.is_superuser or user_in_group(user, CREATE_GROUPS):
         return True
-    return user_in_group(user, CREATE_GROUPS)
+    return user.has_perm("tasks.add_task")
 
 
 def user_can_operate(user: User | AnonymousUser | None) -> bool:
     """Operators act (cancel, retry, roll back, decide); viewers only read."""
     if not user_can_view(user):
         return False
-    if user.is_superuser or user.has_perm("tasks.operate_task"):
+    if user.is_superuser or user_in_group(user, ("operators",)):
         return True
-    return user_in_group(user, ("operators",))
+    return user.has_perm("tasks.operate_task")
 
 
 def access_task(user: User, task_id: Any, *, lock: bool = False) -> Task:
