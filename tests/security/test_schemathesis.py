@@ -4,12 +4,16 @@ Data is generated positive and negative (`--mode all`, NUL characters included),
 request with a body is sent again as text/plain, urlencoded, multipart and with no
 Content-Type (the check in schemathesis_hooks.py), since the API parses each as JSON.
 
-The operations are split into SHARDS test items (every operation in exactly one per phase,
-each checked against schemathesis's report; creating a task and saving a template, the slowest
-by far, each alone in three: by phase group and generation mode), balanced by each operation's
-measured cost, so that pytest-xdist runs them on every process instead of one process spending
-ten minutes on all of them, and no shard holds the others up. Sized to a few minutes on two
-cores; `SCHEMATHESIS_MAX_EXAMPLES` raises the effort for a deeper run."""
+The operations are split into SHARDS test items, each one or two schemathesis runs (every
+operation's every phase and mode in exactly one run, each run checked against schemathesis's
+report): creating a task and saving a template (a TaskSpec's large, nested body), the slowest
+by far, split by generation mode, and the other operations in two shards balanced by each
+operation's measured cost, so that pytest-xdist runs them on every process and no shard holds
+the others up. Nothing is sampled away: every run keeps all three phases' cases for its mode,
+the coverage phase's deterministic cases in full (it has no example limit), and fuzzing's
+`--max-examples` per operation; `SCHEMATHESIS_MAX_EXAMPLES` raises the effort for a deeper
+run. Five shards, where ten paid each shard's fixed cost (two rqworkers, schemathesis's start
+and schema load, the database flush) twice as often: see SPEC_SHARDS and REST_SHARDS."""
 
 from __future__ import annotations
 
@@ -42,83 +46,78 @@ def operations() -> dict[str, list[str]]:
     }
 
 
-# Creating a task and saving a template (both a TaskSpec's large, nested body) took 45 % and
-# 25 % of the whole run, most of it the coverage phase: the cases of each are split over three
-# shards by phase and generation mode, together the cases of one `--mode all` run of every
-# phase (a template in one shard took 300 s of a loaded machine, twice the next longest).
-BY_PHASE_AND_MODE = (
-    ("examples,coverage", "positive"),
-    ("examples,coverage", "negative"),
-    ("fuzzing", "all"),
+# Creating a task and saving a template (both a TaskSpec's large, nested body) are most of the
+# run, nearly all of it the coverage phase's deterministic cases (1681 negative and 642
+# positive ones for a task, each body sent twice, with the re-send of the hooks): each runs its
+# negative cases alone, and both their positive ones together, in schemathesis runs of their
+# own (RUNS_OF_A_SPEC); their fuzzing is seconds. Together, the cases of one `--mode all` run of
+# every phase.
+SPEC_BODIES = ("POST /api/v1/tasks", "POST /api/v1/templates")
+SPEC_SHARDS = (
+    [([SPEC_BODIES[0]], "examples,coverage", "negative"), ([SPEC_BODIES[0]], "fuzzing", "all")],
+    [([SPEC_BODIES[1]], "examples,coverage", "negative"), ([SPEC_BODIES[1]], "fuzzing", "all")],
+    [(list(SPEC_BODIES), "examples,coverage", "positive")],
 )
-SPLIT = {
-    "POST /api/v1/tasks": BY_PHASE_AND_MODE,
-    "POST /api/v1/templates": BY_PHASE_AND_MODE,
-}
-# Seconds an operation took (all three phases, a loaded two-core machine), for the operations
-# above ten; any other counts as DEFAULT_COST_S. Only the balance of the shards depends on them.
+# Seconds an operation took (all three phases, a loaded two-core machine, 3 xdist processes),
+# for the operations of three or more; any other counts as DEFAULT_COST_S. Only the balance of
+# the shards depends on them. The spec shards above took 117, 97 and 97 s on that run.
 COST_S = {
-    "POST /api/v1/reviews/bulk-decision": 72,
-    "POST /api/v1/tasks/{task_id}/fork": 53,
-    "POST /api/v1/reviews/{review_id}/decision": 43,
-    "POST /api/v1/cases/{case_id}/replay": 32,
-    "GET /api/v1/cases": 31,
-    "GET /api/v1/tasks": 28,
-    "POST /api/v1/reviews/{review_id}/claim": 27,
-    "GET /api/v1/cases/{case_id}": 22,
-    "POST /api/v1/reviews/{review_id}/assign": 20,
-    "POST /api/v1/ops/jobs/{queue_name}/{job_id}/requeue": 17,
-    "GET /api/v1/reviews": 12,
+    "POST /api/v1/reviews/{review_id}/decision": 24,
+    "POST /api/v1/reviews/bulk-decision": 14,
+    "POST /api/v1/tasks/{task_id}/fork": 11,
+    "GET /api/v1/reviews": 7,
+    "POST /api/v1/tasks/{task_id}/save-case": 6,
+    "POST /api/v1/tasks/{task_id}/rollback": 5,
+    "POST /api/v1/tasks/{task_id}/group-rollback": 5,
+    "POST /api/v1/tasks/{task_id}/compensation": 5,
+    "POST /api/v1/reviews/{review_id}/assign": 5,
+    "POST /api/v1/cases/{case_id}/replay": 4,
+    "POST /api/v1/tasks/{task_id}/adopt": 4,
+    "POST /api/v1/standing-rules/{rule_id}/pause": 4,
+    "POST /api/v1/reviews/{review_id}/claim": 4,
+    "POST /api/v1/standing-rules/{rule_id}/resume": 4,
+    "POST /api/v1/reviews/{review_id}/comments": 4,
+    "POST /api/v1/standing-rules/{rule_id}/revoke": 3,
+    "POST /api/v1/tasks/{task_id}/priority": 3,
 }
-DEFAULT_COST_S = 5
-# Shards for the operations not split (besides one per split phase).
-REST_SHARDS = 4
+DEFAULT_COST_S = 1.4
+# Shards for the other operations (about 85 s each on that run, as long as the spec shards):
+# fewer shards, fewer of a shard's fixed seconds (its rqworkers, schemathesis's start and
+# schema load, the database flush) paid again.
+REST_SHARDS = 2
+
+Run = tuple[list[str], str, str]  # (operation labels, phases, generation mode)
 
 
-def shards() -> list[tuple[list[str], str, str]]:
-    """[(operation labels, phases, mode), ...]: each part of a split operation alone, then the
-    other operations dealt into REST_SHARDS shards, the costliest first to the cheapest shard
-    so far; every operation's every phase and mode in exactly one shard."""
-    split = [([label], *part) for label, parts in SPLIT.items() for part in parts]
-    labels = [label for path in operations().values() for label in path if label not in SPLIT]
+def shards() -> list[list[Run]]:
+    """[[(operation labels, phases, mode), ...] a shard, ...]: the spec bodies' SPEC_SHARDS, then
+    the other operations dealt into REST_SHARDS shards, the costliest first to the cheapest
+    shard so far; every operation's every phase and mode in exactly one run."""
+    labels = [label for path in operations().values() for label in path if label not in SPEC_BODIES]
     rest: list[list[str]] = [[] for _ in range(REST_SHARDS)]
-    load = [0] * REST_SHARDS
+    load = [0.0] * REST_SHARDS
     for label in sorted(labels, key=lambda label: -COST_S.get(label, DEFAULT_COST_S)):
         cheapest = load.index(min(load))
         rest[cheapest].append(label)
         load[cheapest] += COST_S.get(label, DEFAULT_COST_S)
-    return [*split, *((sorted(labels), ALL_PHASES, "all") for labels in rest)]
+    return [*SPEC_SHARDS, *([(sorted(labels), ALL_PHASES, "all")] for labels in rest)]
 
 
 SHARDS = shards()
 
 
-@pytest.mark.parametrize(
-    ("labels", "phases", "mode"),
-    SHARDS,
-    ids=[f"{i + 1}-of-{len(SHARDS)}" for i in range(len(SHARDS))],
-)
-def test_no_operation_answers_a_server_error_or_breaks_its_schema(
-    labels, phases, mode, live_server, workers, operator, tmp_path
-):
-    token = api_token_create(user=operator)
-    report = tmp_path / "report"
-    # The schema as the server serves it, read here without schemathesis's ten-second limit on
-    # loading it (building it took longer than that on a loaded machine).
-    schema = tmp_path / "openapi.json"
-    served = requests.get(
-        f"{live_server.url}/api/v1/openapi.json",
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=120,
-    )
-    assert served.status_code == 200, served.text[:2000]
-    schema.write_bytes(served.content)
+def schemathesis_run(run: Run, *, url: str, token: str, schema: Path, work: Path) -> None:
+    """One schemathesis run of `run`'s operations, phases and mode against the server at `url`:
+    no failed check, and every operation of the run exercised (a filter that matched less
+    fails here)."""
+    labels, phases, mode = run
+    report = work / "report"
     command = [
         str(SCHEMATHESIS),
         "run",
         str(schema),
         "--url",
-        live_server.url,
+        url,
         "--include-name-regex",
         "^(?:" + "|".join(re.escape(label) for label in labels) + ")$",
         "--header",
@@ -149,11 +148,33 @@ def test_no_operation_answers_a_server_error_or_breaks_its_schema(
     ]
     env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HOOKS)}
     result = subprocess.run(
-        command, capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env, check=False
+        command, capture_output=True, text=True, timeout=900, cwd=work, env=env, check=False
     )
     assert result.returncode == 0, result.stdout[-12_000:] + result.stderr[-2000:]
-    # Every operation of the shard was exercised (a filter that matched less fails here).
     tested = {
         case.get("name") for xml in report.glob("*.xml") for case in ET.parse(xml).iter("testcase")
     }
     assert set(labels) <= tested, sorted(set(labels) - tested)
+
+
+@pytest.mark.parametrize(
+    "runs", SHARDS, ids=[f"{i + 1}-of-{len(SHARDS)}" for i in range(len(SHARDS))]
+)
+def test_no_operation_answers_a_server_error_or_breaks_its_schema(
+    runs, live_server, workers, operator, tmp_path
+):
+    token = api_token_create(user=operator)
+    # The schema as the server serves it, read here without schemathesis's ten-second limit on
+    # loading it (building it took longer than that on a loaded machine).
+    schema = tmp_path / "openapi.json"
+    served = requests.get(
+        f"{live_server.url}/api/v1/openapi.json",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=120,
+    )
+    assert served.status_code == 200, served.text[:2000]
+    schema.write_bytes(served.content)
+    for index, run in enumerate(runs):
+        work = tmp_path / f"run-{index + 1}"
+        work.mkdir()
+        schemathesis_run(run, url=live_server.url, token=token, schema=schema, work=work)
