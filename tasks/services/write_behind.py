@@ -16,6 +16,7 @@ end: a worker holds no second connection between tasks)."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from psycopg.types.json import Json, Jsonb
 
 from tasks.services import fenced_write
 from tasks.states import LeaseLost
@@ -103,6 +105,25 @@ class PendingWrite:
         return self.cancel_requested
 
 
+def _as_dumped(text: str) -> str:
+    return text
+
+
+def _frozen(params: Sequence[Any]) -> list[Any]:
+    """The statement's JSON parameters dumped now, in the caller's thread: psycopg dumps a
+    Json wrapper when the statement executes, on the writer thread, by which time the caller
+    may have changed the dict it wraps (a row's payload, a checkpoint's state)."""
+    frozen: list[Any] = []
+    for param in params:
+        if isinstance(param, Json | Jsonb):
+            dumps = param.dumps or json.dumps
+            param = type(param)(dumps(param.obj), dumps=_as_dumped)
+        elif isinstance(param, list | tuple):
+            param = type(param)(_frozen(param))
+        frozen.append(param)
+    return frozen
+
+
 def _execute(sql: str, params: list[Any], prepare: bool) -> tuple[Any, ...]:
     """In the writer thread, on its own connection (autocommit: one implicit transaction)."""
     db = connections[DEFAULT_DB_ALIAS]
@@ -148,7 +169,7 @@ def task_fenced_write_behind(
         inserts_if_absent=inserts_if_absent,
     )
     prepare = fenced_write._prepare(sql)
-    future = _executor().submit(_execute, sql, params, prepare)
+    future = _executor().submit(_execute, sql, _frozen(params), prepare)
     return PendingWrite(
         task_id=task_id, epoch=epoch, future=future, inserts=inserts, inserted=inserted
     )

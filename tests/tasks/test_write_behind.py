@@ -4,11 +4,13 @@ on; collected by `wait()`, which raises what refused it. Synchronous inside a tr
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.db import transaction
 
 from tasks.models import Task, TaskEvent, ToolCall
-from tasks.services import event_build, task_acquire
+from tasks.services import event_build, task_acquire, write_behind
 from tasks.services.write_behind import task_fenced_write_behind, write_behind_release
 from tasks.states import LeaseLost
 from tests.factories import queued_task
@@ -75,3 +77,16 @@ def test_write_behind_off_in_settings_writes_in_place(running, settings):
     sent = task_fenced_write_behind(task_id=running.id, epoch=running.lease_epoch, current_step=4)
     assert not sent.sent
     assert Task.objects.get(id=running.id).current_step == 4
+
+
+def test_a_row_changed_after_it_was_sent_is_written_as_it_was_sent(running):
+    """The JSON of a sent row is taken when it is sent, not when the writer thread gets to it."""
+    held = threading.Event()
+    write_behind._executor().submit(held.wait, 30)  # the writer busy with an earlier write
+    payload = {"n": 1}
+    event = event_build(task_id=running.id, type="tool_finished", payload=payload)
+    sent = task_fenced_write_behind(task_id=running.id, epoch=running.lease_epoch, inserts=[event])
+    payload["n"] = 2
+    held.set()
+    sent.wait()
+    assert TaskEvent.objects.get(id=event.id).payload == {"n": 1}
