@@ -10,9 +10,11 @@ import json
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 
 from agent.jobs import run_task
+from checkpoints.models import Checkpoint
+from checkpoints.services import checkpoint_decode
 from tasks.models import Task, ToolCall
 from tasks.services import write_behind
 from tests.tasks import pai_write_agents
@@ -115,3 +117,33 @@ def test_a_proposed_calls_tool_started_leaves_out_the_arguments_the_decision_hol
     ]
     rows = ToolCall.objects.filter(task_id=task_id).order_by("step_index")
     assert decided == [row.arguments for row in rows] == [{"turn": i} for i in range(STEPS)]
+
+
+# The fenced writes of a run: task_start, then each step's intent and outcome (write-behind off:
+# both in place), then the stop's.
+@pytest.mark.parametrize("failing", [3, 4], ids=["an outcome", "an intent"])
+def test_after_a_failed_write_every_checkpoint_written_reads_back(task_api, settings, failing):
+    """A write that fails (the database's own error, not a lost lease) forgets the history
+    chunks and base it carried; whatever the stop's last write then stores (a checkpoint built
+    before the failure included) names only chunks some row holds, and the head exists."""
+    settings.HARNESS_WRITE_BEHIND = False
+    task_id = _probe_task(task_api)
+    fenced = 0
+
+    def fail_one(execute, sql, params, many, context):
+        nonlocal fenced
+        if sql.lstrip().startswith("WITH fence AS"):
+            fenced += 1
+            if fenced == failing:
+                raise OperationalError("the server closed the connection")
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(fail_one):
+        assert run_task(task_id) == "failed"
+    assert fenced == failing + 1  # the stop's write was made
+    checkpoints = list(Checkpoint.objects.filter(task_id=task_id).order_by("created_at"))
+    assert [c.trigger for c in checkpoints][:2] == ["task_start", "after_model"]
+    for checkpoint in checkpoints:
+        checkpoint_decode(checkpoint)  # raises on a chunk or base no row holds
+    head = Task.objects.get(id=task_id).head_checkpoint_id
+    assert head in {c.id for c in checkpoints}
