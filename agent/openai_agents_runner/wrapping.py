@@ -17,6 +17,7 @@ from agent.openai_agents_runner.approvals import ApprovalGate
 from agent.openai_agents_runner.harness_model import HarnessModel, StreamingRun
 from agent.openai_agents_runner.hosted import HostedGateModel, HostedTools, is_hosted
 from agent.openai_agents_runner.loading import bound_model
+from agent.openai_agents_runner.local_tools import local_tools_refuse
 from agent.openai_agents_runner.mcp_sandbox import McpSandbox
 from agent.openai_agents_runner.tool_calls import ToolInvocation
 from tasks.spec import OpenAIModelSpec, model_endpoint
@@ -36,6 +37,7 @@ class AgentWrapping(ApprovalGate, HostedTools, ToolInvocation, McpSandbox):
         def copy(agent: Agent) -> Agent:
             if id(agent) in copies:
                 return copies[id(agent)]
+            local_tools_refuse(list(agent.tools), agent_name=agent.name)
             clone = agent.clone(
                 tools=[self.wrap_tool(t) for t in agent.tools],
                 # Each server as the harness runs it: a stdio one in the task's sandbox.
