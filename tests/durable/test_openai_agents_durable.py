@@ -74,6 +74,13 @@ def test_a_worker_killed_mid_run_resumes_without_repeating_an_executed_tool(flee
     # ran and its outcome was written.
     wait_for(lambda: "turn 1" in executions(key, "model"), message="the slow model turn")
     assert executions(task.id) == ["record one"]
+    # A call's outcome is committed behind the next model turn (agent.sdk_run.write_behind):
+    # this test's kill comes once it is durable (a kill before that is the unknown-outcome
+    # flow, tests/durable/test_sdk_unknown_outcome.py).
+    wait_for(
+        lambda: ToolCall.objects.filter(task=task, status="succeeded").count() == 1,
+        message="record one's outcome committed",
+    )
     fleet.kill_worker_of(task.id)
 
     task = wait_status(task.id, "succeeded")
