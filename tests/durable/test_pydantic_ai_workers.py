@@ -123,6 +123,12 @@ def test_a_worker_killed_while_the_model_thinks_resumes_without_repeating_a_tool
     fleet.sweeper()
     task = pai_task("files", tmp_path, sleep_s=2)
     wait_for(lambda: "model1:start" in runs(tmp_path), message="the slow model turn to start")
+    # The first write's outcome is committed behind this model turn (write-behind): the kill
+    # comes once it is durable (a kill before that is the unknown-outcome flow).
+    wait_for(
+        lambda: ToolCall.objects.filter(task=task, status="succeeded").count() == 1,
+        message="the first write's outcome committed",
+    )
     fleet.kill_worker_of(task.id)
     fleet.worker(1)  # the machine that takes over
 
