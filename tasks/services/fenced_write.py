@@ -66,7 +66,24 @@ def task_fenced_write(
     )
     with _raw_cursor(db, prepare=_prepare(numbered)) as cursor:
         cursor.execute(numbered, params)
-        fenced, cancel_requested, *new_ids = cursor.fetchone()
+        result = cursor.fetchone()
+    return fenced_result_apply(
+        result, task_id=task_id, epoch=epoch, inserts=inserts, inserted=inserted
+    )
+
+
+def fenced_result_apply(
+    result: Sequence[Any],
+    *,
+    task_id: Any,
+    epoch: int,
+    inserts: Sequence[models.Model],
+    inserted: list[list[models.Model]],
+) -> bool:
+    """The fenced statement's result row taken in: LeaseLost when the fence refused it
+    (nothing written), else the new primary keys set on the inserted rows, the rows marked
+    saved, and the task's cancel_requested as of the write returned."""
+    fenced, cancel_requested, *new_ids = result
     if not fenced:
         raise LeaseLost(f"task {task_id}: lease epoch {epoch} lost")
     for batch, ids in zip(inserted, new_ids, strict=True):
@@ -74,33 +91,8 @@ def task_fenced_write(
             row.pk = pk
     for row in inserts:
         row._state.adding = False
-        row._state.db = db.alias
+        row._state.db = DEFAULT_DB_ALIAS
     return bool(cancel_requested)
-
-
-def fenced_statement_for(
-    *,
-    db: Any,
-    task_id: Any,
-    epoch: int,
-    fields: dict[str, Any],
-    inserts: Sequence[models.Model],
-    updates: Sequence[tuple[models.Model, Sequence[str]]],
-    inserts_if_absent: Sequence[models.Model],
-) -> tuple[str, list[Any], list[list[models.Model]]]:
-    """task_fenced_write's statement on PostgreSQL (`$n` placeholders), its parameters and
-    the batches of inserted rows its result numbers (tasks.services.write_behind sends it
-    from another thread)."""
-    sql, params, inserted = _fenced_statement(
-        db=db,
-        task_id=task_id,
-        epoch=epoch,
-        fields={"heartbeat_at": Now(), "updated_at": timezone.now(), **fields},
-        inserts=inserts,
-        updates=updates,
-        inserts_if_absent=inserts_if_absent,
-    )
-    return _numbered(sql), params, inserted
 
 
 def _raw_cursor(db: Any, *, prepare: bool = False) -> Any:
@@ -200,7 +192,7 @@ def _insert_shape(model: type[models.Model]) -> tuple[list[Any], str, list[str],
     return columns, target, nulls, qn(pk.column) if auto_pk else None
 
 
-def _fenced_statement(
+def fenced_statement_for(
     *,
     db: Any,
     task_id: Any,
@@ -210,9 +202,12 @@ def _fenced_statement(
     updates: Sequence[tuple[models.Model, Sequence[str]]],
     inserts_if_absent: Sequence[models.Model] = (),
 ) -> tuple[str, list[Any], list[list[models.Model]]]:
-    """-> (sql, params, the batches of inserted rows whose auto primary keys the statement
-    returns, in the order of its result columns). `db` is the connection itself, not the
-    `django.db.connection` proxy, which costs a context-local lookup per attribute."""
+    """task_fenced_write's statement on PostgreSQL (`$n` placeholders; the heartbeat and
+    updated_at set with `fields`) -> (sql, params, the batches of inserted rows whose auto
+    primary keys the statement returns, in the order of its result columns);
+    tasks.services.write_behind sends it from another thread. `db` is the connection itself,
+    not the `django.db.connection` proxy, which costs a context-local lookup per attribute."""
+    fields = {"heartbeat_at": Now(), "updated_at": timezone.now(), **fields}
     qn = db.ops.quote_name
     meta = Task._meta
     task_fields = [_column(meta, name) for name in fields]
@@ -262,7 +257,7 @@ def _fenced_statement(
     select = ", ".join(
         ["EXISTS (SELECT 1 FROM fence)", "(SELECT bool_or(cancel_requested) FROM fence)", *returned]
     )
-    return f"WITH {', '.join(ctes)} SELECT {select}", params, inserted
+    return _numbered(f"WITH {', '.join(ctes)} SELECT {select}"), params, inserted
 
 
 def _values_rows(

@@ -28,7 +28,6 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from psycopg.types.json import Json, Jsonb
 
 from tasks.services import fenced_write
-from tasks.states import LeaseLost
 
 _writer: ThreadPoolExecutor | None = None
 _writer_pid = 0
@@ -92,16 +91,13 @@ class PendingWrite:
         future, self.future = self.future, None
         if future is None:
             return self.cancel_requested
-        fenced, cancel_requested, *new_ids = future.result()
-        if not fenced:
-            raise LeaseLost(f"task {self.task_id}: lease epoch {self.epoch} lost")
-        for batch, ids in zip(self.inserted, new_ids, strict=True):
-            for row, pk in zip(batch, ids or (), strict=False):
-                row.pk = pk
-        for row in self.inserts:
-            row._state.adding = False
-            row._state.db = DEFAULT_DB_ALIAS
-        self.cancel_requested = bool(cancel_requested)
+        self.cancel_requested = fenced_write.fenced_result_apply(
+            future.result(),
+            task_id=self.task_id,
+            epoch=self.epoch,
+            inserts=self.inserts,
+            inserted=self.inserted,
+        )
         return self.cancel_requested
 
 
