@@ -120,10 +120,15 @@ def _invoke(run: Run, tool: ToolSpec, ctx: ToolContext, args: Any) -> ToolOutcom
     # once it has returned (an abandoned call may still write).
     snapshot, run.snapshot = run.snapshot, None
     try:
-        call = InThread(lambda: tool.func(ctx, args), name=f"tool-{ctx.call_id}")
-        if not call.wait(ctx.timeout_s, layer="tool"):
+        call = InThread(
+            lambda: tool.func(ctx, args),
+            name=f"tool-{ctx.call_id}",
+            layer="tool",
+            timeout_s=ctx.timeout_s,
+        )
+        if not call.wait():
             ctx.stop.set()
-            abandoned = not call.wait(TOOL_STOP_GRACE_S, layer="tool")
+            abandoned = not call.wait(TOOL_STOP_GRACE_S)
             if not abandoned and tool.reports_changes:
                 run.snapshot = snapshot
                 run.changed |= ctx.changed

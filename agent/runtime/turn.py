@@ -114,8 +114,10 @@ def _decide(run: Run) -> ModelDecision:
     call = InThread(
         lambda: run.model.decide(state=run.state, tools=tools, timeout_s=run.turn_s),
         name=f"model-{run.task_id}",
+        layer="turn",
+        timeout_s=run.turn_s,
     )
-    if not call.wait(run.turn_s, layer="turn"):
+    if not call.wait():
         run.timeout_event(layer="turn", limit_s=run.turn_s)
         raise ModelError(
             f"the model call exceeded the {run.turn_s:g}s turn timeout (layer: turn)",

@@ -70,9 +70,15 @@ class InThread:
     """Runs `func()` in a daemon thread so the caller can stop waiting at a deadline. A call
     that overruns is abandoned: its late result or error is never read. The thread closes its
     own database connections (Django's are per thread) after each call. Threads are reused
-    from call to call (`_CallThread`)."""
+    from call to call (`_CallThread`).
 
-    def __init__(self, func: Callable[[], Any], *, name: str) -> None:
+    The run promises its worker to be back within `timeout_s` (plus the grace) as the `layer`
+    whose timeout it is (tasks.beacon) before the call starts: a horse stopped at any moment
+    of the call is judged by the call's timeout, never by the bookkeeping's."""
+
+    def __init__(self, func: Callable[[], Any], *, name: str, layer: str, timeout_s: float) -> None:
+        self.layer = layer
+        self.timeout_s = timeout_s
         self.value: Any = None
         self.error: BaseException | None = None
         self._done = threading.Event()
@@ -90,13 +96,15 @@ class InThread:
 
         # In the caller's context: its log context and current span (agent.tracing).
         context = contextvars.copy_context()
+        beacon.expect(layer, timeout_s)
         _run_in_thread(lambda: context.run(target), name)
 
-    def wait(self, timeout_s: float, *, layer: str) -> bool:
-        """True when the call finished within `timeout_s`. The run promises its worker to be
-        back by then (plus the grace), as the `layer` whose timeout it is (tasks.beacon)."""
-        beacon.expect(layer, timeout_s)
-        done = self._done.wait(timeout_s)
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """True when the call finished within `timeout_s` (the call's own timeout unless
+        given: a grace after it) from now, which the run promises its worker as well."""
+        within = self.timeout_s if timeout_s is None else timeout_s
+        beacon.expect(self.layer, within)
+        done = self._done.wait(within)
         beacon.progress()
         return done
 

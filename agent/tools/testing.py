@@ -45,6 +45,8 @@ class FlakyArgs(_Args):
 
 class SleepArgs(_Args):
     seconds: float = Field(ge=0, le=MAX_SLEEP_S)
+    # Recorded as the call starts (`started`): a test acts once the call is certainly running.
+    mark: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class LedgerAppendArgs(_Args):
@@ -84,6 +86,15 @@ def ledger_records(*, key: str | None = None) -> list[dict]:
     return [r for r in records if key is None or r["key"] == key]
 
 
+def _mark_path(mark: str) -> Path:
+    return _ledger_dir() / "marks" / hashlib.sha256(mark.encode()).hexdigest()
+
+
+def started(mark: str) -> bool:
+    """A `sleep` call given `mark` has started (in any worker)."""
+    return _mark_path(mark).exists()
+
+
 @tool(risk="read", test_only=True, timeout_s=10, reports_changes=True)
 def flaky(ctx: ToolContext, args: FlakyArgs) -> dict:
     """Fail `fail_times` times for `key` (with a transient or permanent error), then succeed.
@@ -116,6 +127,10 @@ def hold_interpreter(ctx: ToolContext, args: SleepArgs) -> dict:
 @tool(risk="read", test_only=True, timeout_s=MAX_SLEEP_S, reports_changes=True)
 def sleep(ctx: ToolContext, args: SleepArgs) -> dict:
     """Sleep for `seconds`; stops early when the call is canceled or times out."""
+    if args.mark:
+        path = _mark_path(args.mark)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
     started = time.monotonic()
     end = started + args.seconds
     deadline = started + ctx.timeout_s

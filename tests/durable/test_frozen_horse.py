@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.tools.testing import ledger_records
+from agent.tools.testing import ledger_records, started
 from tasks.models import Task, TaskEvent
 from tests.conftest import wait_for
 from tests.factories import enqueued_task, graph_task, spec_task
@@ -23,7 +23,7 @@ from .conftest import TEST_CONFIG, process_alive, wait_status
 from .graphs import runs
 from .openai_agents import executions
 from .pai_agents import runs as pai_runs
-from .test_crash_recovery import LedgerLock, in_call
+from .test_crash_recovery import LedgerLock
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -67,14 +67,16 @@ def test_a_frozen_horse_is_killed_past_its_call_timeout_and_the_task_finishes(fl
     fleet.worker()
     task = enqueued_task(
         [
-            {"call": "sleep", "args": {"seconds": 1}},
+            {"call": "sleep", "args": {"seconds": 1, "mark": "frozen-sleep"}},
             {"call": "ledger_append", "args": {"key": "frozen", "value": "paid"}},
             {"final": "done"},
         ],
         ["sleep", "ledger_append"],
         budget=BUDGET,
     )
-    wait_for(lambda: in_call(task, "sleep"), message="the sleep to start")
+    # Inside the call, not just decided: frozen in the bookkeeping before it, the horse is
+    # rightly judged by the grace alone (layer `harness`).
+    wait_for(lambda: started("frozen-sleep"), message="the sleep to start")
     horse = horse_of(task)
 
     with frozen(horse):
