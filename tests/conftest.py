@@ -41,6 +41,7 @@ from tasks.canonical import canonical_hash
 from tests.chromium import SharedChromium
 from tests.factories import PASSWORD, UserFactory, run_in_process, scripted_task
 from tests.flush import flush_by_delete
+from tests.nodelay import NoDelayHTTPServer, NoDelayWSGIServer
 from tests.strays import group_kill_ours, harness_processes, strays_stop
 from tests.template_db import setup_from_template
 from tests.zygote import zygote
@@ -186,7 +187,7 @@ def run_in_threads(*targets: Callable[[], Any], timeout: float = 60.0) -> None:
 def http_serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
     """A loopback HTTP server (any free port) answering with `handler` in daemon threads, for
     the length of the block."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd = NoDelayHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
@@ -755,6 +756,7 @@ def live_server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
     )
     server = LiveServer(address, start=False)
     server.thread.static_handler = lambda handler: handler
+    server.thread.server_class = NoDelayWSGIServer
     server.start()
     try:
         yield server
