@@ -47,30 +47,70 @@ def mypy_cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "agent-harness" / "mypy"
 
 
-def lint() -> int:
-    """The checks CI runs before any test: style, formatting, the layer contracts and the types
-    (mypy, configured in pyproject.toml, with its cache at mypy_cache_dir())."""
-    bin_dir = Path(sys.executable).parent
-    steps = [
-        [str(bin_dir / "ruff"), "check", "."],
-        [str(bin_dir / "ruff"), "format", "--check", "."],
-        [str(bin_dir / "lint-imports")],
-        [str(bin_dir / "mypy"), "--cache-dir", str(mypy_cache_dir())],
-    ]
-    for argv in steps:
-        say(" ".join([Path(argv[0]).name, *argv[1:]]))
-        code = subprocess.run(argv, cwd=ROOT, check=False).returncode
-        if code:
-            say(f"{Path(argv[0]).name} failed (exit {code}): fix it before the tests run")
-            return code
-    return 0
+def _say_failed(argv: Sequence[str], code: int) -> None:
+    say(f"{Path(argv[0]).name} failed (exit {code}): fix it before the tests run")
+
+
+class TypesCheck:
+    """The checks CI runs before any test: style, formatting and the layer contracts, while mypy
+    (configured in pyproject.toml, its cache at mypy_cache_dir()) checks the types in the
+    background, its output held until it ends, as the test run is prepared (services, npm
+    packages, static files): the types are still checked before any test runs, without the
+    run waiting for them alone."""
+
+    def __init__(self) -> None:
+        self.argv = [
+            str(Path(sys.executable).parent / "mypy"),
+            "--cache-dir",
+            str(mypy_cache_dir()),
+        ]
+        say(" ".join([Path(self.argv[0]).name, *self.argv[1:]]) + " (in the background)")
+        self.process = subprocess.Popen(
+            self.argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+
+    def quick_checks(self) -> int:
+        bin_dir = Path(sys.executable).parent
+        for argv in (
+            [str(bin_dir / "ruff"), "check", "."],
+            [str(bin_dir / "ruff"), "format", "--check", "."],
+            [str(bin_dir / "lint-imports")],
+        ):
+            say(" ".join([Path(argv[0]).name, *argv[1:]]))
+            code = subprocess.run(argv, cwd=ROOT, check=False).returncode
+            if code:
+                _say_failed(argv, code)
+                return code
+        return 0
+
+    def wait(self) -> int:
+        output, _ = self.process.communicate()
+        say("mypy: " + (output.strip().splitlines() or [""])[-1])
+        if self.process.returncode:
+            print(output, end="", flush=True)
+            _say_failed(self.argv, self.process.returncode)
+        return self.process.returncode
+
+    def abandon(self, code: int) -> int:
+        self.process.kill()
+        self.process.wait()
+        return code
 
 
 def cmd_test(pytest_args: list[str]) -> int:
-    if os.environ.get("HARNESS_SKIP_LINT") != "1":
-        code = lint()
+    checking = TypesCheck() if os.environ.get("HARNESS_SKIP_LINT") != "1" else None
+    if checking is not None:
+        code = checking.quick_checks()
         if code:
-            return code
+            return checking.abandon(code)
+    try:
+        return _prepared_test_run(pytest_args, checking)
+    finally:
+        if checking is not None and checking.process.poll() is None:
+            checking.abandon(1)
+
+
+def _prepared_test_run(pytest_args: list[str], checking: TypesCheck | None) -> int:
     database_url = os.environ.get("TEST_DATABASE_URL", DEFAULT_TEST_DATABASE_URL)
     redis_url = os.environ.get("TEST_REDIS_URL", DEFAULT_TEST_REDIS_URL)
     if urlsplit(database_url).scheme.startswith("postgres"):
@@ -119,6 +159,10 @@ def cmd_test(pytest_args: list[str]) -> int:
             collected = subprocess.run(collect, cwd=ROOT, env=env, check=False)
         if collected.returncode:
             raise CliError(f"collectstatic failed (exit {collected.returncode}); see above")
+        if checking is not None:
+            code = checking.wait()
+            if code:
+                return code
         # The slowest tests are listed at the end of every run: where the suite's time goes.
         durations = [] if pytest_args else ["--durations=30", "--durations-min=5"]
         argv = [
