@@ -49,6 +49,7 @@ from tasks.services.leases import (
 from tasks.services.priority import PriorityRefused, job_move, task_priority_set
 from tasks.services.spec_revision import SpecRevision, task_spec_revise
 from tasks.services.sweep_runs import (
+    sweep_run_claim,
     sweep_run_ensure,
     sweep_run_lock,
     sweep_run_record,
@@ -91,6 +92,7 @@ __all__ = [
     "events_record",
     "queue_name_for",
     "spec_changed",
+    "sweep_run_claim",
     "sweep_run_ensure",
     "sweep_run_lock",
     "sweep_run_record",

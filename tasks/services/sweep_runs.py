@@ -34,9 +34,17 @@ def sweep_run_ensure(*, name: str, now: datetime) -> None:
     SweepRun.objects.get_or_create(name=name, defaults={"started_at": now, "finished_at": now})
 
 
-def sweep_run_lock(*, name: str) -> SweepRun | None:
-    """Inside a transaction: the job's row, locked; None while another sweeper holds it."""
-    return SweepRun.objects.select_for_update(skip_locked=True).filter(name=name).first()
+def sweep_run_lock(*, name: str, wait: bool = False) -> SweepRun | None:
+    """Inside a transaction: the job's row, locked; None while another sweeper holds it (or,
+    with `wait`, once it let go)."""
+    return SweepRun.objects.select_for_update(skip_locked=not wait).filter(name=name).first()
+
+
+def sweep_run_claim(*, run: SweepRun, counts: dict[str, Any]) -> None:
+    """Mark the job taken on its locked row (`counts` say since and until when), so that the
+    job itself runs after the row's lock is let go and the other sweepers skip it meanwhile."""
+    run.counts = counts
+    run.save(update_fields=["counts"])
 
 
 def sweep_run_save(

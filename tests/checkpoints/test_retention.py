@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.db import transaction
 from django.utils import timezone
 
 from agent.sweep import sweep_once, sweep_retention
@@ -183,3 +184,36 @@ def test_garbage_collection_keeps_the_blobs_of_graph_workspace_snapshots(tmp_pat
     assert snapshot_blob_keys(snapshot) <= set(Blob.objects.values_list("sha256", flat=True))
     snapshot_restore(workspace=tmp_path / "back", snapshot=snapshot)
     assert (tmp_path / "back" / "notes" / "a.txt").read_text() == "kept by a graph checkpoint"
+
+
+SEEN_BY_THE_JOB: list[dict] = []
+
+
+def recording_job(*, state: dict, collect_garbage: bool) -> dict:
+    """A retention job that records what it ran inside, then runs the real one."""
+    SEEN_BY_THE_JOB.append(
+        {
+            "in_transaction": transaction.get_connection().in_atomic_block,
+            # Another sweeper asking meanwhile (the row is not locked: it is claimed).
+            "another_sweeper": sweep_retention(now=timezone.now()),
+        }
+    )
+    return retention_run(state=state, collect_garbage=collect_garbage)
+
+
+def test_the_retention_job_runs_outside_the_claim_s_transaction_and_alone(
+    policy, finished_task, settings
+):
+    """Each step of the job commits on its own: held in one transaction with the job's row,
+    the blob count's checkpoint locks stayed until the thinning locked a task row, the
+    reverse of a rollback's order, and the two deadlocked (a 500 on the rollback)."""
+    policy("{keep_last_per_task: 1, keep_levels: [task, step], every: 10m}")
+    settings.HARNESS_RETENTION_JOB = f"{__name__}.recording_job"
+    finished_task()
+    SEEN_BY_THE_JOB.clear()
+
+    result = sweep_retention(now=timezone.now())
+
+    assert SEEN_BY_THE_JOB == [{"in_transaction": False, "another_sweeper": {}}]
+    assert result["checkpoints_deleted"] == WRITES - 1
+    assert sweep_retention(now=timezone.now()) == {}  # ran now: not due again yet
