@@ -21,6 +21,7 @@ from django.db import (
 )
 
 from harness_base import telemetry
+from harness_base.collector import collector_for_run
 from harness_base.queues import RESUME_QUEUE
 from tasks import beacon, services
 from tasks.models import Task
@@ -66,7 +67,7 @@ def with_lease(*, task_id: Any, worker_id: str, execute: Callable[[Task], str]) 
     if task is None:
         log.info("task %s is not queued; nothing to do", task_id)
         return "skipped"
-    with task_segment(task) as span:
+    with task_segment(task) as span, collector_for_run():
         try:
             outcome = execute(task)
         except Exception as exc:

@@ -5,6 +5,7 @@ tool runs, and returns it."""
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -91,4 +92,23 @@ def _model_steal(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse
     turn = sum(isinstance(m, ModelResponse) for m in messages)
     if turn < _steps(messages):
         return ModelResponse(parts=[ToolCallPart("steal", {"turn": turn})])
+    return ModelResponse(parts=[TextPart("done")])
+
+
+def collector_agent() -> Agent[TaskDeps, str]:
+    """Its tool returns the collector's thresholds as the run has them."""
+    agent: Agent[TaskDeps, str] = Agent(FunctionModel(_model_collector), deps_type=TaskDeps)
+
+    @agent.tool_plain
+    def thresholds(turn: int) -> list[int]:
+        """The garbage collector's thresholds now."""
+        return list(gc.get_threshold())
+
+    return agent
+
+
+def _model_collector(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    turn = sum(isinstance(m, ModelResponse) for m in messages)
+    if turn < _steps(messages):
+        return ModelResponse(parts=[ToolCallPart("thresholds", {"turn": turn})])
     return ModelResponse(parts=[TextPart("done")])

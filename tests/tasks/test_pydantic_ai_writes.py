@@ -6,6 +6,7 @@ what is committed). Run by the RQ job function in this process."""
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -15,6 +16,7 @@ from django.db import OperationalError, connection
 from agent.jobs import run_task
 from checkpoints.models import Checkpoint
 from checkpoints.services import checkpoint_decode
+from harness_base.collector import RUN_YOUNG_THRESHOLD
 from tasks.models import Task, ToolCall
 from tasks.services import write_behind
 from tests.tasks import pai_write_agents
@@ -30,6 +32,7 @@ def _config(harness_yaml, harness_dirs) -> None:
         "pydantic_ai_agents:\n"
         '  probe: "tests.tasks.pai_write_agents:probe_agent"\n'
         '  steal: "tests.tasks.pai_write_agents:steal_agent"\n'
+        '  collector: "tests.tasks.pai_write_agents:collector_agent"\n'
     )
 
 
@@ -147,3 +150,19 @@ def test_after_a_failed_write_every_checkpoint_written_reads_back(task_api, sett
         checkpoint_decode(checkpoint)  # raises on a chunk or base no row holds
     head = Task.objects.get(id=task_id).head_checkpoint_id
     assert head in {c.id for c in checkpoints}
+
+
+def test_a_run_collects_its_young_generation_less_often_and_gives_the_thresholds_back(task_api):
+    """A run's working set (the history, the ledger) is long-lived: the collector's young
+    generation is collected every RUN_YOUNG_THRESHOLD allocations while it runs
+    (harness_base.collector), and the process has its own thresholds back after it."""
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        task_id = _probe_task(task_api, "collector")
+        assert run_task(task_id) == "succeeded"
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+    seen = [call.result["value"] for call in ToolCall.objects.filter(task_id=task_id)]
+    assert seen == [[RUN_YOUNG_THRESHOLD, 10, 10]] * STEPS
