@@ -28,11 +28,16 @@ def _steps(messages: list[ModelMessage]) -> int:
     return 0
 
 
-def _model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    turn = sum(isinstance(m, ModelResponse) for m in messages)
-    if turn < _steps(messages):
-        return ModelResponse(parts=[ToolCallPart("probe", {"turn": turn})])
-    return ModelResponse(parts=[TextPart("done")])
+def _calling(tool: str) -> FunctionModel:
+    """A model that calls `tool` once a turn for the input's `steps` turns, then answers."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turn = sum(isinstance(m, ModelResponse) for m in messages)
+        if turn < _steps(messages):
+            return ModelResponse(parts=[ToolCallPart(tool, {"turn": turn})])
+        return ModelResponse(parts=[TextPart("done")])
+
+    return FunctionModel(model)
 
 
 def _committed(task_id: str) -> dict[str, Any]:
@@ -50,7 +55,7 @@ def _committed(task_id: str) -> dict[str, Any]:
 
 
 def probe_agent() -> Agent[TaskDeps, str]:
-    agent: Agent[TaskDeps, str] = Agent(FunctionModel(_model), deps_type=TaskDeps)
+    agent: Agent[TaskDeps, str] = Agent(_calling("probe"), deps_type=TaskDeps)
 
     @agent.tool
     def probe(ctx: RunContext[TaskDeps], turn: int) -> str:
@@ -70,7 +75,7 @@ stolen_turns: list[int] = []
 
 
 def steal_agent() -> Agent[TaskDeps, str]:
-    agent: Agent[TaskDeps, str] = Agent(FunctionModel(_model_steal), deps_type=TaskDeps)
+    agent: Agent[TaskDeps, str] = Agent(_calling("steal"), deps_type=TaskDeps)
 
     @agent.tool
     def steal(ctx: RunContext[TaskDeps], turn: int) -> str:
@@ -88,16 +93,9 @@ def steal_agent() -> Agent[TaskDeps, str]:
     return agent
 
 
-def _model_steal(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    turn = sum(isinstance(m, ModelResponse) for m in messages)
-    if turn < _steps(messages):
-        return ModelResponse(parts=[ToolCallPart("steal", {"turn": turn})])
-    return ModelResponse(parts=[TextPart("done")])
-
-
 def collector_agent() -> Agent[TaskDeps, str]:
     """Its tool returns the collector's thresholds as the run has them."""
-    agent: Agent[TaskDeps, str] = Agent(FunctionModel(_model_collector), deps_type=TaskDeps)
+    agent: Agent[TaskDeps, str] = Agent(_calling("thresholds"), deps_type=TaskDeps)
 
     @agent.tool_plain
     def thresholds(turn: int) -> list[int]:
@@ -105,10 +103,3 @@ def collector_agent() -> Agent[TaskDeps, str]:
         return list(gc.get_threshold())
 
     return agent
-
-
-def _model_collector(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    turn = sum(isinstance(m, ModelResponse) for m in messages)
-    if turn < _steps(messages):
-        return ModelResponse(parts=[ToolCallPart("thresholds", {"turn": turn})])
-    return ModelResponse(parts=[TextPart("done")])
