@@ -13,9 +13,14 @@ class ToolCall(models.Model):
     """The idempotency ledger: one row per (task, call_id), the intent recorded before a side
     effect runs and the outcome after it."""
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="tool_calls")
+    # Neither the task nor the tool has an index of its own: the ledger's indexes that lead with
+    # them serve those lookups (toolcall_task_callid, toolcall_task_tool; toolcall_tool_status),
+    # and every index more is maintained by each call's intent and outcome writes.
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="tool_calls", db_index=False
+    )
     call_id = models.CharField(max_length=100)
-    tool = models.CharField(max_length=100, db_index=True)
+    tool = models.CharField(max_length=100)
     arguments = models.JSONField(default=dict)
     # sha256 of the canonical arguments that may execute (set on approval; checked before running).
     arguments_hash = models.CharField(max_length=64, blank=True, default="")
