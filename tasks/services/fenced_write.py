@@ -4,20 +4,17 @@ conditional on it. On the hot path of every step: measured by bench/durable_writ
 
 from __future__ import annotations
 
-import functools
-import threading
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.db.models.functions import Now
-from django.db.models.options import Options
 from django.utils import timezone
 
 from tasks.models import Task
 from tasks.services.leases import task_fence
+from tasks.services.prepared import numbered, prepare_due, raw_cursor
+from tasks.services.statements import by_model, column, insert_shape, values_rows
 from tasks.states import (
     LeaseLost,
     TaskStatus,
@@ -47,7 +44,7 @@ def task_fenced_write(
     if connection.vendor != "postgresql":
         with transaction.atomic():
             task_fence(task_id=task_id, epoch=epoch, **fields)
-            for model, rows in _by_model(inserts_if_absent).items():
+            for model, rows in by_model(inserts_if_absent).items():
                 model._default_manager.bulk_create(rows, ignore_conflicts=True)
             for row in inserts:
                 row.save(force_insert=True)
@@ -64,7 +61,7 @@ def task_fenced_write(
         updates=updates,
         inserts_if_absent=inserts_if_absent,
     )
-    with _raw_cursor(db, prepare=_prepare(numbered)) as cursor:
+    with raw_cursor(db, prepare=prepare_due(numbered)) as cursor:
         cursor.execute(numbered, params)
         result = cursor.fetchone()
     return fenced_result_apply(
@@ -95,103 +92,6 @@ def fenced_result_apply(
     return bool(cancel_requested)
 
 
-def _raw_cursor(db: Any, *, prepare: bool = False) -> Any:
-    """A cursor on Django's PostgreSQL connection that sends parameters apart from the SQL
-    (binary bytea, no escaping) and takes the statement's `$n` placeholders as they are: the
-    fenced statement is long and its text changes with its rows, which psycopg would otherwise
-    parse for `%s` on every write (beyond its cache's statement length). `prepare`: its
-    statement is prepared on the connection (once; executed as prepared from then on).
-    Wrapped as Django wraps its own cursors (execute wrappers, query logging)."""
-    db.ensure_connection()
-    raw = db.connection
-    if prepare and raw.prepare_threshold is None:
-        # Django turns psycopg's prepared statements off; with a threshold no query reaches,
-        # only those executed with prepare=True are prepared.
-        raw.prepare_threshold = NEVER_BY_COUNT
-    cursor = _cursor_class()(raw)
-    cursor.prepare_statements = prepare
-    return db.make_debug_cursor(cursor) if db.queries_logged else db.make_cursor(cursor)
-
-
-@functools.cache
-def _cursor_class() -> Any:
-    import psycopg
-
-    class PreparingCursor(psycopg.RawCursor[Any]):
-        """Executes with `prepare=prepare_statements` (Django's cursor wrapper passes no
-        keyword arguments)."""
-
-        prepare_statements = False
-
-        # One signature for psycopg's overloads (query with params, or a template): it only
-        # fills in `prepare` and passes everything on.
-        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            kwargs.setdefault("prepare", self.prepare_statements or None)
-            return super().execute(query, params, **kwargs)
-
-    return PreparingCursor
-
-
-# A fenced statement whose text (the shape of a step's write: which rows, which NULLs) this
-# process has sent PREPARE_AFTER times is prepared on its connection: PostgreSQL then skips
-# parsing and planning it (most of its server time besides the commit). Shapes seen once
-# (a rare write) are not, so they fill neither psycopg's cache of prepared statements nor the
-# server's. The statement's result types never change, so a migration cannot break a
-# prepared one (PostgreSQL re-plans it).
-PREPARE_AFTER = 2
-NEVER_BY_COUNT = 2**31 - 1
-SHAPES_KEPT = 256
-_shapes: OrderedDict[str, int] = OrderedDict()
-_shapes_lock = threading.Lock()
-
-
-def _prepare(sql: str) -> bool:
-    with _shapes_lock:
-        seen = _shapes.get(sql, 0) + 1
-        _shapes[sql] = seen
-        _shapes.move_to_end(sql)
-        while len(_shapes) > SHAPES_KEPT:
-            _shapes.popitem(last=False)
-    return seen >= PREPARE_AFTER
-
-
-@functools.cache
-def _placeholder(n: int) -> str:
-    return f"${n}"
-
-
-def _numbered(sql: str) -> str:
-    """`%s` placeholders (the statement has no other `%`) as PostgreSQL's `$1`, `$2`, ..."""
-    parts = sql.split("%s")
-    out = [parts[0]]
-    for n, part in enumerate(parts[1:], start=1):
-        out.append(_placeholder(n))
-        out.append(part)
-    return "".join(out)
-
-
-def _column(opts: Options[Any], name: str) -> models.Field[Any, Any]:
-    """The model's field `name`, a column (not a relation's reverse side)."""
-    field = opts.get_field(name)
-    if not isinstance(field, models.Field):
-        raise FieldDoesNotExist(f"{opts.label}.{name} is not a column")
-    return field
-
-
-@functools.cache
-def _insert_shape(model: type[models.Model]) -> tuple[list[Any], str, list[str], str | None]:
-    """(columns, "table (col, …)", NULL placeholders by column, returned pk column) of an
-    INSERT of `model`: the auto primary key is left to the database and returned."""
-    qn = connection.ops.quote_name
-    pk = model._meta.pk
-    auto_pk = isinstance(pk, models.AutoField)  # BigAutoField too (AutoFieldMeta)
-    columns = [f for f in model._meta.concrete_fields if not (f.primary_key and auto_pk)]
-    # A bare NULL in VALUES would be typed text; name the column's type.
-    nulls = [f"NULL::{f.db_type(connection)}" for f in columns]
-    target = f"{qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in columns)})"
-    return columns, target, nulls, qn(pk.column) if auto_pk else None
-
-
 def fenced_statement_for(
     *,
     db: Any,
@@ -210,7 +110,7 @@ def fenced_statement_for(
     fields = {"heartbeat_at": Now(), "updated_at": timezone.now(), **fields}
     qn = db.ops.quote_name
     meta = Task._meta
-    task_fields = [_column(meta, name) for name in fields]
+    task_fields = [column(meta, name) for name in fields]
     # Now() is the database's clock (heartbeats: see task_acquire).
     params: list[Any] = [
         f.get_db_prep_save(value, db)
@@ -229,7 +129,7 @@ def fenced_statement_for(
     ]
     for row, update_fields in updates:
         opts = row._meta
-        changed = [_column(opts, name) for name in update_fields]
+        changed = [column(opts, name) for name in update_fields]
         ctes.append(
             f"w{len(ctes)} AS (UPDATE {qn(opts.db_table)} SET "
             + ", ".join(f"{qn(f.column)} = %s" for f in changed)
@@ -237,13 +137,13 @@ def fenced_statement_for(
         )
         params += [f.get_db_prep_save(f.pre_save(row, False), db) for f in changed]
         params.append(opts.pk.get_db_prep_value(row.pk, db))
-    batches = [(model, batch, False) for model, batch in _by_model(inserts).items()]
-    batches += [(model, batch, True) for model, batch in _by_model(inserts_if_absent).items()]
+    batches = [(model, batch, False) for model, batch in by_model(inserts).items()]
+    batches += [(model, batch, True) for model, batch in by_model(inserts_if_absent).items()]
     returned: list[str] = []
     inserted: list[list[models.Model]] = []
     for model, batch, if_absent in batches:
-        columns, target, nulls, returning = _insert_shape(model)
-        values = _values_rows(batch, columns, nulls, db, params)
+        columns, target, nulls, returning = insert_shape(model)
+        values = values_rows(batch, columns, nulls, db, params)
         name = f"w{len(ctes)}"
         ctes.append(
             f"{name} AS (INSERT INTO {target} SELECT * FROM (VALUES {', '.join(values)})"
@@ -257,30 +157,4 @@ def fenced_statement_for(
     select = ", ".join(
         ["EXISTS (SELECT 1 FROM fence)", "(SELECT bool_or(cancel_requested) FROM fence)", *returned]
     )
-    return _numbered(f"WITH {', '.join(ctes)} SELECT {select}"), params, inserted
-
-
-def _values_rows(
-    batch: Sequence[models.Model], columns: list[Any], nulls: list[str], db: Any, params: list[Any]
-) -> list[str]:
-    """Each row of `batch` as a VALUES tuple of `columns`, its values appended to `params` (a
-    NULL written as its column's typed NULL, `nulls`)."""
-    values = []
-    for row in batch:
-        placeholders = []
-        for f, null in zip(columns, nulls, strict=True):
-            value = f.get_db_prep_save(f.pre_save(row, True), db)
-            if value is None:
-                placeholders.append(null)
-            else:
-                placeholders.append("%s")
-                params.append(value)
-        values.append(f"({', '.join(placeholders)})")
-    return values
-
-
-def _by_model(rows: Iterable[models.Model]) -> dict[type[models.Model], list[models.Model]]:
-    batches: dict[type[models.Model], list[models.Model]] = {}
-    for row in rows:
-        batches.setdefault(type(row), []).append(row)
-    return batches
+    return numbered(f"WITH {', '.join(ctes)} SELECT {select}"), params, inserted

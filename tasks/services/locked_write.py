@@ -10,14 +10,8 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 
-from tasks.services.fenced_write import (
-    _by_model,
-    _column,
-    _insert_shape,
-    _numbered,
-    _raw_cursor,
-    _values_rows,
-)
+from tasks.services.prepared import numbered, raw_cursor
+from tasks.services.statements import by_model, column, insert_shape, values_rows
 from tasks.states import TransitionConflict
 
 # (model, the columns to set, the columns to match): an UPDATE of the rows that match, however
@@ -56,7 +50,7 @@ def rows_write(
     counted: list[str] = []
     for row, update_fields in updates:
         opts = row._meta
-        changed = [_column(opts, name) for name in update_fields]
+        changed = [column(opts, name) for name in update_fields]
         name = f"w{len(ctes)}"
         ctes.append(
             f"{name} AS (UPDATE {qn(opts.db_table)} SET "
@@ -68,8 +62,8 @@ def rows_write(
         counted.append(f"(SELECT count(*) FROM {name})")
     for model, values, match in marks:
         opts = model._meta
-        sets = [(_column(opts, key), value) for key, value in values.items()]
-        wheres = [(_column(opts, key), value) for key, value in match.items()]
+        sets = [(column(opts, key), value) for key, value in values.items()]
+        wheres = [(column(opts, key), value) for key, value in match.items()]
         ctes.append(
             f"w{len(ctes)} AS (UPDATE {qn(opts.db_table)} SET "
             + ", ".join(f"{qn(f.column)} = %s" for f, _ in sets)
@@ -81,9 +75,9 @@ def rows_write(
         params += [f.get_db_prep_value(value, db) for f, value in wheres]
     returned: list[str] = []
     inserted: list[list[models.Model]] = []
-    for model, batch in _by_model(inserts).items():
-        columns, target, nulls, returning = _insert_shape(model)
-        values_sql = _values_rows(batch, columns, nulls, db, params)
+    for model, batch in by_model(inserts).items():
+        columns, target, nulls, returning = insert_shape(model)
+        values_sql = values_rows(batch, columns, nulls, db, params)
         name = f"w{len(ctes)}"
         # A VALUES list is inserted in its order: the rows take their keys in the order given
         # (a task's events are read back by id).
@@ -95,8 +89,8 @@ def rows_write(
             returned.append(f"(SELECT array_agg({returning} ORDER BY {returning}) FROM {name})")
             inserted.append(batch)
     select = ", ".join([*counted, *returned] or ["1"])
-    with _raw_cursor(db) as cursor:
-        cursor.execute(_numbered(f"WITH {', '.join(ctes)} SELECT {select}"), params)
+    with raw_cursor(db) as cursor:
+        cursor.execute(numbered(f"WITH {', '.join(ctes)} SELECT {select}"), params)
         result = cursor.fetchone()
     for (row, _fields), count in zip(updates, result[: len(counted)], strict=True):
         if count != 1:

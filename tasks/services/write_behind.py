@@ -28,6 +28,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from psycopg.types.json import Json, Jsonb
 
 from tasks.services import fenced_write
+from tasks.services.prepared import prepare_due, raw_cursor
 
 _writer: ThreadPoolExecutor | None = None
 _writer_pid = 0
@@ -124,7 +125,7 @@ def _execute(sql: str, params: list[Any], prepare: bool) -> tuple[Any, ...]:
     """In the writer thread, on its own connection (autocommit: one implicit transaction)."""
     db = connections[DEFAULT_DB_ALIAS]
     try:
-        with fenced_write._raw_cursor(db, prepare=prepare) as cursor:
+        with raw_cursor(db, prepare=prepare) as cursor:
             cursor.execute(sql, params)
             row: tuple[Any, ...] = cursor.fetchone()
             return row
@@ -164,7 +165,7 @@ def task_fenced_write_behind(
         updates=updates,
         inserts_if_absent=inserts_if_absent,
     )
-    prepare = fenced_write._prepare(sql)
+    prepare = prepare_due(sql)
     future = _executor().submit(_execute, sql, _frozen(params), prepare)
     return PendingWrite(
         task_id=task_id, epoch=epoch, future=future, inserts=inserts, inserted=inserted
