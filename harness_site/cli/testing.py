@@ -51,7 +51,7 @@ def _say_failed(argv: Sequence[str], code: int) -> None:
     say(f"{Path(argv[0]).name} failed (exit {code}): fix it before the tests run")
 
 
-class TypesCheck:
+class Lint:
     """The checks CI runs before any test: style, formatting and the layer contracts, while mypy
     (configured in pyproject.toml, its cache at mypy_cache_dir()) checks the types in the
     background, its output held until it ends, as the test run is prepared (services, npm
@@ -98,7 +98,7 @@ class TypesCheck:
 
 
 def cmd_test(pytest_args: list[str]) -> int:
-    checking = TypesCheck() if os.environ.get("HARNESS_SKIP_LINT") != "1" else None
+    checking = Lint() if os.environ.get("HARNESS_SKIP_LINT") != "1" else None
     if checking is not None:
         code = checking.quick_checks()
         if code:
@@ -110,7 +110,7 @@ def cmd_test(pytest_args: list[str]) -> int:
             checking.abandon(1)
 
 
-def _prepared_test_run(pytest_args: list[str], checking: TypesCheck | None) -> int:
+def _prepared_test_run(pytest_args: list[str], checking: Lint | None) -> int:
     database_url = os.environ.get("TEST_DATABASE_URL", DEFAULT_TEST_DATABASE_URL)
     redis_url = os.environ.get("TEST_REDIS_URL", DEFAULT_TEST_REDIS_URL)
     if urlsplit(database_url).scheme.startswith("postgres"):
