@@ -17,7 +17,7 @@ from checkpoints.models import VersionBody
 from checkpoints.versions import version_bodies_store, version_body
 from checkpoints.versions_ref import StoredVersions
 from harness_base.versions import harness_version
-from review.policy import policy_rules
+from review.policy_rules import policy_rules
 from tasks.agent_state import McpTool
 from tasks.canonical import canonical_hash
 from tasks.tools.registry import ToolSpec, UnknownTool, registry

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from review.policy import ALLOW, PolicyDecision, policy_rules, rule_decision, strictest
+from review.policy import ALLOW, PolicyDecision, rule_decision, strictest
+from review.policy_rules import policy_rules
 
 HOSTED_RISK = "hosted"
 
