@@ -7,12 +7,19 @@ its name names its content, so siblings that exist are already right. They are w
 temporary name and renamed, so a `collectstatic` cut short never leaves a truncated one behind
 to be trusted by the next run and cached by browsers for a year. The unhashed copies are
 served (briefly cached) but never linked, so they are not compressed; nor are source maps,
-which only a browser's developer tools fetch."""
+which only a browser's developer tools fetch.
+
+A `collectstatic` rewrites the hashed files it processes, and the manifest, in place (written
+aside and renamed over): Django's own storage deletes each one and then writes it again, so a
+web process starting or serving beside a `collectstatic` into the same folder (another web
+process on the host deploying, `harness up` beside a running site) found a file it had just
+listed missing — a web process that failed to start, or an error instead of the file."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from whitenoise.compress import Compressor
 from whitenoise.storage import CompressedManifestStaticFilesStorage
@@ -33,9 +40,44 @@ class AtomicCompressor(Compressor):
         return filename
 
 
+def _replace(path: str, content: Any, mode: int | None) -> None:
+    """`content` (a Django File) written to `path` whole or not at all: aside, then renamed;
+    `mode`: the storage's file permissions."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.{os.getpid()}.partial"
+    with open(partial, "wb") as handle:
+        for chunk in content.chunks():
+            handle.write(chunk.encode() if isinstance(chunk, str) else chunk)
+    if mode is not None:
+        os.chmod(partial, mode)
+    os.replace(partial, path)
+
+
 class StaticFilesStorage(CompressedManifestStaticFilesStorage):
+    # True while collectstatic post-processes: the files it writes then replace those there.
+    replacing = False
+
     def create_compressor(self, **kwargs) -> Compressor:
         return AtomicCompressor(**kwargs)
+
+    def post_process(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        self.replacing = True
+        try:
+            yield from super().post_process(*args, **kwargs)
+        finally:
+            self.replacing = False
+
+    def delete(self, name: str) -> None:
+        # While post-processing, Django deletes a hashed file (or the manifest) only to write it
+        # again under the same name: `_save` replaces it instead, so it is never missing.
+        if not self.replacing:
+            super().delete(name)
+
+    def _save(self, name: str, content: Any) -> str:
+        if not self.replacing:
+            return str(super()._save(name, content))
+        _replace(self.path(name), content, self.file_permissions_mode)
+        return name
 
     def compress_files(self, paths: Iterable[str]) -> Iterator[tuple[str, str]]:
         hashed = set(self.hashed_files.values())
