@@ -18,7 +18,7 @@ listed missing — a web process that failed to start, or an error instead of th
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from whitenoise.compress import Compressor
@@ -27,30 +27,33 @@ from whitenoise.storage import CompressedManifestStaticFilesStorage
 ENCODINGS = (".br", ".gz")
 
 
+def _replace(
+    path: str, chunks: Iterable[bytes | str], finish: Callable[[str], None] | None = None
+) -> None:
+    """`chunks` written to `path` whole or not at all: aside, `finish(aside)` (times,
+    permissions), then renamed over it."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.{os.getpid()}.partial"
+    with open(partial, "wb") as handle:
+        for chunk in chunks:
+            handle.write(chunk.encode() if isinstance(chunk, str) else chunk)
+    if finish is not None:
+        finish(partial)
+    os.replace(partial, path)
+
+
 class AtomicCompressor(Compressor):
     SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "map")
 
     def write_data(self, path: str, data: bytes, suffix: str, stat_result: os.stat_result) -> str:
         filename = path + suffix
-        partial = f"{filename}.{os.getpid()}.partial"
-        with open(partial, "wb") as handle:
-            handle.write(data)
-        os.utime(partial, (stat_result.st_atime, stat_result.st_mtime))
-        os.replace(partial, filename)
+        times = (stat_result.st_atime, stat_result.st_mtime)
+        _replace(filename, [data], lambda partial: os.utime(partial, times))
         return filename
 
 
-def _replace(path: str, content: Any, mode: int | None) -> None:
-    """`content` (a Django File) written to `path` whole or not at all: aside, then renamed;
-    `mode`: the storage's file permissions."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    partial = f"{path}.{os.getpid()}.partial"
-    with open(partial, "wb") as handle:
-        for chunk in content.chunks():
-            handle.write(chunk.encode() if isinstance(chunk, str) else chunk)
-    if mode is not None:
-        os.chmod(partial, mode)
-    os.replace(partial, path)
+def _chmod(mode: int) -> Callable[[str], None]:
+    return lambda path: os.chmod(path, mode)
 
 
 class StaticFilesStorage(CompressedManifestStaticFilesStorage):
@@ -76,7 +79,8 @@ class StaticFilesStorage(CompressedManifestStaticFilesStorage):
     def _save(self, name: str, content: Any) -> str:
         if not self.replacing:
             return str(super()._save(name, content))
-        _replace(self.path(name), content, self.file_permissions_mode)
+        mode = self.file_permissions_mode
+        _replace(self.path(name), content.chunks(), None if mode is None else _chmod(mode))
         return name
 
     def compress_files(self, paths: Iterable[str]) -> Iterator[tuple[str, str]]:

@@ -23,8 +23,9 @@ def policy_rules() -> list[tuple[str, ReviewRuleConfig]]:
 
 
 def _enabled_admin_rules() -> list[ReviewRule]:
-    sql, params, names = _enabled_admin_rules_sql(connection.vendor)
-    if connection.vendor == "postgresql":
+    vendor = connection.vendor
+    sql, params, names = _enabled_admin_rules_sql(vendor)
+    if vendor == "postgresql":
         # Prepared: PostgreSQL parsed and planned the 32-column SELECT on every tool call.
         cursor = raw_cursor(connection, prepare=True)
     else:
