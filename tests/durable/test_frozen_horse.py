@@ -169,6 +169,13 @@ def test_an_openai_agents_run_frozen_in_a_model_turn_is_killed_and_resumes(fleet
     key = uuid.uuid4().hex  # the model keeps its log under the key its first message names
     task = sdk_task("openai-agents", "slow_writer", goal=f"task {key}: do it")
     wait_for(lambda: "turn 1" in executions(key, "model"), message="the slow model turn")
+    # Record one's outcome is committed behind the next model turn (agent.sdk_run.write_behind):
+    # frozen once it is durable. Frozen before, its call is of unknown outcome after the kill
+    # and the task rightly asks a human (tests/durable/test_sdk_unknown_outcome.py).
+    wait_for(
+        lambda: task.tool_calls.filter(status="succeeded").count() == 1,
+        message="record one's outcome committed",
+    )
     horse = horse_of(task)
 
     with frozen(horse):
