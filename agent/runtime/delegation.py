@@ -7,6 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from agent.runtime.ends import Paused
 from agent.runtime.ledger import ledger_row
 from agent.runtime.review_gate import pause_for_review
 from agent.runtime.run import Run
@@ -90,12 +91,18 @@ def await_delegations(run: Run) -> None:
         parent_id=run.task_id, call_ids=[row.call_id for row in started]
     )
     if any(not child.is_terminal for child in children.values()):
-        run.pause(
-            to=TaskStatus.WAITING_CHILDREN,
-            trigger=None,
-            reason="waiting for child tasks",
-            extra=refused,
-        )
+        try:
+            run.pause(
+                to=TaskStatus.WAITING_CHILDREN,
+                trigger=None,
+                reason="waiting for child tasks",
+                extra=refused,
+            )
+        except Paused:
+            # A child that ended after the read above found its parent still running and woke
+            # nobody: now that the parent waits (committed), look again, under the group lock.
+            delegation.delegation_wake(parent_id=run.task_id)
+            raise
     for row in started:
         child = children.get(row.call_id)
         delegation.delegation_settle(row=row, child=child)
