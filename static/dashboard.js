@@ -122,13 +122,24 @@
     var jump = stream.querySelector("[data-live-jump]");
     if (jump) jump.hidden = typeof heldAt[stream.dataset.name] !== "number";
   }
+  function recordPosition(pre) {
+    var atEnd = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 4;
+    heldAt[pre.parentNode.dataset.name] = atEnd ? null : pre.scrollTop;
+  }
   document.addEventListener("scroll", function (event) {
     var pre = event.target;
     if (!pre.matches || !pre.matches("[data-live-stream] pre")) return;
-    var atEnd = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 4;
-    heldAt[pre.parentNode.dataset.name] = atEnd ? null : pre.scrollTop;
+    recordPosition(pre);
     showJump(pre.parentNode);
   }, true);
+  // The position the boxes are at when a poll replaces them wins: the scroll event that
+  // records a move is dispatched with the next frame, and a swap landing before it would
+  // put the box back where it was.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || !target.querySelectorAll) return;
+    target.querySelectorAll("[data-live-stream] pre").forEach(recordPosition);
+  });
   function followTail(root) {
     root.querySelectorAll("[data-live-stream]").forEach(function (stream) {
       var pre = stream.querySelector("pre");
