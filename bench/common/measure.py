@@ -78,10 +78,13 @@ def figure(
     met: bool | None = None,
     note: str = "",
     others: Sequence[tuple[str, Mapping[str, float]]] = (),
+    signed: bool = False,
 ) -> dict[str, Any]:
     """One row of the results table. `ratio` is always ours ÷ reference (medians); whether
     higher or lower is better is said by the target. `others`: more contenders measured in the
-    same run, `(label, stats)`, each shown beside the reference with its own ratio."""
+    same run, `(label, stats)`, each shown beside the reference with its own ratio. `signed`:
+    the figure is the time between two moments of different processes, which may come in
+    either order (negative: the second came first)."""
     ratio = None
     if reference is not None and reference.get("median"):
         ratio = ours["median"] / reference["median"]
@@ -103,6 +106,7 @@ def figure(
         "target": target,
         "met": met,
         "note": note,
+        "signed": signed,
     }
 
 
