@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness_base.env import DEFAULT_SECRET_KEY
 from harness_site.cli.common import ROOT, CliError, child_env, django_setup, say, static_collecting
@@ -38,6 +41,22 @@ def _exec(argv: Sequence[str]) -> None:
     os.execve(argv[0], list(argv), child_env())
 
 
+def migrate_lock_wait(cursor: Any, *, poll_s: float = 0.25) -> None:
+    """Take the migration lock, trying it every `poll_s` seconds (jittered) rather than waiting
+    in pg_advisory_lock: a session blocked in that statement holds a snapshot, and a CREATE
+    INDEX CONCURRENTLY in the migrating session waits for every older snapshot, so the two
+    deadlock and PostgreSQL aborts one of the starting web servers."""
+    said = False
+    while True:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [_MIGRATE_LOCK])
+        if cursor.fetchone()[0]:
+            return
+        if not said:
+            say("another web server is migrating the database: waiting for it")
+            said = True
+        time.sleep(poll_s * (0.5 + random.random()))
+
+
 def _migrate() -> None:
     from django.core.management import call_command
     from django.db import connection
@@ -45,7 +64,7 @@ def _migrate() -> None:
     locking = connection.vendor == "postgresql"
     if locking:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s)", [_MIGRATE_LOCK])
+            migrate_lock_wait(cursor)
     try:
         call_command("migrate", interactive=False, verbosity=1)
     finally:
