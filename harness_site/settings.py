@@ -55,7 +55,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # WhiteNoise's, starting beside a collectstatic into the same folder (harness_site.staticfiles).
+    "harness_site.staticfiles.WhiteNoiseMiddleware",
     # Before everything that writes the page: it compresses what they produced (HTML only;
     # tasks/web/compression.py says why the CSRF token stays safe).
     "tasks.web.compression.HtmlGZipMiddleware",

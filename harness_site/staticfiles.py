@@ -13,7 +13,13 @@ A `collectstatic` rewrites the hashed files it processes, and the manifest, in p
 aside and renamed over): Django's own storage deletes each one and then writes it again, so a
 web process starting or serving beside a `collectstatic` into the same folder (another web
 process on the host deploying, `harness up` beside a running site) found a file it had just
-listed missing — a web process that failed to start, or an error instead of the file."""
+listed missing — a web process that failed to start, or an error instead of the file.
+
+The other side of the same race: WhiteNoise lists the folder when a web process starts and then
+reads each entry's size and times. A file written aside (`….partial`) and renamed between the
+two, or one Django's unhashed copy deletes and writes again, is gone by the time it is read,
+and stock WhiteNoise fails the process's start on it. WhiteNoiseMiddleware here passes over an
+entry gone by then, and never serves a file written aside."""
 
 from __future__ import annotations
 
@@ -22,9 +28,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from whitenoise.compress import Compressor
+from whitenoise.middleware import WhiteNoiseMiddleware as StockWhiteNoiseMiddleware
 from whitenoise.storage import CompressedManifestStaticFilesStorage
 
 ENCODINGS = (".br", ".gz")
+# The end of a file's name while it is written aside (`_replace`).
+PARTIAL = ".partial"
 
 
 def _replace(
@@ -33,7 +42,7 @@ def _replace(
     """`chunks` written to `path` whole or not at all: aside, `finish(aside)` (times,
     permissions), then renamed over it."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    partial = f"{path}.{os.getpid()}.partial"
+    partial = f"{path}.{os.getpid()}{PARTIAL}"
     with open(partial, "wb") as handle:
         for chunk in chunks:
             handle.write(chunk.encode() if isinstance(chunk, str) else chunk)
@@ -91,3 +100,26 @@ class StaticFilesStorage(CompressedManifestStaticFilesStorage):
             if path in hashed and not any(self.exists(path + suffix) for suffix in ENCODINGS)
         ]
         yield from super().compress_files(todo)
+
+
+def _listed(root: str) -> Iterator[tuple[str, os.stat_result]]:
+    """(path, its stat) of every file under `root`, as whitenoise.base.scantree lists them, but
+    passing over a file written aside and one gone between the listing and its stat."""
+    for entry in os.scandir(root):
+        try:
+            if entry.is_dir():
+                yield from _listed(entry.path)
+            elif not entry.name.endswith(PARTIAL):
+                yield entry.path, entry.stat()
+        except FileNotFoundError:
+            continue
+
+
+class WhiteNoiseMiddleware(StockWhiteNoiseMiddleware):
+    """WhiteNoise's middleware, starting beside a `collectstatic` into the same folder."""
+
+    def update_files_dictionary(self, root: str, prefix: str) -> None:
+        stat_cache = dict(_listed(root))
+        for path in stat_cache:
+            url = prefix + path[len(root) :].replace("\\", "/")
+            self.add_file_to_dictionary(url, path, stat_cache=stat_cache)

@@ -51,3 +51,30 @@ def test_a_collect_over_collected_files_removes_none_of_them(static_copy, monkey
     manifest = json.loads((static_copy / "staticfiles.json").read_text())
     assert manifest["paths"]
     assert all((static_copy / hashed).is_file() for hashed in manifest["paths"].values())
+
+
+def test_a_web_process_starts_beside_a_collect_that_is_rewriting_the_folder(tmp_path, settings):
+    """WhiteNoise lists the folder, then reads each entry: a file written aside and renamed
+    in between (`….partial`), or deleted and written again, is gone when it reads it. A dangling
+    link is such an entry, every time. The process starts, serves what is there, and never
+    serves a file written aside."""
+    from django.test import RequestFactory
+
+    from harness_site.staticfiles import WhiteNoiseMiddleware
+
+    root = tmp_path / "static"
+    (root / "css").mkdir(parents=True)
+    (root / "css" / "site.abc123.css").write_text("body { color: black }")
+    (root / "review.abc123.js").write_text("half of the scri")
+    (root / "review.abc123.js.4242.partial").write_text("half of the scri")
+    (root / "gone.abc123.js").symlink_to(root / "renamed-since")
+    settings.STATIC_ROOT = str(root)
+
+    middleware = WhiteNoiseMiddleware(lambda request: None)
+
+    served = set(middleware.files)
+    assert f"{settings.STATIC_URL}css/site.abc123.css" in served
+    assert f"{settings.STATIC_URL}review.abc123.js" in served
+    assert not [url for url in served if url.endswith(".partial") or "gone" in url]
+    response = middleware(RequestFactory().get(f"{settings.STATIC_URL}css/site.abc123.css"))
+    assert response.status_code == 200
