@@ -140,9 +140,14 @@
     if (!target || !target.querySelectorAll) return;
     target.querySelectorAll("[data-live-stream] pre").forEach(recordPosition);
   });
-  function followTail(root) {
+  // The boxes placed already: the settle after a swap places only those the swap did not (an
+  // operator's scroll in between, not yet recorded, is not undone).
+  var placed = new WeakSet();
+  function followTail(root, again) {
     root.querySelectorAll("[data-live-stream]").forEach(function (stream) {
       var pre = stream.querySelector("pre");
+      if (placed.has(pre) && !again) return;
+      placed.add(pre);
       var open = !!expanded[stream.dataset.name];
       var toggle = stream.querySelector("[data-live-expand]");
       pre.classList.toggle("expanded", open);
@@ -166,7 +171,7 @@
     } else {
       return;
     }
-    followTail(stream.parentNode);
+    followTail(stream.parentNode, true);
   });
   // On the swap itself, not only after the settle (20 ms later): in between, the new box sat
   // at its top.

@@ -71,6 +71,26 @@ def test_live_output_follows_new_lines_and_holds_a_scrolled_up_position(open_pag
     _publish(task, output, started)
     page.wait_for_function(LAST_LINE_SHOWN, arg=["stdout", "line 82"])
 
+    # Scrolled up, then back down just as a poll lands, between its swap (which put the box
+    # where it was held) and its settle: the settle does not take the operator back up.
+    page.eval_on_selector(pre, "pre => { pre.scrollTop = 40; }")
+    page.evaluate(
+        """(pre) => document.addEventListener("htmx:afterSwap", function down(event) {
+            if (event.detail.target.id !== "live-output") return;
+            document.removeEventListener("htmx:afterSwap", down);
+            const box = document.querySelector(pre);
+            box.scrollTop = box.scrollHeight;
+            document.addEventListener("htmx:afterSettle", () => { window.settled = true; }, {
+                once: true,
+            });
+        })""",
+        pre,
+    )
+    output.write("stdout", b"line 83\n")
+    _publish(task, output, started)
+    page.wait_for_function("() => window.settled === true")
+    assert page.evaluate(LAST_LINE_SHOWN, ["stdout", "line 83"])
+
 
 def test_a_held_box_offers_jump_to_latest_and_a_box_can_be_read_at_full_height(open_page, operator):
     task = TaskFactory(status="running", created_by=operator)
