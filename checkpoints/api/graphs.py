@@ -41,6 +41,10 @@ class GraphPreviewOut(Schema):
     # {"snapshot": bool, "files", "files_restored", "files_deleted", "links_deleted",
     #  "folders_deleted", "modes_restored"}
     workspace: dict[str, Any] = {}
+    # The tool calls the graph ran since this checkpoint, on every branch: a rollback leaves
+    # what they did outside the workspace. {"calls": [{"tool", "tool_call_id", "status",
+    # "arguments", "step_index"}], "more": n (not listed)}
+    calls_not_undone: dict[str, Any] = {}
 
 
 @task_get(router, "graph-checkpoints", "graph_checkpoints", list[GraphCheckpointOut])

@@ -23,7 +23,7 @@ from checkpoints.models import GraphWorkspace
 from checkpoints.recovery.errors import RecoveryConflict, RecoveryInvalid
 from checkpoints.recovery.forking import OUTCOME_CLEARED, revision_audit, revision_fields
 from checkpoints.recovery.guards import actor_of
-from checkpoints.selectors import graph_checkpoints, recovery_blocked
+from checkpoints.selectors import graph_calls_after, graph_checkpoints, recovery_blocked
 from checkpoints.snapshots import restore_blocked, snapshot_restore_plan
 from checkpoints.versions import graph_checkpoint_versions
 from tasks import services
@@ -77,7 +77,9 @@ def graph_rollback_preview(
 ) -> dict[str, Any]:
     """What a rollback to this LangGraph checkpoint would do: the state it goes back to, the
     nodes that run next, the checkpoints it leaves behind and (with `workspace`) the files
-    it writes back and deletes to restore the workspace snapshot stored with it."""
+    it writes back and deletes to restore the workspace snapshot stored with it, and the tool
+    calls the graph ran since, whose effects outside the workspace stay (`calls_not_undone`:
+    {"calls": [...], "more": n}, checkpoints.selectors.graph_calls_after)."""
     listed = graph_checkpoints(task=task)
     chosen = next((c for c in listed if c["checkpoint_id"] == checkpoint_id), None)
     if chosen is None:
@@ -117,6 +119,7 @@ def graph_rollback_preview(
                 "modes_restored": plan.modes[:200],
             }
         preview["workspace"] = files
+        preview["calls_not_undone"] = graph_calls_after(task=task, checkpoint_id=checkpoint_id)
     return preview
 
 

@@ -29,7 +29,7 @@ from checkpoints.selectors.diff import (
     entry_dict,
     file_changes,
 )
-from checkpoints.selectors.graph import graph_checkpoints, graph_task
+from checkpoints.selectors.graph import graph_calls_after, graph_checkpoints, graph_task
 from checkpoints.selectors.lookups import (
     checkpoint_get,
     checkpoint_recent_messages,
@@ -74,6 +74,7 @@ __all__ = [
     "entry_dict",
     "failed_call",
     "file_changes",
+    "graph_calls_after",
     "graph_checkpoints",
     "graph_task",
     "irreversible_dict",

@@ -1,11 +1,13 @@
-"""The LangGraph checkpoints of a graph task (checkpoints.langgraph)."""
+"""The LangGraph checkpoints of a graph task (checkpoints.langgraph), and the tool calls its
+graph ran after one of them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from checkpoints.models import GraphCheckpoint
-from tasks.models import Task
+from tasks.events import EventType
+from tasks.models import Task, TaskEvent
 from tasks.spec import spec_agent_kind
 
 
@@ -44,3 +46,50 @@ def graph_task(task: Task) -> bool:
     """A LangGraph task (its state is its LangGraph thread). Other agent kinds (Pydantic AI)
     keep their state in the harness's own checkpoints."""
     return spec_agent_kind(task.spec) == "langgraph"
+
+
+# A preview lists this many of the calls it leaves in the world (`more` counts the rest).
+CALLS_LISTED = 200
+
+
+def graph_calls_after(*, task: Task, checkpoint_id: str) -> dict[str, Any]:
+    """The tool calls the task's graph ran after `checkpoint_id` was written, oldest first,
+    on every branch since (a rollback undoes none of what they did outside the workspace; a
+    graph's tools declare no compensation): {"calls": [{tool, tool_call_id, status,
+    arguments, step_index}], "more": n}. Read from the timeline: each call's result
+    (`graph_tool_result`) after the checkpoint's `graph_step`, with the arguments its model
+    asked for (`graph_tool_call`). A checkpoint with no `graph_step` event (written before
+    the timeline recorded them) counts every call."""
+    after = (
+        TaskEvent.objects.filter(
+            task=task, type=EventType.GRAPH_STEP, payload__checkpoint_id=checkpoint_id
+        )
+        .order_by("id")
+        .values_list("id", flat=True)
+        .first()
+    ) or 0
+    results = TaskEvent.objects.filter(
+        task=task, type=EventType.GRAPH_TOOL_RESULT, id__gt=after
+    ).order_by("id")
+    total = results.count()
+    listed = list(results.values("payload", "step_index")[:CALLS_LISTED])
+    ids = [r["payload"].get("tool_call_id") for r in listed if r["payload"].get("tool_call_id")]
+    asked = {
+        e["payload"].get("tool_call_id"): e["payload"].get("arguments")
+        for e in TaskEvent.objects.filter(
+            task=task, type=EventType.GRAPH_TOOL_CALL, payload__tool_call_id__in=ids
+        )
+        .order_by("id")
+        .values("payload")
+    }
+    calls = [
+        {
+            "tool": r["payload"].get("tool", ""),
+            "tool_call_id": r["payload"].get("tool_call_id", ""),
+            "status": r["payload"].get("status", ""),
+            "arguments": asked.get(r["payload"].get("tool_call_id")),
+            "step_index": r["step_index"],
+        }
+        for r in listed
+    ]
+    return {"calls": calls, "more": total - len(calls)}

@@ -407,3 +407,46 @@ def test_interrupt_resume_value_rejected_stops_the_task_and_a_retry_asks_again(
     assert api.decide(again.id, decision="respond", response="3.0.0").status_code == 200
     assert run_task(task["id"]) == "succeeded"
     assert '"published": "published 3.0.0"' in task_api.get(task["id"])["result"]
+
+
+def test_a_rollback_preview_lists_the_tool_calls_it_leaves_in_the_world(
+    harness_yaml, task_api, api_client, operator, as_user
+):
+    """A graph's tools declare no compensation: a rollback restores the graph's state and its
+    workspace, and says which tool calls made since the checkpoint it does not undo."""
+    from tests.durable.graphs import agent_input
+
+    harness_yaml('langgraph_graphs:\n  adder: "tests.durable.graphs:adder"\n')
+    # Two calls in one turn; the second's arguments are no integers: the ToolNode answers it
+    # with an error (the call was made all the same).
+    task_id = task_api.create(
+        graph_spec("adder", agent_input({"a": 1, "b": 2}, {"a": "one", "b": 2}))
+    )["id"]
+    assert run_task(task_id) == "succeeded"
+    api = api_client(operator)
+    listed = api.get(f"/api/v1/tasks/{task_id}/graph-checkpoints").json()
+    first, head = listed[-1], listed[0]
+
+    def preview(checkpoint: dict) -> dict:
+        response = api.get(
+            f"/api/v1/tasks/{task_id}/graph-rollback/preview",
+            {"checkpoint_id": checkpoint["checkpoint_id"]},
+        )
+        assert response.status_code == 200, response.content
+        return response.json()["calls_not_undone"]
+
+    left = preview(first)
+    # In the order the ToolNode reported them (it runs a turn's calls together).
+    assert sorted((c["tool"], str(c["arguments"]), c["status"]) for c in left["calls"]) == [
+        ("add", str({"a": "one", "b": 2}), "error"),
+        ("add", str({"a": 1, "b": 2}), "success"),
+    ]
+    assert left["more"] == 0
+    assert preview(head) == {"calls": [], "more": 0}
+
+    page = as_user(operator).get(
+        f"/tasks/{task_id}/graph-checkpoints/{first['checkpoint_id']}/rollback/"
+    )
+    html = page.content.decode()
+    irreversible = html[html.index('data-testid="irreversible"') :]
+    assert irreversible.count("<strong>add</strong>") == 2
