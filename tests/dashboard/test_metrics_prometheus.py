@@ -50,19 +50,25 @@ class Prometheus:
         return float(result[0]["value"][1]) if result else None
 
     def wait_value(self, query: str, expected: float, timeout: float = 60.0) -> None:
+        """Until the series' last scraped value is `expected`. The last one scraped, not the
+        latest scrape's: with a scrape every second (and so a one-second scrape timeout), a
+        scrape that timed out on a loaded machine marks every series stale, and a plain query
+        finds none until a scrape succeeds again."""
         seen: list[float | None] = []
 
         def reached() -> bool:
-            seen.append(self.value(query))
+            seen.append(self.value(f"last_over_time({query}[5m])"))
             return seen[-1] == expected
 
-        wait_for(
-            reached,
-            timeout,
-            interval=0.25,
-            message=f"{query} == {expected} in Prometheus (last seen: {seen[-1:]})\n"
-            + self.log.read_text(errors="replace")[-2000:],
-        )
+        try:
+            wait_for(reached, timeout, interval=0.25, message=f"{query} == {expected}")
+        except AssertionError as exc:
+            targets = self.api("targets")["activeTargets"]
+            health = [(t["health"], t["lastError"], t["lastScrapeDuration"]) for t in targets]
+            raise AssertionError(
+                f"{exc} in Prometheus (last seen: {seen[-1:]}; the target's health, last error "
+                f"and scrape seconds: {health})\n" + self.log.read_text(errors="replace")[-2000:]
+            ) from None
 
 
 @pytest.fixture
