@@ -71,8 +71,9 @@ def graph_calls_after(*, task: Task, checkpoint_id: str) -> dict[str, Any]:
     results = TaskEvent.objects.filter(
         task=task, type=EventType.GRAPH_TOOL_RESULT, id__gt=after
     ).order_by("id")
-    total = results.count()
     listed = list(results.values("payload", "step_index")[:CALLS_LISTED])
+    # Counted only when the listing is full: otherwise it holds them all.
+    more = results.count() - CALLS_LISTED if len(listed) == CALLS_LISTED else 0
     ids = [r["payload"].get("tool_call_id") for r in listed if r["payload"].get("tool_call_id")]
     asked = {
         e["payload"].get("tool_call_id"): e["payload"].get("arguments")
@@ -92,4 +93,4 @@ def graph_calls_after(*, task: Task, checkpoint_id: str) -> dict[str, Any]:
         }
         for r in listed
     ]
-    return {"calls": calls, "more": total - len(calls)}
+    return {"calls": calls, "more": more}
