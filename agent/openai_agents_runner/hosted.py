@@ -17,12 +17,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agents import FunctionTool, HostedMCPTool, Model
-from asgiref.sync import sync_to_async
 
 from agent.openai_agents_runner.model_wrap import WrappedModel
 from agent.openai_agents_runner.reviews import ReviewPauses
 from agent.openai_agents_runner.values import jsonable
 from agent.sdk_run.hosted import hosted_call_record, hosted_turn
+from agent.sdk_run.inline import inline
 
 # A hosted call's output item type -> (its tool's name, the item's fields that are its inputs;
 # the others but id and type are its result).
@@ -126,7 +126,7 @@ class HostedGateModel(WrappedModel):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
-        tools = await sync_to_async(self.run.hosted_gate, thread_sensitive=True)(list(tools))
+        tools = inline(self.run.hosted_gate, list(tools))
         response = await self.inner.get_response(
             system_instructions, input, model_settings, tools, *args, **kwargs
         )
@@ -142,7 +142,7 @@ class HostedGateModel(WrappedModel):
         *args: Any,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
-        tools = await sync_to_async(self.run.hosted_gate, thread_sensitive=True)(list(tools))
+        tools = inline(self.run.hosted_gate, list(tools))
         events = self.inner.stream_response(
             system_instructions, input, model_settings, tools, *args, **kwargs
         )

@@ -23,8 +23,6 @@ from agents import (
     ToolInputGuardrailTripwireTriggered,
     ToolOutputGuardrailTripwireTriggered,
 )
-from asgiref.sync import sync_to_async
-from django.db import connections
 
 from agent.openai_agents_runner.endings import RunEndings
 from agent.openai_agents_runner.harness_model import HarnessModel
@@ -38,6 +36,7 @@ from agent.openai_agents_runner.versions import agent_version_parts
 from agent.openai_agents_runner.wrapping import AgentWrapping
 from agent.runtime.run import StopRun
 from agent.sdk_run import harness_cause
+from agent.sdk_run.inline import inline, loop_run
 from tasks.events import EventType
 from tasks.spec import model_endpoint
 
@@ -69,7 +68,7 @@ class AgentsRun(RunStart, AgentWrapping, ModelTurns, RunEndings):
         self.boundary_checks()
         self.start()
         try:
-            return asyncio.run(self.drive(agent))
+            return loop_run(self.drive(agent))
         except Exception as exc:
             # The SDK may wrap what the harness raised inside a tool call (a cancel seen, a
             # lost lease): the harness's own exception decides how the run ends.
@@ -107,8 +106,6 @@ class AgentsRun(RunStart, AgentWrapping, ModelTurns, RunEndings):
             return await self.turns(agent)
         finally:
             await self.servers_close(connected)
-            # The writes made from the SDK's loop use the executor thread's connection.
-            await sync_to_async(connections.close_all, thread_sensitive=True)()
 
     async def turns(self, agent: Agent) -> str:
         self.write_lock = asyncio.Lock()
@@ -131,8 +128,8 @@ class AgentsRun(RunStart, AgentWrapping, ModelTurns, RunEndings):
         self.turns_restore(state)
         while True:
             if state is not None:
-                await sync_to_async(self.decide, thread_sensitive=True)(state)
-            await sync_to_async(self.boundary_checks, thread_sensitive=True)()
+                inline(self.decide, state)
+            inline(self.boundary_checks)
             try:
                 result = await Runner.run(
                     agent,
@@ -161,11 +158,9 @@ class AgentsRun(RunStart, AgentWrapping, ModelTurns, RunEndings):
             self.turns_unwritten = False
             self.turns_replay = []
             if not result.interruptions:
-                return await sync_to_async(self.finish, thread_sensitive=True)(result)
+                return inline(self.finish, result)
             # The model's response and its pending calls, before any of them runs.
-            await sync_to_async(self.commit, thread_sensitive=True)(
-                checkpoint=("after_model", "step")
-            )
+            inline(self.commit, checkpoint=("after_model", "step"))
 
 
 def openai_agents_task_run(*, task_id: Any) -> str:

@@ -9,11 +9,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
 from agent.openai_agents_runner.replay import RunReplay
 from agent.openai_agents_runner.values import jsonable, short_text
 from agent.runtime.attempt import tool_attempt_record, tool_exception_class, tool_label_known
+from agent.sdk_run.inline import inline
 from agent.sdk_run.unknown import settled_output
 from agent.tracing import tool_span
 from tasks import beacon, services
@@ -40,7 +39,7 @@ class ToolInvocation(RunReplay):
         assert self.write_lock is not None
         async with self.write_lock:
             self.boundary_checks()
-            await sync_to_async(self.commit, thread_sensitive=True)(starting=row)
+            inline(self.commit, starting=row)
         started = time.monotonic()
         recorded = self.replay_recorded.get(call_id)
         if recorded is not None and not self.replay_live(tool):
@@ -113,4 +112,4 @@ class ToolInvocation(RunReplay):
             )
             # The outcome is sent behind, collected before the next write (the next call's
             # intent, a pause, the end): agent.sdk_run.write_behind.
-            await sync_to_async(self.commit, thread_sensitive=True)(rows=[row], behind=True)
+            inline(self.commit, rows=[row], behind=True)

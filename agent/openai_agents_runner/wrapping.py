@@ -11,7 +11,6 @@ import dataclasses
 from typing import Any, cast
 
 from agents import Agent, FunctionTool, Handoff, Model
-from asgiref.sync import sync_to_async
 
 from agent.openai_agents_runner.approvals import ApprovalGate
 from agent.openai_agents_runner.harness_model import HarnessModel, StreamingRun
@@ -20,6 +19,7 @@ from agent.openai_agents_runner.loading import bound_model
 from agent.openai_agents_runner.local_tools import local_tools_refuse
 from agent.openai_agents_runner.mcp_sandbox import McpSandbox
 from agent.openai_agents_runner.tool_calls import ToolInvocation
+from agent.sdk_run.inline import inline
 from tasks.spec import OpenAIModelSpec, model_endpoint
 from tasks.tools.mcp import tool_policy
 
@@ -106,11 +106,7 @@ class AgentWrapping(ApprovalGate, HostedTools, ToolInvocation, McpSandbox):
             run.sdk_asked[call_id] = bool(asked)
             # The ledger and the policy's rules are read and written in the thread of the
             # run's other writes.
-            return bool(
-                await sync_to_async(run.gate_inline, thread_sensitive=True)(
-                    tool.name, params, call_id
-                )
-            )
+            return bool(inline(run.gate_inline, tool.name, params, call_id))
 
         async def invoke(context: Any, arguments: str) -> Any:
             return await run.invoke(context, arguments, tool=tool.name, original=original_invoke)

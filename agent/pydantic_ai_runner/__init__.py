@@ -21,8 +21,8 @@ dispatches here when the spec's agent kind is `pydantic-ai`).
     end: DeferredToolRequests -> one review per approval (kind `pydantic-ai`), waiting_review,
          the job ends; any other output -> succeeded; an exception -> failed.
 
-The database connection belongs to the job's thread: the agent runs under asgiref's
-async_to_sync and every database write goes back to that thread (sync_to_async).
+The database connection belongs to the job's thread: the agent's event loop runs in that
+thread and every database write is called from it inline (agent.sdk_run.inline), no hop.
 
 The modules, from the bottom: `constants` (the kind, the decisions, the bounds, the transient
 model errors), `agents` (agent_load, agent_model), `messages` (the message history and values

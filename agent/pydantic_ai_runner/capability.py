@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asgiref.sync import sync_to_async
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
 
 from agent.pydantic_ai_runner.tool_calls import ToolCallHooks
+from agent.sdk_run.inline import inline
 from agent.tracing import tool_span
 
 
@@ -23,8 +23,12 @@ class HarnessTools(AbstractCapability):
         self.run = run
 
     async def wrap_tool_execute(self, ctx, *, call, tool_def, args, handler):
-        plan = await sync_to_async(self.run.tool_begin)(
-            call=call, tool_def=tool_def, args=args, approved=ctx.tool_call_approved
+        plan = inline(
+            self.run.tool_begin,
+            call=call,
+            tool_def=tool_def,
+            args=args,
+            approved=ctx.tool_call_approved,
         )
         if plan.action == "replay" or plan.action == "refuse":
             return plan.value
@@ -35,7 +39,7 @@ class HarnessTools(AbstractCapability):
         row, raised = plan.row, None
         if plan.recorded is not None and not plan.live:
             # A replay's call the recording answers, without running the tool.
-            return await sync_to_async(self.run.replay_answer)(row=row, recorded=plan.recorded)
+            return inline(self.run.replay_answer, row=row, recorded=plan.recorded)
         with tool_span(
             tool=row.tool,
             call_id=row.call_id,
@@ -47,13 +51,13 @@ class HarnessTools(AbstractCapability):
                 result = await handler(args)
             except (ApprovalRequired, CallDeferred) as exc:
                 # The tool itself asked (ApprovalRequired raised before it acted): reviewed.
-                await sync_to_async(self.run.tool_deferred)(row=row)
+                inline(self.run.tool_deferred, row=row)
                 raised = exc
             except BaseException as exc:
-                await sync_to_async(self.run.tool_end)(row=row, error=exc)
+                inline(self.run.tool_end, row=row, error=exc)
                 raised = exc
             else:
-                await sync_to_async(self.run.tool_end)(row=row, result=result)
+                inline(self.run.tool_end, row=row, result=result)
             traced.finished(
                 status=row.status,
                 error_class=row.error_class if raised is not None else "",
@@ -62,7 +66,7 @@ class HarnessTools(AbstractCapability):
             )
         if plan.recorded is not None:
             # A replay's call that ran: its answer is the recorded one, or the divergence.
-            await sync_to_async(self.run.replay_compare)(row=row, recorded=plan.recorded)
+            inline(self.run.replay_compare, row=row, recorded=plan.recorded)
         if raised is not None:  # raised here: the span's status is the row's, not the raise's
             raise raised
         return result

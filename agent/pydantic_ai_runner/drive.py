@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from pydantic_ai import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.agent import ModelRequestNode
 from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
@@ -27,6 +26,7 @@ from agent.pydantic_ai_runner.recording import RunRecording
 from agent.pydantic_ai_runner.tool_calls import ToolCallHooks
 from agent.runtime.attempt import TOOL_STOP_GRACE_S
 from agent.runtime.run import StopRun
+from agent.sdk_run.inline import inline
 from agent.tracing import ModelCall, model_call
 from tasks import beacon
 
@@ -117,7 +117,7 @@ class RunDrive(RunRecording, ToolCallHooks):
                     beacon.expect("tool", self.tool_s + TOOL_STOP_GRACE_S)
                     node = await run.next(ran)
                 beacon.progress()
-                await sync_to_async(self.after_node)(run, ran, node)
+                inline(self.after_node, run, ran, node)
             return run.result.output, list(run.all_messages())
 
     async def model_request(self, run: Any, node: ModelRequestNode[Any, Any]) -> Any:

@@ -16,7 +16,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from asgiref.sync import sync_to_async
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelResponse
 
@@ -24,6 +23,7 @@ from agent.pydantic_ai_runner.constants import KIND, REVIEW_KIND
 from agent.pydantic_ai_runner.endings import RunEndings
 from agent.pydantic_ai_runner.messages import jsonable
 from agent.sdk_run.hosted import HostedTurn, hosted_call_record, hosted_turn
+from agent.sdk_run.inline import inline
 from agent.versions import versions_current
 from review.services.transitions import review_request_open
 from tasks.events import EventType
@@ -132,7 +132,7 @@ class HostedGate(AbstractCapability):
         native = list(parameters.native_tools)
         if not native:
             return request_context
-        offered = await sync_to_async(self.run.hosted_gate)(native)
+        offered = inline(self.run.hosted_gate, native)
         if len(offered) == len(native):
             return request_context
         return dataclasses.replace(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from pydantic_ai import DeferredToolRequests
 from pydantic_ai.toolsets import FunctionToolset
 
@@ -20,6 +19,7 @@ from agent.pydantic_ai_runner.tool_calls import Escalate
 from agent.pydantic_ai_runner.versions import agent_version_parts
 from agent.runtime.run import StopRun
 from agent.sdk_run import HARNESS_EXCEPTIONS, harness_cause
+from agent.sdk_run.inline import loop_run
 from tasks import beacon
 
 
@@ -51,7 +51,7 @@ class PydanticAIRun(RunDrive, RunStart, RunApprovals):
             raise StopRun("model_endpoint", str(exc)) from None
         prompt, results = self.start_or_resume()
         try:
-            output, messages = async_to_sync(self.drive)(agent, model, prompt, results)
+            output, messages = loop_run(self.drive(agent, model, prompt, results))
         except BaseExceptionGroup as group:  # raised inside a tool's task group
             raise harness_cause(group, (*HARNESS_EXCEPTIONS, Escalate)) from None
         finally:

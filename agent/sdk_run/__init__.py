@@ -3,7 +3,8 @@ agent.pydantic_ai_runner), from the bottom: `base` (RunBase: the lease's job, th
 loaded, clocks, events, usage, the checks between steps; harness_cause), `ending` (ForeignRun:
 the stop and error ladder, the last transitions), `state` (SdkRun: the SDK runners'
 AgentState, head checkpoint and ledger), and beside them `drift` (drift at pick-up),
-`rechecks` (approvals checked again), `unknown` (a call its worker died in: the native
+`rechecks` (approvals checked again), `inline` (the SDK's event loop in the job's thread, the
+bookkeeping called from it with no thread hop), `unknown` (a call its worker died in: the native
 unknown-outcome review, its answer the tool's output). Each runner keeps only its SDK's
 translation."""
 
