@@ -19,6 +19,7 @@ from django.db import (
     connection,
     connections,
 )
+from rq.timeouts import JobTimeoutException
 
 from harness_base import telemetry
 from harness_base.collector import collector_for_run
@@ -100,6 +101,13 @@ def connection_lost(exc: BaseException) -> bool:
     if isinstance(exc, InterfaceError):
         return True
     return isinstance(exc, OperationalError) and not connection.is_usable()
+
+
+def job_timed_out(exc: BaseException) -> bool:
+    """The job's hard timeout (tasks.services.task_job_timeout_s) reached the run: RQ raises
+    JobTimeoutException into the job's thread wherever it is, the loop or an agent's SDK. Not
+    the task's own failure: agent.jobs.run_task settles the task as `timeout` (layer: job)."""
+    return isinstance(exc, JobTimeoutException)
 
 
 def database_wait() -> bool:

@@ -16,6 +16,7 @@ from agent.runtime.run import (
     Run,
     StopRun,
     connection_lost,
+    job_timed_out,
     with_lease,
     worker_identity,
 )
@@ -74,6 +75,8 @@ def run_execute(run: Run) -> str:
     except Exception as exc:  # a bug or an infrastructure failure: fail loudly, keep state
         if connection_lost(exc):
             raise  # not the task's failure: with_lease gives the task back
+        if job_timed_out(exc):
+            raise  # the job's hard timeout: agent.jobs.run_task settles the task
         log.exception("task %s crashed", run.task_id)
         return finish_stopped(run, StopRun("internal_error", f"{type(exc).__name__}: {exc}"))
     finally:

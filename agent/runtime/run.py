@@ -17,6 +17,7 @@ from agent.llm.replay import ReplayModel
 from agent.runtime.ends import Paused, StopRun
 from agent.runtime.lease import (
     connection_lost,
+    job_timed_out,
     with_lease,
     with_lease_loaded,
     worker_identity,
@@ -47,6 +48,7 @@ __all__ = [
     "SessionClock",
     "StopRun",
     "connection_lost",
+    "job_timed_out",
     "with_lease",
     "with_lease_loaded",
     "worker_identity",

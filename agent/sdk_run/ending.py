@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from agent.runtime.finish import stop_transition
-from agent.runtime.run import Paused, StopRun, connection_lost
+from agent.runtime.run import Paused, StopRun, connection_lost, job_timed_out
 from agent.sdk_run.base import RunBase
 from tasks import services
 from tasks.events import EventType
@@ -78,6 +78,8 @@ class ForeignRun(RunBase):
         except StopRun as stop:
             return self.finish_stopped(stop)
         except Exception as exc:  # the agent's own error: the task fails, its state is kept
+            if job_timed_out(exc):
+                raise  # the job's hard timeout: agent.jobs.run_task settles the task
             ended = self.ended_by(exc)
             if isinstance(ended, str):
                 return ended
