@@ -31,6 +31,7 @@ from checkpoints.services import (
     checkpoint_next_seq,
 )
 from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
+from checkpoints.snapshots.watch import WorkspaceWatch
 from harness_base.config import harness_config
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo
@@ -54,6 +55,9 @@ class SdkRun(SdkHistory, WriteBehind, ForeignRun):
         # The model's text while a turn runs, on the task page's live view.
         self.model_stream = ModelStream(task_id=task.id)
         self.proposed: dict[str, str] = {}  # call_id -> hash of the model's args (call_started)
+        # The workspace's changed files between snapshots (an SDK tool does not say what it
+        # wrote): checkpoints.snapshots.watch.
+        self.watch = WorkspaceWatch(self.workspace)
         self.history_init()
 
     @property
@@ -71,6 +75,7 @@ class SdkRun(SdkHistory, WriteBehind, ForeignRun):
     def closed(self) -> None:
         self.collect_at_end()
         self.model_stream.close()
+        self.watch.close()
 
     def stopping(self, stop: StopRun) -> None:
         self.state.last_error = ErrorInfo(
@@ -91,12 +96,15 @@ class SdkRun(SdkHistory, WriteBehind, ForeignRun):
         `defer`'s new snapshot blobs and `blobs`' history chunks and compression base): the
         state, a workspace snapshot (`delta` as the native loop's), the code's versions.
         `level`: the trigger's configured level, else `step`. `rescan` False: no tool ran since
-        the last (a model turn's), so its snapshot stands."""
+        the last (a model turn's), so its snapshot stands; else the files the workspace's
+        watch saw change are looked at again, or every folder when it cannot say."""
         if level is None:
             configured = self.config.trigger(trigger)
             level = configured.level if configured else "step"
         if rescan or self.snapshot is None:
-            self.snapshot = snapshot_capture(workspace=self.workspace, defer=defer, delta=True)
+            self.snapshot = snapshot_capture(
+                workspace=self.workspace, changed=self.watch.changed(), defer=defer, delta=True
+            )
         checkpoint = checkpoint_build(
             task_id=self.task_id,
             seq=self.seq,

@@ -136,16 +136,24 @@ def patch_dir(
     scan_ns: int,
     uploader: Uploader,
 ) -> IndexedDir | None:
-    """The directory as `previous` knew it, with only `names` (the files a tool reported
-    changed in it) and its racy files looked at again: one lstat each, where a scan lists the
-    whole directory. None when that cannot say (a file is gone or no longer a regular file):
-    the caller scans the directory instead."""
+    """The directory as `previous` knew it, with only `names` (every file changed in it since:
+    those a tool reported, or a workspace watch saw) and its racy files looked at again: one
+    lstat each, where a scan lists the whole directory. A name gone is gone from the listing
+    (a file deleted, renamed away, a temporary file written and renamed). None when that
+    cannot say (the directory is gone, a name is or was no regular file): the caller scans the
+    directory instead."""
     names = names | {name for name, known in previous.known.items() if known[4]}
+    if previous.others and {prefix + name for name in names} & set(previous.others):
+        return None
     fresh: list[Stat] = []
     for name in names:
         try:
             st = os.lstat(os.path.join(root_str, prefix + name))
-        except (FileNotFoundError, NotADirectoryError):
+        except FileNotFoundError:
+            if not os.path.isdir(os.path.join(root_str, prefix) if prefix else root_str):
+                return None  # the directory itself is gone
+            continue
+        except NotADirectoryError:
             return None
         if st.st_mode & 0o170000 != 0o100000:  # not S_ISREG
             return None
