@@ -4,9 +4,9 @@ loaded, clocks, events, usage, the checks between steps; harness_cause), `ending
 the stop and error ladder, the last transitions), `state` (SdkRun: the SDK runners'
 AgentState, head checkpoint and ledger), and beside them `drift` (drift at pick-up),
 `rechecks` (approvals checked again), `inline` (the SDK's event loop in the job's thread, the
-bookkeeping called from it with no thread hop), `unknown` (a call its worker died in: the native
-unknown-outcome review, its answer the tool's output). Each runner keeps only its SDK's
-translation."""
+bookkeeping called from it with no thread hop), `workspace` (the checkpoints' snapshots, from
+the workspace's watch), `unknown` (a call its worker died in: the native unknown-outcome
+review, its answer the tool's output). Each runner keeps only its SDK's translation."""
 
 from __future__ import annotations
 

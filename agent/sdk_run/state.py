@@ -20,6 +20,7 @@ from agent.sdk_run.drift import sdk_drift_at_pickup
 from agent.sdk_run.ending import ForeignRun
 from agent.sdk_run.history import SdkHistory
 from agent.sdk_run.model_stream import ModelStream
+from agent.sdk_run.workspace import SdkWorkspace
 from agent.sdk_run.write_behind import WriteBehind
 from agent.versions import versions_current
 from checkpoints.models import Blob, Checkpoint
@@ -30,8 +31,7 @@ from checkpoints.services import (
     checkpoint_load_latest_valid,
     checkpoint_next_seq,
 )
-from checkpoints.snapshots import snapshot_capture, snapshot_materialise_if_missing
-from checkpoints.snapshots.watch import WorkspaceWatch
+from checkpoints.snapshots import snapshot_materialise_if_missing
 from harness_base.config import harness_config
 from tasks import services
 from tasks.agent_state import AgentState, ErrorInfo
@@ -41,7 +41,7 @@ from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.paths import file_write
 
 
-class SdkRun(SdkHistory, WriteBehind, ForeignRun):
+class SdkRun(SdkHistory, SdkWorkspace, WriteBehind, ForeignRun):
     """A run segment whose state is an AgentState checkpointed by the harness."""
 
     def __init__(self, task: Task, worker_id: str, *, loaded: Any = None) -> None:
@@ -55,10 +55,8 @@ class SdkRun(SdkHistory, WriteBehind, ForeignRun):
         # The model's text while a turn runs, on the task page's live view.
         self.model_stream = ModelStream(task_id=task.id)
         self.proposed: dict[str, str] = {}  # call_id -> hash of the model's args (call_started)
-        # The workspace's changed files between snapshots (an SDK tool does not say what it
-        # wrote): checkpoints.snapshots.watch.
-        self.watch = WorkspaceWatch(self.workspace)
         self.history_init()
+        self.workspace_init()
 
     @property
     def step_index(self) -> int:  # type: ignore[override]  # read-only: the state holds it
@@ -75,7 +73,7 @@ class SdkRun(SdkHistory, WriteBehind, ForeignRun):
     def closed(self) -> None:
         self.collect_at_end()
         self.model_stream.close()
-        self.watch.close()
+        self.workspace_close()
 
     def stopping(self, stop: StopRun) -> None:
         self.state.last_error = ErrorInfo(
@@ -95,23 +93,18 @@ class SdkRun(SdkHistory, WriteBehind, ForeignRun):
         """The step checkpoint, made head, unsaved (the caller's fenced write inserts it with
         `defer`'s new snapshot blobs and `blobs`' history chunks and compression base): the
         state, a workspace snapshot (`delta` as the native loop's), the code's versions.
-        `level`: the trigger's configured level, else `step`. `rescan` False: no tool ran since
-        the last (a model turn's), so its snapshot stands; else the files the workspace's
-        watch saw change are looked at again, or every folder when it cannot say."""
+        `level`: the trigger's configured level, else `step`. `rescan`: agent.sdk_run.workspace."""
         if level is None:
             configured = self.config.trigger(trigger)
             level = configured.level if configured else "step"
-        if rescan or self.snapshot is None:
-            self.snapshot = snapshot_capture(
-                workspace=self.workspace, changed=self.watch.changed(), defer=defer, delta=True
-            )
+        snapshot = self.workspace_snapshot(rescan=rescan, defer=defer)
         checkpoint = checkpoint_build(
             task_id=self.task_id,
             seq=self.seq,
             state=self.state_stored(),
             level=level,
             trigger=trigger,
-            snapshot=self.snapshot,
+            snapshot=snapshot,
             parent_id=self.head_id,
             codec=self.codec,
             versions=versions_current(self),
