@@ -4,7 +4,6 @@ the checkpoint and the fenced write (commit, write_then)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,8 +48,6 @@ class RunCore(SdkRun):
         self.mcp_started: dict[int, tuple[str, Any]] = {}
         self.mcp_started_by_name: dict[str, Any] = {}
         self.mcp_risk: dict[str, str] = {}
-        # Serialises the wrapper's writes when the SDK runs several tools at once.
-        self.write_lock: asyncio.Lock | None = None
         # For the metrics: the function tools the agents' code registered (the labels a call
         # may have; an MCP server's tools are `other`) and when the step being run began.
         self.tool_names: set[str] = set()

@@ -36,7 +36,7 @@ from agent.openai_agents_runner.versions import agent_version_parts
 from agent.openai_agents_runner.wrapping import AgentWrapping
 from agent.runtime.run import StopRun
 from agent.sdk_run import harness_cause
-from agent.sdk_run.inline import inline, loop_run
+from agent.sdk_run.inline import inline
 from tasks.events import EventType
 from tasks.spec import model_endpoint
 
@@ -68,7 +68,7 @@ class AgentsRun(RunStart, AgentWrapping, ModelTurns, RunEndings):
         self.boundary_checks()
         self.start()
         try:
-            return loop_run(self.drive(agent))
+            return asyncio.run(self.drive(agent))
         except Exception as exc:
             # The SDK may wrap what the harness raised inside a tool call (a cancel seen, a
             # lost lease): the harness's own exception decides how the run ends.
@@ -108,7 +108,6 @@ class AgentsRun(RunStart, AgentWrapping, ModelTurns, RunEndings):
             await self.servers_close(connected)
 
     async def turns(self, agent: Agent) -> str:
-        self.write_lock = asyncio.Lock()
         run_config = self.run_config()
         hooks = Hooks(self)
         context = {"harness_workspace": str(self.workspace), "harness_task_id": str(self.task_id)}

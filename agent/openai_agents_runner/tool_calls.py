@@ -36,16 +36,14 @@ class ToolInvocation(RunReplay):
             self.event(EventType.TOOL_REPLAYED, {"call_id": call_id, "tool": tool})
             output = settled_output(row, "output")
             return output if isinstance(output, str) else json.dumps(output, default=str)
-        assert self.write_lock is not None
-        async with self.write_lock:
-            self.boundary_checks()
-            inline(self.commit, starting=row)
+        self.boundary_checks()
+        inline(self.commit, starting=row)
         started = time.monotonic()
         recorded = self.replay_recorded.get(call_id)
         if recorded is not None and not self.replay_live(tool):
             # A replay's call the recording answers (replay), without running the tool.
             value, error = self.replay_answer(row, recorded)
-            await self.call_end(row, output=value, error=error, started=started)
+            self.call_end(row, output=value, error=error, started=started)
             if error is not None:
                 raise error
             return value
@@ -61,7 +59,7 @@ class ToolInvocation(RunReplay):
             try:
                 output = await original(context, json.dumps(row.arguments))
             except Exception as exc:
-                await self.call_end(row, error=exc, started=started)
+                self.call_end(row, error=exc, started=started)
                 traced.finished(
                     status=row.status,
                     error_class=row.error_class,
@@ -75,41 +73,39 @@ class ToolInvocation(RunReplay):
                 self.tools_running -= 1
                 if not self.tools_running:
                     beacon.progress()
-            await self.call_end(row, output=output, started=started)
+            self.call_end(row, output=output, started=started)
             traced.finished(status=row.status, error_class="", error_message="", result=output)
         if recorded is not None:
             self.replay_compare(row, recorded)
         return output
 
-    async def call_end(
+    def call_end(
         self, row: ToolCall, *, started: float, output: Any = None, error: Exception | None = None
     ) -> None:
-        assert self.write_lock is not None
-        async with self.write_lock:
-            fields: dict[str, Any] = {"duration_ms": round((time.monotonic() - started) * 1000, 3)}
-            if error is None:
-                fields["result"] = {"output": jsonable(output)}
-                to = ToolCallStatus.SUCCEEDED
-            else:
-                fields.update(error_class=type(error).__name__, error_message=str(error)[:2000])
-                to = ToolCallStatus.FAILED
-            services.toolcall_transition(call=row, to=to, fields=fields, write=False)
-            tool_attempt_record(
-                tool=tool_label_known(row.tool, self.tool_names),
-                seconds=fields["duration_ms"] / 1000,
-                error_class="" if error is None else tool_exception_class(error),
-            )
-            self.event(
-                EventType.TOOL_FINISHED,
-                {
-                    "call_id": row.call_id,
-                    "tool": row.tool,
-                    "status": to,
-                    "duration_ms": fields["duration_ms"],
-                    **({"observation": short_text(output)} if error is None else {}),
-                    **({"error_class": fields["error_class"]} if error is not None else {}),
-                },
-            )
-            # The outcome is sent behind, collected before the next write (the next call's
-            # intent, a pause, the end): agent.sdk_run.write_behind.
-            inline(self.commit, rows=[row], behind=True)
+        fields: dict[str, Any] = {"duration_ms": round((time.monotonic() - started) * 1000, 3)}
+        if error is None:
+            fields["result"] = {"output": jsonable(output)}
+            to = ToolCallStatus.SUCCEEDED
+        else:
+            fields.update(error_class=type(error).__name__, error_message=str(error)[:2000])
+            to = ToolCallStatus.FAILED
+        services.toolcall_transition(call=row, to=to, fields=fields, write=False)
+        tool_attempt_record(
+            tool=tool_label_known(row.tool, self.tool_names),
+            seconds=fields["duration_ms"] / 1000,
+            error_class="" if error is None else tool_exception_class(error),
+        )
+        self.event(
+            EventType.TOOL_FINISHED,
+            {
+                "call_id": row.call_id,
+                "tool": row.tool,
+                "status": to,
+                "duration_ms": fields["duration_ms"],
+                **({"observation": short_text(output)} if error is None else {}),
+                **({"error_class": fields["error_class"]} if error is not None else {}),
+            },
+        )
+        # The outcome is sent behind, collected before the next write (the next call's
+        # intent, a pause, the end): agent.sdk_run.write_behind.
+        inline(self.commit, rows=[row], behind=True)

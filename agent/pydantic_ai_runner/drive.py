@@ -1,8 +1,8 @@
 """Driving the agent (RunDrive, part of PydanticAIRun): Agent.iter node by node on the
 agent's event loop, with the HarnessTools capability and TaskDeps; a model turn bounded by
 the turn timeout, traced as a `chat` span and, when its model streams, its text on the task
-page's live view as it arrives (agent.sdk_run.model_stream); each node's bookkeeping back in
-the job's thread (recording)."""
+page's live view as it arrives (agent.sdk_run.model_stream); each node's bookkeeping called
+inline (recording; the loop runs in the job's thread: agent.sdk_run.inline)."""
 
 from __future__ import annotations
 
@@ -89,9 +89,6 @@ class RunDrive(RunRecording, ToolCallHooks):
             # Pydantic AI's own default of 50 requests per run would end a long task early.
             usage_limits=UsageLimits(request_limit=None),
         ) as run:
-            # This event loop's thread runs the task from here (tasks.beacon): each node is
-            # promised to the worker within its timeout, the model's or the tools'.
-            beacon.claim()
             node = run.next_node
             while not isinstance(node, End):
                 ran = node

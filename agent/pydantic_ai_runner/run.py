@@ -5,6 +5,7 @@ job's entry, agent.jobs.AGENT_RUNNERS)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic_ai import DeferredToolRequests
@@ -19,8 +20,6 @@ from agent.pydantic_ai_runner.tool_calls import Escalate
 from agent.pydantic_ai_runner.versions import agent_version_parts
 from agent.runtime.run import StopRun
 from agent.sdk_run import HARNESS_EXCEPTIONS, harness_cause
-from agent.sdk_run.inline import loop_run
-from tasks import beacon
 
 
 def pydantic_ai_task_run(*, task_id: Any) -> str:
@@ -51,11 +50,9 @@ class PydanticAIRun(RunDrive, RunStart, RunApprovals):
             raise StopRun("model_endpoint", str(exc)) from None
         prompt, results = self.start_or_resume()
         try:
-            output, messages = loop_run(self.drive(agent, model, prompt, results))
+            output, messages = asyncio.run(self.drive(agent, model, prompt, results))
         except BaseExceptionGroup as group:  # raised inside a tool's task group
             raise harness_cause(group, (*HARNESS_EXCEPTIONS, Escalate)) from None
-        finally:
-            beacon.claim()  # the job's thread runs the task again
         if isinstance(output, DeferredToolRequests):
             self.pause_for_approvals(output, messages)
         return self.finish(output, messages)

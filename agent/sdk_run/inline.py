@@ -1,7 +1,7 @@
-"""The SDK runners' event loop in the job's own thread, and the run's bookkeeping called inline
-from it: `loop_run` runs the SDK's coroutine there, `inline(fn, ...)` calls the run's
-synchronous bookkeeping (a ledger row, a checkpoint, a fenced write) from a coroutine of that
-loop, on the job's thread and its database connection, with no thread hop.
+"""The run's bookkeeping called inline from the SDK's event loop: both SDK runners run the loop
+in the job's own thread (`asyncio.run`), and `inline(fn, ...)` calls the run's synchronous
+bookkeeping (a ledger row, a checkpoint, a fenced write) from a coroutine of that loop, on the
+job's thread and its database connection, with no thread hop.
 
 Why not asgiref's sync_to_async: each call there is two thread hops (about 0.1 ms on an idle
 machine, more beside the write-behind thread), four to five of them a step. Why it is safe
@@ -16,15 +16,10 @@ duration, in this thread only, and puts it back after."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-
-
-def loop_run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """`coroutine` run to its end on a new event loop in this (the job's) thread."""
-    return asyncio.run(coroutine)
 
 
 def inline(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -10,7 +10,7 @@ import threading
 import pytest
 from django.core.exceptions import SynchronousOnlyOperation
 
-from agent.sdk_run.inline import inline, loop_run
+from agent.sdk_run.inline import inline
 from tasks.models import Task
 from tests.factories import TaskFactory
 
@@ -28,7 +28,7 @@ def test_an_inline_write_is_the_jobs_own_connection_in_the_jobs_thread():
         inline(Task.objects.filter(id=task.id).update, title="renamed")
         return seen, inline(threading.get_ident), asyncio.get_running_loop() is not None
 
-    seen, thread, loop_back = loop_run(run())
+    seen, thread, loop_back = asyncio.run(run())
     assert (seen, thread, loop_back) == ("uncommitted", job_thread, True)
     task.refresh_from_db()
     assert task.title == "renamed"
@@ -48,4 +48,4 @@ def test_the_guard_holds_outside_an_inline_call_and_after_one_that_raised():
             Task.objects.filter(id=task.id).exists()
         return asyncio.get_running_loop()
 
-    assert loop_run(run()) is not None
+    assert asyncio.run(run()) is not None
