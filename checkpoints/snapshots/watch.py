@@ -27,25 +27,20 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from inotify_simple import INotify
+from inotify_simple import flags as F
+
 log = logging.getLogger(__name__)
 
-try:
-    from inotify_simple import INotify
-    from inotify_simple import flags as F
-except ImportError:  # pragma: no cover - the lock installs it; non-Linux: no watch
-    INotify = None  # type: ignore[assignment,misc]
-
-if INotify is not None:
-    FILE_EVENTS = (
-        F.CREATE | F.MODIFY | F.ATTRIB | F.CLOSE_WRITE | F.DELETE | F.MOVED_FROM | F.MOVED_TO
-    )
-    MASK = FILE_EVENTS | F.DELETE_SELF | F.MOVE_SELF | F.DONT_FOLLOW | F.ONLYDIR | F.EXCL_UNLINK
-    # Events after which the watch cannot name what changed: set it up again, survey all.
-    LOST = F.Q_OVERFLOW | F.IGNORED | F.DELETE_SELF | F.MOVE_SELF | F.UNMOUNT | F.ISDIR
+FILE_EVENTS = F.CREATE | F.MODIFY | F.ATTRIB | F.CLOSE_WRITE | F.DELETE | F.MOVED_FROM | F.MOVED_TO
+MASK = FILE_EVENTS | F.DELETE_SELF | F.MOVE_SELF | F.DONT_FOLLOW | F.ONLYDIR | F.EXCL_UNLINK
+# Events after which the watch cannot name what changed: set it up again, survey all.
+LOST = F.Q_OVERFLOW | F.IGNORED | F.DELETE_SELF | F.MOVE_SELF | F.UNMOUNT | F.ISDIR
 
 
 # The per-user limits and no inotify at all: no watch for the rest of the run.
@@ -71,7 +66,8 @@ class WorkspaceWatch:
         self.root = Path(root)
         self.inotify: Any = None
         self.prefixes: dict[int, str] = {}  # watch descriptor -> "a/b/" ("" for the root)
-        self.unavailable = INotify is None
+        # inotify is Linux's (elsewhere the package imports, and fails at the first call).
+        self.unavailable = not sys.platform.startswith("linux")
 
     def changed(self) -> set[str] | None:
         """The paths changed since the last call, or None: survey everything (the module)."""

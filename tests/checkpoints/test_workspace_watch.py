@@ -148,6 +148,15 @@ def test_without_inotify_watches_every_call_says_survey(workspace, monkeypatch):
     assert watch.unavailable and watch.inotify is None
 
 
+def test_off_linux_there_is_no_watch_and_every_call_says_survey(workspace, monkeypatch):
+    monkeypatch.setattr("checkpoints.snapshots.watch.sys.platform", "darwin")
+    made = []
+    monkeypatch.setattr("inotify_simple.INotify.__init__", lambda self, *a: made.append(1))
+    watch = WorkspaceWatch(workspace)
+    assert [watch.changed(), watch.changed()] == [None, None]
+    assert made == [] and watch.inotify is None
+
+
 def test_an_event_that_loses_track_means_a_full_survey():
     prefixes = {1: "", 2: "d/"}
     assert changed_paths([Event(2, F.MODIFY, 0, "a.txt")], prefixes) == {"d/a.txt"}
