@@ -87,7 +87,7 @@ class ModelTurns(RecordedTurns):
             {
                 "turn": self.state.turn_index,
                 "agent": agent.name,
-                "model": str(getattr(agent, "model", "") or ""),
+                "model": self.model_name(agent),
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "calls": calls,

@@ -89,6 +89,10 @@ def test_a_tool_with_needs_approval_pauses_and_approval_runs_it(task_api, api_cl
     assert executions(task["id"])[-1] == "publish 1.0"
     events = list(Task.objects.get(id=task["id"]).events.values_list("type", flat=True))
     assert events.count("model_decision") == 4
+    # The timeline names the model as the SDK calls it (a Model object by its class), never
+    # by a Python repr.
+    decision = Task.objects.get(id=task["id"]).events.filter(type="model_decision").first()
+    assert decision.payload["model"] == "CountingModel"
     # Each turn's RunState is in a checkpoint (the model's response, before its tools ran).
     head = checkpoint_decode(Checkpoint.objects.filter(task_id=task["id"]).last())
     assert head.state.sdk["kind"] == "openai-agents" and head.state.sdk["run_state"]
