@@ -52,6 +52,8 @@ class RunCore(SdkRun):
         # may have; an MCP server's tools are `other`) and when the step being run began.
         self.tool_names: set[str] = set()
         self.step_began: float | None = None
+        # When the model call in flight began (its model_decision's duration_ms).
+        self.turn_began: float | None = None
         self.run_model: Any = None
         # The agent the SDK is about to ask the model for (the hosted tools' gate names it);
         # whether any agent of the graph has hosted tools (its model is then gated).

@@ -26,7 +26,7 @@ class ModelTurns(RecordedTurns):
         now = time.monotonic()
         if self.step_began is not None:
             metric_observe(STEP_SECONDS, now - self.step_began)
-        self.step_began = now
+        self.step_began = self.turn_began = now
 
     def turn_next(self) -> int:
         return self.state.turn_index + 1
@@ -82,12 +82,18 @@ class ModelTurns(RecordedTurns):
                         text.append(field(part, "text") or "")
             elif kind:
                 calls.append({"tool": str(kind), "call_id": field(item, "id")})
+        began, self.turn_began = self.turn_began, None
         self.event(
             EventType.MODEL_DECISION,
             {
                 "turn": self.state.turn_index,
                 "agent": agent.name,
                 "model": self.model_name(agent),
+                **(
+                    {"duration_ms": round((time.monotonic() - began) * 1000, 3)}
+                    if began is not None
+                    else {}
+                ),
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "calls": calls,

@@ -40,6 +40,8 @@ class RunCore(SdkRun):
         # may have; an MCP server's tools are `other`) and when the step being run began.
         self.tool_names: frozenset[str] = frozenset()
         self.step_began = time.monotonic()
+        # The last model turn's time (agent.pydantic_ai_runner.drive), for its model_decision.
+        self.turn_ms = 0.0
         # A replay of a saved case: its decisions and the tool oracle (agent.sdk_run.replay).
         self.replay = SdkReplay.of(task)
         # The history as JSON, each message dumped once (what the checkpoints store).

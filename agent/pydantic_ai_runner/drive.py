@@ -7,6 +7,7 @@ inline (recording; the loop runs in the job's thread: agent.sdk_run.inline)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults
@@ -97,6 +98,7 @@ class RunDrive(RunRecording, ToolCallHooks):
                     chat = model_call(
                         **_model_names(model or agent.model), parent=self.trace_parent
                     )
+                    began = time.monotonic()
                     try:
                         node = await asyncio.wait_for(
                             self.model_request(run, ran), timeout=self.turn_s
@@ -110,6 +112,8 @@ class RunDrive(RunRecording, ToolCallHooks):
                         chat.failed(type(exc).__name__, str(exc))
                         raise
                     _chat_ended(chat, node)
+                    # The turn's time, on its model_decision (recording).
+                    self.turn_ms = (time.monotonic() - began) * 1000
                 else:
                     beacon.expect("tool", self.tool_s + TOOL_STOP_GRACE_S)
                     node = await run.next(ran)

@@ -65,6 +65,7 @@ class RunRecording(RunHosted):
             {
                 "turn": self.state.turn_index,
                 "model": response.model_name or "",
+                "duration_ms": round(self.turn_ms, 3),
                 "prompt_tokens": usage.input_tokens or 0,
                 "completion_tokens": usage.output_tokens or 0,
                 "calls": [

@@ -63,11 +63,56 @@ def task_call_outputs(
     return found
 
 
+def attempts_logged(
+    *,
+    log: Any,
+    attempts: int,
+    status: str,
+    started: Any,
+    settled: Any,
+    duration_ms: float | None,
+    error_class: str = "",
+    error_message: str = "",
+) -> list[dict[str, Any]]:
+    """A call's attempt log (its entries as agent.runtime.call_execute writes them). A call of
+    an SDK agent (OpenAI Agents SDK, Pydantic AI) keeps its last attempt on its row instead:
+    its start, when it settled, its status and error, and `duration_ms`, which only a finished
+    attempt sets. With no log, that attempt as the entry the pages read. `started` and
+    `settled`: datetimes, or ISO text as the timeline's query returns them."""
+    entries = [entry for entry in log or [] if isinstance(entry, dict)]
+    if entries or duration_ms is None or not started:
+        return entries
+    return [
+        {
+            "n": max(attempts, 1),
+            "started_at": _iso(started),
+            "finished_at": _iso(settled or started),
+            "status": status,
+            "error_class": error_class,
+            "error_message": (error_message or "")[:500],
+        }
+    ]
+
+
+def _iso(value: Any) -> str:
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
 def call_attempts(*, call: ToolCall, outputs: dict[int, list[ToolOutput]]) -> list[dict[str, Any]]:
     """Each attempt of a call as the pages show it: its attempt-log entry (status, times, the
     error, the facts of its result) with its output parts. The running attempt, and one whose
     worker was lost (only what was last seen of it), have outputs and no log entry yet."""
-    logged = {entry.get("n"): entry for entry in call.attempt_log if isinstance(entry, dict)}
+    log = attempts_logged(
+        log=call.attempt_log,
+        attempts=call.attempts,
+        status=call.status,
+        started=call.started_at,
+        settled=call.finished_at,
+        duration_ms=call.duration_ms,
+        error_class=call.error_class,
+        error_message=call.error_message,
+    )
+    logged = {entry.get("n"): entry for entry in log}
     numbers = sorted(n for n in set(logged) | set(outputs) if isinstance(n, int))
     return [
         {**logged.get(n, {"n": n, "status": call.status}), "outputs": outputs.get(n, [])}
@@ -91,9 +136,10 @@ ARGUMENTS_TEXT_CHARS = 400
 
 
 def task_tool_call_attempts(*, task: Task, from_step: int | None = None) -> list[dict[str, Any]]:
-    """The task's tool calls (oldest first) with their attempt logs and the start of their
-    arguments as JSON text (`arguments_text`, cut in SQL: a call that wrote a large file costs
-    the page a few hundred characters), without results; `started` is the current attempt's
+    """The task's tool calls (oldest first) with their attempt logs (attempts_logged: an SDK
+    agent's call, its attempt on its row) and the start of their arguments as JSON text
+    (`arguments_text`, cut in SQL: a call that wrote a large file costs the page a few
+    hundred characters), without results; `started` is the current attempt's
     start as ISO text, `number` the call's place among the task's calls (1 for its first).
 
     With `from_step`: the calls of the steps from `from_step` on, and the earlier ones that did
@@ -103,7 +149,7 @@ def task_tool_call_attempts(*, task: Task, from_step: int | None = None) -> list
         calls = calls.filter(
             Q(step_index__gte=from_step) | ~Q(status=ToolCallStatus.SUCCEEDED) | Q(attempts__gt=1)
         )
-    rows = [
+    rows: list[dict[str, Any]] = [
         dict(row)
         for row in calls.order_by("id").values(
             "id",
@@ -113,12 +159,26 @@ def task_tool_call_attempts(*, task: Task, from_step: int | None = None) -> list
             "step_index",
             "attempts",
             "attempt_log",
+            "duration_ms",
+            "error_class",
             started=as_text("started_at"),
             settled=as_text("finished_at"),
             proposed=as_text("created_at"),
             arguments_text=Left(Cast("arguments", output_field=TextField()), ARGUMENTS_TEXT_CHARS),
+            error_text=Left("error_message", 500),
         )
     ]
+    for row in rows:
+        row["attempt_log"] = attempts_logged(
+            log=row["attempt_log"],
+            attempts=row["attempts"],
+            status=row["status"],
+            started=row["started"],
+            settled=row["settled"],
+            duration_ms=row.pop("duration_ms"),
+            error_class=row.pop("error_class"),
+            error_message=row.pop("error_text") or "",
+        )
     if from_step is None:
         numbers = {row["id"]: n for n, row in enumerate(rows, 1)}
     else:
