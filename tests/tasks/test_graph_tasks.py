@@ -5,6 +5,7 @@ function in this process; test_graph_workers.py drives the same through real wor
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -39,7 +40,9 @@ def test_unregistered_graph_is_refused_naming_the_field(task_api):
     assert "agent.graph" in response.content.decode()
 
 
-def test_graph_pauses_at_its_interrupt_and_finishes_after_approval(task_api, api_client, operator):
+def test_graph_pauses_at_its_interrupt_and_finishes_after_approval(
+    task_api, api_client, operator, as_user
+):
     task = task_api.create(RELEASE)
     assert run_task(task["id"]) == "paused"
     assert task_api.get(task["id"])["status"] == "waiting_review"
@@ -59,6 +62,11 @@ def test_graph_pauses_at_its_interrupt_and_finishes_after_approval(task_api, api
     call = ToolCall.objects.get(task_id=task["id"])
     assert call.status == "succeeded"
     assert call.started_at is not None and call.finished_at >= call.started_at
+    # The events tab says which node ran, for how long, at which super-step.
+    page = as_user(operator).get(f"/tasks/{task['id']}/?tab=events").content.decode()
+    nodes = re.findall(r'data-testid="graph-node">node (\w+) · \d+ ms', page)
+    assert nodes[:3] == ["plan", "notes", "approve"]
+    assert "super-step 1" in page
 
 
 def test_rejection_reaches_the_graph_with_the_comment(task_api, api_client, operator):
