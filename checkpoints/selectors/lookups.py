@@ -6,7 +6,9 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from checkpoints.history import HistoryBroken, history_expand_state
 from checkpoints.models import Checkpoint
+from checkpoints.selectors.sdk_messages import sdk_messages
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
 from tasks.agent_state import Message
 from tasks.errors import NotFound
@@ -69,4 +71,11 @@ def checkpoint_recent_messages(*, checkpoint: Checkpoint | None, limit: int = 8)
         state = checkpoint_decode(checkpoint).state
     except CheckpointCorrupted:
         return []
-    return [m for m in state.messages if m.role != "system"][-limit:]
+    messages = state.messages
+    if not messages and state.sdk:
+        # An SDK agent's history is its own (Pydantic AI, OpenAI Agents SDK), stored in chunks.
+        try:
+            messages = sdk_messages(history_expand_state(state.sdk))
+        except HistoryBroken:
+            return []
+    return [m for m in messages if m.role != "system"][-limit:]

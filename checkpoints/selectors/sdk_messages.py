@@ -1,0 +1,124 @@
+"""An SDK agent's history as the harness's messages (`sdk_messages`), for the pages that show
+what the model had seen (a review's "recent messages"): a Pydantic AI agent's message list
+(ModelMessagesTypeAdapter JSON) and an OpenAI Agents SDK agent's RunState (its input and
+generated items). Read from the stored JSON alone, without the SDKs: a part of a kind this
+does not know is left out, never an error."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tasks.agent_state import Message, ProposedCall
+
+PYDANTIC_AI = "pydantic-ai"
+OPENAI_AGENTS = "openai-agents"
+
+
+def sdk_messages(sdk: Any) -> list[Message]:
+    """The messages of an SDK's state (`AgentState.sdk`, its history whole again), oldest
+    first; [] for a state of no known SDK."""
+    if not isinstance(sdk, dict):
+        return []
+    if sdk.get("kind") == PYDANTIC_AI:
+        return _pydantic_ai(sdk.get("messages"))
+    if sdk.get("kind") == OPENAI_AGENTS:
+        state = sdk.get("run_state")
+        if isinstance(state, str):
+            try:
+                state = json.loads(state)
+            except ValueError:
+                return []
+        return _openai_agents(state) if isinstance(state, dict) else []
+    return []
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _args(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {"arguments": value}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _pydantic_ai(messages: Any) -> list[Message]:
+    out: list[Message] = []
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, dict):
+            continue
+        parts = [p for p in message.get("parts") or [] if isinstance(p, dict)]
+        if message.get("kind") == "response":
+            text = "".join(_text(p.get("content")) for p in parts if p.get("part_kind") == "text")
+            calls = [
+                ProposedCall(
+                    call_id=str(p.get("tool_call_id") or ""),
+                    tool=str(p.get("tool_name") or ""),
+                    args=_args(p.get("args")),
+                )
+                for p in parts
+                if p.get("part_kind") == "tool-call"
+            ]
+            if text or calls:
+                out.append(Message(role="assistant", content=text, calls=calls or None))
+            continue
+        for part in parts:
+            kind = part.get("part_kind")
+            if kind == "user-prompt":
+                out.append(Message(role="user", content=_text(part.get("content"))))
+            elif kind in ("tool-return", "retry-prompt"):
+                out.append(
+                    Message(
+                        role="tool",
+                        content=_text(part.get("content")),
+                        call_id=str(part.get("tool_call_id") or "") or None,
+                        name=str(part.get("tool_name") or "") or None,
+                    )
+                )
+    return out
+
+
+def _openai_agents(state: dict[str, Any]) -> list[Message]:
+    out: list[Message] = []
+    first = state.get("original_input")
+    if isinstance(first, str):
+        out.append(Message(role="user", content=first))
+    for item in first if isinstance(first, list) else []:
+        if isinstance(item, dict) and item.get("role") in ("user", "assistant"):
+            out.append(Message(role=item["role"], content=_content_text(item.get("content"))))
+    for item in state.get("generated_items") or []:
+        if not isinstance(item, dict):
+            continue
+        raw_item = item.get("raw_item")
+        raw: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
+        kind = item.get("type")
+        if kind == "message_output_item":
+            out.append(Message(role="assistant", content=_content_text(raw.get("content"))))
+        elif kind == "tool_call_item" and raw.get("type") == "function_call":
+            call = ProposedCall(
+                call_id=str(raw.get("call_id") or ""),
+                tool=str(raw.get("name") or ""),
+                args=_args(raw.get("arguments")),
+            )
+            out.append(Message(role="assistant", calls=[call]))
+        elif kind == "tool_call_output_item":
+            out.append(
+                Message(
+                    role="tool",
+                    content=_text(item.get("output", raw.get("output"))),
+                    call_id=str(raw.get("call_id") or "") or None,
+                )
+            )
+    return out
+
+
+def _content_text(content: Any) -> str:
+    """A message's text: a string, or the text of its parts (output_text, input_text)."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "".join(str(part.get("text") or "") for part in parts if isinstance(part, dict))
