@@ -66,7 +66,7 @@ def test_graph_pauses_at_its_interrupt_and_finishes_after_approval(
     page = as_user(operator).get(f"/tasks/{task['id']}/?tab=events").content.decode()
     nodes = re.findall(r'data-testid="graph-node">node (\w+) · \d+ ms', page)
     assert nodes[:3] == ["plan", "notes", "approve"]
-    assert "super-step 1" in page
+    assert "super-step 1" in page and "the input" in page and "super-step -1" not in page
 
 
 def test_rejection_reaches_the_graph_with_the_comment(task_api, api_client, operator):
@@ -125,7 +125,7 @@ ANNOUNCE = graph_spec(
 
 
 def test_middleware_tool_call_edited_in_review_runs_with_the_edited_arguments(
-    task_api, api_client, operator
+    task_api, api_client, operator, as_user
 ):
     task = task_api.create(ANNOUNCE)
     assert run_task(task["id"]) == "paused"
@@ -143,6 +143,10 @@ def test_middleware_tool_call_edited_in_review_runs_with_the_edited_arguments(
     result = task_api.get(task["id"])["result"]
     assert "posted to #releases: v1.5 is out" in result
     assert "#general" not in result
+    # The events tab says what the model asked for and that the tool answered.
+    page = as_user(operator).get(f"/tasks/{task['id']}/?tab=events").content.decode()
+    assert "the model asks for <strong>send_announcement</strong>" in page
+    assert "<strong>send_announcement</strong> answered" in page
     # The gated call ran with the edited arguments and ended with the tool's result.
     call = ToolCall.objects.get(task_id=task["id"])
     assert call.status == "succeeded"
