@@ -21,6 +21,7 @@ from tasks.selectors.access import (
 )
 from tasks.selectors.calls import (
     ARGUMENTS_TEXT_CHARS,
+    attempts_logged,
     call_attempts,
     task_call_outputs,
     task_call_page,
@@ -104,6 +105,7 @@ __all__ = [
     "access_task",
     "access_template",
     "as_text",
+    "attempts_logged",
     "call_attempts",
     "compensation_for",
     "day_start",

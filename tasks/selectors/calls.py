@@ -63,6 +63,11 @@ def task_call_outputs(
     return found
 
 
+# What an SDK's attempt settles a call to (a call run again is `running` with its last
+# attempt's `duration_ms` still set: that attempt is not the one running).
+_SETTLED = frozenset({ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED, ToolCallStatus.TIMED_OUT})
+
+
 def attempts_logged(
     *,
     log: Any,
@@ -77,10 +82,10 @@ def attempts_logged(
     """A call's attempt log (its entries as agent.runtime.call_execute writes them). A call of
     an SDK agent (OpenAI Agents SDK, Pydantic AI) keeps its last attempt on its row instead:
     its start, when it settled, its status and error, and `duration_ms`, which only a finished
-    attempt sets. With no log, that attempt as the entry the pages read. `started` and
-    `settled`: datetimes, or ISO text as the timeline's query returns them."""
+    attempt sets. With no log, that attempt, once settled, as the entry the pages read.
+    `started` and `settled`: datetimes, or ISO text as the timeline's query returns them."""
     entries = [entry for entry in log or [] if isinstance(entry, dict)]
-    if entries or duration_ms is None or not started:
+    if entries or duration_ms is None or not started or status not in _SETTLED:
         return entries
     return [
         {

@@ -10,7 +10,7 @@ import pytest
 from agent.jobs import run_task
 from tasks import charts
 from tasks.models import Task, TaskEvent, ToolCall
-from tasks.selectors import call_attempts
+from tasks.selectors import attempts_logged, call_attempts
 from tests.dashboard.test_timeline import timeline_of, traces
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -50,3 +50,19 @@ def test_model_turns_and_tool_attempts_of_an_sdk_agent_are_bars(kind, task_api):
 
     attempts = call_attempts(call=write, outputs={})
     assert [(a["n"], a["status"]) for a in attempts] == [(1, "succeeded")]
+
+
+def test_an_sdk_call_run_again_is_no_finished_attempt_while_it_runs():
+    row = {
+        "log": [],
+        "attempts": 2,
+        "started": "2026-12-07T10:00:05+00:00",
+        "settled": "2026-12-07T10:00:01+00:00",  # the first attempt's
+        "duration_ms": 12.5,  # the first attempt's
+    }
+    assert attempts_logged(status="running", **row) == []
+    [entry] = attempts_logged(status="failed", **row)
+    assert (entry["n"], entry["status"]) == (2, "failed")
+    # The harness's own calls keep their log as it is.
+    logged = [{"n": 1, "status": "succeeded", "started_at": "x", "finished_at": "y"}]
+    assert attempts_logged(status="succeeded", **{**row, "log": logged}) == logged
