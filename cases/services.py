@@ -20,13 +20,15 @@ from tasks.states import TERMINAL
 
 MAX_TAGS = 20
 # Agent kinds whose runs a replay cannot play back yet, and why (issue #47): the harness's own
-# loop and the SDK agents (Pydantic AI, OpenAI Agents SDK) record model decisions a replay
-# plays back; a graph does not.
+# loop and the SDK agents (Pydantic AI, OpenAI Agents SDK) record model decisions and tool
+# answers a replay plays back; a graph records its model decisions, but its ToolNode calls
+# are not on the ledger.
 UNREPLAYABLE_KINDS = {
     "langgraph": (
-        "a LangGraph task cannot be saved as a case yet: a graph's nodes are not recorded as "
-        "model decisions a replay can play back (the harness's own loop, Pydantic AI and "
-        "OpenAI Agents SDK agents can be)"
+        "a LangGraph task cannot be saved as a case yet: its model decisions are recorded, "
+        "but its graph's tool calls are not on the ledger, so a replay would have no tool "
+        "answers to give (the harness's own loop, Pydantic AI and OpenAI Agents SDK agents "
+        "can be saved)"
     ),
 }
 

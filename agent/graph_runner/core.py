@@ -11,12 +11,14 @@ from typing import Any, NoReturn
 from django.db import transaction
 
 from agent.graph_runner.loading import GraphNotRegistered, graph_load, graph_thread_config
+from agent.graph_runner.model_turns import ModelTurns
 from agent.runtime.run import Paused
 from agent.sdk_run import ForeignRun
 from checkpoints.langgraph import DjangoCheckpointSaver
 from harness_base.config import harness_config, langgraph_entry
 from tasks import services
-from tasks.models import Task, ToolCall
+from tasks.events import EventType
+from tasks.models import Task, TaskEvent, ToolCall
 from tasks.spec import LangGraphAgentSpec
 
 REVIEW_KIND = "langgraph"
@@ -28,7 +30,6 @@ class GraphRunCore(ForeignRun):
     NOUN = "graph"
     NAME_KEY = "graph"
     NOT_REGISTERED = (GraphNotRegistered, ImportError, AttributeError)
-    COUNTS_TOKENS = False
     load_code = staticmethod(graph_load)
 
     def __init__(self, task: Task, worker_id: str, *, loaded: Any = None) -> None:
@@ -37,6 +38,8 @@ class GraphRunCore(ForeignRun):
         # LangGraph's step_timeout: the turn timeout bounds one super-step.
         self.step_s = self.turn_s
         self.steps_used = task.steps_used
+        # The tokens its nodes' chat models reported (model_turns), against budget.max_tokens.
+        self.tokens_used = task.tokens_used
         self.step_index = task.current_step
         # ToolCall rows whose outcome the next fenced write saves: {pk: (row, fields)}.
         self.pending_calls: dict[int, tuple[ToolCall, set[str]]] = {}
@@ -55,9 +58,15 @@ class GraphRunCore(ForeignRun):
         # (a middleware's node writes its model's message again).
         self.chats_traced: set[str] = set()
         self.saver = DjangoCheckpointSaver(task_id=task.id, epoch=self.epoch)
+        # The chat model calls the nodes make (model_turns), and the last turn's number.
+        self.model_turns = ModelTurns()
+        self.turn_index = TaskEvent.objects.filter(
+            task_id=task.id, type=EventType.MODEL_DECISION
+        ).count()
         self.config: dict[str, Any] = {
             **graph_thread_config(task_id=task.id),
             "recursion_limit": budget.max_steps + 10,
+            "callbacks": [self.model_turns],
         }
         registered = harness_config().langgraph_graphs.get(self.graph_spec.graph)
         self.interrupt_resume = (
@@ -74,9 +83,17 @@ class GraphRunCore(ForeignRun):
         assert isinstance(agent, LangGraphAgentSpec), f"not a LangGraph task: {agent!r}"
         return agent
 
+    def model_turns_recorded(self) -> None:
+        """The model calls the nodes made since the last look, each a model_decision."""
+        for ended, decision in self.model_turns.take():
+            self.turn_index += 1
+            self.tokens_used += decision["prompt_tokens"] + decision["completion_tokens"]
+            self.event(EventType.MODEL_DECISION, {"turn": self.turn_index, **decision}, at=ended)
+
     def commit(self, *, inserts: Sequence[Any] = (), **fields: Any) -> None:
         """One fenced write: lease proof + heartbeat + usage + this step's events (+ rows,
         + the tool calls settled since the last write)."""
+        self.model_turns_recorded()
         self.cancel_seen = services.task_fenced_write(
             task_id=self.task_id,
             epoch=self.epoch,

@@ -78,6 +78,8 @@ class GraphRunStreaming(GraphRunCalls, GraphRunWorkspace):
         self.commit(inserts=snapshot)
 
     def record_node(self, chunk: dict[str, Any]) -> None:
+        # The node's model calls ended before its result: their decisions come first.
+        self.model_turns_recorded()
         result = chunk.get("result")
         writes = result if isinstance(result, dict) else {}
         messages = writes.get("messages")

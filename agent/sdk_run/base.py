@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -150,10 +151,11 @@ class RunBase:
 
     # -- the shared part ---------------------------------------------------------------------
 
-    def event(self, type: str, payload: dict[str, Any]) -> None:
+    def event(self, type: str, payload: dict[str, Any], *, at: datetime | None = None) -> None:
+        """An event for the next fenced write (`at`: when it happened, if not now)."""
         self.pending_events.append(
             services.event_build(
-                task_id=self.task_id, type=type, payload=payload, step_index=self.step_index
+                task_id=self.task_id, type=type, payload=payload, step_index=self.step_index, at=at
             )
         )
 

@@ -11,7 +11,8 @@ import pytest
 
 from agent.jobs import run_task
 from review.models import ReviewRequest
-from tasks.models import Task, ToolCall
+from tasks.models import Task, TaskEvent, ToolCall
+from tests.dashboard.test_timeline import timeline_of, traces
 from tests.factories import graph_spec
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -462,3 +463,31 @@ def test_a_rollback_preview_lists_the_tool_calls_it_leaves_in_the_world(
     html = page.content.decode()
     irreversible = html[html.index('data-testid="irreversible"') :]
     assert irreversible.count("<strong>add</strong>") == 2
+
+
+def test_the_model_calls_of_a_graph_s_nodes_are_its_model_decisions(task_api, api_client, operator):
+    task = task_api.create(ANNOUNCE)
+    assert run_task(task["id"]) == "paused"
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    assert api_client(operator).decide(review.id, decision="approve").status_code == 200
+    assert run_task(task["id"]) == "succeeded"
+
+    decisions = [
+        e.payload
+        for e in TaskEvent.objects.filter(task_id=task["id"], type="model_decision").order_by("id")
+    ]
+    # The agent's model node asked for the tool, then (after the resume) answered.
+    assert [(d["turn"], d["node"], d["model"]) for d in decisions] == [
+        (1, "model", "scripted-example"),
+        (2, "model", "scripted-example"),
+    ]
+    assert decisions[0]["calls"] == [
+        {"tool": "send_announcement", "tool_call_id": "call-1", "args": ANNOUNCEMENT}
+    ]
+    assert decisions[1]["calls"] == [] and decisions[1]["text"].startswith("done: posted to")
+    assert all(d["duration_ms"] > 0 and d["prompt_tokens"] > 0 for d in decisions)
+    # On the timeline, a model bar each.
+    figure = timeline_of(Task.objects.get(id=task["id"]))
+    assert traces(figure)["model calls"]["x"] == pytest.approx(
+        [d["duration_ms"] for d in decisions]
+    )
