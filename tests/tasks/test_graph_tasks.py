@@ -491,3 +491,12 @@ def test_the_model_calls_of_a_graph_s_nodes_are_its_model_decisions(task_api, ap
     assert traces(figure)["model calls"]["x"] == pytest.approx(
         [d["duration_ms"] for d in decisions]
     )
+
+
+def test_a_graph_s_model_tokens_count_against_its_token_budget(task_api):
+    task = task_api.create({**ANNOUNCE, "budget": {"max_tokens": 5}})
+    assert run_task(task["id"]) == "failed"
+    done = Task.objects.get(id=task["id"])
+    assert done.error_class == "budget_exceeded" and "max_tokens=5" in done.error_message
+    assert done.tokens_used > 5
+    assert not ReviewRequest.objects.filter(task_id=task["id"]).exists()  # stopped before
