@@ -54,6 +54,7 @@ from checkpoints.selectors.rollback import (
     rollback_plan,
     rollback_preview,
 )
+from checkpoints.selectors.sdk_messages import graph_messages, sdk_messages
 
 __all__ = [
     "EXECUTED",
@@ -69,6 +70,8 @@ __all__ = [
     "checkpoint_diff",
     "checkpoint_get",
     "checkpoint_recent_messages",
+    "graph_messages",
+    "sdk_messages",
     "compensation_dict",
     "checkpoint_supersession_marks",
     "entry_dict",

@@ -1,8 +1,9 @@
-"""An SDK agent's history as the harness's messages (`sdk_messages`), for the pages that show
-what the model had seen (a review's "recent messages"): a Pydantic AI agent's message list
+"""An agent's history as the harness's messages, for the pages that show what the model had
+seen (a review's "recent messages"): `sdk_messages`, a Pydantic AI agent's message list
 (ModelMessagesTypeAdapter JSON) and an OpenAI Agents SDK agent's RunState (its input and
-generated items). Read from the stored JSON alone, without the SDKs: a part of a kind this
-does not know is left out, never an error."""
+generated items), read from the stored JSON alone, without the SDKs; `graph_messages`, the
+`messages` channel of a LangGraph graph's checkpoint (LangChain's messages). A part of a kind
+this does not know is left out, never an error."""
 
 from __future__ import annotations
 
@@ -122,3 +123,54 @@ def _content_text(content: Any) -> str:
         return content
     parts = content if isinstance(content, list) else []
     return "".join(str(part.get("text") or "") for part in parts if isinstance(part, dict))
+
+
+def graph_messages(*, task_id: Any, checkpoint_id: str) -> list[Message]:
+    """The `messages` channel of one of the task's LangGraph checkpoints (a MessagesState
+    graph's conversation, as LangChain's messages), oldest first; [] for a graph without one
+    or a checkpoint gone."""
+    # Imported here: LangGraph takes seconds to import, and only a graph's review needs it.
+    from checkpoints.langgraph import DjangoCheckpointSaver
+
+    saver = DjangoCheckpointSaver(task_id=task_id)
+    try:
+        loaded = saver.get_tuple(
+            {
+                "configurable": {
+                    "thread_id": str(task_id),
+                    "checkpoint_ns": "",
+                    "checkpoint_id": checkpoint_id,
+                }
+            }
+        )
+    finally:
+        saver.close()
+    values = loaded.checkpoint.get("channel_values") or {} if loaded is not None else {}
+    messages = values.get("messages") if isinstance(values, dict) else None
+    return [m for m in (_langchain(message) for message in messages or []) if m is not None]
+
+
+_LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+def _langchain(message: Any) -> Message | None:
+    role = _LANGCHAIN_ROLES.get(str(getattr(message, "type", "")))
+    if role is None:
+        return None
+    calls = [
+        ProposedCall(
+            call_id=str(call.get("id") or ""),
+            tool=str(call.get("name") or ""),
+            args=_args(call.get("args")),
+        )
+        for call in getattr(message, "tool_calls", None) or []
+        if isinstance(call, dict)
+    ]
+    content = getattr(message, "content", "")
+    return Message(
+        role=role,  # type: ignore[arg-type]  # one of Message's roles, by _LANGCHAIN_ROLES
+        content=_content_text(content) if isinstance(content, list) else _text(content),
+        calls=calls or None,
+        call_id=getattr(message, "tool_call_id", None),
+        name=getattr(message, "name", None) if role == "tool" else None,
+    )

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from checkpoints.selectors import checkpoint_recent_messages
+from checkpoints.selectors import checkpoint_recent_messages, graph_messages
 from dashboard.edit_form import EditState, edit_bind, edit_initial
 from dashboard.views.review_drift import drift_arguments, drift_context, drift_decision_fields
 from dashboard.views.review_inbox import inbox_query, inbox_view, selector_filters
@@ -37,6 +37,16 @@ DECISIONS = {
     "respond": "respond",
     **{name: name for name in services.UNKNOWN_OUTCOME_DECISIONS},
 }
+
+
+def _recent_messages(review: ReviewRequest, limit: int = 8) -> list[Any]:
+    """What the model had seen when the call was asked for: the review's checkpoint's
+    messages, or a graph interrupt's conversation (its LangGraph checkpoint's `messages`)."""
+    graph_checkpoint = (review.interrupt or {}).get("checkpoint_id")
+    if review.kind == "langgraph" and isinstance(graph_checkpoint, str):
+        messages = graph_messages(task_id=review.task_id, checkpoint_id=graph_checkpoint)
+        return [m for m in messages if m.role != "system"][-limit:]
+    return checkpoint_recent_messages(checkpoint=review.checkpoint, limit=limit)
 
 
 def _call_attempts(review: ReviewRequest) -> list[dict[str, Any]]:
@@ -101,7 +111,7 @@ def review_detail_page(
             "original_text": json.dumps(review.original_arguments, indent=2, ensure_ascii=False),
             "schema": schema,
             "mcp": selectors.review_mcp_facts(review=review, tool=tool),
-            "recent_messages": checkpoint_recent_messages(checkpoint=review.checkpoint),
+            "recent_messages": _recent_messages(review),
             "approvals": selectors.review_approvers(review=review),
             "facts": selectors.review_facts(review=review),
             "edit_changes": selectors.review_edit_changes(review=review),

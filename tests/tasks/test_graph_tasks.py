@@ -500,3 +500,16 @@ def test_a_graph_s_model_tokens_count_against_its_token_budget(task_api):
     assert done.error_class == "budget_exceeded" and "max_tokens=5" in done.error_message
     assert done.tokens_used > 5
     assert not ReviewRequest.objects.filter(task_id=task["id"]).exists()  # stopped before
+
+
+def test_the_review_of_a_graph_interrupt_shows_the_graph_s_conversation(
+    task_api, operator, as_user
+):
+    task = task_api.create(ANNOUNCE)
+    assert run_task(task["id"]) == "paused"
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    page = as_user(operator).get(f"/reviews/{review.id}/").content.decode()
+    log = page.partition('data-testid="recent-messages"')[2].partition("</ol>")[0]
+    # The user's request, then the model's call of the tool under review.
+    assert re.findall(r'class="msg-role-(\w+)"', log) == ["user", "assistant"]
+    assert "#general" in log and "send_announcement(" in log
