@@ -68,6 +68,7 @@ def test_graph_pauses_at_its_interrupt_and_finishes_after_approval(
     nodes = re.findall(r'data-testid="graph-node">node (\w+) · \d+ ms', page)
     assert nodes[:3] == ["plan", "notes", "approve"]
     assert "super-step 1" in page and "the input" in page and "super-step -1" not in page
+    assert "resumed with the reviewers' decisions" in page
 
 
 def test_rejection_reaches_the_graph_with_the_comment(task_api, api_client, operator):
