@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 from django.db import transaction
 
 from agent.graph_runner.loading import GraphNotRegistered, graph_load, graph_thread_config
-from agent.graph_runner.model_turns import ModelTurns
+from agent.graph_runner.model_calls import NodeModelCalls
 from agent.runtime.run import Paused
 from agent.sdk_run import ForeignRun
 from checkpoints.langgraph import DjangoCheckpointSaver
@@ -38,7 +38,7 @@ class GraphRunCore(ForeignRun):
         # LangGraph's step_timeout: the turn timeout bounds one super-step.
         self.step_s = self.turn_s
         self.steps_used = task.steps_used
-        # The tokens its nodes' chat models reported (model_turns), against budget.max_tokens.
+        # The tokens its nodes' chat models reported (model_calls), against budget.max_tokens.
         self.tokens_used = task.tokens_used
         self.step_index = task.current_step
         # ToolCall rows whose outcome the next fenced write saves: {pk: (row, fields)}.
@@ -58,15 +58,15 @@ class GraphRunCore(ForeignRun):
         # (a middleware's node writes its model's message again).
         self.chats_traced: set[str] = set()
         self.saver = DjangoCheckpointSaver(task_id=task.id, epoch=self.epoch)
-        # The chat model calls the nodes make (model_turns), and the last turn's number.
-        self.model_turns = ModelTurns()
+        # The chat model calls the nodes make (model_calls), and the last turn's number.
+        self.model_calls = NodeModelCalls()
         self.turn_index = TaskEvent.objects.filter(
             task_id=task.id, type=EventType.MODEL_DECISION
         ).count()
         self.config: dict[str, Any] = {
             **graph_thread_config(task_id=task.id),
             "recursion_limit": budget.max_steps + 10,
-            "callbacks": [self.model_turns],
+            "callbacks": [self.model_calls],
         }
         registered = harness_config().langgraph_graphs.get(self.graph_spec.graph)
         self.interrupt_resume = (
@@ -83,9 +83,9 @@ class GraphRunCore(ForeignRun):
         assert isinstance(agent, LangGraphAgentSpec), f"not a LangGraph task: {agent!r}"
         return agent
 
-    def model_turns_recorded(self) -> None:
+    def model_calls_recorded(self) -> None:
         """The model calls the nodes made since the last look, each a model_decision."""
-        for ended, decision in self.model_turns.take():
+        for ended, decision in self.model_calls.take():
             self.turn_index += 1
             self.tokens_used += decision["prompt_tokens"] + decision["completion_tokens"]
             self.event(EventType.MODEL_DECISION, {"turn": self.turn_index, **decision}, at=ended)
@@ -93,7 +93,7 @@ class GraphRunCore(ForeignRun):
     def commit(self, *, inserts: Sequence[Any] = (), **fields: Any) -> None:
         """One fenced write: lease proof + heartbeat + usage + this step's events (+ rows,
         + the tool calls settled since the last write)."""
-        self.model_turns_recorded()
+        self.model_calls_recorded()
         self.cancel_seen = services.task_fenced_write(
             task_id=self.task_id,
             epoch=self.epoch,

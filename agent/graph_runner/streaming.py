@@ -79,7 +79,7 @@ class GraphRunStreaming(GraphRunCalls, GraphRunWorkspace):
 
     def record_node(self, chunk: dict[str, Any]) -> None:
         # The node's model calls ended before its result: their decisions come first.
-        self.model_turns_recorded()
+        self.model_calls_recorded()
         result = chunk.get("result")
         writes = result if isinstance(result, dict) else {}
         messages = writes.get("messages")

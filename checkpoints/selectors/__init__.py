@@ -8,6 +8,7 @@ One module per family, each importing only the modules listed below it:
     rollback   the rollback's plan (rollback_plan: files, calls undone, their compensations
                and what cannot be undone) and its preview (rollback_preview)
     lookups    one checkpoint, a task's checkpoints and marks, the messages at a checkpoint
+    agent_messages  an SDK agent's or a graph's history as the harness's messages
     calls      the calls a rollback undoes
 
 This package re-exports the public names, so `from checkpoints.selectors import
@@ -15,6 +16,7 @@ checkpoint_get` keeps working; code inside the package imports the module that h
 
 from __future__ import annotations
 
+from checkpoints.selectors.agent_messages import graph_messages, sdk_messages
 from checkpoints.selectors.calls import (
     EXECUTED,
     RETRYABLE,
@@ -54,7 +56,6 @@ from checkpoints.selectors.rollback import (
     rollback_plan,
     rollback_preview,
 )
-from checkpoints.selectors.sdk_messages import graph_messages, sdk_messages
 
 __all__ = [
     "EXECUTED",

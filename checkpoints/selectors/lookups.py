@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 
 from checkpoints.history import HistoryBroken, history_expand_state
 from checkpoints.models import Checkpoint
-from checkpoints.selectors.sdk_messages import sdk_messages
+from checkpoints.selectors.agent_messages import sdk_messages
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
 from tasks.agent_state import Message
 from tasks.errors import NotFound

@@ -1,7 +1,7 @@
 """The review page of an SDK agent's call (Pydantic AI, OpenAI Agents SDK) shows what the model
 had seen when it asked: the prompt, the calls it made and what they returned, and the call
 under review, read from the SDK's own history in the before_review checkpoint
-(checkpoints.selectors.sdk_messages); and it names the agent's kind, not a LangGraph graph."""
+(checkpoints.selectors.agent_messages); and it names the agent's kind, not a LangGraph graph."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The model calls made inside a graph's nodes (ModelTurns, LangChain's callbacks in the run's
+"""The model calls made inside a graph's nodes (NodeModelCalls, LangChain's callbacks in the run's
 config, which every chat model a node invokes inherits): each call that ends is a model
 decision (`model_decision`, as the SDK agents' and the harness's own loop's: its node, model,
 time, tokens, the tool calls it asks for and its text), on the timeline as a model bar. The
@@ -22,7 +22,7 @@ from agent.graph_runner.values import jsonable, text
 DECISION_TEXT_CHARS = 2000
 
 
-class ModelTurns(BaseCallbackHandler):
+class NodeModelCalls(BaseCallbackHandler):
     """Chat model calls, started and ended (LangChain's callback API)."""
 
     def __init__(self) -> None:
