@@ -8,6 +8,7 @@ records what it collected from its own thread, with the node's result
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import datetime
 from typing import Any
@@ -30,6 +31,9 @@ class NodeModelCalls(BaseCallbackHandler):
         # each with when it ended.
         self.started: dict[UUID, tuple[float, str]] = {}
         self.ended: list[tuple[datetime, dict[str, Any]]] = []
+        # Nodes of one super-step run in threads of their own: one may end a call while the
+        # run takes what ended.
+        self.lock = threading.Lock()
 
     def on_chat_model_start(
         self,
@@ -52,14 +56,16 @@ class NodeModelCalls(BaseCallbackHandler):
         if message is None:
             return
         decision = _decision(message, node=began[1], seconds=time.monotonic() - began[0])
-        self.ended.append((timezone.now(), decision))
+        with self.lock:
+            self.ended.append((timezone.now(), decision))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self.started.pop(run_id, None)
 
     def take(self) -> list[tuple[datetime, dict[str, Any]]]:
         """The calls that ended since the last take, oldest first: (when, decision)."""
-        ended, self.ended = self.ended, []
+        with self.lock:
+            ended, self.ended = self.ended, []
         return ended
 
 
