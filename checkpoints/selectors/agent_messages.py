@@ -30,7 +30,11 @@ def sdk_messages(sdk: Any) -> list[Message]:
                 state = json.loads(state)
             except ValueError:
                 return []
-        return _openai_agents(state) if isinstance(state, dict) else []
+        if isinstance(state, dict):
+            return _openai_agents(state)
+        # Between pauses the adapter keeps only the model's responses (`turns`; the calls'
+        # outputs are on the ledger): what the model said and asked for.
+        return [m for turn in sdk.get("turns") or [] for m in _openai_turn(turn)]
     return []
 
 
@@ -114,6 +118,25 @@ def _openai_agents(state: dict[str, Any]) -> list[Message]:
                     call_id=str(raw.get("call_id") or "") or None,
                 )
             )
+    return out
+
+
+def _openai_turn(turn: Any) -> list[Message]:
+    response = turn.get("response") if isinstance(turn, dict) else None
+    items = response.get("output") if isinstance(response, dict) else None
+    out: list[Message] = []
+    for raw in items if isinstance(items, list) else []:
+        if not isinstance(raw, dict):
+            continue
+        if raw.get("type") == "message":
+            out.append(Message(role="assistant", content=_content_text(raw.get("content"))))
+        elif raw.get("type") == "function_call":
+            call = ProposedCall(
+                call_id=str(raw.get("call_id") or ""),
+                tool=str(raw.get("name") or ""),
+                args=_args(raw.get("arguments")),
+            )
+            out.append(Message(role="assistant", calls=[call]))
     return out
 
 

@@ -9,8 +9,10 @@ from typing import Any
 
 from checkpoints.blobstore import blob_store
 from checkpoints.models import Checkpoint
+from checkpoints.selectors.lookups import state_messages
 from checkpoints.services import checkpoint_decode
 from checkpoints.snapshots import Manifest, snapshot_manifest
+from tasks.agent_state import AgentState
 
 TEXT_DIFF_MAX_BYTES = 256 * 1024
 
@@ -127,18 +129,29 @@ def _message_dict(m: Any) -> dict[str, Any]:
     return out
 
 
+# The SDK state's keys that hold its history (agent.pydantic_ai_runner, agent.openai_agents_runner):
+# compared as messages, not as JSON.
+SDK_HISTORY_KEYS = ("messages", "run_state")
+
+
+def _state_fields(state: AgentState) -> dict[str, Any]:
+    fields = state.model_dump(mode="json", exclude={"messages"})
+    if isinstance(fields.get("sdk"), dict):
+        fields["sdk"] = {k: v for k, v in fields["sdk"].items() if k not in SDK_HISTORY_KEYS}
+    return fields
+
+
 def checkpoint_diff(*, a: Checkpoint, b: Checkpoint) -> CheckpointDiff:
     """AgentState differences and the file manifest changes from `a` to `b`, with a unified
     diff for text files. Raises CheckpointCorrupted when either fails verification."""
     la, lb = checkpoint_decode(a), checkpoint_decode(b)
-    sa = la.state.model_dump(mode="json", exclude={"messages"})
-    sb = lb.state.model_dump(mode="json", exclude={"messages"})
+    sa, sb = _state_fields(la.state), _state_fields(lb.state)
     state_changes = [
         {"field": key, "a": sa.get(key), "b": sb.get(key)}
         for key in sorted(set(sa) | set(sb))
         if sa.get(key) != sb.get(key)
     ]
-    ma, mb = la.state.messages, lb.state.messages
+    ma, mb = state_messages(la.state), state_messages(lb.state)
     common = 0
     while common < min(len(ma), len(mb)) and ma[common] == mb[common]:
         common += 1

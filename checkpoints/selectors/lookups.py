@@ -10,7 +10,7 @@ from checkpoints.history import HistoryBroken, history_expand_state
 from checkpoints.models import Checkpoint
 from checkpoints.selectors.agent_messages import sdk_messages
 from checkpoints.services import CheckpointCorrupted, checkpoint_decode
-from tasks.agent_state import Message
+from tasks.agent_state import AgentState, Message
 from tasks.errors import NotFound
 from tasks.models import Task
 from tasks.selectors import as_text
@@ -71,11 +71,16 @@ def checkpoint_recent_messages(*, checkpoint: Checkpoint | None, limit: int = 8)
         state = checkpoint_decode(checkpoint).state
     except CheckpointCorrupted:
         return []
-    messages = state.messages
-    if not messages and state.sdk:
-        # An SDK agent's history is its own (Pydantic AI, OpenAI Agents SDK), stored in chunks.
-        try:
-            messages = sdk_messages(history_expand_state(state.sdk))
-        except HistoryBroken:
-            return []
-    return [m for m in messages if m.role != "system"][-limit:]
+    return [m for m in state_messages(state) if m.role != "system"][-limit:]
+
+
+def state_messages(state: AgentState) -> list[Message]:
+    """The agent's messages in a checkpoint's state: the harness loop's, or an SDK agent's
+    own history (Pydantic AI, OpenAI Agents SDK: stored in chunks) as messages; [] when that
+    history's chunks cannot be read."""
+    if state.messages or not state.sdk:
+        return list(state.messages)
+    try:
+        return sdk_messages(history_expand_state(state.sdk))
+    except HistoryBroken:
+        return []
