@@ -41,6 +41,8 @@ def test_the_comparison_shows_the_forks_edited_call_and_the_files_diff(
     fork_id = forked.json()["id"]
     # Both run to the end: the fork's edited write goes through review again, as the original's.
     for task_id in (original["id"], fork_id):
+        # The fork reaches its review when a worker has run it: wait for that, not for luck.
+        task_api.wait(task_id, "waiting_review")
         review = ReviewRequest.objects.get(task_id=task_id, status="pending")
         approve(review, operator)
         task_api.wait(task_id, "succeeded")
