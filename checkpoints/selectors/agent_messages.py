@@ -101,15 +101,8 @@ def _openai_agents(state: dict[str, Any]) -> list[Message]:
         raw_item = item.get("raw_item")
         raw: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
         kind = item.get("type")
-        if kind == "message_output_item":
-            out.append(Message(role="assistant", content=_content_text(raw.get("content"))))
-        elif kind == "tool_call_item" and raw.get("type") == "function_call":
-            call = ProposedCall(
-                call_id=str(raw.get("call_id") or ""),
-                tool=str(raw.get("name") or ""),
-                args=_args(raw.get("arguments")),
-            )
-            out.append(Message(role="assistant", calls=[call]))
+        if kind in ("message_output_item", "tool_call_item"):
+            out += _openai_output(raw)
         elif kind == "tool_call_output_item":
             out.append(
                 Message(
@@ -124,20 +117,23 @@ def _openai_agents(state: dict[str, Any]) -> list[Message]:
 def _openai_turn(turn: Any) -> list[Message]:
     response = turn.get("response") if isinstance(turn, dict) else None
     items = response.get("output") if isinstance(response, dict) else None
-    out: list[Message] = []
-    for raw in items if isinstance(items, list) else []:
-        if not isinstance(raw, dict):
-            continue
-        if raw.get("type") == "message":
-            out.append(Message(role="assistant", content=_content_text(raw.get("content"))))
-        elif raw.get("type") == "function_call":
-            call = ProposedCall(
-                call_id=str(raw.get("call_id") or ""),
-                tool=str(raw.get("name") or ""),
-                args=_args(raw.get("arguments")),
-            )
-            out.append(Message(role="assistant", calls=[call]))
-    return out
+    raws = items if isinstance(items, list) else []
+    return [m for raw in raws if isinstance(raw, dict) for m in _openai_output(raw)]
+
+
+def _openai_output(raw: dict[str, Any]) -> list[Message]:
+    """A model output item (a RunState item's `raw_item`, or a response's `output`): its text,
+    or the function it calls."""
+    if raw.get("type") == "message":
+        return [Message(role="assistant", content=_content_text(raw.get("content")))]
+    if raw.get("type") == "function_call":
+        call = ProposedCall(
+            call_id=str(raw.get("call_id") or ""),
+            tool=str(raw.get("name") or ""),
+            args=_args(raw.get("arguments")),
+        )
+        return [Message(role="assistant", calls=[call])]
+    return []
 
 
 def _content_text(content: Any) -> str:
