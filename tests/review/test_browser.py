@@ -32,7 +32,9 @@ def test_operator_approves_in_the_browser_and_the_task_finishes(
     assert page.inner_text("[data-testid=pending-count]") == "1"
 
     page.click("[data-testid=review-inbox] a:has-text('delete_file')")
-    assert "Why was this paused?" in page.content()
+    # The click starts the navigation; the review page is read once it has loaded.
+    page.wait_for_url(f"{live_server.url}/reviews/*/")
+    assert "Why was this paused?" in page.inner_text("main")
     assert "-stale" in page.inner_text("[data-testid=preview]")
 
     page.once("dialog", lambda dialog: dialog.accept())

@@ -108,7 +108,7 @@ def test_with_local_login_off_passwords_are_refused_except_a_break_glass_superus
     page.fill("input[name=username]", operator.username)
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
-    assert page.is_visible("[data-testid=local-login-refused]")
+    page.wait_for_selector("[data-testid=local-login-refused]")
     assert not signed_in(page, live_server)
 
     # Break-glass: a superuser created from the command line still signs in with a password.
