@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from bench.chaos.clocks import TOOL_TIMEOUT_S
+from bench.chaos.clocks import TOOL_TIMEOUT_S, ChaosError
 from bench.chaos.processes import poll, tcp_local_ports
 from bench.chaos.results import FaultResult
 from bench.chaos.suite import Chaos
@@ -93,9 +93,11 @@ def _call_running(task_id: str, tool: str) -> bool:
 
 def fault_kill_mid_checkpoint(chaos: Chaos, result: FaultResult, n: int) -> None:
     """kill -9 of the worker while its checkpoint write is on its way: the checkpoint table is
-    locked, every run blocks in its next durable write, and the workers are killed there. Every
-    other task's session is ended with it (the write is lost); the others' writes land after
-    the worker died (a write in flight when a machine dies may still commit)."""
+    locked, every run blocks in its next durable write, and each worker is killed there as soon
+    as its run is seen blocked (a horse blocked longer than HARNESS_HORSE_GRACE_S would be
+    killed by its own supervisor first). Every other task's session is ended with it (the
+    write is lost); the others' writes land after the worker died (a write in flight when a
+    machine dies may still commit)."""
     from django.db import connection, transaction
 
     tasks = []
@@ -111,25 +113,34 @@ def fault_kill_mid_checkpoint(chaos: Chaos, result: FaultResult, n: int) -> None
     # The sleeps end within a second: each run blocks in one of the writes that follow.
     time.sleep(random.uniform(0.0, 0.9))
     table = _checkpoint_table()
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(f'LOCK TABLE "{table}" IN SHARE MODE')
-        blocked = poll(
-            lambda: _blocked_in_checkpoint_write(chaos, tasks, table),
-            timeout=30,
-            what="the runs to block in a checkpoint write",
-        )
-        for i, (task_id, (worker, ports)) in enumerate(blocked.items()):
+    killed: set[str] = set()
+
+    def kill_the_blocked() -> bool:
+        """Kill the workers of the runs blocked now; True once no run is left to block."""
+        blocked, elsewhere = _runs_in_checkpoint_write(chaos, tasks, table, skip=killed)
+        for task_id, (worker, ports) in blocked.items():
             chaos.inject(result, task_id)
             chaos.fleet.kill(worker)
-            if i % 2 == 0:
+            if len(killed) % 2 == 0:
                 with connection.cursor() as cursor:
                     cursor.execute(
                         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                         "WHERE client_port = ANY(%s)",
                         [sorted(ports)],
                     )
-    chaos.fleet.spawn_workers(len(blocked), wait=False)
+            killed.add(task_id)
+        return not elsewhere
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(f'LOCK TABLE "{table}" IN SHARE MODE')
+        try:
+            poll(kill_the_blocked, timeout=30, what="the runs to block in a checkpoint write")
+        except ChaosError as exc:
+            raise ChaosError(
+                f"{exc}: {_checkpoint_wait_report(chaos, [t for t in tasks if t not in killed])}"
+            ) from exc
+    chaos.fleet.spawn_workers(len(killed), wait=False)
 
 
 def _checkpoint_table() -> str:
@@ -138,9 +149,12 @@ def _checkpoint_table() -> str:
     return Checkpoint._meta.db_table
 
 
-def _blocked_in_checkpoint_write(chaos: Chaos, tasks: list[str], table: str) -> dict | None:
-    """{task id: (worker, horse's ports)} once every task still running is blocked in a write
-    to the checkpoint table (a task that finished meanwhile is left out)."""
+def _runs_in_checkpoint_write(
+    chaos: Chaos, tasks: list[str], table: str, *, skip: set[str]
+) -> tuple[dict[str, tuple], list[str]]:
+    """({task id: (worker, horse's ports)} of the runs blocked in a write to the checkpoint
+    table now, [the tasks still running elsewhere]), leaving out `skip` and the tasks that are
+    not running (finished, or given back after their horse was killed)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -150,18 +164,45 @@ def _blocked_in_checkpoint_write(chaos: Chaos, tasks: list[str], table: str) -> 
             [f'%"{table}"%'],
         )
         waiting = {row[0] for row in cursor.fetchall()}
-    blocked = {}
+    blocked, elsewhere = {}, []
     rows = chaos.rows(tasks)
     for task_id in tasks:
-        if rows.get(task_id, {}).get("status") != "running":
+        if task_id in skip or rows.get(task_id, {}).get("status") != "running":
             continue
         horse = chaos.horse_of(task_id)
         worker = chaos.fleet.worker_of_horse(horse) if horse else None
         ports = tcp_local_ports(horse) if horse else set()
-        if worker is None or not ports & waiting:
-            return None
-        blocked[task_id] = (worker, ports)
-    return blocked
+        if worker is not None and ports & waiting:
+            blocked[task_id] = (worker, ports)
+        else:
+            elsewhere.append(task_id)
+    return blocked, elsewhere
+
+
+def _checkpoint_wait_report(chaos: Chaos, tasks: list[str]) -> str:
+    """Why runs were not seen blocked: each task's status, horse, worker and what its
+    database sessions were doing."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT client_port, state, wait_event_type, wait_event, "
+            "pg_blocking_pids(pid), left(query, 160) FROM pg_stat_activity "
+            "WHERE client_port IS NOT NULL"
+        )
+        sessions = {row[0]: row[1:] for row in cursor.fetchall()}
+    rows = chaos.rows(tasks)
+    lines = []
+    for task_id in tasks:
+        horse = chaos.horse_of(task_id)
+        worker = chaos.fleet.worker_of_horse(horse) if horse else None
+        ports = tcp_local_ports(horse) if horse else set()
+        lines.append(
+            f"task {task_id} {rows.get(task_id, {}).get('status')} horse {horse} "
+            f"worker {worker.pid if worker else None} sessions "
+            f"{[sessions.get(port, (port, 'not found')) for port in sorted(ports)]}"
+        )
+    return "; ".join(lines)
 
 
 def fault_frozen_horse(chaos: Chaos, result: FaultResult, n: int) -> None:
