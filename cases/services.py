@@ -12,25 +12,18 @@ from pydantic import ValidationError
 from cases.criteria import CaseCriteria, criteria_default
 from cases.effects import EffectsUnreadable, command_effects
 from cases.models import Case, CaseRun, OnDivergence
-from cases.selectors import CaseUnsavable, first_checkpoint_files, task_recording
+from cases.selectors import (
+    CaseUnsavable,
+    case_unsavable_reason,
+    first_checkpoint_files,
+    task_recording,
+)
 from tasks.models import Task
 from tasks.services import SpecError, audit_record, task_create
 from tasks.spec import TaskSpec, spec_agent_kind
 from tasks.states import TERMINAL
 
 MAX_TAGS = 20
-# Agent kinds whose runs a replay cannot play back yet, and why (issue #47): the harness's own
-# loop and the SDK agents (Pydantic AI, OpenAI Agents SDK) record model decisions and tool
-# answers a replay plays back; a graph records its model decisions, but its ToolNode calls
-# are not on the ledger.
-UNREPLAYABLE_KINDS = {
-    "langgraph": (
-        "a LangGraph task cannot be saved as a case yet: its model decisions are recorded, "
-        "but its graph's tool calls are not on the ledger, so a replay would have no tool "
-        "answers to give (the harness's own loop, Pydantic AI and OpenAI Agents SDK agents "
-        "can be saved)"
-    ),
-}
 
 
 def case_save(
@@ -56,9 +49,9 @@ def case_save(
             "a fork cannot be saved as a case (it starts mid-run, from its original's "
             "checkpoint); save the original, or compare the fork with it"
         )
-    kind = spec_agent_kind(task.spec)
-    if kind in UNREPLAYABLE_KINDS:
-        raise CaseUnsavable(UNREPLAYABLE_KINDS[kind])
+    unsavable = case_unsavable_reason(task=task)
+    if unsavable:
+        raise CaseUnsavable(unsavable)
     recording = task_recording(task=task)
     if not recording["decisions"]:
         raise CaseUnsavable("the task has no recorded model decisions")

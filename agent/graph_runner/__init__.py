@@ -26,7 +26,8 @@ pending writes are in the checkpointer.
 
 The modules, from the bottom: `values` (JSON and bounded text of the graph's values),
 `loading` (graph_load, graph_thread_config, GraphNotRegistered), `interrupts` (what an
-interrupt asks for: interrupt_actions, decisions_of), then GraphRun's parts, each importing
+interrupt asks for: interrupt_actions, decisions_of), `replay` (a replay of a saved case: the
+recorded model decisions and ToolNode answers, GraphReplay), then GraphRun's parts, each importing
 only the ones listed before it: `core` (state, events, usage, the fenced write, pause),
 `tracing` (spans), `calls` (the reviewed calls' rows), `workspace` (restore, snapshot),
 `streaming` (the super-steps), `answers` (decided reviews and the resume value), `asking`

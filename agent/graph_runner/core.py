@@ -12,6 +12,7 @@ from django.db import transaction
 
 from agent.graph_runner.loading import GraphNotRegistered, graph_load, graph_thread_config
 from agent.graph_runner.model_calls import NodeModelCalls
+from agent.graph_runner.replay import GraphReplay
 from agent.runtime.run import Paused
 from agent.sdk_run import ForeignRun
 from checkpoints.langgraph import DjangoCheckpointSaver
@@ -75,6 +76,8 @@ class GraphRunCore(ForeignRun):
         self.config["configurable"]["harness_workspace"] = str(self.workspace)
         # LangGraph checkpoint ids whose workspace snapshot is stored (or known to be).
         self.snapshotted: set[str] = set()
+        # A replay of a saved case: its recorded decisions and tool answers (replay).
+        self.replay = GraphReplay.of(task)
 
     @property
     def graph_spec(self) -> LangGraphAgentSpec:

@@ -17,7 +17,7 @@ from uuid import UUID
 from django.utils import timezone
 from langchain_core.callbacks import BaseCallbackHandler
 
-from agent.graph_runner.values import jsonable, text
+from agent.graph_runner.values import full_text, jsonable, text
 
 # A decision's text as the SDK agents keep it on theirs.
 DECISION_TEXT_CHARS = 2000
@@ -72,6 +72,8 @@ class NodeModelCalls(BaseCallbackHandler):
 def _decision(message: Any, *, node: str, seconds: float) -> dict[str, Any]:
     usage = getattr(message, "usage_metadata", None) or {}
     meta = getattr(message, "response_metadata", None) or {}
+    content = getattr(message, "content", "")
+    shown = text(content, DECISION_TEXT_CHARS)
     return {
         "node": node,
         "model": str(meta.get("model_name") or meta.get("model") or ""),
@@ -86,5 +88,7 @@ def _decision(message: Any, *, node: str, seconds: float) -> dict[str, Any]:
             }
             for call in getattr(message, "tool_calls", None) or []
         ],
-        "text": text(getattr(message, "content", ""), DECISION_TEXT_CHARS),
+        "text": shown,
+        # A longer answer whole (up to the result's bound), for a replay to give.
+        **full_text("text_full", content, shown),
     }

@@ -10,16 +10,15 @@ from typing import Any
 from langgraph.errors import GraphRecursionError
 
 from agent.graph_runner.drift import graph_drift_at_pickup
+from agent.graph_runner.replay import GraphReplayDiverged
 from agent.graph_runner.start import GraphRunStart
 from agent.graph_runner.streaming import GraphRunStreaming
-from agent.graph_runner.values import text
+from agent.graph_runner.values import RESULT_MAX_CHARS, text
 from agent.graph_runner.versions import graph_version_parts
 from agent.runtime.run import StopRun
 from agent.versions import version_bodies_flush, versions_current
 from tasks.events import EventType
 from tasks.models import ToolCallStatus
-
-RESULT_MAX_CHARS = 5000
 
 
 class GraphRun(GraphRunStart, GraphRunStreaming):
@@ -35,11 +34,21 @@ class GraphRun(GraphRunStart, GraphRunStreaming):
         self.boundary_checks()
         graph_drift_at_pickup(self, graph)
         first = self.first_input(graph)
-        self.stream(graph, first)
+        if self.replay is None:
+            self.stream(graph, first)
+        else:
+            self.replay.install(self, graph)
+            token = self.replay.running()
+            try:
+                self.stream(graph, first)
+            finally:
+                self.replay.stopped(token)
         self.settle(graph)
         return "succeeded"
 
     def ended_by(self, exc: Exception) -> StopRun | None:
+        if isinstance(exc, GraphReplayDiverged) and self.replay is not None:
+            return self.replay.diverged(self, **(self.replay.divergence or {"reason": str(exc)}))
         if isinstance(exc, GraphRecursionError):
             return StopRun("budget_exceeded", str(exc)[:500])
         if isinstance(exc, TimeoutError):
@@ -53,6 +62,11 @@ class GraphRun(GraphRunStart, GraphRunStreaming):
 
     def settle(self, graph: Any) -> None:
         state = graph.get_state(self.config)
+        if self.replay is not None and (state.interrupts or state.next):
+            # A replay never waits for a person (nor could it answer an interrupt).
+            raise self.replay.diverged(
+                self, call_id="", tool="", args={}, reason="the graph stopped for a review"
+            )
         if state.interrupts:
             self.pause_for_reviews(state)
         if state.next:  # the run stopped with nodes to go and no interrupt: a breakpoint

@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.prebuilt import ToolNode
 
 from agent.graph_runner.calls import GraphRunCalls
-from agent.graph_runner.values import jsonable, text
+from agent.graph_runner.values import full_text, jsonable, text
 from agent.graph_runner.workspace import GraphRunWorkspace
 from agent.runtime.attempt import tool_attempt_record, tool_label_known
 from harness_base import telemetry
@@ -45,6 +45,8 @@ class GraphRunStreaming(GraphRunCalls, GraphRunWorkspace):
                 self.node_started[chunk["id"]] = time.monotonic()
             elif mode == "tasks":
                 self.record_node(chunk)
+                if self.replay is not None:
+                    self.replay.diverged_check(self)
             elif mode == "checkpoints":
                 self.record_super_step(chunk)
                 self.boundary_checks()
@@ -129,6 +131,8 @@ class GraphRunStreaming(GraphRunCalls, GraphRunWorkspace):
                         "tool_call_id": getattr(message, "tool_call_id", ""),
                         "status": getattr(message, "status", "success"),
                         "content": text(message.content),
+                        # A longer answer whole, for a replay of a case to give back.
+                        **full_text("content_full", message.content, text(message.content)),
                     },
                 )
         if telemetry.enabled():

@@ -83,12 +83,12 @@ class SdkReplay:
         self, run: Any, *, call_id: str, tool: str, args: Any, reason: str, **more: Any
     ) -> StopRun:
         """The divergence on the timeline (written with the stop), and the stop to raise."""
-        turn = run.state.turn_index
+        turn, step = self.position(run)
         run.event(
             EventType.REPLAY_DIVERGED,
             {
                 "turn": turn,
-                "step": run.state.step_index,
+                "step": step,
                 "call_id": call_id,
                 "tool": tool,
                 "args": args,
@@ -99,6 +99,10 @@ class SdkReplay:
             },
         )
         return StopRun("replay_diverged", f"step {turn}: {reason[:1000]}")
+
+    def position(self, run: Any) -> tuple[int, int]:
+        """(turn, step) the run is at."""
+        return run.state.turn_index, run.state.step_index
 
     def claim(
         self, run: Any, *, call_id: str, tool: str, args: Any, action: str, rules: list[Any]
@@ -146,22 +150,30 @@ class SdkReplay:
         now = outcome_of(row.status, row.result, row.error_message)
         if was == now:
             return
-        if was[0] == now[0]:
-            reason = f"the tool's answer changed: recorded {_short(was[1])}, now {_short(now[1])}"
-        else:
-            reason = f"recorded {was[0]} ({_short(was[1])}); now {now[0]} ({_short(now[1])})"
         raise self.diverged(
             run,
             call_id=row.call_id,
             tool=row.tool,
             args=row.arguments,
-            reason=reason,
             ran="yes",
-            answer={
+            **self.changed(was, now),
+        )
+
+    @staticmethod
+    def changed(was: tuple[str, Any], now: tuple[str, Any]) -> dict[str, Any]:
+        """The divergence of a live call whose outcome `now` is not the recorded one `was`
+        (each (status, answer)): its reason, and both answers with their diff."""
+        if was[0] == now[0]:
+            reason = f"the tool's answer changed: recorded {_short(was[1])}, now {_short(now[1])}"
+        else:
+            reason = f"recorded {was[0]} ({_short(was[1])}); now {now[0]} ({_short(now[1])})"
+        return {
+            "reason": reason,
+            "answer": {
                 "recorded": _short(was[1]),
                 "now": _short(now[1]),
                 "diff": answer_diff(
                     {"status": was[0], "answer": was[1]}, {"status": now[0], "answer": now[1]}
                 ),
             },
-        )
+        }

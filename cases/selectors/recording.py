@@ -3,15 +3,19 @@ files a replay starts from."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.files import FilesUnreadable, workspace_at
-from checkpoints.models import Checkpoint
+from checkpoints.models import Checkpoint, GraphWorkspace
+from checkpoints.snapshots import snapshot_manifest
 from review.models import ReviewRequest
 from tasks.canonical import canonical_hash
-from tasks.models import Task, ToolCall, ToolCallStatus
+from tasks.events import EventType
+from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
 from tasks.selectors import model_decisions_by_turn
+from tasks.spec import spec_agent_kind
 
 # What a recorded failure tells the model, as the ledger keeps it (agent.runtime.calls).
 _OBSERVATION_CHARS = 4000
@@ -21,13 +25,92 @@ class CaseUnsavable(Exception):
     """A task that cannot become a case (still running, nothing recorded, unreadable files)."""
 
 
+# A graph task that paused for a person cannot be saved (issue #47): a replay never waits for
+# one, and a graph's interrupts are answered inside its nodes, where a replay cannot give the
+# recorded answer yet.
+GRAPH_REVIEWED = (
+    "A LangGraph task that paused for a person's review cannot be saved as a case yet: a "
+    "replay never waits for one, and it cannot give a graph's interrupt its recorded answer "
+    "(a graph task that ran without review can be saved)."
+)
+
+
+def case_unsavable_reason(*, task: Task) -> str:
+    """Why the kind of run `task` made cannot become a case ("" when it can), before its
+    recording is read: the task page says so instead of offering the form."""
+    if (
+        spec_agent_kind(task.spec) == "langgraph"
+        and ReviewRequest.objects.filter(task_id=task.id).exists()
+    ):
+        return GRAPH_REVIEWED
+    return ""
+
+
 def _decisions(task_id: Any) -> list[dict[str, Any]]:
     """The model decisions the task went on with, in turn order."""
     turns = model_decisions_by_turn(task_id=task_id)
     return [turns[t] for t in sorted(turns)]
 
 
-def _call_entry(turn: int, proposed: dict[str, Any], row: ToolCall | None, reviewed: bool):
+@dataclass(frozen=True)
+class GraphCallOutcome:
+    """A graph's ToolNode call as its result event left it (read like a ledger row's)."""
+
+    status: str
+    result: dict[str, Any]
+    error_class: str
+    error_message: str
+    duration_ms: float | None = None
+
+
+def graph_calls(
+    task_id: Any, decisions: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, GraphCallOutcome], list[str]]:
+    """A graph's decisions with a call id on each call (`<turn>:<tool call id>`), {call id:
+    its outcome}, and the nodes that answered them. A graph's ToolNode
+    calls are not on the ledger: each call's outcome is the `graph_tool_result` event of its
+    tool call id, the first not taken yet in event order (a scripted model may reuse an id
+    from one turn to the next)."""
+    results: list[dict[str, Any]] = list(
+        TaskEvent.objects.filter(task_id=task_id, type=EventType.GRAPH_TOOL_RESULT)
+        .order_by("id")
+        .values_list("payload", flat=True)
+    )
+    taken: set[int] = set()
+    rows: dict[str, GraphCallOutcome] = {}
+    named = []
+    for decision in decisions:
+        calls = []
+        for call in decision.get("calls") or []:
+            call_id = f"{decision['turn']}:{call.get('tool_call_id', '')}"
+            calls.append({**call, "call_id": call_id})
+            found = next(
+                (
+                    i
+                    for i, result in enumerate(results)
+                    if i not in taken and result.get("tool_call_id") == call.get("tool_call_id")
+                ),
+                None,
+            )
+            if found is None:
+                continue
+            taken.add(found)
+            result = results[found]
+            answer = result.get("content_full") or result.get("content") or ""
+            failed = result.get("status") == "error"
+            rows[call_id] = GraphCallOutcome(
+                status=ToolCallStatus.FAILED if failed else ToolCallStatus.SUCCEEDED,
+                result={"observation": answer} if failed else {"output": answer},
+                error_class="tool_error" if failed else "",
+                error_message=answer if failed else "",
+            )
+        named.append({**decision, "calls": calls})
+    return named, rows, sorted({str(r["node"]) for r in results if r.get("node")})
+
+
+def _call_entry(
+    turn: int, proposed: dict[str, Any], row: ToolCall | GraphCallOutcome | None, reviewed: bool
+):
     args = proposed.get("args") or {}
     entry: dict[str, Any] = {
         "turn": turn,
@@ -89,7 +172,14 @@ def task_recording(*, task: Task) -> dict[str, Any]:
     the ledger holds it, and the final answer, usage and final files. The same shape for a
     recorded task and for a replay, so the two compare field by field."""
     decisions = _decisions(task.id)
-    rows = {row.call_id: row for row in ToolCall.objects.filter(task_id=task.id)}
+    graph: dict[str, Any] = {}
+    rows: dict[str, ToolCall | GraphCallOutcome]
+    if spec_agent_kind(task.spec) == "langgraph":
+        decisions, outcomes, tool_nodes = graph_calls(task.id, decisions)
+        rows = dict(outcomes)
+        graph["graph_tool_nodes"] = tool_nodes
+    else:
+        rows = {row.call_id: row for row in ToolCall.objects.filter(task_id=task.id)}
     reviewed = set(
         ReviewRequest.objects.filter(tool_call__task_id=task.id).values_list(
             "tool_call__call_id", flat=True
@@ -114,11 +204,16 @@ def task_recording(*, task: Task) -> dict[str, Any]:
         "cost_usd": float(task.cost_usd),
         "seconds": round(task.seconds_used, 3),
         "files": _final_files(task),
+        **graph,
     }
 
 
 def _final_files(task: Task) -> dict[str, str]:
-    """{path: sha256 of the content} at the task's head checkpoint."""
+    """{path: sha256 of the content} at the task's head checkpoint (a graph's: the snapshot
+    taken with its last LangGraph checkpoint)."""
+    if spec_agent_kind(task.spec) == "langgraph":
+        snapshot = _graph_snapshots(task).last()
+        return {p: e.hash for p, e in snapshot_manifest(snapshot).items()} if snapshot else {}
     try:
         at = workspace_at(task=task)
     except FilesUnreadable:
@@ -126,18 +221,34 @@ def _final_files(task: Task) -> dict[str, str]:
     return {path: entry.hash for path, entry in at.manifest.items()}
 
 
+def _graph_snapshots(task: Task) -> Any:
+    """A graph task's workspace snapshots, one per LangGraph checkpoint, oldest first."""
+    return (
+        GraphWorkspace.objects.filter(task=task)
+        .order_by("created_at", "id")
+        .values_list("snapshot", flat=True)
+    )
+
+
 def first_checkpoint_files(*, task: Task) -> dict[str, str]:
-    """{path: text} of the task's workspace at its first checkpoint (where a replay starts)."""
-    first = Checkpoint.objects.filter(task=task).order_by("seq").first()
-    if first is None:
-        raise CaseUnsavable("the task has no checkpoint")
-    try:
-        at = workspace_at(task=task, checkpoint_id=first.id)
-    except FilesUnreadable as exc:
-        raise CaseUnsavable(str(exc)) from None
+    """{path: text} of the task's workspace at its first checkpoint (where a replay starts; a
+    graph's: the snapshot taken with its first LangGraph checkpoint)."""
+    if spec_agent_kind(task.spec) == "langgraph":
+        snapshot = _graph_snapshots(task).first()
+        if snapshot is None:
+            raise CaseUnsavable("the task has no checkpoint")
+        manifest = snapshot_manifest(snapshot)
+    else:
+        first = Checkpoint.objects.filter(task=task).order_by("seq").first()
+        if first is None:
+            raise CaseUnsavable("the task has no checkpoint")
+        try:
+            manifest = workspace_at(task=task, checkpoint_id=first.id).manifest
+        except FilesUnreadable as exc:
+            raise CaseUnsavable(str(exc)) from None
     files: dict[str, str] = {}
     store = blob_store()
-    for path, entry in sorted(at.manifest.items()):
+    for path, entry in sorted(manifest.items()):
         try:
             body = store.get(entry.hash)
         except (BlobMissing, BlobCorrupted) as exc:

@@ -20,6 +20,8 @@ class ReplaySetup:
     decisions: dict[int, dict[str, Any]] | None
     # (tool, arguments hash) of the calls the replay already made (a resumed replay).
     made: list[tuple[str, str]]
+    # A graph's: the nodes whose writes held tool results in the recording (its ToolNodes).
+    tool_nodes: tuple[str, ...] = ()
 
 
 def replay_setup(*, task_id: Any) -> ReplaySetup | None:
@@ -42,4 +44,5 @@ def replay_setup(*, task_id: Any) -> ReplaySetup | None:
         calls=list(recording.get("calls", [])),
         decisions=decisions,
         made=made,
+        tool_nodes=tuple(recording.get("graph_tool_nodes") or ()),
     )

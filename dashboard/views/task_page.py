@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 
 from cases.family import task_family
+from cases.selectors import case_unsavable_reason
 from checkpoints.selectors import (
     graph_checkpoints,
     graph_task,
@@ -245,6 +246,7 @@ def task_detail(request: AuthedRequest, task_id) -> HttpResponse:
     context["live_output_poll_headers"] = _poll_headers(live_output_etag)
     context["poll_headers"] = _poll_headers(_header_etag(request, task, context["pending_reviews"]))
     context["family"] = task_family(task=task)
+    context["case_unsavable"] = case_unsavable_reason(task=task) if task.is_terminal else ""
     response = render(request, "tasks/detail.html", context)
     patch_vary_headers(response, ["HX-Request"])
     return response

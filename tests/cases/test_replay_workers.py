@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from agent.tools.testing import ledger_records
+from cases.models import Case
 from tasks.models import Task
 from tests.cases.conftest import OPEN_POLICY, twenty_step_spec, twenty_steps
-from tests.conftest import TERMINAL, wait_for
+from tests.conftest import TERMINAL, page_client, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -39,6 +40,32 @@ def restart_workers(pool, **env: str) -> None:
     pool.stop()
     pool.env.update(env)
     pool.start(1)
+
+
+def saved_from_page(operator, client, task_id: str, name: str) -> dict[str, Any]:
+    """The finished task saved from its page's button, as an operator does: the case (API)."""
+    page = page_client(operator)
+    assert b'data-testid="save-case-button"' in page.get(f"/tasks/{task_id}/").content
+    saved = page.post(f"/tasks/{task_id}/save-case/", {"name": name})
+    assert saved.status_code == 302, saved.content
+    return client.get(f"/api/v1/cases/{Case.objects.get(name=name).id}").json()
+
+
+def assert_red_at_the_lookup(report: dict[str, Any], operator) -> None:
+    """The pricing agents' replay (SDK and graph cases) after the price went from 42 to 43:
+    red at step 1, its lookup's two answers and their diff in the report and on the page."""
+    assert not report["passed"]
+    assert report["first_divergent_step"] == 1
+    divergence = report["divergence"]
+    assert divergence["tool"] == "lookup" and divergence["args"] == {"item": "widget"}
+    assert "answer changed" in divergence["reason"], divergence
+    assert divergence["answer"]["recorded"] == "42" and divergence["answer"]["now"] == "43"
+    assert '-  "answer": "42"' in divergence["answer"]["diff"]
+    assert '+  "answer": "43"' in divergence["answer"]["diff"]
+    assert any("diverged at step 1" in f for f in report["failures"])
+    page = page_client(operator).get(f"/cases/runs/{report['run']['id']}/")
+    assert page.status_code == 200
+    assert b'data-testid="replay-answer-diff"' in page.content
 
 
 def replay(client, case_id: str, **body: Any) -> dict[str, Any]:

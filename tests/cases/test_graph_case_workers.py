@@ -1,0 +1,125 @@
+"""Issue #47 item 3 with real workers: a LangGraph task saved as a case replays green with its
+nodes' recorded model decisions (the graph's chat model is not asked) and the recorded answer of
+its tool without a declared risk (which does not run again); when its read tool's answer
+changes, the replay turns red at that step, the two answers and their diff shown. A graph task
+that paused for a person's review is refused with a 4xx naming why."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent.replay_suite import replay_one
+from cases.models import Case
+from tasks.models import Task
+from tests.cases.graph_case_graphs import runs
+from tests.cases.test_replay_workers import (
+    assert_red_at_the_lookup,
+    replay,
+    restart_workers,
+    saved_from_page,
+)
+from tests.conftest import ApiClient, page_client
+from tests.factories import ReviewRequestFactory, ToolCallFactory, spec_task
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+CONFIG = (
+    "langgraph_graphs:\n"
+    '  pricing: "tests.cases.graph_case_graphs:pricing"\n'
+    '  own_tools: "tests.cases.graph_case_graphs:pricing_own_tools"\n'
+)
+RECORDED_RUNS = ["model0", "lookup", "model1", "notify", "model2"]
+
+
+def pricing_spec(marker_dir, graph: str = "pricing") -> dict[str, Any]:
+    question = json.dumps({"marker_dir": str(marker_dir)})
+    return {
+        "title": "widget price",
+        "goal": "find the widget's price",
+        "agent": {
+            "kind": "langgraph",
+            "graph": graph,
+            "input": {"messages": [{"role": "user", "content": question}]},
+        },
+    }
+
+
+@pytest.fixture
+def graph_case(harness_dirs, harness_yaml, worker_pool, task_api, api_client, operator, tmp_path):
+    """A worker; the pricing graph's task run by it and saved as a case."""
+    worker_pool.env["HARNESS_CONFIG"] = str(harness_yaml(CONFIG))
+    worker_pool.start(1)
+    marker_dir = tmp_path / "markers"
+    marker_dir.mkdir()
+    done = task_api.run(pricing_spec(marker_dir), timeout=120)
+    assert done["status"] == "succeeded", done
+    assert done["result"] == "the widget costs 42 (sent)"
+    assert runs(marker_dir) == RECORDED_RUNS
+    client = api_client(operator)
+    # Saved from the task page's button, as for the harness's own tasks.
+    case = saved_from_page(operator, client, done["id"], "graph pricing")
+    assert case["steps"] == 3 and case["calls"] == 2
+    return {"case": case, "client": client, "pool": worker_pool, "markers": marker_dir}
+
+
+def test_a_graph_case_replays_green_from_its_recorded_decisions(graph_case, operator):
+    report = replay(graph_case["client"], graph_case["case"]["id"])
+    assert report["passed"], report["failures"]
+    assert report["divergence"] is None and report["first_divergent_step"] is None
+    assert len(report["steps"]) == 3 and all(s["same"] for s in report["steps"])
+    # The model was not asked again; the read tool ran in the replay, the other was answered
+    # from the recording.
+    assert runs(graph_case["markers"]) == [*RECORDED_RUNS, "lookup"]
+    replayed = Task.objects.get(id=report["run"]["task_id"])
+    assert replayed.is_replay and replayed.result == "the widget costs 42 (sent)"
+
+    # `harness replay` (the suite, in this process) replays it the same way.
+    row = replay_one(
+        case=Case.objects.get(id=graph_case["case"]["id"]),
+        model=None,
+        on_divergence="stop",
+        user=operator,
+    )
+    assert row.passed, row.report["failures"]
+    assert runs(graph_case["markers"]) == [*RECORDED_RUNS, "lookup", "lookup"]
+
+
+def test_a_changed_tool_answer_turns_the_graph_case_red_with_the_diff(graph_case, operator):
+    restart_workers(graph_case["pool"], GRAPH_CASE_PRICE="43")
+    report = replay(graph_case["client"], graph_case["case"]["id"])
+    assert_red_at_the_lookup(report, operator)
+    # Stopped there: the model was not asked for its next turn, nothing was notified.
+    assert runs(graph_case["markers"]) == [*RECORDED_RUNS, "lookup"]
+
+
+def test_a_graph_that_runs_its_tools_outside_a_tool_node_is_not_replayed(graph_case, task_api):
+    # The same agent, its tools run by a node of its own: a replay could not answer them.
+    marker_dir = graph_case["markers"].parent / "own"
+    marker_dir.mkdir()
+    done = task_api.run(pricing_spec(marker_dir, graph="own_tools"), timeout=120)
+    assert done["status"] == "succeeded" and runs(marker_dir) == RECORDED_RUNS
+    saved = graph_case["client"].post(f"/api/v1/tasks/{done['id']}/save-case", {"name": "own"})
+    assert saved.status_code == 201, saved.content
+    report = replay(graph_case["client"], saved.json()["id"])
+    assert not report["passed"]
+    assert "run_tools ran tools outside a ToolNode" in report["divergence"]["reason"]
+    # Stopped before the graph ran: neither its model nor its tools ran again.
+    assert runs(marker_dir) == RECORDED_RUNS
+
+
+def test_a_graph_task_that_paused_for_review_is_refused_naming_why(operator):
+    spec = {"title": "t", "goal": "g", "agent": {"kind": "langgraph", "graph": "release_bot"}}
+    task = spec_task(spec, enqueue=False)
+    ReviewRequestFactory(tool_call=ToolCallFactory(task=task, status="succeeded"))
+    Task.objects.filter(id=task.id).update(status="succeeded")
+    response = ApiClient(operator).post(f"/api/v1/tasks/{task.id}/save-case", {"name": "x"})
+    assert response.status_code == 409, response.content
+    assert "LangGraph" in response.json()["detail"] and "review" in response.json()["detail"]
+    assert not Case.objects.exists()
+    # The task page says so instead of offering a form that would be refused.
+    page = page_client(operator).get(f"/tasks/{task.id}/").content.decode()
+    assert 'data-testid="save-case-unavailable"' in page and "paused for a person" in page
+    assert 'data-testid="save-case-button"' not in page
