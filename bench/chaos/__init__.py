@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         "--output",
         type=Path,
         default=None,
-        help="where the table goes (default bench/chaos.md; with --short: nowhere)",
+        help="where the table goes (default bench/chaos.md; with --short or --only: nowhere, "
+        "so a partial run never replaces the committed table)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the run's directory and logs")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     table = render(results, meta=meta)
     print(table)
-    output = args.output or (None if args.short else CHAOS_MD)
+    output = args.output or (None if args.short or args.only else CHAOS_MD)
     if output is not None:
         output.write_text(table)
     if args.json is not None:
