@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
@@ -76,11 +77,22 @@ class GraphReplay(SdkReplay):
 
     # --- in the run's thread -----------------------------------------------------------------
 
-    def install(self, run: Any, graph: Any) -> None:
-        """The model's answers and the tool wrapper, on this process and the graph's
-        ToolNodes (once each: they pass through outside a replay). A graph whose recorded
-        tool results came from a node that is not a ToolNode, or that has subgraphs, stops
-        here: a replay could not answer those calls without running them."""
+    @contextmanager
+    def playing(self, run: Any, graph: Any) -> Iterator[None]:
+        """Around the graph's stream: the graph checked (`refuse_unanswerable`), the model's
+        answers and the tool wrapper installed, and this replay the one they serve."""
+        self.refuse_unanswerable(run, graph)
+        _install(graph)
+        token = _REPLAYING.set(self)
+        try:
+            yield
+        finally:
+            _REPLAYING.reset(token)
+
+    def refuse_unanswerable(self, run: Any, graph: Any) -> None:
+        """A graph whose recorded tool results came from a node that is not a ToolNode, or
+        that has subgraphs, stops before it starts: a replay could not answer those calls
+        without running them."""
         tool_nodes = {
             name
             for name, node in graph.nodes.items()
@@ -90,37 +102,20 @@ class GraphReplay(SdkReplay):
         nested = sorted(
             name for name, node in graph.nodes.items() if isinstance(node.bound, Pregel)
         )
-        if outside or nested:
-            where = ", ".join(outside or nested)
-            reason = (
-                f"node(s) {where} ran tools outside a ToolNode"
-                if outside
-                else f"node(s) {where} are subgraphs"
-            )
-            raise self.diverged(
-                run,
-                call_id="",
-                tool="",
-                args={},
-                reason=f"{reason}: a replay cannot answer their calls without running them",
-            )
-        with _install_lock:
-            cache = get_llm_cache()
-            if not isinstance(cache, ReplayAnswers):
-                set_llm_cache(ReplayAnswers(inner=cache))
-            for node in graph.nodes.values():
-                tools = getattr(node, "bound", None)
-                if isinstance(tools, ToolNode) and tools not in _wrapped:
-                    tools._wrap_tool_call = _replayed_calls(tools._wrap_tool_call)
-                    _wrapped.add(tools)
-
-    def running(self) -> Any:
-        """Set for the graph's stream: the token to reset it with."""
-        return _REPLAYING.set(self)
-
-    @staticmethod
-    def stopped(token: Any) -> None:
-        _REPLAYING.reset(token)
+        if not outside and not nested:
+            return
+        reason = (
+            f"node(s) {', '.join(outside)} ran tools outside a ToolNode"
+            if outside
+            else f"node(s) {', '.join(nested)} are subgraphs"
+        )
+        raise self.diverged(
+            run,
+            call_id="",
+            tool="",
+            args={},
+            reason=f"{reason}: a replay cannot answer their calls without running them",
+        )
 
     def diverged_check(self, run: Any) -> None:
         """Raise the divergence a node's thread found (on the run's timeline)."""
@@ -192,6 +187,20 @@ class GraphReplay(SdkReplay):
             if self.divergence is None:
                 self.divergence = divergence
         raise GraphReplayDiverged(divergence.get("reason", ""))
+
+
+def _install(graph: Any) -> None:
+    """The model's answers on this process (LangChain's LLM cache, wrapping the one set) and
+    the tool wrapper on the graph's ToolNodes, once each: outside a replay they pass through."""
+    with _install_lock:
+        cache = get_llm_cache()
+        if not isinstance(cache, ReplayAnswers):
+            set_llm_cache(ReplayAnswers(inner=cache))
+        for node in graph.nodes.values():
+            tools = getattr(node, "bound", None)
+            if isinstance(tools, ToolNode) and tools not in _wrapped:
+                tools._wrap_tool_call = _replayed_calls(tools._wrap_tool_call)
+                _wrapped.add(tools)
 
 
 def _graph_calls_made(*, task_id: Any) -> list[tuple[str, Any]]:

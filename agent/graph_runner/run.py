@@ -5,6 +5,7 @@ last write and the job are agent.sdk_run's."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 from langgraph.errors import GraphRecursionError
@@ -34,15 +35,8 @@ class GraphRun(GraphRunStart, GraphRunStreaming):
         self.boundary_checks()
         graph_drift_at_pickup(self, graph)
         first = self.first_input(graph)
-        if self.replay is None:
+        with self.replay.playing(self, graph) if self.replay is not None else nullcontext():
             self.stream(graph, first)
-        else:
-            self.replay.install(self, graph)
-            token = self.replay.running()
-            try:
-                self.stream(graph, first)
-            finally:
-                self.replay.stopped(token)
         self.settle(graph)
         return "succeeded"
 
