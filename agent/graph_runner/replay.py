@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration
 from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
+from langgraph.types import Command
 
 from agent.graph_runner.values import text
 from agent.sdk_run.replay import SdkReplay, outcome_of
@@ -55,9 +56,12 @@ class GraphReplay(SdkReplay):
     """The replay of a graph task: the recorded decisions answered in turn order, the tool
     oracle, the divergence found in a node's thread."""
 
-    def __init__(self, setup: Any, *, turn: int) -> None:
+    def __init__(self, setup: Any, *, turn: int, resumed: int = 0) -> None:
         super().__init__(setup)
         self.tool_nodes: tuple[str, ...] = setup.tool_nodes
+        self.resumes: tuple[dict[str, Any], ...] = setup.graph_resumes
+        # The pauses for review this replay has resumed (a resumed replay: its earlier ones).
+        self.resumed = resumed
         self.turn = turn
         self.lock = threading.Lock()
         self.divergence: dict[str, Any] | None = None
@@ -69,8 +73,12 @@ class GraphReplay(SdkReplay):
             return None
         # A resumed replay: the calls its graph already ran, and the turns already answered.
         made = [(tool, canonical_hash(args)) for tool, args in _graph_calls_made(task_id=task.id)]
-        turn = TaskEvent.objects.filter(task_id=task.id, type=EventType.MODEL_DECISION).count()
-        return cls(dataclasses.replace(setup, made=[*setup.made, *made]), turn=turn)
+        events = TaskEvent.objects.filter(task_id=task.id)
+        return cls(
+            dataclasses.replace(setup, made=[*setup.made, *made]),
+            turn=events.filter(type=EventType.MODEL_DECISION).count(),
+            resumed=events.filter(type=EventType.GRAPH_RESUMED).count(),
+        )
 
     def position(self, run: Any) -> tuple[int, int]:
         return run.turn_index, run.step_index
@@ -116,6 +124,53 @@ class GraphReplay(SdkReplay):
             args={},
             reason=f"{reason}: a replay cannot answer their calls without running them",
         )
+
+    def resume(self, run: Any, state: Any, *, at_breakpoint: bool) -> tuple[bool, Any]:
+        """Where the graph stopped (its state): (False, None) when it finished; else (True,
+        the input that goes on: None after a crash, or the recorded answers of this pause for
+        review, in the order the graph asks (a breakpoint's approval: None). A pause the
+        recording did not have, or whose interrupts are not those it answered, is the
+        divergence: a replay never waits for a person."""
+        if not state.interrupts and not state.next:
+            return False, None
+        if not state.interrupts and not at_breakpoint:
+            return True, None  # stopped mid-run (a crash): it goes on from its checkpoint
+        where: dict[str, Any] = {"call_id": "", "tool": "", "args": {}}
+        if self.resumed >= len(self.resumes):
+            raise self.diverged(
+                run, **where, reason="the graph stopped for a review the recording did not have"
+            )
+        recorded = self.resumes[self.resumed]
+        checkpoint_id = state.config["configurable"]["checkpoint_id"]
+        if state.interrupts:
+            answers = recorded.get("answers")
+            if answers is None or len(answers) != len(state.interrupts):
+                reason = (
+                    f"the graph stopped for {len(state.interrupts)} interrupt(s); the recording "
+                    + (
+                        "resumed a breakpoint there"
+                        if answers is None
+                        else f"answered {len(answers)}"
+                    )
+                )
+                raise self.diverged(run, **where, reason=reason)
+            value: Any = Command(
+                resume={i.id: answer for i, answer in zip(state.interrupts, answers, strict=True)}
+            )
+        else:
+            if not recorded.get("breakpoint"):
+                raise self.diverged(
+                    run,
+                    **where,
+                    reason="the graph stopped at a breakpoint; the recording answered interrupts",
+                )
+            value = None
+        self.resumed += 1
+        run.event(
+            EventType.GRAPH_RESUMED,
+            {"checkpoint_id": checkpoint_id, "replayed": True, **recorded},
+        )
+        return True, value
 
     def diverged_check(self, run: Any) -> None:
         """Raise the divergence a node's thread found (on the run's timeline)."""

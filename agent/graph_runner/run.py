@@ -5,7 +5,6 @@ last write and the job are agent.sdk_run's."""
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from typing import Any
 
 from langgraph.errors import GraphRecursionError
@@ -34,11 +33,32 @@ class GraphRun(GraphRunStart, GraphRunStreaming):
         version_bodies_flush(self)
         self.boundary_checks()
         graph_drift_at_pickup(self, graph)
-        first = self.first_input(graph)
-        with self.replay.playing(self, graph) if self.replay is not None else nullcontext():
-            self.stream(graph, first)
+        if self.replay is None:
+            self.stream(graph, self.first_input(graph))
+        else:
+            self.replayed(graph)
         self.settle(graph)
         return "succeeded"
+
+    def replayed(self, graph: Any) -> None:
+        """A replay's run: each pause for review resumed with the recorded answers."""
+        assert self.replay is not None
+        replay = self.replay
+        with replay.playing(self, graph):
+            state = graph.get_state(self.config)
+            if state.created_at is None:
+                go, value = True, self.first_input(graph)
+            else:  # a replay that stopped mid-run: it never waited for a person
+                self.picked_up(state)
+                go, value = self.replay_resume(graph, state)
+            while go:
+                self.stream(graph, value)
+                go, value = self.replay_resume(graph, graph.get_state(self.config))
+
+    def replay_resume(self, graph: Any, state: Any) -> tuple[bool, Any]:
+        assert self.replay is not None
+        at_breakpoint = bool(self.breakpoint_at(graph, state))
+        return self.replay.resume(self, state, at_breakpoint=at_breakpoint)
 
     def ended_by(self, exc: Exception) -> StopRun | None:
         if isinstance(exc, GraphReplayDiverged) and self.replay is not None:

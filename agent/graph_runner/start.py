@@ -20,14 +20,12 @@ BREAKPOINT_MODES = ("breakpoint", "breakpoint_tool")
 
 
 class GraphRunStart(GraphRunPastBreakpoints):
-    """GraphRun's start: first_input."""
+    """GraphRun's start: first_input, picked_up."""
 
-    def first_input(self, graph: Any) -> Any:
-        state = graph.get_state(self.config)
-        if state.created_at is None:
-            self.event(EventType.TASK_STARTED, {"worker": self.worker_id, "epoch": self.epoch})
-            return self.graph_spec.input
-        checkpoint_id = state.config["configurable"]["checkpoint_id"]
+    def picked_up(self, state: Any) -> str:
+        """The run takes the thread up at its latest checkpoint (its id): the calls that were
+        in flight, and the workspace as that checkpoint left it."""
+        checkpoint_id = str(state.config["configurable"]["checkpoint_id"])
         self.head_at_start = checkpoint_id
         if telemetry.enabled() and isinstance(state.values, dict):
             # (A message without an id is traced whatever this holds: agent.graph_runner.tracing.)
@@ -38,6 +36,14 @@ class GraphRunStart(GraphRunPastBreakpoints):
             }
         self.calls_in_flight()
         self.restore_workspace(checkpoint_id, source=(state.metadata or {}).get("source"))
+        return checkpoint_id
+
+    def first_input(self, graph: Any) -> Any:
+        state = graph.get_state(self.config)
+        if state.created_at is None:
+            self.event(EventType.TASK_STARTED, {"worker": self.worker_id, "epoch": self.epoch})
+            return self.graph_spec.input
+        checkpoint_id = self.picked_up(state)
         if state.interrupts:
             # Reviews canceled with the task (cancel, then resume) ask again.
             # (A rejection that stopped the task asks again too.)

@@ -9,6 +9,7 @@ only the modules listed below it:
     replay     what the runtime's tool oracle answers from (replay_setup)
     recording  a task's recording (task_recording), the files a replay starts from, why a
                task's kind of run cannot be saved (case_unsavable_reason)
+    graph      a LangGraph task's calls, resumes and workspace snapshots (its recording)
     access     who may read a case or a replay; the lists of cases and of a case's replays
 
 This package re-exports the public names, so `from cases.selectors import case_run_report`

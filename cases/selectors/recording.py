@@ -3,17 +3,22 @@ files a replay starts from."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from cases.selectors.graph import (
+    GraphCallOutcome,
+    graph_calls,
+    graph_resumes,
+    graph_snapshots,
+    graph_unreplayable,
+)
 from checkpoints.blobstore import BlobCorrupted, BlobMissing, blob_store
 from checkpoints.files import FilesUnreadable, workspace_at
-from checkpoints.models import Checkpoint, GraphWorkspace
+from checkpoints.models import Checkpoint
 from checkpoints.snapshots import snapshot_manifest
 from review.models import ReviewRequest
 from tasks.canonical import canonical_hash
-from tasks.events import EventType
-from tasks.models import Task, TaskEvent, ToolCall, ToolCallStatus
+from tasks.models import Task, ToolCall, ToolCallStatus
 from tasks.selectors import model_decisions_by_turn
 from tasks.spec import spec_agent_kind
 
@@ -25,24 +30,11 @@ class CaseUnsavable(Exception):
     """A task that cannot become a case (still running, nothing recorded, unreadable files)."""
 
 
-# A graph task that paused for a person cannot be saved (issue #47): a replay never waits for
-# one, and a graph's interrupts are answered inside its nodes, where a replay cannot give the
-# recorded answer yet.
-GRAPH_REVIEWED = (
-    "A LangGraph task that paused for a person's review cannot be saved as a case yet: a "
-    "replay never waits for one, and it cannot give a graph's interrupt its recorded answer "
-    "(a graph task that ran without review can be saved)."
-)
-
-
 def case_unsavable_reason(*, task: Task) -> str:
     """Why the kind of run `task` made cannot become a case ("" when it can), before its
     recording is read: the task page says so instead of offering the form."""
-    if (
-        spec_agent_kind(task.spec) == "langgraph"
-        and ReviewRequest.objects.filter(task_id=task.id).exists()
-    ):
-        return GRAPH_REVIEWED
+    if spec_agent_kind(task.spec) == "langgraph":
+        return graph_unreplayable(task)
     return ""
 
 
@@ -52,60 +44,13 @@ def _decisions(task_id: Any) -> list[dict[str, Any]]:
     return [turns[t] for t in sorted(turns)]
 
 
-@dataclass(frozen=True)
-class GraphCallOutcome:
-    """A graph's ToolNode call as its result event left it (read like a ledger row's)."""
-
-    status: str
-    result: dict[str, Any]
-    error_class: str
-    error_message: str
-    duration_ms: float | None = None
-
-
-def graph_calls(
-    task_id: Any, decisions: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], dict[str, GraphCallOutcome], list[str]]:
-    """A graph's decisions with a call id on each call (`<turn>:<tool call id>`), {call id:
-    its outcome}, and the nodes that answered them. A graph's ToolNode
-    calls are not on the ledger: each call's outcome is the `graph_tool_result` event of its
-    tool call id, the first not taken yet in event order (a scripted model may reuse an id
-    from one turn to the next)."""
-    results: list[dict[str, Any]] = list(
-        TaskEvent.objects.filter(task_id=task_id, type=EventType.GRAPH_TOOL_RESULT)
-        .order_by("id")
-        .values_list("payload", flat=True)
-    )
-    taken: set[int] = set()
-    rows: dict[str, GraphCallOutcome] = {}
-    named = []
-    for decision in decisions:
-        calls = []
-        for call in decision.get("calls") or []:
-            call_id = f"{decision['turn']}:{call.get('tool_call_id', '')}"
-            calls.append({**call, "call_id": call_id})
-            found = next(
-                (
-                    i
-                    for i, result in enumerate(results)
-                    if i not in taken and result.get("tool_call_id") == call.get("tool_call_id")
-                ),
-                None,
-            )
-            if found is None:
-                continue
-            taken.add(found)
-            result = results[found]
-            answer = result.get("content_full") or result.get("content") or ""
-            failed = result.get("status") == "error"
-            rows[call_id] = GraphCallOutcome(
-                status=ToolCallStatus.FAILED if failed else ToolCallStatus.SUCCEEDED,
-                result={"observation": answer} if failed else {"output": answer},
-                error_class="tool_error" if failed else "",
-                error_message=answer if failed else "",
-            )
-        named.append({**decision, "calls": calls})
-    return named, rows, sorted({str(r["node"]) for r in results if r.get("node")})
+def ran(proposed: dict[str, Any], rows: dict[str, Any]) -> dict[str, Any]:
+    """A proposed call with the arguments it ran with: a graph's, as edited in its review
+    (the ledger's own rows keep the call as proposed)."""
+    row = rows.get(proposed.get("call_id", ""))
+    if isinstance(row, GraphCallOutcome) and row.arguments is not None:
+        return {**proposed, "args": row.arguments}
+    return proposed
 
 
 def _call_entry(
@@ -177,7 +122,7 @@ def task_recording(*, task: Task) -> dict[str, Any]:
     if spec_agent_kind(task.spec) == "langgraph":
         decisions, outcomes, tool_nodes = graph_calls(task.id, decisions)
         rows = dict(outcomes)
-        graph["graph_tool_nodes"] = tool_nodes
+        graph = {"graph_tool_nodes": tool_nodes, "graph_resumes": graph_resumes(task.id)}
     else:
         rows = {row.call_id: row for row in ToolCall.objects.filter(task_id=task.id)}
     reviewed = set(
@@ -189,7 +134,7 @@ def task_recording(*, task: Task) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     for d in decisions:
         step_calls = [
-            _call_entry(d["turn"], c, rows.get(c.get("call_id", "")), c.get("call_id") in reviewed)
+            _call_entry(d["turn"], ran(c, rows), rows.get(c["call_id"]), c["call_id"] in reviewed)
             for c in d.get("calls") or []
         ]
         calls += step_calls
@@ -212,7 +157,7 @@ def _final_files(task: Task) -> dict[str, str]:
     """{path: sha256 of the content} at the task's head checkpoint (a graph's: the snapshot
     taken with its last LangGraph checkpoint)."""
     if spec_agent_kind(task.spec) == "langgraph":
-        snapshot = _graph_snapshots(task).last()
+        snapshot = graph_snapshots(task).last()
         return {p: e.hash for p, e in snapshot_manifest(snapshot).items()} if snapshot else {}
     try:
         at = workspace_at(task=task)
@@ -221,20 +166,11 @@ def _final_files(task: Task) -> dict[str, str]:
     return {path: entry.hash for path, entry in at.manifest.items()}
 
 
-def _graph_snapshots(task: Task) -> Any:
-    """A graph task's workspace snapshots, one per LangGraph checkpoint, oldest first."""
-    return (
-        GraphWorkspace.objects.filter(task=task)
-        .order_by("created_at", "id")
-        .values_list("snapshot", flat=True)
-    )
-
-
 def first_checkpoint_files(*, task: Task) -> dict[str, str]:
     """{path: text} of the task's workspace at its first checkpoint (where a replay starts; a
     graph's: the snapshot taken with its first LangGraph checkpoint)."""
     if spec_agent_kind(task.spec) == "langgraph":
-        snapshot = _graph_snapshots(task).first()
+        snapshot = graph_snapshots(task).first()
         if snapshot is None:
             raise CaseUnsavable("the task has no checkpoint")
         manifest = snapshot_manifest(snapshot)

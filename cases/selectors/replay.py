@@ -22,6 +22,8 @@ class ReplaySetup:
     made: list[tuple[str, str]]
     # A graph's: the nodes whose writes held tool results in the recording (its ToolNodes).
     tool_nodes: tuple[str, ...] = ()
+    # A graph's: how it was resumed after each pause for review (cases.selectors.graph).
+    graph_resumes: tuple[dict[str, Any], ...] = ()
 
 
 def replay_setup(*, task_id: Any) -> ReplaySetup | None:
@@ -45,4 +47,5 @@ def replay_setup(*, task_id: Any) -> ReplaySetup | None:
         decisions=decisions,
         made=made,
         tool_nodes=tuple(recording.get("graph_tool_nodes") or ()),
+        graph_resumes=tuple(recording.get("graph_resumes") or ()),
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -119,3 +120,11 @@ _custom.add_edge(START, "model")
 _custom.add_conditional_edges("model", _next, ["run_tools", END])
 _custom.add_edge("run_tools", "model")
 pricing_own_tools = _custom.compile()
+
+
+# The same agent, its notify call reviewed by a person first (LangChain's middleware).
+pricing_reviewed = create_agent(
+    PricingModel(),
+    tools=[lookup, notify],
+    middleware=[HumanInTheLoopMiddleware(interrupt_on={"notify": True})],
+)

@@ -2,7 +2,8 @@
 nodes' recorded model decisions (the graph's chat model is not asked) and the recorded answer of
 its tool without a declared risk (which does not run again); when its read tool's answer
 changes, the replay turns red at that step, the two answers and their diff shown. A graph task
-that paused for a person's review is refused with a 4xx naming why."""
+whose run stopped at a person's review is refused with a 4xx naming why; one whose reviews were
+answered replays them with the recorded answers, asking no one."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 
 from agent.replay_suite import replay_one
 from cases.models import Case
-from tasks.models import Task
+from review.models import ReviewRequest
+from tasks.models import Task, TaskEvent
 from tests.cases.graph_case_graphs import runs
 from tests.cases.test_replay_workers import (
     assert_red_at_the_lookup,
@@ -30,6 +32,7 @@ CONFIG = (
     "langgraph_graphs:\n"
     '  pricing: "tests.cases.graph_case_graphs:pricing"\n'
     '  own_tools: "tests.cases.graph_case_graphs:pricing_own_tools"\n'
+    '  reviewed: "tests.cases.graph_case_graphs:pricing_reviewed"\n'
 )
 RECORDED_RUNS = ["model0", "lookup", "model1", "notify", "model2"]
 
@@ -110,16 +113,51 @@ def test_a_graph_that_runs_its_tools_outside_a_tool_node_is_not_replayed(graph_c
     assert runs(marker_dir) == RECORDED_RUNS
 
 
-def test_a_graph_task_that_paused_for_review_is_refused_naming_why(operator):
+def test_a_graph_case_replays_its_review_with_the_recorded_answer(graph_case, task_api, operator):
+    # The notify call waits for a person, who edits its message before it runs.
+    marker_dir = graph_case["markers"].parent / "reviewed"
+    marker_dir.mkdir()
+    task = task_api.create(pricing_spec(marker_dir, graph="reviewed"))
+    task_api.wait(task["id"], "waiting_review", timeout=120)
+    review = ReviewRequest.objects.get(task_id=task["id"])
+    assert review.tool == "notify" and review.original_arguments == {"message": "price 42"}
+    edited = {"message": "price 42, checked"}
+    decided = graph_case["client"].decide(review.id, decision="approve", arguments=edited)
+    assert decided.status_code == 200, decided.content
+    done = task_api.wait(task["id"], "succeeded", timeout=120)
+    assert runs(marker_dir) == RECORDED_RUNS
+    case = saved_from_page(operator, graph_case["client"], done["id"], "reviewed pricing")
+
+    # No one is asked again: the graph is resumed with the recorded (edited) answer.
+    report = replay(graph_case["client"], case["id"])
+    assert report["passed"], report["failures"]
+    assert all(s["same"] for s in report["steps"])
+    # The graph was resumed with the operator's edit, as recorded.
+    resumed = TaskEvent.objects.get(task_id=report["run"]["task_id"], type="graph_resumed")
+    assert resumed.payload["replayed"] is True
+    edit = {"type": "edit", "edited_action": {"name": "notify", "args": edited}}
+    assert resumed.payload["answers"] == [{"decisions": [edit]}]
+    replayed = Task.objects.get(id=report["run"]["task_id"])
+    assert replayed.result == done["result"]
+    assert not ReviewRequest.objects.filter(task=replayed).exists()
+    assert runs(marker_dir) == [*RECORDED_RUNS, "lookup"]
+
+
+def test_a_graph_task_whose_run_ended_at_a_review_is_refused_naming_why(operator):
     spec = {"title": "t", "goal": "g", "agent": {"kind": "langgraph", "graph": "release_bot"}}
     task = spec_task(spec, enqueue=False)
-    ReviewRequestFactory(tool_call=ToolCallFactory(task=task, status="succeeded"))
-    Task.objects.filter(id=task.id).update(status="succeeded")
+    # Asked at a checkpoint and never answered: the task was stopped while it waited.
+    ReviewRequestFactory(
+        tool_call=ToolCallFactory(task=task, status="rejected"),
+        kind="langgraph",
+        interrupt={"checkpoint_id": "1f0-a", "mode": "batched"},
+    )
+    Task.objects.filter(id=task.id).update(status="failed")
     response = ApiClient(operator).post(f"/api/v1/tasks/{task.id}/save-case", {"name": "x"})
     assert response.status_code == 409, response.content
-    assert "LangGraph" in response.json()["detail"] and "review" in response.json()["detail"]
+    assert "ended at a review" in response.json()["detail"]
     assert not Case.objects.exists()
     # The task page says so instead of offering a form that would be refused.
     page = page_client(operator).get(f"/tasks/{task.id}/").content.decode()
-    assert 'data-testid="save-case-unavailable"' in page and "paused for a person" in page
+    assert 'data-testid="save-case-unavailable"' in page and "ended at a review" in page
     assert 'data-testid="save-case-button"' not in page

@@ -1,0 +1,145 @@
+"""A LangGraph task's recording (issue #47): its ToolNode calls are not on the ledger, so each
+call's outcome is read from the task's events (`graph_calls`), the answers it was resumed with
+from its `graph_resumed` events (`graph_resumes`), its workspace from the snapshots taken with
+its LangGraph checkpoints (`graph_snapshots`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from checkpoints.models import GraphWorkspace
+from review.models import ReviewRequest
+from tasks.events import EventType
+from tasks.models import Task, TaskEvent, ToolCallStatus
+
+
+@dataclass(frozen=True)
+class GraphCallOutcome:
+    """A graph's ToolNode call as its events left it (read like a ledger row's): the
+    arguments it ran with (as a review may have edited them) and its answer."""
+
+    status: str
+    result: dict[str, Any]
+    error_class: str
+    error_message: str
+    arguments: Any = None
+    duration_ms: float | None = None
+
+
+def graph_calls(
+    task_id: Any, decisions: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, GraphCallOutcome], list[str]]:
+    """The decisions with a call id on each call (`<turn>:<tool call id>`), {call id: its
+    outcome}, and the nodes that answered them. A call's outcome is the first
+    `graph_tool_result` of its tool call id not taken yet, in event order (a scripted model
+    may reuse an id from one turn to the next); its arguments those of the last
+    `graph_tool_call` of that id before it (a review's edit rewrites the model's message)."""
+    events = list(
+        TaskEvent.objects.filter(
+            task_id=task_id, type__in=(EventType.GRAPH_TOOL_CALL, EventType.GRAPH_TOOL_RESULT)
+        )
+        .order_by("id")
+        .values_list("type", "payload")
+    )
+    taken: set[int] = set()
+    rows: dict[str, GraphCallOutcome] = {}
+    named = []
+    for decision in decisions:
+        calls = []
+        for call in decision.get("calls") or []:
+            key = call.get("tool_call_id")
+            call_id = f"{decision['turn']}:{key or ''}"
+            calls.append({**call, "call_id": call_id})
+            found = next(
+                (
+                    i
+                    for i, (type_, payload) in enumerate(events)
+                    if type_ == EventType.GRAPH_TOOL_RESULT
+                    and i not in taken
+                    and payload.get("tool_call_id") == key
+                ),
+                None,
+            )
+            if found is None:
+                continue
+            taken.add(found)
+            result = events[found][1]
+            asked = [
+                payload.get("arguments")
+                for type_, payload in events[:found]
+                if type_ == EventType.GRAPH_TOOL_CALL and payload.get("tool_call_id") == key
+            ]
+            answer = result.get("content_full") or result.get("content") or ""
+            failed = result.get("status") == "error"
+            rows[call_id] = GraphCallOutcome(
+                status=ToolCallStatus.FAILED if failed else ToolCallStatus.SUCCEEDED,
+                result={"observation": answer} if failed else {"output": answer},
+                error_class="tool_error" if failed else "",
+                error_message=answer if failed else "",
+                arguments=asked[-1] if asked else None,
+            )
+        named.append({**decision, "calls": calls})
+    nodes = {
+        str(payload["node"])
+        for type_, payload in events
+        if type_ == EventType.GRAPH_TOOL_RESULT and payload.get("node")
+    }
+    return named, rows, sorted(nodes)
+
+
+def graph_resumes(task_id: Any) -> list[dict[str, Any]]:
+    """How the graph was resumed after each of its pauses for review, in order: the answers
+    to its interrupts (in the order it asked them), or what a breakpoint's reviews decided."""
+    resumes = []
+    for payload in (
+        TaskEvent.objects.filter(task_id=task_id, type=EventType.GRAPH_RESUMED)
+        .order_by("id")
+        .values_list("payload", flat=True)
+    ):
+        if payload.get("breakpoint"):
+            keys = ("approved", "edited", "rejected", "answered")
+            resumes.append({"breakpoint": True, **{k: payload.get(k) or [] for k in keys}})
+        else:
+            # By interrupt id as the run resumed it; in order as a replay resumed it.
+            answers = payload.get("answers") or {}
+            resumes.append(
+                {"answers": list(answers.values() if isinstance(answers, dict) else answers)}
+            )
+    return resumes
+
+
+def graph_snapshots(task: Task) -> Any:
+    """A graph task's workspace snapshots, one per LangGraph checkpoint, oldest first."""
+    return (
+        GraphWorkspace.objects.filter(task=task)
+        .order_by("created_at", "id")
+        .values_list("snapshot", flat=True)
+    )
+
+
+def graph_unreplayable(task: Task) -> str:
+    """Why a graph task's pauses for review cannot be replayed ("" when they can): a replay
+    resumes each with the recorded answers, so each must have been answered, and a
+    breakpoint's edits, rejections and answers are not recorded whole."""
+    paused_at = {
+        (interrupt or {}).get("checkpoint_id")
+        for interrupt in ReviewRequest.objects.filter(task=task, kind="langgraph").values_list(
+            "interrupt", flat=True
+        )
+    }
+    paused_at.discard(None)
+    resumes = graph_resumes(task.id)
+    if len(paused_at) > len(resumes):
+        return (
+            "This LangGraph task's run ended at a review (rejected, or the task stopped while "
+            "it waited): a replay could not answer it. A graph task whose reviews were all "
+            "answered can be saved."
+        )
+    if any(r.get("edited") or r.get("rejected") or r.get("answered") for r in resumes):
+        return (
+            "This LangGraph task's breakpoint review edited, rejected or answered a call, "
+            "which a replay cannot give back yet; one whose breakpoints were approved, or "
+            "whose interrupts were answered in any way, can be saved."
+        )
+    return ""
