@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,7 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import InjectedState
+from langgraph.prebuilt import InjectedState, create_react_agent
 
 
 def _marker_dir(messages: list) -> Path:
@@ -128,3 +129,11 @@ pricing_reviewed = create_agent(
     tools=[lookup, notify],
     middleware=[HumanInTheLoopMiddleware(interrupt_on={"notify": True})],
 )
+
+
+# LangGraph's prebuilt ReAct agent stopped by a static breakpoint before each of its tool steps.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # create_react_agent is deprecated in LangGraph 1.x
+    pricing_breakpoints = create_react_agent(
+        PricingModel(), [lookup, notify], interrupt_before=["tools"]
+    )

@@ -33,6 +33,7 @@ CONFIG = (
     '  pricing: "tests.cases.graph_case_graphs:pricing"\n'
     '  own_tools: "tests.cases.graph_case_graphs:pricing_own_tools"\n'
     '  reviewed: "tests.cases.graph_case_graphs:pricing_reviewed"\n'
+    '  breakpoints: "tests.cases.graph_case_graphs:pricing_breakpoints"\n'
 )
 RECORDED_RUNS = ["model0", "lookup", "model1", "notify", "model2"]
 
@@ -140,6 +141,31 @@ def test_a_graph_case_replays_its_review_with_the_recorded_answer(graph_case, ta
     replayed = Task.objects.get(id=report["run"]["task_id"])
     assert replayed.result == done["result"]
     assert not ReviewRequest.objects.filter(task=replayed).exists()
+    assert runs(marker_dir) == [*RECORDED_RUNS, "lookup"]
+
+
+def test_a_graph_case_goes_past_its_approved_breakpoints_asking_no_one(
+    graph_case, task_api, operator
+):
+    marker_dir = graph_case["markers"].parent / "breakpoints"
+    marker_dir.mkdir()
+    task = task_api.create(pricing_spec(marker_dir, graph="breakpoints"))
+    for tool in ("lookup", "notify"):  # a stop before each tools step, approved
+        task_api.wait(task["id"], "waiting_review", timeout=120)
+        review = ReviewRequest.objects.get(task_id=task["id"], status="pending")
+        assert review.tool == tool
+        decided = graph_case["client"].decide(review.id, decision="approve")
+        assert decided.status_code == 200, decided.content
+    done = task_api.wait(task["id"], "succeeded", timeout=120)
+    assert done["result"] == "the widget costs 42 (sent)"
+    case = saved_from_page(operator, graph_case["client"], done["id"], "breakpoints")
+
+    report = replay(graph_case["client"], case["id"])
+    assert report["passed"], report["failures"]
+    replayed = report["run"]["task_id"]
+    assert not ReviewRequest.objects.filter(task_id=replayed).exists()
+    resumed = TaskEvent.objects.filter(task_id=replayed, type="graph_resumed").order_by("id")
+    assert [e.payload["approved"] for e in resumed] == [["c1"], ["c2"]]  # the tool call ids
     assert runs(marker_dir) == [*RECORDED_RUNS, "lookup"]
 
 
