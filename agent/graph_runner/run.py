@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.errors import GraphRecursionError
 
 from agent.graph_runner.drift import graph_drift_at_pickup
-from agent.graph_runner.replay import GraphReplayDiverged
+from agent.graph_runner.replay_answers import GraphReplayDiverged
 from agent.graph_runner.start import GraphRunStart
 from agent.graph_runner.streaming import GraphRunStreaming
 from agent.graph_runner.values import RESULT_MAX_CHARS, text
