@@ -26,11 +26,12 @@ pending writes are in the checkpointer.
 
 The modules, from the bottom: `values` (JSON and bounded text of the graph's values),
 `loading` (graph_load, graph_thread_config, GraphNotRegistered), `interrupts` (what an
-interrupt asks for: interrupt_actions, decisions_of), `replay_answers` (what a replay of a saved case answers in
-the nodes' threads: recorded model decisions and ToolNode answers), `replay` (GraphReplay: the
-graph checked, its pauses resumed with the recorded answers), then GraphRun's parts, each importing
-only the ones listed before it: `core` (state, events, usage, the fenced write, pause),
-`tracing` (spans), `calls` (the reviewed calls' rows), `workspace` (restore, snapshot),
+interrupt asks for: interrupt_actions, decisions_of), `replay_answers` (what a replay of a
+saved case answers in the nodes' threads: recorded model decisions and ToolNode answers),
+`replay` (GraphReplay: the graph checked, its pauses resumed with the recorded answers), then
+GraphRun's parts, each importing only the ones listed before it: `core` (state, events, usage,
+the fenced write, pause), `tracing` (spans), `calls` (the reviewed calls' rows), `workspace`
+(restore, snapshot),
 `streaming` (the super-steps), `answers` (decided reviews and the resume value), `asking`
 (interrupts opened as reviews), `breakpoints` (a static breakpoint's reviews),
 `past_breakpoints` (its decisions applied), `start` (the first input), and `run` (GraphRun
