@@ -31,9 +31,8 @@ saved case answers in the nodes' threads: recorded model decisions and ToolNode 
 `replay` (GraphReplay: the graph checked, its pauses resumed with the recorded answers), then
 GraphRun's parts, each importing only the ones listed before it: `core` (state, events, usage,
 the fenced write, pause), `tracing` (spans), `calls` (the reviewed calls' rows), `workspace`
-(restore, snapshot),
-`streaming` (the super-steps), `answers` (decided reviews and the resume value), `asking`
-(interrupts opened as reviews), `breakpoints` (a static breakpoint's reviews),
+(restore, snapshot), `streaming` (the super-steps), `answers` (decided reviews and the resume
+value), `asking` (interrupts opened as reviews), `breakpoints` (a static breakpoint's reviews),
 `past_breakpoints` (its decisions applied), `start` (the first input), and `run` (GraphRun
 itself: execute, settle, stop; graph_task_run, the RQ entry that agent.jobs names as
 "agent.graph_runner:graph_task_run"). Callers import from this package.
