@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from agent.graph_runner.answers import GraphRunAnswers, interrupt_of, stop
 from agent.graph_runner.breakpoints import GraphRunBreakpoints
+from agent.graph_runner.values import jsonable
 from agent.graph_runner.workspace import GraphRunWorkspace
 from review.models import ReviewRequest, ReviewStatus
 from tasks.events import EventType
@@ -79,6 +80,10 @@ class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWork
                 "edited": sorted(str(k) for k in edits),
                 "rejected": sorted(str(k) for k in rejections),
                 "answered": sorted(str(k) for k in responses),
+                # What was decided, whole: a replay of a saved case gives it back.
+                **_decided("edits", edits),
+                **_decided("rejections", rejections),
+                **_decided("responses", responses),
                 **({"updated_checkpoint_id": updated} if updated else {}),
             },
         )
@@ -140,3 +145,9 @@ class GraphRunPastBreakpoints(GraphRunBreakpoints, GraphRunAnswers, GraphRunWork
                 },
             )
         return config["configurable"]["checkpoint_id"]
+
+
+def _decided(key: str, by_call: dict[str | None, Any]) -> dict[str, Any]:
+    """{key: {tool call id: decision}} of a breakpoint's calls (none: {})."""
+    named = {str(k): v for k, v in by_call.items() if k is not None}
+    return {key: jsonable(named)} if named else {}

@@ -11,7 +11,7 @@ what diverged in a node's thread is raised (`diverged_check`)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -92,10 +92,13 @@ class GraphReplay(NodeAnswers):
             reason=f"{reason}: a replay cannot answer their calls without running them",
         )
 
-    def resume(self, run: Any, state: Any, *, at_breakpoint: bool) -> tuple[bool, Any]:
+    def resume(
+        self, run: Any, state: Any, *, at_breakpoint: bool, update: Callable[..., Any]
+    ) -> tuple[bool, Any]:
         """Where the graph stopped (its state): (False, None) when it finished; else (True,
         the input that goes on: None after a crash, or the recorded answers of this pause for
-        review, in the order the graph asks (a breakpoint's approval: None). A pause the
+        review, in the order the graph asks (a breakpoint's approval: None, its edits,
+        rejections and responses written first by `update`, GraphRun.breakpoint_update). A pause the
         recording did not have, or whose interrupts are not those it answered, is the
         divergence: a replay never waits for a person."""
         if not state.interrupts and not state.next:
@@ -131,6 +134,9 @@ class GraphReplay(NodeAnswers):
                     **where,
                     reason="the graph stopped at a breakpoint; the recording answered interrupts",
                 )
+            decided = {k: recorded.get(k) or {} for k in ("edits", "rejections", "responses")}
+            if any(decided.values()):  # written into the graph's state, as the run did
+                update(**decided)
             value = None
         self.resumed += 1
         run.event(

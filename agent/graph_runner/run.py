@@ -58,7 +58,15 @@ class GraphRun(GraphRunStart, GraphRunStreaming):
     def replay_resume(self, graph: Any, state: Any) -> tuple[bool, Any]:
         assert self.replay is not None
         at_breakpoint = bool(self.breakpoint_at(graph, state))
-        return self.replay.resume(self, state, at_breakpoint=at_breakpoint)
+
+        def update(
+            *, edits: dict[Any, Any], rejections: dict[Any, str], responses: dict[Any, str]
+        ) -> None:
+            self.breakpoint_update(
+                graph, state, edits=edits, rejections=rejections, responses=responses
+            )
+
+        return self.replay.resume(self, state, at_breakpoint=at_breakpoint, update=update)
 
     def ended_by(self, exc: Exception) -> StopRun | None:
         if isinstance(exc, GraphReplayDiverged) and self.replay is not None:

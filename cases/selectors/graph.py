@@ -35,13 +35,27 @@ def graph_calls(
     `graph_tool_result` of its tool call id not taken yet, in event order (a scripted model
     may reuse an id from one turn to the next); its arguments those of the last
     `graph_tool_call` of that id before it (a review's edit rewrites the model's message)."""
-    events = list(
+    events = []
+    for type_, payload in (
         TaskEvent.objects.filter(
-            task_id=task_id, type__in=(EventType.GRAPH_TOOL_CALL, EventType.GRAPH_TOOL_RESULT)
+            task_id=task_id,
+            type__in=(
+                EventType.GRAPH_TOOL_CALL,
+                EventType.GRAPH_TOOL_RESULT,
+                EventType.GRAPH_RESUMED,
+            ),
         )
         .order_by("id")
         .values_list("type", "payload")
-    )
+    ):
+        if type_ != EventType.GRAPH_RESUMED:
+            events.append((type_, payload))
+            continue
+        # A breakpoint's edit rewrote the call before it ran: the arguments it ran with.
+        events += [
+            (EventType.GRAPH_TOOL_CALL, {"tool_call_id": key, "arguments": args})
+            for key, args in (payload.get("edits") or {}).items()
+        ]
     taken: set[int] = set()
     rows: dict[str, GraphCallOutcome] = {}
     named = []
@@ -98,8 +112,15 @@ def graph_resumes(task_id: Any) -> list[dict[str, Any]]:
         .values_list("payload", flat=True)
     ):
         if payload.get("breakpoint"):
-            keys = ("approved", "edited", "rejected", "answered")
-            resumes.append({"breakpoint": True, **{k: payload.get(k) or [] for k in keys}})
+            names = ("approved", "edited", "rejected", "answered")
+            decided = ("edits", "rejections", "responses")
+            resumes.append(
+                {
+                    "breakpoint": True,
+                    **{k: payload.get(k) or [] for k in names},
+                    **{k: payload.get(k) or {} for k in decided},
+                }
+            )
         else:
             # By interrupt id as the run resumed it; in order as a replay resumed it.
             answers = payload.get("answers") or {}
@@ -116,6 +137,10 @@ def graph_snapshots(task: Task) -> Any:
         .order_by("created_at", "id")
         .values_list("snapshot", flat=True)
     )
+
+
+# A breakpoint's calls named in its graph_resumed event, and what was decided of them, whole.
+_DECIDED = (("edited", "edits"), ("rejected", "rejections"), ("answered", "responses"))
 
 
 def graph_unreplayable(task: Task) -> str:
@@ -136,10 +161,17 @@ def graph_unreplayable(task: Task) -> str:
             "it waited): a replay could not answer it. A graph task whose reviews were all "
             "answered can be saved."
         )
-    if any(r.get("edited") or r.get("rejected") or r.get("answered") for r in resumes):
+    if any(
+        len(r.get(names) or []) > len(r.get(decided) or {})
+        for r in resumes
+        for names, decided in (
+            ("edited", "edits"),
+            ("rejected", "rejections"),
+            ("answered", "responses"),
+        )
+    ):
         return (
-            "This LangGraph task's breakpoint review edited, rejected or answered a call, "
-            "which a replay cannot give back yet; one whose breakpoints were approved, or "
-            "whose interrupts were answered in any way, can be saved."
+            "This LangGraph task's breakpoint review edited, rejected or answered a call before "
+            "the harness recorded such decisions whole, so a replay cannot give them back."
         )
     return ""

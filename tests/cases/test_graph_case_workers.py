@@ -144,17 +144,20 @@ def test_a_graph_case_replays_its_review_with_the_recorded_answer(graph_case, ta
     assert runs(marker_dir) == [*RECORDED_RUNS, "lookup"]
 
 
-def test_a_graph_case_goes_past_its_approved_breakpoints_asking_no_one(
+def test_a_graph_case_goes_past_its_breakpoints_with_the_recorded_decisions(
     graph_case, task_api, operator
 ):
+    # A stop before each tools step: lookup approved, notify edited.
     marker_dir = graph_case["markers"].parent / "breakpoints"
     marker_dir.mkdir()
     task = task_api.create(pricing_spec(marker_dir, graph="breakpoints"))
-    for tool in ("lookup", "notify"):  # a stop before each tools step, approved
+    edited = {"message": "price 42, checked"}
+    for tool, arguments in (("lookup", None), ("notify", edited)):
         task_api.wait(task["id"], "waiting_review", timeout=120)
         review = ReviewRequest.objects.get(task_id=task["id"], status="pending")
         assert review.tool == tool
-        decided = graph_case["client"].decide(review.id, decision="approve")
+        body = {"decision": "approve", **({"arguments": arguments} if arguments else {})}
+        decided = graph_case["client"].decide(review.id, **body)
         assert decided.status_code == 200, decided.content
     done = task_api.wait(task["id"], "succeeded", timeout=120)
     assert done["result"] == "the widget costs 42 (sent)"
@@ -162,10 +165,14 @@ def test_a_graph_case_goes_past_its_approved_breakpoints_asking_no_one(
 
     report = replay(graph_case["client"], case["id"])
     assert report["passed"], report["failures"]
+    # The edited call ran as edited, in the recording and in the replay.
+    assert report["steps"][1]["recorded"]["calls"][0]["args"] == edited
+    assert report["steps"][1]["replay"]["calls"][0]["args"] == edited
     replayed = report["run"]["task_id"]
     assert not ReviewRequest.objects.filter(task_id=replayed).exists()
     resumed = TaskEvent.objects.filter(task_id=replayed, type="graph_resumed").order_by("id")
     assert [e.payload["approved"] for e in resumed] == [["c1"], ["c2"]]  # the tool call ids
+    assert [e.payload["edits"] for e in resumed] == [{}, {"c2": edited}]
     assert runs(marker_dir) == [*RECORDED_RUNS, "lookup"]
 
 
