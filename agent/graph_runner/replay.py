@@ -21,6 +21,7 @@ from langgraph.types import Command
 
 from agent.graph_runner.replay_answers import NodeAnswers, replaying
 from cases.selectors import replay_setup
+from cases.selectors.graph import graph_answered
 from tasks.canonical import canonical_hash
 from tasks.events import EventType
 from tasks.models import Task, TaskEvent
@@ -43,7 +44,10 @@ class GraphReplay(NodeAnswers):
         if setup is None:
             return None
         # A resumed replay: the calls its graph already ran, and the turns already answered.
-        made = [(tool, canonical_hash(args)) for tool, args in _graph_calls_made(task_id=task.id)]
+        made = [
+            (str(result.get("tool")), canonical_hash(arguments))
+            for result, arguments in graph_answered(task.id)
+        ]
         events = TaskEvent.objects.filter(task_id=task.id)
         return cls(
             dataclasses.replace(setup, made=[*setup.made, *made]),
@@ -149,19 +153,3 @@ class GraphReplay(NodeAnswers):
         """Raise the divergence a node's thread found (on the run's timeline)."""
         if self.divergence is not None:
             raise self.diverged(run, **self.divergence)
-
-
-def _graph_calls_made(*, task_id: Any) -> list[tuple[str, Any]]:
-    """(tool, arguments) of the calls a graph task's ToolNodes answered, in order."""
-    events = TaskEvent.objects.filter(
-        task_id=task_id, type__in=(EventType.GRAPH_TOOL_CALL, EventType.GRAPH_TOOL_RESULT)
-    ).order_by("id")
-    asked: dict[str, list[tuple[str, Any]]] = {}
-    made = []
-    for type_, payload in events.values_list("type", "payload"):
-        key = str(payload.get("tool_call_id") or "")
-        if type_ == EventType.GRAPH_TOOL_CALL:
-            asked.setdefault(key, []).append((str(payload.get("tool")), payload.get("arguments")))
-        elif asked.get(key):
-            made.append(asked[key].pop(0))
-    return made

@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration
 from langgraph.prebuilt import ToolNode
 
-from agent.graph_runner.values import text
+from agent.graph_runner.values import RESULT_MAX_CHARS, text
 from agent.sdk_run.replay import SdkReplay, outcome_of
 from tasks.models import ToolCallStatus
 
@@ -105,8 +105,9 @@ class NodeAnswers(SdkReplay):
         result = execute(request)
         content = getattr(result, "content", result)
         failed = getattr(result, "status", "success") == "error"
-        now = (ToolCallStatus.FAILED if failed else ToolCallStatus.SUCCEEDED, text(content, 5000))
-        if now != (was[0], text(was[1], 5000)):
+        status = ToolCallStatus.FAILED if failed else ToolCallStatus.SUCCEEDED
+        now = (status, text(content, RESULT_MAX_CHARS))
+        if now != (was[0], text(was[1], RESULT_MAX_CHARS)):
             self.keep(**where, **self.changed(was, now), ran="yes")
         return result
 

@@ -10,6 +10,7 @@ from typing import Any
 from langgraph.errors import GraphRecursionError
 
 from agent.graph_runner.drift import graph_drift_at_pickup
+from agent.graph_runner.replay import GraphReplay
 from agent.graph_runner.replay_answers import GraphReplayDiverged
 from agent.graph_runner.start import GraphRunStart
 from agent.graph_runner.streaming import GraphRunStreaming
@@ -36,27 +37,25 @@ class GraphRun(GraphRunStart, GraphRunStreaming):
         if self.replay is None:
             self.stream(graph, self.first_input(graph))
         else:
-            self.replayed(graph)
+            self.replayed(graph, self.replay)
         self.settle(graph)
         return "succeeded"
 
-    def replayed(self, graph: Any) -> None:
-        """A replay's run: each pause for review resumed with the recorded answers."""
-        assert self.replay is not None
-        replay = self.replay
+    def replayed(self, graph: Any, replay: GraphReplay) -> None:
+        """A replay's run: each pause for review resumed with the recorded answers, until the
+        graph finishes (settle then finds no pause)."""
         with replay.playing(self, graph):
             state = graph.get_state(self.config)
             if state.created_at is None:
                 go, value = True, self.first_input(graph)
             else:  # a replay that stopped mid-run: it never waited for a person
                 self.picked_up(state)
-                go, value = self.replay_resume(graph, state)
+                go, value = self.replay_resume(graph, state, replay)
             while go:
                 self.stream(graph, value)
-                go, value = self.replay_resume(graph, graph.get_state(self.config))
+                go, value = self.replay_resume(graph, graph.get_state(self.config), replay)
 
-    def replay_resume(self, graph: Any, state: Any) -> tuple[bool, Any]:
-        assert self.replay is not None
+    def replay_resume(self, graph: Any, state: Any, replay: GraphReplay) -> tuple[bool, Any]:
         at_breakpoint = bool(self.breakpoint_at(graph, state))
 
         def update(
@@ -66,7 +65,7 @@ class GraphRun(GraphRunStart, GraphRunStreaming):
                 graph, state, edits=edits, rejections=rejections, responses=responses
             )
 
-        return self.replay.resume(self, state, at_breakpoint=at_breakpoint, update=update)
+        return replay.resume(self, state, at_breakpoint=at_breakpoint, update=update)
 
     def ended_by(self, exc: Exception) -> StopRun | None:
         if isinstance(exc, GraphReplayDiverged) and self.replay is not None:
@@ -84,11 +83,6 @@ class GraphRun(GraphRunStart, GraphRunStreaming):
 
     def settle(self, graph: Any) -> None:
         state = graph.get_state(self.config)
-        if self.replay is not None and (state.interrupts or state.next):
-            # A replay never waits for a person (nor could it answer an interrupt).
-            raise self.replay.diverged(
-                self, call_id="", tool="", args={}, reason="the graph stopped for a review"
-            )
         if state.interrupts:
             self.pause_for_reviews(state)
         if state.next:  # the run stopped with nodes to go and no interrupt: a breakpoint

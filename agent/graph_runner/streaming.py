@@ -123,6 +123,7 @@ class GraphRunStreaming(GraphRunCalls, GraphRunWorkspace):
                 self.record_tool_result(message, seconds)
                 if self.calls_settle(message=message) is not None:
                     settled.add(getattr(message, "tool_call_id", ""))
+                shown = text(message.content)
                 self.event(
                     EventType.GRAPH_TOOL_RESULT,
                     {
@@ -130,9 +131,9 @@ class GraphRunStreaming(GraphRunCalls, GraphRunWorkspace):
                         "tool": getattr(message, "name", ""),
                         "tool_call_id": getattr(message, "tool_call_id", ""),
                         "status": getattr(message, "status", "success"),
-                        "content": text(message.content),
+                        "content": shown,
                         # A longer answer whole, for a replay of a case to give back.
-                        **full_text("content_full", message.content, text(message.content)),
+                        **full_text("content_full", message.content, shown),
                     },
                 )
         if telemetry.enabled():

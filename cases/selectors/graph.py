@@ -1,10 +1,11 @@
 """A LangGraph task's recording (issue #47): its ToolNode calls are not on the ledger, so each
-call's outcome is read from the task's events (`graph_calls`), the answers it was resumed with
-from its `graph_resumed` events (`graph_resumes`), its workspace from the snapshots taken with
-its LangGraph checkpoints (`graph_snapshots`)."""
+call's outcome is read from the task's events (`graph_calls`, on `graph_answered`), the
+answers it was resumed with from its `graph_resumed` events (`graph_resumes`), its workspace
+from the snapshots taken with its LangGraph checkpoints (`graph_snapshots`)."""
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,15 +28,12 @@ class GraphCallOutcome:
     duration_ms: float | None = None
 
 
-def graph_calls(
-    task_id: Any, decisions: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], dict[str, GraphCallOutcome], list[str]]:
-    """The decisions with a call id on each call (`<turn>:<tool call id>`), {call id: its
-    outcome}, and the nodes that answered them. A call's outcome is the first
-    `graph_tool_result` of its tool call id not taken yet, in event order (a scripted model
-    may reuse an id from one turn to the next); its arguments those of the last
-    `graph_tool_call` of that id before it (a review's edit rewrites the model's message)."""
-    events = []
+def graph_answered(task_id: Any) -> list[tuple[dict[str, Any], Any]]:
+    """Each `graph_tool_result` of a graph task, in event order, with the arguments its call
+    ran with: those of the last `graph_tool_call` of its tool call id before it, or of a
+    breakpoint's edit (which rewrote the call before it ran)."""
+    ran: dict[Any, Any] = {}
+    answered = []
     for type_, payload in (
         TaskEvent.objects.filter(
             task_id=task_id,
@@ -48,15 +46,26 @@ def graph_calls(
         .order_by("id")
         .values_list("type", "payload")
     ):
-        if type_ != EventType.GRAPH_RESUMED:
-            events.append((type_, payload))
-            continue
-        # A breakpoint's edit rewrote the call before it ran: the arguments it ran with.
-        events += [
-            (EventType.GRAPH_TOOL_CALL, {"tool_call_id": key, "arguments": args})
-            for key, args in (payload.get("edits") or {}).items()
-        ]
-    taken: set[int] = set()
+        if type_ == EventType.GRAPH_TOOL_CALL:
+            ran[payload.get("tool_call_id")] = payload.get("arguments")
+        elif type_ == EventType.GRAPH_RESUMED:
+            ran.update(payload.get("edits") or {})
+        else:
+            answered.append((payload, ran.get(payload.get("tool_call_id"))))
+    return answered
+
+
+def graph_calls(
+    task_id: Any, decisions: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, GraphCallOutcome], list[str]]:
+    """The decisions with a call id on each call (`<turn>:<tool call id>`), {call id: its
+    outcome}, and the nodes that answered them. A call's outcome is the first answer of its
+    tool call id not taken yet, in event order (a scripted model may reuse an id from one
+    turn to the next), with the arguments it ran with (`graph_answered`)."""
+    answered = graph_answered(task_id)
+    waiting: dict[Any, deque[tuple[dict[str, Any], Any]]] = {}
+    for result, arguments in answered:
+        waiting.setdefault(result.get("tool_call_id"), deque()).append((result, arguments))
     rows: dict[str, GraphCallOutcome] = {}
     named = []
     for decision in decisions:
@@ -65,25 +74,9 @@ def graph_calls(
             key = call.get("tool_call_id")
             call_id = f"{decision['turn']}:{key or ''}"
             calls.append({**call, "call_id": call_id})
-            found = next(
-                (
-                    i
-                    for i, (type_, payload) in enumerate(events)
-                    if type_ == EventType.GRAPH_TOOL_RESULT
-                    and i not in taken
-                    and payload.get("tool_call_id") == key
-                ),
-                None,
-            )
-            if found is None:
+            if not waiting.get(key):
                 continue
-            taken.add(found)
-            result = events[found][1]
-            asked = [
-                payload.get("arguments")
-                for type_, payload in events[:found]
-                if type_ == EventType.GRAPH_TOOL_CALL and payload.get("tool_call_id") == key
-            ]
+            result, arguments = waiting[key].popleft()
             answer = result.get("content_full") or result.get("content") or ""
             failed = result.get("status") == "error"
             rows[call_id] = GraphCallOutcome(
@@ -91,14 +84,10 @@ def graph_calls(
                 result={"observation": answer} if failed else {"output": answer},
                 error_class="tool_error" if failed else "",
                 error_message=answer if failed else "",
-                arguments=asked[-1] if asked else None,
+                arguments=arguments,
             )
         named.append({**decision, "calls": calls})
-    nodes = {
-        str(payload["node"])
-        for type_, payload in events
-        if type_ == EventType.GRAPH_TOOL_RESULT and payload.get("node")
-    }
+    nodes = {str(result["node"]) for result, _args in answered if result.get("node")}
     return named, rows, sorted(nodes)
 
 

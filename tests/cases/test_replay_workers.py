@@ -51,6 +51,13 @@ def saved_from_page(operator, client, task_id: str, name: str) -> dict[str, Any]
     return client.get(f"/api/v1/cases/{Case.objects.get(name=name).id}").json()
 
 
+def assert_green(report: dict[str, Any], *, steps: int) -> None:
+    """A replay that passed, every one of its `steps` the same as recorded."""
+    assert report["passed"], report["failures"]
+    assert report["divergence"] is None and report["first_divergent_step"] is None
+    assert len(report["steps"]) == steps and all(s["same"] for s in report["steps"])
+
+
 def assert_red_at_the_lookup(report: dict[str, Any], operator) -> None:
     """The pricing agents' replay (SDK and graph cases) after the price went from 42 to 43:
     red at step 1, its lookup's two answers and their diff in the report and on the page."""
